@@ -1,0 +1,94 @@
+"""The block walk: exact tokens, blocks and drafted tokens of greedy speculation at draft length gamma.
+
+A stream a_0..a_{n-1} splits into closed runs (L ones then a zero) and at most one trailing run
+of ones (censored). At draft length gamma:
+
+    closed run of L ones:    blocks = ceil((L + 1) / (gamma + 1)),  tokens = L + 1
+    trailing run of L ones:  blocks = ceil(L / (gamma + 1)),        tokens = L
+    drafted = gamma * blocks
+
+which equals the loop in `block_walk_loop` (SPEC section 2) and is vectorised over runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def block_walk_loop(bits: np.ndarray, gamma: int) -> tuple[int, int, int]:
+    """Reference loop of SPEC section 2: (tokens, blocks, drafted). Slow; for tests only."""
+    a = np.asarray(bits).astype(np.int64).tolist()
+    n = len(a)
+    s = tokens = blocks = drafted = 0
+    while s < n:
+        k = 0
+        for t in range(s, min(s + gamma, n)):
+            if a[t] != 1:
+                break
+            k += 1
+        tokens += min(k + 1, n - s)
+        blocks += 1
+        drafted += gamma
+        s += k + 1
+    return tokens, blocks, drafted
+
+
+def run_lengths(bits: np.ndarray) -> tuple[np.ndarray, int]:
+    """(closed, trailing): L for each zero (ones immediately before it), and the censored trailing run.
+
+    closed[i] = number of ones between zero i-1 and zero i; trailing = ones after the last zero.
+    """
+    a = np.asarray(bits)
+    zeros = np.flatnonzero(a == 0)
+    if zeros.size == 0:
+        return np.zeros(0, dtype=np.int64), int(a.size)
+    closed = np.diff(np.concatenate(([-1], zeros))) - 1
+    trailing = int(a.size - 1 - zeros[-1])
+    return closed.astype(np.int64), trailing
+
+
+def block_counts(bits: np.ndarray, gamma: int | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(tokens, blocks, drafted) of one stream at each draft length in `gamma` (closed form over runs).
+
+    Scalars in, 0-d arrays out; an array of gammas gives arrays of the same shape.
+    """
+    closed, trailing = run_lengths(bits)
+    return block_counts_from_runs(closed, trailing, gamma)
+
+
+def block_counts_from_runs(closed: np.ndarray, trailing: int, gamma: int | np.ndarray):
+    """Closed form of the walk from run lengths; see the module docstring."""
+    g = np.asarray(gamma, dtype=np.int64)
+    gp1 = g[..., None] + 1
+    closed = np.asarray(closed, dtype=np.int64)
+    blocks = (-(-(closed + 1) // gp1)).sum(axis=-1) + (-(-trailing // (g + 1)))
+    tokens = np.full(g.shape, int(closed.sum()) + closed.size + trailing, dtype=np.int64)
+    return tokens, blocks, g * blocks
+
+
+def block_accepts(bits: np.ndarray, gamma: int) -> np.ndarray:
+    """Accepted draft tokens in each block, in order, as the walk counts them: k = leading ones in
+    a_s..a_{min(s+gamma, n)-1}. What a real greedy speculative decoder reports (capped at the horizon)."""
+    closed, trailing = run_lengths(bits)
+    out: list[np.ndarray] = []
+    gp1 = gamma + 1
+    for L in closed.tolist():
+        nb = -(-(L + 1) // gp1)
+        ks = np.full(nb, gamma, dtype=np.int64)
+        ks[-1] = L - gp1 * (nb - 1)
+        out.append(ks)
+    if trailing:
+        nb = -(-trailing // gp1)
+        ks = np.full(nb, gamma, dtype=np.int64)
+        ks[-1] = min(gamma, trailing - gp1 * (nb - 1))
+        out.append(ks)
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def E_iid(alpha: float | np.ndarray, gamma: int | np.ndarray) -> np.ndarray:
+    """Expected tokens per block under i.i.d. acceptance: (1 - alpha^(gamma+1)) / (1 - alpha); gamma+1 at alpha = 1."""
+    alpha = np.asarray(alpha, dtype=np.float64)
+    gamma = np.asarray(gamma, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
+    return np.where(alpha >= 1.0, gamma + 1, e)
