@@ -59,9 +59,10 @@ def run_cmd(
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the hub (off by default)."),
 ) -> None:
     """Run the exact oracle: greedy y from the target, one teacher-forced pass per model, a_t per position."""
+    params = dict(locals())
     from specterm.runner import run_command
 
-    run_command(**locals())
+    run_command(**params)
 
 
 @app.command("merge")
@@ -78,7 +79,121 @@ def merge_cmd(
 # ---------------------------------------------------------- import / report / list (analytics) ---
 
 
+@app.command("import")
+def import_cmd(
+    file: Path = typer.Argument(..., help='JSON lines: {"id": str, "corpus": str, "bits": "0110..."}, optional "draft_conf" and "tokens".'),
+    out: Path = typer.Option(..., "--out", "-o", help="Run directory to create, e.g. streams/NAME."),
+    name: Optional[str] = typer.Option(None, "--name", help="Run name (default: the directory name)."),
+) -> None:
+    """Import accept/reject streams from another tool as a run (nothing is written if a line is bad)."""
+    from specterm.core.importer import import_jsonl
+
+    path, streams = import_jsonl(file, out, name)
+    corpora = sorted({s.corpus for s in streams})
+    positions = sum(s.n for s in streams)
+    typer.echo(f"imported {len(streams)} prompts, {positions} positions ({', '.join(corpora)}) into {path}")
+
+
+REPORT_FORMATS = ("md", "json", "text")
+
+
+@app.command("report")
+def report_cmd(
+    runs: List[Path] = typer.Argument(..., help="Run directories (e.g. streams/NAME); corpora are pooled across them."),
+    format: str = typer.Option("md", "--format", "-f", help="md | json | text."),
+    gamma: int = typer.Option(8, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
+    boot: int = typer.Option(2000, "--boot", help="Bootstrap resamples over streams (0: no CIs)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and the shuffles."),
+    shuffles: int = typer.Option(20, "--shuffles", help="In-place shuffles per stream for the hetero/temporal split."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+) -> None:
+    """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the P1-P5 scorecard."""
+    from specterm.core.analysis import analyse
+    from specterm.core.errors import SpectermError
+    from specterm.core.export import to_json, to_markdown, to_text
+    from specterm.core.streams import load_runs
+
+    if format not in REPORT_FORMATS:
+        raise SpectermError(f"unknown --format '{format}'; use one of {', '.join(REPORT_FORMATS)}.")
+    report = analyse(load_runs(runs), gamma=gamma, boot=boot, shuffles=shuffles, seed=seed)
+    text = {"md": to_markdown, "json": to_json, "text": to_text}[format](report)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise SpectermError(f"cannot write {output} ({exc.strerror}); choose another -o path.") from None
+        typer.echo(f"wrote {output}", err=True)
+
+
+@app.command("list")
+def list_cmd(
+    root: Path = typer.Option(Path("streams"), "--root", help="Directory holding the runs."),
+) -> None:
+    """The runs under streams/: corpora, prompts, positions, alpha, gate."""
+    from specterm.core.errors import SpectermError
+    from specterm.core.export import text_table
+    from specterm.core.streams import find_runs, load_run
+
+    paths = find_runs(root)
+    if not paths:
+        typer.echo(f"no runs under {root}/; make one with `specterm run` or `specterm import`.")
+        return
+    rows = []
+    for path in paths:
+        try:
+            run = load_run(path)
+        except SpectermError as exc:
+            rows.append([path.name, f"unreadable: {exc}", "", "", "", ""])
+            continue
+        n = sum(s.n for s in run.streams)
+        analysed = sum(s.valid_len for s in run.streams)
+        ones = sum(int(s.a.sum()) for s in run.streams)
+        gate_ones = sum(s.n if s.gate is None else int(s.gate.sum()) for s in run.streams)
+        alpha = f"{ones / analysed:.3f}" if analysed else "n/a"
+        gate = f"{gate_ones / n:.3f}" if n else "n/a"
+        rows.append([run.name, ", ".join(run.corpora) or "-", str(len(run.streams)), str(n), alpha, gate])
+    typer.echo(text_table(["run", "corpora", "prompts", "positions", "alpha", "gate"], rows))
+
+
+
 # ---------------------------------------------------------------------- open / no-argument (TUI) ---
+
+
+def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0) -> None:
+    """Check the run directories (one clear sentence if one is wrong), then start the app on them."""
+    from specterm.core.streams import read_meta
+
+    for path in runs:
+        read_meta(path)
+    from specterm.app import make_app
+
+    make_app(runs, gamma=gamma, boot=boot, seed=seed).run()
+
+
+@app.callback(invoke_without_command=True)
+def no_command(ctx: typer.Context) -> None:
+    # No docstring on purpose: the Typer(help=...) text stays the --help text.
+    if ctx.invoked_subcommand is not None:
+        return
+    from specterm.core.streams import find_runs
+
+    runs = find_runs("streams")
+    if not runs:
+        fail("there are no runs in ./streams; make one with `specterm run` or `specterm import`, or pass them with `specterm open RUN...`.")
+    open_tui(runs)
+
+
+@app.command("open")
+def open_cmd(
+    runs: List[Path] = typer.Argument(..., help="Run directories (made by `specterm run` or `specterm import`)."),
+    gamma: int = typer.Option(8, "--gamma", help="Draft length for the deficit and the per-depth tables."),
+    boot: int = typer.Option(2000, "--boot", help="Bootstrap resamples for the CIs."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and the shuffles."),
+) -> None:
+    """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""
+    open_tui(runs, gamma=gamma, boot=boot, seed=seed)
 
 
 def main() -> None:

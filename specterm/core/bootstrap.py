@@ -9,12 +9,25 @@ from __future__ import annotations
 import numpy as np
 
 
-def multinomial_weights(n_streams: int, boot: int = 2000, seed: int = 0) -> np.ndarray:
-    """W (boot x n_streams) float64: counts of each stream in each percentile-bootstrap resample."""
+def multinomial_weights(n_streams: int, boot: int = 2000, seed: int = 0, out: np.ndarray | None = None) -> np.ndarray:
+    """W (boot x n_streams) float64: counts of each stream in each percentile-bootstrap resample.
+
+    `out`, when given, is a (boot x n_streams) array (a view is fine) that receives W.
+    """
+    W = np.empty((max(boot, 0), n_streams), dtype=np.float64) if out is None else out
     if n_streams == 0 or boot <= 0:
-        return np.zeros((max(boot, 0), n_streams))
+        W[...] = 0.0
+        return W
     rng = np.random.default_rng(seed)
-    return rng.multinomial(n_streams, np.full(n_streams, 1.0 / n_streams), size=boot).astype(np.float64)
+    # Drawing N stream indices per resample and counting them is the same multinomial(N, 1/N) law as
+    # rng.multinomial, several times faster; done in row chunks so the index array stays in cache.
+    chunk = max(1, min(boot, 2_000_000 // max(n_streams, 1)))
+    for lo in range(0, boot, chunk):
+        hi = min(boot, lo + chunk)
+        idx = rng.integers(0, n_streams, size=(hi - lo, n_streams), dtype=np.int64)
+        idx += (np.arange(hi - lo, dtype=np.int64) * n_streams)[:, None]
+        W[lo:hi] = np.bincount(idx.ravel(), minlength=(hi - lo) * n_streams).reshape(hi - lo, n_streams)
+    return W
 
 
 def resampled_sums(sums: np.ndarray, weights: np.ndarray) -> np.ndarray:

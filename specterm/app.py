@@ -1,0 +1,291 @@
+"""The specterm Textual app: one screen per view (as modes, mounted on first visit), global keys,
+the command palette, export, and the workers that load runs, analyse them and run the oracle.
+
+`make_app` is the one factory the CLI and the tests share. Nothing here computes a statistic:
+`specterm.core.analysis.analyse` does, in a thread worker, and the screens read its report.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.reactive import var
+from textual.worker import Worker, WorkerState
+
+from specterm import messages
+from specterm.core.errors import SpectermError
+
+if TYPE_CHECKING:
+    from specterm.core.oracle import OracleConfig
+    from specterm.core.streams import Run
+
+
+@dataclass(frozen=True)
+class ScreenInfo:
+    mode: str
+    title: str
+    key: str
+    module: str
+    cls: str
+    help: str
+
+
+SCREENS: tuple[ScreenInfo, ...] = (
+    ScreenInfo("overview", "Overview", "1", "specterm.screens.overview", "OverviewScreen",
+               "Per-corpus table: alpha, autocorrelation, D/D_geom, deficit; run metadata"),
+    ScreenInfo("streams", "Streams", "2", "specterm.screens.streams", "StreamsScreen",
+               "Prompt list and one prompt's tokens, coloured accepted/rejected, with a cursor"),
+    ScreenInfo("runlengths", "Run lengths", "3", "specterm.screens.runlengths", "RunLengthsScreen",
+               "Histogram of run lengths L against the geometric prediction"),
+    ScreenInfo("optimum", "Optimum", "4", "specterm.screens.optimum", "OptimumScreen",
+               "g*_true and g*_iid against r, throughput curves, E_true/E_iid"),
+    ScreenInfo("policies", "Policies", "5", "specterm.screens.policies", "PoliciesScreen",
+               "Draft-length policies replayed exactly; per-depth acceptance"),
+    ScreenInfo("decide", "Decide", "6", "specterm.screens.decide", "DecideScreen",
+               "Speculate or not, with which g; batch crossover per accelerator"),
+    ScreenInfo("scorecard", "Scorecard", "7", "specterm.screens.scorecard", "ScorecardScreen",
+               "P1-P5: verdict and evidence"),
+    ScreenInfo("run", "Run", "8", "specterm.screens.run", "RunScreen",
+               "The live oracle: progress, tokens/s, ETA, running alpha"),
+)
+SCREEN_BY_MODE = {s.mode: s for s in SCREENS}
+
+
+def screen_class(info: ScreenInfo) -> type:
+    """Import a screen's class on first use, so start-up only pays for the first screen."""
+    return getattr(importlib.import_module(info.module), info.cls)
+
+
+class SpectermCommands(Provider):
+    """Command palette entries: every screen, both exports, theme and help."""
+
+    def _commands(self) -> list[tuple[str, Callable[[], Any], str]]:
+        app: SpectermApp = self.app  # type: ignore[assignment]
+        out: list[tuple[str, Callable[[], Any], str]] = []
+        for s in SCREENS:
+            if s.mode == "run" and not app.has_oracle:
+                continue
+            out.append((f"Screen: {s.title}", partial(app.action_switch_screen, s.mode), f"[{s.key}] {s.help}"))
+        out += [
+            ("Export: this screen's tables", app.action_export, "[e] Write the tables on this screen as markdown"),
+            ("Export: every table", app.action_export_all, "[E] The whole report as markdown (= specterm report --format md)"),
+            ("Theme: toggle dark / light", app.action_toggle_theme, "[t] Switch between the dark and the light theme"),
+            ("Help: keys", app.action_help, "[f1] Every key of every screen"),
+        ]
+        return out
+
+    async def discover(self) -> Hits:
+        for name, callback, help_text in self._commands():
+            yield DiscoveryHit(name, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, callback, help_text in self._commands():
+            if (score := matcher.match(name)) > 0:
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)
+
+
+class SpectermApp(App[Any]):
+    """Loads runs, analyses them once in a worker, and shows the report on lazily mounted screens."""
+
+    TITLE = "specterm"
+    CSS_PATH = "app.tcss"
+    COMMANDS = App.COMMANDS | {SpectermCommands}
+
+    BINDINGS: ClassVar[list[Binding]] = [
+        *(
+            Binding(s.key, f"switch_screen('{s.mode}')", s.title, id=f"screen.{s.mode}",
+                    tooltip=s.help, group=Binding.Group("screens", compact=True))
+            for s in SCREENS
+        ),
+        Binding("e", "export", "export", id="app.export", tooltip="Write this screen's tables as markdown"),
+        Binding("E", "export_all", "export all", show=False, id="app.export_all", tooltip="Write every table as markdown"),
+        Binding("t", "toggle_theme", "theme", show=False, id="app.theme", tooltip="Toggle dark / light theme"),
+        Binding("f1", "help", "help", id="app.help", tooltip="Every key of every screen"),
+        Binding("q", "quit", "quit", show=False, id="app.quit", tooltip="Quit specterm"),
+    ]
+
+    runs: var[list | None] = var(None)
+    """The loaded runs (None until loaded)."""
+    report: var[dict | None] = var(None)
+    """`analyse(runs)`: the report dict of SPEC section 7 (None until ready)."""
+    error: var[str | None] = var(None)
+    """One sentence when loading or analysing failed."""
+    set_name: var[str] = var("pooled")
+    """The corpus (or "pooled") shown by the per-set screens; `c` cycles it."""
+
+    def __init__(
+        self,
+        run_paths: Sequence[Path] = (),
+        *,
+        oracle_config: "OracleConfig | None" = None,
+        oracle: Callable[..., Path] | None = None,
+        gamma: int = 8,
+        boot: int = 2000,
+        shuffles: int = 20,
+        seed: int = 0,
+        initial: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.run_paths = [Path(p) for p in run_paths]
+        self.oracle_config = oracle_config
+        self.oracle = oracle
+        self.analysis_params = {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed}
+        self.oracle_result: Path | None = None
+        """Where the oracle's finished (or cancelled, with prompts kept) run is; run_tui_oracle returns it."""
+        self.initial = initial or ("run" if oracle_config is not None else "overview")
+        for s in SCREENS:
+            if s.mode != "run" or oracle_config is not None:
+                self.add_mode(s.mode, partial(self._make_screen, s))
+
+    @property
+    def has_oracle(self) -> bool:
+        return self.oracle_config is not None
+
+    def _make_screen(self, info: ScreenInfo):
+        if info.mode == "run":
+            return screen_class(info)(self.oracle_config, oracle=self.oracle)
+        return screen_class(info)()
+
+    def on_mount(self) -> None:
+        self.switch_mode(self.initial)
+        if self.run_paths:
+            self.load(self.run_paths)
+
+    # -- loading and analysis -----------------------------------------------------------------
+    def open_results(self, paths: Sequence[Path]) -> None:
+        """Load runs (e.g. the oracle's output) and show the Overview."""
+        self.run_paths = [Path(p) for p in paths]
+        self.runs = None
+        self.report = None
+        self.error = None
+        self.load(self.run_paths)
+        self.action_switch_screen("overview")
+
+    @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
+    def load(self, paths: Sequence[Path]) -> None:
+        """Load the runs, then analyse them; heavy imports happen here, off the UI thread."""
+        from specterm.core.streams import load_runs
+
+        runs = load_runs(paths)
+        if not any(r.streams for r in runs):
+            names = ", ".join(str(p) for p in paths)
+            raise SpectermError(f"{names} holds no finished prompts yet; run `specterm run` or `specterm import` first.")
+        self.post_message(messages.RunsLoaded(runs))
+        from specterm.core.analysis import analyse
+
+        report = analyse(runs, **self.analysis_params)
+        self.post_message(messages.ReportReady(report))
+
+    def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
+        self.runs = message.runs
+
+    def on_report_ready(self, message: messages.ReportReady) -> None:
+        sets = list((message.report.get("sets") or {}).keys())
+        if self.set_name not in sets and sets:
+            self.set_name = "pooled" if "pooled" in sets else sets[0]
+        self.report = message.report
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place worker errors surface: a SpectermError is one sentence, shown as is."""
+        if event.state != WorkerState.ERROR:
+            return
+        error = event.worker.error
+        text = str(error) if isinstance(error, SpectermError) else f"{type(error).__name__}: {error}"
+        if event.worker.group == "analysis":
+            self.error = text
+        self.notify(text, title="error", severity="error", timeout=10)
+
+    # -- navigation -----------------------------------------------------------------------------
+    def action_switch_screen(self, mode: str) -> None:
+        if mode not in self._modes:
+            self.notify("No oracle is running in this session; start one with `specterm run`.", severity="warning")
+            return
+        self.switch_mode(mode)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "switch_screen" and parameters and parameters[0] not in self._modes:
+            return None  # shown disabled in the footer
+        return True
+
+    @property
+    def set_names(self) -> list[str]:
+        """Corpora in report order with "pooled" last."""
+        sets = list(((self.report or {}).get("sets") or {}).keys())
+        return [s for s in sets if s != "pooled"] + (["pooled"] if "pooled" in sets else [])
+
+    def action_cycle_set(self, step: int = 1) -> None:
+        names = self.set_names
+        if names:
+            i = names.index(self.set_name) if self.set_name in names else -1
+            self.set_name = names[(i + step) % len(names)]
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+
+    def action_help(self) -> None:
+        from specterm.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    # -- export ---------------------------------------------------------------------------------
+    def action_export(self) -> None:
+        """Ask where, then write the current screen's tables as markdown (`e`)."""
+        screen = self.screen
+        export = getattr(screen, "export_markdown", None)
+        name = getattr(screen, "EXPORT_NAME", "")
+        if export is None or not name:
+            self.notify("This screen has no tables to export; E exports every table.", severity="warning")
+            return
+        if self.report is None and getattr(screen, "NEEDS_REPORT", True):
+            self.notify("The report is not ready yet; try again when the tables show.", severity="warning")
+            return
+        self._ask_and_write(Path(f"specterm-{name}.md"), export)
+
+    def action_export_all(self) -> None:
+        """Ask where, then write every table (the same markdown as `specterm report --format md`)."""
+        if self.report is None:
+            self.notify("The report is not ready yet; try again when the tables show.", severity="warning")
+            return
+        from specterm.core.export import to_markdown
+
+        report = self.report
+        self._ask_and_write(Path("specterm-report.md"), lambda: to_markdown(report))
+
+    def _ask_and_write(self, default: Path, text: Callable[[], str]) -> None:
+        from specterm.screens.export import ExportScreen
+
+        def write(path: Path | None) -> None:
+            if path is None:
+                return
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text(), encoding="utf-8")
+            except OSError as exc:
+                self.notify(f"Could not write {path} ({exc.strerror}); choose another path.", severity="error")
+                return
+            self.notify(f"Wrote {path}", title="export")
+
+        self.push_screen(ExportScreen(default), write)
+
+
+def make_app(run_paths: Sequence[Path] = (), **kwargs: Any) -> SpectermApp:
+    """The app factory the CLI and the tests share (see SpectermApp for the keyword options)."""
+    return SpectermApp(run_paths, **kwargs)
+
+
+def run_tui_oracle(config: "OracleConfig") -> Path | None:
+    """`specterm run` without --headless: the Run screen drives the oracle; returns the run's path
+    when it finished or was cancelled with prompts kept (None when nothing was written)."""
+    app = make_app(oracle_config=config)
+    app.run()
+    return app.oracle_result

@@ -1,0 +1,252 @@
+"""The whole analysis of one or more runs as one JSON-able dict (SPEC 7 shape plus what the TUI needs).
+
+Per corpus, the per-stream sums matrix M (stats.stream_sums) is built once; the "pooled" set stacks
+the corpora's matrices. Point estimates come from column sums, CIs from the percentile bootstrap
+f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
+
+- The pooled bootstrap is stratified by corpus: each corpus's streams are resampled within the
+  corpus (W_pooled = [W_corpus1 | W_corpus2 | ...]), since corpus sizes are fixed by design. With
+  one corpus the pooled CIs equal the corpus CIs.
+- Seeds per corpus (bootstrap weights and shuffles) derive from (seed, corpus name), so a corpus
+  gets the same numbers whether analysed alone or beside others.
+- Streams cut at the first gate failure keep their row (possibly empty): they stay in n_streams
+  and in the bootstrap, and contribute only their valid prefix.
+- r of a set: the measured r of its runs; with several distinct values, their median (all of
+  them are on the optimum grid). Policies and decide get that r, or 0.2 when no run measured r.
+- Undefined numbers (no positions, no defined stream, ...) are null in the report.
+"""
+
+from __future__ import annotations
+
+import importlib
+import zlib
+from typing import Any
+
+import numpy as np
+
+from specterm.core import stats as st
+from specterm.core.blockwalk import E_iid
+from specterm.core.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.errors import SpectermError
+from specterm.core.optimum import GAMMA_MAX, optimum_table, r_values
+from specterm.core.scorecard import scorecard
+from specterm.core.streams import Run, Stream
+
+R_DEFAULT = 0.2
+RIDGE_DEFAULT = 295.0
+
+
+def num(x: Any) -> float | None:
+    """A finite float, or None (JSON null) for NaN/inf/None."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def jsonable(obj: Any) -> Any:
+    """numpy scalars/arrays -> Python, NaN/inf -> None, recursively."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return num(obj)
+    return obj
+
+
+def corpus_seed(seed: int, corpus: str) -> int:
+    """A seed for one corpus, fixed by (seed, corpus name)."""
+    return int(np.random.SeedSequence([seed, zlib.crc32(corpus.encode("utf-8"))]).generate_state(1)[0])
+
+
+def _model_name(model: Any) -> str | None:
+    if isinstance(model, dict):
+        for key in ("spec", "name", "id", "source", "path"):
+            if isinstance(model.get(key), str):
+                return model[key]
+        return None
+    return model if isinstance(model, str) else None
+
+
+def _meta(meta: dict, key: str) -> Any:
+    if key in meta:
+        return meta[key]
+    for nest in ("generation", "oracle", "hardware"):
+        sub = meta.get(nest)
+        if isinstance(sub, dict) and key in sub:
+            return sub[key]
+    return None
+
+
+def run_summary(run: Run) -> dict[str, Any]:
+    return {
+        "name": run.name,
+        "path": str(run.path),
+        "target": _model_name(run.meta.get("target")),
+        "draft": _model_name(run.meta.get("draft")),
+        "device": _meta(run.meta, "device"),
+        "dtype": _meta(run.meta, "dtype"),
+        "r_measured": run.r_measured,
+        "n_streams": len(run.streams),
+        "corpora": run.corpora,
+    }
+
+
+def _sums(streams: list[Stream], gamma: int, depth_gamma: int, shuffles: int, seed: int) -> st.StreamSums:
+    gate_ones = np.array([s.n if s.gate is None else int(s.gate.sum()) for s in streams], dtype=np.float64)
+    gate_n = np.array([s.n for s in streams], dtype=np.float64)
+    return st.stream_sums([s.a for s in streams], gate_ones, gate_n, gamma=gamma, depth_gamma=depth_gamma,
+                          shuffles=shuffles, seed=seed)
+
+
+def _stack(parts: list[st.StreamSums]) -> st.StreamSums:
+    offsets = np.cumsum([0] + [p.M.shape[0] for p in parts])
+    first = parts[0]
+    return st.StreamSums(
+        M=np.vstack([p.M for p in parts]),
+        cols=first.cols,
+        gamma=first.gamma,
+        depth_gamma=first.depth_gamma,
+        run_L=np.concatenate([p.run_L for p in parts]),
+        run_seg=np.concatenate([p.run_seg + o for p, o in zip(parts, offsets)]),
+    )
+
+
+def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -> dict[str, Any]:
+    """Every number of one set from its sums matrix and bootstrap weights (see module docstring)."""
+    cols, gamma, dg = sums.cols, sums.gamma, sums.depth_gamma
+    c = sums.M.sum(axis=0)
+    R = W @ sums.M
+
+    def est(fn, *args) -> dict[str, Any]:
+        lo, hi = percentile_ci(fn(R, cols, *args)) if R.shape[0] else (np.nan, np.nan)
+        return {"value": num(fn(c, cols, *args)), "ci": [num(lo), num(hi)]}
+
+    alpha = float(st.alpha(c, cols))
+    def part(k: int):
+        return lambda cc, cl: st.deficit(cc, cl, gamma)[k]
+
+    total, hetero, temporal = part(0), part(1), part(2)
+    e_true = st.E_true(c, cols, gamma)
+    e_iid = E_iid(alpha, gamma)
+    curve_true = np.array([st.E_true(c, cols, int(g)) for g in st.GAMMAS])
+    curve_iid = E_iid(alpha, st.GAMMAS)
+    measured = sorted({float(r) for r in r_list if r is not None})
+    n_runs = int(c[cols["runs"]])
+    return {
+        "n_streams": int(sums.M.shape[0]),
+        "n_positions": int(c[cols["n"]]),
+        "n_positions_gated_out": int(c[cols["gate_n"]] - c[cols["n"]]),
+        "alpha": num(alpha),
+        "alpha_ci": est(st.alpha)["ci"],
+        "gate_rate": num(st.gate_rate(c, cols)),
+        "autocorr": est(st.autocorr),
+        "autocorr_pooled": est(st.autocorr_pooled),
+        "autocorr_simpson": est(st.autocorr_simpson),
+        "autocorr_defined_streams": int(c[cols["ac_def"]]),
+        "dispersion_ratio": est(st.dispersion_ratio),
+        "runlengths": {
+            **st.run_length_histogram(sums.run_L, alpha if np.isfinite(alpha) else 0.0),
+            "D": num(st.dispersion(c, cols)),
+            "D_geom": num(st.dispersion_geom(c, cols)),
+            "n_runs": n_runs,
+        },
+        "deficit": {
+            "gamma": gamma,
+            "total": est(total),
+            "hetero": est(hetero),
+            "temporal": est(temporal),
+            "E_true": num(e_true),
+            "E_iid": num(e_iid),
+            "E_shuf": num(st.E_shuf(c, cols)),
+        },
+        "yield_ratio": {str(g): est(st.yield_ratio, g) for g in st.YIELD_GAMMAS},
+        "curve": {
+            "gamma": st.GAMMAS.tolist(),
+            "E_true": [num(x) for x in curve_true],
+            "E_iid": [num(x) for x in curve_iid],
+            "E_true_ci": [est(st.E_true, int(g))["ci"] for g in st.GAMMAS],
+        },
+        "depth": {
+            "gamma": dg,
+            "conditional": [est(st.depth_conditional, j) for j in range(1, dg + 1)],
+            "conditional_iid": [num(alpha)] * dg,
+            "unconditional": [est(st.depth_unconditional, j) for j in range(1, dg + 1)],
+            "unconditional_iid": [num(alpha**j) for j in range(1, dg + 1)],
+            "blocks": [int(c[cols[f"uncut_{j}"]]) for j in range(1, dg + 1)],
+        },
+        "optimum": optimum_table(curve_true, curve_iid, r_values(measured), measured),
+        "r_measured": num(np.median(measured)) if measured else None,
+        "r_measured_values": measured,
+    }
+
+
+def _helpers():
+    """The policies and decide modules (SPEC 5, 6) when they exist with the agreed functions."""
+    found = []
+    for name, fn in (("policies", "policy_summary"), ("decide", "decision")):
+        try:
+            module = importlib.import_module(f"specterm.core.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"specterm.core.{name}":
+                raise
+            module = None
+        found.append(getattr(module, fn, None) if module is not None else None)
+    return found
+
+
+def analyse(runs: list[Run], gamma: int = 8, boot: int = 2000, shuffles: int = 20, seed: int = 0,
+            depth_gamma: int | None = None) -> dict[str, Any]:
+    """The report: {"sets": {corpus..., "pooled": {...}}, "scorecard": [...], "runs": [...], "params": {...}}."""
+    depth_gamma = gamma if depth_gamma is None else depth_gamma
+    for name, value in (("--gamma", gamma), ("depth gamma", depth_gamma)):
+        if not 1 <= value <= GAMMA_MAX:
+            raise SpectermError(f"{name} must be between 1 and {GAMMA_MAX}, got {value}.")
+    if boot < 0 or shuffles < 0:
+        raise SpectermError("--boot and --shuffles must be 0 or more.")
+    entries = [(s, i) for i, run in enumerate(runs) for s in run.streams]
+    if not entries:
+        raise SpectermError("the runs hold no prompts yet; run `specterm run` or `specterm import` first.")
+    corpora = sorted({s.corpus for s, _ in entries})
+    run_r = [run.r_measured for run in runs]
+    policy_summary, decision = _helpers()
+
+    by_corpus = {c: [(s, i) for s, i in entries if s.corpus == c] for c in corpora}
+    # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block.
+    W_pooled = np.empty((boot, len(entries)))
+    parts, weights, lo = {}, {}, 0
+    for c in corpora:
+        streams = [s for s, _ in by_corpus[c]]
+        cseed = corpus_seed(seed, c)
+        parts[c] = _sums(streams, gamma, depth_gamma, shuffles, cseed)
+        weights[c] = multinomial_weights(len(streams), boot, cseed, out=W_pooled[:, lo:lo + len(streams)])
+        lo += len(streams)
+
+    groups = {c: (parts[c], weights[c], by_corpus[c]) for c in corpora}
+    groups["pooled"] = (_stack([parts[c] for c in corpora]), W_pooled, [e for c in corpora for e in by_corpus[c]])
+    sets: dict[str, Any] = {}
+    for name, (sums, W, members) in groups.items():
+        rep = set_report(sums, W, [run_r[i] for _, i in members])
+        r = rep["r_measured"] if rep["r_measured"] is not None else R_DEFAULT
+        # SPEC 5 and 6 live with their owners; called here when present.
+        if policy_summary is not None:
+            rep["policies"] = policy_summary([s for s, _ in members], r, W)
+        if decision is not None:
+            rep["decide"] = decision(rep, r, ridge=RIDGE_DEFAULT)
+        sets[name] = rep
+
+    sets = jsonable(sets)
+    return {
+        "sets": sets,
+        "scorecard": scorecard(sets),
+        "runs": jsonable([run_summary(run) for run in runs]),
+        "params": {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed, "depth_gamma": depth_gamma,
+                   "r_default": R_DEFAULT, "ridge": RIDGE_DEFAULT},
+    }

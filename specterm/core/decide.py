@@ -1,0 +1,154 @@
+"""Deciding whether to speculate, and with which draft length (SPEC section 6).
+
+Speedup over plain decoding at cost ratio r = c_draft / c_verify, draft length g:
+
+    speedup(g, r) = E(g) / (1 + g r)          E = tokens per block (E_true measured, or E_iid)
+
+which assumes a verify call of g + 1 tokens costs about one plain decode step: true while decoding
+is memory-bound, i.e. below the batch crossover
+
+    B* = I* / (g + 1)                          I* = accelerator ridge point, FLOP per byte
+
+where the verify's arithmetic intensity (about (g + 1) B FLOP per weight byte at batch B) reaches
+the ridge and verifying g + 1 tokens stops being nearly free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from specterm.core.blockwalk import E_iid as E_iid_formula
+from specterm.core.errors import SpectermError
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """An accelerator preset: dense BF16 peak (TFLOP/s) and peak HBM bandwidth (TB/s)."""
+
+    label: str
+    tflops: float
+    tbps: float
+
+    @property
+    def ridge(self) -> float:
+        """I* = peak FLOP/s / peak bytes/s (FLOP per byte)."""
+        return self.tflops / self.tbps
+
+
+# Dense (no sparsity) BF16 tensor peak over peak memory bandwidth, from the vendors' datasheets.
+# Approximations: achievable FLOP/s and bandwidth are lower, and not by the same factor.
+ACCELERATORS: dict[str, Accelerator] = {
+    "h100": Accelerator("NVIDIA H100 SXM, BF16", 989.4, 3.35),  # ~295
+    "h200": Accelerator("NVIDIA H200 SXM, BF16", 989.4, 4.8),  # ~206
+    "a100": Accelerator("NVIDIA A100 SXM 80GB, BF16", 312.0, 2.039),  # ~153
+    "l4": Accelerator("NVIDIA L4, BF16", 121.0, 0.3),  # ~403
+    "rtx4090": Accelerator("NVIDIA RTX 4090, BF16 (FP32 accumulate)", 165.2, 1.008),  # ~164
+    "mi300x": Accelerator("AMD MI300X, BF16", 1307.4, 5.3),  # ~247
+}
+DEFAULT_RIDGE = 295.0
+
+
+def ridge_of(accelerator: str | float) -> float:
+    """The ridge I* (FLOP/byte) of a preset name (case-insensitive) or of a custom number."""
+    if isinstance(accelerator, (int, float)):
+        value = float(accelerator)
+    else:
+        key = str(accelerator).strip().lower().replace(" ", "").replace("-", "")
+        if key in ACCELERATORS:
+            return ACCELERATORS[key].ridge
+        try:
+            value = float(key)
+        except ValueError:
+            names = ", ".join(ACCELERATORS)
+            raise SpectermError(f"unknown accelerator '{accelerator}'; use one of {names} or a ridge in FLOP/byte like 295.") from None
+    if not np.isfinite(value) or value <= 0:
+        raise SpectermError(f"the ridge must be a positive number of FLOP per byte (got {accelerator}); e.g. 295 for an H100.")
+    return value
+
+
+def batch_crossover(ridge: float, gamma):
+    """B* = ridge / (gamma + 1): the batch size above which speculating with draft length gamma stops paying."""
+    return np.asarray(ridge, dtype=np.float64) / (np.asarray(gamma, dtype=np.float64) + 1.0)
+
+
+def speedup(E, gamma, r: float):
+    """E / (1 + gamma r): tokens per verify-cost relative to plain decoding's one token per step."""
+    return np.asarray(E, dtype=np.float64) / (1.0 + np.asarray(gamma, dtype=np.float64) * r)
+
+
+def _argmax_first(values: np.ndarray) -> int:
+    """Index of the largest finite value, the first one on ties (smallest g)."""
+    v = np.where(np.isfinite(values), values, -np.inf)
+    return int(np.argmax(v))
+
+
+def decision(set_report: dict, r: float, ridge: float = DEFAULT_RIDGE) -> dict:
+    """Speculate or not, with which g, from a set's report ("alpha", "curve": {"gamma", "E_true", "E_iid"}).
+
+    g_true = argmax_g E_true(g) / (1 + g r) and its speedup; g_iid = argmax_g E_iid(g) / (1 + g r),
+    the speedup the i.i.d. formula promises there and the true speedup E_true(g_iid) / (1 + g_iid r)
+    actually obtained; B* = ridge / (g_true + 1). Ties: smallest g. E_iid is computed from alpha
+    when the curve lacks it. speculate = best true speedup > 1.
+
+    Returns {"r", "ridge", "alpha", "gamma_true", "speedup_true", "gamma_iid", "speedup_iid",
+    "speedup_true_at_gamma_iid", "batch_crossover", "speculate", "verdict"}.
+    """
+    if r is None or not np.isfinite(r) or r < 0:
+        raise SpectermError("no usable cost ratio r for this run; pass one with --r (e.g. --r 0.1).")
+    if not np.isfinite(ridge) or ridge <= 0:
+        raise SpectermError(f"the ridge must be a positive number of FLOP per byte (got {ridge}); e.g. 295 for an H100.")
+    curve = set_report.get("curve") or {}
+    gamma = np.asarray(curve.get("gamma", []), dtype=np.int64)
+    E_true = np.asarray(curve.get("E_true", []), dtype=np.float64)
+    alpha = set_report.get("alpha")
+    if curve.get("E_iid") is not None:
+        E_iid = np.asarray(curve["E_iid"], dtype=np.float64)
+    elif alpha is not None:
+        E_iid = E_iid_formula(alpha, gamma)
+    else:
+        E_iid = np.full(gamma.shape, np.nan)
+    order = np.argsort(gamma, kind="stable")
+    gamma, E_true, E_iid = gamma[order], E_true[order], E_iid[order]
+
+    out: dict = {"r": float(r), "ridge": float(ridge), "alpha": None if alpha is None else float(alpha)}
+    S_true = speedup(E_true, gamma, r)
+    if gamma.size == 0 or not np.any(np.isfinite(S_true)):
+        out.update(gamma_true=None, speedup_true=None, gamma_iid=None, speedup_iid=None,
+                   speedup_true_at_gamma_iid=None, batch_crossover=None, speculate=False,
+                   verdict="no positions in this set: nothing to decide")
+        return out
+    i_true = _argmax_first(S_true)
+    S_iid = speedup(E_iid, gamma, r)
+    i_iid = _argmax_first(S_iid) if np.any(np.isfinite(S_iid)) else None
+    g_true, s_true = int(gamma[i_true]), float(S_true[i_true])
+    b_star = float(batch_crossover(ridge, g_true))
+    out.update(
+        gamma_true=g_true,
+        speedup_true=s_true,
+        gamma_iid=None if i_iid is None else int(gamma[i_iid]),
+        speedup_iid=None if i_iid is None else float(S_iid[i_iid]),
+        speedup_true_at_gamma_iid=None if i_iid is None else float(S_true[i_iid]),
+        batch_crossover=b_star,
+        speculate=bool(s_true > 1.0),
+    )
+    out["verdict"] = _verdict(out)
+    return out
+
+
+def _verdict(d: dict) -> str:
+    """Plain words, e.g. "speculate with g = 3: 1.93x expected; the i.i.d. formula would pick g = 5 and
+    promise 2.21x (1.88x in fact); stop above batch ~74"."""
+    if d["gamma_iid"] is None:
+        iid = "no i.i.d. prediction (alpha unknown)"
+    elif d["gamma_iid"] == d["gamma_true"]:
+        iid = f"the i.i.d. formula picks the same g and promises {d['speedup_iid']:.2f}x"
+    else:
+        iid = (f"the i.i.d. formula would pick g = {d['gamma_iid']} and promise {d['speedup_iid']:.2f}x "
+               f"({d['speedup_true_at_gamma_iid']:.2f}x in fact)")
+    if d["speculate"]:
+        return (f"speculate with g = {d['gamma_true']}: {d['speedup_true']:.2f}x expected; {iid}; "
+                f"stop above batch ~{d['batch_crossover']:.0f}")
+    return (f"do not speculate: the best draft length, g = {d['gamma_true']}, gives {d['speedup_true']:.2f}x "
+            f"at r = {d['r']:.2f}; {iid}")

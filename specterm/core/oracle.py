@@ -1,0 +1,312 @@
+"""The exact greedy oracle (SPEC section 1).
+
+For each prompt: y = the target's raw-argmax greedy continuation (built with lossless speculative
+decoding when `spec_gamma > 0`, else plain greedy); then one teacher-forced pass of each model over
+prompt + y (batched over prompts, right-padded) gives, for t = 0..n-1,
+
+    a_t    = 1 iff argmax draft(. | prompt, y_1..y_t) == y_{t+1}
+    gate_t = 1 iff argmax target(. | prompt, y_1..y_t) == y_{t+1}     (must be 1.000)
+    draft_conf_t = max_v q_t(v),  target_conf_t = max_v p_t(v),  beta_t = sum_v min(p_t(v), q_t(v))
+
+(p = target, q = draft). Softmaxes run over chunks of positions so memory stays bounded with a
+150k vocabulary. Every finished prompt is appended to the run on disk at once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from specterm.core.corpora import Prompt
+from specterm.core.errors import SpectermError
+from specterm.core.progress import Cancelled, Progress, ProgressCallback, check_cancel
+from specterm.core.streams import RunWriter, Stream, new_meta
+
+POSITION_CHUNK = 64  # positions per softmax chunk: 64 x 152k x 4 B x 2 models ~ 78 MB
+
+
+@dataclass
+class OracleConfig:
+    target: str
+    draft: str
+    prompts: list[Prompt]
+    out: Path
+    max_new_tokens: int = 128
+    device: str = "auto"
+    dtype: str = "auto"
+    batch_size: int = 4
+    resume: bool = False
+    spec_gamma: int = 5
+    measure_cost: bool = True
+    trust_remote_code: bool = False
+    shard: Optional[tuple[int, int]] = None
+    extra_meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LoadedPair:
+    target: Any
+    draft: Any
+    tokenizer: Any
+    eos: set[int]
+    meta: dict[str, Any]
+
+
+def load_pair(config: OracleConfig, report: ProgressCallback = lambda p: None) -> LoadedPair:
+    """Resolve, check tokenizers (before any model work), then load both models."""
+    from specterm.core import models as M
+
+    report(Progress("checking", "resolving model paths"))
+    t_spec = M.resolve_spec(config.target)
+    if t_spec.kind == "layers":
+        raise SpectermError("--target must be a model; 'layers:K' is only a draft (the target's first K layers).")
+    d_spec = M.resolve_spec(config.draft)
+    device = M.resolve_device(config.device)
+    dtype = M.resolve_dtype(config.dtype, device, "gguf" in (t_spec.kind, d_spec.kind))
+    report(Progress("loading", f"loading tokenizer of {config.target}"))
+    tok_t = M.load_tokenizer(t_spec, config.trust_remote_code)
+    if d_spec.kind != "layers":
+        report(Progress("loading", f"loading tokenizer of {config.draft}"))
+        tok_d = M.load_tokenizer(d_spec, config.trust_remote_code)
+        M.check_tokenizers(tok_t, tok_d)
+    report(Progress("loading", f"loading target {config.target}"))
+    target = M.load_model(t_spec, device, dtype, config.trust_remote_code)
+    report(Progress("loading", f"loading draft {config.draft}"))
+    if d_spec.kind == "layers":
+        draft = M.layer_skip_draft(target, d_spec.layers)
+    else:
+        draft = M.load_model(d_spec, device, dtype, config.trust_remote_code)
+    meta = {
+        "target": {**t_spec.describe(), "class": type(target).__name__,
+                   "layers": target.config.num_hidden_layers, "vocab_size": target.config.vocab_size},
+        "draft": {**d_spec.describe(), "class": type(draft).__name__,
+                  "layers": draft.config.num_hidden_layers, "vocab_size": draft.config.vocab_size},
+        "tokenizer_vocab": len(tok_t.get_vocab()),
+        "device": device,
+        "dtype": str(dtype).replace("torch.", ""),
+    }
+    if device.startswith("cuda"):
+        import torch
+
+        meta["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    return LoadedPair(target, draft, tok_t, M.eos_ids(target, tok_t), meta)
+
+
+def encode_prompt(tokenizer, text: str) -> list[int]:
+    ids = tokenizer(text).input_ids
+    if not ids:
+        raise SpectermError("a prompt encodes to zero tokens; remove empty prompts from the input.")
+    return list(ids)
+
+
+def _hidden_states(model, ids, mask):
+    """Last hidden states (B x L x H) from the decoder stack, without materialising B x L x V logits."""
+    out = model.get_decoder()(input_ids=ids, attention_mask=mask, use_cache=False)
+    return out.last_hidden_state
+
+
+def _head(model, h):
+    logits = model.get_output_embeddings()(h).float()
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    if cap:
+        logits = (logits / cap).tanh() * cap
+    return logits
+
+
+def teacher_force(pair: LoadedPair, prompt_ids: list[list[int]], ys: list[list[int]]) -> list[dict[str, np.ndarray]]:
+    """One teacher-forced pass of each model over prompt + y[:-1] for a batch (right padding).
+
+    Right padding keeps every real token at its natural position 0..L-1, and causal attention
+    never lets a real token see a pad after it; the mask still marks pads for the implementation.
+    """
+    import torch
+
+    seqs = [p + y[:-1] for p, y in zip(prompt_ids, ys)]
+    L = max(len(s) for s in seqs)
+    pad = 0
+    out: list[dict[str, np.ndarray]] = []
+    per_model = []
+    for model in (pair.target, pair.draft):
+        dev = model.device
+        ids = torch.full((len(seqs), L), pad, dtype=torch.long, device=dev)
+        mask = torch.zeros((len(seqs), L), dtype=torch.long, device=dev)
+        for i, s in enumerate(seqs):
+            ids[i, : len(s)] = torch.tensor(s, device=dev)
+            mask[i, : len(s)] = 1
+        per_model.append(_hidden_states(model, ids, mask))
+    h_t, h_d = per_model
+    for i, (p, y) in enumerate(zip(prompt_ids, ys)):
+        n = len(y)
+        y_next = torch.tensor(y, device=h_t.device)
+        cols = {k: np.empty(n, dtype=np.float32) for k in ("draft_conf", "target_conf", "beta")}
+        t_arg = np.empty(n, dtype=np.int64)
+        d_arg = np.empty(n, dtype=np.int64)
+        for c0 in range(0, n, POSITION_CHUNK):
+            c1 = min(n, c0 + POSITION_CHUNK)
+            pos = slice(len(p) - 1 + c0, len(p) - 1 + c1)
+            lt = _head(pair.target, h_t[i, pos])
+            ld = _head(pair.draft, h_d[i, pos].to(h_t.device))
+            v = min(lt.shape[-1], ld.shape[-1])  # embedding padding beyond the real vocabulary is ignored
+            pt = torch.softmax(lt[:, :v], dim=-1)
+            pd = torch.softmax(ld[:, :v], dim=-1)
+            tmax, targ = pt.max(dim=-1)
+            dmax, darg = pd.max(dim=-1)
+            cols["target_conf"][c0:c1] = tmax.cpu().numpy()
+            cols["draft_conf"][c0:c1] = dmax.cpu().numpy()
+            cols["beta"][c0:c1] = torch.minimum(pt, pd).sum(dim=-1).cpu().numpy()
+            t_arg[c0:c1] = targ.cpu().numpy()
+            d_arg[c0:c1] = darg.cpu().numpy()
+        yv = y_next.cpu().numpy()
+        out.append({
+            "bits": (d_arg == yv).astype(np.uint8),
+            "gate": (t_arg == yv).astype(np.uint8),
+            "draft_argmax": d_arg.astype(np.int32),
+            **cols,
+        })
+    return out
+
+
+def decode_pieces(tokenizer, y: list[int]) -> tuple[str, np.ndarray]:
+    """Concatenated text of y and the end offset of each token's piece (for colouring tokens).
+
+    Pieces come from decoding growing prefixes (as streaming detokenizers do), so a character
+    split over several byte tokens is given whole to the token that completes it (the others get
+    an empty piece) instead of showing replacement characters.
+    """
+    text = ""
+    ends = np.empty(len(y), dtype=np.int32)
+    for i in range(len(y)):
+        cur = tokenizer.decode(y[: i + 1], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        if cur.startswith(text) and not (cur.endswith("\ufffd") and i < len(y) - 1):
+            text = cur
+        ends[i] = len(text)
+    return text, ends
+
+
+def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = None,
+               cancel: Optional[threading.Event] = None, pair: Optional[LoadedPair] = None) -> Path:
+    """Run the oracle over config.prompts, appending each finished prompt to config.out.
+
+    Raises `Cancelled` when `cancel` is set; every prompt finished before that is on disk (a
+    prompt whose y was complete when cancel came is still teacher-forced and saved).
+    """
+    from specterm.core import specdec
+    from specterm.core.costs import measure_cost_ratio
+
+    report = on_progress or (lambda p: None)
+    t_start = time.perf_counter()
+    prompts = config.prompts
+    if config.shard is not None:
+        from specterm.core.corpora import shard
+
+        prompts = shard(prompts, *config.shard)
+    if not prompts:
+        raise SpectermError("there are no prompts to run; check --corpus/--prompts.")
+
+    if config.out.exists() and (config.out / "run.json").exists() and not config.resume:
+        raise SpectermError(f"{config.out} already holds a run; pass --resume to continue it or choose another --out.")
+    if pair is None:
+        pair = load_pair(config, report)
+    check_cancel(cancel)
+    meta = new_meta(
+        config.out.name,
+        **pair.meta,
+        generation={
+            "decoding": "raw-argmax greedy (no logits processors or warpers)",
+            "max_new_tokens": config.max_new_tokens,
+            "y_built_with": f"speculative decoding, gamma={config.spec_gamma}" if config.spec_gamma > 0 else "plain greedy",
+            "eos_token_ids": sorted(pair.eos),
+            "batch_size": config.batch_size,
+            "prompt_encoding": "tokenizer(text) with its default special tokens, no chat template",
+        },
+        shard=list(config.shard) if config.shard else None,
+        **config.extra_meta,
+    )
+    writer = RunWriter(config.out, meta, resume=config.resume)
+    todo = [p for p in prompts if (p.corpus, p.id) not in writer.done]
+    n_todo = len(todo)
+
+    if config.measure_cost and not (writer.meta.get("cost") or {}).get("r_measured"):
+        report(Progress("cost", "measuring the cost ratio r = c_draft / c_verify", n_prompts=n_todo))
+        ctx = encode_prompt(pair.tokenizer, prompts[0].text)
+        writer.update_meta(cost=measure_cost_ratio(pair.target, pair.draft, ctx, config.max_new_tokens, cancel=cancel))
+
+    saved_bits = 0
+    saved_n = 0
+    saved_gate = 0
+    gen_tokens = 0
+    gen_time = 0.0
+    done = 0
+
+    def progress(phase, msg="", **kw):
+        elapsed = time.perf_counter() - t_start
+        rate = gen_tokens / gen_time if gen_time > 0 else 0.0
+        left = (n_todo - done) * config.max_new_tokens
+        report(Progress(
+            phase, msg, n_prompts=n_todo, prompts_done=done, max_new_tokens=config.max_new_tokens,
+            tokens_per_s=rate, running_alpha=(saved_bits / saved_n) if saved_n else None,
+            gate_rate=(saved_gate / saved_n) if saved_n else None, elapsed_s=elapsed,
+            eta_s=(left / rate) if rate > 0 else None, **kw,
+        ))
+
+    for b0 in range(0, n_todo, config.batch_size):
+        batch = todo[b0 : b0 + config.batch_size]
+        ids_batch: list[list[int]] = []
+        ys: list[list[int]] = []
+        cancelled = False
+        for j, prompt in enumerate(batch):
+            idx = b0 + j
+            p_ids = encode_prompt(pair.tokenizer, prompt.text)
+            t0 = time.perf_counter()
+            tok_before = gen_tokens
+
+            def on_block(res, prompt=prompt, idx=idx, t0=t0, tok_before=tok_before):
+                nonlocal gen_tokens, gen_time
+                gen_tokens = tok_before + len(res.tokens)
+                gen_time_now = gen_time + (time.perf_counter() - t0)
+                rate = gen_tokens / gen_time_now if gen_time_now > 0 else 0.0
+                progress("generating", prompt_index=idx, prompt_id=prompt.id, corpus=prompt.corpus,
+                         tokens=len(res.tokens), bits=specdec.spec_bits(res, len(res.tokens)))
+
+            progress("generating", f"prompt {idx + 1}/{n_todo}", prompt_index=idx, prompt_id=prompt.id, corpus=prompt.corpus)
+            try:
+                if config.spec_gamma > 0:
+                    res = specdec.speculative_generate(pair.target, pair.draft, p_ids, config.max_new_tokens, pair.eos,
+                                                       specdec.FixedGamma(config.spec_gamma), on_block=on_block, cancel=cancel)
+                    y = res.tokens
+                else:
+                    y = specdec.greedy_generate(pair.target, p_ids, config.max_new_tokens, pair.eos, cancel=cancel)
+            except Cancelled:
+                cancelled = True
+                break
+            gen_time += time.perf_counter() - t0
+            gen_tokens = tok_before + len(y)
+            ids_batch.append(p_ids)
+            ys.append(y)
+        if ys:
+            progress("teacher-forcing", f"teacher-forcing {len(ys)} prompt(s)", prompt_index=b0)
+            results = teacher_force(pair, ids_batch, ys)
+            for prompt, y, cols in zip(batch, ys, results):
+                text, ends = decode_pieces(pair.tokenizer, y)
+                stream = Stream(
+                    id=prompt.id, corpus=prompt.corpus, prompt=prompt.text, y=np.asarray(y, dtype=np.int32),
+                    text=text, piece_ends=ends, stop="eos" if y and y[-1] in pair.eos else "length", **cols,
+                )
+                writer.append(stream)
+                done += 1
+                saved_bits += int(stream.a.sum())
+                saved_n += stream.n
+                saved_gate += int(stream.gate.sum())
+                progress("saved", f"saved {prompt.id}", prompt_index=b0, prompt_id=prompt.id, corpus=prompt.corpus,
+                         tokens=len(y), bits="".join(map(str, stream.bits.tolist())))
+        if cancelled:
+            progress("cancelled", f"cancelled: {done} prompt(s) saved in {config.out}")
+            raise Cancelled()
+    progress("done", f"{done} prompt(s) saved in {config.out}")
+    return config.out

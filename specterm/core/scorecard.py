@@ -1,0 +1,162 @@
+"""The P1-P5 scorecard (SPEC 4), computed from a report's sets, never written by hand.
+
+Corpora are every set but "pooled". Verdicts where the SPEC is silent (choices):
+
+    P1 holds: per-stream p11-p10 CI lower bound > 0 in every corpus; falsified: some corpus CI lies
+       entirely below 0; inconclusive otherwise (a CI that contains 0 or is undefined, or no corpus).
+    P2 holds: D/D_geom CI lower bound > 1 in every corpus; falsified: some corpus CI lies entirely
+       below 1 (under-dispersed); inconclusive otherwise.
+    P3 on the pooled set and the fixed r grid 0.05..0.60 (measured r excluded, so runs compare):
+       holds: g*_true > g*_iid at more than half of the grid; falsified: g*_true <= g*_iid at every r
+       and < at some; inconclusive otherwise (or when g* is undefined).
+    P4 holds: pooled temporal deficit CI lower bound > 0; falsified: CI upper bound < 0 (shuffling
+       *lowers* the yield: no clustering cause); inconclusive: the CI contains 0 or is undefined.
+    P5 inconclusive with < 3 corpora with defined values, or when a rank correlation is undefined
+       (all values tied); holds: Spearman rho(autocorr, temporal deficit) > 0; falsified: rho <= 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from specterm.core.optimum import R_GRID
+
+PREDICTIONS = {
+    "P1": "acceptance is autocorrelated",
+    "P2": "run lengths are over-dispersed vs geometric",
+    "P3": "the optimal draft length is larger than the i.i.d. choice",
+    "P4": "an in-place shuffle isolates a temporal cause",
+    "P5": "the effect scales with autocorrelation across corpora",
+}
+
+
+def _f(x: Any) -> float:
+    return float("nan") if x is None else float(x)
+
+
+def _ci(est: dict) -> tuple[float, float]:
+    lo, hi = est.get("ci") or (None, None)
+    return _f(lo), _f(hi)
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "n/a" if not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names)
+
+
+def ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties given their average rank (as scipy.stats.rankdata 'average')."""
+    x = np.asarray(x, dtype=np.float64)
+    order = np.argsort(x, kind="mergesort")
+    inv = np.empty(x.size, dtype=np.int64)
+    inv[order] = np.arange(x.size)
+    xs = x[order]
+    new = np.r_[True, xs[1:] != xs[:-1]]
+    dense = np.cumsum(new)[inv]
+    bounds = np.r_[np.flatnonzero(new), x.size]
+    return 0.5 * (bounds[dense] + bounds[dense - 1] + 1)
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman rho = Pearson correlation of the ranks; NaN when either side is constant."""
+    rx, ry = ranks(x), ranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    den = np.sqrt((rx**2).sum() * (ry**2).sum())
+    return float((rx * ry).sum() / den) if den > 0 else float("nan")
+
+
+def _row(pid: str, verdict: str, evidence: str) -> dict[str, str]:
+    return {"id": pid, "prediction": PREDICTIONS[pid], "verdict": verdict, "evidence": f"{verdict}: {evidence}"}
+
+
+def _ci_rule(pid: str, sets: dict, corpora: list[str], get, bound: float, what: str) -> dict[str, str]:
+    """Every corpus CI above `bound` -> holds; some CI entirely below -> falsified; else inconclusive."""
+    if not corpora:
+        return _row(pid, "inconclusive", "no corpus to test")
+    cis = {c: _ci(get(sets[c])) for c in corpora}
+    above = [c for c, (lo, _) in cis.items() if lo > bound]
+    below = [c for c, (_, hi) in cis.items() if hi < bound]
+    spread = ", ".join(f"{c} [{_fmt(lo)}, {_fmt(hi)}]" for c, (lo, hi) in cis.items())
+    if below:
+        return _row(pid, "falsified", f"{what} CI lies below {bound:g} in {_names(below)} ({spread})")
+    if len(above) == len(corpora):
+        los = [cis[c][0] for c in corpora]
+        return _row(pid, "holds", f"{what} CI lower bound > {bound:g} in all {len(corpora)} corpora "
+                                  f"(lower bounds {_fmt(min(los))} to {_fmt(max(los))})")
+    rest = [c for c in corpora if c not in above]
+    return _row(pid, "inconclusive", f"{what} CI contains {bound:g} or is undefined in {_names(rest)} ({spread})")
+
+
+def p3(sets: dict, corpora: list[str]) -> dict[str, str]:
+    def diffs(s: dict) -> np.ndarray:
+        rows = [o for o in s.get("optimum", []) if round(o["r"], 2) == o["r"] and o["r"] in R_GRID]
+        rows = [o for o in rows if o["gamma_true"] is not None and o["gamma_iid"] is not None]
+        return np.array([o["gamma_true"] - o["gamma_iid"] for o in rows], dtype=np.int64)
+
+    grid = f"r in [{R_GRID[0]:g}, {R_GRID[-1]:g}]"
+    d = diffs(sets["pooled"]) if "pooled" in sets else np.zeros(0, np.int64)
+    if d.size == 0:
+        return _row("P3", "inconclusive", "g*_true or g*_iid is undefined on the r grid")
+    per_corpus = [c for c in corpora if (dc := diffs(sets[c])).size and (dc <= 0).all() and (dc < 0).any()]
+    tail = f"; per corpus, g*_true <= g*_iid everywhere and < somewhere in {len(per_corpus)} of {len(corpora)}" if corpora else ""
+    above, equal, below = int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum())
+    if (d <= 0).all() and below:
+        gap = -d[d < 0]
+        span = f"{gap.min()}" if gap.min() == gap.max() else f"{gap.min()} to {gap.max()}"
+        if equal:
+            ev = f"g*_true <= g*_iid at every {grid}, below by {span} at {below} of {d.size}"
+        else:
+            ev = f"g*_true is {span} below g*_iid at every {grid}"
+        return _row("P3", "falsified", ev + tail)
+    if above > d.size / 2:
+        gap = d[d > 0]
+        span = f"{gap.min()}" if gap.min() == gap.max() else f"{gap.min()} to {gap.max()}"
+        return _row("P3", "holds", f"g*_true is {span} above g*_iid at {above} of {d.size} {grid}" + tail)
+    return _row("P3", "inconclusive", f"g*_true vs g*_iid over {d.size} {grid}: above at {above}, equal at {equal}, below at {below}" + tail)
+
+
+def p4(sets: dict) -> dict[str, str]:
+    if "pooled" not in sets:
+        return _row("P4", "inconclusive", "no pooled set")
+    dfc = sets["pooled"]["deficit"]
+    t = dfc["temporal"]
+    lo, hi = _ci(t)
+    ev = f"pooled temporal deficit at gamma={dfc['gamma']} is {_fmt(_f(t['value']))} [{_fmt(lo)}, {_fmt(hi)}]"
+    if lo > 0:
+        return _row("P4", "holds", ev + ", CI above 0")
+    if hi < 0:
+        return _row("P4", "falsified", ev + ", CI below 0: shuffling lowers the yield")
+    return _row("P4", "inconclusive", ev + ", CI contains 0 or is undefined")
+
+
+def p5(sets: dict, corpora: list[str]) -> dict[str, str]:
+    ac = np.array([_f(sets[c]["autocorr"]["value"]) for c in corpora])
+    tm = np.array([_f(sets[c]["deficit"]["temporal"]["value"]) for c in corpora])
+    ok = np.isfinite(ac) & np.isfinite(tm)
+    cis = [_ci(sets[c]["deficit"]["temporal"]) for c in corpora]
+    excl = [c for c, (lo, hi) in zip(corpora, cis) if lo > 0 or hi < 0]
+    tail = f"; temporal CI excludes 0 in {len(excl)} of {len(corpora)} corpora"
+    if ok.sum() < 3:
+        return _row("P5", "inconclusive", f"needs at least 3 corpora with defined values, has {int(ok.sum())}{tail}")
+    rho = spearman(ac[ok], tm[ok])
+    ev = f"Spearman rho(autocorr, temporal deficit) = {_fmt(rho, 2)} over {int(ok.sum())} corpora{tail}"
+    if not np.isfinite(rho):
+        return _row("P5", "inconclusive", ev + " (all values tied)")
+    return _row("P5", "holds" if rho > 0 else "falsified", ev)
+
+
+def scorecard(sets: dict[str, Any]) -> list[dict[str, str]]:
+    """[{"id", "prediction", "verdict", "evidence"}] for P1..P5 from the report's "sets"."""
+    corpora = [name for name in sets if name != "pooled"]
+    return [
+        _ci_rule("P1", sets, corpora, lambda s: s["autocorr"], 0.0, "per-stream p11-p10"),
+        _ci_rule("P2", sets, corpora, lambda s: s["dispersion_ratio"], 1.0, "D/D_geom"),
+        p3(sets, corpora),
+        p4(sets),
+        p5(sets, corpora),
+    ]

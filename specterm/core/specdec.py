@@ -1,0 +1,169 @@
+"""A real greedy speculative decoder (and plain greedy decoding), both raw argmax with KV caches.
+
+Each block: the draft proposes up to gamma tokens greedily with its own KV cache; the target
+verifies them in ONE forward of (pending token + drafts); the longest prefix on which the draft
+agrees with the target's argmax is kept, plus one target token (the correction, or the bonus
+when all drafts were accepted). Output equals the target's greedy continuation (lossless).
+
+No logits processor or warper is ever applied, whatever the model's generation config says.
+
+Draft-length policies (SPEC 5) are objects with `draft_len()` (the gamma for the next block),
+`keep(conf)` (whether to propose a token whose draft top-1 probability is conf) and
+`update(gamma, k)` (after a block that drafted gamma and had k accepted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from specterm.core.models import cache_len, crop_cache, forward_logits, new_cache
+from specterm.core.progress import check_cancel
+
+
+class FixedGamma:
+    def __init__(self, gamma: int):
+        self.gamma = gamma
+
+    def draft_len(self) -> int:
+        return self.gamma
+
+    def keep(self, conf: float) -> bool:
+        return True
+
+    def update(self, gamma: int, k: int) -> None:
+        pass
+
+
+class HeuristicSchedule(FixedGamma):
+    """Hugging Face `heuristic`: +2 after a fully accepted block, else -1, floor 1."""
+
+    def update(self, gamma: int, k: int) -> None:
+        self.gamma = gamma + 2 if k == gamma else max(1, gamma - 1)
+
+
+class ConfidenceStop(FixedGamma):
+    """llama.cpp --draft-p-min: propose a token only while the draft's top-1 probability >= tau."""
+
+    def __init__(self, tau: float, g_max: int):
+        super().__init__(g_max)
+        self.tau = tau
+
+    def keep(self, conf: float) -> bool:
+        return conf >= self.tau
+
+
+@dataclass
+class SpecResult:
+    tokens: list[int]                  # the continuation y (EOS included when reached)
+    accepts: list[int] = field(default_factory=list)   # accepted drafts per block, capped at the horizon
+    drafts: list[int] = field(default_factory=list)    # tokens drafted per block
+    starts: list[int] = field(default_factory=list)    # position s where each block starts
+    target_calls: int = 0
+    draft_calls: int = 0
+
+
+def _argmax_conf(logits) -> tuple[int, float]:
+    import torch
+
+    row = logits.float()
+    top = int(torch.argmax(row))
+    conf = float(torch.softmax(row, dim=-1)[top])
+    return top, conf
+
+
+def greedy_generate(model, prompt_ids: list[int], max_new_tokens: int, eos: set[int], cancel=None) -> list[int]:
+    """Plain raw-argmax greedy decoding with a KV cache; stops at EOS (included) or max_new_tokens."""
+    import torch
+
+    dev = model.device
+    cache = new_cache(model)
+    seq = list(prompt_ids)
+    out: list[int] = []
+    while len(out) < max_new_tokens:
+        check_cancel(cancel)
+        ids = torch.tensor([seq[cache_len(cache):]], device=dev)
+        nxt = int(torch.argmax(forward_logits(model, ids, cache)[0, -1]))
+        seq.append(nxt)
+        out.append(nxt)
+        if nxt in eos:
+            break
+    return out
+
+
+def speculative_generate(
+    target,
+    draft,
+    prompt_ids: list[int],
+    max_new_tokens: int,
+    eos: set[int],
+    policy=None,
+    on_block: Optional[Callable[[SpecResult], None]] = None,
+    cancel=None,
+) -> SpecResult:
+    """Lossless greedy speculative decoding; see the module docstring. `policy` defaults to FixedGamma(5)."""
+    import torch
+
+    policy = policy or FixedGamma(5)
+    dev_t, dev_d = target.device, draft.device
+    t_cache, d_cache = new_cache(target), new_cache(draft)
+    seq = list(prompt_ids)
+    n0 = len(seq)
+    res = SpecResult(tokens=[])
+    raw_k: list[int] = []
+    while len(res.tokens) < max_new_tokens:
+        check_cancel(cancel)
+        gamma = policy.draft_len()
+        proposed: list[int] = []
+        for _ in range(gamma):
+            ctx = seq + proposed
+            ids = torch.tensor([ctx[cache_len(d_cache):]], device=dev_d)
+            tok, conf = _argmax_conf(forward_logits(draft, ids, d_cache)[0, -1])
+            res.draft_calls += 1
+            if not policy.keep(conf):
+                break
+            proposed.append(tok)
+        ids = torch.tensor([(seq + proposed)[cache_len(t_cache):]], device=dev_t)
+        logits = forward_logits(target, ids, t_cache)[0, -(len(proposed) + 1):]
+        preds = torch.argmax(logits, dim=-1).tolist()
+        res.target_calls += 1
+        k = 0
+        while k < len(proposed) and proposed[k] == preds[k]:
+            k += 1
+        new = proposed[:k] + [preds[k]]
+        res.starts.append(len(res.tokens))
+        res.drafts.append(len(proposed))
+        raw_k.append(k)
+        for tok in new:
+            if len(res.tokens) >= max_new_tokens:
+                break
+            res.tokens.append(tok)
+            seq.append(tok)
+            if tok in eos:
+                break
+        policy.update(len(proposed), k)
+        done = res.tokens[-1] in eos
+        # Caches keep only positions whose token is now in seq (everything but the newest token).
+        crop_cache(t_cache, len(seq) - 1)
+        crop_cache(d_cache, min(cache_len(d_cache), n0 + len(res.tokens) - 1, len(seq) - 1))
+        n_now = len(res.tokens)
+        res.accepts = [min(kk, n_now - s) for kk, s in zip(raw_k, res.starts)]
+        if on_block is not None:
+            on_block(res)
+        if done:
+            break
+    n = len(res.tokens)
+    res.accepts = [min(kk, n - s) for kk, s in zip(raw_k, res.starts)]
+    return res
+
+
+def spec_bits(res: SpecResult, n: int) -> str:
+    """The decoder's partial view of a_t: '1' accepted, '0' rejected, '?' unknown (bonus positions)."""
+    out = np.full(n, ord("?"), dtype=np.uint8)
+    for s, k, d in zip(res.starts, res.accepts, res.drafts):
+        out[s : min(s + k, n)] = ord("1")
+        if k < d and s + k < n:
+            out[s + k] = ord("0")
+    return out.tobytes().decode("ascii")

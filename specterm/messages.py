@@ -1,0 +1,69 @@
+"""Every custom Message of the app: oracle progress, loading and analysis results, failures.
+
+Workers run in threads and talk to the UI only through these (posting a message is thread-safe).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from textual.message import Message
+
+from specterm.core.progress import Progress
+
+
+@dataclass
+class OracleProgress(Message):
+    """The oracle reported progress; a newer report replaces one still waiting in the queue."""
+
+    progress: Progress
+
+    def can_replace(self, message: Message) -> bool:
+        # `self` is the older message; reports are cumulative snapshots so only the newest matters,
+        # except that a "saved" report marks a finished prompt (a sparkline point) and is kept.
+        return isinstance(message, OracleProgress) and self.progress.phase != "saved"
+
+
+@dataclass
+class OracleDone(Message):
+    """The oracle finished every prompt; the run is complete at `path`."""
+
+    path: Path
+
+
+@dataclass
+class OracleCancelled(Message):
+    """The oracle stopped on request; every prompt finished before that is kept at `path`."""
+
+    path: Path | None
+    prompts_done: int
+
+
+@dataclass
+class OracleFailed(Message):
+    """The oracle stopped on an error; `error` is one sentence."""
+
+    error: str
+
+
+@dataclass
+class RunsLoaded(Message):
+    """The runs given on the command line are loaded (streams available, report not yet)."""
+
+    runs: list[Any]
+
+
+@dataclass
+class ReportReady(Message):
+    """`analyse` finished: the report dict of SPEC section 7."""
+
+    report: dict[str, Any]
+
+
+@dataclass
+class LoadFailed(Message):
+    """Loading or analysing the runs failed; `error` is one sentence."""
+
+    error: str

@@ -1,0 +1,163 @@
+"""Decide: per corpus, speculate or not and with which g, at the run's cost ratio r, with the
+batch crossover B* = I*/(g+1) for a chosen accelerator preset or a custom ridge."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.markup import escape
+from textual.widgets import DataTable, Input, Static
+
+from specterm.core.errors import SpectermError
+from specterm.screens.base import ReportScreen
+from specterm.widgets.tables import fill_table, fmt_num, is_num
+
+COLUMNS = [("set", "corpus"), ("g_true", "g"), ("s_true", "speedup"), ("g_iid", "iid g"), ("s_iid", "iid promise"),
+           ("s_fact", "iid in fact"), ("bstar", "stop above batch")]
+R_GRID = tuple(round(0.05 * i, 2) for i in range(1, 13))
+DEFAULT_R = 0.2
+
+
+def speed(x) -> str:
+    return f"{x:.2f}x" if is_num(x) else "-"
+
+
+class DecideScreen(ReportScreen):
+    SCREEN_TITLE = "Decide"
+    EXPORT_NAME = "decide"
+    EXPORT_SECTIONS = ("decide",)
+    AUTO_FOCUS = "#decide-table"
+
+    BINDINGS = [
+        Binding("a", "accelerator(1)", "accelerator", id="decide.accelerator", tooltip="Next accelerator preset"),
+        Binding("A", "accelerator(-1)", "prev accelerator", show=False, id="decide.accelerator_prev"),
+        Binding("i", "custom_ridge", "custom ridge", id="decide.ridge", tooltip="Type a ridge I* in FLOP/byte"),
+        Binding("minus", "step_r(-1)", "r-", id="decide.r_down", tooltip="Smaller cost ratio r"),
+        Binding("plus,equals_sign", "step_r(1)", "r+", id="decide.r_up", tooltip="Larger cost ratio r"),
+        Binding("m", "measured_r", "measured r", show=False, id="decide.r_measured", tooltip="Back to the measured r"),
+        Binding("escape", "leave_input", "back", show=False, id="decide.leave_input"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        from specterm.core.decide import ACCELERATORS
+
+        self.presets = list(ACCELERATORS)
+        self.preset: str | None = "h100" if "h100" in ACCELERATORS else (self.presets[0] if self.presets else None)
+        self.ridge_custom: float | None = None
+        self.r: float | None = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="decide-bar"):
+            yield Static("", id="accelerator")
+            box = Input(placeholder="ridge FLOP/byte", id="ridge-input", type="number")
+            box.display = False
+            yield box
+        yield DataTable(id="decide-table", cursor_type="row", zebra_stripes=True)
+        with VerticalScroll(id="verdict-scroll"):
+            yield Static("", id="verdicts")
+
+    # -- state ------------------------------------------------------------------------------------
+    @property
+    def ridge(self) -> float:
+        from specterm.core.decide import ACCELERATORS, DEFAULT_RIDGE
+
+        if self.ridge_custom is not None:
+            return self.ridge_custom
+        return ACCELERATORS[self.preset].ridge if self.preset else DEFAULT_RIDGE
+
+    def measured_r(self, report: dict) -> float | None:
+        pooled = (report.get("sets") or {}).get("pooled") or {}
+        r = pooled.get("r_measured")
+        return float(r) if is_num(r) else None
+
+    def show_report(self, report: dict) -> None:
+        from specterm.core.decide import ACCELERATORS, decision
+
+        if self.r is None:
+            self.r = self.measured_r(report) or DEFAULT_R
+        sets = report.get("sets") or {}
+        rows, verdicts = [], []
+        for name in self.sapp.set_names:
+            try:
+                d = decision(sets[name], self.r, self.ridge)
+            except SpectermError as exc:
+                rows.append((name, [name, "-", "-", "-", "-", "-", "-"]))
+                verdicts.append(f"[b]{escape(name)}[/]: {escape(str(exc))}")
+                continue
+            bstar = d.get("batch_crossover")
+            rows.append((name, [name, str(d.get("gamma_true") or "-"), speed(d.get("speedup_true")),
+                                str(d.get("gamma_iid") or "-"), speed(d.get("speedup_iid")),
+                                speed(d.get("speedup_true_at_gamma_iid")), fmt_num(bstar, 0) if is_num(bstar) else "-"]))
+            verdicts.append(f"[b]{escape(name)}[/]: {escape(str(d.get('verdict', '')))}")
+        if self.ridge_custom is not None:
+            acc = f"custom ridge I* = {self.ridge_custom:g} FLOP/byte"
+        elif self.preset:
+            acc = f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte"
+        else:
+            acc = f"ridge I* = {self.ridge:.0f} FLOP/byte"
+        measured = self.measured_r(report)
+        r_text = f"r = [b]{self.r:.3f}[/]" + (" (measured)" if measured is not None and abs(self.r - measured) < 1e-12 else "")
+        with self.app.batch_update():
+            self.query_one("#accelerator", Static).update(
+                f"{escape(acc)}   {r_text}"
+            )
+            fill_table(self.query_one("#decide-table", DataTable), COLUMNS, rows)
+            self.query_one("#verdicts", Static).update("\n".join(verdicts))
+
+    def _redraw(self) -> None:
+        if self.sapp.report is not None:
+            self.show_report(self.sapp.report)
+
+    # -- keys ---------------------------------------------------------------------------------------
+    def action_accelerator(self, step: int) -> None:
+        if not self.presets:
+            return
+        i = self.presets.index(self.preset) if self.preset in self.presets else -1
+        self.preset = self.presets[(i + step) % len(self.presets)]
+        self.ridge_custom = None
+        self._redraw()
+
+    def action_custom_ridge(self) -> None:
+        box = self.query_one("#ridge-input", Input)
+        box.display = True
+        box.focus()
+
+    def action_leave_input(self) -> None:
+        box = self.query_one("#ridge-input", Input)
+        if box.has_focus:
+            box.display = False
+            self.query_one("#decide-table").focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        from specterm.core.decide import ridge_of
+
+        try:
+            self.ridge_custom = ridge_of(float(event.value)) if event.value.strip() else None
+        except (SpectermError, ValueError) as exc:
+            self.notify(str(exc) if isinstance(exc, SpectermError) else "Type a ridge in FLOP/byte, e.g. 295.",
+                        severity="error")
+            return
+        event.input.display = False
+        self.query_one("#decide-table").focus()
+        self._redraw()
+
+    def action_step_r(self, step: int) -> None:
+        r = self.r if self.r is not None else DEFAULT_R
+        if step > 0:
+            bigger = [x for x in R_GRID if x > r + 1e-12]
+            self.r = bigger[0] if bigger else R_GRID[-1]
+        else:
+            smaller = [x for x in R_GRID if x < r - 1e-12]
+            self.r = smaller[-1] if smaller else R_GRID[0]
+        self._redraw()
+
+    def action_measured_r(self) -> None:
+        if self.sapp.report is None:
+            return
+        measured = self.measured_r(self.sapp.report)
+        if measured is None:
+            self.notify("This run has no measured r (run the oracle with --cost).", timeout=3)
+        self.r = measured or DEFAULT_R
+        self._redraw()

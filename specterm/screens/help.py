@@ -1,0 +1,63 @@
+"""F1: every key of every screen, read from the bindings themselves (so it never goes stale)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+
+def key_rows(app) -> list[tuple[str, str, str]]:
+    """(where, key, what) for the app's keys, then each screen's, then the token cursor's."""
+    from specterm.app import SCREENS, screen_class
+    from specterm.widgets.tokens import TokenView
+
+    def rows(where: str, bindings) -> list[tuple[str, str, str]]:
+        out = []
+        for b in bindings:
+            if not isinstance(b, Binding):
+                continue
+            what = b.tooltip or b.description or b.action
+            keys = ", ".join(app.get_key_display(Binding(k.strip(), b.action)) for k in b.key.split(","))
+            out.append((where, keys, what))
+        return out
+
+    table = rows("everywhere", [b for b in type(app).BINDINGS if not b.action.startswith("switch_screen")])
+    table += [("everywhere", s.key, f"{s.title} screen") for s in SCREENS if s.mode != "run" or getattr(app, "has_oracle", False)]
+    table.append(("everywhere", app.get_key_display(Binding("ctrl+p", "command_palette")), "Command palette: screens, export, theme"))
+    for s in SCREENS:
+        if s.mode == "run" and not getattr(app, "has_oracle", False):
+            continue
+        # Only the screen's own keys (inherited ones, like Tab, are listed once below).
+        table += rows(s.title, vars(screen_class(s)).get("BINDINGS", []))
+        if s.mode == "streams":
+            table += rows("Streams tokens", TokenView.BINDINGS)
+    table.append(("everywhere", "tab, shift+tab", "Move the focus (prompt list, token view, tables)"))
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,f1,q", "dismiss", "close", id="help.close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box"):
+            yield Static("[b]specterm keys[/]", id="help-title")
+            yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
+            yield Static("[dim]Escape or F1 closes · Tab moves focus · Ctrl+Q quits[/]", id="help-footer")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("key", "what")
+        section = None
+        for where, key, what in key_rows(self.app):
+            if where != section:  # a heading row per screen
+                section = where
+                table.add_row(Text(""), Text(where, style="bold underline"))
+            table.add_row(Text(key, style="bold"), Text(what))
+        table.focus()
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)

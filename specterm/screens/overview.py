@@ -1,0 +1,89 @@
+"""Overview: the per-corpus table with the pooled row, and what was run, where, with which models."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.markup import escape
+from textual.widgets import DataTable, Static
+
+from specterm.core.export import deficit_cell, est, fmt
+from specterm.screens.base import ReportScreen
+from specterm.screens.scorecard import VERDICT_MARKUP
+from specterm.widgets.tables import fill_table, is_num
+
+COLUMNS = [
+    ("set", "corpus"),
+    ("streams", "n"),
+    ("positions", "tokens"),
+    ("alpha", "alpha"),
+    ("gate", "gate"),
+    ("autocorr", "p11-p10 [CI]"),
+    ("dispersion", "D/D_geom [CI]"),
+    ("deficit", "deficit = hetero + temporal [CI]"),
+]
+
+
+def set_row(s: dict) -> list[str]:
+    """Cells in the style of `specterm report --format md` (export's own cell formatters)."""
+    return [
+        fmt(s.get("n_streams")),
+        fmt(s.get("n_positions")),
+        fmt(s.get("alpha"), 3),
+        fmt(s.get("gate_rate"), 3),
+        est(s.get("autocorr"), 3, 2, sign=True),
+        est(s.get("dispersion_ratio"), 2, 2, suffix="x"),
+        deficit_cell(s["deficit"]) if s.get("deficit") else "n/a",
+    ]
+
+
+def run_lines(report: dict) -> list[str]:
+    """One line per run of the report: name, draft -> target, device/dtype, measured r, prompts."""
+    lines = []
+    for run in report.get("runs") or []:
+        r = run.get("r_measured")
+        device = " ".join(str(x) for x in (run.get("device"), run.get("dtype")) if x)
+        parts = [
+            f"[b]{escape(str(run.get('name', '?')))}[/]",
+            f"draft {escape(str(run.get('draft') or '?'))} -> target {escape(str(run.get('target') or '?'))}",
+            escape(device or "device ?"),
+            f"r = {r:.3f}" if is_num(r) else "r not measured",
+            f"{run.get('n_streams', '?')} prompts",
+        ]
+        lines.append("  ·  ".join(parts))
+    return lines
+
+
+class OverviewScreen(ReportScreen):
+    SCREEN_TITLE = "Overview"
+    EXPORT_NAME = "overview"
+    EXPORT_SECTIONS = ("overview",)
+
+    def compose_body(self) -> ComposeResult:
+        yield Static("", id="overview-meta", classes="meta")
+        yield DataTable(id="overview-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="overview-verdicts", classes="note")
+        yield Static("", id="overview-note", classes="note")
+
+    def show_report(self, report: dict) -> None:
+        sets = report.get("sets") or {}
+        order = [k for k in sets if k != "pooled"] + (["pooled"] if "pooled" in sets else [])
+        table = self.query_one("#overview-table", DataTable)
+        with self.app.batch_update():
+            fill_table(table, COLUMNS, ((name, [name, *set_row(sets[name])]) for name in order))
+        self.query_one("#overview-meta", Static).update("\n".join(run_lines(report)))
+        pooled = sets.get("pooled") or {}
+        note = [
+            "n: prompts; p11-p10: within-prompt autocorrelation (mean over prompts);",
+            "D/D_geom > 1: run lengths over-dispersed vs geometric;",
+            f"deficit at g = {(pooled.get('deficit') or {}).get('gamma', '?')}: 1 - E_true/E_iid = hetero (across prompts)"
+            " + temporal (within; its CI in brackets).",
+        ]
+        if pooled.get("autocorr_pooled"):
+            note.append(f"pooled: one transition table {est(pooled.get('autocorr_pooled'), 3, 2, sign=True)},"
+                        f" Simpson inflation {est(pooled.get('autocorr_simpson'), 3, 2, sign=True)}")
+        self.query_one("#overview-note", Static).update("[dim]" + "\n".join(note) + "[/]")
+        verdicts = "   ".join(
+            f"[b]{escape(str(p.get('id')))}[/] [{VERDICT_MARKUP.get(p.get('verdict'), 'b')}]{escape(str(p.get('verdict')))}[/]"
+            for p in report.get("scorecard") or []
+        )
+        self.query_one("#overview-verdicts", Static).update(f"scorecard  {verdicts}   [dim](7 for the evidence)[/]")

@@ -1,0 +1,206 @@
+"""Run: the live oracle. A thread worker runs it and posts progress; Escape cancels and keeps every
+finished prompt; Enter opens the results when it ends."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Vertical
+from textual.markup import escape
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Label, Log, ProgressBar, Sparkline, Static
+from textual.worker import get_current_worker
+
+from specterm import messages
+from specterm.core.errors import SpectermError
+from specterm.core.progress import Cancelled, Progress
+from specterm.widgets.progress import BitsView, stats_line
+
+if TYPE_CHECKING:
+    from specterm.app import SpectermApp
+
+OracleFn = Callable[..., Path]
+
+
+def model_name(spec: Any) -> str:
+    return str(spec) if spec is not None else "?"
+
+
+class RunScreen(Screen):
+    """Drives `run_oracle(config, on_progress, cancel)`; `oracle` replaces it (tests, demos)."""
+
+    SCREEN_TITLE = "Run"
+
+    BINDINGS = [
+        Binding("escape", "cancel", "cancel run", id="run.cancel", tooltip="Stop after the current step; finished prompts stay on disk"),
+        Binding("enter", "open_results", "open results", id="run.open", tooltip="Open the finished run on the Overview"),
+    ]
+
+    def __init__(self, config: Any, oracle: OracleFn | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.oracle = oracle
+        self.cancel_event = threading.Event()
+        self.state = "starting"  # starting | running | cancelling | done | cancelled | failed
+        self.result_path: Path | None = None
+        self.alpha_history: list[float] = []
+        self.last: Progress | None = None
+
+    @property
+    def sapp(self) -> "SpectermApp":
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="")
+        with Vertical(id="run-body"):
+            yield Static(self._head_text(), id="run-head")
+            yield Static("starting ...", id="run-phase")
+            with Grid(id="run-bars"):
+                yield Label("prompts", classes="bar-label")
+                yield ProgressBar(id="overall", show_eta=False, show_percentage=False)
+                yield Label("", id="overall-count", classes="bar-count")
+                yield Label("tokens", classes="bar-label")
+                yield ProgressBar(id="prompt", show_eta=False, show_percentage=False)
+                yield Label("", id="prompt-count", classes="bar-count")
+            yield Static("", id="run-stats")
+            yield Static("running alpha over saved prompts", classes="dim")
+            yield Sparkline([], id="alpha-spark")
+            yield Static("current prompt: 1 accepted, 0 rejected, ? not yet known", classes="dim")
+            yield BitsView(id="bits")
+            yield Log(id="run-log", max_lines=500)
+        yield Footer()
+
+    def _head_text(self) -> str:
+        c = self.config
+        return (f"[b]draft[/] {escape(model_name(getattr(c, 'draft', None)))} -> [b]target[/] "
+                f"{escape(model_name(getattr(c, 'target', None)))}   out: {escape(str(getattr(c, 'out', '?')))}")
+
+    def on_mount(self) -> None:
+        self.title = "specterm"
+        self.sub_title = self.SCREEN_TITLE
+        self.state = "running"
+        self.run_oracle()
+
+    def on_unmount(self) -> None:
+        # Leaving the app mid-run: ask the oracle to stop at its next check (finished prompts are on disk).
+        self.cancel_event.set()
+
+    # -- the worker -------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="oracle", exit_on_error=False)
+    def run_oracle(self) -> None:
+        oracle = self.oracle
+        if oracle is None:
+            from specterm.core.oracle import run_oracle as oracle  # torch loads here, only when running
+
+        worker = get_current_worker()
+
+        def on_progress(p: Progress) -> None:
+            if worker.is_cancelled:
+                self.cancel_event.set()
+            self.post_message(messages.OracleProgress(p))
+
+        try:
+            path = oracle(self.config, on_progress, self.cancel_event)
+        except Cancelled:
+            out = Path(self.config.out) if getattr(self.config, "out", None) is not None else None
+            done = self.last.prompts_done if self.last else 0
+            self.post_message(messages.OracleCancelled(out, done))
+            return
+        except SpectermError as exc:
+            self.post_message(messages.OracleFailed(str(exc)))
+            return
+        except Exception as exc:  # shown on screen, not a traceback: the run on disk is still intact
+            self.post_message(messages.OracleFailed(f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(messages.OracleDone(Path(path)))
+
+    # -- messages ---------------------------------------------------------------------------------
+    def on_oracle_progress(self, message: messages.OracleProgress) -> None:
+        p = message.progress
+        self.last = p
+        phase = p.phase
+        if phase in ("generating", "teacher-forcing", "saved"):
+            where = f"{escape(p.corpus)}/{escape(p.prompt_id)}" if p.prompt_id else ""
+            label = "cancelling: finishing the current prompt ..." if self.state == "cancelling" else phase
+            self.query_one("#run-phase", Static).update(
+                f"[b]{label}[/]  prompt {min(p.prompt_index + 1, max(p.n_prompts, 1))}/{p.n_prompts}  {where}"
+            )
+        elif p.message:
+            self.query_one("#run-phase", Static).update(f"[b]{escape(phase)}[/]  {escape(p.message)}")
+        overall = self.query_one("#overall", ProgressBar)
+        if p.n_prompts:
+            overall.update(total=p.n_prompts, progress=p.prompts_done)
+            self.query_one("#overall-count", Label).update(f"{p.prompts_done}/{p.n_prompts} saved")
+        bar = self.query_one("#prompt", ProgressBar)
+        if p.max_new_tokens:
+            bar.update(total=p.max_new_tokens, progress=min(p.tokens, p.max_new_tokens))
+            self.query_one("#prompt-count", Label).update(f"{p.tokens}/{p.max_new_tokens} tokens")
+        if phase in ("generating", "teacher-forcing", "saved", "done", "cancelled"):
+            self.query_one("#run-stats", Static).update(stats_line(p))
+        if p.bits or phase == "generating":
+            self.query_one(BitsView).show(p.bits)
+        if phase == "saved":
+            if p.running_alpha is not None:
+                self.alpha_history.append(p.running_alpha)
+                self.query_one("#alpha-spark", Sparkline).data = list(self.alpha_history)
+            n = len(p.bits)
+            alpha = p.bits.count("1") / n if n else float("nan")
+            self.query_one(Log).write_line(f"saved {p.corpus}/{p.prompt_id}: {n} tokens, alpha {alpha:.3f}")
+        elif phase in ("loading", "checking", "cost") and p.message:
+            self.query_one(Log).write_line(p.message)
+
+    def on_oracle_done(self, message: messages.OracleDone) -> None:
+        self.state = "done"
+        self.result_path = message.path
+        self.query_one("#run-phase", Static).update(
+            f"[b $text-success]done[/]: the run is in {escape(str(message.path))}.  Press [b]Enter[/] to open the results."
+        )
+        self.query_one(Log).write_line(f"done: {message.path}")
+        self.refresh_bindings()
+        self.sapp.oracle_result = message.path
+
+    def on_oracle_cancelled(self, message: messages.OracleCancelled) -> None:
+        self.state = "cancelled"
+        has_prompts = message.path is not None and (message.path / "prompts.jsonl").is_file() and \
+            (message.path / "prompts.jsonl").stat().st_size > 0
+        self.result_path = message.path if has_prompts else None
+        kept = f"finished prompts are kept in {escape(str(message.path))}" if has_prompts else "no prompt had finished"
+        hint = "  Press [b]Enter[/] to open them." if has_prompts else ""
+        self.query_one("#run-phase", Static).update(f"[b $warning]cancelled[/]: {kept}.{hint}")
+        self.query_one(Log).write_line(f"cancelled; {kept}")
+        self.refresh_bindings()
+        self.sapp.oracle_result = self.result_path
+
+    def on_oracle_failed(self, message: messages.OracleFailed) -> None:
+        self.state = "failed"
+        self.query_one("#run-phase", Static).update(f"[b $error]failed[/]: {escape(message.error)}")
+        self.query_one(Log).write_line(f"failed: {message.error}")
+        out = getattr(self.config, "out", None)
+        if out is not None and Path(out, "prompts.jsonl").is_file() and Path(out, "prompts.jsonl").stat().st_size:
+            self.result_path = Path(out)
+        self.refresh_bindings()
+
+    # -- keys -------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel":
+            return True if self.state in ("running", "starting") else None
+        if action == "open_results":
+            return True if self.result_path is not None and self.state in ("done", "cancelled", "failed") else None
+        return True
+
+    def action_cancel(self) -> None:
+        if self.state not in ("running", "starting"):
+            return
+        self.state = "cancelling"
+        self.cancel_event.set()
+        self.query_one("#run-phase", Static).update("[b $warning]cancelling[/]: the current step ends, finished prompts stay on disk ...")
+        self.refresh_bindings()
+
+    def action_open_results(self) -> None:
+        if self.result_path is not None:
+            self.sapp.open_results([self.result_path])

@@ -1,0 +1,59 @@
+"""Run lengths: per set, the histogram of L against the geometric prediction, and D/D_geom with CI."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Static
+
+from specterm.screens.base import ReportScreen
+from specterm.widgets.plots import ReportPlot, draw_runlengths
+from specterm.widgets.tables import fill_table, fmt_ci, fmt_num
+
+COLUMNS = [("set", "corpus"), ("runs", "closed runs"), ("D", "D = var/mean"), ("D_geom", "D_geom"),
+           ("ratio", "D/D_geom [CI]")]
+
+
+class RunLengthsScreen(ReportScreen):
+    SCREEN_TITLE = "Run lengths"
+    EXPORT_NAME = "runlengths"
+    EXPORT_SECTIONS = ("runlengths",)
+    USES_SET = True
+
+    BINDINGS = [
+        Binding("c", "app.cycle_set(1)", "corpus", id="runlengths.corpus", tooltip="Next corpus (or pooled)"),
+        Binding("C", "app.cycle_set(-1)", "prev corpus", show=False, id="runlengths.corpus_prev"),
+        Binding("y", "log_y", "log y", id="runlengths.log", tooltip="Toggle a logarithmic count axis"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log_y = False
+
+    def compose_body(self) -> ComposeResult:
+        yield Static("", id="set-bar", classes="set-bar")
+        yield DataTable(id="runlengths-table", cursor_type="row", zebra_stripes=True)
+        yield ReportPlot(id="runlengths-plot")
+
+    def show_report(self, report: dict) -> None:
+        sets = report.get("sets") or {}
+        names = self.sapp.set_names
+        rows = []
+        for name in names:
+            s = sets[name]
+            rl = s.get("runlengths") or {}
+            rows.append((name, [name, str(rl.get("n_runs", "-")), fmt_num(rl.get("D"), 2), fmt_num(rl.get("D_geom"), 2),
+                                fmt_ci(s.get("dispersion_ratio"), 2)]))
+        table = self.query_one("#runlengths-table", DataTable)
+        with self.app.batch_update():
+            fill_table(table, COLUMNS, rows)
+            name, current = self.current_set(report)
+            if name in names:
+                table.move_cursor(row=names.index(name), animate=False)
+            self.query_one("#set-bar", Static).update(self.set_label())
+            draw_runlengths(self.query_one(ReportPlot), name, current.get("runlengths") or {}, self.log_y)
+
+    def action_log_y(self) -> None:
+        self.log_y = not self.log_y
+        if self.sapp.report is not None:
+            self.show_report(self.sapp.report)

@@ -1,0 +1,50 @@
+"""Scorecard: P1-P5, each with its computed verdict and the numbers behind it."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.markup import escape
+from textual.widgets import DataTable, Static
+
+from specterm.screens.base import ReportScreen
+from specterm.widgets.tables import fill_table
+
+# SPEC section 4, for reports that do not carry the wording themselves.
+PREDICTIONS = {
+    "P1": "acceptance is autocorrelated",
+    "P2": "run lengths are over-dispersed vs geometric",
+    "P3": "the optimal draft length is larger than the i.i.d. choice",
+    "P4": "an in-place shuffle isolates a temporal cause",
+    "P5": "the effect scales with autocorrelation across corpora",
+}
+VERDICT_STYLE = {"holds": "bold green", "falsified": "bold red", "inconclusive": "bold yellow"}
+VERDICT_MARKUP = {"holds": "b $text-success", "falsified": "b $text-error", "inconclusive": "b $text-warning"}
+COLUMNS = [("id", "id"), ("verdict", "verdict"), ("prediction", "prediction")]
+
+
+class ScorecardScreen(ReportScreen):
+    SCREEN_TITLE = "Scorecard"
+    EXPORT_NAME = "scorecard"
+    EXPORT_SECTIONS = ("scorecard",)
+
+    def compose_body(self) -> ComposeResult:
+        yield DataTable(id="scorecard-table", cursor_type="row", zebra_stripes=True)
+        with VerticalScroll(id="evidence-scroll"):
+            yield Static("", id="evidence")
+
+    def show_report(self, report: dict) -> None:
+        rows, evidence = [], []
+        for entry in report.get("scorecard") or []:
+            pid = str(entry.get("id", "?"))
+            verdict = str(entry.get("verdict", "?"))
+            prediction = str(entry.get("prediction") or PREDICTIONS.get(pid, ""))
+            rows.append((pid, [pid, Text(verdict, style=VERDICT_STYLE.get(verdict, "")), Text(prediction)]))
+            text = str(entry.get("evidence", ""))
+            if text.startswith(verdict + ":"):  # the evidence usually opens with its verdict already
+                text = text[len(verdict) + 1 :].lstrip()
+            evidence.append(f"[b]{escape(pid)}[/] [{VERDICT_MARKUP.get(verdict, 'b')}]{escape(verdict)}[/]: {escape(text)}")
+        with self.app.batch_update():
+            fill_table(self.query_one("#scorecard-table", DataTable), COLUMNS, rows)
+            self.query_one("#evidence", Static).update("\n\n".join(evidence) or "No scorecard in this report.")

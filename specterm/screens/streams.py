@@ -1,0 +1,243 @@
+"""Streams: the prompt list, and one prompt's continuation coloured accepted / rejected, with a
+token cursor that shows the target token, the draft's guess, both confidences and beta."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.markup import escape
+from textual.widgets import DataTable, Sparkline, Static
+
+from specterm.core import navigate
+from specterm.screens.base import ReportScreen
+from specterm.widgets.tables import fill_table, fmt_num, table_markdown
+from specterm.widgets.tokens import TokenView, token_labels
+
+ROLLING_WINDOW = 16
+SORTS = ("run order", "alpha ascending", "alpha descending")
+PROMPT_COLUMNS = [("id", "prompt"), ("corpus", "corpus"), ("alpha", "alpha"), ("n", "n"), ("gate", "gate")]
+
+
+def quote(piece: str | None) -> str:
+    """A token's text for the info line: repr-like quotes, escapes visible, markup-safe."""
+    if piece is None:
+        return "?"
+    return escape(repr(piece))
+
+
+def prompt_cells(stream: Any) -> list[Any]:
+    """Cells of one prompt-list row: id, corpus, alpha, n, gate rate (a failed gate is flagged)."""
+    gate = stream.gate_rate
+    gate_cell = Text(f"{gate:.3f}", style="bold red" if gate < 1.0 else "")
+    return [Text(stream.id), Text(stream.corpus), fmt_num(navigate.stream_alpha(stream.a)), str(stream.n), gate_cell]
+
+
+class StreamsScreen(ReportScreen):
+    SCREEN_TITLE = "Streams"
+    EXPORT_NAME = "streams"
+    NEEDS_REPORT = False
+    AUTO_FOCUS = "#tokens"
+
+    BINDINGS = [
+        Binding("n", "prompt(1)", "next", id="streams.next_prompt", tooltip="Next prompt in the list"),
+        Binding("p", "prompt(-1)", "prev prompt", show=False, id="streams.prev_prompt", tooltip="Previous prompt in the list"),
+        Binding("r", "rejection(1)", "reject", id="streams.next_rejection", tooltip="Cursor to the next rejected token"),
+        Binding("R", "rejection(-1)", "prev reject", show=False, id="streams.prev_rejection", tooltip="Cursor to the previous rejected token"),
+        Binding("l", "longest_run", "longest", id="streams.longest_run", tooltip="Cursor to the start of the longest accepted run"),
+        Binding("c", "filter_corpus", "corpus", id="streams.corpus", tooltip="Show one corpus at a time, or all"),
+        Binding("s", "sort", "sort", id="streams.sort", tooltip="Sort prompts: run order, alpha up, alpha down"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.streams: list[Any] = []
+        self.shown: list[int] = []  # indices into self.streams, in list order
+        self.selected: int | None = None
+        self.corpus_filter: str | None = None
+        self.sort = 0
+        self.lookup: dict[tuple[str, int], str] = {}
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="streams-split"):
+            with Vertical(id="prompt-pane"):
+                yield Static("", id="prompt-filter", classes="pane-title")
+                yield DataTable(id="prompts", cursor_type="row", zebra_stripes=True)
+            with Vertical(id="stream-pane"):
+                yield Static("", id="stream-head", classes="pane-title")
+                yield TokenView(id="tokens")
+                yield Static("", id="cursor-info")
+                yield Static("rolling alpha (window 16)", id="rolling-label", classes="dim")
+                yield Sparkline([], id="rolling", summary_function=lambda v: float(np.mean(v)))
+
+    # -- data -----------------------------------------------------------------------------------
+    def show_runs(self, runs: list) -> None:
+        streams = [s for run in runs for s in run.streams]
+        if streams is self.streams or [id(s) for s in streams] == [id(s) for s in self.streams]:
+            return
+        self.streams = streams
+        self.selected = None
+        self.lookup = {}
+        self._refresh_list()
+        self.query_one(TokenView).focus()
+        self._build_lookup(runs)
+
+    @work(thread=True, exclusive=True, group="streams-lookup", exit_on_error=False)
+    def _build_lookup(self, runs: list) -> None:
+        """Learn token id -> piece from every stream's y, so rejected guesses can be spelled."""
+        lookup: dict[tuple[str, int], str] = {}
+        for run in runs:
+            table = navigate.piece_lookup((s.y, s.pieces) for s in run.streams if s.y is not None and s.text is not None)
+            lookup.update({(run.name, k): v for k, v in table.items()})
+        self.app.call_from_thread(self._lookup_ready, lookup)
+
+    def _lookup_ready(self, lookup: dict) -> None:
+        self.lookup = lookup
+        self._show_cursor()
+
+    def _refresh_list(self) -> None:
+        order = [i for i, s in enumerate(self.streams) if self.corpus_filter in (None, s.corpus)]
+        if self.sort:
+            alphas = np.array([navigate.stream_alpha(self.streams[i].a) for i in order])
+            ranked = np.argsort(np.nan_to_num(alphas, nan=-1.0), kind="stable")
+            order = [order[j] for j in (ranked if self.sort == 1 else ranked[::-1])]
+        self.shown = order
+        table = self.query_one("#prompts", DataTable)
+        with self.app.batch_update():
+            fill_table(table, PROMPT_COLUMNS, ((str(i), prompt_cells(self.streams[i])) for i in order))
+        corpus = self.corpus_filter or "all corpora"
+        self.query_one("#prompt-filter", Static).update(
+            f"{len(order)} prompts · {escape(corpus)} · {SORTS[self.sort]}"
+        )
+        if self.selected in order:
+            table.move_cursor(row=order.index(self.selected), animate=False)
+        elif order:
+            table.move_cursor(row=0, animate=False)
+            self.select(order[0])
+
+    def select(self, index: int) -> None:
+        """Show stream `index` (into self.streams) with the cursor on its first token."""
+        if index == self.selected:
+            return
+        self.selected = index
+        s = self.streams[index]
+        view = self.query_one(TokenView)
+        view.set_stream(token_labels(s.pieces, s.bits), s.bits, s.valid_len)
+        head = (f"[b]{escape(s.corpus)}/{escape(s.id)}[/]  alpha {fmt_num(navigate.stream_alpha(s.a))}"
+                f"  n {s.n}  gate {s.gate_rate:.3f}")
+        if s.valid_len < s.n:
+            head += f"  [b $error]gate fails at t = {s.valid_len}: later positions excluded[/]"
+        if s.stop:
+            head += f"  stop {s.stop}"
+        self.query_one("#stream-head", Static).update(head)
+        self.query_one("#rolling", Sparkline).data = navigate.rolling_alpha(s.a, ROLLING_WINDOW).tolist()
+
+    # -- events and keys ------------------------------------------------------------------------
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "prompts" and event.row_key is not None and event.row_key.value is not None:
+            self.select(int(event.row_key.value))
+
+    def on_token_view_cursor_moved(self, _: TokenView.CursorMoved) -> None:
+        self._show_cursor()
+
+    def action_prompt(self, step: int) -> None:
+        if not self.shown:
+            return
+        pos = self.shown.index(self.selected) if self.selected in self.shown else -1
+        pos = min(max(pos + step, 0), len(self.shown) - 1)
+        self.query_one("#prompts", DataTable).move_cursor(row=pos, animate=False)
+        self.select(self.shown[pos])
+
+    def action_rejection(self, step: int) -> None:
+        s = self._stream()
+        if s is None:
+            return
+        view = self.query_one(TokenView)
+        find = navigate.next_rejection if step > 0 else navigate.prev_rejection
+        t = find(s.a, view.cursor)
+        if t is None:
+            self.notify("No rejection " + ("after" if step > 0 else "before") + " the cursor.", timeout=2)
+        else:
+            view.move_to(t)
+
+    def action_longest_run(self) -> None:
+        s = self._stream()
+        if s is None:
+            return
+        start, length = navigate.longest_run(s.a)
+        if length == 0:
+            self.notify("This prompt has no accepted token.", timeout=2)
+        else:
+            self.query_one(TokenView).move_to(start)
+
+    def action_filter_corpus(self) -> None:
+        corpora = sorted({s.corpus for s in self.streams})
+        options: list[str | None] = [None, *corpora]
+        self.corpus_filter = options[(options.index(self.corpus_filter) + 1) % len(options)]
+        self._refresh_list()
+
+    def action_sort(self) -> None:
+        self.sort = (self.sort + 1) % len(SORTS)
+        self._refresh_list()
+
+    # -- cursor info ------------------------------------------------------------------------------
+    def _stream(self) -> Any:
+        return None if self.selected is None else self.streams[self.selected]
+
+    def cursor_text(self, s: Any, t: int) -> str:
+        """The info lines for token t of stream s (what the Pilot tests read)."""
+        a = int(s.bits[t])
+        excluded = t >= s.valid_len
+        verdict = "[b $text-success]accepted[/]" if a else "[b $text-error]rejected[/]"
+        if excluded:
+            verdict += " [b $error](after the gate failure: excluded)[/]"
+        lines = [f"t {t}/{s.n}  a_t = {a} {verdict}"]
+        if s.beta is not None:
+            lines[0] += f"  beta {float(s.beta[t]):.3f}"
+        pieces = s.pieces
+        target_piece = pieces[t] if pieces is not None else None
+        y_id = int(s.y[t]) if s.y is not None else None
+        target = f"target {quote(target_piece)}" if target_piece is not None else "target"
+        if y_id is not None:
+            target += f" id {y_id}"
+        if s.target_conf is not None:
+            target += f"  conf {float(s.target_conf[t]):.3f}"
+        lines.append(target)
+        guess_id = int(s.draft_argmax[t]) if s.draft_argmax is not None else None
+        if guess_id is not None and guess_id == y_id:
+            draft = f"draft  {quote(target_piece)} id {guess_id}" if target_piece is not None else f"draft  id {guess_id}"
+        elif guess_id is not None:
+            known = self.lookup.get((s.run, guess_id))
+            draft = f"draft  {quote(known)} id {guess_id}" if known is not None else f"draft  id {guess_id}"
+        else:
+            draft = "draft  " + ("(= target)" if a else "(guess not stored)")
+        if s.draft_conf is not None:
+            draft += f"  conf {float(s.draft_conf[t]):.3f}"
+        lines.append(draft)
+        if not excluded:
+            run = navigate.run_at(s.a, t)
+            nxt = navigate.next_rejection(s.a, t)
+            where = f"run of {run[1]} from t {run[0]}" if run is not None else "rejected"
+            lines.append(where + (f" · next reject t {nxt}" if nxt is not None else " · no reject after"))
+        return "\n".join(lines)
+
+    def _show_cursor(self) -> None:
+        s = self._stream()
+        info = self.query_one("#cursor-info", Static)
+        if s is None or s.n == 0:
+            info.update("(empty stream)" if s is not None else "")
+            return
+        t = min(self.query_one(TokenView).cursor, s.n - 1)
+        info.update(self.cursor_text(s, t))
+
+    # -- export -------------------------------------------------------------------------------------
+    def export_markdown(self) -> str:
+        """The prompt list as shown (filter and sort applied)."""
+        headers = [label for _, label in PROMPT_COLUMNS]
+        rows = [[str(c) for c in prompt_cells(self.streams[i])] for i in self.shown]
+        return table_markdown(headers, rows)

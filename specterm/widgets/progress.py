@@ -1,0 +1,66 @@
+"""Pieces of the Run screen: the current prompt's stream growing live, and the oracle's numbers."""
+
+from __future__ import annotations
+
+import re
+
+from rich.text import Text
+from textual.widget import Widget
+
+from specterm.core.progress import Progress
+from specterm.widgets.tables import fmt_duration
+
+
+RUNS = re.compile(r"1+|0+|[^01]+")
+
+
+class BitsView(Widget):
+    """The current prompt's stream as the speculative decoder sees it: 1 accepted, 0 rejected, ? not yet known."""
+
+    COMPONENT_CLASSES = {"bits-view--accepted", "bits-view--rejected", "bits-view--unknown"}
+
+    DEFAULT_CSS = """
+    BitsView {
+        height: auto;
+        min-height: 2;
+        & > .bits-view--accepted { color: $text-success; }
+        & > .bits-view--rejected { color: $text-error; text-style: bold; }
+        & > .bits-view--unknown { color: $text-muted; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.bits = ""
+
+    def show(self, bits: str) -> None:
+        if bits != self.bits:
+            self.bits = bits
+            self.refresh(layout=True)
+
+    def render(self) -> Text:
+        styles = {
+            "1": self.get_component_rich_style("bits-view--accepted"),
+            "0": self.get_component_rich_style("bits-view--rejected"),
+        }
+        unknown = self.get_component_rich_style("bits-view--unknown")
+        text = Text(no_wrap=False, overflow="fold")
+        # One span per maximal run of a character, not one per position.
+        for m in RUNS.finditer(self.bits):
+            text.append(m.group(), styles.get(m.group()[0], unknown))
+        return text
+
+
+def stats_line(p: Progress) -> str:
+    """tokens/s, ETA, elapsed, running alpha and the gate, as markup."""
+    gate = "-" if p.gate_rate is None else f"{p.gate_rate:.3f}"
+    gate_style = "" if p.gate_rate is None else ("$text-success" if p.gate_rate >= 1.0 else "$text-error")
+    alpha = "-" if p.running_alpha is None else f"{p.running_alpha:.3f}"
+    parts = [
+        f"[b]{p.tokens_per_s:.1f}[/] tok/s",
+        f"ETA [b]{fmt_duration(p.eta_s)}[/]",
+        f"elapsed {fmt_duration(p.elapsed_s)}",
+        f"alpha [b]{alpha}[/]",
+        f"gate [b {gate_style}]{gate}[/]" if gate_style else f"gate {gate}",
+    ]
+    return "   ".join(parts)

@@ -1,0 +1,94 @@
+"""Formatting report values for tables, and filling a DataTable in place (keyed rows, no flicker)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Sequence
+
+from textual.widgets import DataTable
+
+
+def is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
+
+
+def fmt_num(x: Any, digits: int = 3, sign: bool = False) -> str:
+    """A number with `digits` decimals ('-' when missing or not finite)."""
+    if not is_num(x):
+        return "-" if x is None or isinstance(x, float) else str(x)
+    if isinstance(x, int):
+        return f"{x:+d}" if sign else f"{x:d}"
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+
+
+def fmt_ci(stat: Any, digits: int = 3, sign: bool = False) -> str:
+    """`{"value", "ci": [lo, hi]}` as 'value [lo, hi]' (the SPEC's bracket style); plain numbers pass."""
+    if isinstance(stat, dict):
+        value = fmt_num(stat.get("value"), digits, sign)
+        ci = stat.get("ci")
+        if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_num(c) for c in ci):
+            return f"{value} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+        return value
+    return fmt_num(stat, digits, sign)
+
+
+def fmt_cell(x: Any, digits: int = 3) -> str:
+    """Any report value as a cell: {value, ci} dicts, numbers, lists, strings."""
+    if isinstance(x, dict) and "value" in x:
+        return fmt_ci(x, digits)
+    if isinstance(x, (list, tuple)):
+        return ", ".join(fmt_cell(v, digits) for v in x)
+    if isinstance(x, dict):
+        return ", ".join(f"{k}={fmt_cell(v, digits)}" for k, v in x.items())
+    return fmt_num(x, digits)
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """Seconds as '1h02m', '3m05s' or '12s' ('-' when unknown)."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return "-"
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+def fill_table(table: DataTable, columns: Sequence[tuple[str, str]], rows: Iterable[tuple[str, Sequence[Any]]]) -> None:
+    """Make `table` show `rows` ((key, cells) pairs) under `columns` ((key, label) pairs), in place.
+
+    Rows that keep their key are updated cell by cell (cursor and scroll stay put), new keys are
+    added, vanished keys removed; the columns are rebuilt only when they change.
+    """
+    rows = list(rows)
+    col_keys = [key for key, _ in columns]
+    current = [str(c.key.value) for c in table.ordered_columns]
+    labels = [str(c.label) for c in table.ordered_columns]
+    if current != col_keys or labels != [label for _, label in columns]:
+        table.clear(columns=True)
+        for key, label in columns:
+            table.add_column(label, key=key)
+    wanted = [key for key, _ in rows]
+    have = [str(r.key.value) for r in table.ordered_rows]
+    if have != wanted:
+        # The set or order of rows changed: rebuild them, keeping the cursor row where possible.
+        cursor = table.cursor_row
+        table.clear()
+        for key, cells in rows:
+            table.add_row(*cells, key=key)
+        if rows:
+            table.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
+        return
+    for key, cells in rows:
+        for col, value in zip(col_keys, cells):
+            if table.get_cell(key, col) != value:
+                table.update_cell(key, col, value)
+
+
+def table_markdown(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A GitHub-flavoured markdown table (cells already formatted)."""
+    esc = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    out = ["| " + " | ".join(esc(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,389 @@
+"""Pilot tests of the app on a small fixture run: every screen opens, the stream cursor shows the
+right token, filters and sorts, export writes the report's markdown, the live run cancels cleanly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from app_fixture import GATE_FAIL_AT, VOCAB, FakeOracle, fixture_streams, make_fixture_run, oracle_config
+from textual.widgets import DataTable, Static
+
+from specterm.app import SCREENS, make_app
+from specterm.core.streams import load_run
+
+SIZE = (120, 36)
+FAST = {"boot": 200, "shuffles": 4}
+pytestmark = pytest.mark.anyio  # anyio's pytest plugin runs the async tests (no extra dependency)
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def run_path(tmp_path):
+    return make_fixture_run(tmp_path)
+
+
+async def ready(app, pilot):
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    assert app.error is None
+    assert app.report is not None
+
+
+def table_rows(table: DataTable) -> list[list[str]]:
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def static_text(screen, selector: str) -> str:
+    return str(screen.query_one(selector, Static).render())
+
+
+async def test_every_screen_opens(run_path):
+    app = make_app([run_path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        for s in SCREENS:
+            if s.mode == "run":
+                continue
+            await pilot.press(s.key)
+            await pilot.pause()
+            assert type(app.screen).__name__ == s.cls
+            assert app.screen.query_one("#body").loading is False
+        # 8 (Run) is disabled when no oracle runs: the screen stays
+        await pilot.press("8")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ScorecardScreen"
+
+
+async def test_overview_rows_and_alpha(run_path):
+    streams = fixture_streams()
+    app = make_app([run_path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        rows = table_rows(app.screen.query_one("#overview-table", DataTable))
+        assert [r[0] for r in rows] == ["code", "prose", "pooled"]
+        for row in rows:
+            members = [s for s in streams if row[0] in (s.corpus, "pooled")]
+            # alpha over the analysed positions (up to the first gate failure), computed here directly
+            ones = sum(int(s.bits[: (GATE_FAIL_AT if s.id == "p2" else s.n)].sum()) for s in members)
+            n = sum(GATE_FAIL_AT if s.id == "p2" else s.n for s in members)
+            assert row[1] == str(len(members))
+            assert row[3] == f"{ones / n:.3f}"
+        assert "layers:1" in static_text(app.screen, "#overview-meta")
+        assert "r = 0.150" in static_text(app.screen, "#overview-meta")
+
+
+async def test_stream_cursor_steps_through_tokens(run_path):
+    s = fixture_streams()[0]  # p0: first in run order
+    app = make_app([run_path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        screen = app.screen
+        info = lambda: static_text(screen, "#cursor-info")  # noqa: E731
+        assert info().startswith(f"t 0/{s.n}")
+        await pilot.press("right", "right", "right")
+        await pilot.pause()
+        t = 3
+        text = info()
+        assert text.startswith(f"t {t}/{s.n}  a_t = {int(s.bits[t])}")
+        assert f"target {VOCAB[s.y[t]]!r} id {s.y[t]}  conf 0.938" in text
+        guess = s.y[t] if s.bits[t] else (s.y[t] + 1) % len(VOCAB)
+        assert f"id {guess}  conf {0.875 if s.bits[t] else 0.375:.3f}" in text
+        assert f"beta {0.75 if s.bits[t] else 0.25:.3f}" in text
+
+        # r: next rejection after the cursor, found here by a scan
+        await pilot.press("r")
+        await pilot.pause()
+        nxt = next(i for i in range(t + 1, s.n) if s.bits[i] == 0)
+        assert info().startswith(f"t {nxt}/{s.n}  a_t = 0")
+        # the rejected guess is spelled from y when that id occurs in the run's text
+        guess = (int(s.y[nxt]) + 1) % len(VOCAB)
+        seen = {int(i) for st in fixture_streams() for i in st.y}
+        if guess in seen:
+            assert f"draft  {VOCAB[guess]!r} id {guess}" in info()
+
+        # l: start of the longest run of ones (earliest on ties), found here by a scan
+        best, start, run = (0, 0), None, 0
+        for i, b in enumerate(list(s.bits) + [0]):
+            if b:
+                start = i if run == 0 else start
+                run += 1
+            else:
+                if run > best[1]:
+                    best = (start, run)
+                run = 0
+        await pilot.press("l")
+        await pilot.pause()
+        assert info().startswith(f"t {best[0]}/{s.n}  a_t = 1")
+        assert f"run of {best[1]} from t {best[0]}" in info()
+
+        # n / p between prompts
+        await pilot.press("n")
+        await pilot.pause()
+        assert "prose/p1" in static_text(screen, "#stream-head")
+        assert info().startswith("t 0/48")
+        await pilot.press("p")
+        await pilot.pause()
+        assert "prose/p0" in static_text(screen, "#stream-head")
+
+
+async def test_gate_failure_is_shown_and_excluded(run_path):
+    app = make_app([run_path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("2", "n", "n")
+        await pilot.pause()
+        assert f"gate fails at t = {GATE_FAIL_AT}" in static_text(app.screen, "#stream-head")
+        await pilot.press(*["right"] * GATE_FAIL_AT)
+        await pilot.pause()
+        assert "excluded" in static_text(app.screen, "#cursor-info")
+
+
+async def test_streams_filter_and_sort(run_path):
+    streams = fixture_streams()
+    app = make_app([run_path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        table = app.screen.query_one("#prompts", DataTable)
+        assert [r[0] for r in table_rows(table)] == [s.id for s in streams]
+        await pilot.press("c")  # corpora sorted: code first
+        await pilot.pause()
+        assert [r[0] for r in table_rows(table)] == ["c0", "c1", "c2"]
+        await pilot.press("c", "c")  # prose, then all again
+        await pilot.pause()
+        assert len(table_rows(table)) == len(streams)
+        await pilot.press("s")  # alpha ascending
+        await pilot.pause()
+        alpha = {s.id: s.a.mean() for s in streams}
+        ids = [r[0] for r in table_rows(table)]
+        assert [alpha[i] for i in ids] == sorted(alpha.values())
+        await pilot.press("s")  # alpha descending
+        await pilot.pause()
+        ids = [r[0] for r in table_rows(table)]
+        assert [alpha[i] for i in ids] == sorted(alpha.values(), reverse=True)
+
+
+async def test_set_cycling_follows_across_screens(run_path):
+    app = make_app([run_path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("3")
+        await pilot.pause()
+        assert app.set_name == "pooled"
+        await pilot.press("c")
+        await pilot.pause()
+        assert app.set_name == "code"
+        await pilot.press("4")
+        await pilot.pause()
+        assert "r = 0.150 (measured)" in static_text(app.screen, "#set-bar")
+        await pilot.press("plus")
+        await pilot.pause()
+        assert "r = 0.200" in static_text(app.screen, "#set-bar")
+        await pilot.press("m")
+        await pilot.pause()
+        assert "r = 0.150" in static_text(app.screen, "#set-bar")
+
+
+async def test_decide_accelerator_changes_batch_crossover(run_path):
+    from specterm.core.decide import ACCELERATORS, decision
+
+    app = make_app([run_path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("6")
+        await pilot.pause()
+        table = app.screen.query_one("#decide-table", DataTable)
+        pooled = app.report["sets"]["pooled"]
+        names = list(ACCELERATORS)
+        for _ in range(len(names)):
+            preset = app.screen.preset
+            d = decision(pooled, 0.15, ACCELERATORS[preset].ridge)
+            row = next(r for r in table_rows(table) if r[0] == "pooled")
+            assert row[-1] == f"{d['batch_crossover']:.0f}"
+            # B* = I*/(g+1), checked by hand from the preset's ridge
+            assert float(row[-1]) == pytest.approx(ACCELERATORS[preset].ridge / (int(row[1]) + 1), abs=0.5)
+            await pilot.press("a")
+            await pilot.pause()
+        await pilot.press("i")
+        await pilot.press(*"100", "enter")
+        await pilot.pause()
+        row = next(r for r in table_rows(table) if r[0] == "pooled")
+        assert float(row[-1]) == pytest.approx(100 / (int(row[1]) + 1), abs=0.5)
+
+
+async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatch):
+    from specterm.core.export import TITLES, markdown_tables, to_markdown
+
+    monkeypatch.chdir(tmp_path)
+    app = make_app([run_path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        md = markdown_tables(app.report)
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        written = (tmp_path / "specterm-overview.md").read_text()
+        assert written == f"## {TITLES['overview']}\n\n{md['overview']}\n"
+
+        await pilot.press("4", "e")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        written = (tmp_path / "specterm-optimum.md").read_text()
+        assert md["optimum"] in written and md["yield"] in written
+
+        # a path typed in the dialog
+        await pilot.press("7", "e")
+        await pilot.pause()
+        box = app.screen.query_one("#export-path")
+        box.value = str(tmp_path / "out" / "card.md")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert md["scorecard"] in (tmp_path / "out" / "card.md").read_text()
+
+        # escape writes nothing
+        await pilot.press("5", "e")
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not (tmp_path / "specterm-policies.md").exists()
+
+        # everything, via the command palette: the same text as `specterm report --format md`
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Export: every table")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert (tmp_path / "specterm-report.md").read_text() == to_markdown(app.report)
+
+
+async def test_command_palette_switches_screens(run_path):
+    app = make_app([run_path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Screen: Optimum")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "OptimumScreen"
+
+
+async def test_help_lists_every_key(run_path):
+    from specterm.app import SpectermApp, screen_class
+    from specterm.widgets.tokens import TokenView
+
+    app = make_app([run_path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("f1")
+        await pilot.pause()
+        shown = {k for r in table_rows(app.screen.query_one("#help-table", DataTable)) for k in r[0].split(", ") if k}
+        expected = set()
+        classes = [SpectermApp, TokenView] + [screen_class(s) for s in SCREENS if s.mode != "run"]
+        for cls in classes:
+            for b in vars(cls).get("BINDINGS", []):
+                for key in b.key.split(","):
+                    expected.add(app.get_key_display(type(b)(key.strip(), b.action)))
+        expected.discard(app.get_key_display(type(SpectermApp.BINDINGS[0])("8", "x")))  # Run: no oracle here
+        assert expected <= shown
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "OverviewScreen"
+
+
+async def test_theme_toggles_dark_and_light(run_path):
+    app = make_app([run_path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        dark = app.current_theme.dark
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.current_theme.dark is (not dark)
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.current_theme.dark is dark
+
+
+async def test_bad_run_shows_one_sentence(tmp_path):
+    (tmp_path / "broken").mkdir()
+    app = make_app([tmp_path / "broken"], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.error is not None and "run.json" in app.error
+        assert "Cannot show this screen" in static_text(app.screen, "#status")
+
+
+# ------------------------------------------------------------------------------ the live run ---
+
+
+async def test_cancel_keeps_finished_prompts(tmp_path):
+    out = tmp_path / "live"
+    oracle = FakeOracle(block_after=2)
+    app = make_app(oracle_config=oracle_config(out), oracle=oracle, **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert type(app.screen).__name__ == "RunScreen"
+        assert oracle.blocked.wait(10)
+        await pilot.pause(0.2)
+        assert "2" in str(app.screen.query_one("#overall").progress)
+        assert "prose/p2" in static_text(app.screen, "#run-phase")
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "cancelled" in static_text(app.screen, "#run-phase")
+        # the two finished prompts are on disk, whole
+        kept = load_run(out)
+        assert [s.id for s in kept.streams] == ["p0", "p1"]
+        for s, ref in zip(kept.streams, fixture_streams()):
+            assert np.array_equal(s.bits, ref.bits)
+        # Enter opens them
+        await pilot.press("enter")
+        await ready(app, pilot)
+        assert type(app.screen).__name__ == "OverviewScreen"
+        assert app.report["sets"]["pooled"]["n_streams"] == 2
+        assert app.oracle_result == out
+
+
+async def test_finished_run_opens_results(tmp_path):
+    out = tmp_path / "live"
+    app = make_app(oracle_config=oracle_config(out), oracle=FakeOracle(), **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "done" in static_text(app.screen, "#run-phase")
+        # results are not there yet on the other screens
+        await pilot.press("1")
+        await pilot.pause()
+        assert "oracle is running" in static_text(app.screen, "#status")
+        await pilot.press("8", "enter")
+        await ready(app, pilot)
+        assert type(app.screen).__name__ == "OverviewScreen"
+        assert app.report["sets"]["pooled"]["n_streams"] == len(fixture_streams())
+
+
+async def test_oracle_error_is_one_sentence(tmp_path):
+    from specterm.core.errors import SpectermError
+
+    def broken(config, on_progress, cancel):
+        raise SpectermError("the draft and the target do not share a tokenizer; pick a matching pair.")
+
+    app = make_app(oracle_config=oracle_config(tmp_path / "x"), oracle=broken, **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "failed" in static_text(app.screen, "#run-phase")
+        assert "share a tokenizer" in static_text(app.screen, "#run-phase")

@@ -1,0 +1,67 @@
+"""Snapshots of every screen at 80x24 and 120x36 (pytest-textual-snapshot).
+
+Regenerate after an intended change with `pytest tests/test_app_snapshots.py --snapshot-update`,
+then look at the SVGs (snapshot_report.html shows the differences when a test fails)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from app_fixture import FakeOracle, make_fixture_run, oracle_config
+
+from specterm.app import SCREENS, make_app
+
+SIZES = [(80, 24), (120, 36)]
+FAST = {"boot": 200, "shuffles": 4}
+REPORT_SCREENS = [s for s in SCREENS if s.mode != "run"]
+
+
+def settle(*keys: str):
+    async def run_before(pilot) -> None:
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("screen", REPORT_SCREENS, ids=lambda s: s.mode)
+def test_screen(snap_compare, tmp_path, screen, size):
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    assert snap_compare(app, terminal_size=size, run_before=settle(screen.key))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_streams_cursor_on_a_rejection(snap_compare, tmp_path, size):
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    assert snap_compare(app, terminal_size=size, run_before=settle("2", "n", "r", "r"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_run_screen_mid_run(snap_compare, tmp_path, size, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a relative out path: the screen shows it, so it must not vary
+    oracle = FakeOracle(block_after=2)
+    app = make_app(oracle_config=oracle_config(Path("streams/live")), oracle=oracle, **FAST)
+
+    async def run_before(pilot) -> None:
+        assert oracle.blocked.wait(10)
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_help(snap_compare, tmp_path, size):
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    assert snap_compare(app, terminal_size=size, run_before=settle("f1"))
+
+
+def test_light_theme(snap_compare, tmp_path):
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    assert snap_compare(app, terminal_size=(120, 36), run_before=settle("2", "t", "right"))

@@ -1,0 +1,168 @@
+"""The oracle on a tiny random Llama: exact a_t, gate, greedy y, resume, and clear errors."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from models_fixtures import tiny_model_dir  # noqa: F401  (fixture)
+from specterm.core.corpora import Prompt, load_builtin
+from specterm.core.errors import SpectermError
+from specterm.core.oracle import OracleConfig, load_pair, run_oracle
+from specterm.core.progress import Cancelled
+from specterm.core.streams import load_run
+
+N_NEW = 24
+
+
+def _prompts(k=5):
+    return load_builtin(["code", "json"], limit=3)[:k]
+
+
+def _config(model_dir, out, **kw):
+    base = dict(target=str(model_dir), draft="layers:2", prompts=_prompts(), out=out, max_new_tokens=N_NEW,
+                batch_size=2, measure_cost=False)
+    base.update(kw)
+    return OracleConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def tiny_pair(tiny_model_dir):
+    return load_pair(_config(tiny_model_dir, Path("/nonexistent")))
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tiny_model_dir, tiny_pair, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "tiny"
+    run_oracle(_config(tiny_model_dir, out), pair=tiny_pair)
+    return load_run(out)
+
+
+def _argmax_full(model, ids: list[int]) -> int:
+    """Independent check: no cache, no batching, the whole prefix in one forward."""
+    return int(torch.argmax(model(input_ids=torch.tensor([ids])).logits[0, -1]))
+
+
+def test_gate_holds_and_a_t_matches_independent_check(tiny_run, tiny_pair):
+    assert len(tiny_run.streams) == 5
+    for s in tiny_run.streams:
+        assert s.gate_rate == 1.0
+        p = tiny_pair.tokenizer(s.prompt).input_ids
+        y = s.y.tolist()
+        expect = [int(_argmax_full(tiny_pair.draft, p + y[:t]) == y[t]) for t in range(len(y))]
+        assert s.bits.tolist() == expect
+        assert all(_argmax_full(tiny_pair.target, p + y[:t]) == y[t] for t in range(len(y)))
+
+
+def test_y_equals_hf_greedy_generate(tiny_run, tiny_pair):
+    from transformers import GenerationConfig
+
+    eos = sorted(tiny_pair.eos)
+    for s in tiny_run.streams:
+        ids = torch.tensor([tiny_pair.tokenizer(s.prompt).input_ids])
+        gen = GenerationConfig(do_sample=False, max_new_tokens=N_NEW, eos_token_id=eos, pad_token_id=eos[0])
+        out = tiny_pair.target.generate(ids, generation_config=gen)[0, ids.shape[1]:].tolist()
+        assert out == s.y.tolist()
+        assert s.stop == ("eos" if out[-1] in tiny_pair.eos else "length")
+
+
+def test_plain_greedy_and_batch_size_give_the_same_streams(tiny_model_dir, tiny_pair, tiny_run, tmp_path):
+    run_oracle(_config(tiny_model_dir, tmp_path / "plain", spec_gamma=0, batch_size=1), pair=tiny_pair)
+    plain = load_run(tmp_path / "plain")
+    for a, b in zip(tiny_run.streams, plain.streams):
+        assert a.id == b.id
+        assert a.y.tolist() == b.y.tolist()
+        assert a.bits.tolist() == b.bits.tolist()
+        np.testing.assert_allclose(a.beta, b.beta, atol=1e-4)
+        np.testing.assert_allclose(a.draft_conf, b.draft_conf, atol=1e-4)
+
+
+def test_beta_and_confidences_are_probabilities(tiny_run):
+    for s in tiny_run.streams:
+        assert np.all((s.beta > 0) & (s.beta <= 1 + 1e-5))
+        assert np.all((s.draft_conf > 0) & (s.draft_conf <= 1 + 1e-5))
+        # beta = 1 - TV <= 1, and a token both models rank first carries at least min(p, q) of it
+        both = (s.bits == 1) & (s.gate == 1)
+        assert np.all(s.beta[both] >= np.minimum(s.draft_conf, s.target_conf)[both] - 1e-5)
+
+
+def test_interrupted_run_resumes_to_the_same_result(tiny_model_dir, tiny_pair, tiny_run, tmp_path):
+    out = tmp_path / "resumed"
+    cancel = threading.Event()
+
+    def on_progress(p):
+        if p.phase == "saved" and p.prompts_done == 2:
+            cancel.set()
+
+    with pytest.raises(Cancelled):
+        run_oracle(_config(tiny_model_dir, out, batch_size=1), on_progress, cancel, pair=tiny_pair)
+    assert [s.id for s in load_run(out).streams] == [s.id for s in tiny_run.streams[:2]]
+    # a torn final line from a crash mid-write is dropped, never half-read
+    with open(out / "prompts.jsonl", "a") as fh:
+        fh.write('{"id": "torn", "corp')
+    assert len(load_run(out).streams) == 2
+    with pytest.raises(SpectermError, match="--resume"):
+        run_oracle(_config(tiny_model_dir, out, batch_size=1), pair=tiny_pair)
+    run_oracle(_config(tiny_model_dir, out, batch_size=1, resume=True), pair=tiny_pair)
+    resumed = load_run(out)
+    assert [s.id for s in resumed.streams] == [s.id for s in tiny_run.streams]
+    for a, b in zip(resumed.streams, tiny_run.streams):
+        assert a.bits.tolist() == b.bits.tolist() and a.y.tolist() == b.y.tolist()
+    # resuming a complete run adds nothing
+    run_oracle(_config(tiny_model_dir, out, batch_size=1, resume=True), pair=tiny_pair)
+    assert len(load_run(out).streams) == 5
+
+
+def test_cost_ratio_is_stored(tiny_model_dir, tiny_pair, tmp_path):
+    out = tmp_path / "cost"
+    run_oracle(_config(tiny_model_dir, out, prompts=_prompts(1), measure_cost=True), pair=tiny_pair)
+    cost = load_run(out).meta["cost"]
+    assert cost["r_measured"] == cost["r_by_gamma"]["4"] > 0
+    assert cost["r_by_gamma"]["4"] == pytest.approx(cost["c_draft_s"] / cost["c_verify_s"]["4"])
+
+
+def test_missing_model_path_fails_with_one_sentence(tmp_path):
+    with pytest.raises(SpectermError, match="does not exist"):
+        load_pair(_config(tmp_path / "nope.gguf", tmp_path / "o"))
+    with pytest.raises(SpectermError, match="does not exist"):
+        load_pair(_config("./no/such/dir", tmp_path / "o"))
+
+
+def test_unreadable_gguf_fails_with_one_sentence(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a gguf at all")
+    with pytest.raises(SpectermError, match="not a readable GGUF"):
+        load_pair(_config(bad, tmp_path / "o"))
+    truncated = tmp_path / "trunc.gguf"
+    truncated.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 20)
+    with pytest.raises(SpectermError, match="GGUF"):
+        load_pair(_config(truncated, tmp_path / "o"))
+
+
+def test_mismatched_tokenizers_fail_before_model_work(tiny_model_dir, tmp_path):
+    from specterm.core.testing import make_tiny_model_dir
+
+    other = make_tiny_model_dir(tmp_path / "other", vocab_size=300)
+    with pytest.raises(SpectermError, match="tokenizers differ"):
+        load_pair(_config(tiny_model_dir, tmp_path / "o", draft=str(other)))
+
+
+def test_layer_skip_draft_shares_weights(tiny_pair):
+    t, d = tiny_pair.target, tiny_pair.draft
+    assert d.config.num_hidden_layers == 2 and t.config.num_hidden_layers == 4
+    assert d.get_decoder().layers[0] is t.get_decoder().layers[0]
+    assert d.get_output_embeddings() is t.get_output_embeddings()
+
+
+def test_prompt_list_from_file_and_limit(tmp_path):
+    from specterm.runner import _prompts
+
+    f = tmp_path / "mine.txt"
+    f.write_text("first prompt\n\nsecond prompt\nthird\n")
+    ps = _prompts(None, f, None, 2)
+    assert [p.text for p in ps] == ["first prompt", "second prompt"]
+    assert all(isinstance(p, Prompt) for p in ps)

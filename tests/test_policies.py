@@ -1,0 +1,311 @@
+"""Policy replays against hand-worked cases, literal per-depth reference loops, and the clairvoyant bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specterm.core.blockwalk import block_walk_loop
+from specterm.core.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.errors import SpectermError
+from specterm.core.policies import (
+    PolicyCounts,
+    has_draft_conf,
+    policy_summary,
+    replay_clairvoyant,
+    replay_confidence,
+    replay_fixed,
+    replay_heuristic,
+)
+from specterm.core.streams import Stream, bits_from_str
+
+
+def iid_stream(rng, n, alpha):
+    return (rng.random(n) < alpha).astype(np.uint8)
+
+
+def markov_stream(rng, n, p11, p10):
+    a = np.empty(n, dtype=np.uint8)
+    a[0] = rng.random() < 0.5
+    u = rng.random(n)
+    for t in range(1, n):
+        a[t] = u[t] < (p11 if a[t - 1] else p10)
+    return a
+
+
+def conf_for(rng, a):
+    """Confidence that is informative but noisy: higher where the draft is right."""
+    return np.where(a == 1, rng.uniform(0.35, 1.0, a.size), rng.uniform(0.0, 0.75, a.size)).astype(np.float32)
+
+
+def synthetic(seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for alpha in (0.2, 0.6, 0.9):
+        out.append(iid_stream(rng, int(rng.integers(1, 300)), alpha))
+    for p11, p10 in ((0.95, 0.3), (0.8, 0.6), (0.99, 0.05)):
+        out.append(markov_stream(rng, int(rng.integers(1, 300)), p11, p10))
+    out += [np.ones(17, np.uint8), np.zeros(9, np.uint8), np.array([1], np.uint8), np.array([0], np.uint8)]
+    return [(a, conf_for(rng, a)) for a in out]
+
+
+# ------------------------------------------------------------------ literal reference decoders ---
+
+
+def live_decoder(bits, choose_depth, update=lambda g, k: g, g0=0):
+    """Simulate a greedy speculative decoder depth by depth: at each depth ask whether to draft,
+    compare the draft token with y (a_t), stop at the first rejection; the target adds one token."""
+    a = list(map(int, bits))
+    n = len(a)
+    s, g, tokens, accepts, drafts = 0, g0, 0, [], []
+    while s < n:
+        d = choose_depth(s, g)
+        k = 0
+        while k < d and s + k < n and a[s + k] == 1:
+            k += 1
+        tokens += min(k + 1, n - s)
+        accepts.append(k)
+        drafts.append(d)
+        s += k + 1
+        g = update(g, k)
+    return PolicyCounts(tokens, len(accepts), sum(drafts), np.array(accepts, dtype=np.int64), np.array(drafts, dtype=np.int64))
+
+
+def confidence_depth(conf, tau, g_max, inclusive=False):
+    def choose(s, _g):
+        d = 0
+        while d < g_max:
+            t = s + d
+            ok = t >= len(conf) or conf[t] >= tau  # past the end counts as confident (documented choice)
+            if not ok:
+                return d + 1 if inclusive else d
+            d += 1
+        return d
+    return choose
+
+
+# ------------------------------------------------------------------------------- fixed g ---
+
+
+def test_fixed_equals_the_spec_loop_and_per_block_accepts():
+    for a, _ in synthetic(1):
+        for g in (0, 1, 2, 3, 5, 8, 31):
+            c = replay_fixed(a, g)
+            assert (c.tokens, c.blocks, c.drafted) == block_walk_loop(a, g)
+            ref = live_decoder(a, lambda s, _g, g=g: g)
+            assert c == ref
+            assert c.tokens == a.size
+
+
+def test_fixed_rejects_negative_gamma():
+    with pytest.raises(SpectermError):
+        replay_fixed(np.ones(3, np.uint8), -1)
+
+
+# ----------------------------------------------------------------------------- heuristic ---
+
+
+def test_heuristic_hand_checked():
+    # bits (n = 12):   1 1 | 0 1 1 1 1 | 1 | 0 | 0 | 1 1   g0 = 2
+    # s=0,  g=2: a0..a1 = 11         -> k=2 == g, tokens 3 (y1..y3), s=3,  next g = 4
+    # s=3,  g=4: a3..a6 = 1111       -> k=4 == g, tokens 5,          s=8,  next g = 6
+    # s=8,  g=6: a8 = 0              -> k=0,      tokens 1,          s=9,  next g = 5
+    # s=9,  g=5: a9 = 0              -> k=0,      tokens 1,          s=10, next g = 4
+    # s=10, g=4: a10..a11 = 11 (end) -> k=2,      tokens min(3, 2)=2, s=13: done (cut by the horizon)
+    a = bits_from_str("110111110011")
+    c = replay_heuristic(a, g0=2)
+    assert c.accepts.tolist() == [2, 4, 0, 0, 2]
+    assert c.drafts.tolist() == [2, 4, 6, 5, 4]
+    assert (c.tokens, c.blocks, c.drafted) == (12, 5, 21)
+
+
+def test_heuristic_floor():
+    # all rejections from g0 = 3: 3, 2, 1, 1, 1 (floor 1); with g_min = 2: 3, 2, 2, 2, 2
+    a = np.zeros(5, np.uint8)
+    assert replay_heuristic(a, g0=3).drafts.tolist() == [3, 2, 1, 1, 1]
+    assert replay_heuristic(a, g0=3, g_min=2).drafts.tolist() == [3, 2, 2, 2, 2]
+    assert replay_heuristic(a, g0=3).tokens == 5
+
+
+def test_heuristic_equals_a_live_decoder():
+    for a, _ in synthetic(2):
+        for g0 in (1, 2, 5, 9):
+            ref = live_decoder(a, lambda s, g: g, lambda g, k: g + 2 if k == g else max(1, g - 1), g0=g0)
+            assert replay_heuristic(a, g0) == ref
+
+
+# ---------------------------------------------------------------------------- confidence ---
+
+
+def test_confidence_hand_checked():
+    # bits 1 1 0 1 1 1, conf .9 .9 .9 .2 .9 .9, tau .5, g_max 16
+    # s=0: conf[0..2] pass, conf[3] fails -> depth 3; ones ahead 2 -> k=2, tokens 3, s=3
+    # s=3: conf[3] fails                   -> depth 0 (plain step), k=0, tokens 1, s=4
+    # s=4: conf[4..5] pass, then the end   -> depth 16; k=2, tokens min(3, 2) = 2, s=7
+    a = bits_from_str("110111")
+    conf = np.array([0.9, 0.9, 0.9, 0.2, 0.9, 0.9], np.float32)
+    c = replay_confidence(a, conf, 0.5)
+    assert c.accepts.tolist() == [2, 0, 2] and c.drafts.tolist() == [3, 0, 16]
+    assert (c.tokens, c.blocks, c.drafted) == (6, 3, 19)
+    # inclusive (HF): the first unconfident token is still proposed
+    # s=0: depth 4, k=2, s=3;  s=3: depth 1, k=1, tokens 2, s=5;  s=5: depth 16, k=1, tokens 1, s=7
+    c = replay_confidence(a, conf, 0.5, inclusive=True)
+    assert c.accepts.tolist() == [2, 1, 1] and c.drafts.tolist() == [4, 1, 16]
+    assert (c.tokens, c.blocks, c.drafted) == (6, 3, 21)
+
+
+def test_confidence_tau_zero_is_fixed_g_max():
+    for a, conf in synthetic(3):
+        for g_max in (1, 4, 16):
+            assert replay_confidence(a, conf, 0.0, g_max) == replay_fixed(a, g_max)
+
+
+def test_confidence_tau_above_one_never_drafts():
+    for a, conf in synthetic(4):
+        c = replay_confidence(a, conf, 1.01)
+        assert (c.tokens, c.blocks, c.drafted) == (a.size, a.size, 0)
+        assert not c.accepts.any() and not c.drafts.any()
+        # inclusive variant proposes exactly the first token each block: fixed g = 1
+        assert replay_confidence(a, conf, 1.01, 16, inclusive=True) == replay_fixed(a, 1)
+
+
+def test_confidence_equals_a_live_decoder():
+    for a, conf in synthetic(5):
+        for tau in (0.2, 0.5, 0.8, 0.95):
+            for g_max in (1, 3, 16):
+                for inclusive in (False, True):
+                    ref = live_decoder(a, confidence_depth(conf, tau, g_max, inclusive))
+                    assert replay_confidence(a, conf, tau, g_max, inclusive) == ref
+
+
+def test_confidence_length_mismatch_is_a_clear_error():
+    with pytest.raises(SpectermError):
+        replay_confidence(np.ones(4, np.uint8), np.ones(3), 0.5)
+
+
+# --------------------------------------------------------------------------- clairvoyant ---
+
+
+def test_clairvoyant_hand_checked():
+    # 11 0 | 111 0 | 111 : closed runs L = 2, 3 -> blocks drafting 2, 3 yielding 3, 4;
+    # trailing run of 3 -> one block drafting 2 yielding 3 (the last token from the target)
+    c = replay_clairvoyant(bits_from_str("1101110111"))
+    assert c.accepts.tolist() == [2, 3, 2] and c.drafts.tolist() == [2, 3, 2]
+    assert (c.tokens, c.blocks, c.drafted) == (10, 3, 7)
+    assert c == live_decoder(bits_from_str("1101110111"), lambda s, _g, a="1101110111": _to_rejection(a, s))
+
+
+def _to_rejection(a, s):
+    d = 0
+    while s + d < len(a) and a[s + d] == "1":
+        d += 1
+    return d if s + d < len(a) else d - 1  # a run reaching the end: the last token comes from the target
+
+
+def test_clairvoyant_beats_every_policy_at_every_r():
+    r_grid = np.linspace(0.0, 1.0, 21)
+    for seed in (6, 7):
+        streams = synthetic(seed)
+        others: dict[str, list[PolicyCounts]] = {}
+        for a, conf in streams:
+            cands = [replay_fixed(a, g) for g in range(0, 33)]
+            cands += [replay_heuristic(a, g0) for g0 in (1, 3, 5, 10)]
+            cands += [replay_confidence(a, conf, tau, gm, inc) for tau in (0.0, 0.3, 0.5, 0.7, 0.9, 1.1)
+                      for gm in (2, 16) for inc in (False, True)]
+            others[id(a)] = cands
+            clair = replay_clairvoyant(a)
+            assert all(c.tokens == clair.tokens == a.size for c in cands)
+            for r in r_grid:
+                best_other = max(c.throughput(r) for c in cands)
+                assert clair.throughput(r) >= best_other - 1e-12, (a, r)
+        # pooled over streams too (a ratio of sums)
+        for j in range(len(next(iter(others.values())))):
+            tot = np.array([[c[j].tokens, c[j].blocks, c[j].drafted] for c in others.values()]).sum(0)
+            ctot = np.array([[replay_clairvoyant(a).tokens, replay_clairvoyant(a).blocks, replay_clairvoyant(a).drafted]
+                             for a, _ in streams]).sum(0)
+            for r in r_grid:
+                assert ctot[0] / (ctot[1] + r * ctot[2]) >= tot[0] / (tot[1] + r * tot[2]) - 1e-12
+
+
+# ---------------------------------------------------------------------------- the summary ---
+
+
+def make_streams(seed=8, n_streams=24, with_conf=True):
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n_streams):
+        if i % 2:
+            a = markov_stream(rng, int(rng.integers(40, 200)), 0.9, 0.35)
+        else:
+            a = iid_stream(rng, int(rng.integers(40, 200)), rng.uniform(0.4, 0.9))
+        out.append(Stream(id=f"p{i}", corpus="c", bits=a, draft_conf=conf_for(rng, a) if with_conf else None))
+    return out
+
+
+def test_summary_rows_best_fixed_and_cis():
+    streams = make_streams()
+    r = 0.15
+    W = multinomial_weights(len(streams), 400, seed=1)
+    rows = policy_summary(streams, r, W, gammas=(4,), taus=(0.5, 0.9))
+    assert [row["policy"] for row in rows] == ["fixed", "best-fixed", "heuristic", "confidence", "confidence", "clairvoyant"]
+
+    # best fixed g by brute force over the SPEC loop
+    tot = np.array([[sum(block_walk_loop(s.bits, g)[k] for s in streams) for k in range(3)] for g in range(1, 33)])
+    T = tot[:, 0] / (tot[:, 1] + r * tot[:, 2])
+    assert rows[1]["params"]["gamma"] == int(np.argmax(T)) + 1
+    assert rows[1]["throughput"]["value"] == pytest.approx(T.max())
+    assert rows[0]["throughput"]["value"] == pytest.approx(T[3])
+    assert rows[1]["vs_best_fixed"]["value"] == pytest.approx(1.0)
+    assert rows[-1]["vs_clairvoyant"]["value"] == pytest.approx(1.0)
+
+    for row in rows:
+        for key in ("throughput", "vs_best_fixed", "vs_clairvoyant"):
+            lo, hi = row[key]["ci"]
+            assert lo - 1e-12 <= row[key]["value"] <= hi + 1e-12, (row["policy"], key)
+        assert row["vs_clairvoyant"]["ci"][1] <= 1.0 + 1e-12
+        assert row["vs_clairvoyant"]["value"] <= 1.0 + 1e-12
+
+
+def test_summary_ci_is_the_resampled_ratio():
+    streams = make_streams(seed=9, n_streams=10)
+    r = 0.3
+    W = multinomial_weights(len(streams), 200, seed=2)
+    rows = policy_summary(streams, r, W, taus=(0.7,))
+    heur = next(row for row in rows if row["policy"] == "heuristic")
+    h = np.array([[c.tokens, c.blocks, c.drafted] for c in (replay_heuristic(s.bits, 5) for s in streams)], float)
+    cl = np.array([[c.tokens, c.blocks, c.drafted] for c in (replay_clairvoyant(s.bits) for s in streams)], float)
+    Th, Tc = [], []
+    for w in W:  # one resample at a time, the slow way
+        hs, cs = (w[:, None] * h).sum(0), (w[:, None] * cl).sum(0)
+        Th.append(hs[0] / (hs[1] + r * hs[2]))
+        Tc.append(cs[0] / (cs[1] + r * cs[2]))
+    assert heur["throughput"]["ci"] == pytest.approx(list(percentile_ci(np.array(Th))))
+    assert heur["vs_clairvoyant"]["ci"] == pytest.approx(list(percentile_ci(np.array(Th) / np.array(Tc))))
+    assert heur["tokens_per_block"] == pytest.approx(h[:, 0].sum() / h[:, 1].sum())
+    assert heur["drafted_per_block"] == pytest.approx(h[:, 2].sum() / h[:, 1].sum())
+
+
+def test_summary_without_draft_conf_omits_confidence_rows():
+    streams = make_streams(seed=10, n_streams=6)
+    streams[2].draft_conf = None
+    assert not has_draft_conf(streams)
+    rows = policy_summary(streams, 0.1, multinomial_weights(6, 50))
+    assert "confidence" not in {row["policy"] for row in rows}
+    assert {"best-fixed", "heuristic", "clairvoyant"} <= {row["policy"] for row in rows}
+
+
+def test_summary_uses_the_gated_prefix_only():
+    rng = np.random.default_rng(11)
+    a = iid_stream(rng, 80, 0.7)
+    gate = np.ones(80, np.uint8)
+    gate[50] = 0
+    s = Stream(id="x", corpus="c", bits=a, gate=gate, draft_conf=conf_for(rng, a))
+    rows = policy_summary([s], 0.1, multinomial_weights(1, 10))
+    clair = rows[-1]
+    c = replay_clairvoyant(a[:50])
+    assert clair["tokens_per_block"] == pytest.approx(50 / c.blocks)
+
+
+def test_summary_rejects_a_bad_r():
+    with pytest.raises(SpectermError):
+        policy_summary(make_streams(n_streams=2), -0.1, multinomial_weights(2, 5))
