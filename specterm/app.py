@@ -97,7 +97,7 @@ class SpectermApp(App[Any]):
     """Loads runs, analyses them once in a worker, and shows the report on lazily mounted screens."""
 
     TITLE = "specterm"
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     COMMANDS = App.COMMANDS | {SpectermCommands}
 
     BINDINGS: ClassVar[list[Binding]] = [
@@ -273,7 +273,7 @@ class SpectermApp(App[Any]):
             except OSError as exc:
                 self.notify(f"Could not write {path} ({exc.strerror}); choose another path.", severity="error")
                 return
-            self.notify(f"Wrote {path}", title="export")
+            self.notify(f"Wrote {path.resolve()}", title="export")
 
         self.push_screen(ExportScreen(default), write)
 

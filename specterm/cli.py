@@ -161,7 +161,7 @@ def list_cmd(
 # ---------------------------------------------------------------------- open / no-argument (TUI) ---
 
 
-def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0) -> None:
+def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0, shuffles: int = 20) -> None:
     """Check the run directories (one clear sentence if one is wrong), then start the app on them."""
     from specterm.core.streams import read_meta
 
@@ -169,7 +169,7 @@ def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0) 
         read_meta(path)
     from specterm.app import make_app
 
-    make_app(runs, gamma=gamma, boot=boot, seed=seed).run()
+    make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles).run()
 
 
 @app.callback(invoke_without_command=True)
@@ -188,12 +188,13 @@ def no_command(ctx: typer.Context) -> None:
 @app.command("open")
 def open_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (made by `specterm run` or `specterm import`)."),
-    gamma: int = typer.Option(8, "--gamma", help="Draft length for the deficit and the per-depth tables."),
-    boot: int = typer.Option(2000, "--boot", help="Bootstrap resamples for the CIs."),
+    gamma: int = typer.Option(8, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
+    boot: int = typer.Option(2000, "--boot", help="Bootstrap resamples over streams (0: no CIs)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and the shuffles."),
+    shuffles: int = typer.Option(20, "--shuffles", help="In-place shuffles per stream for the hetero/temporal split."),
 ) -> None:
     """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""
-    open_tui(runs, gamma=gamma, boot=boot, seed=seed)
+    open_tui(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles)
 
 
 def main() -> None:

@@ -191,8 +191,11 @@ async def test_set_cycling_follows_across_screens(run_path):
         assert "r = 0.150" in static_text(app.screen, "#set-bar")
 
 
-async def test_decide_accelerator_changes_batch_crossover(run_path):
+async def test_decide_accelerator_changes_batch_crossover(run_path, tmp_path, monkeypatch):
     from specterm.core.decide import ACCELERATORS, decision
+    from specterm.core.export import markdown_tables
+
+    monkeypatch.chdir(tmp_path)
 
     app = make_app([run_path], **FAST)
     async with app.run_test(size=SIZE) as pilot:
@@ -216,6 +219,14 @@ async def test_decide_accelerator_changes_batch_crossover(run_path):
         await pilot.pause()
         row = next(r for r in table_rows(table) if r[0] == "pooled")
         assert float(row[-1]) == pytest.approx(100 / (int(row[1]) + 1), abs=0.5)
+        # export: the report's table, then the one shown for the custom ridge
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        written = (tmp_path / "specterm-decide.md").read_text()
+        assert markdown_tables(app.report)["decide"] in written
+        assert "custom ridge" in written and "= 100 FLOP/byte" in written and f"| pooled | {row[1]} |" in written
 
 
 async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatch):

@@ -231,13 +231,23 @@ def analyse(runs: list[Run], gamma: int = 8, boot: int = 2000, shuffles: int = 2
 
     groups = {c: (parts[c], weights[c], by_corpus[c]) for c in corpora}
     groups["pooled"] = (_stack([parts[c] for c in corpora]), W_pooled, [e for c in corpora for e in by_corpus[c]])
+    tables: dict[str, Any] = {}
+    if policy_summary is not None:
+        # Every stream is replayed once (pooled order); each corpus takes its block of rows.
+        from specterm.core.policies import policy_table
+
+        tables["pooled"] = policy_table([s for s, _ in groups["pooled"][2]])
+        lo = 0
+        for c in corpora:
+            tables[c] = tables["pooled"].rows(slice(lo, lo + len(by_corpus[c])))
+            lo += len(by_corpus[c])
     sets: dict[str, Any] = {}
     for name, (sums, W, members) in groups.items():
         rep = set_report(sums, W, [run_r[i] for _, i in members])
         r = rep["r_measured"] if rep["r_measured"] is not None else R_DEFAULT
         # SPEC 5 and 6 live with their owners; called here when present.
         if policy_summary is not None:
-            rep["policies"] = policy_summary([s for s, _ in members], r, W)
+            rep["policies"] = policy_summary([s for s, _ in members], r, W, table=tables[name])
         if decision is not None:
             rep["decide"] = decision(rep, r, ridge=RIDGE_DEFAULT)
         sets[name] = rep

@@ -210,6 +210,10 @@ def replay_clairvoyant(bits: np.ndarray) -> PolicyCounts:
 
 # ------------------------------------------------------------------------ sets of streams ---
 
+# Below this many streams still walking, the lockstep walk hands the rest to the one-stream replays:
+# each lockstep round costs a fixed numpy overhead, which a few long streams would pay per block.
+LOCKSTEP_MIN = 16
+
 
 def _analysed(stream) -> tuple[np.ndarray, np.ndarray | None]:
     """The analysed stream (bits before the first gate failure) and its draft_conf, cut alike."""
@@ -223,14 +227,206 @@ def has_draft_conf(streams: Sequence) -> bool:
     return all(s.draft_conf is not None for s in streams)
 
 
+@dataclass(frozen=True)
+class _Stacked:
+    """Every analysed stream end to end: stream i is a[starts[i]:ends[i]] (conf NaN where it has none)."""
+
+    a: np.ndarray
+    conf: np.ndarray | None
+    has_conf: np.ndarray  # bool per stream
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @property
+    def n(self) -> np.ndarray:
+        return self.ends - self.starts
+
+
+def _stacked(streams: Sequence, with_conf: bool = True) -> _Stacked:
+    cut = [_analysed(s) for s in streams]
+    n = np.array([bits.size for bits, _ in cut], dtype=np.int64)
+    ends = np.cumsum(n)
+    starts = ends - n
+    a = np.concatenate([bits for bits, _ in cut]) if cut else np.zeros(0, dtype=np.uint8)
+    has_conf = np.array([c is not None for _, c in cut], dtype=bool)
+    conf = None
+    if with_conf and has_conf.any():
+        for (bits, c) in cut:
+            if c is not None and c.size != bits.size:
+                raise SpectermError(f"draft_conf has {c.size} values but the stream has {bits.size} positions; re-create the run.")
+        # float32 -> float64 is exact, so one cast of the whole equals a cast per stream
+        conf = np.concatenate([np.full(bits.size, np.nan, np.float32) if c is None else c for bits, c in cut])
+        conf = conf.astype(np.float64, copy=False)
+    return _Stacked(a=a, conf=conf, has_conf=has_conf, starts=starts, ends=ends)
+
+
+def _next_true(mask: np.ndarray) -> np.ndarray:
+    """For each t the first index u >= t with mask[u], or mask.size when there is none."""
+    hits = np.flatnonzero(mask)
+    return np.repeat(np.append(hits, mask.size), np.diff(hits, prepend=-1, append=mask.size - 1))
+
+
+def _fixed_blocks(st: _Stacked, gammas: np.ndarray, v_hist: int = 64) -> np.ndarray:
+    """(N x G) blocks of every stream at every fixed g, closed form over the runs of all streams at once:
+
+        blocks(g) = sum over runs of ceil(v / (g + 1)),  v = L + 1 for a closed run, L for the trailing run
+
+    (blockwalk's formula). Runs end after each zero and at each stream's end; v is the gap between
+    consecutive run ends. Runs with v <= v_hist go through a per-stream histogram of v times the
+    table ceil(v / (g + 1)); longer ones are summed one g at a time. tokens = n, drafted = g * blocks.
+    """
+    N = st.ends.size
+    out = np.zeros((N, gammas.size), dtype=np.int64)
+    if N == 0:
+        return out
+    # a stable sort merges the two sorted lists in linear time
+    run_end = np.sort(np.concatenate([np.flatnonzero(st.a == 0) + 1, st.ends]), kind="stable")
+    v = np.diff(run_end, prepend=0)
+    sid = np.searchsorted(st.ends, run_end, side="left")  # a run ending at e: the first stream ending at or after e
+    gp1 = gammas + 1
+    short = v <= v_hist
+    width = min(int(v.max()), v_hist) + 1
+    hist = np.bincount(sid[short] * width + v[short], minlength=N * width).reshape(N, width)
+    ceil = -(-np.arange(width)[:, None] // gp1)
+    out += (hist.astype(np.float64) @ ceil.astype(np.float64)).astype(np.int64)  # exact: integers far below 2**53
+    v_long, sid_long = v[~short], sid[~short]
+    if v_long.size:
+        for j, q in enumerate(gp1.tolist()):
+            out[:, j] += np.bincount(sid_long, weights=(v_long + q - 1) // q, minlength=N).astype(np.int64)
+    return out
+
+
+def _walk(step: np.ndarray, cost: np.ndarray, st: _Stacked, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(blocks, drafted) per stream of a walk whose step depends on the position only: s -> s + step[s]
+    from each active stream's start while s < its end; blocks counts the block starts, drafted sums
+    cost over them. All streams advance one block per round together; the last few still walking
+    finish alone through `_block_starts` (a round's numpy overhead would otherwise be paid per block).
+    """
+    blocks = np.zeros(st.ends.size, dtype=np.int64)
+    drafted = np.zeros(st.ends.size, dtype=np.int64)
+    idx = np.flatnonzero(active & (st.starts < st.ends))
+    pos, end = st.starts[idx], st.ends[idx]
+    while idx.size and idx.size >= LOCKSTEP_MIN:
+        blocks[idx] += 1
+        drafted[idx] += cost[pos]
+        pos = pos + step[pos]
+        keep = pos < end
+        idx, pos, end = idx[keep], pos[keep], end[keep]
+    for i, p, e in zip(idx.tolist(), pos.tolist(), end.tolist()):
+        path = p + _block_starts(step[p:e])
+        blocks[i] += path.size
+        drafted[i] += int(cost[path].sum())
+    return blocks, drafted
+
+
+def _walk_heuristic(ones: np.ndarray, st: _Stacked, g0: int, g_min: int) -> tuple[np.ndarray, np.ndarray]:
+    """(blocks, drafted) per stream of `replay_heuristic`, all streams in lockstep with a per-stream g:
+
+        k = min(ones ahead of s, g);  s += k + 1;  g = g + 2 if k == g else max(g_min, g - 1)
+
+    The last few streams still walking finish alone through `replay_heuristic` from their current g.
+    """
+    blocks = np.zeros(st.ends.size, dtype=np.int64)
+    drafted = np.zeros(st.ends.size, dtype=np.int64)
+    idx = np.flatnonzero(st.starts < st.ends)
+    pos, end = st.starts[idx], st.ends[idx]
+    g = np.full(idx.size, max(g0, g_min), dtype=np.int64)
+    while idx.size and idx.size >= LOCKSTEP_MIN:
+        k = np.minimum(ones[pos], g)
+        blocks[idx] += 1
+        drafted[idx] += g
+        pos = pos + k + 1
+        g = np.where(k == g, g + 2, np.maximum(g_min, g - 1))
+        keep = pos < end
+        idx, pos, end, g = idx[keep], pos[keep], end[keep], g[keep]
+    for i, p, e, gi in zip(idx.tolist(), pos.tolist(), end.tolist(), g.tolist()):
+        rest = replay_heuristic(st.a[p:e], g0=gi, g_min=g_min)
+        blocks[i] += rest.blocks
+        drafted[i] += rest.drafted
+    return blocks, drafted
+
+
+@dataclass(frozen=True, eq=False)
+class PolicyTable:
+    """Per-stream blocks and drafted tokens of every policy that does not depend on r (`policy_table`).
+
+    tokens of every policy equal n, the analysed length (each position is emitted exactly once).
+    """
+
+    n: np.ndarray  # (N,) analysed positions = tokens under any policy
+    fixed: np.ndarray  # (N, 32) blocks at fixed g = GAMMAS; drafted = g * blocks
+    heuristic: np.ndarray  # (N, 2) blocks, drafted
+    confidence: np.ndarray  # (N, len(taus), 2) blocks, drafted; zeros where has_conf is False
+    has_conf: np.ndarray  # (N,) the stream kept draft_conf
+    clairvoyant: np.ndarray  # (N, 2) blocks, drafted
+    taus: tuple[float, ...]
+    g0: int
+    g_max: int
+
+    def __len__(self) -> int:
+        return int(self.n.size)
+
+    def rows(self, index) -> PolicyTable:
+        """The table of a subset of the streams (a slice or index array), in that order."""
+        return PolicyTable(n=self.n[index], fixed=self.fixed[index], heuristic=self.heuristic[index],
+                           confidence=self.confidence[index], has_conf=self.has_conf[index],
+                           clairvoyant=self.clairvoyant[index], taus=self.taus, g0=self.g0, g_max=self.g_max)
+
+    def fixed_sums(self) -> np.ndarray:
+        """(N x 32 x 3) tokens, blocks, drafted at g = 1..32, as `fixed_sums(streams)`."""
+        n = np.broadcast_to(self.n[:, None], self.fixed.shape)
+        return np.stack([n, self.fixed, GAMMAS * self.fixed], axis=-1)
+
+
+def policy_table(streams: Sequence, *, taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5,
+                 g_max: int = 16) -> PolicyTable:
+    """Every stream replayed once under fixed g = 1..32, heuristic from g0, confidence stop at each tau
+    (streams with draft_conf) and clairvoyant; all streams at once, equal to the one-stream replays.
+
+    A set of streams takes its rows (`PolicyTable.rows`), so streams shared by several sets (each
+    corpus and the pooled set) are replayed once. Clairvoyant in closed form: blocks = zeros +
+    [trailing run > 0], drafted = n - blocks.
+    """
+    g0 = _check_gamma(g0, "g0")
+    g_max = _check_gamma(g_max, "g_max")
+    taus = tuple(float(tau) for tau in taus)
+    st = _stacked(streams, with_conf=bool(taus))
+    n, N = st.n, st.ends.size
+    zero = st.a == 0
+    t = np.arange(st.a.size)
+    end_t = np.repeat(st.ends, n)  # each position's stream end
+    ones = np.minimum(_next_true(zero), end_t) - t  # ones ahead, within the stream
+
+    cz = np.concatenate([[0], np.cumsum(zero)])
+    trailing = (n > 0) & ~zero[np.maximum(st.ends - 1, 0)] if st.a.size else np.zeros(N, dtype=bool)
+    clair_blocks = cz[st.ends] - cz[st.starts] + trailing
+
+    confidence = np.zeros((N, len(taus), 2), dtype=np.int64)
+    if st.conf is not None:
+        for j, tau in enumerate(taus):
+            next_fail = _next_true(~(st.conf >= tau))  # NaN confidence counts as a failure
+            depth = np.where(next_fail < end_t, np.minimum(next_fail - t, g_max), g_max)  # past the end: confident
+            step = np.minimum(ones, depth) + 1
+            confidence[:, j] = np.stack(_walk(step, depth, st, st.has_conf), axis=-1)
+    return PolicyTable(
+        n=n,
+        fixed=_fixed_blocks(st, GAMMAS),
+        heuristic=np.stack(_walk_heuristic(ones, st, g0, 1), axis=-1),
+        confidence=confidence,
+        has_conf=st.has_conf,
+        clairvoyant=np.stack([clair_blocks, n - clair_blocks], axis=-1),
+        taus=taus,
+        g0=g0,
+        g_max=g_max,
+    )
+
+
 def fixed_sums(streams: Sequence, gammas: Sequence[int] | np.ndarray = GAMMAS) -> np.ndarray:
     """(N x G x 3) int64: tokens, blocks, drafted of each stream at each fixed draft length."""
     g = np.asarray(gammas, dtype=np.int64)
-    out = np.zeros((len(streams), g.size, 3), dtype=np.int64)
-    for i, s in enumerate(streams):
-        bits, _ = _analysed(s)
-        out[i] = np.stack(block_counts(bits, g), axis=-1)
-    return out
+    st = _stacked(streams, with_conf=False)
+    blocks = _fixed_blocks(st, g)
+    return np.stack([np.broadcast_to(st.n[:, None], blocks.shape), blocks, g * blocks], axis=-1)
 
 
 def best_fixed_gamma(sums: np.ndarray, r: float, gammas: Sequence[int] | np.ndarray = GAMMAS) -> int:
@@ -246,42 +442,43 @@ def best_fixed_gamma(sums: np.ndarray, r: float, gammas: Sequence[int] | np.ndar
 
 
 def policy_sums(streams: Sequence, r: float, *, gammas: Sequence[int] = (), taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9),
-                g0: int = 5, g_max: int = 16) -> tuple[list[tuple[str, dict]], np.ndarray]:
+                g0: int = 5, g_max: int = 16, table: PolicyTable | None = None) -> tuple[list[tuple[str, dict]], np.ndarray]:
     """The policies and their per-stream sums: ([(policy, params), ...], N x P x 3 int64 of tokens, blocks, drafted).
 
     Order: fixed g for each of `gammas`, best-fixed (argmax over g = 1..32 at r on the whole
     set; chosen once, not per bootstrap resample), heuristic from g0, confidence stop for each tau
     (omitted unless every stream has draft_conf), clairvoyant.
+
+    `table`: these streams' rows of a `policy_table` built with the same taus, g0 and g_max (built
+    here when None).
     """
     if not np.isfinite(r) or r < 0:
         raise SpectermError(f"the cost ratio r must be a number >= 0 (got {r}); pass e.g. --r 0.1.")
-    fsums = fixed_sums(streams, GAMMAS)
+    gammas = [_check_gamma(g) for g in gammas]
+    if table is None:
+        table = policy_table(streams, taus=taus, g0=g0, g_max=g_max)
+    elif len(table) != len(streams) or table.taus != tuple(float(t) for t in taus) or (table.g0, table.g_max) != (g0, g_max):
+        raise ValueError(f"the policy table ({len(table)} streams, taus {table.taus}, g0 {table.g0}, g_max {table.g_max}) "
+                         f"was not built for these {len(streams)} streams and parameters")
+    fsums = table.fixed_sums()
     g_best = best_fixed_gamma(fsums, r, GAMMAS)
     policies: list[tuple[str, dict]] = [("fixed", {"gamma": int(g)}) for g in gammas]
     policies.append(("best-fixed", {"gamma": g_best, "r": float(r)}))
     policies.append(("heuristic", {"g0": int(g0)}))
-    with_conf = has_draft_conf(streams)
+    with_conf = bool(table.has_conf.all())
     if with_conf:
         policies += [("confidence", {"tau": float(tau), "g_max": int(g_max)}) for tau in taus]
     policies.append(("clairvoyant", {}))
 
-    out = np.zeros((len(streams), len(policies), 3), dtype=np.int64)
-    for i, s in enumerate(streams):
-        bits, conf = _analysed(s)
-        row: list[PolicyCounts] = [replay_fixed(bits, g) for g in gammas]
-        out_best = fsums[i, g_best - 1]
-        row_sums = [(c.tokens, c.blocks, c.drafted) for c in row]
-        row_sums.append(tuple(out_best))
-        h = replay_heuristic(bits, g0)
-        row_sums.append((h.tokens, h.blocks, h.drafted))
-        if with_conf:
-            for tau in taus:
-                c = replay_confidence(bits, conf, tau, g_max)
-                row_sums.append((c.tokens, c.blocks, c.drafted))
-        c = replay_clairvoyant(bits)
-        row_sums.append((c.tokens, c.blocks, c.drafted))
-        out[i] = np.asarray(row_sums, dtype=np.int64)
-    return policies, out
+    n = table.n[:, None]
+    cols = [fsums[:, g - 1] if 1 <= g <= GAMMAS[-1] else fixed_sums(streams, [g])[:, 0] for g in gammas]
+    cols.append(fsums[:, g_best - 1])
+    cols.append(np.hstack([n, table.heuristic]))
+    if with_conf:
+        cols += [np.hstack([n, table.confidence[:, j]]) for j in range(len(taus))]
+    cols.append(np.hstack([n, table.clairvoyant]))
+    out = np.stack(cols, axis=1) if len(streams) else np.zeros((0, len(policies), 3), dtype=np.int64)
+    return policies, out.astype(np.int64, copy=False)
 
 
 def _value_ci(point: float, samples: np.ndarray) -> dict:
@@ -290,7 +487,8 @@ def _value_ci(point: float, samples: np.ndarray) -> dict:
 
 
 def policy_summary(streams: Sequence, r: float, weights: np.ndarray, *, gammas: Sequence[int] = (),
-                   taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5, g_max: int = 16) -> list[dict]:
+                   taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5, g_max: int = 16,
+                   table: PolicyTable | None = None) -> list[dict]:
     """One row per policy (order of `policy_sums`) for a set of streams at cost ratio r.
 
     Row: {"policy", "params", "tokens_per_block", "drafted_per_block",
@@ -299,10 +497,12 @@ def policy_summary(streams: Sequence, r: float, weights: np.ndarray, *, gammas: 
     CIs: percentile bootstrap over streams, one matrix product weights (B x N) @ sums (N x 3P);
     the best fixed g is the one chosen on the whole set. Confidence rows are omitted when any
     stream lacks draft_conf (imported without it); `has_draft_conf(streams)` says so.
+    `table`: these streams' rows of a `policy_table` (see `policy_sums`), so that streams shared by
+    several sets are replayed once.
     """
     if len(streams) == 0:
         return []
-    policies, sums = policy_sums(streams, r, gammas=gammas, taus=taus, g0=g0, g_max=g_max)
+    policies, sums = policy_sums(streams, r, gammas=gammas, taus=taus, g0=g0, g_max=g_max, table=table)
     n, p, _ = sums.shape
     W = np.asarray(weights, dtype=np.float64)
     if W.ndim != 2 or W.shape[1] != n:

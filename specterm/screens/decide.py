@@ -11,12 +11,16 @@ from textual.widgets import DataTable, Input, Static
 
 from specterm.core.errors import SpectermError
 from specterm.screens.base import ReportScreen
-from specterm.widgets.tables import fill_table, fmt_num, is_num
+from specterm.widgets.tables import fill_table, fmt_num, is_num, table_markdown
 
 COLUMNS = [("set", "corpus"), ("g_true", "g"), ("s_true", "speedup"), ("g_iid", "iid g"), ("s_iid", "iid promise"),
            ("s_fact", "iid in fact"), ("bstar", "stop above batch")]
 R_GRID = tuple(round(0.05 * i, 2) for i in range(1, 13))
 DEFAULT_R = 0.2
+
+
+def escape_md(text: str) -> str:
+    return text.replace("*", "\\*")
 
 
 def speed(x) -> str:
@@ -105,6 +109,20 @@ class DecideScreen(ReportScreen):
             )
             fill_table(self.query_one("#decide-table", DataTable), COLUMNS, rows)
             self.query_one("#verdicts", Static).update("\n".join(verdicts))
+
+    def export_markdown(self) -> str:
+        """The report's decide table (ridge 295, the run's r: as `specterm report`), then the table
+        as shown here when another accelerator, ridge or r is chosen."""
+        text = super().export_markdown()
+        report = self.sapp.report
+        if self.ridge_custom is None and self.preset == "h100" and self.r == (self.measured_r(report) or DEFAULT_R):
+            return text
+        table = self.query_one("#decide-table", DataTable)
+        headers = [str(c.label) for c in table.ordered_columns]
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        title = escape_md(str(self.query_one("#accelerator", Static).render()))
+        verdicts = str(self.query_one("#verdicts", Static).render())
+        return f"{text}\n**As shown: {title}**\n\n{table_markdown(headers, rows)}\n{verdicts}\n"
 
     def _redraw(self) -> None:
         if self.sapp.report is not None:

@@ -82,6 +82,6 @@ class PoliciesScreen(ReportScreen):
             )
             fill_table(self.query_one("#policies-table", DataTable), POLICY_COLUMNS, rows)
             self.query_one("#depth-title", Static).update(
-                f"acceptance by depth in a block of g = {depth.get('gamma', '?')} (compare with your engine's per-position counters)"
+                f"acceptance by depth, g = {depth.get('gamma', '?')} (vs your engine's per-position counters)"
             )
             fill_table(self.query_one("#depth-table", DataTable), DEPTH_COLUMNS, depth_rows(depth))

@@ -68,7 +68,7 @@ class RunScreen(Screen):
                 yield ProgressBar(id="prompt", show_eta=False, show_percentage=False)
                 yield Label("", id="prompt-count", classes="bar-count")
             yield Static("", id="run-stats")
-            yield Static("running alpha over saved prompts", classes="dim")
+            yield Static("running alpha over saved prompts", id="alpha-label", classes="dim")
             yield Sparkline([], id="alpha-spark")
             yield Static("current prompt: 1 accepted, 0 rejected, ? not yet known", classes="dim")
             yield BitsView(id="bits")
@@ -148,6 +148,11 @@ class RunScreen(Screen):
             if p.running_alpha is not None:
                 self.alpha_history.append(p.running_alpha)
                 self.query_one("#alpha-spark", Sparkline).data = list(self.alpha_history)
+                lo, hi = min(self.alpha_history), max(self.alpha_history)
+                # The sparkline scales to its own min..max, so say what that range is.
+                self.query_one("#alpha-label", Static).update(
+                    f"running alpha over saved prompts: now {p.running_alpha:.3f}, range {lo:.3f} to {hi:.3f}"
+                )
             n = len(p.bits)
             alpha = p.bits.count("1") / n if n else float("nan")
             self.query_one(Log).write_line(f"saved {p.corpus}/{p.prompt_id}: {n} tokens, alpha {alpha:.3f}")
@@ -187,10 +192,11 @@ class RunScreen(Screen):
 
     # -- keys -------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # False hides a key from the footer while it does nothing (cancel after the end, open before it).
         if action == "cancel":
-            return True if self.state in ("running", "starting") else None
+            return self.state in ("running", "starting")
         if action == "open_results":
-            return True if self.result_path is not None and self.state in ("done", "cancelled", "failed") else None
+            return self.result_path is not None and self.state in ("done", "cancelled", "failed")
         return True
 
     def action_cancel(self) -> None:

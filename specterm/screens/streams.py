@@ -128,7 +128,8 @@ class StreamsScreen(ReportScreen):
         s = self.streams[index]
         view = self.query_one(TokenView)
         view.set_stream(token_labels(s.pieces, s.bits), s.bits, s.valid_len)
-        head = (f"[b]{escape(s.corpus)}/{escape(s.id)}[/]  alpha {fmt_num(navigate.stream_alpha(s.a))}"
+        where = f"{escape(s.run)}: " if len({st.run for st in self.streams}) > 1 else ""
+        head = (f"[b]{where}{escape(s.corpus)}/{escape(s.id)}[/]  alpha {fmt_num(navigate.stream_alpha(s.a))}"
                 f"  n {s.n}  gate {s.gate_rate:.3f}")
         if s.valid_len < s.n:
             head += f"  [b $error]gate fails at t = {s.valid_len}: later positions excluded[/]"

@@ -32,17 +32,6 @@ def fmt_ci(stat: Any, digits: int = 3, sign: bool = False) -> str:
     return fmt_num(stat, digits, sign)
 
 
-def fmt_cell(x: Any, digits: int = 3) -> str:
-    """Any report value as a cell: {value, ci} dicts, numbers, lists, strings."""
-    if isinstance(x, dict) and "value" in x:
-        return fmt_ci(x, digits)
-    if isinstance(x, (list, tuple)):
-        return ", ".join(fmt_cell(v, digits) for v in x)
-    if isinstance(x, dict):
-        return ", ".join(f"{k}={fmt_cell(v, digits)}" for k, v in x.items())
-    return fmt_num(x, digits)
-
-
 def fmt_duration(seconds: float | None) -> str:
     """Seconds as '1h02m', '3m05s' or '12s' ('-' when unknown)."""
     if seconds is None or not math.isfinite(seconds) or seconds < 0:

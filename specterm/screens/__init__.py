@@ -1,0 +1,1 @@
+"""One module per screen of the app; screens lay out and bind keys, they never compute."""

@@ -1,0 +1,1 @@
+"""Reusable pieces of the app: the token stream view, plots, tables, the progress panel."""
