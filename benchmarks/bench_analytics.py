@@ -25,42 +25,24 @@ from specterm.core import analysis
 from specterm.core.streams import load_run, new_meta, write_run
 
 
-def timed_analyse(run, boot: int, shuffles: int) -> tuple[float, float]:
-    """(total seconds, seconds inside the SPEC 5/6 helpers: policy replay and decide)."""
-    spent = [0.0]
-    original = analysis._helpers
-
-    def wrap(fn):
-        if fn is None:
-            return None
-
-        def inner(*a, **kw):
-            t0 = time.perf_counter()
-            try:
-                return fn(*a, **kw)
-            finally:
-                spent[0] += time.perf_counter() - t0
-        return inner
-
-    analysis._helpers = lambda: [wrap(f) for f in original()]
-    try:
-        t0 = time.perf_counter()
-        analysis.analyse([run], gamma=8, boot=boot, shuffles=shuffles, seed=0)
-        return time.perf_counter() - t0, spent[0]
-    finally:
-        analysis._helpers = original
+def timed_analyse(run, boot: int, shuffles: int) -> float:
+    t0 = time.perf_counter()
+    analysis.analyse([run], gamma=8, boot=boot, shuffles=shuffles, seed=0)
+    return time.perf_counter() - t0
 
 
-def profile_report(run, boot: int, shuffles: int, top: int) -> str:
+def profile_report(run, boot: int, shuffles: int, top: int) -> tuple[str, str]:
+    """(top functions by own time, the same by cumulative time) of one full report under cProfile."""
     prof = cProfile.Profile()
     prof.enable()
     analysis.analyse([run], gamma=8, boot=boot, shuffles=shuffles, seed=0)
     prof.disable()
-    out = io.StringIO()
-    stats = pstats.Stats(prof, stream=out).strip_dirs()
-    stats.sort_stats("tottime").print_stats(top)
-    stats.sort_stats("cumulative").print_stats(top)
-    return out.getvalue()
+    texts = []
+    for key in ("tottime", "cumulative"):
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).strip_dirs().sort_stats(key).print_stats(top)
+        texts.append(out.getvalue().strip())
+    return texts[0], texts[1]
 
 
 def main() -> None:
@@ -70,12 +52,12 @@ def main() -> None:
     ap.add_argument("--shuffles", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3, help="timings per size; the best (least disturbed) is reported")
     ap.add_argument("--profile", action="store_true", help="cProfile the full report at the first size")
-    ap.add_argument("--top", type=int, default=20, help="functions shown by --profile")
+    ap.add_argument("--top", type=int, default=12, help="functions shown by --profile")
     ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
     args = ap.parse_args()
     sizes = [int(float(x)) for x in args.sizes.split(",")]
 
-    rows, per_size, prof_text = [], [], ""
+    rows, per_size, prof_text = [], [], None
     with tempfile.TemporaryDirectory(prefix="specterm-bench-analytics-") as tmp:
         for size in sizes:
             t0 = time.perf_counter()
@@ -83,7 +65,7 @@ def main() -> None:
             t_gen = time.perf_counter() - t0
             path = write_run(Path(tmp) / f"run-{size}", {**new_meta(f"bench-{size}"), "cost": {"r_measured": 0.13}}, streams)
             del streams
-            loads, points, fulls = [], [], []
+            loads, bare, points, fulls = [], [], [], []
             for _ in range(args.repeats):
                 run = None
                 t0 = time.perf_counter()
@@ -91,24 +73,23 @@ def main() -> None:
                 loads.append(time.perf_counter() - t0)
             n_pos = sum(s.n for s in run.streams)
             for _ in range(args.repeats):  # interleaved so both see the same background load
+                bare.append(timed_analyse(run, 0, 0))
                 points.append(timed_analyse(run, 0, args.shuffles))
                 fulls.append(timed_analyse(run, args.boot, args.shuffles))
             t_load = min(loads)
-            t_point, _ = min(points)
-            t_full, h_full = min(fulls)
+            t_bare, t_point, t_full = min(bare), min(points), min(fulls)
             if args.profile and not prof_text:
                 prof_text = profile_report(run, args.boot, args.shuffles, args.top)
             per_size.append((n_pos, t_load, t_full, t_point))
-            rows.append([f"{n_pos:,}", len(run.streams), f"{t_load:.2f}", f"{t_point:.2f}", f"{t_full:.2f}",
-                         f"{t_full / t_point:.2f}", f"{h_full:.2f} ({h_full / t_full:.0%})",
-                         f"{t_full - h_full:.2f}", f"{peak_rss_mb():.0f}"])
+            rows.append([f"{n_pos:,}", len(run.streams), f"{t_load:.2f}", f"{t_bare:.2f}", f"{t_point:.2f}", f"{t_full:.2f}",
+                         f"{t_full / t_point:.2f}", f"{t_full - t_point:.2f}", f"{peak_rss_mb():.0f}"])
             print(f"{n_pos:,} positions: generated {t_gen:.1f} s, load {t_load:.2f} s, point {t_point:.2f} s, "
-                  f"full {t_full:.2f} s (policies+decide {h_full:.2f} s)", flush=True)
+                  f"full {t_full:.2f} s", flush=True)
             del run
 
     table = md_table(
-        ["positions", "streams", "load_run s", "point estimates s (boot=0)", f"full report s (B={args.boot})",
-         "ratio full / point", "of which policies+decide s", "full without policies s", "peak RSS MB"],
+        ["positions", "streams", "load_run s", "no shuffles, no bootstrap s", "point estimates s (boot=0)", f"full report s (B={args.boot})",
+         "ratio full / point", "bootstrap cost s (full - point)", "peak RSS MB"],
         rows,
     )
     if len(per_size) > 1:
@@ -119,12 +100,14 @@ def main() -> None:
         )
         table += "\n\n" + growth
     notes = [f"best of {args.repeats} (the machine is shared; min is the least disturbed run), point and full interleaved",
-             f"analyse(gamma=8, shuffles={args.shuffles}, seed=0), all 5 corpora + pooled; point = boot=0 (same shuffles)",
+             f"analyse(gamma=8, shuffles={args.shuffles}, seed=0), all 5 corpora + pooled; point = boot=0 (same shuffles); 'no shuffles' = boot=0, shuffles=0 (no hetero/temporal split)",
              "synthetic Markov streams of ~1000 positions, draft_conf set (so the confidence policies run)",
              f"target: full 1M report <= 3 s; linear growth means the 10M/1M ratio ~ the positions ratio"]
+    if prof_text:
+        table += f"\n\ncProfile of the full report at {per_size[0][0]:,} positions, top {args.top} by own time:\n\n```\n{prof_text[0]}\n```"
     record("Analytics at scale: full report vs point estimates", table, notes, append=not args.no_append)
     if prof_text:
-        print(prof_text)
+        print(prof_text[1])
 
 
 if __name__ == "__main__":

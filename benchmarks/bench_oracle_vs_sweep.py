@@ -98,14 +98,19 @@ def main() -> None:
     ap.add_argument("--y", choices=["spec", "greedy"], default="spec", help="how the oracle builds y")
     ap.add_argument("--spec-gamma", type=int, default=5, help="gamma of the oracle's y when --y spec")
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch CPU threads (0: torch's default); on a busy 2-core machine 1 thread avoids spin-wait stalls")
     ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
     args = ap.parse_args()
     t_def, d_def = default_pair(args.smol)
     args.target, args.draft = args.target or t_def, args.draft or d_def
     gammas = [int(g) for g in args.gammas.split(",")]
 
+    import torch
     import transformers
 
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     from specterm.core.blockwalk import block_counts
     from specterm.core.corpora import load_builtin
     from specterm.core.oracle import OracleConfig, encode_prompt, load_pair

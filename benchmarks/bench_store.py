@@ -17,7 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 from _common import md_table, record, synthetic_streams
 from specterm.core.streams import RECORDS_FILE, load_run, new_meta, write_run

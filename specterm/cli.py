@@ -53,7 +53,11 @@ def run_cmd(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run directory (default: streams/<draft>-<target>)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run: finished prompts are kept and skipped."),
     headless: bool = typer.Option(False, "--headless", help="No TUI: a plain progress display fit for nohup/SSH logs."),
-    spec_gamma: int = typer.Option(5, "--spec-gamma", help="Draft length of the speculative decoder that generates y (0: plain greedy)."),
+    spec_gamma: int = typer.Option(
+        0, "--spec-gamma",
+        help="How y is built. 0 (default): batched raw-argmax greedy, --batch-size prompts at a time (fastest on CPU and GPU). "
+             "G > 0: lossless speculative decoding with the draft at draft length G, one prompt at a time (live accept/reject view).",
+    ),
     shard: Optional[str] = typer.Option(None, "--shard", help="i/N: take the i-th of N deterministic shares of the prompts (0-based); merge with `specterm merge`."),
     cost: bool = typer.Option(True, "--cost/--no-cost", help="Measure the cost ratio r = c_draft / c_verify on this hardware."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the hub (off by default)."),

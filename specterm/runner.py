@@ -114,7 +114,7 @@ def run_headless(config) -> Optional[Path]:
         ctx = bar
     else:
         def on_progress(p: Progress) -> None:
-            if p.phase in ("loading", "checking", "cost", "saved", "done", "cancelled"):
+            if p.phase in ("loading", "checking", "cost", "saved", "done", "cancelled") or p.message:
                 extra = ""
                 if p.phase == "saved":
                     extra = (f" [{p.prompts_done}/{p.n_prompts}] {p.tokens} tokens, {p.tokens_per_s:.1f} tok/s,"

@@ -16,16 +16,16 @@ from specterm.core.corpora import load_builtin
 from specterm.core.oracle import OracleConfig, run_oracle
 from specterm.core.streams import load_run
 
-N_NEW = 40
+N_NEW = 32
 
 
 @pytest.fixture(scope="module")
 def smol_run(smollm2_pair, tmp_path_factory):
     pair, path = smollm2_pair
-    prompts = load_builtin(["code", "prose", "json"], limit=1)
+    prompts = load_builtin(["code", "prose"], limit=1)
     out = tmp_path_factory.mktemp("smol") / "run"
     cfg = OracleConfig(target=str(path), draft="layers:25", prompts=prompts, out=out, max_new_tokens=N_NEW,
-                       batch_size=3, measure_cost=False, spec_gamma=4)
+                       batch_size=2, measure_cost=False, spec_gamma=4)
     run_oracle(cfg, pair=pair)
     return load_run(out)
 
@@ -36,7 +36,7 @@ def _ids(pair, stream):
 
 def test_gate_is_one_and_y_is_plain_greedy(smollm2_pair, smol_run):
     pair, _ = smollm2_pair
-    assert len(smol_run.streams) == 3
+    assert len(smol_run.streams) == 2
     for s in smol_run.streams:
         assert s.gate_rate == 1.0
         y = specdec.greedy_generate(pair.target, _ids(pair, s), N_NEW, pair.eos)
@@ -70,7 +70,7 @@ def test_speculative_decoder_matches_the_block_walk(smollm2_pair, smol_run, gamm
         assert sum(res.drafts) == int(drafted)
 
 
-@pytest.mark.parametrize("g0", [2, 5])
+@pytest.mark.parametrize("g0", [3])
 def test_heuristic_replay_equals_the_real_decoder(smollm2_pair, smol_run, g0):
     pair, _ = smollm2_pair
     for s in smol_run.streams:
@@ -83,7 +83,7 @@ def test_heuristic_replay_equals_the_real_decoder(smollm2_pair, smol_run, g0):
         assert res.drafts == rep.drafts.tolist()
 
 
-@pytest.mark.parametrize("tau", [0.0, 0.3, 0.6])
+@pytest.mark.parametrize("tau", [0.0, 0.5])
 def test_confidence_stop_replay_equals_the_real_decoder(smollm2_pair, smol_run, tau):
     pair, _ = smollm2_pair
     for s in smol_run.streams:

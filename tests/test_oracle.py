@@ -25,7 +25,7 @@ def _prompts(k=5):
 
 def _config(model_dir, out, **kw):
     base = dict(target=str(model_dir), draft="layers:2", prompts=_prompts(), out=out, max_new_tokens=N_NEW,
-                batch_size=2, measure_cost=False)
+                batch_size=2, measure_cost=False, spec_gamma=5)
     base.update(kw)
     return OracleConfig(**base)
 
@@ -71,7 +71,7 @@ def test_y_equals_hf_greedy_generate(tiny_run, tiny_pair):
 
 
 def test_plain_greedy_and_batch_size_give_the_same_streams(tiny_model_dir, tiny_pair, tiny_run, tmp_path):
-    run_oracle(_config(tiny_model_dir, tmp_path / "plain", spec_gamma=0, batch_size=1), pair=tiny_pair)
+    run_oracle(_config(tiny_model_dir, tmp_path / "plain", spec_gamma=0, batch_size=3), pair=tiny_pair)
     plain = load_run(tmp_path / "plain")
     for a, b in zip(tiny_run.streams, plain.streams):
         assert a.id == b.id

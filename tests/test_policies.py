@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from specterm.core.blockwalk import block_walk_loop
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.errors import SpectermError
+from specterm.core import analysis, policies
 from specterm.core.policies import (
+    GAMMAS,
     PolicyCounts,
+    best_fixed_gamma,
+    fixed_sums,
     has_draft_conf,
+    policy_sums,
     policy_summary,
+    policy_table,
     replay_clairvoyant,
     replay_confidence,
     replay_fixed,
     replay_heuristic,
 )
-from specterm.core.streams import Stream, bits_from_str
+from specterm.core.streams import Run, Stream, bits_from_str
 
 
 def iid_stream(rng, n, alpha):
@@ -309,3 +317,158 @@ def test_summary_uses_the_gated_prefix_only():
 def test_summary_rejects_a_bad_r():
     with pytest.raises(SpectermError):
         policy_summary(make_streams(n_streams=2), -0.1, multinomial_weights(2, 5))
+
+
+# ------------------------------------- all streams at once == one stream at a time ---
+
+
+def mixed_streams(seed, n_streams=90, conf_missing=0.1):
+    """Streams of every awkward kind: empty, length 1, all ones, all zeros, long runs, gate failures
+    (also at position 0), NaN confidences, confidences exactly on a tau, no draft_conf at all."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n_streams):
+        n = int(rng.choice([0, 1, 2, 7, 60, 250, 900]))
+        kind = i % 6
+        if kind == 0:
+            a = iid_stream(rng, n, rng.uniform(0.0, 1.0))
+        elif kind == 1:
+            a = markov_stream(rng, n, 0.97, 0.3) if n else np.zeros(0, np.uint8)
+        elif kind == 2:
+            a = np.ones(n, np.uint8)
+        elif kind == 3:
+            a = np.zeros(n, np.uint8)
+        else:
+            a = iid_stream(rng, n, 0.98)  # runs longer than the fixed-g histogram width
+        conf = conf_for(rng, a)
+        conf[rng.random(n) < 0.05] = np.nan
+        conf[rng.random(n) < 0.1] = 0.5
+        conf[rng.random(n) < 0.1] = 0.9  # float32(0.9) < 0.9: passes tau 0.9 only if compared in float32
+        gate = None
+        if n and rng.random() < 0.3:
+            gate = np.ones(n, np.uint8)
+            gate[int(rng.integers(0, n))] = 0
+        has_conf = rng.random() >= conf_missing
+        out.append(Stream(id=f"s{i}", corpus="abc"[i % 3], bits=a, gate=gate, draft_conf=conf if has_conf else None))
+    return out
+
+
+def reference_policy_sums(streams, r, gammas=(), taus=(0.3, 0.5, 0.7, 0.9), g0=5, g_max=16):
+    """The straightforward way: every stream replayed alone by the one-stream replays."""
+    cut = [(s.bits[: s.valid_len], None if s.draft_conf is None else s.draft_conf[: s.valid_len]) for s in streams]
+    fixed = np.array([[[c.tokens, c.blocks, c.drafted] for c in (replay_fixed(a, g) for g in range(1, 33))]
+                      for a, _ in cut], dtype=np.int64).reshape(len(cut), 32, 3)
+    g_best = best_fixed_gamma(fixed, r)
+    with_conf = has_draft_conf(streams)
+    rows = []
+    for a, conf in cut:
+        cs = [replay_fixed(a, g) for g in gammas] + [replay_fixed(a, g_best), replay_heuristic(a, g0)]
+        if with_conf:
+            cs += [replay_confidence(a, conf, tau, g_max) for tau in taus]
+        cs.append(replay_clairvoyant(a))
+        rows.append([[c.tokens, c.blocks, c.drafted] for c in cs])
+    return g_best, np.array(rows, dtype=np.int64).reshape(len(cut), -1, 3)
+
+
+@pytest.mark.parametrize("lockstep_min", [0, 5, 10**9])  # all in lockstep, a tail left alone, all alone
+def test_table_equals_the_one_stream_replays(monkeypatch, lockstep_min):
+    monkeypatch.setattr(policies, "LOCKSTEP_MIN", lockstep_min)
+    streams = mixed_streams(20)
+    taus = (0.0, 0.5, 0.9, 1.5)
+    for g0, g_max in ((5, 16), (0, 1), (2, 0)):
+        table = policy_table(streams, taus=taus, g0=g0, g_max=g_max)
+        assert len(table) == len(streams)
+        for i, s in enumerate(streams):
+            a = s.bits[: s.valid_len]
+            assert table.n[i] == a.size
+            if g0 == 5:  # fixed and clairvoyant do not depend on g0 or g_max
+                assert table.fixed[i].tolist() == [block_walk_loop(a, g)[1] for g in range(1, 33)]
+                c = replay_clairvoyant(a)
+                assert table.clairvoyant[i].tolist() == [c.blocks, c.drafted]
+            h = replay_heuristic(a, g0)
+            assert table.heuristic[i].tolist() == [h.blocks, h.drafted]
+            assert table.has_conf[i] == (s.draft_conf is not None)
+            if s.draft_conf is not None:
+                for j, tau in enumerate(taus):
+                    c = replay_confidence(a, s.draft_conf[: s.valid_len], tau, g_max)
+                    assert table.confidence[i, j].tolist() == [c.blocks, c.drafted], (i, tau)
+
+
+def test_fixed_sums_equal_the_spec_loop():
+    streams = mixed_streams(21, n_streams=30)
+    sums = fixed_sums(streams, [0, 1, 3, 8, 40])
+    for i, s in enumerate(streams):
+        for j, g in enumerate([0, 1, 3, 8, 40]):
+            assert tuple(sums[i, j]) == block_walk_loop(s.a, g)
+
+
+@pytest.mark.parametrize("kw", [{}, {"gammas": (0, 3, 40), "taus": (0.0, 0.5, 1.0), "g0": 0, "g_max": 0},
+                                {"gammas": (1,), "taus": (0.7,), "g0": 2, "g_max": 3}])
+def test_policy_sums_equal_the_straightforward_replay(kw):
+    for streams in (mixed_streams(22, n_streams=40, conf_missing=0.0), mixed_streams(23, n_streams=40)):
+        for r in (0.0, 0.3):
+            names, sums = policy_sums(streams, r, **kw)
+            g_best, ref = reference_policy_sums(streams, r, **kw)
+            assert sums.dtype == np.int64 and np.array_equal(sums, ref)
+            assert next(params for name, params in names if name == "best-fixed")["gamma"] == g_best
+            assert ("confidence" in {name for name, _ in names}) == has_draft_conf(streams)
+
+
+def test_sets_take_their_rows_of_one_table():
+    streams = mixed_streams(24, n_streams=60, conf_missing=0.0)
+    streams[1].draft_conf = None  # corpus "b" lacks confidences for one stream; "a" and "c" keep them
+    table = policy_table(streams)
+    W = multinomial_weights(len(streams), 100, seed=3)
+    assert policy_summary(streams, 0.2, W, table=table) == policy_summary(streams, 0.2, W)
+    assert "confidence" not in {row["policy"] for row in policy_summary(streams, 0.2, W, table=table)}
+    for corpus in "abc":
+        idx = np.array([i for i, s in enumerate(streams) if s.corpus == corpus])
+        members = [streams[i] for i in idx]
+        names, sums = policy_sums(members, 0.2, table=table.rows(idx))
+        assert np.array_equal(sums, reference_policy_sums(members, 0.2)[1])
+        assert ("confidence" in {name for name, _ in names}) == (corpus != "b")
+        Wc = multinomial_weights(len(members), 50, seed=4)
+        assert policy_summary(members, 0.2, Wc, table=table.rows(idx)) == policy_summary(members, 0.2, Wc)
+
+
+def test_a_table_of_other_streams_is_refused():
+    streams = make_streams(n_streams=4)
+    table = policy_table(streams)
+    with pytest.raises(ValueError):
+        policy_sums(streams[:3], 0.1, table=table)
+    with pytest.raises(ValueError):
+        policy_sums(streams, 0.1, taus=(0.5,), table=table)
+    with pytest.raises(ValueError):
+        policy_sums(streams, 0.1, g0=3, table=table)
+
+
+def test_no_streams_and_empty_streams():
+    assert len(policy_table([])) == 0
+    names, sums = policy_sums([], 0.1)
+    assert sums.shape == (0, len(names), 3)
+    empty = [Stream(id=str(i), corpus="c", bits=np.zeros(0, np.uint8), draft_conf=np.zeros(0, np.float32)) for i in range(3)]
+    names, sums = policy_sums(empty, 0.1)
+    assert not sums.any() and [n for n, _ in names].count("confidence") == 4
+
+
+def test_short_draft_conf_is_a_clear_error():
+    s = Stream(id="x", corpus="c", bits=np.ones(5, np.uint8), draft_conf=np.ones(3, np.float32))
+    with pytest.raises(SpectermError):
+        policy_summary([s], 0.1, multinomial_weights(1, 5))
+
+
+def test_analyse_gives_each_set_the_summary_of_its_own_streams(monkeypatch):
+    streams = mixed_streams(25, n_streams=45, conf_missing=0.0)  # corpora interleaved, so pooled order differs
+    streams[4].draft_conf = None
+    runs = [Run(path=Path("x"), meta={"name": "x", "cost": {"r_measured": 0.17}}, streams=streams[:30]),
+            Run(path=Path("y"), meta={"name": "y"}, streams=streams[30:])]
+    fast = analysis.analyse(runs, boot=50, shuffles=2, seed=5)
+    summary, decision = analysis._helpers()
+    # the straightforward way: every set replays its own streams, no shared table
+    monkeypatch.setattr(analysis, "_helpers", lambda: (lambda s, r, W, table=None: summary(s, r, W), decision))
+    slow = analysis.analyse(runs, boot=50, shuffles=2, seed=5)
+    assert set(fast["sets"]) == {"a", "b", "c", "pooled"}
+    for name in fast["sets"]:
+        assert fast["sets"][name]["policies"] == slow["sets"][name]["policies"], name
+    with_conf = {name for name, rep in fast["sets"].items() if any(row["policy"] == "confidence" for row in rep["policies"])}
+    assert with_conf == {"a", "c"}  # stream 4 (corpus b) has no draft_conf: b and pooled lack the rows

@@ -42,7 +42,7 @@ class OracleConfig:
     dtype: str = "auto"
     batch_size: int = 4
     resume: bool = False
-    spec_gamma: int = 5
+    spec_gamma: int = 0
     measure_cost: bool = True
     trust_remote_code: bool = False
     shard: Optional[tuple[int, int]] = None
@@ -56,6 +56,11 @@ class LoadedPair:
     tokenizer: Any
     eos: set[int]
     meta: dict[str, Any]
+
+    @property
+    def pad_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return int(pad) if pad is not None else min(self.eos)
 
 
 def load_pair(config: OracleConfig, report: ProgressCallback = lambda p: None) -> LoadedPair:
@@ -96,6 +101,12 @@ def load_pair(config: OracleConfig, report: ProgressCallback = lambda p: None) -
 
         meta["gpu"] = torch.cuda.get_device_name(torch.device(device))
     return LoadedPair(target, draft, tok_t, M.eos_ids(target, tok_t), meta)
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def encode_prompt(tokenizer, text: str) -> list[int]:
@@ -220,7 +231,8 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
         generation={
             "decoding": "raw-argmax greedy (no logits processors or warpers)",
             "max_new_tokens": config.max_new_tokens,
-            "y_built_with": f"speculative decoding, gamma={config.spec_gamma}" if config.spec_gamma > 0 else "plain greedy",
+            "y_built_with": (f"speculative decoding with the draft, gamma={config.spec_gamma}" if config.spec_gamma > 0
+                             else f"batched greedy, {config.batch_size} prompts at a time"),
             "eos_token_ids": sorted(pair.eos),
             "batch_size": config.batch_size,
             "prompt_encoding": "tokenizer(text) with its default special tokens, no chat template",
@@ -231,6 +243,11 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
     writer = RunWriter(config.out, meta, resume=config.resume)
     todo = [p for p in prompts if (p.corpus, p.id) not in writer.done]
     n_todo = len(todo)
+    # Each invocation (first run and every --resume) is recorded, with how it built y.
+    writer.update_meta(sessions=list(writer.meta.get("sessions") or []) + [{
+        "started": meta["created"], "prompts": n_todo, "y_built_with": meta["generation"]["y_built_with"],
+        "batch_size": config.batch_size, "torch_threads": _torch_threads(),
+    }])
 
     if config.measure_cost and not (writer.meta.get("cost") or {}).get("r_measured"):
         report(Progress("cost", "measuring the cost ratio r = c_draft / c_verify", n_prompts=n_todo))
@@ -244,9 +261,9 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
     gen_time = 0.0
     done = 0
 
-    def progress(phase, msg="", **kw):
+    def progress(phase, msg="", gen_extra=0.0, **kw):
         elapsed = time.perf_counter() - t_start
-        rate = gen_tokens / gen_time if gen_time > 0 else 0.0
+        rate = gen_tokens / (gen_time + gen_extra) if gen_time + gen_extra > 0 else 0.0
         left = (n_todo - done) * config.max_new_tokens
         report(Progress(
             phase, msg, n_prompts=n_todo, prompts_done=done, max_new_tokens=config.max_new_tokens,
@@ -257,41 +274,56 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
 
     for b0 in range(0, n_todo, config.batch_size):
         batch = todo[b0 : b0 + config.batch_size]
-        ids_batch: list[list[int]] = []
+        ids_batch: list[list[int]] = [encode_prompt(pair.tokenizer, p.text) for p in batch]
         ys: list[list[int]] = []
         cancelled = False
-        for j, prompt in enumerate(batch):
-            idx = b0 + j
-            p_ids = encode_prompt(pair.tokenizer, prompt.text)
+        if config.spec_gamma > 0:
+            for j, prompt in enumerate(batch):
+                idx = b0 + j
+                t0 = time.perf_counter()
+                tok_before = gen_tokens
+
+                def on_block(res, prompt=prompt, idx=idx, t0=t0, tok_before=tok_before):
+                    nonlocal gen_tokens
+                    gen_tokens = tok_before + len(res.tokens)
+                    progress("generating", prompt_index=idx, prompt_id=prompt.id, corpus=prompt.corpus,
+                             tokens=len(res.tokens), bits=specdec.spec_bits(res, len(res.tokens)),
+                             gen_extra=time.perf_counter() - t0)
+
+                progress("generating", f"prompt {idx + 1}/{n_todo}: {prompt.corpus}/{prompt.id}", prompt_index=idx,
+                         prompt_id=prompt.id, corpus=prompt.corpus)
+                try:
+                    res = specdec.speculative_generate(pair.target, pair.draft, ids_batch[j], config.max_new_tokens, pair.eos,
+                                                       specdec.FixedGamma(config.spec_gamma), on_block=on_block, cancel=cancel)
+                except Cancelled:
+                    cancelled = True
+                    break
+                gen_time += time.perf_counter() - t0
+                gen_tokens = tok_before + len(res.tokens)
+                ys.append(res.tokens)
+        else:
             t0 = time.perf_counter()
             tok_before = gen_tokens
+            label = f"{batch[0].id}..{batch[-1].id}" if len(batch) > 1 else batch[0].id
 
-            def on_block(res, prompt=prompt, idx=idx, t0=t0, tok_before=tok_before):
-                nonlocal gen_tokens, gen_time
-                gen_tokens = tok_before + len(res.tokens)
-                gen_time_now = gen_time + (time.perf_counter() - t0)
-                rate = gen_tokens / gen_time_now if gen_time_now > 0 else 0.0
-                progress("generating", prompt_index=idx, prompt_id=prompt.id, corpus=prompt.corpus,
-                         tokens=len(res.tokens), bits=specdec.spec_bits(res, len(res.tokens)))
+            def on_step(k):
+                nonlocal gen_tokens
+                gen_tokens = tok_before + k * len(batch)
+                progress("generating", prompt_index=b0, prompt_id=label, corpus=batch[0].corpus, tokens=k,
+                         gen_extra=time.perf_counter() - t0)
 
-            progress("generating", f"prompt {idx + 1}/{n_todo}", prompt_index=idx, prompt_id=prompt.id, corpus=prompt.corpus)
+            progress("generating", f"prompts {b0 + 1}-{b0 + len(batch)}/{n_todo}: batched greedy", prompt_index=b0,
+                     prompt_id=label, corpus=batch[0].corpus)
             try:
-                if config.spec_gamma > 0:
-                    res = specdec.speculative_generate(pair.target, pair.draft, p_ids, config.max_new_tokens, pair.eos,
-                                                       specdec.FixedGamma(config.spec_gamma), on_block=on_block, cancel=cancel)
-                    y = res.tokens
-                else:
-                    y = specdec.greedy_generate(pair.target, p_ids, config.max_new_tokens, pair.eos, cancel=cancel)
+                ys = specdec.batched_greedy_generate(pair.target, ids_batch, config.max_new_tokens, pair.eos,
+                                                     pair.pad_id, on_step=on_step, cancel=cancel)
             except Cancelled:
                 cancelled = True
-                break
             gen_time += time.perf_counter() - t0
-            gen_tokens = tok_before + len(y)
-            ids_batch.append(p_ids)
-            ys.append(y)
+            gen_tokens = tok_before + sum(len(y) for y in ys)
         if ys:
             progress("teacher-forcing", f"teacher-forcing {len(ys)} prompt(s)", prompt_index=b0)
-            results = teacher_force(pair, ids_batch, ys)
+            results = teacher_force(pair, ids_batch[: len(ys)], ys)
             for prompt, y, cols in zip(batch, ys, results):
                 text, ends = decode_pieces(pair.tokenizer, y)
                 stream = Stream(

@@ -29,6 +29,12 @@ Choices (also in the docstrings below):
 - Confidence stop past the first rejection: the live draft's confidences there are conditioned
   on a wrong token and were never stored; the replay uses the stored draft_conf of those
   positions as a proxy. This is the one approximation, and it affects `drafted` only.
+
+Sets of streams (`policy_table`, `policy_sums`, `policy_summary`) replay all streams at once and
+give exactly the numbers of the one-stream replays: fixed g in closed form over the runs of all
+streams, clairvoyant in closed form, heuristic and confidence stop walking every stream one block
+per round in numpy. tokens = n under every policy. A table is built once and each set (a corpus,
+the pooled set) takes its streams' rows.
 """
 
 from __future__ import annotations
@@ -210,7 +216,7 @@ def replay_clairvoyant(bits: np.ndarray) -> PolicyCounts:
 
 # ------------------------------------------------------------------------ sets of streams ---
 
-# Below this many streams still walking, the lockstep walk hands the rest to the one-stream replays:
+# Below this many streams still walking, a lockstep walk finishes the rest one stream at a time:
 # each lockstep round costs a fixed numpy overhead, which a few long streams would pay per block.
 LOCKSTEP_MIN = 16
 
@@ -243,6 +249,7 @@ class _Stacked:
 
 
 def _stacked(streams: Sequence, with_conf: bool = True) -> _Stacked:
+    """Concatenate the analysed streams (and their draft_conf as float64, as `replay_confidence` reads it)."""
     cut = [_analysed(s) for s in streams]
     n = np.array([bits.size for bits, _ in cut], dtype=np.int64)
     ends = np.cumsum(n)

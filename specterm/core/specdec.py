@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from specterm.core.models import cache_len, crop_cache, forward_logits, new_cache
+from specterm.core.models import cache_kwarg, cache_len, crop_cache, forward_logits, new_cache
 from specterm.core.progress import check_cancel
 
 
@@ -90,6 +90,48 @@ def greedy_generate(model, prompt_ids: list[int], max_new_tokens: int, eos: set[
         out.append(nxt)
         if nxt in eos:
             break
+    return out
+
+
+def batched_greedy_generate(model, prompts: list[list[int]], max_new_tokens: int, eos: set[int], pad_id: int,
+                            on_step: Optional[Callable[[int], None]] = None, cancel=None) -> list[list[int]]:
+    """Raw-argmax greedy continuations of several prompts at once (left padding, KV cache).
+
+    Decoding is memory-bound at small batch, so a batch of B prompts costs little more than one:
+    on CPU this is the fastest way to build y. Each row stops at its first EOS (included) or at
+    max_new_tokens; batching noise that flipped a near-tie would show up as a gate failure.
+    """
+    import torch
+
+    dev = model.device
+    B = len(prompts)
+    L = max(len(p) for p in prompts)
+    ids = torch.full((B, L), pad_id, dtype=torch.long, device=dev)
+    mask = torch.zeros((B, L), dtype=torch.long, device=dev)
+    for i, p in enumerate(prompts):
+        ids[i, L - len(p):] = torch.tensor(p, device=dev)
+        mask[i, L - len(p):] = 1
+    cache = new_cache(model)
+    out: list[list[int]] = [[] for _ in range(B)]
+    finished = torch.zeros(B, dtype=torch.bool, device=dev)
+    eos_t = torch.tensor(sorted(eos) or [-1], device=dev)
+    step_ids = ids
+    for step in range(max_new_tokens):
+        check_cancel(cancel)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
+        logits = model(input_ids=step_ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                       **{cache_kwarg(model): cache}).logits[:, -1]
+        nxt = torch.argmax(logits, dim=-1)
+        nxt = torch.where(finished, torch.full_like(nxt, pad_id), nxt)
+        for i in torch.nonzero(~finished).flatten().tolist():
+            out[i].append(int(nxt[i]))
+        finished |= torch.isin(nxt, eos_t)
+        if on_step is not None:
+            on_step(step + 1)
+        if bool(finished.all()):
+            break
+        mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=dev)], dim=1)
+        step_ids = nxt[:, None]
     return out
 
 
