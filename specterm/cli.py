@@ -1,9 +1,7 @@
 """The `specterm` command line (typer). Heavy imports live inside the commands so `--help` is instant.
 
-Ownership while the project is being built (edit only your own block):
-  - run / merge            -> bodies in specterm/runner.py
-  - import / report / list -> analytics
-  - open / no-argument     -> TUI
+run / merge are implemented in specterm/runner.py; import / report / list call specterm.core;
+open and the no-argument form start the Textual app (specterm.app.make_app).
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-# ---------------------------------------------------------------- run / merge (runner) ---
+# ------------------------------------------------------------------------------ run / merge ---
 
 
 @app.command("run")
@@ -49,7 +47,7 @@ def run_cmd(
     max_new_tokens: int = typer.Option(128, "--max-new-tokens", "-n", help="Length of each greedy continuation y."),
     device: str = typer.Option("auto", "--device", help="auto|cpu|cuda|mps (auto: cuda, then mps, then cpu)."),
     dtype: str = typer.Option("auto", "--dtype", help="auto|float32|bfloat16|float16 (auto: bfloat16 on cuda, float32 otherwise and for GGUF)."),
-    batch_size: int = typer.Option(4, "--batch-size", "-b", help="Prompts per teacher-forced batch."),
+    batch_size: int = typer.Option(4, "--batch-size", "-b", help="Prompts per batch, for greedy generation and for the teacher-forced passes."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run directory (default: streams/<draft>-<target>)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run: finished prompts are kept and skipped."),
     headless: bool = typer.Option(False, "--headless", help="No TUI: a plain progress display fit for nohup/SSH logs."),
@@ -60,6 +58,7 @@ def run_cmd(
     ),
     shard: Optional[str] = typer.Option(None, "--shard", help="i/N: take the i-th of N deterministic shares of the prompts (0-based); merge with `specterm merge`."),
     cost: bool = typer.Option(True, "--cost/--no-cost", help="Measure the cost ratio r = c_draft / c_verify on this hardware."),
+    remeasure_cost: bool = typer.Option(False, "--remeasure-cost", help="With --resume: measure r again, e.g. on an idle machine (earlier values are kept)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the hub (off by default)."),
 ) -> None:
     """Run the exact oracle: greedy y from the target, one teacher-forced pass per model, a_t per position."""
@@ -80,7 +79,7 @@ def merge_cmd(
     merge_command(shards=shards, out=out)
 
 
-# ---------------------------------------------------------- import / report / list (analytics) ---
+# ------------------------------------------------------------------- import / report / list ---
 
 
 @app.command("import")
@@ -162,7 +161,7 @@ def list_cmd(
 
 
 
-# ---------------------------------------------------------------------- open / no-argument (TUI) ---
+# ------------------------------------------------------------------------ open / no-argument ---
 
 
 def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0, shuffles: int = 20) -> None:

@@ -57,7 +57,7 @@ def _slug(spec: str) -> str:
 
 
 def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_tokens, device, dtype, batch_size,
-                out, resume, headless, spec_gamma, shard, cost, trust_remote_code) -> None:
+                out, resume, headless, spec_gamma, shard, cost, trust_remote_code, remeasure_cost=False) -> None:
     from specterm.core.oracle import OracleConfig
 
     plist = _prompts(corpus, prompts, dataset, limit)
@@ -69,7 +69,7 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
         out = out.with_name(f"{out.name}.shard-{sh[0]}-of-{sh[1]}")
     config = OracleConfig(target=target, draft=draft, prompts=plist, out=out, max_new_tokens=max_new_tokens,
                           device=device, dtype=dtype, batch_size=batch_size, resume=resume, spec_gamma=spec_gamma,
-                          measure_cost=cost, trust_remote_code=trust_remote_code, shard=sh)
+                          measure_cost=cost, remeasure_cost=remeasure_cost, trust_remote_code=trust_remote_code, shard=sh)
     if headless or distributed or not sys.stdout.isatty():
         path = run_headless(config)
     else:

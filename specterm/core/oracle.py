@@ -44,6 +44,7 @@ class OracleConfig:
     resume: bool = False
     spec_gamma: int = 0
     measure_cost: bool = True
+    remeasure_cost: bool = False  # with resume: measure r again (the earlier values are kept in cost.earlier)
     trust_remote_code: bool = False
     shard: Optional[tuple[int, int]] = None
     extra_meta: dict[str, Any] = field(default_factory=dict)
@@ -249,10 +250,15 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
         "batch_size": config.batch_size, "torch_threads": _torch_threads(),
     }])
 
-    if config.measure_cost and not (writer.meta.get("cost") or {}).get("r_measured"):
+    old_cost = writer.meta.get("cost") or {}
+    if config.measure_cost and (config.remeasure_cost or not old_cost.get("r_measured")):
         report(Progress("cost", "measuring the cost ratio r = c_draft / c_verify", n_prompts=n_todo))
         ctx = encode_prompt(pair.tokenizer, prompts[0].text)
-        writer.update_meta(cost=measure_cost_ratio(pair.target, pair.draft, ctx, config.max_new_tokens, cancel=cancel))
+        cost = measure_cost_ratio(pair.target, pair.draft, ctx, config.max_new_tokens, cancel=cancel)
+        cost["measured_at"] = new_meta("")["created"]
+        if old_cost.get("r_measured"):
+            cost["earlier"] = [*old_cost.pop("earlier", []), old_cost]
+        writer.update_meta(cost=cost)
 
     saved_bits = 0
     saved_n = 0
