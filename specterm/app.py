@@ -78,6 +78,7 @@ class SpectermCommands(Provider):
             ("Export: this screen's tables", app.action_export, "[e] Write the tables on this screen as markdown"),
             ("Export: every table", app.action_export_all, "[E] The whole report as markdown (= specterm report --format md)"),
             ("Theme: toggle dark / light", app.action_toggle_theme, "[t] Switch between the dark and the light theme"),
+            ("Runs: next draft/target pair", app.action_next_models, "[M] Runs of different model pairs are analysed apart"),
             ("Help: keys", app.action_help, "[f1] Every key of every screen"),
         ]
         return out
@@ -109,6 +110,8 @@ class SpectermApp(App[Any]):
         Binding("e", "export", "export", id="app.export", tooltip="Write this screen's tables as markdown"),
         Binding("E", "export_all", "export all", show=False, id="app.export_all", tooltip="Write every table as markdown"),
         Binding("t", "toggle_theme", "theme", show=False, id="app.theme", tooltip="Toggle dark / light theme"),
+        Binding("M", "next_models", "next model pair", show=False, id="app.models",
+                tooltip="Runs of different draft/target pairs are analysed apart: show the next pair"),
         Binding("f1", "help", "help", id="app.help", tooltip="Every key of every screen"),
         Binding("q", "quit", "quit", show=False, id="app.quit", tooltip="Quit specterm"),
     ]
@@ -139,6 +142,9 @@ class SpectermApp(App[Any]):
         self.oracle_config = oracle_config
         self.oracle = oracle
         self.analysis_params = {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed}
+        self.model_group = 0
+        """Which draft/target pair is shown when the runs hold several (`m` cycles)."""
+        self.n_model_groups = 1
         self.oracle_result: Path | None = None
         """Where the oracle's finished (or cancelled, with prompts kept) run is; run_tui_oracle returns it."""
         self.initial = initial or ("run" if oracle_config is not None else "overview")
@@ -173,12 +179,15 @@ class SpectermApp(App[Any]):
     @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
     def load(self, paths: Sequence[Path]) -> None:
         """Load the runs, then analyse them; heavy imports happen here, off the UI thread."""
-        from specterm.core.streams import load_runs
+        from specterm.core.streams import group_by_models, load_runs
 
-        runs = load_runs(paths)
-        if not any(r.streams for r in runs):
+        runs = [r for r in load_runs(paths) if r.streams]
+        if not runs:
             names = ", ".join(str(p) for p in paths)
             raise SpectermError(f"{names} holds no finished prompts yet; run `specterm run` or `specterm import` first.")
+        groups = group_by_models(runs)
+        self.n_model_groups = len(groups)
+        runs = groups[self.model_group % len(groups)]
         self.post_message(messages.RunsLoaded(runs))
         from specterm.core.analysis import analyse
 
@@ -193,6 +202,18 @@ class SpectermApp(App[Any]):
         if self.set_name not in sets and sets:
             self.set_name = "pooled" if "pooled" in sets else sets[0]
         self.report = message.report
+        if self.n_model_groups > 1:
+            names = ", ".join(r["name"] for r in message.report.get("runs", []))
+            self.notify(f"Showing {names} (model pair {self.model_group % self.n_model_groups + 1} of "
+                        f"{self.n_model_groups}); press M for the next pair.", title="runs")
+
+    def action_next_models(self) -> None:
+        """Runs of different draft/target pairs are never pooled: show the next pair's runs."""
+        if self.n_model_groups < 2:
+            self.notify("All open runs share one draft/target pair.")
+            return
+        self.model_group += 1
+        self.open_results(self.run_paths)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker errors surface: a SpectermError is one sentence, shown as is."""

@@ -398,3 +398,22 @@ async def test_oracle_error_is_one_sentence(tmp_path):
         await pilot.pause()
         assert "failed" in static_text(app.screen, "#run-phase")
         assert "share a tokenizer" in static_text(app.screen, "#run-phase")
+
+
+async def test_runs_of_different_model_pairs_are_never_pooled(tmp_path):
+    from app_fixture import META, fixture_streams
+
+    from specterm.core.streams import write_run
+
+    a = make_fixture_run(tmp_path, "pair-a")
+    other = [s for s in fixture_streams() if s.corpus == "code"]
+    b = write_run(tmp_path / "pair-b", {**META, "name": "pair-b", "target": {"spec": "other/target"}}, other)
+    app = make_app([a, b], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        assert [r["name"] for r in app.report["runs"]] == ["pair-a"]
+        assert app.report["sets"]["pooled"]["n_streams"] == len(fixture_streams())
+        await pilot.press("M")
+        await ready(app, pilot)
+        assert [r["name"] for r in app.report["runs"]] == ["pair-b"]
+        assert app.report["sets"]["pooled"]["n_streams"] == len(other)

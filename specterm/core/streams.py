@@ -318,6 +318,15 @@ def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[Run]:
     return [load_run(p) for p in paths]
 
 
+def group_by_models(runs: list[Run]) -> list[list[Run]]:
+    """Runs split by (target, draft), in first-seen order: only runs of one model pair are pooled."""
+    groups: dict[tuple, list[Run]] = {}
+    for run in runs:
+        key = (repr(_model_key(run.meta.get("target"))), repr(_model_key(run.meta.get("draft"))))
+        groups.setdefault(key, []).append(run)
+    return list(groups.values())
+
+
 def find_runs(root: str | os.PathLike[str] = "streams") -> list[Path]:
     """Run directories directly under `root` (those with a run.json), sorted by name."""
     root = Path(root)
