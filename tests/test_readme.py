@@ -22,3 +22,12 @@ def test_shipped_run_has_five_corpora_of_16_prompts_with_gate_one():
     for name, s in sets.items():
         assert s["n_streams"] >= (80 if name == "pooled" else 16)
         assert s["gate_rate"] == 1.0
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    import re
+
+    blocks = re.findall(r"```bash\n(.*?)\n```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    install_and_open, run_tests = blocks[0].strip(), blocks[1].strip()
+    assert install_and_open.endswith("&& specterm")
+    assert run_tests in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()

@@ -8,17 +8,10 @@ from textual.containers import VerticalScroll
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
+from specterm.core.scorecard import PREDICTIONS  # for reports that do not carry the wording themselves
 from specterm.screens.base import ReportScreen
 from specterm.widgets.tables import fill_table
 
-# SPEC section 4, for reports that do not carry the wording themselves.
-PREDICTIONS = {
-    "P1": "acceptance is autocorrelated",
-    "P2": "run lengths are over-dispersed vs geometric",
-    "P3": "the optimal draft length is larger than the i.i.d. choice",
-    "P4": "an in-place shuffle isolates a temporal cause",
-    "P5": "the effect scales with autocorrelation across corpora",
-}
 VERDICT_STYLE = {"holds": "bold green", "falsified": "bold red", "inconclusive": "bold yellow"}
 VERDICT_MARKUP = {"holds": "b $text-success", "falsified": "b $text-error", "inconclusive": "b $text-warning"}
 COLUMNS = [("id", "id"), ("verdict", "verdict"), ("prediction", "prediction")]
