@@ -66,7 +66,7 @@ def resolve_spec(spec: str, hash_files: bool = True) -> ModelSpec:
     p = Path(spec).expanduser()
     if spec.lower().endswith(".gguf"):
         if not p.is_file():
-            raise SpectermError(f"model file {spec} does not exist; check the path (get checkpoints with shared/models/get-models.sh).")
+            raise SpectermError(f"model file {spec} does not exist; check the path or pass a hub id like Qwen/Qwen2.5-1.5B.")
         if not _looks_like_gguf(p):
             raise SpectermError(f"{spec} is not a readable GGUF file (bad magic bytes); re-download it.")
         return ModelSpec(spec=spec, kind="gguf", path=p.resolve().parent, gguf_file=p.name,
