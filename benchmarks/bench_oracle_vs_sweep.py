@@ -95,7 +95,7 @@ def main() -> None:
     ap.add_argument("--corpora", default="prose,code,json,math,multilingual")
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--gammas", default="1,2,4,8,16")
-    ap.add_argument("--y", choices=["spec", "greedy"], default="spec", help="how the oracle builds y")
+    ap.add_argument("--y", choices=["spec", "greedy"], default="greedy", help="how the oracle builds y (greedy: batched, specterm's default)")
     ap.add_argument("--spec-gamma", type=int, default=5, help="gamma of the oracle's y when --y spec")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0,

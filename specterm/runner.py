@@ -149,14 +149,13 @@ def _barrier_and_merge(sh: tuple[int, int], final_out: Path) -> None:
 
 
 def merge_command(*, shards: list[Path], out: Path) -> None:
-    from specterm.core.streams import load_run, write_run
+    from specterm.core.streams import load_run, model_key, write_run
 
     runs = [load_run(p) for p in shards]
     first = runs[0].meta
     for r in runs[1:]:
         for key in ("target", "draft"):
-            a, b = first.get(key) or {}, r.meta.get(key) or {}
-            if (a.get("sha256") or a.get("spec")) != (b.get("sha256") or b.get("spec")):
+            if model_key(first.get(key)) != model_key(r.meta.get(key)):
                 raise SpectermError(f"{r.path} was run with a different {key}; merge only shards of the same run.")
     seen, streams = set(), []
     for r in runs:

@@ -152,9 +152,7 @@ def speculative_generate(
     dev_t, dev_d = target.device, draft.device
     t_cache, d_cache = new_cache(target), new_cache(draft)
     seq = list(prompt_ids)
-    n0 = len(seq)
     res = SpecResult(tokens=[])
-    raw_k: list[int] = []
     while len(res.tokens) < max_new_tokens:
         check_cancel(cancel)
         gamma = policy.draft_len()
@@ -177,7 +175,6 @@ def speculative_generate(
         new = proposed[:k] + [preds[k]]
         res.starts.append(len(res.tokens))
         res.drafts.append(len(proposed))
-        raw_k.append(k)
         for tok in new:
             if len(res.tokens) >= max_new_tokens:
                 break
@@ -189,15 +186,14 @@ def speculative_generate(
         done = res.tokens[-1] in eos
         # Caches keep only positions whose token is now in seq (everything but the newest token).
         crop_cache(t_cache, len(seq) - 1)
-        crop_cache(d_cache, min(cache_len(d_cache), n0 + len(res.tokens) - 1, len(seq) - 1))
-        n_now = len(res.tokens)
-        res.accepts = [min(kk, n_now - s) for kk, s in zip(raw_k, res.starts)]
+        crop_cache(d_cache, min(cache_len(d_cache), len(seq) - 1))
+        # Capped at the horizon (EOS or max_new_tokens) as the walk counts it; only this block can be cut,
+        # and later blocks only extend the output, so the value is final.
+        res.accepts.append(min(k, len(res.tokens) - res.starts[-1]))
         if on_block is not None:
             on_block(res)
         if done:
             break
-    n = len(res.tokens)
-    res.accepts = [min(kk, n - s) for kk, s in zip(raw_k, res.starts)]
     return res
 
 

@@ -322,7 +322,7 @@ def group_by_models(runs: list[Run]) -> list[list[Run]]:
     """Runs split by (target, draft), in first-seen order: only runs of one model pair are pooled."""
     groups: dict[tuple, list[Run]] = {}
     for run in runs:
-        key = (repr(_model_key(run.meta.get("target"))), repr(_model_key(run.meta.get("draft"))))
+        key = (repr(model_key(run.meta.get("target"))), repr(model_key(run.meta.get("draft"))))
         groups.setdefault(key, []).append(run)
     return list(groups.values())
 
@@ -353,9 +353,9 @@ class RunWriter:
                 raise SpectermError(f"{self.path} already holds a run; pass --resume to continue it or choose another --out.")
             old = read_meta(self.path)
             for key in check_keys:
-                if _model_key(old.get(key)) != _model_key(meta.get(key)):
+                if model_key(old.get(key)) != model_key(meta.get(key)):
                     raise SpectermError(
-                        f"{self.path} was run with a different {key} ({_model_key(old.get(key))}); resume with the same models or choose another --out."
+                        f"{self.path} was run with a different {key} ({model_key(old.get(key))}); resume with the same models or choose another --out."
                     )
             self.meta = old
             self._truncate_torn_tail()
@@ -401,7 +401,8 @@ class RunWriter:
         self.done.add(key)
 
 
-def _model_key(model: Any) -> Any:
+def model_key(model: Any) -> Any:
+    """What identifies a model across runs: the sha256 of its file when known, else its spec."""
     if isinstance(model, dict):
         return model.get("sha256") or model.get("spec")
     return model
