@@ -39,9 +39,9 @@ def main() -> None:
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    from specterm.core.corpora import load_builtin
-    from specterm.core.oracle import OracleConfig, encode_prompt, load_pair
-    from specterm.core.specdec import FixedGamma, greedy_generate, speculative_generate
+    from specterm.oracle.corpora import load_builtin
+    from specterm.oracle.run import OracleConfig, encode_prompt, load_pair
+    from specterm.oracle.specdec import FixedGamma, greedy_generate, speculative_generate
 
     transformers.logging.set_verbosity_error()
     names = [c.strip() for c in args.corpora.split(",")]

@@ -65,7 +65,7 @@ def first_diff(a: list[int], b: list[int]) -> int:
 
 def run_timed_oracle(pair, args, prompts, out: Path) -> dict:
     """run_oracle on the loaded pair; wall time split by phase from its progress events."""
-    from specterm.core.oracle import OracleConfig, run_oracle
+    from specterm.oracle.run import OracleConfig, run_oracle
 
     phases: dict[str, float] = {}
     last = [time.perf_counter(), "start"]
@@ -112,9 +112,9 @@ def main() -> None:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     from specterm.core.blockwalk import block_counts
-    from specterm.core.corpora import load_builtin
-    from specterm.core.oracle import OracleConfig, encode_prompt, load_pair
-    from specterm.core.specdec import FixedGamma, greedy_generate, speculative_generate
+    from specterm.oracle.corpora import load_builtin
+    from specterm.oracle.run import OracleConfig, encode_prompt, load_pair
+    from specterm.oracle.specdec import FixedGamma, greedy_generate, speculative_generate
     from specterm.core.streams import load_run
 
     transformers.logging.set_verbosity_error()

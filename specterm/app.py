@@ -24,7 +24,7 @@ from specterm import messages
 from specterm.core.errors import SpectermError
 
 if TYPE_CHECKING:
-    from specterm.core.oracle import OracleConfig
+    from specterm.oracle.run import OracleConfig
     from specterm.core.streams import Run
 
 

@@ -1,6 +1,6 @@
 """The `specterm` command line (typer). Heavy imports live inside the commands so `--help` is instant.
 
-run / merge are implemented in specterm/runner.py; import / report / list call specterm.core;
+run / merge are implemented in specterm/oracle/runner.py; import / report / list call specterm.core;
 open and the no-argument form start the Textual app (specterm.app.make_app).
 """
 
@@ -63,7 +63,7 @@ def run_cmd(
 ) -> None:
     """Run the exact oracle: greedy y from the target, one teacher-forced pass per model, a_t per position."""
     params = dict(locals())
-    from specterm.runner import run_command
+    from specterm.oracle.runner import run_command
 
     run_command(**params)
 
@@ -74,7 +74,7 @@ def merge_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Merged run directory."),
 ) -> None:
     """Merge shard runs of the same models into one run (each prompt exactly once)."""
-    from specterm.runner import merge_command
+    from specterm.oracle.runner import merge_command
 
     merge_command(shards=shards, out=out)
 

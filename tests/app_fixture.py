@@ -123,6 +123,6 @@ class FakeOracle:
 
 def oracle_config(out: Path):
     """A real OracleConfig (no prompts needed by FakeOracle)."""
-    from specterm.core.oracle import OracleConfig
+    from specterm.oracle.run import OracleConfig
 
     return OracleConfig(target="tiny/target", draft="layers:1", prompts=[], out=Path(out))

@@ -33,7 +33,7 @@ def require_smollm2() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    from specterm.core.testing import make_tiny_model_dir
+    from tiny_models import make_tiny_model_dir
 
     return make_tiny_model_dir(tmp_path_factory.mktemp("tiny") / "model")
 
@@ -41,7 +41,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def smollm2_pair():
     """(LoadedPair, gguf path) for SmolLM2-135M with a 25-layer self-draft, loaded once."""
-    from specterm.core.oracle import OracleConfig, load_pair
+    from specterm.oracle.run import OracleConfig, load_pair
 
     path = require_smollm2()
     cfg = OracleConfig(target=str(path), draft="layers:25", prompts=[], out=Path("/nonexistent"))

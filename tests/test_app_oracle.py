@@ -9,8 +9,8 @@ from models_fixtures import tiny_model_dir  # noqa: F401  (fixture)
 from textual.widgets import Static
 
 from specterm.app import make_app
-from specterm.core.corpora import load_builtin
-from specterm.core.oracle import OracleConfig, run_oracle
+from specterm.oracle.corpora import load_builtin
+from specterm.oracle.run import OracleConfig, run_oracle
 from specterm.core.streams import load_run
 
 pytestmark = pytest.mark.anyio

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from specterm.core.corpora import (
+from specterm.oracle.corpora import (
     BUILTIN,
     Prompt,
     load_builtin,

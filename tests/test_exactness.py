@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from models_fixtures import smollm2_pair  # noqa: F401  (fixture)
-from specterm.core import policies, specdec
+from specterm.core import policies
+from specterm.oracle import specdec
 from specterm.core.blockwalk import block_accepts, block_counts
-from specterm.core.corpora import load_builtin
-from specterm.core.oracle import OracleConfig, run_oracle
+from specterm.oracle.corpora import load_builtin
+from specterm.oracle.run import OracleConfig, run_oracle
 from specterm.core.streams import load_run
 
 N_NEW = 32

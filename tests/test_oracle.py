@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from models_fixtures import tiny_model_dir  # noqa: F401  (fixture)
-from specterm.core.corpora import Prompt, load_builtin
+from specterm.oracle.corpora import Prompt, load_builtin
 from specterm.core.errors import SpectermError
-from specterm.core.oracle import OracleConfig, load_pair, run_oracle
+from specterm.oracle.run import OracleConfig, load_pair, run_oracle
 from specterm.core.progress import Cancelled
 from specterm.core.streams import load_run
 
@@ -144,7 +144,7 @@ def test_unreadable_gguf_fails_with_one_sentence(tmp_path):
 
 
 def test_mismatched_tokenizers_fail_before_model_work(tiny_model_dir, tmp_path):
-    from specterm.core.testing import make_tiny_model_dir
+    from tiny_models import make_tiny_model_dir
 
     other = make_tiny_model_dir(tmp_path / "other", vocab_size=300)
     with pytest.raises(SpectermError, match="tokenizers differ"):
@@ -159,7 +159,7 @@ def test_layer_skip_draft_shares_weights(tiny_pair):
 
 
 def test_prompt_list_from_file_and_limit(tmp_path):
-    from specterm.runner import _prompts
+    from specterm.oracle.runner import _prompts
 
     f = tmp_path / "mine.txt"
     f.write_text("first prompt\n\nsecond prompt\nthird\n")

@@ -95,7 +95,7 @@ class RunScreen(Screen):
     def run_oracle(self) -> None:
         oracle = self.oracle
         if oracle is None:
-            from specterm.core.oracle import run_oracle as oracle  # torch loads here, only when running
+            from specterm.oracle.run import run_oracle as oracle  # torch loads here, only when running
 
         worker = get_current_worker()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from specterm.core.models import cache_len, crop_cache, forward_logits, new_cache
+from specterm.oracle.models import cache_len, crop_cache, forward_logits, new_cache
 from specterm.core.progress import check_cancel
 
 GAMMAS = (1, 2, 3, 4, 5, 6, 8, 12, 16)

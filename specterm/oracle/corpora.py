@@ -78,7 +78,7 @@ def load_builtin(names: list[str] | None = None, limit: int | None = None) -> li
         raise SpectermError(
             f"unknown built-in corpus {', '.join(unknown)}; choose from {', '.join(BUILTIN)}."
         )
-    package = resources.files("specterm.corpora")
+    package = resources.files("specterm.oracle.data")
     prompts: list[Prompt] = []
     for name in names:
         text = package.joinpath(f"{name}.jsonl").read_text(encoding="utf-8")

@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from specterm.core.models import cache_kwarg, cache_len, crop_cache, forward_logits, new_cache
+from specterm.oracle.models import cache_kwarg, cache_len, crop_cache, forward_logits, new_cache
 from specterm.core.progress import check_cancel
 
 

@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from specterm.core.corpora import Prompt
+from specterm.oracle.corpora import Prompt
 from specterm.core.errors import SpectermError
 from specterm.core.progress import Cancelled, Progress, ProgressCallback, check_cancel
 from specterm.core.streams import RunWriter, Stream, new_meta
@@ -66,7 +66,7 @@ class LoadedPair:
 
 def load_pair(config: OracleConfig, report: ProgressCallback = lambda p: None) -> LoadedPair:
     """Resolve, check tokenizers (before any model work), then load both models."""
-    from specterm.core import models as M
+    from specterm.oracle import models as M
 
     report(Progress("checking", "resolving model paths"))
     t_spec = M.resolve_spec(config.target)
@@ -208,14 +208,14 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
     Raises `Cancelled` when `cancel` is set; every prompt finished before that is on disk (a
     prompt whose y was complete when cancel came is still teacher-forced and saved).
     """
-    from specterm.core import specdec
-    from specterm.core.costs import measure_cost_ratio
+    from specterm.oracle import specdec
+    from specterm.oracle.costs import measure_cost_ratio
 
     report = on_progress or (lambda p: None)
     t_start = time.perf_counter()
     prompts = config.prompts
     if config.shard is not None:
-        from specterm.core.corpora import shard
+        from specterm.oracle.corpora import shard
 
         prompts = shard(prompts, *config.shard)
     if not prompts:

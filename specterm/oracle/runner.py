@@ -14,7 +14,7 @@ from specterm.core.progress import Cancelled, Progress
 
 
 def _prompts(corpus: Optional[str], prompts: Optional[Path], dataset: Optional[str], limit: Optional[int]):
-    from specterm.core import corpora
+    from specterm.oracle import corpora
 
     out = []
     if prompts is not None:
@@ -58,7 +58,7 @@ def _slug(spec: str) -> str:
 
 def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_tokens, device, dtype, batch_size,
                 out, resume, headless, spec_gamma, shard, cost, trust_remote_code, remeasure_cost=False) -> None:
-    from specterm.core.oracle import OracleConfig
+    from specterm.oracle.run import OracleConfig
 
     plist = _prompts(corpus, prompts, dataset, limit)
     sh = _parse_shard(shard)
@@ -85,7 +85,7 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
 
 def run_headless(config) -> Optional[Path]:
     """Run with a rich progress bar on a terminal, or one log line per prompt otherwise (nohup)."""
-    from specterm.core.oracle import run_oracle
+    from specterm.oracle.run import run_oracle
 
     tty = sys.stderr.isatty()
     state = {"last": 0.0}
