@@ -79,6 +79,28 @@ def merge_cmd(
     merge_command(shards=shards, out=out)
 
 
+# ------------------------------------------------------------------------------------ confirm ---
+
+
+@app.command("confirm")
+def confirm_cmd(
+    run: Path = typer.Argument(..., help="Run directory made by `specterm run` (its models are loaded from the paths in run.json)."),
+    per_corpus: int = typer.Option(2, "--per-corpus", "-k", help="Prompts per corpus (the first ones of the run whose gate held)."),
+    gamma: List[int] = typer.Option([], "--gamma", "-g", help="Also time this draft length (repeatable); g_hw and g_iid are always timed."),
+    corpus: Optional[str] = typer.Option(None, "--corpus", "-c", help="Only these corpora of the run, comma-separated. Default: all."),
+    device: Optional[str] = typer.Option(None, "--device", help="auto|cpu|cuda|mps (default: the run's device)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="float32|bfloat16|float16 (default: the run's dtype)."),
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", "-n", help="Generate and compare only the first N tokens of each stored y."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default: torch's choice); recorded with the result."),
+    repeats: int = typer.Option(7, "--repeats", help="Timed rounds of the cost measurement (interleaved, medians)."),
+) -> None:
+    """Time plain greedy against real speculative decoding at g_hw, g_iid (and --gamma) on this hardware; record predicted vs realized in run.json."""
+    params = dict(locals())
+    from specterm.oracle.confirm import confirm_command
+
+    confirm_command(**params)
+
+
 # ------------------------------------------------------------------- import / report / list ---
 
 

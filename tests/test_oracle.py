@@ -119,10 +119,21 @@ def test_interrupted_run_resumes_to_the_same_result(tiny_model_dir, tiny_pair, t
 
 def test_cost_ratio_is_stored(tiny_model_dir, tiny_pair, tmp_path):
     out = tmp_path / "cost"
-    run_oracle(_config(tiny_model_dir, out, prompts=_prompts(1), measure_cost=True), pair=tiny_pair)
+    seen = []
+    run_oracle(_config(tiny_model_dir, out, prompts=_prompts(1), measure_cost=True, cost_repeats=3, cost_gammas=(1, 4, 8)),
+               on_progress=lambda p: seen.append(p.message) if p.phase == "cost" else None, pair=tiny_pair)
     cost = load_run(out).meta["cost"]
     assert cost["r_measured"] == cost["r_by_gamma"]["4"] > 0
     assert cost["r_by_gamma"]["4"] == pytest.approx(cost["c_draft_s"] / cost["c_verify_s"]["4"])
+    assert sorted(cost["c_verify_s"]) == ["1", "4", "8"] and cost["c_decode_s"] > 0
+    # medians of the stored samples (3 repeats per quantity), spreads beside them
+    assert all(len(v) == 3 for v in cost["samples_s"].values())
+    assert cost["c_verify_s"]["8"] == pytest.approx(float(np.median(cost["samples_s"]["verify:8"])))
+    assert cost["c_verify_iqr_s"]["8"] >= 0
+    robust = [cost["c_decode_robust_s"]] + [cost["c_verify_robust_s"][g] for g in ("1", "4", "8")]
+    assert robust == sorted(robust)
+    # one progress line per timed forward (5 quantities x (1 warm-up + 3) rounds) after the announcement
+    assert len([m for m in seen if m.startswith("cost ")]) == 5 * 4
 
 
 def test_missing_model_path_fails_with_one_sentence(tmp_path):

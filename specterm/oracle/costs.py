@@ -1,21 +1,43 @@
-"""Cost ratio on this hardware (SPEC 1.7): r(g) = c_draft / c_verify(g).
+"""Measured costs on this hardware (SPEC 1.7 and SPEC 6 "Measured costs").
 
-c_draft: one draft decode step (one token, KV cache holding ~prompt + 128 tokens).
-c_verify(g): one target forward of g + 1 tokens on the same cache. Medians of repeats.
-`r_measured`, the single r a run reports, is r(4) (the middle of the usual draft lengths); the
-whole curve is stored beside it.
+Three kinds of forward, all with a KV cache holding `context` tokens, timed on this device:
+
+    c_decode      one 1-token target step (what plain greedy decoding pays per token)
+    c_verify(g)   one (g+1)-token target forward (a verification of g drafts), g in `gammas`
+    c_draft       one 1-token draft step
+
+Measurement: one untimed warm-up round, then `repeats` rounds; each round times every quantity
+once, in an order rotated by one each round (round-robin, so slow drift and load spikes spread
+over all quantities instead of biasing one). Each forward first crops the cache back to
+`context`. Stored per quantity: the median and its spread (IQR = q75 - q25, and all samples).
+
+Stored keys (seconds): c_decode_s, c_draft_s, c_verify_s {g: median}; c_decode_iqr_s,
+c_draft_iqr_s, c_verify_iqr_s; samples_s; the robust curve of `specterm.core.hardware`
+(c_decode_robust_s, c_verify_robust_s, c_verify_line, robust_method), which decisions use;
+and, for older readers, r_by_gamma = c_draft / c_verify(g) (medians), r_measured = r(4), r_gamma.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+from typing import Callable, Optional, Sequence
 
-from specterm.oracle.models import cache_len, crop_cache, forward_logits, new_cache
+import numpy as np
+
+from specterm.core.hardware import cost_curve, curve_summary
 from specterm.core.progress import check_cancel
+from specterm.oracle.models import crop_cache, forward_logits, new_cache
 
-GAMMAS = (1, 2, 3, 4, 5, 6, 8, 12, 16)
+GAMMAS = tuple(range(1, 17))
 R_GAMMA = 4
+REPEATS = 7
+METHOD = ("median wall time of interleaved repeats (round-robin, order rotated each round, one warm-up round); "
+          "decode: 1-token target step; draft: 1-token draft step; verify: (g+1)-token target forward; "
+          "KV cache at the context length")
+
+# on_measure(i, total, label, seconds): called after each timed forward (i = 1..total, warm-up included).
+MeasureCallback = Callable[[int, int, str, float], None]
 
 
 def _sync(model) -> None:
@@ -25,48 +47,91 @@ def _sync(model) -> None:
         torch.cuda.synchronize(model.device)
 
 
-def _median_time(model, cache, base: int, tokens: list[int], repeats: int, warmup: int = 1) -> float:
-    import torch
-
-    ids = torch.tensor([tokens], device=model.device)
-    times = []
-    for i in range(warmup + repeats):
-        crop_cache(cache, base)
-        _sync(model)
-        t0 = time.perf_counter()
-        forward_logits(model, ids, cache)
-        _sync(model)
-        if i >= warmup:
-            times.append(time.perf_counter() - t0)
+def _time_forward(model, cache, base: int, ids) -> float:
     crop_cache(cache, base)
-    return statistics.median(times)
+    _sync(model)
+    t0 = time.perf_counter()
+    forward_logits(model, ids, cache)
+    _sync(model)
+    dt = time.perf_counter() - t0
+    crop_cache(cache, base)
+    return dt
 
 
-def measure_cost_ratio(target, draft, prompt_ids: list[int], extra: int = 128, repeats: int = 5,
-                       gammas=GAMMAS, cancel=None) -> dict:
-    """{'r_measured', 'r_gamma', 'r_by_gamma', 'c_draft_s', 'c_verify_s', 'context', 'repeats'}."""
+def _iqr(values: Sequence[float]) -> float:
+    q25, q75 = np.percentile(np.asarray(values, dtype=np.float64), [25, 75])
+    return float(q75 - q25)
+
+
+def context_ids(tokens: Sequence[int], length: int) -> list[int]:
+    """`tokens` repeated or cut to exactly `length` ids (the cache content only sets its length)."""
+    tokens = list(tokens) or [0]
+    return (tokens * (1 + length // len(tokens)))[:length]
+
+
+def measure_costs(target, draft, ctx: Sequence[int], gammas: Sequence[int] = GAMMAS, repeats: int = REPEATS,
+                  on_measure: Optional[MeasureCallback] = None, cancel=None) -> dict:
+    """Time c_decode, c_verify(g) for g in gammas and c_draft with caches holding `ctx` (see the module docstring)."""
     import torch
 
-    ctx = (list(prompt_ids) * (1 + (len(prompt_ids) + extra) // max(1, len(prompt_ids))))[: len(prompt_ids) + extra]
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
+    gammas = sorted({int(g) for g in gammas})
+    if not gammas or gammas[0] < 1:
+        raise ValueError("gammas must be draft lengths >= 1")
+    ctx = list(ctx)
     caches = {}
     for name, model in (("target", target), ("draft", draft)):
         cache = new_cache(model)
         forward_logits(model, torch.tensor([ctx], device=model.device), cache)
         caches[name] = cache
     base = len(ctx)
-    c_draft = _median_time(draft, caches["draft"], base, ctx[:1], repeats)
-    c_verify = {}
-    for g in gammas:
-        check_cancel(cancel)
-        c_verify[g] = _median_time(target, caches["target"], base, (ctx * (g + 2))[: g + 1], repeats)
-    r_by = {str(g): c_draft / c for g, c in c_verify.items()}
-    return {
-        "r_measured": r_by[str(R_GAMMA)],
-        "r_gamma": R_GAMMA,
+    # (label, model, cache, input ids); the fed tokens' values do not change the cost, only their count.
+    nxt = context_ids(ctx, max(gammas) + 1)
+    quantities = [("decode", target, caches["target"], torch.tensor([nxt[:1]], device=target.device)),
+                  ("draft", draft, caches["draft"], torch.tensor([nxt[:1]], device=draft.device))]
+    quantities += [(f"verify:{g}", target, caches["target"], torch.tensor([nxt[: g + 1]], device=target.device))
+                   for g in gammas]
+    samples: dict[str, list[float]] = {q[0]: [] for q in quantities}
+    total = (repeats + 1) * len(quantities)
+    done = 0
+    for rnd in range(repeats + 1):
+        shift = rnd % len(quantities)
+        for label, model, cache, ids in quantities[shift:] + quantities[:shift]:
+            check_cancel(cancel)
+            dt = _time_forward(model, cache, base, ids)
+            done += 1
+            if rnd > 0:  # round 0 is the warm-up
+                samples[label].append(dt)
+            if on_measure is not None:
+                on_measure(done, total, label if rnd > 0 else f"{label} (warm-up)", dt)
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    c_draft = med["draft"]
+    c_verify = {str(g): med[f"verify:{g}"] for g in gammas}
+    r_by = {g: c_draft / c for g, c in c_verify.items()}
+    r_gamma = R_GAMMA if R_GAMMA in gammas else min(gammas, key=lambda g: (abs(g - R_GAMMA), g))
+    cost = {
+        "r_measured": r_by[str(r_gamma)],
+        "r_gamma": r_gamma,
         "r_by_gamma": r_by,
+        "c_decode_s": med["decode"],
         "c_draft_s": c_draft,
-        "c_verify_s": {str(g): c for g, c in c_verify.items()},
+        "c_verify_s": c_verify,
+        "c_decode_iqr_s": _iqr(samples["decode"]),
+        "c_draft_iqr_s": _iqr(samples["draft"]),
+        "c_verify_iqr_s": {str(g): _iqr(samples[f"verify:{g}"]) for g in gammas},
+        "samples_s": samples,
         "context": base,
         "repeats": repeats,
-        "method": "median wall time; draft: 1-token decode step; verify: (g+1)-token target forward; KV cache at the context length",
+        "threads": torch.get_num_threads(),
+        "method": METHOD,
     }
+    cost.update(curve_summary(cost_curve(cost)))
+    return cost
+
+
+def measure_cost_ratio(target, draft, prompt_ids: list[int], extra: int = 128, repeats: int = REPEATS,
+                       gammas: Sequence[int] = GAMMAS, on_measure: Optional[MeasureCallback] = None, cancel=None) -> dict:
+    """`measure_costs` at the context SPEC 1.7 names: the prompt (repeated if short) + `extra` tokens."""
+    ctx = context_ids(prompt_ids, len(prompt_ids) + extra)
+    return measure_costs(target, draft, ctx, gammas=gammas, repeats=repeats, on_measure=on_measure, cancel=cancel)

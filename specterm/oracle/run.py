@@ -45,6 +45,8 @@ class OracleConfig:
     spec_gamma: int = 0
     measure_cost: bool = True
     remeasure_cost: bool = False  # with resume: measure r again (the earlier values are kept in cost.earlier)
+    cost_repeats: int = 7  # timed rounds of the cost measurement (oracle/costs.py)
+    cost_gammas: tuple[int, ...] = tuple(range(1, 17))  # draft lengths whose c_verify(g) is timed
     trust_remote_code: bool = False
     shard: Optional[tuple[int, int]] = None
     extra_meta: dict[str, Any] = field(default_factory=dict)
@@ -252,9 +254,15 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
 
     old_cost = writer.meta.get("cost") or {}
     if config.measure_cost and (config.remeasure_cost or not old_cost.get("r_measured")):
-        report(Progress("cost", "measuring the cost ratio r = c_draft / c_verify", n_prompts=n_todo))
+        report(Progress("cost", "measuring costs: c_decode, c_draft, c_verify(g) (interleaved repeats)", n_prompts=n_todo))
         ctx = encode_prompt(pair.tokenizer, prompts[0].text)
-        cost = measure_cost_ratio(pair.target, pair.draft, ctx, config.max_new_tokens, cancel=cancel)
+
+        def on_measure(i, total, label, seconds):
+            report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.3f} s", n_prompts=n_todo,
+                            elapsed_s=time.perf_counter() - t_start))
+
+        cost = measure_cost_ratio(pair.target, pair.draft, ctx, config.max_new_tokens, repeats=config.cost_repeats,
+                                  gammas=config.cost_gammas, on_measure=on_measure, cancel=cancel)
         cost["measured_at"] = new_meta("")["created"]
         if old_cost.get("r_measured"):
             cost["earlier"] = [*old_cost.pop("earlier", []), old_cost]

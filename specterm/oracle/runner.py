@@ -83,12 +83,10 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
         print(f"open it with: specterm open {path}   or   specterm report {path}")
 
 
-def run_headless(config) -> Optional[Path]:
-    """Run with a rich progress bar on a terminal, or one log line per prompt otherwise (nohup)."""
-    from specterm.oracle.run import run_oracle
-
+def headless_progress():
+    """(on_progress, context manager, log) of the headless display: a rich progress bar on a terminal,
+    one log line per message otherwise (nohup). Shared by `specterm run --headless` and `specterm confirm`."""
     tty = sys.stderr.isatty()
-    state = {"last": 0.0}
 
     def log(msg: str) -> None:
         print(time.strftime("%H:%M:%S"), msg, file=sys.stderr, flush=True)
@@ -111,19 +109,26 @@ def run_headless(config) -> Optional[Path]:
             bar.update(task, total=p.n_prompts, completed=p.prompts_done,
                        description=f"{p.corpus}/{p.prompt_id} {p.tokens}/{p.max_new_tokens}"[:40],
                        info=f"{p.tokens_per_s:5.1f} tok/s {alpha} {gate}")
-        ctx = bar
-    else:
-        def on_progress(p: Progress) -> None:
-            if p.phase in ("loading", "checking", "cost", "saved", "done", "cancelled") or p.message:
-                extra = ""
-                if p.phase == "saved":
-                    extra = (f" [{p.prompts_done}/{p.n_prompts}] {p.tokens} tokens, {p.tokens_per_s:.1f} tok/s,"
-                             f" alpha {p.running_alpha:.3f}, gate {p.gate_rate:.3f}"
-                             + (f", ETA {p.eta_s / 60:.1f} min" if p.eta_s else ""))
-                log(p.message + extra)
-        from contextlib import nullcontext
+        return on_progress, bar, log
 
-        ctx = nullcontext()
+    def on_progress(p: Progress) -> None:
+        if p.phase in ("loading", "checking", "cost", "saved", "done", "cancelled") or p.message:
+            extra = ""
+            if p.phase == "saved" and p.running_alpha is not None:
+                extra = (f" [{p.prompts_done}/{p.n_prompts}] {p.tokens} tokens, {p.tokens_per_s:.1f} tok/s,"
+                         f" alpha {p.running_alpha:.3f}, gate {p.gate_rate:.3f}"
+                         + (f", ETA {p.eta_s / 60:.1f} min" if p.eta_s else ""))
+            log(p.message + extra)
+    from contextlib import nullcontext
+
+    return on_progress, nullcontext(), log
+
+
+def run_headless(config) -> Optional[Path]:
+    """Run with a rich progress bar on a terminal, or one log line per prompt otherwise (nohup)."""
+    from specterm.oracle.run import run_oracle
+
+    on_progress, ctx, log = headless_progress()
     try:
         with ctx:
             path = run_oracle(config, on_progress)

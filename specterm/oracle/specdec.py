@@ -74,8 +74,11 @@ def _argmax_conf(logits) -> tuple[int, float]:
     return top, conf
 
 
-def greedy_generate(model, prompt_ids: list[int], max_new_tokens: int, eos: set[int], cancel=None) -> list[int]:
-    """Plain raw-argmax greedy decoding with a KV cache; stops at EOS (included) or max_new_tokens."""
+def greedy_generate(model, prompt_ids: list[int], max_new_tokens: int, eos: set[int], cancel=None,
+                    on_token: Optional[Callable[[int], None]] = None) -> list[int]:
+    """Plain raw-argmax greedy decoding with a KV cache; stops at EOS (included) or max_new_tokens.
+
+    on_token(k) is called after the k-th token (progress, per-step timing)."""
     import torch
 
     dev = model.device
@@ -88,6 +91,8 @@ def greedy_generate(model, prompt_ids: list[int], max_new_tokens: int, eos: set[
         nxt = int(torch.argmax(forward_logits(model, ids, cache)[0, -1]))
         seq.append(nxt)
         out.append(nxt)
+        if on_token is not None:
+            on_token(len(out))
         if nxt in eos:
             break
     return out

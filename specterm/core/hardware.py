@@ -1,0 +1,410 @@
+"""Speedup on the hardware the costs were measured on (SPEC 6, "Measured costs"). Pure numpy.
+
+Costs (seconds, this device, the run's context length):
+
+    c_decode      one 1-token target step (plain greedy decoding)
+    c_verify(g)   one (g+1)-token target forward on the KV cache (verifying g drafts)
+    c_draft       one 1-token draft step
+
+Speedup of lossless greedy speculation at draft length g over plain greedy decoding:
+
+    S_hw(g) = E(g) * c_decode / (c_verify(g) + g * c_draft)
+    g_hw    = argmax_g S_hw(g)                      ties: smallest g (`optimum.best_gamma`)
+
+E = E_true (the stored streams) or E_iid(alpha, g) (the i.i.d. promise, in hardware terms).
+The memory-bound model (a GPU at small batch) takes c_verify(g) = c_decode, i.e. with
+r_mb = c_draft / c_decode
+
+    S_mb(g) = E(g) / (1 + g r_mb)
+
+Robust cost curve (what decisions use). Medians of interleaved repeats are still noisy on a
+shared machine (the first shipped curve had c_verify(2) = 1.33 s > c_verify(4) = 0.99 s), so the
+forward costs are put on one axis, m = tokens per target forward (m = 1: c_decode; m = g + 1:
+c_verify(g)), and replaced by their isotonic (monotone non-decreasing in m) least-squares fit,
+computed by pool-adjacent-violators:
+
+    c_robust = argmin_{f non-decreasing} sum_m (f(m) - median_c(m))^2
+
+Assumption: a target forward of more tokens never costs less. A straight line
+c(m) = a + b m (least squares over the same medians) is stored beside it with its RMS residual as
+a check of how far the curve is from linear; it is not used for decisions because CPU kernels
+make the real curve step-shaped. c_draft is a single quantity: its median is used as is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from specterm.core.errors import SpectermError
+from specterm.core.optimum import best_gamma
+
+MEMORY_BOUND_LABEL = "memory-bound model: verify = one decode step"
+ROBUST_METHOD = ("isotonic (pool-adjacent-violators, non-decreasing) least-squares fit of the medians over "
+                 "m = tokens per target forward (m = 1: c_decode, m = g + 1: c_verify(g)); c_draft: median")
+
+
+# ------------------------------------------------------------------------------ robust curve ---
+
+
+def isotonic_increasing(y: np.ndarray, w: Optional[np.ndarray] = None) -> np.ndarray:
+    """Least-squares non-decreasing fit of y (in the given order): argmin_f sum w_i (f_i - y_i)^2
+    subject to f_1 <= f_2 <= ... (pool adjacent violators; each pooled block takes its weighted mean)."""
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones_like(y) if w is None else np.asarray(w, dtype=np.float64)
+    means: list[float] = []
+    weights: list[float] = []
+    sizes: list[int] = []
+    for yi, wi in zip(y.tolist(), w.tolist()):
+        means.append(yi)
+        weights.append(wi)
+        sizes.append(1)
+        while len(means) > 1 and means[-2] > means[-1]:
+            wt = weights[-2] + weights[-1]
+            mean = (means[-2] * weights[-2] + means[-1] * weights[-1]) / wt
+            size = sizes[-2] + sizes[-1]
+            del means[-1], weights[-1], sizes[-1]
+            means[-1], weights[-1], sizes[-1] = mean, wt, size
+    return np.repeat(np.asarray(means), np.asarray(sizes, dtype=np.int64))
+
+
+def fit_line(m: np.ndarray, c: np.ndarray) -> tuple[float, float, float]:
+    """(a, b, rms): least-squares c = a + b m and the root mean square of its residuals."""
+    m = np.asarray(m, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    X = np.column_stack([np.ones_like(m), m])
+    (a, b), *_ = np.linalg.lstsq(X, c, rcond=None)
+    rms = float(np.sqrt(np.mean((c - (a + b * m)) ** 2)))
+    return float(a), float(b), rms
+
+
+def robust_forward_costs(c_decode: float, gammas: np.ndarray, c_verify: np.ndarray) -> tuple[float, np.ndarray]:
+    """(c_decode, c_verify(g)) after the isotonic fit over m = 1, g + 1 (see the module docstring).
+
+    gammas need not be sorted or contiguous; the result is in the order of `gammas`.
+    """
+    gammas = np.asarray(gammas, dtype=np.int64)
+    order = np.argsort(gammas, kind="stable")
+    y = np.concatenate([[float(c_decode)], np.asarray(c_verify, dtype=np.float64)[order]])
+    fit = isotonic_increasing(y)
+    out = np.empty(gammas.size, dtype=np.float64)
+    out[order] = fit[1:]
+    return float(fit[0]), out
+
+
+@dataclass(frozen=True)
+class CostCurve:
+    """The measured costs a decision uses (robust curve), in seconds; gammas ascending."""
+
+    gammas: np.ndarray
+    c_decode: float
+    c_verify: np.ndarray
+    c_draft: float
+    context: Optional[int] = None
+    raw_c_decode: Optional[float] = None
+    raw_c_verify: Optional[np.ndarray] = None
+
+    @property
+    def r_mb(self) -> float:
+        """r of the memory-bound model: c_draft / c_decode."""
+        return self.c_draft / self.c_decode
+
+    def verify_at(self, gamma: int) -> float:
+        i = np.flatnonzero(self.gammas == gamma)
+        if i.size == 0:
+            raise SpectermError(f"the cost curve has no c_verify({gamma}); measure draft lengths {self.gammas.min()}..{self.gammas.max()} only.")
+        return float(self.c_verify[i[0]])
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def cost_curve(cost: Optional[dict]) -> Optional[CostCurve]:
+    """The robust curve from a run.json "cost" dict, or None when the run has no measured c_decode
+    (imported bits, or a run measured before c_decode was timed: re-measure with --remeasure-cost).
+
+    Uses the stored medians (c_decode_s, c_verify_s, c_draft_s) and recomputes the isotonic fit, so
+    a hand-edited or older "c_verify_robust_s" is never trusted. A malformed dict raises SpectermError.
+    """
+    if not cost or cost.get("c_decode_s") is None:
+        return None
+    c_decode = cost.get("c_decode_s")
+    c_draft = cost.get("c_draft_s")
+    verify = cost.get("c_verify_s")
+    if not (_positive(c_decode) and _positive(c_draft) and isinstance(verify, dict) and verify):
+        raise SpectermError("the run's cost record is malformed (c_decode_s, c_draft_s and c_verify_s must be positive "
+                            "numbers); re-measure with `specterm run --resume --remeasure-cost`.")
+    try:
+        pairs = sorted((int(g), float(c)) for g, c in verify.items() if _positive(c))
+    except (TypeError, ValueError):
+        pairs = []
+    if len(pairs) != len(verify) or any(g < 1 for g, _ in pairs):
+        raise SpectermError("the run's c_verify_s must map draft lengths >= 1 to positive seconds; "
+                            "re-measure with `specterm run --resume --remeasure-cost`.")
+    gammas = np.array([g for g, _ in pairs], dtype=np.int64)
+    raw = np.array([c for _, c in pairs], dtype=np.float64)
+    c_dec, c_ver = robust_forward_costs(float(c_decode), gammas, raw)
+    ctx = cost.get("context")
+    return CostCurve(gammas=gammas, c_decode=c_dec, c_verify=c_ver, c_draft=float(c_draft),
+                     context=int(ctx) if isinstance(ctx, int) else None,
+                     raw_c_decode=float(c_decode), raw_c_verify=raw)
+
+
+def curve_summary(curve: CostCurve) -> dict[str, Any]:
+    """What run.json stores about the robust curve: the fitted values, the line check, the method."""
+    m = np.concatenate([[1], curve.gammas + 1])
+    raw = np.concatenate([[curve.raw_c_decode if curve.raw_c_decode is not None else curve.c_decode],
+                          curve.raw_c_verify if curve.raw_c_verify is not None else curve.c_verify])
+    a, b, rms = fit_line(m, raw)
+    return {
+        "c_decode_robust_s": curve.c_decode,
+        "c_verify_robust_s": {str(int(g)): float(c) for g, c in zip(curve.gammas, curve.c_verify)},
+        "c_verify_line": {"a_s": a, "b_s_per_token": b, "rms_s": rms,
+                          "formula": "c(m) = a + b m, m = tokens per target forward (least squares over the medians)"},
+        "robust_method": ROBUST_METHOD,
+    }
+
+
+# ----------------------------------------------------------------------------- the speedups ---
+
+
+def speedup_hw(E: np.ndarray, c_decode: float, c_verify: np.ndarray, c_draft: float, gammas: np.ndarray) -> np.ndarray:
+    """S_hw(g) = E(g) * c_decode / (c_verify(g) + g * c_draft), elementwise over gammas."""
+    g = np.asarray(gammas, dtype=np.float64)
+    return np.asarray(E, dtype=np.float64) * c_decode / (np.asarray(c_verify, dtype=np.float64) + g * c_draft)
+
+
+def speedup_mb(E: np.ndarray, r: float, gammas: np.ndarray) -> np.ndarray:
+    """S_mb(g) = E(g) / (1 + g r): S_hw with c_verify(g) = c_decode and r = c_draft / c_decode."""
+    return np.asarray(E, dtype=np.float64) / (1.0 + np.asarray(gammas, dtype=np.float64) * r)
+
+
+def _on_grid(gammas: np.ndarray, E: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """E at each g of grid (NaN where the E curve has no value)."""
+    lookup = {int(g): float(e) for g, e in zip(np.asarray(gammas).tolist(), np.asarray(E, dtype=np.float64).tolist())}
+    return np.array([lookup.get(int(g), np.nan) for g in grid], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class HardwareDecision:
+    """Speculate or not on the measured hardware, beside the memory-bound model (SPEC 6).
+
+    hw: S_hw over the measured draft lengths; mb: S_mb = E / (1 + g r_mb) over the E curve's draft
+    lengths. *_iid: the same with E_iid(alpha, g); speedup_true_at_gamma_iid_hw = S_hw(g_iid_hw)
+    computed with E_true (what following the i.i.d. choice really gives here).
+    measured: False when the run has no measured costs (then only the memory-bound fields are set,
+    with the r given, and the verdict says so).
+    """
+
+    measured: bool
+    gamma_hw: Optional[int]
+    speedup_hw: Optional[float]
+    gamma_mb: Optional[int]
+    speedup_mb: Optional[float]
+    gamma_iid_hw: Optional[int]
+    speedup_iid_hw: Optional[float]
+    speedup_true_at_gamma_iid_hw: Optional[float]
+    gamma_iid_mb: Optional[int]
+    speedup_iid_mb: Optional[float]
+    r_mb: Optional[float]
+    speculate: bool
+    verdict: str
+    curve_hw: dict[str, list] = field(default_factory=dict)  # {"gamma", "S_true", "S_iid"} over the measured gammas
+
+
+def _best(S: np.ndarray, gammas: np.ndarray) -> tuple[Optional[int], Optional[float]]:
+    g = best_gamma(S, gammas)
+    if g is None:
+        return None, None
+    return g, float(S[np.flatnonzero(gammas == g)[0]])
+
+
+def decide_hw(gammas: np.ndarray, E_true: np.ndarray, E_iid: Optional[np.ndarray], curve: Optional[CostCurve],
+              r_fallback: Optional[float] = None) -> HardwareDecision:
+    """The hardware decision for one set from its E curves (over `gammas`) and the run's cost curve.
+
+    With a curve: g_hw = argmax S_hw over the draft lengths both the E curve and the cost curve
+    have; the memory-bound numbers use r_mb = c_draft / c_decode over all of `gammas`. Without one
+    (`curve` None): measured = False, the memory-bound model at r_fallback (the run's r, if any).
+    Verdict: "speculate with g = g_hw on this hardware" when max S_hw > 1, else "do not speculate
+    on this hardware", always followed by the memory-bound number.
+    """
+    gammas = np.asarray(gammas, dtype=np.int64)
+    order = np.argsort(gammas, kind="stable")
+    gammas = gammas[order]
+    E_true = np.asarray(E_true, dtype=np.float64)[order]
+    E_iid = None if E_iid is None else np.asarray(E_iid, dtype=np.float64)[order]
+    r_mb = curve.r_mb if curve is not None else r_fallback
+    if r_mb is not None and np.isfinite(r_mb) and r_mb >= 0:
+        g_mb, s_mb = _best(speedup_mb(E_true, r_mb, gammas), gammas)
+        g_imb, s_imb = _best(speedup_mb(E_iid, r_mb, gammas), gammas) if E_iid is not None else (None, None)
+    else:
+        r_mb, g_mb, s_mb, g_imb, s_imb = None, None, None, None, None
+    mb_text = (f"{MEMORY_BOUND_LABEL}: g = {g_mb}, {s_mb:.2f}x" if g_mb is not None
+               else f"{MEMORY_BOUND_LABEL}: no cost ratio")
+    if curve is None:
+        return HardwareDecision(
+            measured=False, gamma_hw=None, speedup_hw=None, gamma_mb=g_mb, speedup_mb=s_mb, gamma_iid_hw=None,
+            speedup_iid_hw=None, speedup_true_at_gamma_iid_hw=None, gamma_iid_mb=g_imb, speedup_iid_mb=s_imb,
+            r_mb=r_mb, speculate=bool(s_mb is not None and s_mb > 1.0),
+            verdict=f"no measured costs on this hardware (imported or older run); {mb_text}")
+    grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
+    c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
+    E_t = _on_grid(gammas, E_true, grid)
+    S_true = speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid)
+    g_hw, s_hw = _best(S_true, grid)
+    if E_iid is not None:
+        S_iid = speedup_hw(_on_grid(gammas, E_iid, grid), curve.c_decode, c_ver, curve.c_draft, grid)
+        g_ihw, s_ihw = _best(S_iid, grid)
+        s_true_at = None if g_ihw is None else float(S_true[np.flatnonzero(grid == g_ihw)[0]])
+    else:
+        S_iid, g_ihw, s_ihw, s_true_at = np.full(grid.shape, np.nan), None, None, None
+    speculate = bool(s_hw is not None and s_hw > 1.0)
+    if g_hw is None:
+        verdict = f"no positions in this set: nothing to decide; {mb_text}"
+    elif speculate:
+        verdict = f"speculate with g = {g_hw} on this hardware: {s_hw:.2f}x expected; {mb_text}"
+    else:
+        verdict = f"do not speculate on this hardware: the best draft length, g = {g_hw}, gives {s_hw:.2f}x; {mb_text}"
+    if g_ihw is not None and g_hw is not None:
+        verdict += (f"; the i.i.d. formula would pick g = {g_ihw} here and promise {s_ihw:.2f}x ({s_true_at:.2f}x in fact)"
+                    if g_ihw != g_hw else f"; the i.i.d. formula picks the same g and promises {s_ihw:.2f}x")
+    return HardwareDecision(
+        measured=True, gamma_hw=g_hw, speedup_hw=s_hw, gamma_mb=g_mb, speedup_mb=s_mb, gamma_iid_hw=g_ihw,
+        speedup_iid_hw=s_ihw, speedup_true_at_gamma_iid_hw=s_true_at, gamma_iid_mb=g_imb, speedup_iid_mb=s_imb,
+        r_mb=r_mb, speculate=speculate, verdict=verdict,
+        curve_hw={"gamma": grid.tolist(), "S_true": S_true.tolist(), "S_iid": S_iid.tolist()},
+    )
+
+
+# ------------------------------------------------------------------------ confirmation records ---
+
+CONFIRMATIONS_KEY = "confirmations"
+_RESULT_FIELDS = {"corpus": str, "gamma": int, "prompts": int, "tokens": int, "greedy_s": float, "spec_s": float,
+                  "realized": float, "predicted": float, "tokens_per_call": float, "identical": bool}
+
+
+@dataclass(frozen=True)
+class ConfirmedResult:
+    """One (corpus, g) row of a confirmation: predicted S_hw beside the realized speedup."""
+
+    corpus: str
+    gamma: int
+    prompts: int
+    tokens: int
+    greedy_s: float
+    spec_s: float
+    realized: float             # greedy_s / spec_s (same prompts, same session, alternating)
+    predicted: float            # S_hw(g) with E = tokens / blocks of these prompts and this session's costs
+    tokens_per_call: float      # tokens / target forwards of the speculative runs (= E of these prompts)
+    identical: bool             # every output equalled the stored y
+    predicted_corpus: Optional[float] = None  # S_hw(g) with the corpus's E_true (all its streams)
+
+    @property
+    def ratio(self) -> float:
+        """realized / predicted."""
+        return self.realized / self.predicted
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    date: str
+    device: str
+    threads: int
+    complete: bool
+    results: list[ConfirmedResult]
+    record: dict[str, Any]
+
+
+def _check_type(value: Any, kind: type) -> bool:
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def parse_confirmation(record: Any, where: str = "run.json") -> Confirmation:
+    """Validate one confirmation record; raises SpectermError (one sentence) when it is corrupt."""
+    bad = f"{where}: the confirmation record is corrupt"
+    fix = "; delete it from run.json and re-run `specterm confirm`."
+    if not isinstance(record, dict):
+        raise SpectermError(f"{bad} (not a JSON object){fix}")
+    for key, kind in (("date", str), ("device", str), ("threads", int), ("results", list)):
+        if not _check_type(record.get(key), kind):
+            raise SpectermError(f"{bad} ('{key}' missing or not a {kind.__name__}){fix}")
+    results = []
+    for i, row in enumerate(record["results"]):
+        if not isinstance(row, dict):
+            raise SpectermError(f"{bad} (results[{i}] is not an object){fix}")
+        for key, kind in _RESULT_FIELDS.items():
+            if not _check_type(row.get(key), kind):
+                raise SpectermError(f"{bad} (results[{i}].{key} missing or not a {kind.__name__}){fix}")
+        if row["gamma"] < 1 or row["prompts"] < 1 or row["spec_s"] <= 0 or row["greedy_s"] <= 0 or row["predicted"] <= 0:
+            raise SpectermError(f"{bad} (results[{i}] has a non-positive gamma, prompt count, time or prediction){fix}")
+        pc = row.get("predicted_corpus")
+        results.append(ConfirmedResult(**{k: row[k] for k in _RESULT_FIELDS},
+                                       predicted_corpus=float(pc) if _check_type(pc, float) else None))
+    return Confirmation(date=record["date"], device=record["device"], threads=record["threads"],
+                        complete=bool(record.get("complete", True)), results=results, record=record)
+
+
+def latest_confirmation(meta: dict[str, Any], required: bool = False, where: str = "run.json") -> Optional[Confirmation]:
+    """The newest confirmation record of a run's metadata (validated), or None when there is none.
+
+    required=True: a run without one is refused (SpectermError) instead.
+    """
+    records = meta.get(CONFIRMATIONS_KEY)
+    if records is None or records == []:
+        if required:
+            raise SpectermError(f"{where} has no confirmation record; run `specterm confirm RUN` first.")
+        return None
+    if not isinstance(records, list):
+        raise SpectermError(f"{where}: '{CONFIRMATIONS_KEY}' must be a list of confirmation records; delete it and re-run `specterm confirm`.")
+    return parse_confirmation(records[-1], where)
+
+
+def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
+                      corpus_E: Optional[dict[str, dict[int, float]]] = None) -> list[dict[str, Any]]:
+    """Per (corpus, g) rows of a confirmation from its per-prompt rows (ratio of sums over prompts).
+
+    Each prompt row: {"corpus", "tokens", "greedy_s", "spec": {"<g>": {"s", "target_calls", "blocks_walk",
+    "identical"}}} (blocks_walk: blocks of the exact walk of the stored stream at g over the compared tokens).
+    realized = sum greedy_s / sum spec_s; E = sum tokens / sum blocks_walk;
+    predicted = S_hw(g) with that E; predicted_corpus the same with the corpus's E_true(g).
+    """
+    acc: dict[tuple[str, int], dict[str, float]] = {}
+    for row in prompt_rows:
+        for g_key, sp in row["spec"].items():
+            a = acc.setdefault((row["corpus"], int(g_key)), dict(prompts=0, tokens=0, greedy_s=0.0, spec_s=0.0,
+                                                                calls=0, blocks=0, identical=True))
+            a["prompts"] += 1
+            a["tokens"] += row["tokens"]
+            a["greedy_s"] += row["greedy_s"]
+            a["spec_s"] += sp["s"]
+            a["calls"] += sp["target_calls"]
+            a["blocks"] += sp["blocks_walk"]
+            a["identical"] = a["identical"] and bool(sp["identical"]) and bool(row.get("greedy_identical", True))
+    out = []
+    for (corpus, g), a in sorted(acc.items()):
+        E = a["tokens"] / a["blocks"]
+        c_ver = curve.verify_at(g)
+        pred = float(speedup_hw(np.array([E]), curve.c_decode, np.array([c_ver]), curve.c_draft, np.array([g]))[0])
+        pc = None
+        if corpus_E and g in corpus_E.get(corpus, {}):
+            pc = float(speedup_hw(np.array([corpus_E[corpus][g]]), curve.c_decode, np.array([c_ver]), curve.c_draft,
+                                  np.array([g]))[0])
+        out.append({
+            "corpus": corpus, "gamma": g, "prompts": int(a["prompts"]), "tokens": int(a["tokens"]),
+            "greedy_s": a["greedy_s"], "spec_s": a["spec_s"], "realized": a["greedy_s"] / a["spec_s"],
+            "predicted": pred, "predicted_corpus": pc,
+            "predicted_mb": float(speedup_mb(np.array([E]), curve.r_mb, np.array([g]))[0]),
+            "ratio": (a["greedy_s"] / a["spec_s"]) / pred,
+            "E_prompts": E, "tokens_per_call": a["tokens"] / a["calls"], "identical": bool(a["identical"]),
+            "block_model_s": c_ver + g * curve.c_draft,
+        })
+    return out

@@ -1,0 +1,391 @@
+"""`specterm confirm RUN`: does the predicted speedup happen on this hardware? (SPEC 6, Confirmation)
+
+1. Load the run's models (paths from run.json; same device and dtype unless told) and take the
+   first K prompts of each corpus whose stream passed the gate (prompt text and y from prompts.jsonl).
+2. Re-measure the cost curve in this session (oracle/costs.py) at the mean context of the timed
+   generations (prompt + n/2), so prediction and reality share machine conditions.
+3. Per corpus: g_hw = argmax S_hw with E_true of the corpus, g_iid = the same with E_iid(alpha),
+   plus every --gamma. Then, prompt by prompt, plain greedy decoding and real lossless speculative
+   decoding at each of those g, the method order reversed on every other prompt; every output
+   must equal the stored y (its first --max-new-tokens tokens).
+4. Per (corpus, g): realized = sum greedy time / sum speculative time; predicted = S_hw(g) with
+   E = tokens / blocks of the exact walk of these prompts' stored streams (so realized / predicted
+   tests the cost model, not the prompt sample); predicted_corpus = S_hw(g) with the corpus's E_true.
+   Cross-checks stored beside: greedy per-step time vs c_decode, per-block time vs
+   c_verify(g) + g c_draft, prefill times (first greedy step, first speculative block).
+
+The record is appended to run.json's "confirmations" list (atomically, streams untouched) and
+rewritten after every finished prompt with "complete": false, so Ctrl-C keeps finished prompts.
+A run whose stored cost has no c_decode (measured before the cost model) gets this session's
+costs as its "cost" (the old one kept in cost.earlier) when the device is the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from specterm.core.blockwalk import E_iid as E_iid_formula, block_counts
+from specterm.core.errors import SpectermError
+from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve, decide_hw, summarize_results
+from specterm.core.progress import Progress, ProgressCallback, check_cancel
+from specterm.core.streams import META_FILE, Stream, hardware_info, load_run, model_key, new_meta, read_meta
+from specterm.oracle.costs import GAMMAS as COST_GAMMAS, REPEATS, context_ids
+
+
+@dataclass
+class ConfirmConfig:
+    run: Path
+    per_corpus: int = 2
+    gammas: tuple[int, ...] = ()          # timed in every corpus besides g_hw and g_iid
+    corpora: Optional[tuple[str, ...]] = None  # None: every corpus of the run
+    device: Optional[str] = None          # None: the run's device
+    dtype: Optional[str] = None           # None: the run's dtype
+    max_new_tokens: Optional[int] = None  # None: the whole stored y
+    threads: Optional[int] = None         # torch CPU threads (None: torch's default)
+    cost_repeats: int = REPEATS
+    cost_gammas: tuple[int, ...] = COST_GAMMAS
+
+
+@dataclass
+class _Timed:
+    tokens: list[int]
+    seconds: float
+    first_s: float                         # the first step / block (includes the prompt's prefill)
+    step_s: list[float] = field(default_factory=list)  # later steps / blocks
+    target_calls: int = 0
+    draft_calls: int = 0
+
+
+def _model_spec(entry: Any, role: str) -> str:
+    if not isinstance(entry, dict):
+        raise SpectermError(f"run.json names no {role} model; confirm needs a run made by `specterm run`.")
+    if entry.get("source") == "layers":
+        return str(entry.get("spec") or f"layers:{entry.get('layers')}")
+    spec = entry.get("path") or entry.get("spec")
+    if not isinstance(spec, str):
+        raise SpectermError(f"run.json names no {role} model path; confirm needs a run made by `specterm run`.")
+    return spec
+
+
+def select_streams(streams: list[Stream], per_corpus: int, corpora: Optional[tuple[str, ...]] = None) -> list[Stream]:
+    """The first `per_corpus` streams of each corpus (sorted) that have prompt text, y and a gate of 1.000."""
+    if per_corpus < 1:
+        raise SpectermError("--per-corpus must be at least 1.")
+    usable = [s for s in streams if s.prompt is not None and s.y is not None and s.n > 0 and s.valid_len == s.n]
+    if not usable:
+        raise SpectermError("this run stores no prompt text and tokens y with a passed gate (imported bits?); "
+                            "confirm needs a run made by `specterm run`.")
+    names = sorted({s.corpus for s in usable})
+    if corpora is not None:
+        missing = [c for c in corpora if c not in names]
+        if missing:
+            raise SpectermError(f"corpus {', '.join(missing)} is not in this run; choose from {', '.join(names)}.")
+        names = [c for c in names if c in corpora]
+    out = []
+    for name in names:
+        out += [s for s in usable if s.corpus == name][:per_corpus]
+    return out
+
+
+def corpus_E(streams: list[Stream], gammas: np.ndarray) -> dict[str, tuple[np.ndarray, float]]:
+    """Per corpus: (E_true over gammas = sum tokens / sum blocks of the analysed streams, pooled alpha)."""
+    out = {}
+    for name in sorted({s.corpus for s in streams}):
+        tok = np.zeros(gammas.shape)
+        blk = np.zeros(gammas.shape)
+        ones = n = 0
+        for s in streams:
+            if s.corpus != name or s.valid_len == 0:
+                continue
+            t, b, _ = block_counts(s.a, gammas)
+            tok += t
+            blk += b
+            ones += int(s.a.sum())
+            n += s.valid_len
+        if n:
+            out[name] = (tok / blk, ones / n)
+    return out
+
+
+def write_confirmation(run_dir: Path, record: dict[str, Any], index: Optional[int], cost: Optional[dict] = None) -> int:
+    """Put `record` at `index` of run.json's confirmations (append when None), atomically; returns its index.
+
+    With `cost`, also make it the run's "cost" (the previous one is kept in cost.earlier).
+    Only run.json is rewritten (temp file + rename); prompts.jsonl is never opened for writing.
+    """
+    meta = read_meta(run_dir)
+    records = meta.get(CONFIRMATIONS_KEY)
+    if not isinstance(records, list):
+        records = []
+    if index is None or index >= len(records):
+        records.append(record)
+        index = len(records) - 1
+    else:
+        records[index] = record
+    meta[CONFIRMATIONS_KEY] = records
+    if cost is not None:
+        old = dict(meta.get("cost") or {})
+        new = dict(cost)
+        if old:
+            new["earlier"] = [*old.pop("earlier", []), old]
+        meta["cost"] = new
+    tmp = run_dir / (META_FILE + ".tmp")
+    tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, run_dir / META_FILE)
+    return index
+
+
+def _first_mismatch(a: list[int], b: list[int]) -> Optional[int]:
+    if a == b:
+        return None
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] = None,
+                cancel: Optional[threading.Event] = None, pair=None) -> dict[str, Any]:
+    """Run the confirmation (see the module docstring); returns the record written to run.json.
+
+    Raises `Cancelled` when `cancel` is set: the record on disk then holds every finished prompt.
+    """
+    import torch
+
+    from specterm.oracle import specdec
+    from specterm.oracle.costs import measure_costs
+    from specterm.oracle.run import OracleConfig, encode_prompt, load_pair
+
+    report = on_progress or (lambda p: None)
+    t_start = time.perf_counter()
+    run_dir = Path(config.run)
+    run = load_run(run_dir)
+    chosen = select_streams(run.streams, config.per_corpus, config.corpora)
+    cost_gammas = np.array(sorted({int(g) for g in config.cost_gammas}), dtype=np.int64)
+    extra = sorted({int(g) for g in config.gammas})
+    if any(g < 1 or g not in cost_gammas for g in extra):
+        raise SpectermError(f"--gamma must be among the measured draft lengths {cost_gammas.min()}..{cost_gammas.max()}.")
+    if config.max_new_tokens is not None and config.max_new_tokens < 1:
+        raise SpectermError("--max-new-tokens must be at least 1.")
+    if config.threads is not None:
+        if config.threads < 1:
+            raise SpectermError("--threads must be at least 1.")
+        torch.set_num_threads(config.threads)
+    meta = run.meta
+    device = config.device or meta.get("device") or "auto"
+    dtype = config.dtype or meta.get("dtype") or "auto"
+    if pair is None:
+        pair = load_pair(OracleConfig(target=_model_spec(meta.get("target"), "target"),
+                                      draft=_model_spec(meta.get("draft"), "draft"), prompts=[], out=run_dir,
+                                      device=device, dtype=dtype), report)
+    for role in ("target", "draft"):
+        if model_key(pair.meta.get(role)) != model_key(meta.get(role)):
+            raise SpectermError(f"the {role} model loaded now is not the one this run was made with (checksum differs); "
+                                "restore the original file or re-run `specterm run`.")
+    check_cancel(cancel)
+
+    # What each generation compares against, and the exact walk's blocks at every measured g.
+    items = []
+    for s in chosen:
+        n_cmp = s.n if config.max_new_tokens is None else min(s.n, config.max_new_tokens)
+        ids = encode_prompt(pair.tokenizer, s.prompt)
+        _, blocks, _ = block_counts(s.bits[:n_cmp], cost_gammas)
+        items.append(dict(stream=s, ids=ids, y=s.y[:n_cmp].tolist(), n=n_cmp,
+                          blocks={int(g): int(b) for g, b in zip(cost_gammas, blocks)}))
+
+    # Costs at the mean context of the timed generations (prompt + n/2).
+    ctx_len = int(round(float(np.mean([len(it["ids"]) + it["n"] / 2 for it in items]))))
+    ctx = context_ids(items[0]["ids"] + items[0]["y"], ctx_len)
+    report(Progress("cost", f"measuring costs at context {ctx_len} ({config.cost_repeats} interleaved repeats)"))
+
+    def on_measure(i, total, label, seconds):
+        report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.3f} s", elapsed_s=time.perf_counter() - t_start))
+
+    cost = measure_costs(pair.target, pair.draft, ctx, gammas=cost_gammas.tolist(), repeats=config.cost_repeats,
+                         on_measure=on_measure, cancel=cancel)
+    cost["measured_at"] = new_meta("")["created"]
+    cost["measured_by"] = "specterm confirm"
+    curve = cost_curve(cost)
+
+    by_corpus = corpus_E(run.streams, cost_gammas)
+    choices: dict[str, dict[str, Any]] = {}
+    for name in sorted({it["stream"].corpus for it in items}):
+        E_true, alpha = by_corpus[name]
+        d = decide_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve)
+        gammas = sorted({d.gamma_hw, d.gamma_iid_hw, *extra} - {None})
+        choices[name] = {"gamma_hw": d.gamma_hw, "speedup_hw": d.speedup_hw, "gamma_iid_hw": d.gamma_iid_hw,
+                         "speedup_iid_hw": d.speedup_iid_hw, "gamma_mb": d.gamma_mb, "speedup_mb": d.speedup_mb,
+                         "gammas": gammas, "verdict": d.verdict}
+    E_table = {name: {int(g): float(e) for g, e in zip(cost_gammas, by_corpus[name][0])} for name in choices}
+
+    old_cost = meta.get("cost") or {}
+    install_cost = pair.meta.get("device") == meta.get("device") and not old_cost.get("c_decode_s")
+    record: dict[str, Any] = {
+        "date": new_meta("")["created"],
+        "specterm_version": meta.get("specterm_version"),
+        "device": pair.meta.get("device", device),
+        "dtype": pair.meta.get("dtype", dtype),
+        "threads": int(torch.get_num_threads()),
+        "hardware": hardware_info(),
+        "load_avg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "per_corpus": config.per_corpus,
+        "max_new_tokens": config.max_new_tokens,
+        "complete": False,
+        "method": ("per (corpus, g): realized = sum greedy s / sum speculative s over the same prompts, methods "
+                   "alternating (order reversed every other prompt); predicted = S_hw(g) = E c_decode / (c_verify(g) + "
+                   "g c_draft) with E = tokens / blocks of the exact walk of these prompts and this session's robust costs"),
+        "cost": cost,
+        "choices": choices,
+        "prompts": [],
+        "results": [],
+    }
+    index = write_confirmation(run_dir, record, None, cost if install_cost else None)
+    if install_cost:
+        record["installed_as_run_cost"] = True
+
+    # Warm-up (not timed): one short greedy and one short speculative generation.
+    first = items[0]
+    specdec.greedy_generate(pair.target, first["ids"], 2, pair.eos, cancel=cancel)
+    specdec.speculative_generate(pair.target, pair.draft, first["ids"], 2, pair.eos,
+                                 specdec.FixedGamma(choices[first["stream"].corpus]["gammas"][0]), cancel=cancel)
+
+    total = sum(1 + len(choices[it["stream"].corpus]["gammas"]) for it in items)
+    done = 0
+    gen_tokens = 0
+    gen_time = 0.0
+
+    def progress(phase, msg="", **kw):
+        report(Progress(phase, msg, n_prompts=total, prompts_done=done,
+                        tokens_per_s=gen_tokens / gen_time if gen_time > 0 else 0.0,
+                        elapsed_s=time.perf_counter() - t_start, **kw))
+
+    def run_greedy(it, label, idx) -> _Timed:
+        stamps = []
+
+        def on_token(k):
+            stamps.append(time.perf_counter())
+            progress("generating", prompt_index=idx, prompt_id=label, corpus=it["stream"].corpus, tokens=k,
+                     max_new_tokens=it["n"])
+
+        t0 = time.perf_counter()
+        out = specdec.greedy_generate(pair.target, it["ids"], it["n"], pair.eos, cancel=cancel, on_token=on_token)
+        dt = time.perf_counter() - t0
+        steps = np.diff([t0] + stamps).tolist()
+        return _Timed(tokens=out, seconds=dt, first_s=steps[0], step_s=steps[1:], target_calls=len(out))
+
+    def run_spec(it, g, label, idx) -> _Timed:
+        stamps = []
+
+        def on_block(res):
+            stamps.append(time.perf_counter())
+            progress("generating", prompt_index=idx, prompt_id=label, corpus=it["stream"].corpus,
+                     tokens=len(res.tokens), max_new_tokens=it["n"], bits=specdec.spec_bits(res, len(res.tokens)))
+
+        t0 = time.perf_counter()
+        res = specdec.speculative_generate(pair.target, pair.draft, it["ids"], it["n"], pair.eos,
+                                           specdec.FixedGamma(g), on_block=on_block, cancel=cancel)
+        dt = time.perf_counter() - t0
+        blocks = np.diff([t0] + stamps).tolist()
+        return _Timed(tokens=res.tokens, seconds=dt, first_s=blocks[0], step_s=blocks[1:],
+                      target_calls=res.target_calls, draft_calls=res.draft_calls)
+
+    for idx, it in enumerate(items):
+        s = it["stream"]
+        methods: list[Any] = ["greedy", *choices[s.corpus]["gammas"]]
+        if idx % 2:
+            methods.reverse()
+        row: dict[str, Any] = {"corpus": s.corpus, "id": s.id, "tokens": it["n"], "order": [str(m) for m in methods],
+                               "spec": {}}
+        for m in methods:
+            check_cancel(cancel)
+            label = f"{s.id} {'greedy' if m == 'greedy' else f'g={m}'}"
+            progress("generating", f"{s.corpus}/{label}: generating {it['n']} tokens", prompt_index=idx,
+                     prompt_id=label, corpus=s.corpus, max_new_tokens=it["n"])
+            timed = run_greedy(it, label, idx) if m == "greedy" else run_spec(it, m, label, idx)
+            mismatch = _first_mismatch(timed.tokens, it["y"])
+            gen_time += timed.seconds
+            gen_tokens += len(timed.tokens)
+            done += 1
+            if m == "greedy":
+                row.update(greedy_s=timed.seconds, greedy_prefill_s=timed.first_s,
+                           greedy_step_s_median=statistics.median(timed.step_s) if timed.step_s else None,
+                           greedy_identical=mismatch is None, greedy_first_mismatch=mismatch)
+            else:
+                row["spec"][str(m)] = {
+                    "s": timed.seconds, "first_block_s": timed.first_s,
+                    "block_s_median": statistics.median(timed.step_s) if timed.step_s else None,
+                    "target_calls": timed.target_calls, "draft_calls": timed.draft_calls,
+                    "blocks_walk": it["blocks"][int(m)], "identical": mismatch is None, "first_mismatch": mismatch,
+                }
+            same = "identical to the stored y" if mismatch is None else f"DIFFERS from the stored y at token {mismatch}"
+            progress("generating", f"{s.corpus}/{label}: {len(timed.tokens)} tokens in {timed.seconds:.2f} s, {same}",
+                     prompt_index=idx, prompt_id=label, corpus=s.corpus, tokens=len(timed.tokens),
+                     max_new_tokens=it["n"])
+        record["prompts"].append(row)
+        record["results"] = _results(record["prompts"], curve, E_table)
+        record["cross_check"] = _cross_check(record["prompts"], cost)
+        write_confirmation(run_dir, record, index)
+    record["complete"] = True
+    record["load_avg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    record["seconds"] = time.perf_counter() - t_start
+    write_confirmation(run_dir, record, index)
+    progress("done", f"confirmation of {len(items)} prompt(s) appended to {run_dir / META_FILE}")
+    return record
+
+
+def _results(prompt_rows, curve, E_table) -> list[dict[str, Any]]:
+    rows = summarize_results(prompt_rows, curve, E_table)
+    for r in rows:
+        med = [p["spec"][str(r["gamma"])]["block_s_median"] for p in prompt_rows
+               if p["corpus"] == r["corpus"] and str(r["gamma"]) in p["spec"]
+               and p["spec"][str(r["gamma"])]["block_s_median"] is not None]
+        r["block_s_median"] = statistics.median(med) if med else None
+    return rows
+
+
+def _cross_check(prompt_rows, cost) -> dict[str, Any]:
+    """The micro-benchmark against real decoding: greedy per-step time vs c_decode, prefill times."""
+    steps = [p["greedy_step_s_median"] for p in prompt_rows if p.get("greedy_step_s_median") is not None]
+    return {
+        "greedy_step_s_median": statistics.median(steps) if steps else None,
+        "c_decode_s": cost["c_decode_s"],
+        "c_decode_robust_s": cost["c_decode_robust_s"],
+        "greedy_prefill_s_median": statistics.median([p["greedy_prefill_s"] for p in prompt_rows]),
+        "spec_first_block_s_median": statistics.median(
+            [sp["first_block_s"] for p in prompt_rows for sp in p["spec"].values()]) if prompt_rows else None,
+    }
+
+
+def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: Optional[str], device: Optional[str],
+                    dtype: Optional[str], max_new_tokens: Optional[int], threads: Optional[int], repeats: int) -> None:
+    """CLI glue: headless progress (a bar on a terminal, log lines otherwise); Ctrl-C keeps finished prompts."""
+    import sys
+
+    from specterm.core.progress import Cancelled
+    from specterm.oracle.runner import headless_progress
+
+    read_meta(Path(run))  # one sentence for a wrong path, before anything slow
+    if repeats < 1:
+        raise SpectermError("--repeats must be at least 1.")
+    config = ConfirmConfig(run=Path(run), per_corpus=per_corpus, gammas=tuple(gamma),
+                           corpora=tuple(c.strip() for c in corpus.split(",")) if corpus else None,
+                           device=device, dtype=dtype, max_new_tokens=max_new_tokens, threads=threads,
+                           cost_repeats=repeats)
+    on_progress, ctx, log = headless_progress()
+    try:
+        with ctx:
+            record = confirm_run(config, on_progress)
+    except (Cancelled, KeyboardInterrupt):
+        print(f"interrupted: the finished prompts are kept in {Path(run) / META_FILE} (confirmation marked incomplete).",
+              file=sys.stderr)
+        raise SystemExit(130)
+    for r in record["results"]:
+        log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted']:.2f}x  realized {r['realized']:.2f}x  "
+            f"ratio {r['ratio']:.2f}  tokens/call {r['tokens_per_call']:.2f}  "
+            f"{'identical' if r['identical'] else 'OUTPUTS DIFFER'}")

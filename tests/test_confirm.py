@@ -1,0 +1,161 @@
+"""`specterm confirm` on the real SmolLM2-135M GGUF (layer-skip self-draft, as the shipped run was
+made): outputs equal the stored y, the decoder's tokens per target call equal the exact walk's E,
+the record lands in run.json without touching the streams, Ctrl-C keeps finished prompts; and a
+corrupt or missing confirmation record is refused in one sentence."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models_fixtures import smollm2_pair  # noqa: F401  (fixture)
+from specterm.core.blockwalk import block_counts
+from specterm.core.errors import SpectermError
+from specterm.core.hardware import latest_confirmation, parse_confirmation
+from specterm.core.progress import Cancelled
+from specterm.core.streams import load_run, read_meta
+
+SHIPPED = Path(__file__).resolve().parent.parent / "streams" / "smollm2-135m-selfdraft-l25"
+N_NEW = 12
+
+
+def _copy_run(tmp_path: Path, gguf: Path) -> Path:
+    """The shipped SmolLM2 run in a temp dir, its target path pointed at this machine's copy (same sha256)."""
+    out = tmp_path / "smol"
+    shutil.copytree(SHIPPED, out)
+    meta = json.loads((out / "run.json").read_text())
+    meta["target"]["spec"] = meta["target"]["path"] = str(gguf)
+    (out / "run.json").write_text(json.dumps(meta, indent=2))
+    return out
+
+
+def _config(run_dir: Path, **kw):
+    from specterm.oracle.confirm import ConfirmConfig
+
+    base = dict(run=run_dir, per_corpus=1, corpora=("code", "math"), max_new_tokens=N_NEW, gammas=(3,),
+                cost_repeats=1, cost_gammas=(1, 2, 3, 4), threads=1)
+    base.update(kw)
+    return ConfirmConfig(**base)
+
+
+@pytest.mark.slow
+def test_confirm_records_identical_outputs_and_a_realized_speedup(smollm2_pair, tmp_path):
+    from specterm.oracle.confirm import confirm_run
+
+    pair, gguf = smollm2_pair
+    run_dir = _copy_run(tmp_path, gguf)
+    streams_before = (run_dir / "prompts.jsonl").read_bytes()
+    old_cost = read_meta(run_dir)["cost"]
+    record = confirm_run(_config(run_dir), pair=pair)
+
+    assert (run_dir / "prompts.jsonl").read_bytes() == streams_before
+    meta = read_meta(run_dir)
+    assert meta["confirmations"][-1] == json.loads(json.dumps(record))
+    conf = latest_confirmation(meta, required=True)
+    assert conf.complete and conf.threads == 1 and conf.device == "cpu"
+    run = load_run(run_dir)
+    by_id = {(s.corpus, s.id): s for s in run.streams}
+    assert [(p["corpus"], p["id"]) for p in record["prompts"]] == [("code", "code-01"), ("math", "math-01")]
+    for corpus in ("code", "math"):
+        choice = record["choices"][corpus]
+        assert set(choice["gammas"]) == {choice["gamma_hw"], choice["gamma_iid_hw"], 3}
+        rows = [r for r in conf.results if r.corpus == corpus]
+        assert sorted(r.gamma for r in rows) == choice["gammas"]
+        bits = by_id[(corpus, f"{corpus}-01")].bits[:N_NEW]
+        for r in rows:
+            assert r.identical and r.tokens == N_NEW and r.prompts == 1
+            assert r.realized > 0 and r.realized == pytest.approx(r.greedy_s / r.spec_s)
+            # the real decoder made exactly the blocks the walk of the stored stream predicts
+            _, blocks, _ = block_counts(bits, r.gamma)
+            assert r.tokens_per_call == pytest.approx(N_NEW / int(blocks))
+            c = record["cost"]
+            expect = (N_NEW / int(blocks)) * c["c_decode_robust_s"] / (c["c_verify_robust_s"][str(r.gamma)] + r.gamma * c["c_draft_s"])
+            assert r.predicted == pytest.approx(expect)
+    # the shipped run's cost predates c_decode: this session's costs become the run's, the old one kept
+    assert meta["cost"]["c_decode_s"] == record["cost"]["c_decode_s"]
+    assert meta["cost"]["earlier"][-1]["r_measured"] == old_cost["r_measured"]
+    assert record["cross_check"]["greedy_step_s_median"] > 0
+
+
+@pytest.mark.slow
+def test_cancel_keeps_the_finished_prompts(smollm2_pair, tmp_path):
+    from specterm.oracle.confirm import confirm_run
+
+    pair, gguf = smollm2_pair
+    run_dir = _copy_run(tmp_path, gguf)
+    cancel = threading.Event()
+
+    def on_progress(p):
+        if p.prompt_index == 1 and p.phase == "generating":
+            cancel.set()  # the second prompt has started: the first is complete and written
+
+    with pytest.raises(Cancelled):
+        confirm_run(_config(run_dir), on_progress=on_progress, cancel=cancel, pair=pair)
+    conf = latest_confirmation(read_meta(run_dir), required=True)
+    assert not conf.complete
+    assert [p["id"] for p in conf.record["prompts"]] == ["code-01"]
+    assert {r.corpus for r in conf.results} == {"code"} and all(r.identical for r in conf.results)
+
+
+def test_missing_confirmation_is_refused_in_one_sentence():
+    meta = json.loads((SHIPPED / "run.json").read_text())
+    assert latest_confirmation(meta) is None
+    with pytest.raises(SpectermError) as err:
+        latest_confirmation(meta, required=True, where="streams/x/run.json")
+    _one_sentence(str(err.value))
+    assert "specterm confirm" in str(err.value)
+
+
+GOOD = {"date": "2026-11-30T12:00:00+00:00", "device": "cpu", "threads": 1, "complete": True, "results": [
+    {"corpus": "code", "gamma": 2, "prompts": 2, "tokens": 256, "greedy_s": 100.0, "spec_s": 80.0, "realized": 1.25,
+     "predicted": 1.2, "tokens_per_call": 3.1, "identical": True}]}
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda r: r.pop("results"),
+    lambda r: r.__setitem__("threads", "one"),
+    lambda r: r["results"][0].pop("realized"),
+    lambda r: r["results"][0].__setitem__("gamma", 0),
+    lambda r: r["results"][0].__setitem__("predicted", float("nan")),
+    lambda r: r["results"][0].__setitem__("identical", "yes"),
+    lambda r: r.__setitem__("results", ["not an object"]),
+])
+def test_corrupt_confirmation_is_refused_in_one_sentence(mutate):
+    ok = parse_confirmation(json.loads(json.dumps(GOOD)))
+    assert ok.results[0].ratio == pytest.approx(1.25 / 1.2)
+    bad = json.loads(json.dumps(GOOD))
+    mutate(bad)
+    with pytest.raises(SpectermError) as err:
+        latest_confirmation({"confirmations": [bad]}, where="streams/x/run.json")
+    _one_sentence(str(err.value))
+    assert "corrupt" in str(err.value)
+    with pytest.raises(SpectermError):
+        latest_confirmation({"confirmations": {"not": "a list"}})
+
+
+def test_confirm_cli_refuses_a_missing_run_and_imported_bits(tmp_path):
+    missing = subprocess.run([sys.executable, "-m", "specterm.cli", "confirm", str(tmp_path / "nope")],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert "is not a run directory" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    from specterm.oracle.confirm import select_streams
+    from specterm.core.streams import Stream
+
+    with pytest.raises(SpectermError, match="imported bits"):
+        select_streams([Stream(id="a", corpus="c", bits=np.array([1, 0], dtype=np.uint8))], 2)
+    run = load_run(SHIPPED)
+    with pytest.raises(SpectermError, match="not in this run"):
+        select_streams(run.streams, 1, ("poetry",))
+    picked = select_streams(run.streams, 2, ("code", "prose"))
+    assert [s.id for s in picked] == ["code-01", "code-02", "prose-01", "prose-02"]
+
+
+def _one_sentence(msg: str) -> None:
+    assert "\n" not in msg and msg.endswith(".") and msg.count(". ") == 0, msg
