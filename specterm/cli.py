@@ -92,7 +92,7 @@ def confirm_cmd(
     dtype: Optional[str] = typer.Option(None, "--dtype", help="float32|bfloat16|float16 (default: the run's dtype)."),
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", "-n", help="Generate and compare only the first N tokens of each stored y."),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default: torch's choice); recorded with the result."),
-    repeats: int = typer.Option(7, "--repeats", help="Timed rounds of the cost measurement (interleaved, medians)."),
+    repeats: int = typer.Option(5, "--repeats", help="Timed rounds of the cost measurement before the generations (one more follows every prompt)."),
 ) -> None:
     """Time plain greedy against real speculative decoding at g_hw, g_iid (and --gamma) on this hardware; record predicted vs realized in run.json."""
     params = dict(locals())

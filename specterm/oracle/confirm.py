@@ -3,7 +3,8 @@
 1. Load the run's models (paths from run.json; same device and dtype unless told) and take the
    first K prompts of each corpus whose stream passed the gate (prompt text and y from prompts.jsonl).
 2. Re-measure the cost curve in this session (oracle/costs.py) at the mean context of the timed
-   generations (prompt + n/2), so prediction and reality share machine conditions.
+   generations (prompt + n/2): `cost_repeats` rounds first, then one more round after every
+   prompt, so prediction and reality share machine conditions (load on a shared box drifts).
 3. Per corpus: g_hw = argmax S_hw with E_true of the corpus, g_iid = the same with E_iid(alpha),
    plus every --gamma. Then, prompt by prompt, plain greedy decoding and real lossless speculative
    decoding at each of those g, the method order reversed on every other prompt; every output
@@ -38,7 +39,7 @@ from specterm.core.errors import SpectermError
 from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve, decide_hw, summarize_results
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
 from specterm.core.streams import META_FILE, Stream, hardware_info, load_run, model_key, new_meta, read_meta
-from specterm.oracle.costs import GAMMAS as COST_GAMMAS, REPEATS, context_ids
+from specterm.oracle.costs import GAMMAS as COST_GAMMAS, context_ids
 
 
 @dataclass
@@ -51,7 +52,7 @@ class ConfirmConfig:
     dtype: Optional[str] = None           # None: the run's dtype
     max_new_tokens: Optional[int] = None  # None: the whole stored y
     threads: Optional[int] = None         # torch CPU threads (None: torch's default)
-    cost_repeats: int = REPEATS
+    cost_repeats: int = 5                 # timed cost rounds before the generations (one more after each prompt)
     cost_gammas: tuple[int, ...] = COST_GAMMAS
 
 
@@ -159,7 +160,7 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
     import torch
 
     from specterm.oracle import specdec
-    from specterm.oracle.costs import measure_costs
+    from specterm.oracle.costs import CostSampler
     from specterm.oracle.run import OracleConfig, encode_prompt, load_pair
 
     report = on_progress or (lambda p: None)
@@ -207,11 +208,19 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
     def on_measure(i, total, label, seconds):
         report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.3f} s", elapsed_s=time.perf_counter() - t_start))
 
-    cost = measure_costs(pair.target, pair.draft, ctx, gammas=cost_gammas.tolist(), repeats=config.cost_repeats,
-                         on_measure=on_measure, cancel=cancel)
-    cost["measured_at"] = new_meta("")["created"]
-    cost["measured_by"] = "specterm confirm"
-    curve = cost_curve(cost)
+    sampler = CostSampler(pair.target, pair.draft, ctx, cost_gammas.tolist(), on_measure=on_measure, cancel=cancel)
+    sampler.plan(1 + config.cost_repeats + len(items))
+    for _ in range(1 + config.cost_repeats):
+        sampler.round()
+
+    def session_cost() -> dict:
+        cost = sampler.summary()
+        cost["measured_at"] = new_meta("")["created"]
+        cost["measured_by"] = "specterm confirm (rounds before the generations and one after every prompt)"
+        return cost
+
+    cost = session_cost()
+    curve = cost_curve(cost)  # g_hw and g_iid are chosen from the rounds before any generation
 
     by_corpus = corpus_E(run.streams, cost_gammas)
     choices: dict[str, dict[str, Any]] = {}
@@ -245,9 +254,7 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
         "prompts": [],
         "results": [],
     }
-    index = write_confirmation(run_dir, record, None, cost if install_cost else None)
-    if install_cost:
-        record["installed_as_run_cost"] = True
+    index = write_confirmation(run_dir, record, None)
 
     # Warm-up (not timed): one short greedy and one short speculative generation.
     first = items[0]
@@ -328,13 +335,19 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
                      prompt_index=idx, prompt_id=label, corpus=s.corpus, tokens=len(timed.tokens),
                      max_new_tokens=it["n"])
         record["prompts"].append(row)
-        record["results"] = _results(record["prompts"], curve, E_table)
-        record["cross_check"] = _cross_check(record["prompts"], cost)
-        write_confirmation(run_dir, record, index)
+        for extra_round in (False, True):  # write the finished prompt first, then add a cost round and rewrite
+            if extra_round:
+                sampler.round()
+                record["cost"] = cost = session_cost()
+            record["results"] = _results(record["prompts"], cost_curve(cost), E_table)
+            record["cross_check"] = _cross_check(record["prompts"], cost)
+            write_confirmation(run_dir, record, index)
     record["complete"] = True
     record["load_avg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     record["seconds"] = time.perf_counter() - t_start
-    write_confirmation(run_dir, record, index)
+    if install_cost:
+        record["installed_as_run_cost"] = True
+    write_confirmation(run_dir, record, index, cost if install_cost else None)
     progress("done", f"confirmation of {len(items)} prompt(s) appended to {run_dir / META_FILE}")
     return record
 

@@ -6,10 +6,12 @@ Three kinds of forward, all with a KV cache holding `context` tokens, timed on t
     c_verify(g)   one (g+1)-token target forward (a verification of g drafts), g in `gammas`
     c_draft       one 1-token draft step
 
-Measurement: one untimed warm-up round, then `repeats` rounds; each round times every quantity
-once, in an order rotated by one each round (round-robin, so slow drift and load spikes spread
-over all quantities instead of biasing one). Each forward first crops the cache back to
+Measurement (`CostSampler`): one untimed warm-up round, then timed rounds; each round times every
+quantity once, in an order rotated by one each round (round-robin, so slow drift and load spikes
+spread over all quantities instead of biasing one). Each forward first crops the cache back to
 `context`. Stored per quantity: the median and its spread (IQR = q75 - q25, and all samples).
+`measure_costs` runs `repeats` rounds in a row; `specterm confirm` adds rounds between its
+generations so the costs span the same machine conditions.
 
 Stored keys (seconds): c_decode_s, c_draft_s, c_verify_s {g: median}; c_decode_iqr_s,
 c_draft_iqr_s, c_verify_iqr_s; samples_s; the robust curve of `specterm.core.hardware`
@@ -69,65 +71,104 @@ def context_ids(tokens: Sequence[int], length: int) -> list[int]:
     return (tokens * (1 + length // len(tokens)))[:length]
 
 
+class CostSampler:
+    """Times the quantities of the module docstring, one round at a time, on caches holding `ctx`.
+
+    `round()` times every quantity once (order rotated by one each round; the first round is an
+    untimed warm-up) and can be called between other work, so a long session's costs span the same
+    machine conditions as that work (`specterm confirm` adds a round after every prompt).
+    `summary()` gives the stored dict from every timed round so far.
+    """
+
+    def __init__(self, target, draft, ctx: Sequence[int], gammas: Sequence[int] = GAMMAS,
+                 on_measure: Optional[MeasureCallback] = None, cancel=None):
+        import torch
+
+        self.gammas = sorted({int(g) for g in gammas})
+        if not self.gammas or self.gammas[0] < 1:
+            raise ValueError("gammas must be draft lengths >= 1")
+        ctx = list(ctx)
+        self.base = len(ctx)
+        caches = {}
+        for name, model in (("target", target), ("draft", draft)):
+            cache = new_cache(model)
+            forward_logits(model, torch.tensor([ctx], device=model.device), cache)
+            caches[name] = cache
+        # (label, model, cache, input ids); the fed tokens' values do not change the cost, only their count.
+        nxt = context_ids(ctx, max(self.gammas) + 1)
+        self.quantities = [("decode", target, caches["target"], torch.tensor([nxt[:1]], device=target.device)),
+                           ("draft", draft, caches["draft"], torch.tensor([nxt[:1]], device=draft.device))]
+        self.quantities += [(f"verify:{g}", target, caches["target"], torch.tensor([nxt[: g + 1]], device=target.device))
+                            for g in self.gammas]
+        self.samples: dict[str, list[float]] = {q[0]: [] for q in self.quantities}
+        self.rounds = 0  # rounds run, the warm-up included
+        self.on_measure = on_measure
+        self.cancel = cancel
+        self.planned = 0  # forwards announced to on_measure as the total (grows with plan())
+        self.done = 0
+
+    def plan(self, rounds: int) -> None:
+        """Announce `rounds` more rounds (only the progress total depends on it)."""
+        self.planned += rounds * len(self.quantities)
+
+    def round(self) -> None:
+        warm = self.rounds == 0
+        shift = self.rounds % len(self.quantities)
+        if self.done + len(self.quantities) > self.planned:
+            self.plan(1)
+        for label, model, cache, ids in self.quantities[shift:] + self.quantities[:shift]:
+            check_cancel(self.cancel)
+            dt = _time_forward(model, cache, self.base, ids)
+            self.done += 1
+            if not warm:
+                self.samples[label].append(dt)
+            if self.on_measure is not None:
+                self.on_measure(self.done, self.planned, f"{label} (warm-up)" if warm else label, dt)
+        self.rounds += 1
+
+    def summary(self) -> dict:
+        import torch
+
+        if self.rounds < 2:
+            raise ValueError("no timed round yet (the first round is the warm-up)")
+        samples = self.samples
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        gammas = self.gammas
+        c_draft = med["draft"]
+        c_verify = {str(g): med[f"verify:{g}"] for g in gammas}
+        r_by = {g: c_draft / c for g, c in c_verify.items()}
+        r_gamma = R_GAMMA if R_GAMMA in gammas else min(gammas, key=lambda g: (abs(g - R_GAMMA), g))
+        cost = {
+            "r_measured": r_by[str(r_gamma)],
+            "r_gamma": r_gamma,
+            "r_by_gamma": r_by,
+            "c_decode_s": med["decode"],
+            "c_draft_s": c_draft,
+            "c_verify_s": c_verify,
+            "c_decode_iqr_s": _iqr(samples["decode"]),
+            "c_draft_iqr_s": _iqr(samples["draft"]),
+            "c_verify_iqr_s": {str(g): _iqr(samples[f"verify:{g}"]) for g in gammas},
+            "samples_s": {k: list(v) for k, v in samples.items()},
+            "context": self.base,
+            "repeats": self.rounds - 1,
+            "threads": torch.get_num_threads(),
+            "method": METHOD,
+        }
+        cost.update(curve_summary(cost_curve(cost)))
+        return cost
+
+
 def measure_costs(target, draft, ctx: Sequence[int], gammas: Sequence[int] = GAMMAS, repeats: int = REPEATS,
                   on_measure: Optional[MeasureCallback] = None, cancel=None) -> dict:
-    """Time c_decode, c_verify(g) for g in gammas and c_draft with caches holding `ctx` (see the module docstring)."""
-    import torch
-
+    """Time c_decode, c_verify(g) for g in gammas and c_draft with caches holding `ctx`: one warm-up
+    round and `repeats` timed rounds (see the module docstring)."""
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
-    gammas = sorted({int(g) for g in gammas})
-    if not gammas or gammas[0] < 1:
-        raise ValueError("gammas must be draft lengths >= 1")
-    ctx = list(ctx)
-    caches = {}
-    for name, model in (("target", target), ("draft", draft)):
-        cache = new_cache(model)
-        forward_logits(model, torch.tensor([ctx], device=model.device), cache)
-        caches[name] = cache
-    base = len(ctx)
-    # (label, model, cache, input ids); the fed tokens' values do not change the cost, only their count.
-    nxt = context_ids(ctx, max(gammas) + 1)
-    quantities = [("decode", target, caches["target"], torch.tensor([nxt[:1]], device=target.device)),
-                  ("draft", draft, caches["draft"], torch.tensor([nxt[:1]], device=draft.device))]
-    quantities += [(f"verify:{g}", target, caches["target"], torch.tensor([nxt[: g + 1]], device=target.device))
-                   for g in gammas]
-    samples: dict[str, list[float]] = {q[0]: [] for q in quantities}
-    total = (repeats + 1) * len(quantities)
-    done = 0
-    for rnd in range(repeats + 1):
-        shift = rnd % len(quantities)
-        for label, model, cache, ids in quantities[shift:] + quantities[:shift]:
-            check_cancel(cancel)
-            dt = _time_forward(model, cache, base, ids)
-            done += 1
-            if rnd > 0:  # round 0 is the warm-up
-                samples[label].append(dt)
-            if on_measure is not None:
-                on_measure(done, total, label if rnd > 0 else f"{label} (warm-up)", dt)
-    med = {k: statistics.median(v) for k, v in samples.items()}
-    c_draft = med["draft"]
-    c_verify = {str(g): med[f"verify:{g}"] for g in gammas}
-    r_by = {g: c_draft / c for g, c in c_verify.items()}
-    r_gamma = R_GAMMA if R_GAMMA in gammas else min(gammas, key=lambda g: (abs(g - R_GAMMA), g))
-    cost = {
-        "r_measured": r_by[str(r_gamma)],
-        "r_gamma": r_gamma,
-        "r_by_gamma": r_by,
-        "c_decode_s": med["decode"],
-        "c_draft_s": c_draft,
-        "c_verify_s": c_verify,
-        "c_decode_iqr_s": _iqr(samples["decode"]),
-        "c_draft_iqr_s": _iqr(samples["draft"]),
-        "c_verify_iqr_s": {str(g): _iqr(samples[f"verify:{g}"]) for g in gammas},
-        "samples_s": samples,
-        "context": base,
-        "repeats": repeats,
-        "threads": torch.get_num_threads(),
-        "method": METHOD,
-    }
-    cost.update(curve_summary(cost_curve(cost)))
-    return cost
+    sampler = CostSampler(target, draft, ctx, gammas, on_measure=on_measure, cancel=cancel)
+    sampler.plan(repeats + 1)
+    for _ in range(repeats + 1):
+        sampler.round()
+    return sampler.summary()
 
 
 def measure_cost_ratio(target, draft, prompt_ids: list[int], extra: int = 128, repeats: int = REPEATS,
