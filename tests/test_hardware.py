@@ -1,0 +1,182 @@
+"""core/hardware.py: S_hw on hand-made cost curves, the robust curve on injected noise, g_hw's tie
+rule, the verdict's sign, stored cost dicts, and per-(corpus, g) confirmation rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specterm.core.blockwalk import E_iid
+from specterm.core.errors import SpectermError
+from specterm.core.hardware import (
+    MEMORY_BOUND_LABEL,
+    CostCurve,
+    cost_curve,
+    curve_summary,
+    decide_hw,
+    fit_line,
+    isotonic_increasing,
+    robust_forward_costs,
+    speedup_hw,
+    speedup_mb,
+    summarize_results,
+)
+
+G = np.arange(1, 9)
+
+
+def _curve(c_decode, c_verify, c_draft, gammas=G):
+    return CostCurve(gammas=np.asarray(gammas), c_decode=c_decode, c_verify=np.asarray(c_verify, dtype=float),
+                     c_draft=c_draft)
+
+
+def test_free_verify_gives_the_memory_bound_number_of_spec6():
+    E = np.array([1.8, 2.4, 2.9])
+    g = np.array([1, 2, 3])
+    S = speedup_hw(E, 0.5, np.full(3, 0.5), 0.1, g)  # verify costs one decode step; r = 0.1 / 0.5 = 0.2
+    assert S == pytest.approx([1.8 / 1.2, 2.4 / 1.4, 2.9 / 1.6])
+    assert S == pytest.approx(speedup_mb(E, 0.2, g))
+
+
+def test_verify_at_two_decode_steps_halves_the_speedup():
+    E = np.array([1.8, 2.4, 2.9])
+    g = np.array([1, 2, 3])
+    free = speedup_hw(E, 0.5, np.full(3, 0.5), 0.0, g)
+    assert speedup_hw(E, 0.5, np.full(3, 1.0), 0.0, g) == pytest.approx(free / 2)
+    # with drafting cost: E c_decode / (2 c_decode + g c_draft) = E / (2 + g r)
+    assert speedup_hw(E, 0.5, np.full(3, 1.0), 0.1, g) == pytest.approx(E / (2 + 0.2 * g))
+
+
+def test_isotonic_fit_by_hand():
+    assert isotonic_increasing([1, 3, 2, 4]).tolist() == [1, 2.5, 2.5, 4]
+    assert isotonic_increasing([3, 2, 1]).tolist() == [2, 2, 2]
+    assert isotonic_increasing([1, 2, 3]).tolist() == [1, 2, 3]
+    assert isotonic_increasing([2, 1, 5, 0], w=[3, 1, 1, 1]).tolist() == pytest.approx([1.75, 1.75, 2.5, 2.5])
+
+
+def test_robust_curve_recovers_a_monotone_curve_under_injected_noise():
+    rng = np.random.default_rng(7)
+    m = np.arange(1, 18)  # tokens per forward: decode, then verify g = 1..16
+    truth = 0.5 + 0.12 * np.maximum(0, m - 2) + 0.3 * (m >= 9)  # flat, then a ramp with a kernel step
+    errs_raw, errs_fit = [], []
+    for _ in range(50):
+        # 7 repeats: 8% jitter, and a load spike (+50 to +200%) on a fifth of the forwards; medians per quantity
+        jitter = 1 + 0.08 * rng.standard_normal((7, m.size))
+        spikes = (rng.random((7, m.size)) < 0.2) * rng.uniform(0.5, 2.0, (7, m.size))
+        med = np.median(truth[None, :] * (jitter + spikes), axis=0)
+        dec, ver = robust_forward_costs(med[0], m[1:] - 1, med[1:])
+        fit = np.concatenate([[dec], ver])
+        assert np.all(np.diff(fit) >= 0)
+        errs_raw.append(np.sqrt(np.mean((med / truth - 1) ** 2)))
+        errs_fit.append(np.sqrt(np.mean((fit / truth - 1) ** 2)))
+    # the fit removes a fifth or more of the medians' error (RMS relative; ~12% -> ~9% here)
+    assert np.mean(errs_fit) < 0.8 * np.mean(errs_raw)
+    assert np.mean(errs_fit) < 0.10
+
+
+def test_line_fit_recovers_a_and_b_under_noise():
+    rng = np.random.default_rng(3)
+    m = np.arange(1, 18, dtype=float)
+    c = 0.4 + 0.05 * m + rng.normal(0, 0.01, m.size)
+    a, b, rms = fit_line(m, c)
+    assert a == pytest.approx(0.4, abs=0.02) and b == pytest.approx(0.05, abs=0.003)
+    assert rms == pytest.approx(0.01, rel=0.5)
+    assert fit_line(m, 0.4 + 0.05 * m) == pytest.approx((0.4, 0.05, 0.0), abs=1e-12)
+
+
+def test_robust_costs_keep_the_order_of_unsorted_gammas():
+    dec, ver = robust_forward_costs(1.0, np.array([4, 1, 2]), np.array([3.0, 2.0, 1.0]))
+    # sorted: m = 1, 2, 3, 5 -> [1, 2, 1, 3] -> isotonic [1, 1.5, 1.5, 3]
+    assert dec == 1.0 and ver.tolist() == [3.0, 1.5, 1.5]
+
+
+def test_g_hw_ties_go_to_the_smallest_g():
+    E = np.array([1.5, 2.0, 2.0, 1.9, 1.9, 1.9, 1.9, 1.9])
+    d = decide_hw(G, E, None, _curve(1.0, np.ones(8), 0.0))  # S_hw = E exactly
+    assert d.gamma_hw == 2 and d.speedup_hw == pytest.approx(2.0)
+
+
+def test_verdict_sign_and_the_memory_bound_number_beside_it():
+    alpha = 0.6
+    E = E_iid(alpha, G)
+    # verify costs 3 decode steps: max S_hw < 1 although the memory-bound model promises > 1
+    slow = decide_hw(G, E, E, _curve(0.5, np.full(8, 1.5), 0.05))
+    S = E * 0.5 / (1.5 + G * 0.05)
+    assert slow.speedup_hw == pytest.approx(S.max()) and slow.gamma_hw == int(G[np.argmax(S)])
+    assert S.max() < 1 and not slow.speculate
+    assert slow.verdict.startswith("do not speculate on this hardware")
+    S_mb = E / (1 + G * 0.1)
+    assert slow.gamma_mb == int(G[np.argmax(S_mb)]) and slow.speedup_mb == pytest.approx(S_mb.max()) and S_mb.max() > 1
+    assert f"{MEMORY_BOUND_LABEL}: g = {slow.gamma_mb}, {slow.speedup_mb:.2f}x" in slow.verdict
+    # verify as cheap as a decode step: speculate, and S_hw is the memory-bound number
+    fast = decide_hw(G, E, E, _curve(0.5, np.full(8, 0.5), 0.05))
+    assert fast.speculate and fast.verdict.startswith(f"speculate with g = {fast.gamma_hw} on this hardware")
+    assert fast.speedup_hw == pytest.approx(fast.speedup_mb) and fast.gamma_hw == fast.gamma_mb
+    assert "the i.i.d. formula picks the same g" in fast.verdict  # E_true = E_iid here
+
+
+def test_iid_promise_in_hardware_terms():
+    E_true = np.array([1.7, 2.2, 2.5, 2.6, 2.65, 2.66, 2.66, 2.66])
+    E_i = E_iid(0.75, G)
+    curve = _curve(1.0, 1.0 + 0.05 * G, 0.1)
+    d = decide_hw(G, E_true, E_i, curve)
+    S_i = E_i / (1.0 + 0.05 * G + 0.1 * G)
+    S_t = E_true / (1.0 + 0.05 * G + 0.1 * G)
+    assert d.gamma_iid_hw == int(G[np.argmax(S_i)]) and d.speedup_iid_hw == pytest.approx(S_i.max())
+    assert d.speedup_true_at_gamma_iid_hw == pytest.approx(S_t[d.gamma_iid_hw - 1])
+    assert d.curve_hw["gamma"] == G.tolist() and d.curve_hw["S_true"] == pytest.approx(S_t.tolist())
+
+
+def test_hw_decision_only_over_measured_draft_lengths():
+    gam = np.arange(1, 33)
+    E = E_iid(0.95, gam)
+    d = decide_hw(gam, E, None, _curve(1.0, np.ones(4), 0.01, gammas=[1, 2, 4, 8]))
+    assert d.curve_hw["gamma"] == [1, 2, 4, 8] and d.gamma_hw == 8
+    assert d.gamma_mb > 8  # the memory-bound model uses the whole E curve
+
+
+def test_without_measured_costs_the_memory_bound_model_is_kept_and_said_so():
+    E = E_iid(0.8, G)
+    d = decide_hw(G, E, E, None, r_fallback=0.2)
+    assert not d.measured and d.gamma_hw is None and d.speedup_hw is None
+    assert d.speedup_mb == pytest.approx((E / (1 + 0.2 * G)).max())
+    assert d.verdict.startswith("no measured costs on this hardware")
+
+
+def test_cost_curve_from_a_stored_dict():
+    cost = {"c_decode_s": 0.5, "c_draft_s": 0.2, "c_verify_s": {"1": 0.9, "2": 1.33, "4": 0.99, "8": 1.4}, "context": 186}
+    curve = cost_curve(cost)
+    assert curve.gammas.tolist() == [1, 2, 4, 8] and curve.context == 186
+    assert curve.c_decode == 0.5 and curve.c_verify == pytest.approx([0.9, 1.16, 1.16, 1.4])
+    assert curve.r_mb == pytest.approx(0.4) and curve.verify_at(4) == pytest.approx(1.16)
+    summary = curve_summary(curve)
+    assert summary["c_verify_robust_s"]["2"] == pytest.approx(1.16)
+    assert summary["c_verify_line"]["rms_s"] > 0
+    # an older record (no c_decode) has no hardware curve; a malformed one is refused in one sentence
+    assert cost_curve({"r_measured": 0.18, "c_draft_s": 0.18, "c_verify_s": {"4": 0.99}}) is None
+    assert cost_curve(None) is None
+    for bad in ({**cost, "c_decode_s": -1}, {**cost, "c_verify_s": {"x": 1.0}}, {**cost, "c_verify_s": {"0": 1.0}},
+                {**cost, "c_verify_s": {"1": "slow"}}, {**cost, "c_verify_s": []}):
+        with pytest.raises(SpectermError) as err:
+            cost_curve(bad)
+        assert "\n" not in str(err.value) and str(err.value).endswith(".")
+    with pytest.raises(SpectermError, match="no c_verify"):
+        curve.verify_at(3)
+
+
+def test_confirmation_rows_are_ratios_of_sums():
+    curve = _curve(0.5, np.full(8, 1.0), 0.1)
+    rows = [
+        {"corpus": "code", "tokens": 100, "greedy_s": 50.0,
+         "spec": {"4": {"s": 40.0, "target_calls": 25, "blocks_walk": 25, "identical": True}}},
+        {"corpus": "code", "tokens": 60, "greedy_s": 30.0,
+         "spec": {"4": {"s": 40.0, "target_calls": 20, "blocks_walk": 20, "identical": True}}},
+    ]
+    (r,) = summarize_results(rows, curve, {"code": {4: 3.0}})
+    assert r["realized"] == pytest.approx(80.0 / 80.0) and r["tokens"] == 160 and r["prompts"] == 2
+    assert r["E_prompts"] == pytest.approx(160 / 45) and r["tokens_per_call"] == pytest.approx(160 / 45)
+    assert r["predicted"] == pytest.approx((160 / 45) * 0.5 / (1.0 + 4 * 0.1))
+    assert r["predicted_corpus"] == pytest.approx(3.0 * 0.5 / 1.4)
+    assert r["ratio"] == pytest.approx(r["realized"] / r["predicted"]) and r["identical"]
+    rows[1]["spec"]["4"]["identical"] = False
+    assert not summarize_results(rows, curve)[0]["identical"]
