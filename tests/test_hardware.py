@@ -180,3 +180,29 @@ def test_confirmation_rows_are_ratios_of_sums():
     assert r["ratio"] == pytest.approx(r["realized"] / r["predicted"]) and r["identical"]
     rows[1]["spec"]["4"]["identical"] = False
     assert not summarize_results(rows, curve)[0]["identical"]
+
+
+def test_confirmed_rows_per_corpus_and_pooled():
+    from specterm.core.hardware import confirmed_rows, parse_confirmation
+
+    cost = {"c_decode_s": 0.5, "c_draft_s": 0.1, "c_verify_s": {"2": 1.0, "4": 1.0}}
+    prompts = [
+        {"corpus": "code", "tokens": 100, "greedy_s": 50.0,
+         "spec": {"4": {"s": 40.0, "target_calls": 25, "blocks_walk": 25, "identical": True}}},
+        {"corpus": "prose", "tokens": 100, "greedy_s": 50.0,
+         "spec": {"4": {"s": 60.0, "target_calls": 50, "blocks_walk": 50, "identical": True},
+                  "2": {"s": 55.0, "target_calls": 50, "blocks_walk": 50, "identical": True}}},
+    ]
+    curve = cost_curve(cost)
+    rec = {"date": "d", "device": "cpu", "threads": 1, "cost": cost, "prompts": prompts,
+           "results": [{k: v for k, v in r.items()} for r in summarize_results(prompts, curve)]}
+    conf = parse_confirmation(rec)
+    code = confirmed_rows(conf, "code")
+    assert [r["gamma"] for r in code] == [4] and code[0]["realized"] == pytest.approx(50 / 40)
+    assert code[0]["predicted"] == pytest.approx(4.0 * 0.5 / 1.4)
+    pooled = confirmed_rows(conf, "pooled")
+    assert [r["gamma"] for r in pooled] == [2, 4]
+    g4 = pooled[1]
+    assert g4["prompts"] == 2 and g4["realized"] == pytest.approx(100 / 100)
+    assert g4["predicted"] == pytest.approx((200 / 75) * 0.5 / 1.4) and g4["ratio"] == pytest.approx(g4["realized"] / g4["predicted"])
+    assert confirmed_rows(conf, "json") == []

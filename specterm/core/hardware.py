@@ -408,3 +408,27 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
             "block_model_s": c_ver + g * curve.c_draft,
         })
     return out
+
+
+def confirmed_rows(conf: Confirmation, set_name: str) -> list[dict[str, Any]]:
+    """SPEC 7 `decision_hw.confirmed` of one set: [{"gamma", "predicted", "realized", "prompts", "identical"}, ...]
+    (plus "ratio" = realized / predicted), sorted by gamma.
+
+    A corpus takes its rows of the record; "pooled" sums every confirmed prompt timed at each g
+    (ratio of sums, the prediction from the pooled E and the record's own cost curve).
+    """
+    if set_name != "pooled":
+        rows = [r for r in conf.results if r.corpus == set_name]
+        return [{"gamma": r.gamma, "predicted": r.predicted, "realized": r.realized, "prompts": r.prompts,
+                 "identical": r.identical, "ratio": r.ratio} for r in sorted(rows, key=lambda r: r.gamma)]
+    prompts = conf.record.get("prompts")
+    curve = cost_curve(conf.record.get("cost"))
+    if not isinstance(prompts, list) or not prompts or curve is None:
+        return []
+    try:
+        pooled = summarize_results([{**p, "corpus": "pooled"} for p in prompts], curve)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        raise SpectermError("the confirmation record's prompts are corrupt; delete the record from run.json and "
+                            "re-run `specterm confirm`.") from None
+    return [{"gamma": r["gamma"], "predicted": r["predicted"], "realized": r["realized"], "prompts": r["prompts"],
+             "identical": r["identical"], "ratio": r["ratio"]} for r in pooled]

@@ -1,0 +1,77 @@
+"""Predicted vs realized speedup per corpus, from the newest `specterm confirm` record of each run.
+
+`specterm confirm RUN` does the timing (plain greedy against real lossless speculative decoding at
+g_hw, g_iid and any --gamma, alternating prompt by prompt, with the cost curve re-measured in the
+same session); this script turns its record into the RESULTS.md tables: predicted S_hw, realized,
+their ratio, the memory-bound number, and the cross-checks of the cost micro-benchmark against real
+decoding (greedy per-step time vs c_decode, per-block time vs c_verify(g) + g c_draft).
+
+    specterm confirm streams/qwen2.5-coder-0.5b-1.5b --per-corpus 2 --threads 1     # the measurement
+    python benchmarks/bench_confirm.py streams/qwen2.5-coder-0.5b-1.5b [--no-append]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from _common import md_table, record
+
+
+def tables(run_dir: Path) -> tuple[str, list[str]]:
+    from specterm.core.hardware import latest_confirmation
+    from specterm.core.streams import read_meta
+
+    meta = read_meta(run_dir)
+    conf = latest_confirmation(meta, required=True, where=str(run_dir / "run.json"))
+    rec = conf.record
+    cost = rec["cost"]
+    rows = []
+    for r in rec["results"]:
+        block = r.get("block_s_median")
+        rows.append([
+            r["corpus"], r["gamma"], ", ".join(k for k, v in (("g_hw", rec["choices"][r["corpus"]]["gamma_hw"]),
+                                                           ("g_iid", rec["choices"][r["corpus"]]["gamma_iid_hw"]))
+                                               if v == r["gamma"]) or "--gamma",
+            r["prompts"], r["tokens"], f"{r['greedy_s']:.1f}", f"{r['spec_s']:.1f}",
+            f"{r['predicted_mb']:.2f}x", f"{r['predicted']:.2f}x", f"**{r['realized']:.2f}x**", f"{r['ratio']:.2f}",
+            f"{r['tokens_per_call']:.2f}", f"{block:.3f}" if block is not None else "-", f"{r['block_model_s']:.3f}",
+            "yes" if r["identical"] else "NO",
+        ])
+    body = md_table(["corpus", "g", "chosen as", "prompts", "tokens", "greedy s", "spec s", "memory-bound S_mb",
+                     "predicted S_hw", "realized", "realized / predicted", "tokens per target call",
+                     "block s (median)", "c_verify(g) + g c_draft s", "same tokens"], rows)
+    cc = rec.get("cross_check") or {}
+    verify = cost["c_verify_s"]
+    notes = [
+        f"run {run_dir}: target {meta['target'].get('spec')}, draft {meta['draft'].get('spec')}, "
+        f"{rec['device']} {rec.get('dtype')}, {rec['threads']} torch thread(s)",
+        f"confirmation of {rec['date']} ({'complete' if conf.complete else 'INCOMPLETE'}), "
+        f"{rec['per_corpus']} prompt(s) per corpus, load avg at start {rec.get('load_avg_start', [None])[0]}, "
+        f"at end {(rec.get('load_avg_end') or [None])[0]}",
+        f"costs at context {cost['context']} ({cost['repeats']} interleaved rounds): c_decode {cost['c_decode_s']:.3f} s "
+        f"(IQR {cost['c_decode_iqr_s']:.3f}), c_draft {cost['c_draft_s']:.3f} s (IQR {cost['c_draft_iqr_s']:.3f}), "
+        "c_verify(g) " + ", ".join(f"{g}: {verify[g]:.3f}" for g in sorted(verify, key=int) if int(g) in (1, 2, 4, 8, 16))
+        + f" s; line fit a {cost['c_verify_line']['a_s']:.3f} s + b {cost['c_verify_line']['b_s_per_token']:.4f} s/token "
+        f"(RMS {cost['c_verify_line']['rms_s']:.3f} s)",
+        f"cross-check: greedy per-step median {cc.get('greedy_step_s_median', float('nan')):.3f} s vs c_decode "
+        f"{cost['c_decode_s']:.3f} s; prefill: first greedy step {cc.get('greedy_prefill_s_median', float('nan')):.2f} s, "
+        f"first speculative block {cc.get('spec_first_block_s_median', float('nan')):.2f} s (median over prompts)",
+        "predicted S_hw = E c_decode / (c_verify(g) + g c_draft) with E = tokens / blocks of the exact walk of these "
+        "prompts' stored streams; memory-bound S_mb = E / (1 + g c_draft / c_decode); realized = greedy s / spec s",
+    ]
+    return body, notes
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
+    args = ap.parse_args()
+    for run_dir in args.runs:
+        body, notes = tables(run_dir)
+        record("Confirmation: predicted vs realized speedup on this hardware", body, notes, append=not args.no_append)
+
+
+if __name__ == "__main__":
+    main()
