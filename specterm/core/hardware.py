@@ -215,6 +215,19 @@ class HardwareDecision:
     verdict: str
     curve_hw: dict[str, list] = field(default_factory=dict)  # {"gamma", "S_true", "S_iid"} over the measured gammas
 
+    def to_dict(self, confirmed: Optional[list[dict[str, Any]]] = None) -> dict[str, Any]:
+        """SPEC 7 `decision_hw` (its named keys first, then the i.i.d. and memory-bound extras)."""
+        return {
+            "measured": self.measured, "gamma_hw": self.gamma_hw, "speedup_hw": self.speedup_hw,
+            "gamma_mb": self.gamma_mb, "speedup_mb": self.speedup_mb, "verdict": self.verdict,
+            "confirmed": list(confirmed or []),
+            "speculate": self.speculate, "r_mb": self.r_mb,
+            "gamma_iid_hw": self.gamma_iid_hw, "speedup_iid_hw": self.speedup_iid_hw,
+            "speedup_true_at_gamma_iid_hw": self.speedup_true_at_gamma_iid_hw,
+            "gamma_iid_mb": self.gamma_iid_mb, "speedup_iid_mb": self.speedup_iid_mb,
+            "curve_hw": self.curve_hw,
+        }
+
 
 def _best(S: np.ndarray, gammas: np.ndarray) -> tuple[Optional[int], Optional[float]]:
     g = best_gamma(S, gammas)
