@@ -36,7 +36,7 @@ import numpy as np
 
 from specterm.core.blockwalk import E_iid as E_iid_formula, block_counts
 from specterm.core.errors import SpectermError
-from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve, decide_hw, summarize_results
+from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve, decide_hw, speedup_hw, summarize_results
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
 from specterm.core.streams import META_FILE, Stream, hardware_info, load_run, model_key, new_meta, read_meta
 from specterm.oracle.costs import GAMMAS as COST_GAMMAS, context_ids
@@ -64,6 +64,8 @@ class _Timed:
     step_s: list[float] = field(default_factory=list)  # later steps / blocks
     target_calls: int = 0
     draft_calls: int = 0
+    cpu_s: float = 0.0                     # process CPU time
+    forwards: list = field(default_factory=list)  # ForwardTimer records of this generation
 
 
 def _model_spec(entry: Any, role: str) -> str:
@@ -149,6 +151,58 @@ def _first_mismatch(a: list[int], b: list[int]) -> Optional[int]:
     if a == b:
         return None
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+class ForwardTimer:
+    """Wall time of every target and draft forward inside real decoding (torch forward hooks), so the
+    micro-benchmark's costs can be checked against the forwards decoding really makes.
+
+    A layer-skip draft is a shallow copy of the target and shares its hook dicts: hooks are
+    registered once per distinct dict and tell the models apart by identity.
+    """
+
+    def __init__(self, target, draft):
+        self.target = target
+        self.records: list[tuple[str, int, float]] = []  # (role, tokens fed, seconds)
+        self._pending: list[tuple[int, float]] = []
+        self._handles = []
+        self._cuda = target.device.type == "cuda" or draft.device.type == "cuda"
+        seen: set[int] = set()
+        for model in (target, draft):
+            if id(model._forward_pre_hooks) in seen:
+                continue
+            seen.add(id(model._forward_pre_hooks))
+            self._handles.append(model.register_forward_pre_hook(self._pre, with_kwargs=True))
+            self._handles.append(model.register_forward_hook(self._post))
+
+    def _sync(self) -> None:
+        if self._cuda:
+            import torch
+
+            torch.cuda.synchronize()
+
+    def _pre(self, module, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        self._sync()
+        self._pending.append((int(ids.shape[1]) if ids is not None else 0, time.perf_counter()))
+
+    def _post(self, module, args, output):
+        self._sync()
+        n, t0 = self._pending.pop()
+        self.records.append(("target" if module is self.target else "draft", n, time.perf_counter() - t0))
+
+    def take(self) -> list[tuple[str, int, float]]:
+        out, self.records = self.records, []
+        return out
+
+    def close(self) -> None:
+        for h in self._handles:
+            h.remove()
+
+
+def _median_of(records, role: str, tokens: int) -> Optional[float]:
+    vals = [dt for r, n, dt in records if r == role and n == tokens]
+    return statistics.median(vals) if vals else None
 
 
 def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] = None,
@@ -256,6 +310,20 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
     }
     index = write_confirmation(run_dir, record, None)
 
+    timer = ForwardTimer(pair.target, pair.draft)
+    try:
+        return _time_generations(config, pair, run_dir, items, choices, E_table, record, index, sampler, session_cost,
+                                 install_cost, timer, report, cancel, t_start)
+    finally:
+        timer.close()
+
+
+def _time_generations(config, pair, run_dir, items, choices, E_table, record, index, sampler, session_cost,
+                      install_cost, timer, report, cancel, t_start) -> dict[str, Any]:
+    """The timed part of `confirm_run`: warm-up, then every prompt's greedy and speculative generations."""
+    from specterm.oracle import specdec
+
+    cost = record["cost"]
     # Warm-up (not timed): one short greedy and one short speculative generation.
     first = items[0]
     specdec.greedy_generate(pair.target, first["ids"], 2, pair.eos, cancel=cancel)
@@ -280,11 +348,13 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
             progress("generating", prompt_index=idx, prompt_id=label, corpus=it["stream"].corpus, tokens=k,
                      max_new_tokens=it["n"])
 
-        t0 = time.perf_counter()
+        timer.take()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = specdec.greedy_generate(pair.target, it["ids"], it["n"], pair.eos, cancel=cancel, on_token=on_token)
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         steps = np.diff([t0] + stamps).tolist()
-        return _Timed(tokens=out, seconds=dt, first_s=steps[0], step_s=steps[1:], target_calls=len(out))
+        return _Timed(tokens=out, seconds=dt, first_s=steps[0], step_s=steps[1:], target_calls=len(out), cpu_s=dc,
+                      forwards=timer.take())
 
     def run_spec(it, g, label, idx) -> _Timed:
         stamps = []
@@ -294,13 +364,14 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
             progress("generating", prompt_index=idx, prompt_id=label, corpus=it["stream"].corpus,
                      tokens=len(res.tokens), max_new_tokens=it["n"], bits=specdec.spec_bits(res, len(res.tokens)))
 
-        t0 = time.perf_counter()
+        timer.take()
+        t0, c0 = time.perf_counter(), time.process_time()
         res = specdec.speculative_generate(pair.target, pair.draft, it["ids"], it["n"], pair.eos,
                                            specdec.FixedGamma(g), on_block=on_block, cancel=cancel)
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         blocks = np.diff([t0] + stamps).tolist()
         return _Timed(tokens=res.tokens, seconds=dt, first_s=blocks[0], step_s=blocks[1:],
-                      target_calls=res.target_calls, draft_calls=res.draft_calls)
+                      target_calls=res.target_calls, draft_calls=res.draft_calls, cpu_s=dc, forwards=timer.take())
 
     for idx, it in enumerate(items):
         s = it["stream"]
@@ -319,14 +390,22 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
             gen_time += timed.seconds
             gen_tokens += len(timed.tokens)
             done += 1
+            fw = timed.forwards
             if m == "greedy":
-                row.update(greedy_s=timed.seconds, greedy_prefill_s=timed.first_s,
+                row.update(greedy_s=timed.seconds, greedy_cpu_s=timed.cpu_s, greedy_prefill_s=timed.first_s,
                            greedy_step_s_median=statistics.median(timed.step_s) if timed.step_s else None,
+                           greedy_decode_forward_s_median=_median_of(fw, "target", 1),
+                           greedy_forward_s_sum=sum(r[2] for r in fw),
                            greedy_identical=mismatch is None, greedy_first_mismatch=mismatch)
             else:
                 row["spec"][str(m)] = {
-                    "s": timed.seconds, "first_block_s": timed.first_s,
+                    "s": timed.seconds, "cpu_s": timed.cpu_s, "first_block_s": timed.first_s,
                     "block_s_median": statistics.median(timed.step_s) if timed.step_s else None,
+                    "verify_forward_s_median": _median_of(fw, "target", int(m) + 1),
+                    "draft_forward_s_median": _median_of(fw, "draft", 1),
+                    "draft_2token_forwards": sum(1 for r in fw if r[0] == "draft" and r[1] == 2),
+                    "draft_2token_forward_s_median": _median_of(fw, "draft", 2),
+                    "forward_s_sum": sum(r[2] for r in fw),
                     "target_calls": timed.target_calls, "draft_calls": timed.draft_calls,
                     "blocks_walk": it["blocks"][int(m)], "identical": mismatch is None, "first_mismatch": mismatch,
                 }
@@ -339,7 +418,7 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
             if extra_round:
                 sampler.round()
                 record["cost"] = cost = session_cost()
-            record["results"] = _results(record["prompts"], cost_curve(cost), E_table)
+            record["results"] = _results(record["prompts"], cost, E_table)
             record["cross_check"] = _cross_check(record["prompts"], cost)
             write_confirmation(run_dir, record, index)
     record["complete"] = True
@@ -352,13 +431,42 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
     return record
 
 
-def _results(prompt_rows, curve, E_table) -> list[dict[str, Any]]:
+def _results(prompt_rows, cost, E_table) -> list[dict[str, Any]]:
+    """`summarize_results` rows, plus three checks of the cost model beside the headline:
+
+    realized_cpu / predicted_cpu: the same ratio in process CPU time (costs and generations), which
+    a time-shared CPU's changing load moves far less than wall time; predicted_insitu: S_hw from
+    the medians of the forwards real decoding made (decode, (g+1)-token verify, 1-token draft),
+    timed inside these very generations; block_s_median: seconds per block (the first excluded).
+    """
+    curve = cost_curve(cost)
+    cpu_curve = cost_curve({"c_decode_s": cost["c_decode_cpu_s"], "c_draft_s": cost["c_draft_cpu_s"],
+                            "c_verify_s": cost["c_verify_cpu_s"]})
     rows = summarize_results(prompt_rows, curve, E_table)
     for r in rows:
-        med = [p["spec"][str(r["gamma"])]["block_s_median"] for p in prompt_rows
-               if p["corpus"] == r["corpus"] and str(r["gamma"]) in p["spec"]
-               and p["spec"][str(r["gamma"])]["block_s_median"] is not None]
-        r["block_s_median"] = statistics.median(med) if med else None
+        g = str(r["gamma"])
+        mine = [p for p in prompt_rows if p["corpus"] == r["corpus"] and g in p["spec"]]
+        sp = [p["spec"][g] for p in mine]
+
+        def med(values):
+            values = [v for v in values if v is not None]
+            return statistics.median(values) if values else None
+
+        r["block_s_median"] = med(x["block_s_median"] for x in sp)
+        greedy_cpu = sum(p["greedy_cpu_s"] for p in mine)
+        spec_cpu = sum(x["cpu_s"] for x in sp)
+        r["realized_cpu"] = greedy_cpu / spec_cpu if spec_cpu > 0 else None
+        r["predicted_cpu"] = float(speedup_hw(np.array([r["E_prompts"]]), cpu_curve.c_decode,
+                                              np.array([cpu_curve.verify_at(r["gamma"])]), cpu_curve.c_draft,
+                                              np.array([r["gamma"]]))[0])
+        r["ratio_cpu"] = r["realized_cpu"] / r["predicted_cpu"] if r["realized_cpu"] else None
+        t1 = med(p["greedy_decode_forward_s_median"] for p in mine)
+        tv = med(x["verify_forward_s_median"] for x in sp)
+        d1 = med(x["draft_forward_s_median"] for x in sp)
+        r["decode_forward_s_median"], r["verify_forward_s_median"], r["draft_forward_s_median"] = t1, tv, d1
+        r["predicted_insitu"] = (r["E_prompts"] * t1 / (tv + r["gamma"] * d1)) if None not in (t1, tv, d1) else None
+        r["draft_2token_forwards"] = sum(x["draft_2token_forwards"] for x in sp)
+        r["python_overhead_s"] = sum(x["s"] - x["forward_s_sum"] for x in sp)
     return rows
 
 

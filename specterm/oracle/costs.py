@@ -49,15 +49,16 @@ def _sync(model) -> None:
         torch.cuda.synchronize(model.device)
 
 
-def _time_forward(model, cache, base: int, ids) -> float:
+def _time_forward(model, cache, base: int, ids) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) of one forward of `ids` after a cache cropped to `base`."""
     crop_cache(cache, base)
     _sync(model)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     forward_logits(model, ids, cache)
     _sync(model)
-    dt = time.perf_counter() - t0
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
     crop_cache(cache, base)
-    return dt
+    return dt, dc
 
 
 def _iqr(values: Sequence[float]) -> float:
@@ -101,6 +102,7 @@ class CostSampler:
         self.quantities += [(f"verify:{g}", target, caches["target"], torch.tensor([nxt[: g + 1]], device=target.device))
                             for g in self.gammas]
         self.samples: dict[str, list[float]] = {q[0]: [] for q in self.quantities}
+        self.samples_cpu: dict[str, list[float]] = {q[0]: [] for q in self.quantities}
         self.rounds = 0  # rounds run, the warm-up included
         self.on_measure = on_measure
         self.cancel = cancel
@@ -118,10 +120,11 @@ class CostSampler:
             self.plan(1)
         for label, model, cache, ids in self.quantities[shift:] + self.quantities[:shift]:
             check_cancel(self.cancel)
-            dt = _time_forward(model, cache, self.base, ids)
+            dt, dc = _time_forward(model, cache, self.base, ids)
             self.done += 1
             if not warm:
                 self.samples[label].append(dt)
+                self.samples_cpu[label].append(dc)
             if self.on_measure is not None:
                 self.on_measure(self.done, self.planned, f"{label} (warm-up)" if warm else label, dt)
         self.rounds += 1
@@ -149,6 +152,12 @@ class CostSampler:
             "c_draft_iqr_s": _iqr(samples["draft"]),
             "c_verify_iqr_s": {str(g): _iqr(samples[f"verify:{g}"]) for g in gammas},
             "samples_s": {k: list(v) for k, v in samples.items()},
+            # Process CPU time of the same forwards: on a time-shared CPU it moves far less with other
+            # processes' load than wall time does (with 1 torch thread it equals wall time on an idle machine).
+            "c_decode_cpu_s": statistics.median(self.samples_cpu["decode"]),
+            "c_draft_cpu_s": statistics.median(self.samples_cpu["draft"]),
+            "c_verify_cpu_s": {str(g): statistics.median(self.samples_cpu[f"verify:{g}"]) for g in gammas},
+            "samples_cpu_s": {k: list(v) for k, v in self.samples_cpu.items()},
             "context": self.base,
             "repeats": self.rounds - 1,
             "threads": torch.get_num_threads(),
