@@ -12,8 +12,10 @@
 4. Per (corpus, g): realized = sum greedy time / sum speculative time; predicted = S_hw(g) with
    E = tokens / blocks of the exact walk of these prompts' stored streams (so realized / predicted
    tests the cost model, not the prompt sample); predicted_corpus = S_hw(g) with the corpus's E_true.
-   Cross-checks stored beside: greedy per-step time vs c_decode, per-block time vs
-   c_verify(g) + g c_draft, prefill times (first greedy step, first speculative block).
+   Checks stored beside: the same ratio in process CPU time (robust to other processes' load on a
+   time-shared CPU); the forwards real decoding made, each timed (torch forward hooks): their
+   medians against c_decode, c_verify(g), c_draft, and the S_hw they imply; 2-token draft forwards
+   (after a fully accepted block) and Python overhead; per-block and per-step times; prefill times.
 
 The record is appended to run.json's "confirmations" list (atomically, streams untouched) and
 rewritten after every finished prompt with "complete": false, so Ctrl-C keeps finished prompts.
@@ -213,7 +215,6 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
     """
     import torch
 
-    from specterm.oracle import specdec
     from specterm.oracle.costs import CostSampler
     from specterm.oracle.run import OracleConfig, encode_prompt, load_pair
 
