@@ -69,15 +69,24 @@ def test_confirm_records_identical_outputs_and_a_realized_speedup(smollm2_pair, 
         rows = [r for r in conf.results if r.corpus == corpus]
         assert sorted(r.gamma for r in rows) == choice["gammas"]
         bits = by_id[(corpus, f"{corpus}-01")].bits[:N_NEW]
+        c = record["cost"]
+        assert c["decision_clock"] == "cpu"  # CPU, one torch thread: decisions use process CPU time
         for r in rows:
             assert r.identical and r.tokens == N_NEW and r.prompts == 1
             assert r.realized > 0 and r.realized == pytest.approx(r.greedy_s / r.spec_s)
             # the real decoder made exactly the blocks the walk of the stored stream predicts
             _, blocks, _ = block_counts(bits, r.gamma)
             assert r.tokens_per_call == pytest.approx(N_NEW / int(blocks))
-            c = record["cost"]
-            expect = (N_NEW / int(blocks)) * c["c_decode_robust_s"] / (c["c_verify_robust_s"][str(r.gamma)] + r.gamma * c["c_draft_s"])
-            assert r.predicted == pytest.approx(expect)
+            row = next(x for x in record["results"] if x["corpus"] == corpus and x["gamma"] == r.gamma)
+            spec = record["prompts"][["code", "math"].index(corpus)]["spec"][str(r.gamma)]
+            # ... and as many 2-token draft steps as the walk has blocks after a fully accepted one
+            assert spec["draft_2token_forwards"] == spec["refeeds_walk"]
+            phi = spec["refeeds_walk"] / int(blocks)
+            extra = max(0.0, c["c_draft2_cpu_s"] - c["c_draft_cpu_s"])
+            expect = (N_NEW / int(blocks)) * c["c_decode_robust_s"] / (
+                c["c_verify_robust_s"][str(r.gamma)] + r.gamma * c["c_draft_cpu_s"] + phi * extra)
+            assert r.predicted == pytest.approx(expect) and row["refeed_share"] == pytest.approx(phi)
+            assert row["realized_cpu"] > 0
     # the shipped run's cost predates c_decode: this session's costs become the run's, the old one kept
     assert meta["cost"]["c_decode_s"] == record["cost"]["c_decode_s"]
     assert meta["cost"]["earlier"][-1]["r_measured"] == old_cost["r_measured"]

@@ -16,6 +16,9 @@ from specterm.core.hardware import (
     decide_hw,
     fit_line,
     isotonic_increasing,
+    refeed_counts,
+    refeed_share,
+    refeed_share_iid,
     robust_forward_costs,
     speedup_hw,
     speedup_mb,
@@ -172,12 +175,13 @@ def test_confirmation_rows_are_ratios_of_sums():
         {"corpus": "code", "tokens": 60, "greedy_s": 30.0,
          "spec": {"4": {"s": 40.0, "target_calls": 20, "blocks_walk": 20, "identical": True}}},
     ]
-    (r,) = summarize_results(rows, curve, {"code": {4: 3.0}})
+    (r,) = summarize_results(rows, curve, {"code": {4: (3.0, 0.0)}})
     assert r["realized"] == pytest.approx(80.0 / 80.0) and r["tokens"] == 160 and r["prompts"] == 2
     assert r["E_prompts"] == pytest.approx(160 / 45) and r["tokens_per_call"] == pytest.approx(160 / 45)
     assert r["predicted"] == pytest.approx((160 / 45) * 0.5 / (1.0 + 4 * 0.1))
     assert r["predicted_corpus"] == pytest.approx(3.0 * 0.5 / 1.4)
     assert r["ratio"] == pytest.approx(r["realized"] / r["predicted"]) and r["identical"]
+    assert r["realized_cpu"] is None and r["refeed_share"] == 0
     rows[1]["spec"]["4"]["identical"] = False
     assert not summarize_results(rows, curve)[0]["identical"]
 
@@ -216,3 +220,49 @@ def test_decision_hw_dict_has_the_spec7_keys():
     import json
 
     json.dumps(out)  # plain JSON types only
+
+
+def test_refeed_counts_follow_the_decoder():
+    # g = 2 on 1 1 1 | 1 1 0 | 0: blocks [k=2 full], [k=2 full: the zero is its bonus position], [k=0] ...
+    bits = np.array([1, 1, 1, 1, 1, 0, 0, 1], dtype=np.uint8)
+    from specterm.core.blockwalk import block_accepts
+
+    ks = block_accepts(bits, 2)
+    refeeds, blocks = refeed_counts(bits, [2])
+    assert blocks[0] == ks.size and refeeds[0] == int(np.sum(ks[:-1] == 2))
+    # by hand: s=0 k=2 (full), s=3 k=2 (full, a_5 = 0 is the bonus), s=6 k=0, s=7 k=1 (horizon) -> 2 refeeds of 4 blocks
+    assert ks.tolist() == [2, 2, 0, 1] and (refeeds[0], blocks[0]) == (2, 4)
+    # a fully accepted final block has no next block, so it feeds nothing
+    assert refeed_counts(np.ones(6, dtype=np.uint8), [2]) == (np.array([1]), np.array([2]))
+    assert refeed_share([bits, np.ones(6, dtype=np.uint8)], [2]).tolist() == [3 / 6]
+    assert refeed_share_iid(0.5, np.array([1, 3])).tolist() == [0.5, 0.125]
+
+
+def test_two_token_draft_steps_add_their_extra_cost():
+    E, g = np.array([3.0]), np.array([4])
+    plain = speedup_hw(E, 0.5, np.array([1.0]), 0.2, g)
+    assert plain == pytest.approx(3.0 * 0.5 / 1.8)
+    # half the blocks follow a full one and their first draft step costs 0.5 instead of 0.2
+    assert speedup_hw(E, 0.5, np.array([1.0]), 0.2, g, np.array([0.5]), 0.3) == pytest.approx(1.5 / (1.8 + 0.15))
+    curve = _curve(0.5, np.ones(8), 0.2)
+    assert curve.refeed_extra == 0.0  # not measured: SPEC 6's formula
+    cheaper = CostCurve(gammas=G, c_decode=0.5, c_verify=np.ones(8), c_draft=0.2, c_draft2=0.15)
+    assert cheaper.refeed_extra == 0.0  # a 2-token step never counts as cheaper than a 1-token one
+    dear = CostCurve(gammas=G, c_decode=0.5, c_verify=np.ones(8), c_draft=0.2, c_draft2=0.5)
+    E8 = E_iid(0.9, G)
+    d = decide_hw(G, E8, E8, dear, phi_true=np.full(8, 0.5), phi_iid=refeed_share_iid(0.9, G))
+    S = E8 * 0.5 / (1.0 + G * 0.2 + 0.5 * 0.3)
+    assert d.speedup_hw == pytest.approx(S.max()) and d.gamma_hw == int(G[np.argmax(S)])
+    S_i = E8 * 0.5 / (1.0 + G * 0.2 + 0.9 ** G * 0.3)
+    assert d.speedup_iid_hw == pytest.approx(S_i.max())
+
+
+def test_cpu_clock_is_used_when_the_run_says_so():
+    cost = {"c_decode_s": 0.9, "c_draft_s": 0.5, "c_draft2_s": 0.9, "c_verify_s": {"1": 2.0, "2": 2.5},
+            "c_decode_cpu_s": 0.45, "c_draft_cpu_s": 0.2, "c_draft2_cpu_s": 0.35, "c_verify_cpu_s": {"1": 0.9, "2": 1.0}}
+    wall = cost_curve(cost)
+    assert wall.clock == "wall" and wall.c_decode == 0.9 and wall.refeed_extra == pytest.approx(0.4)
+    cpu = cost_curve({**cost, "decision_clock": "cpu"})
+    assert cpu.clock == "cpu" and cpu.c_decode == 0.45 and cpu.c_verify.tolist() == [0.9, 1.0]
+    assert cpu.c_draft == 0.2 and cpu.refeed_extra == pytest.approx(0.15)
+    assert curve_summary(cpu)["decision_clock"] == "cpu" and curve_summary(cpu)["c_verify_robust_s"]["1"] == 0.9

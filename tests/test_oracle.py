@@ -132,8 +132,9 @@ def test_cost_ratio_is_stored(tiny_model_dir, tiny_pair, tmp_path):
     assert cost["c_verify_iqr_s"]["8"] >= 0
     robust = [cost["c_decode_robust_s"]] + [cost["c_verify_robust_s"][g] for g in ("1", "4", "8")]
     assert robust == sorted(robust)
-    # one progress line per timed forward (5 quantities x (1 warm-up + 3) rounds) after the announcement
-    assert len([m for m in seen if m.startswith("cost ")]) == 5 * 4
+    # one progress line per timed forward (decode, draft, draft2, 3 verifies; 1 warm-up + 3 rounds)
+    assert len([m for m in seen if m.startswith("cost ")]) == 6 * 4
+    assert cost["decision_clock"] == ("cpu" if torch.get_num_threads() == 1 else "wall")
 
 
 def test_missing_model_path_fails_with_one_sentence(tmp_path):

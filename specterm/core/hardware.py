@@ -8,8 +8,15 @@ Costs (seconds, this device, the run's context length):
 
 Speedup of lossless greedy speculation at draft length g over plain greedy decoding:
 
-    S_hw(g) = E(g) * c_decode / (c_verify(g) + g * c_draft)
+    S_hw(g) = E(g) * c_decode / (c_verify(g) + g * c_draft + phi(g) * (c_draft2 - c_draft)+)
     g_hw    = argmax_g S_hw(g)                      ties: smallest g (`optimum.best_gamma`)
+
+SPEC 6's S_hw is the case phi = 0 (or c_draft2 = c_draft). The last term is what a real decoder
+pays after a fully accepted block: the draft never saw its own last proposal, so its first step of
+the next block feeds 2 tokens (that proposal and the target's bonus token), which costs c_draft2
+(a 2-token draft forward; on a CPU a 2-row matrix product costs 2-3 single-row ones, on a GPU about
+one). phi(g) = share of blocks that follow a fully accepted block: exact from the streams' walk
+(`refeed_share`), alpha^g under i.i.d. acceptance. (x)+ = max(x, 0).
 
 E = E_true (the stored streams) or E_iid(alpha, g) (the i.i.d. promise, in hardware terms).
 The memory-bound model (a GPU at small batch) takes c_verify(g) = c_decode, i.e. with
@@ -28,7 +35,11 @@ computed by pool-adjacent-violators:
 Assumption: a target forward of more tokens never costs less. A straight line
 c(m) = a + b m (least squares over the same medians) is stored beside it with its RMS residual as
 a check of how far the curve is from linear; it is not used for decisions because CPU kernels
-make the real curve step-shaped. c_draft is a single quantity: its median is used as is.
+make the real curve step-shaped. c_draft and c_draft2 are single quantities: medians as they are.
+
+Clock: a run stores wall-time and process-CPU-time medians; `decision_clock` says which the curve
+uses: "cpu" on a CPU with one torch thread (then CPU time is the time a forward takes when it has
+the core to itself, unmoved by other processes time-sharing the machine), "wall" otherwise.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from specterm.core.blockwalk import block_accepts
 from specterm.core.errors import SpectermError
 from specterm.core.optimum import best_gamma
 
@@ -106,6 +118,13 @@ class CostCurve:
     context: Optional[int] = None
     raw_c_decode: Optional[float] = None
     raw_c_verify: Optional[np.ndarray] = None
+    c_draft2: Optional[float] = None  # a 2-token draft forward (None: not measured, taken as c_draft)
+    clock: str = "wall"
+
+    @property
+    def refeed_extra(self) -> float:
+        """(c_draft2 - c_draft)+: what a 2-token draft step costs beyond a 1-token one."""
+        return 0.0 if self.c_draft2 is None else max(0.0, self.c_draft2 - self.c_draft)
 
     @property
     def r_mb(self) -> float:
@@ -132,9 +151,12 @@ def cost_curve(cost: Optional[dict]) -> Optional[CostCurve]:
     """
     if not cost or cost.get("c_decode_s") is None:
         return None
-    c_decode = cost.get("c_decode_s")
-    c_draft = cost.get("c_draft_s")
-    verify = cost.get("c_verify_s")
+    clock = "cpu" if cost.get("decision_clock") == "cpu" else "wall"
+    sfx = "_cpu_s" if clock == "cpu" else "_s"
+    c_decode = cost.get("c_decode" + sfx)
+    c_draft = cost.get("c_draft" + sfx)
+    verify = cost.get("c_verify" + sfx)
+    c_draft2 = cost.get("c_draft2" + sfx)
     if not (_positive(c_decode) and _positive(c_draft) and isinstance(verify, dict) and verify):
         raise SpectermError("the run's cost record is malformed (c_decode_s, c_draft_s and c_verify_s must be positive "
                             "numbers); re-measure with `specterm run --resume --remeasure-cost`.")
@@ -151,7 +173,8 @@ def cost_curve(cost: Optional[dict]) -> Optional[CostCurve]:
     ctx = cost.get("context")
     return CostCurve(gammas=gammas, c_decode=c_dec, c_verify=c_ver, c_draft=float(c_draft),
                      context=int(ctx) if isinstance(ctx, int) else None,
-                     raw_c_decode=float(c_decode), raw_c_verify=raw)
+                     raw_c_decode=float(c_decode), raw_c_verify=raw,
+                     c_draft2=float(c_draft2) if _positive(c_draft2) else None, clock=clock)
 
 
 def curve_summary(curve: CostCurve) -> dict[str, Any]:
@@ -166,16 +189,50 @@ def curve_summary(curve: CostCurve) -> dict[str, Any]:
         "c_verify_line": {"a_s": a, "b_s_per_token": b, "rms_s": rms,
                           "formula": "c(m) = a + b m, m = tokens per target forward (least squares over the medians)"},
         "robust_method": ROBUST_METHOD,
+        "decision_clock": curve.clock,
     }
 
 
 # ----------------------------------------------------------------------------- the speedups ---
 
 
-def speedup_hw(E: np.ndarray, c_decode: float, c_verify: np.ndarray, c_draft: float, gammas: np.ndarray) -> np.ndarray:
-    """S_hw(g) = E(g) * c_decode / (c_verify(g) + g * c_draft), elementwise over gammas."""
+def speedup_hw(E: np.ndarray, c_decode: float, c_verify: np.ndarray, c_draft: float, gammas: np.ndarray,
+               phi: Optional[np.ndarray] = None, refeed_extra: float = 0.0) -> np.ndarray:
+    """S_hw(g) = E(g) * c_decode / (c_verify(g) + g * c_draft + phi(g) * refeed_extra), elementwise over
+    gammas; refeed_extra = (c_draft2 - c_draft)+ (`CostCurve.refeed_extra`); phi None or extra 0: SPEC 6's S_hw."""
     g = np.asarray(gammas, dtype=np.float64)
-    return np.asarray(E, dtype=np.float64) * c_decode / (np.asarray(c_verify, dtype=np.float64) + g * c_draft)
+    block = np.asarray(c_verify, dtype=np.float64) + g * c_draft
+    if phi is not None and refeed_extra:
+        block = block + np.asarray(phi, dtype=np.float64) * refeed_extra
+    return np.asarray(E, dtype=np.float64) * c_decode / block
+
+
+def refeed_counts(bits: np.ndarray, gammas) -> tuple[np.ndarray, np.ndarray]:
+    """(refeeds, blocks) of one stream at each g: blocks that follow a fully accepted block (k = g),
+    and all blocks, as the walk of SPEC 2 cuts the stream."""
+    refeeds, blocks = [], []
+    for g in np.atleast_1d(np.asarray(gammas)).tolist():
+        ks = block_accepts(bits, int(g))
+        refeeds.append(int(np.count_nonzero(ks[:-1] == g)))
+        blocks.append(int(ks.size))
+    return np.array(refeeds, dtype=np.int64), np.array(blocks, dtype=np.int64)
+
+
+def refeed_share(streams_bits, gammas) -> np.ndarray:
+    """phi(g) = sum refeeds / sum blocks over the streams (ratio of sums); NaN where there are no blocks."""
+    tot_r = np.zeros(np.atleast_1d(gammas).shape, dtype=np.float64)
+    tot_b = np.zeros_like(tot_r)
+    for bits in streams_bits:
+        r, b = refeed_counts(bits, gammas)
+        tot_r += r
+        tot_b += b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return tot_r / tot_b
+
+
+def refeed_share_iid(alpha: float, gammas) -> np.ndarray:
+    """phi_iid(g) = alpha^g: the chance that all g drafts of a block are accepted under i.i.d. acceptance."""
+    return np.asarray(alpha, dtype=np.float64) ** np.asarray(gammas, dtype=np.float64)
 
 
 def speedup_mb(E: np.ndarray, r: float, gammas: np.ndarray) -> np.ndarray:
@@ -237,20 +294,24 @@ def _best(S: np.ndarray, gammas: np.ndarray) -> tuple[Optional[int], Optional[fl
 
 
 def decide_hw(gammas: np.ndarray, E_true: np.ndarray, E_iid: Optional[np.ndarray], curve: Optional[CostCurve],
-              r_fallback: Optional[float] = None) -> HardwareDecision:
+              r_fallback: Optional[float] = None, phi_true: Optional[np.ndarray] = None,
+              phi_iid: Optional[np.ndarray] = None) -> HardwareDecision:
     """The hardware decision for one set from its E curves (over `gammas`) and the run's cost curve.
 
     With a curve: g_hw = argmax S_hw over the draft lengths both the E curve and the cost curve
     have; the memory-bound numbers use r_mb = c_draft / c_decode over all of `gammas`. Without one
     (`curve` None): measured = False, the memory-bound model at r_fallback (the run's r, if any).
     Verdict: "speculate with g = g_hw on this hardware" when max S_hw > 1, else "do not speculate
-    on this hardware", always followed by the memory-bound number.
+    on this hardware", always followed by the memory-bound number. phi_true / phi_iid (over
+    `gammas`): the refeed shares of the 2-token draft term (None: that term is left out).
     """
     gammas = np.asarray(gammas, dtype=np.int64)
     order = np.argsort(gammas, kind="stable")
     gammas = gammas[order]
     E_true = np.asarray(E_true, dtype=np.float64)[order]
     E_iid = None if E_iid is None else np.asarray(E_iid, dtype=np.float64)[order]
+    phi_true = None if phi_true is None else np.asarray(phi_true, dtype=np.float64)[order]
+    phi_iid = None if phi_iid is None else np.asarray(phi_iid, dtype=np.float64)[order]
     r_mb = curve.r_mb if curve is not None else r_fallback
     if r_mb is not None and np.isfinite(r_mb) and r_mb >= 0:
         g_mb, s_mb = _best(speedup_mb(E_true, r_mb, gammas), gammas)
@@ -268,10 +329,13 @@ def decide_hw(gammas: np.ndarray, E_true: np.ndarray, E_iid: Optional[np.ndarray
     grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
     c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
     E_t = _on_grid(gammas, E_true, grid)
-    S_true = speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid)
+    extra = curve.refeed_extra
+    S_true = speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid,
+                        None if phi_true is None else _on_grid(gammas, phi_true, grid), extra)
     g_hw, s_hw = _best(S_true, grid)
     if E_iid is not None:
-        S_iid = speedup_hw(_on_grid(gammas, E_iid, grid), curve.c_decode, c_ver, curve.c_draft, grid)
+        S_iid = speedup_hw(_on_grid(gammas, E_iid, grid), curve.c_decode, c_ver, curve.c_draft, grid,
+                           None if phi_iid is None else _on_grid(gammas, phi_iid, grid), extra)
         g_ihw, s_ihw = _best(S_iid, grid)
         s_true_at = None if g_ihw is None else float(S_true[np.flatnonzero(grid == g_ihw)[0]])
     else:
@@ -382,43 +446,64 @@ def latest_confirmation(meta: dict[str, Any], required: bool = False, where: str
 
 
 def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
-                      corpus_E: Optional[dict[str, dict[int, float]]] = None) -> list[dict[str, Any]]:
+                      corpus_curves: Optional[dict[str, dict[int, tuple[float, float]]]] = None) -> list[dict[str, Any]]:
     """Per (corpus, g) rows of a confirmation from its per-prompt rows (ratio of sums over prompts).
 
-    Each prompt row: {"corpus", "tokens", "greedy_s", "spec": {"<g>": {"s", "target_calls", "blocks_walk",
-    "identical"}}} (blocks_walk: blocks of the exact walk of the stored stream at g over the compared tokens).
-    realized = sum greedy_s / sum spec_s; E = sum tokens / sum blocks_walk;
-    predicted = S_hw(g) with that E; predicted_corpus the same with the corpus's E_true(g).
+    Each prompt row: {"corpus", "tokens", "greedy_s", ["greedy_cpu_s"], "spec": {"<g>": {"s", ["cpu_s"],
+    "target_calls", "blocks_walk", ["refeeds_walk"], "identical"}}}: blocks_walk / refeeds_walk are the
+    blocks (and the blocks after a fully accepted one) of the exact walk of the stored stream at g.
+
+        realized  = sum greedy_s / sum spec_s (wall time, SPEC 6); realized_cpu the same in CPU time
+        E, phi    = sum tokens / sum blocks_walk, sum refeeds_walk / sum blocks_walk
+        predicted = S_hw(g) with that E and phi on the curve's clock; ratio = realized / predicted,
+                    ratio_cpu = realized_cpu / predicted
+        predicted_corpus = S_hw(g) with the corpus's (E_true(g), phi(g)) from `corpus_curves`
     """
-    acc: dict[tuple[str, int], dict[str, float]] = {}
+    acc: dict[tuple[str, int], dict[str, Any]] = {}
     for row in prompt_rows:
         for g_key, sp in row["spec"].items():
             a = acc.setdefault((row["corpus"], int(g_key)), dict(prompts=0, tokens=0, greedy_s=0.0, spec_s=0.0,
-                                                                calls=0, blocks=0, identical=True))
+                                                                greedy_cpu=0.0, spec_cpu=0.0, cpu=True,
+                                                                calls=0, blocks=0, refeeds=0, identical=True))
             a["prompts"] += 1
             a["tokens"] += row["tokens"]
             a["greedy_s"] += row["greedy_s"]
             a["spec_s"] += sp["s"]
+            if row.get("greedy_cpu_s") is not None and sp.get("cpu_s") is not None:
+                a["greedy_cpu"] += row["greedy_cpu_s"]
+                a["spec_cpu"] += sp["cpu_s"]
+            else:
+                a["cpu"] = False
             a["calls"] += sp["target_calls"]
             a["blocks"] += sp["blocks_walk"]
+            a["refeeds"] += sp.get("refeeds_walk", 0)
             a["identical"] = a["identical"] and bool(sp["identical"]) and bool(row.get("greedy_identical", True))
+
+    def s_hw(E: float, phi: float, g: int) -> float:
+        return float(speedup_hw(np.array([E]), curve.c_decode, np.array([curve.verify_at(g)]), curve.c_draft,
+                                np.array([g]), np.array([phi]), curve.refeed_extra)[0])
+
     out = []
     for (corpus, g), a in sorted(acc.items()):
         E = a["tokens"] / a["blocks"]
-        c_ver = curve.verify_at(g)
-        pred = float(speedup_hw(np.array([E]), curve.c_decode, np.array([c_ver]), curve.c_draft, np.array([g]))[0])
+        phi = a["refeeds"] / a["blocks"]
+        pred = s_hw(E, phi, g)
         pc = None
-        if corpus_E and g in corpus_E.get(corpus, {}):
-            pc = float(speedup_hw(np.array([corpus_E[corpus][g]]), curve.c_decode, np.array([c_ver]), curve.c_draft,
-                                  np.array([g]))[0])
+        if corpus_curves and g in corpus_curves.get(corpus, {}):
+            pc = s_hw(*corpus_curves[corpus][g], g)
+        realized = a["greedy_s"] / a["spec_s"]
+        realized_cpu = a["greedy_cpu"] / a["spec_cpu"] if a["cpu"] and a["spec_cpu"] > 0 else None
         out.append({
             "corpus": corpus, "gamma": g, "prompts": int(a["prompts"]), "tokens": int(a["tokens"]),
-            "greedy_s": a["greedy_s"], "spec_s": a["spec_s"], "realized": a["greedy_s"] / a["spec_s"],
-            "predicted": pred, "predicted_corpus": pc,
+            "greedy_s": a["greedy_s"], "spec_s": a["spec_s"], "realized": realized,
+            "predicted": pred, "ratio": realized / pred, "clock": curve.clock,
+            "realized_cpu": realized_cpu, "ratio_cpu": None if realized_cpu is None else realized_cpu / pred,
+            "predicted_corpus": pc,
+            "predicted_spec6": s_hw(E, 0.0, g),
             "predicted_mb": float(speedup_mb(np.array([E]), curve.r_mb, np.array([g]))[0]),
-            "ratio": (a["greedy_s"] / a["spec_s"]) / pred,
-            "E_prompts": E, "tokens_per_call": a["tokens"] / a["calls"], "identical": bool(a["identical"]),
-            "block_model_s": c_ver + g * curve.c_draft,
+            "E_prompts": E, "refeed_share": phi, "tokens_per_call": a["tokens"] / a["calls"],
+            "identical": bool(a["identical"]),
+            "block_model_s": curve.verify_at(g) + g * curve.c_draft + phi * curve.refeed_extra,
         })
     return out
 

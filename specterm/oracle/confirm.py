@@ -38,7 +38,8 @@ import numpy as np
 
 from specterm.core.blockwalk import E_iid as E_iid_formula, block_counts
 from specterm.core.errors import SpectermError
-from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve, decide_hw, speedup_hw, summarize_results
+from specterm.core.hardware import (CONFIRMATIONS_KEY, cost_curve, decide_hw, refeed_counts, refeed_share,
+                                    refeed_share_iid, summarize_results)
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
 from specterm.core.streams import META_FILE, Stream, hardware_info, load_run, model_key, new_meta, read_meta
 from specterm.oracle.costs import GAMMAS as COST_GAMMAS, context_ids
@@ -101,8 +102,9 @@ def select_streams(streams: list[Stream], per_corpus: int, corpora: Optional[tup
     return out
 
 
-def corpus_E(streams: list[Stream], gammas: np.ndarray) -> dict[str, tuple[np.ndarray, float]]:
-    """Per corpus: (E_true over gammas = sum tokens / sum blocks of the analysed streams, pooled alpha)."""
+def corpus_E(streams: list[Stream], gammas: np.ndarray) -> dict[str, tuple[np.ndarray, float, np.ndarray]]:
+    """Per corpus: (E_true over gammas = sum tokens / sum blocks of the analysed streams, pooled alpha,
+    phi over gammas = the share of blocks after a fully accepted one)."""
     out = {}
     for name in sorted({s.corpus for s in streams}):
         tok = np.zeros(gammas.shape)
@@ -117,7 +119,8 @@ def corpus_E(streams: list[Stream], gammas: np.ndarray) -> dict[str, tuple[np.nd
             ones += int(s.a.sum())
             n += s.valid_len
         if n:
-            out[name] = (tok / blk, ones / n)
+            phi = refeed_share([s.a for s in streams if s.corpus == name and s.valid_len], gammas)
+            out[name] = (tok / blk, ones / n, phi)
     return out
 
 
@@ -251,9 +254,10 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
     for s in chosen:
         n_cmp = s.n if config.max_new_tokens is None else min(s.n, config.max_new_tokens)
         ids = encode_prompt(pair.tokenizer, s.prompt)
-        _, blocks, _ = block_counts(s.bits[:n_cmp], cost_gammas)
+        refeeds, blocks = refeed_counts(s.bits[:n_cmp], cost_gammas)
         items.append(dict(stream=s, ids=ids, y=s.y[:n_cmp].tolist(), n=n_cmp,
-                          blocks={int(g): int(b) for g, b in zip(cost_gammas, blocks)}))
+                          blocks={int(g): int(b) for g, b in zip(cost_gammas, blocks)},
+                          refeeds={int(g): int(r) for g, r in zip(cost_gammas, refeeds)}))
 
     # Costs at the mean context of the timed generations (prompt + n/2).
     ctx_len = int(round(float(np.mean([len(it["ids"]) + it["n"] / 2 for it in items]))))
@@ -280,13 +284,15 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
     by_corpus = corpus_E(run.streams, cost_gammas)
     choices: dict[str, dict[str, Any]] = {}
     for name in sorted({it["stream"].corpus for it in items}):
-        E_true, alpha = by_corpus[name]
-        d = decide_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve)
+        E_true, alpha, phi = by_corpus[name]
+        d = decide_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve, phi_true=phi,
+                      phi_iid=refeed_share_iid(alpha, cost_gammas))
         gammas = sorted({d.gamma_hw, d.gamma_iid_hw, *extra} - {None})
         choices[name] = {"gamma_hw": d.gamma_hw, "speedup_hw": d.speedup_hw, "gamma_iid_hw": d.gamma_iid_hw,
                          "speedup_iid_hw": d.speedup_iid_hw, "gamma_mb": d.gamma_mb, "speedup_mb": d.speedup_mb,
                          "gammas": gammas, "verdict": d.verdict}
-    E_table = {name: {int(g): float(e) for g, e in zip(cost_gammas, by_corpus[name][0])} for name in choices}
+    E_table = {name: {int(g): (float(e), float(p)) for g, e, p in zip(cost_gammas, by_corpus[name][0], by_corpus[name][2])}
+               for name in choices}
 
     old_cost = meta.get("cost") or {}
     install_cost = pair.meta.get("device") == meta.get("device") and not old_cost.get("c_decode_s")
@@ -408,7 +414,8 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
                     "draft_2token_forward_s_median": _median_of(fw, "draft", 2),
                     "forward_s_sum": sum(r[2] for r in fw),
                     "target_calls": timed.target_calls, "draft_calls": timed.draft_calls,
-                    "blocks_walk": it["blocks"][int(m)], "identical": mismatch is None, "first_mismatch": mismatch,
+                    "blocks_walk": it["blocks"][int(m)], "refeeds_walk": it["refeeds"][int(m)],
+                    "identical": mismatch is None, "first_mismatch": mismatch,
                 }
             same = "identical to the stored y" if mismatch is None else f"DIFFERS from the stored y at token {mismatch}"
             progress("generating", f"{s.corpus}/{label}: {len(timed.tokens)} tokens in {timed.seconds:.2f} s, {same}",
@@ -433,17 +440,13 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
 
 
 def _results(prompt_rows, cost, E_table) -> list[dict[str, Any]]:
-    """`summarize_results` rows, plus three checks of the cost model beside the headline:
+    """`summarize_results` rows, plus what real decoding measured of its own forwards:
 
-    realized_cpu / predicted_cpu: the same ratio in process CPU time (costs and generations), which
-    a time-shared CPU's changing load moves far less than wall time; predicted_insitu: S_hw from
-    the medians of the forwards real decoding made (decode, (g+1)-token verify, 1-token draft),
-    timed inside these very generations; block_s_median: seconds per block (the first excluded).
+    predicted_insitu: S_hw from the medians of the forwards real decoding made (1-token decode,
+    (g+1)-token verify, 1-token draft), timed inside these very generations (wall time);
+    draft_2token_forwards, python_overhead_s (speculative wall time outside forwards); block_s_median.
     """
-    curve = cost_curve(cost)
-    cpu_curve = cost_curve({"c_decode_s": cost["c_decode_cpu_s"], "c_draft_s": cost["c_draft_cpu_s"],
-                            "c_verify_s": cost["c_verify_cpu_s"]})
-    rows = summarize_results(prompt_rows, curve, E_table)
+    rows = summarize_results(prompt_rows, cost_curve(cost), E_table)
     for r in rows:
         g = str(r["gamma"])
         mine = [p for p in prompt_rows if p["corpus"] == r["corpus"] and g in p["spec"]]
@@ -454,18 +457,17 @@ def _results(prompt_rows, cost, E_table) -> list[dict[str, Any]]:
             return statistics.median(values) if values else None
 
         r["block_s_median"] = med(x["block_s_median"] for x in sp)
-        greedy_cpu = sum(p["greedy_cpu_s"] for p in mine)
-        spec_cpu = sum(x["cpu_s"] for x in sp)
-        r["realized_cpu"] = greedy_cpu / spec_cpu if spec_cpu > 0 else None
-        r["predicted_cpu"] = float(speedup_hw(np.array([r["E_prompts"]]), cpu_curve.c_decode,
-                                              np.array([cpu_curve.verify_at(r["gamma"])]), cpu_curve.c_draft,
-                                              np.array([r["gamma"]]))[0])
-        r["ratio_cpu"] = r["realized_cpu"] / r["predicted_cpu"] if r["realized_cpu"] else None
         t1 = med(p["greedy_decode_forward_s_median"] for p in mine)
         tv = med(x["verify_forward_s_median"] for x in sp)
         d1 = med(x["draft_forward_s_median"] for x in sp)
-        r["decode_forward_s_median"], r["verify_forward_s_median"], r["draft_forward_s_median"] = t1, tv, d1
-        r["predicted_insitu"] = (r["E_prompts"] * t1 / (tv + r["gamma"] * d1)) if None not in (t1, tv, d1) else None
+        d2 = med(x["draft_2token_forward_s_median"] for x in sp)
+        r["decode_forward_s_median"], r["verify_forward_s_median"] = t1, tv
+        r["draft_forward_s_median"], r["draft_2token_forward_s_median"] = d1, d2
+        if None not in (t1, tv, d1):
+            extra = r["refeed_share"] * max(0.0, d2 - d1) if d2 is not None else 0.0
+            r["predicted_insitu"] = r["E_prompts"] * t1 / (tv + r["gamma"] * d1 + extra)
+        else:
+            r["predicted_insitu"] = None
         r["draft_2token_forwards"] = sum(x["draft_2token_forwards"] for x in sp)
         r["python_overhead_s"] = sum(x["s"] - x["forward_s_sum"] for x in sp)
     return rows

@@ -5,6 +5,7 @@ Three kinds of forward, all with a KV cache holding `context` tokens, timed on t
     c_decode      one 1-token target step (what plain greedy decoding pays per token)
     c_verify(g)   one (g+1)-token target forward (a verification of g drafts), g in `gammas`
     c_draft       one 1-token draft step
+    c_draft2      one 2-token draft forward (the draft's first step after a fully accepted block)
 
 Measurement (`CostSampler`): one untimed warm-up round, then timed rounds; each round times every
 quantity once, in an order rotated by one each round (round-robin, so slow drift and load spikes
@@ -13,10 +14,12 @@ spread over all quantities instead of biasing one). Each forward first crops the
 `measure_costs` runs `repeats` rounds in a row; `specterm confirm` adds rounds between its
 generations so the costs span the same machine conditions.
 
-Stored keys (seconds): c_decode_s, c_draft_s, c_verify_s {g: median}; c_decode_iqr_s,
-c_draft_iqr_s, c_verify_iqr_s; samples_s; the robust curve of `specterm.core.hardware`
-(c_decode_robust_s, c_verify_robust_s, c_verify_line, robust_method), which decisions use;
-and, for older readers, r_by_gamma = c_draft / c_verify(g) (medians), r_measured = r(4), r_gamma.
+Stored keys (seconds): c_decode_s, c_draft_s, c_draft2_s, c_verify_s {g: median}; c_*_iqr_s;
+samples_s; the same medians in process CPU time (c_*_cpu_s, samples_cpu_s); decision_clock
+("cpu" on a CPU with one torch thread, else "wall"); the robust curve of `specterm.core.hardware`
+on that clock (c_decode_robust_s, c_verify_robust_s, c_verify_line, robust_method), which
+decisions use; and, for older readers, r_by_gamma = c_draft / c_verify(g) (wall medians),
+r_measured = r(4), r_gamma.
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ class CostSampler:
             raise ValueError("gammas must be draft lengths >= 1")
         ctx = list(ctx)
         self.base = len(ctx)
+        self.cpu_only = target.device.type == "cpu" and draft.device.type == "cpu"
         caches = {}
         for name, model in (("target", target), ("draft", draft)):
             cache = new_cache(model)
@@ -98,7 +102,8 @@ class CostSampler:
         # (label, model, cache, input ids); the fed tokens' values do not change the cost, only their count.
         nxt = context_ids(ctx, max(self.gammas) + 1)
         self.quantities = [("decode", target, caches["target"], torch.tensor([nxt[:1]], device=target.device)),
-                           ("draft", draft, caches["draft"], torch.tensor([nxt[:1]], device=draft.device))]
+                           ("draft", draft, caches["draft"], torch.tensor([nxt[:1]], device=draft.device)),
+                           ("draft2", draft, caches["draft"], torch.tensor([nxt[:2]], device=draft.device))]
         self.quantities += [(f"verify:{g}", target, caches["target"], torch.tensor([nxt[: g + 1]], device=target.device))
                             for g in self.gammas]
         self.samples: dict[str, list[float]] = {q[0]: [] for q in self.quantities}
@@ -150,18 +155,22 @@ class CostSampler:
             "c_verify_s": c_verify,
             "c_decode_iqr_s": _iqr(samples["decode"]),
             "c_draft_iqr_s": _iqr(samples["draft"]),
+            "c_draft2_s": med["draft2"],
+            "c_draft2_iqr_s": _iqr(samples["draft2"]),
             "c_verify_iqr_s": {str(g): _iqr(samples[f"verify:{g}"]) for g in gammas},
             "samples_s": {k: list(v) for k, v in samples.items()},
             # Process CPU time of the same forwards: on a time-shared CPU it moves far less with other
             # processes' load than wall time does (with 1 torch thread it equals wall time on an idle machine).
             "c_decode_cpu_s": statistics.median(self.samples_cpu["decode"]),
             "c_draft_cpu_s": statistics.median(self.samples_cpu["draft"]),
+            "c_draft2_cpu_s": statistics.median(self.samples_cpu["draft2"]),
             "c_verify_cpu_s": {str(g): statistics.median(self.samples_cpu[f"verify:{g}"]) for g in gammas},
             "samples_cpu_s": {k: list(v) for k, v in self.samples_cpu.items()},
             "context": self.base,
             "repeats": self.rounds - 1,
             "threads": torch.get_num_threads(),
             "method": METHOD,
+            "decision_clock": "cpu" if self.cpu_only and torch.get_num_threads() == 1 else "wall",
         }
         cost.update(curve_summary(cost_curve(cost)))
         return cost
