@@ -266,3 +266,30 @@ def test_cpu_clock_is_used_when_the_run_says_so():
     assert cpu.clock == "cpu" and cpu.c_decode == 0.45 and cpu.c_verify.tolist() == [0.9, 1.0]
     assert cpu.c_draft == 0.2 and cpu.refeed_extra == pytest.approx(0.15)
     assert curve_summary(cpu)["decision_clock"] == "cpu" and curve_summary(cpu)["c_verify_robust_s"]["1"] == 0.9
+
+
+def test_a_clear_kernel_step_is_kept_and_noise_is_pooled():
+    from specterm.core.hardware import median_se, pool_violators_within_noise
+
+    assert median_se([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx(0.929 * 2.0 / np.sqrt(5))
+    y = np.array([0.45, 0.85, 1.23, 0.87, 1.05])
+    # tight measurements: the step down at the 4th point is 9 standard errors, so it stays
+    tight = pool_violators_within_noise(y, np.full(5, 0.02))
+    assert tight.tolist() == y.tolist()
+    # loose measurements: the same step is noise, pooled by precision weight (equal here)
+    loose = pool_violators_within_noise(y, np.full(5, 0.2))
+    assert loose.tolist() == pytest.approx([0.45, 0.85, 1.05, 1.05, 1.05])
+    # weights: the more precise point pulls the pooled value toward itself
+    w = pool_violators_within_noise(np.array([1.0, 0.9]), np.array([0.1, 0.05]))
+    assert w.tolist() == pytest.approx([(1.0 / 0.01 + 0.9 / 0.0025) / (1 / 0.01 + 1 / 0.0025)] * 2)
+    assert pool_violators_within_noise(y).tolist() == isotonic_increasing(y).tolist()
+    # the same from a stored record: samples give the standard errors
+    rng = np.random.default_rng(0)
+    samples = {"decode": list(0.45 + 0.01 * rng.standard_normal(7))}
+    for g, c in zip((1, 2, 3, 4), (0.85, 1.23, 0.87, 1.05)):
+        samples[f"verify:{g}"] = list(c + 0.01 * rng.standard_normal(7))
+    med = {k: float(np.median(v)) for k, v in samples.items()}
+    cost = {"c_decode_s": med["decode"], "c_draft_s": 0.2, "samples_s": samples,
+            "c_verify_s": {str(g): med[f"verify:{g}"] for g in (1, 2, 3, 4)}}
+    curve = cost_curve(cost)
+    assert curve.verify_at(2) == pytest.approx(med["verify:2"]) and curve.verify_at(3) == pytest.approx(med["verify:3"])

@@ -27,15 +27,21 @@ r_mb = c_draft / c_decode
 Robust cost curve (what decisions use). Medians of interleaved repeats are still noisy on a
 shared machine (the first shipped curve had c_verify(2) = 1.33 s > c_verify(4) = 0.99 s), so the
 forward costs are put on one axis, m = tokens per target forward (m = 1: c_decode; m = g + 1:
-c_verify(g)), and replaced by their isotonic (monotone non-decreasing in m) least-squares fit,
-computed by pool-adjacent-violators:
+c_verify(g)), and adjacent violators of monotonicity are pooled (pool-adjacent-violators, the
+isotonic least-squares fit) -- but only where the violation is within noise:
 
-    c_robust = argmin_{f non-decreasing} sum_m (f(m) - median_c(m))^2
+    pool blocks a < b (in m) when  median_a - median_b  <=  z * sqrt(se_a^2 + se_b^2),   z = 2
+    se = 0.929 * IQR / sqrt(n)   (standard error of a median of n samples, normal approximation)
+    pooled value = precision-weighted mean (weights 1/se^2), pooled se = (sum of weights)^(-1/2)
 
-Assumption: a target forward of more tokens never costs less. A straight line
-c(m) = a + b m (least squares over the same medians) is stored beside it with its RMS residual as
-a check of how far the curve is from linear; it is not used for decisions because CPU kernels
-make the real curve step-shaped. c_draft and c_draft2 are single quantities: medians as they are.
+Assumption: a target forward of more tokens does not cost less, unless the measurements say so
+by more than two standard errors: CPU matrix kernels do have such steps (Qwen2.5-1.5B on this
+CPU: a 3-token forward 1.23 s, a 4-token one 0.87 s, in CPU time, over 7 rounds each), and
+pooling them would mispredict both draft lengths. With fewer than 3 samples per quantity (no
+usable spread) every violation is pooled (the plain isotonic fit). A straight line c(m) = a + b m
+(least squares over the same medians) is stored beside it with its RMS residual as a check of how
+far the curve is from linear; it is not used for decisions because CPU kernels make the real curve
+step-shaped. c_draft and c_draft2 are single quantities: medians as they are.
 
 Clock: a run stores wall-time and process-CPU-time medians; `decision_clock` says which the curve
 uses: "cpu" on a CPU with one torch thread (then CPU time is the time a forward takes when it has
@@ -55,8 +61,10 @@ from specterm.core.errors import SpectermError
 from specterm.core.optimum import best_gamma
 
 MEMORY_BOUND_LABEL = "memory-bound model: verify = one decode step"
-ROBUST_METHOD = ("isotonic (pool-adjacent-violators, non-decreasing) least-squares fit of the medians over "
-                 "m = tokens per target forward (m = 1: c_decode, m = g + 1: c_verify(g)); c_draft: median")
+ROBUST_METHOD = ("pool-adjacent-violators over m = tokens per target forward (m = 1: c_decode, m = g + 1: "
+                 "c_verify(g)), pooling a violation only when it is within 2 standard errors of the medians "
+                 "(se = 0.929 IQR / sqrt(n)); c_draft, c_draft2: medians")
+NOISE_Z = 2.0
 
 
 # ------------------------------------------------------------------------------ robust curve ---
@@ -83,6 +91,40 @@ def isotonic_increasing(y: np.ndarray, w: Optional[np.ndarray] = None) -> np.nda
     return np.repeat(np.asarray(means), np.asarray(sizes, dtype=np.int64))
 
 
+def median_se(samples) -> float:
+    """Standard error of the median of n samples: 1.2533 sigma / sqrt(n), sigma = IQR / 1.349."""
+    x = np.asarray(samples, dtype=np.float64)
+    q25, q75 = np.percentile(x, [25, 75])
+    return float(0.929 * (q75 - q25) / math.sqrt(x.size))
+
+
+def pool_violators_within_noise(y: np.ndarray, se: Optional[np.ndarray] = None, z: float = NOISE_Z) -> np.ndarray:
+    """Pool-adjacent-violators where the violation is within noise (see the module docstring).
+
+    se None: every violation is pooled with equal weights, i.e. the plain isotonic fit
+    (`isotonic_increasing`). A kept (significant) violation leaves the result non-monotone there.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    if se is None:
+        return isotonic_increasing(y)
+    se = np.maximum(np.asarray(se, dtype=np.float64), 1e-12 * np.maximum(np.abs(y), 1e-12))
+    means: list[float] = []
+    weights: list[float] = []  # 1 / se^2
+    sizes: list[int] = []
+    for yi, si in zip(y.tolist(), se.tolist()):
+        means.append(yi)
+        weights.append(1.0 / si ** 2)
+        sizes.append(1)
+        while len(means) > 1 and means[-2] > means[-1] and \
+                means[-2] - means[-1] <= z * math.sqrt(1.0 / weights[-2] + 1.0 / weights[-1]):
+            wt = weights[-2] + weights[-1]
+            mean = (means[-2] * weights[-2] + means[-1] * weights[-1]) / wt
+            size = sizes[-2] + sizes[-1]
+            del means[-1], weights[-1], sizes[-1]
+            means[-1], weights[-1], sizes[-1] = mean, wt, size
+    return np.repeat(np.asarray(means), np.asarray(sizes, dtype=np.int64))
+
+
 def fit_line(m: np.ndarray, c: np.ndarray) -> tuple[float, float, float]:
     """(a, b, rms): least-squares c = a + b m and the root mean square of its residuals."""
     m = np.asarray(m, dtype=np.float64)
@@ -93,15 +135,20 @@ def fit_line(m: np.ndarray, c: np.ndarray) -> tuple[float, float, float]:
     return float(a), float(b), rms
 
 
-def robust_forward_costs(c_decode: float, gammas: np.ndarray, c_verify: np.ndarray) -> tuple[float, np.ndarray]:
-    """(c_decode, c_verify(g)) after the isotonic fit over m = 1, g + 1 (see the module docstring).
+def robust_forward_costs(c_decode: float, gammas: np.ndarray, c_verify: np.ndarray,
+                         se_decode: Optional[float] = None, se_verify: Optional[np.ndarray] = None) -> tuple[float, np.ndarray]:
+    """(c_decode, c_verify(g)) after pooling violators within noise over m = 1, g + 1 (module docstring).
 
-    gammas need not be sorted or contiguous; the result is in the order of `gammas`.
+    gammas need not be sorted or contiguous; the result is in the order of `gammas`. Without
+    standard errors (se_decode or se_verify None) this is the plain isotonic fit.
     """
     gammas = np.asarray(gammas, dtype=np.int64)
     order = np.argsort(gammas, kind="stable")
     y = np.concatenate([[float(c_decode)], np.asarray(c_verify, dtype=np.float64)[order]])
-    fit = isotonic_increasing(y)
+    se = None
+    if se_decode is not None and se_verify is not None:
+        se = np.concatenate([[float(se_decode)], np.asarray(se_verify, dtype=np.float64)[order]])
+    fit = pool_violators_within_noise(y, se)
     out = np.empty(gammas.size, dtype=np.float64)
     out[order] = fit[1:]
     return float(fit[0]), out
@@ -169,7 +216,15 @@ def cost_curve(cost: Optional[dict]) -> Optional[CostCurve]:
                             "re-measure with `specterm run --resume --remeasure-cost`.")
     gammas = np.array([g for g, _ in pairs], dtype=np.int64)
     raw = np.array([c for _, c in pairs], dtype=np.float64)
-    c_dec, c_ver = robust_forward_costs(float(c_decode), gammas, raw)
+    samples = cost.get("samples_cpu_s" if clock == "cpu" else "samples_s")
+    se_dec = se_ver = None
+    if isinstance(samples, dict):
+        keys = ["decode"] + [f"verify:{g}" for g in gammas.tolist()]
+        vals = [samples.get(k) for k in keys]
+        if all(isinstance(v, list) and len(v) >= 3 and all(_positive(x) for x in v) for v in vals):
+            ses = [median_se(v) for v in vals]
+            se_dec, se_ver = ses[0], np.array(ses[1:])
+    c_dec, c_ver = robust_forward_costs(float(c_decode), gammas, raw, se_dec, se_ver)
     ctx = cost.get("context")
     return CostCurve(gammas=gammas, c_decode=c_dec, c_verify=c_ver, c_draft=float(c_draft),
                      context=int(ctx) if isinstance(ctx, int) else None,
