@@ -26,7 +26,7 @@ import numpy as np
 from specterm.oracle.corpora import Prompt
 from specterm.core.errors import SpectermError
 from specterm.core.progress import Cancelled, Progress, ProgressCallback, check_cancel
-from specterm.core.streams import RunWriter, Stream, new_meta
+from specterm.core.streams import RunWriter, Stream, new_meta, public_model
 
 POSITION_CHUNK = 64  # positions per softmax chunk: 64 x 152k x 4 B x 2 models ~ 78 MB
 
@@ -48,6 +48,12 @@ class OracleConfig:
     trust_remote_code: bool = False
     shard: Optional[tuple[int, int]] = None
     extra_meta: dict[str, Any] = field(default_factory=dict)
+    record_paths: bool = False  # keep models' absolute local paths in run.json (off: names + sha256 only)
+
+    @property
+    def y_method(self) -> str:
+        """How y is built, as stored in run.json generation.y_method (resume refuses a change)."""
+        return f"speculative decoding, gamma={self.spec_gamma}" if self.spec_gamma > 0 else "batched greedy"
 
 
 @dataclass
@@ -110,10 +116,10 @@ def _torch_threads() -> int:
     return torch.get_num_threads()
 
 
-def encode_prompt(tokenizer, text: str) -> list[int]:
+def encode_prompt(tokenizer, text: str, name: str = "a prompt") -> list[int]:
     ids = tokenizer(text).input_ids
     if not ids:
-        raise SpectermError("a prompt encodes to zero tokens; remove empty prompts from the input.")
+        raise SpectermError(f"{name} encodes to zero tokens; remove it or give it some text.")
     return list(ids)
 
 
@@ -206,11 +212,9 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
     """Run the oracle over config.prompts, appending each finished prompt to config.out.
 
     Raises `Cancelled` when `cancel` is set; every prompt finished before that is on disk (a
-    prompt whose y was complete when cancel came is still teacher-forced and saved).
+    prompt whose y was complete when cancel came is still teacher-forced and saved). The run's
+    lock is held from the first write until return.
     """
-    from specterm.oracle import specdec
-    from specterm.oracle.costs import measure_cost_ratio
-
     report = on_progress or (lambda p: None)
     t_start = time.perf_counter()
     prompts = config.prompts
@@ -235,19 +239,31 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
             "y_built_with": (f"speculative decoding with the draft, gamma={config.spec_gamma}" if config.spec_gamma > 0
                              else f"batched greedy, {config.batch_size} prompts at a time"),
             "eos_token_ids": sorted(pair.eos),
+            "y_method": config.y_method,
             "batch_size": config.batch_size,
             "prompt_encoding": "tokenizer(text) with its default special tokens, no chat template",
         },
         shard=list(config.shard) if config.shard else None,
         **config.extra_meta,
     )
-    writer = RunWriter(config.out, meta, resume=config.resume)
+    for key in ("target", "draft"):
+        meta[key] = public_model(meta[key], config.record_paths)
+    with RunWriter(config.out, meta, resume=config.resume) as writer:
+        return _run_prompts(config, pair, writer, prompts, meta, report, cancel, t_start)
+
+
+def _run_prompts(config: OracleConfig, pair: LoadedPair, writer: RunWriter, prompts: list[Prompt], meta: dict[str, Any],
+                 report: ProgressCallback, cancel: Optional[threading.Event], t_start: float) -> Path:
+    """run_oracle's loop over the prompts not yet in the run, while `writer` holds the run's lock."""
+    from specterm.oracle import specdec
+    from specterm.oracle.costs import measure_cost_ratio
+
     todo = [p for p in prompts if (p.corpus, p.id) not in writer.done]
     n_todo = len(todo)
     # Each invocation (first run and every --resume) is recorded, with how it built y.
     writer.update_meta(sessions=list(writer.meta.get("sessions") or []) + [{
         "started": meta["created"], "prompts": n_todo, "y_built_with": meta["generation"]["y_built_with"],
-        "batch_size": config.batch_size, "torch_threads": _torch_threads(),
+        "batch_size": config.batch_size, "torch_threads": _torch_threads(), "device": pair.meta.get("device"),
     }])
 
     old_cost = writer.meta.get("cost") or {}
@@ -280,7 +296,7 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
 
     for b0 in range(0, n_todo, config.batch_size):
         batch = todo[b0 : b0 + config.batch_size]
-        ids_batch: list[list[int]] = [encode_prompt(pair.tokenizer, p.text) for p in batch]
+        ids_batch: list[list[int]] = [encode_prompt(pair.tokenizer, p.text, f"prompt {p.id!r} ({p.corpus})") for p in batch]
         ys: list[list[int]] = []
         cancelled = False
         if config.spec_gamma > 0:
