@@ -109,7 +109,7 @@ def check_run_arguments(config) -> None:
     every prompt encoded (a prompt of zero tokens is named), layers:K against the target's config.
     Raises SpectermError (one sentence); creates nothing on disk.
     """
-    from specterm.core.streams import META_FILE, read_meta, resume_conflict
+    from specterm.core.streams import META_FILE, public_model, read_meta, resume_conflict
     from specterm.oracle import models as M
     from specterm.oracle.corpora import shard as take_shard
 
@@ -129,7 +129,8 @@ def check_run_arguments(config) -> None:
     device = M.resolve_device(config.device)
     dtype = M.resolve_dtype(config.dtype, device, "gguf" in (t_spec.kind, d_spec.kind))
     if resuming:
-        new = {"target": t_spec.describe(), "draft": d_spec.describe(), "dtype": str(dtype).replace("torch.", ""),
+        new = {"target": public_model(t_spec.describe()), "draft": public_model(d_spec.describe()),
+               "dtype": str(dtype).replace("torch.", ""),
                "generation": {"max_new_tokens": config.max_new_tokens, "y_method": config.y_method}}
         conflict = resume_conflict(read_meta(config.out), new)
         if conflict:
