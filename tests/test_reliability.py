@@ -167,7 +167,7 @@ def test_layer_count_checked_against_the_config_before_loading(tiny_model_dir, t
 def test_report_seed_must_not_be_negative(tmp_path):
     a = make_run(tmp_path / "a", [stream(0)])
     res = CliRunner().invoke(cli.app, ["report", str(a), "--seed", "-1"])
-    assert res.exit_code == 2 and "--seed" in res.output and res.exception is None or isinstance(res.exception, SystemExit)
+    assert res.exit_code == 2 and "--seed" in res.output  # a usage error, not a traceback from numpy
 
 
 # ------------------------------------------------------------------- 3. a guarded --resume ---
