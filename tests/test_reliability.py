@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -200,14 +199,12 @@ def test_resume_while_another_process_writes_is_refused_before_loading(tiny_mode
     assert len(load_run(path).streams) == 1
 
 
-def test_resume_refuses_changed_generation_settings(tiny_model_dir, tmp_path, monkeypatch):
+def test_resume_refuses_changed_generation_settings(tiny_model_dir, tmp_path, request):
     out = tmp_path / "run"
     base = ["--target", str(tiny_model_dir), "--draft", "layers:2", "--corpus", "code", "--limit", "1", "--out", str(out)]
     res = _run([*base, "-n", "4"])
     assert res.exit_code == 0, res.output
-    from specterm.oracle import models
-
-    monkeypatch.setattr(models, "load_model", lambda *a, **k: (_ for _ in ()).throw(AssertionError("loaded")))
+    request.getfixturevalue("no_model_loads")
     for extra, said in ((["-n", "8"], "max_new_tokens 4 (-n), not 8"),
                         (["-n", "4", "--spec-gamma", "3"], "y_method batched greedy (--spec-gamma)"),
                         (["-n", "4", "--dtype", "bfloat16"], "dtype float32 (--dtype), not bfloat16")):
@@ -215,6 +212,17 @@ def test_resume_refuses_changed_generation_settings(tiny_model_dir, tmp_path, mo
         assert isinstance(res.exception, SpectermError), res.output
         assert said in str(res.exception)
     assert len(load_run(out).streams) == 1
+
+
+def test_resume_of_a_corrupt_run_is_refused_before_loading(tiny_model_dir, tmp_path, request):
+    out = tmp_path / "run"
+    assert _run(["--target", str(tiny_model_dir), "--draft", "layers:2", "--corpus", "code", "--limit", "1", "-n", "3",
+                 "--out", str(out)]).exit_code == 0
+    request.getfixturevalue("no_model_loads")
+    line = (out / RECORDS_FILE).read_bytes()
+    (out / RECORDS_FILE).write_bytes(line + line)  # what two unguarded sessions used to leave
+    res = _run(["--target", str(tiny_model_dir), "--draft", "layers:2", "--corpus", "code", "-n", "3", "--out", str(out), "--resume"])
+    assert isinstance(res.exception, SpectermError) and "specterm repair" in str(res.exception)
 
 
 def test_repair_drops_duplicate_and_torn_lines_and_reports_them(tmp_path):

@@ -55,7 +55,7 @@ import numpy as np
 
 from specterm import __version__
 from specterm.core.errors import SpectermError
-from specterm.core.lock import LOCK_FILE, RunLock
+from specterm.core.lock import RunLock
 
 FORMAT = "specterm-run"
 SCHEMA_VERSION = 1

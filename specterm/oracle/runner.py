@@ -109,7 +109,7 @@ def check_run_arguments(config) -> None:
     every prompt encoded (a prompt of zero tokens is named), layers:K against the target's config.
     Raises SpectermError (one sentence); creates nothing on disk.
     """
-    from specterm.core.streams import META_FILE, public_model, read_meta, resume_conflict
+    from specterm.core.streams import META_FILE, load_run, public_model, read_meta, resume_conflict
     from specterm.oracle import models as M
     from specterm.oracle.corpora import shard as take_shard
 
@@ -135,6 +135,7 @@ def check_run_arguments(config) -> None:
         conflict = resume_conflict(read_meta(config.out), new)
         if conflict:
             raise SpectermError(f"{config.out} {conflict}; resume with the same settings or choose another --out.")
+        load_run(config.out)  # a corrupt run is refused now (repair it first), not after the models load
     tok = M.load_tokenizer(t_spec, config.trust_remote_code)
     if d_spec.kind != "layers":
         M.check_tokenizers(tok, M.load_tokenizer(d_spec, config.trust_remote_code))
