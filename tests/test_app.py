@@ -192,7 +192,8 @@ async def test_set_cycling_follows_across_screens(run_path):
 
 
 async def test_decide_accelerator_changes_batch_crossover(run_path, tmp_path, monkeypatch):
-    from specterm.core.decide import ACCELERATORS, decision
+    from specterm.core.decide import decision
+    from specterm.core.params import ACCELERATORS
     from specterm.core.export import markdown_tables
 
     monkeypatch.chdir(tmp_path)

@@ -11,20 +11,9 @@ from specterm.core.blockwalk import block_walk_loop
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.errors import SpectermError
 from specterm.core import analysis, policies
-from specterm.core.policies import (
-    GAMMAS,
-    PolicyCounts,
-    best_fixed_gamma,
-    fixed_sums,
-    has_draft_conf,
-    policy_sums,
-    policy_summary,
-    policy_table,
-    replay_clairvoyant,
-    replay_confidence,
-    replay_fixed,
-    replay_heuristic,
-)
+from specterm.core.params import GAMMAS
+from specterm.core.policies import best_fixed_gamma, fixed_sums, has_draft_conf, policy_sums, policy_summary, policy_table
+from specterm.core.replay import PolicyCounts, replay_clairvoyant, replay_confidence, replay_fixed, replay_heuristic
 from specterm.core.streams import Run, Stream, bits_from_str
 
 
@@ -463,9 +452,9 @@ def test_analyse_gives_each_set_the_summary_of_its_own_streams(monkeypatch):
     runs = [Run(path=Path("x"), meta={"name": "x", "cost": {"r_measured": 0.17}}, streams=streams[:30]),
             Run(path=Path("y"), meta={"name": "y"}, streams=streams[30:])]
     fast = analysis.analyse(runs, boot=50, shuffles=2, seed=5)
-    summary, decision = analysis._helpers()
-    # the straightforward way: every set replays its own streams, no shared table
-    monkeypatch.setattr(analysis, "_helpers", lambda: (lambda s, r, W, table=None: summary(s, r, W), decision))
+    summary = analysis.policy_summary
+    # the straightforward way: every set replays its own streams, no shared table (nor the stats' block counts)
+    monkeypatch.setattr(analysis, "policy_summary", lambda s, r, W, table=None: summary(s, r, W))
     slow = analysis.analyse(runs, boot=50, shuffles=2, seed=5)
     assert set(fast["sets"]) == {"a", "b", "c", "pooled"}
     for name in fast["sets"]:
