@@ -8,7 +8,8 @@ import pytest
 from app_fixture import GATE_FAIL_AT, VOCAB, FakeOracle, fixture_streams, make_fixture_run, oracle_config
 from textual.widgets import DataTable, Static
 
-from specterm.app import SCREENS, make_app
+from specterm.app import make_app
+from specterm.screens.registry import SCREENS
 from specterm.core.streams import load_run
 
 SIZE = (120, 36)
@@ -294,7 +295,8 @@ async def test_command_palette_switches_screens(run_path):
 
 
 async def test_help_lists_every_key(run_path):
-    from specterm.app import SpectermApp, screen_class
+    from specterm.app import SpectermApp
+    from specterm.screens.registry import screen_class
     from specterm.widgets.tokens import TokenView
 
     app = make_app([run_path], **FAST)

@@ -24,6 +24,8 @@ TITLES = {
 HIST_MAX = 16  # run-length histogram rows L = 0..15, then one row for L >= 16
 
 Table = tuple[str, list[str], list[list[str]]]
+MISSING = "n/a"
+"""The one spelling of a missing or undefined value, in exported tables and on the screens."""
 
 
 # ------------------------------------------------------------------------- cells ---
@@ -31,7 +33,7 @@ Table = tuple[str, list[str], list[list[str]]]
 
 def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
     if x is None:
-        return "n/a"
+        return MISSING
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, int):
@@ -41,14 +43,14 @@ def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
 
 def ci(c: Any, digits: int = 3) -> str:
     if not c or c[0] is None or c[1] is None:
-        return "[n/a]"
+        return f"[{MISSING}]"
     return f"[{fmt(c[0], digits)}, {fmt(c[1], digits)}]"
 
 
 def est(e: dict | None, digits: int = 3, ci_digits: int | None = None, sign: bool = False, suffix: str = "") -> str:
     """`value[suffix] [lo, hi]` of a {"value", "ci"} estimate."""
     if not e:
-        return "n/a"
+        return MISSING
     return f"{fmt(e.get('value'), digits, sign)}{suffix if e.get('value') is not None else ''} {ci(e.get('ci'), ci_digits or digits)}"
 
 
@@ -86,8 +88,8 @@ def overview_tables(report: dict) -> list[Table]:
     runs = report.get("runs") or []
     if runs:
         head = ["run", "target", "draft", "device", "dtype", "r measured", "streams", "corpora"]
-        rows = [[r["name"], r.get("target") or "n/a", r.get("draft") or "n/a", r.get("device") or "n/a",
-                 r.get("dtype") or "n/a", fmt(r.get("r_measured")), fmt(r["n_streams"]), ", ".join(r["corpora"])]
+        rows = [[r["name"], r.get("target") or MISSING, r.get("draft") or MISSING, r.get("device") or MISSING,
+                 r.get("dtype") or MISSING, fmt(r.get("r_measured")), fmt(r["n_streams"]), ", ".join(r["corpora"])]
                 for r in runs]
         tables.append(("Runs", head, rows))
     return tables

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from specterm.core.export import MISSING
 from specterm.core.params import R_GRID
 
 PREDICTIONS = {
@@ -42,7 +43,7 @@ def _ci(est: dict) -> tuple[float, float]:
 
 
 def _fmt(x: float, digits: int = 3) -> str:
-    return "n/a" if not np.isfinite(x) else f"{x:.{digits}f}"
+    return MISSING if not np.isfinite(x) else f"{x:.{digits}f}"
 
 
 def _names(names: list[str]) -> str:

@@ -3,12 +3,14 @@ report is ready, the chosen set (corpus or pooled), and markdown export of its s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
+
+from specterm.core.params import R_DEFAULT
 
 if TYPE_CHECKING:
     from specterm.app import SpectermApp
@@ -111,3 +113,51 @@ def screen_markdown(report: dict, sections: tuple[str, ...]) -> str:
 
     tables = markdown_tables(report)
     return "\n\n".join(f"## {TITLES[s]}\n\n{tables[s]}" for s in sections) + "\n"
+
+
+def step_value(values: Sequence[float], current: float, step: int) -> float:
+    """The next value of the sorted `values` above `current` (step > 0) or below it (step < 0),
+    staying at the last (first) one at the end."""
+    if step > 0:
+        bigger = [x for x in values if x > current + 1e-12]
+        return bigger[0] if bigger else values[-1]
+    smaller = [x for x in values if x < current - 1e-12]
+    return smaller[-1] if smaller else values[0]
+
+
+class RStepping:
+    """Keys for the cost ratio r of a ReportScreen: `-`/`+` step through `r_choices(report)`, `m`
+    goes back to the measured r. It starts at the measured r, else at the choice nearest R_DEFAULT.
+    Subclasses define `r_choices` and `measured_r`."""
+
+    r: float | None = None
+
+    def r_choices(self, report: Any) -> Sequence[float]:
+        raise NotImplementedError
+
+    def measured_r(self, report: Any) -> float | None:
+        raise NotImplementedError
+
+    def initial_r(self, report: Any) -> float:
+        measured = self.measured_r(report)
+        if measured is not None:
+            return measured
+        return min(self.r_choices(report) or [R_DEFAULT], key=lambda r: abs(r - R_DEFAULT))
+
+    def action_step_r(self, step: int) -> None:
+        report = self.sapp.report
+        if report is None:
+            return
+        rs = sorted(self.r_choices(report))
+        if rs:
+            self.r = step_value(rs, self.r if self.r is not None else self.initial_r(report), step)
+            self.show_report(report)
+
+    def action_measured_r(self) -> None:
+        report = self.sapp.report
+        if report is None:
+            return
+        if self.measured_r(report) is None:
+            self.notify("This run has no measured r (run the oracle with --cost).", timeout=3)
+        self.r = self.initial_r(report)
+        self.show_report(report)

@@ -10,13 +10,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
-from specterm.screens.base import ReportScreen
+from specterm.core.params import YIELD_GAMMAS
+from specterm.screens.base import ReportScreen, RStepping
 from specterm.widgets.plots import ReportPlot, draw_optimum, draw_throughput
 from specterm.widgets.tables import fill_table, fmt_ci, fmt_num, is_num
 
-YIELD_GAMMAS = ("2", "4", "8", "16")
 COLUMNS = [("g", "g"), ("E_true", "E_true"), ("E_iid", "E_iid"), ("ratio", "E_true/E_iid [CI]")]
-DEFAULT_R = 0.2
 
 
 def curve_at(curve: dict, key: str, g: int) -> float | None:
@@ -27,7 +26,7 @@ def curve_at(curve: dict, key: str, g: int) -> float | None:
     return None
 
 
-class OptimumScreen(ReportScreen):
+class OptimumScreen(RStepping, ReportScreen):
     SCREEN_TITLE = "Optimum"
     EXPORT_NAME = "optimum"
     EXPORT_SECTIONS = ("optimum", "yield")
@@ -52,23 +51,21 @@ class OptimumScreen(ReportScreen):
             yield ReportPlot(id="curve-plot")
         yield DataTable(id="yield-table", cursor_type="row", zebra_stripes=True)
 
-    def r_choices(self, set_report: dict) -> list[float]:
-        return sorted({float(row["r"]) for row in set_report.get("optimum") or [] if is_num(row.get("r"))})
+    def r_choices(self, report: dict) -> list[float]:
+        """The r of the current set's optimum table (the grid plus the measured r)."""
+        _, s = self.current_set(report)
+        return sorted({float(row["r"]) for row in s.get("optimum") or [] if is_num(row.get("r"))})
 
-    def initial_r(self, set_report: dict) -> float:
-        """The run's measured r when it has one, else the grid value nearest 0.2 (a choice)."""
-        measured = set_report.get("r_measured")
-        if is_num(measured):
-            return float(measured)
-        rs = self.r_choices(set_report) or [DEFAULT_R]
-        return min(rs, key=lambda r: abs(r - DEFAULT_R))
+    def measured_r(self, report: dict) -> float | None:
+        _, s = self.current_set(report)
+        return float(s["r_measured"]) if is_num(s.get("r_measured")) else None
 
     def show_report(self, report: dict) -> None:
         from specterm.core.optimum import throughput_curve
 
         name, s = self.current_set(report)
         if self.r is None:
-            self.r = self.initial_r(s)
+            self.r = self.initial_r(report)
         r = self.r
         measured = s.get("r_measured") if is_num(s.get("r_measured")) else None
         rows_opt = s.get("optimum") or []
@@ -76,8 +73,8 @@ class OptimumScreen(ReportScreen):
         curve = s.get("curve") or {}
         rows = []
         for g in YIELD_GAMMAS:
-            ratio = (s.get("yield_ratio") or {}).get(g)
-            rows.append((g, [g, fmt_num(curve_at(curve, "E_true", int(g))), fmt_num(curve_at(curve, "E_iid", int(g))),
+            ratio = (s.get("yield_ratio") or {}).get(str(g))
+            rows.append((str(g), [str(g), fmt_num(curve_at(curve, "E_true", g)), fmt_num(curve_at(curve, "E_iid", g)),
                              fmt_ci(ratio)]))
         with self.app.batch_update():
             fill_table(self.query_one("#yield-table", DataTable), COLUMNS, rows)
@@ -90,30 +87,3 @@ class OptimumScreen(ReportScreen):
             draw_optimum(self.query_one("#gstar-plot", ReportPlot), name, rows_opt, measured, r)
             if curve.get("gamma"):
                 draw_throughput(self.query_one("#curve-plot", ReportPlot), throughput_curve(s, r), r)
-
-    def action_step_r(self, step: int) -> None:
-        report = self.sapp.report
-        if report is None:
-            return
-        _, s = self.current_set(report)
-        rs = self.r_choices(s)
-        if not rs:
-            return
-        r = self.r if self.r is not None else rs[0]
-        if step > 0:
-            bigger = [x for x in rs if x > r + 1e-12]
-            self.r = bigger[0] if bigger else rs[-1]
-        else:
-            smaller = [x for x in rs if x < r - 1e-12]
-            self.r = smaller[-1] if smaller else rs[0]
-        self.show_report(report)
-
-    def action_measured_r(self) -> None:
-        report = self.sapp.report
-        if report is None:
-            return
-        _, s = self.current_set(report)
-        if not is_num(s.get("r_measured")):
-            self.notify("This run has no measured r (run the oracle with --cost).", timeout=3)
-        self.r = self.initial_r(s)
-        self.show_report(report)

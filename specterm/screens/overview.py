@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
-from specterm.core.export import deficit_cell, est, fmt
+from specterm.core.export import MISSING, deficit_cell, est, fmt
 from specterm.screens.base import ReportScreen
 from specterm.screens.scorecard import VERDICT_MARKUP
 from specterm.widgets.tables import fill_table, is_num
@@ -32,7 +32,7 @@ def set_row(s: dict) -> list[str]:
         fmt(s.get("gate_rate"), 3),
         est(s.get("autocorr"), 3, 2, sign=True),
         est(s.get("dispersion_ratio"), 2, 2, suffix="x"),
-        deficit_cell(s["deficit"]) if s.get("deficit") else "n/a",
+        deficit_cell(s["deficit"]) if s.get("deficit") else MISSING,
     ]
 
 

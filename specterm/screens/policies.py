@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
 from specterm.screens.base import ReportScreen
-from specterm.widgets.tables import fill_table, fmt_ci, fmt_num, is_num
+from specterm.widgets.tables import MISSING, fill_table, fmt_ci, fmt_num, is_num
 
 POLICY_COLUMNS = [
     ("policy", "policy"), ("params", "params"), ("tpb", "tok/block"), ("dpb", "drafted/block"),
@@ -46,7 +46,7 @@ def depth_rows(depth: dict) -> list[tuple[str, list[str]]]:
     n = max((len(c) for c in cols), default=0)
     rows = []
     for j in range(n):
-        cells = [fmt_ci(c[j]) if j < len(c) else "-" for c in cols]
+        cells = [fmt_ci(c[j]) if j < len(c) else MISSING for c in cols]
         rows.append((str(j + 1), [str(j + 1), *cells]))
     return rows
 

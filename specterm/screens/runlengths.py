@@ -42,7 +42,7 @@ class RunLengthsScreen(ReportScreen):
         for name in names:
             s = sets[name]
             rl = s.get("runlengths") or {}
-            rows.append((name, [name, str(rl.get("n_runs", "-")), fmt_num(rl.get("D"), 2), fmt_num(rl.get("D_geom"), 2),
+            rows.append((name, [name, fmt_num(rl.get("n_runs")), fmt_num(rl.get("D"), 2), fmt_num(rl.get("D_geom"), 2),
                                 fmt_ci(s.get("dispersion_ratio"), 2)]))
         table = self.query_one("#runlengths-table", DataTable)
         with self.app.batch_update():
