@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
@@ -113,6 +114,23 @@ def screen_markdown(report: dict, sections: tuple[str, ...]) -> str:
 
     tables = markdown_tables(report)
     return "\n\n".join(f"## {TITLES[s]}\n\n{tables[s]}" for s in sections) + "\n"
+
+
+def set_bindings(screen: str) -> list[Binding]:
+    """`c` / `C`: the next / previous set (corpus or pooled), for USES_SET screens."""
+    return [
+        Binding("c", "app.cycle_set(1)", "corpus", id=f"{screen}.corpus", tooltip="Next corpus (or pooled)"),
+        Binding("C", "app.cycle_set(-1)", "prev corpus", show=False, id=f"{screen}.corpus_prev"),
+    ]
+
+
+def r_bindings(screen: str, what: str = "", measured: str = "Back to the measured r", show_measured: bool = True) -> list[Binding]:
+    """`-` / `+` / `m` of an RStepping screen; `what` ends the step tooltips, `measured` is m's."""
+    return [
+        Binding("minus", "step_r(-1)", "r-", id=f"{screen}.r_down", tooltip=f"Smaller cost ratio r{what}"),
+        Binding("plus,equals_sign", "step_r(1)", "r+", id=f"{screen}.r_up", tooltip=f"Larger cost ratio r{what}"),
+        Binding("m", "measured_r", "measured r", show=show_measured, id=f"{screen}.r_measured", tooltip=measured),
+    ]
 
 
 def step_value(values: Sequence[float], current: float, step: int) -> float:

@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Input, Static
 from specterm.core.errors import SpectermError
 from specterm.core.export import markdown_table
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, R_GRID
-from specterm.screens.base import ReportScreen, RStepping
+from specterm.screens.base import ReportScreen, RStepping, r_bindings
 from specterm.widgets.tables import MISSING, fill_table, fmt_num, is_num
 
 COLUMNS = [("set", "corpus"), ("g_true", "g"), ("s_true", "speedup"), ("g_iid", "iid g"), ("s_iid", "iid promise"),
@@ -37,9 +37,7 @@ class DecideScreen(RStepping, ReportScreen):
         Binding("a", "accelerator(1)", "accelerator", id="decide.accelerator", tooltip="Next accelerator preset"),
         Binding("A", "accelerator(-1)", "prev accelerator", show=False, id="decide.accelerator_prev"),
         Binding("i", "custom_ridge", "custom ridge", id="decide.ridge", tooltip="Type a ridge I* in FLOP/byte"),
-        Binding("minus", "step_r(-1)", "r-", id="decide.r_down", tooltip="Smaller cost ratio r"),
-        Binding("plus,equals_sign", "step_r(1)", "r+", id="decide.r_up", tooltip="Larger cost ratio r"),
-        Binding("m", "measured_r", "measured r", show=False, id="decide.r_measured", tooltip="Back to the measured r"),
+        *r_bindings("decide", show_measured=False),
         Binding("escape", "leave_input", "back", show=False, id="decide.leave_input"),
     ]
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import math
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
 from specterm.core.params import YIELD_GAMMAS
-from specterm.screens.base import ReportScreen, RStepping
+from specterm.screens.base import ReportScreen, RStepping, r_bindings, set_bindings
 from specterm.widgets.plots import ReportPlot, draw_optimum, draw_throughput
 from specterm.widgets.tables import fill_table, fmt_ci, fmt_num, is_num
 
@@ -33,11 +32,8 @@ class OptimumScreen(RStepping, ReportScreen):
     USES_SET = True
 
     BINDINGS = [
-        Binding("c", "app.cycle_set(1)", "corpus", id="optimum.corpus", tooltip="Next corpus (or pooled)"),
-        Binding("C", "app.cycle_set(-1)", "prev corpus", show=False, id="optimum.corpus_prev"),
-        Binding("minus", "step_r(-1)", "r-", id="optimum.r_down", tooltip="Smaller cost ratio r for the throughput curves"),
-        Binding("plus,equals_sign", "step_r(1)", "r+", id="optimum.r_up", tooltip="Larger cost ratio r for the throughput curves"),
-        Binding("m", "measured_r", "measured r", id="optimum.r_measured", tooltip="Back to the run's measured r"),
+        *set_bindings("optimum"),
+        *r_bindings("optimum", " for the throughput curves", "Back to the run's measured r"),
     ]
 
     def __init__(self) -> None:

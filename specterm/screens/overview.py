@@ -8,7 +8,7 @@ from textual.widgets import DataTable, Static
 
 from specterm.core.export import MISSING, deficit_cell, est, fmt
 from specterm.screens.base import ReportScreen
-from specterm.screens.scorecard import VERDICT_MARKUP
+from specterm.widgets.styles import verdict_markup
 from specterm.widgets.tables import fill_table, is_num
 
 COLUMNS = [
@@ -83,7 +83,7 @@ class OverviewScreen(ReportScreen):
                         f" Simpson inflation {est(pooled.get('autocorr_simpson'), 3, 2, sign=True)}")
         self.query_one("#overview-note", Static).update("[dim]" + "\n".join(note) + "[/]")
         verdicts = "   ".join(
-            f"[b]{escape(str(p.get('id')))}[/] [{VERDICT_MARKUP.get(p.get('verdict'), 'b')}]{escape(str(p.get('verdict')))}[/]"
+            f"[b]{escape(str(p.get('id')))}[/] {verdict_markup(str(p.get('verdict')))}"
             for p in report.get("scorecard") or []
         )
         self.query_one("#overview-verdicts", Static).update(f"scorecard  {verdicts}   [dim](7 for the evidence)[/]")

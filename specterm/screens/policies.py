@@ -7,10 +7,9 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from specterm.screens.base import ReportScreen
+from specterm.screens.base import ReportScreen, set_bindings
 from specterm.widgets.tables import MISSING, fill_table, fmt_ci, fmt_num, is_num
 
 POLICY_COLUMNS = [
@@ -57,10 +56,7 @@ class PoliciesScreen(ReportScreen):
     EXPORT_SECTIONS = ("policies", "depth")
     USES_SET = True
 
-    BINDINGS = [
-        Binding("c", "app.cycle_set(1)", "corpus", id="policies.corpus", tooltip="Next corpus (or pooled)"),
-        Binding("C", "app.cycle_set(-1)", "prev corpus", show=False, id="policies.corpus_prev"),
-    ]
+    BINDINGS = set_bindings("policies")
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="set-bar", classes="set-bar")

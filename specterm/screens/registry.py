@@ -9,32 +9,33 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ScreenInfo:
+    """A screen: its mode name, title, number key and one line of help. Its class is
+    `<Title without spaces>Screen` in `specterm.screens.<mode>`."""
+
     mode: str
     title: str
     key: str
-    module: str
-    cls: str
     help: str
 
+    @property
+    def module(self) -> str:
+        return f"specterm.screens.{self.mode}"
 
-SCREENS: tuple[ScreenInfo, ...] = (
-    ScreenInfo("overview", "Overview", "1", "specterm.screens.overview", "OverviewScreen",
-               "Per-corpus table: alpha, autocorrelation, D/D_geom, deficit; run metadata"),
-    ScreenInfo("streams", "Streams", "2", "specterm.screens.streams", "StreamsScreen",
-               "Prompt list and one prompt's tokens, coloured accepted/rejected, with a cursor"),
-    ScreenInfo("runlengths", "Run lengths", "3", "specterm.screens.runlengths", "RunLengthsScreen",
-               "Histogram of run lengths L against the geometric prediction"),
-    ScreenInfo("optimum", "Optimum", "4", "specterm.screens.optimum", "OptimumScreen",
-               "g*_true and g*_iid against r, throughput curves, E_true/E_iid"),
-    ScreenInfo("policies", "Policies", "5", "specterm.screens.policies", "PoliciesScreen",
-               "Draft-length policies replayed exactly; per-depth acceptance"),
-    ScreenInfo("decide", "Decide", "6", "specterm.screens.decide", "DecideScreen",
-               "Speculate or not, with which g; batch crossover per accelerator"),
-    ScreenInfo("scorecard", "Scorecard", "7", "specterm.screens.scorecard", "ScorecardScreen",
-               "P1-P5: verdict and evidence"),
-    ScreenInfo("run", "Run", "8", "specterm.screens.run", "RunScreen",
-               "The live oracle: progress, tokens/s, ETA, running alpha"),
-)
+    @property
+    def cls(self) -> str:
+        return self.title.title().replace(" ", "") + "Screen"
+
+
+SCREENS: tuple[ScreenInfo, ...] = tuple(ScreenInfo(*row) for row in (
+    ("overview", "Overview", "1", "Per-corpus table: alpha, autocorrelation, D/D_geom, deficit; run metadata"),
+    ("streams", "Streams", "2", "Prompt list and one prompt's tokens, coloured accepted/rejected, with a cursor"),
+    ("runlengths", "Run lengths", "3", "Histogram of run lengths L against the geometric prediction"),
+    ("optimum", "Optimum", "4", "g*_true and g*_iid against r, throughput curves, E_true/E_iid"),
+    ("policies", "Policies", "5", "Draft-length policies replayed exactly; per-depth acceptance"),
+    ("decide", "Decide", "6", "Speculate or not, with which g; batch crossover per accelerator"),
+    ("scorecard", "Scorecard", "7", "P1-P5: verdict and evidence"),
+    ("run", "Run", "8", "The live oracle: progress, tokens/s, ETA, running alpha"),
+))
 
 
 def screen_class(info: ScreenInfo) -> type:

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from specterm.screens.base import ReportScreen
+from specterm.screens.base import ReportScreen, set_bindings
 from specterm.widgets.plots import ReportPlot, draw_runlengths
 from specterm.widgets.tables import fill_table, fmt_ci, fmt_num
 
@@ -21,8 +21,7 @@ class RunLengthsScreen(ReportScreen):
     USES_SET = True
 
     BINDINGS = [
-        Binding("c", "app.cycle_set(1)", "corpus", id="runlengths.corpus", tooltip="Next corpus (or pooled)"),
-        Binding("C", "app.cycle_set(-1)", "prev corpus", show=False, id="runlengths.corpus_prev"),
+        *set_bindings("runlengths"),
         Binding("y", "log_y", "log y", id="runlengths.log", tooltip="Toggle a logarithmic count axis"),
     ]
 

@@ -10,10 +10,9 @@ from textual.widgets import DataTable, Static
 
 from specterm.core.scorecard import PREDICTIONS  # for reports that do not carry the wording themselves
 from specterm.screens.base import ReportScreen
+from specterm.widgets.styles import VERDICT_STYLE, verdict_markup
 from specterm.widgets.tables import fill_table
 
-VERDICT_STYLE = {"holds": "bold green", "falsified": "bold red", "inconclusive": "bold yellow"}
-VERDICT_MARKUP = {"holds": "b $text-success", "falsified": "b $text-error", "inconclusive": "b $text-warning"}
 COLUMNS = [("id", "id"), ("verdict", "verdict"), ("prediction", "prediction")]
 
 
@@ -37,7 +36,7 @@ class ScorecardScreen(ReportScreen):
             text = str(entry.get("evidence", ""))
             if text.startswith(verdict + ":"):  # the evidence usually opens with its verdict already
                 text = text[len(verdict) + 1 :].lstrip()
-            evidence.append(f"[b]{escape(pid)}[/] [{VERDICT_MARKUP.get(verdict, 'b')}]{escape(verdict)}[/]: {escape(text)}")
+            evidence.append(f"[b]{escape(pid)}[/] {verdict_markup(verdict)}: {escape(text)}")
         with self.app.batch_update():
             fill_table(self.query_one("#scorecard-table", DataTable), COLUMNS, rows)
             self.query_one("#evidence", Static).update("\n\n".join(evidence) or "No scorecard in this report.")
