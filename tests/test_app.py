@@ -46,9 +46,7 @@ async def test_every_screen_opens(run_path):
     app = make_app([run_path], **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        for s in SCREENS:
-            if s.mode == "run":
-                continue
+        for s in [s for s in SCREENS if s.mode != "run"]:
             await pilot.press(s.key)
             await pilot.pause()
             assert type(app.screen).__name__ == s.cls

@@ -17,6 +17,8 @@ from specterm.oracle.corpora import load_builtin
 from specterm.oracle.run import OracleConfig, run_oracle
 from specterm.core.streams import load_run
 
+pytestmark = pytest.mark.slow  # loads the real SmolLM2-135M checkpoint; `pytest -m "not slow"` skips it
+
 N_NEW = 32
 
 
