@@ -135,8 +135,11 @@ def list_cmd(
     root: Path = typer.Option(Path("streams"), "--root", help="Directory holding the runs."),
 ) -> None:
     """The runs under streams/: corpora, prompts, positions, alpha, gate."""
+    import math
+
     from specterm.core.errors import SpectermError
-    from specterm.core.export import text_table
+    from specterm.core.export import MISSING, text_table
+    from specterm.core.stats import rates
     from specterm.core.streams import find_runs, load_run
 
     paths = find_runs(root)
@@ -150,13 +153,9 @@ def list_cmd(
         except SpectermError as exc:
             rows.append([path.name, f"unreadable: {exc}", "", "", "", ""])
             continue
-        n = sum(s.n for s in run.streams)
-        analysed = sum(s.valid_len for s in run.streams)
-        ones = sum(int(s.a.sum()) for s in run.streams)
-        gate_ones = sum(s.n if s.gate is None else int(s.gate.sum()) for s in run.streams)
-        alpha = f"{ones / analysed:.3f}" if analysed else "n/a"
-        gate = f"{gate_ones / n:.3f}" if n else "n/a"
-        rows.append([run.name, ", ".join(run.corpora) or "-", str(len(run.streams)), str(n), alpha, gate])
+        n, alpha, gate = rates(run.streams)
+        alpha, gate = (f"{x:.3f}" if math.isfinite(x) else MISSING for x in (alpha, gate))
+        rows.append([run.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), alpha, gate])
     typer.echo(text_table(["run", "corpora", "prompts", "positions", "alpha", "gate"], rows))
 
 

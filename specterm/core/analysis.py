@@ -99,8 +99,7 @@ def run_summary(run: Run) -> dict[str, Any]:
 
 
 def _sums(streams: list[Stream], gamma: int, depth_gamma: int, shuffles: int, seed: int) -> st.StreamSums:
-    gate_ones = np.array([s.n if s.gate is None else int(s.gate.sum()) for s in streams], dtype=np.float64)
-    gate_n = np.array([s.n for s in streams], dtype=np.float64)
+    gate_ones, gate_n = st.gate_counts(streams)
     return st.stream_sums([s.a for s in streams], gate_ones, gate_n, gamma=gamma, depth_gamma=depth_gamma,
                           shuffles=shuffles, seed=seed)
 

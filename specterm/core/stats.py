@@ -169,6 +169,25 @@ def stream_sums(
     return StreamSums(M=M, cols=cols, gamma=gamma, depth_gamma=depth_gamma, run_L=runs.L, run_seg=runs.seg)
 
 
+def gate_counts(streams) -> tuple[np.ndarray, np.ndarray]:
+    """Per stream (gate ones, positions) over the whole stream, before the cut at the first gate
+    failure (a stream without a gate counts as held everywhere)."""
+    gate_ones = np.array([s.n if s.gate is None else int(s.gate.sum()) for s in streams], dtype=np.float64)
+    gate_n = np.array([s.n for s in streams], dtype=np.float64)
+    return gate_ones, gate_n
+
+
+def rates(streams) -> tuple[int, float, float]:
+    """(positions, alpha, gate_rate) of stored streams without building the sums matrix (`specterm
+    list`, the oracle's running figures), as the report defines them: alpha = sum ones / sum n over
+    the analysed streams (cut at the first gate failure), gate_rate = sum gate ones / sum positions
+    of the whole streams. NaN where there are no positions."""
+    gate_ones, gate_n = gate_counts(streams)
+    analysed = sum(s.valid_len for s in streams)
+    ones = sum(int(s.a.sum()) for s in streams)
+    return int(gate_n.sum()), float(_div(ones, analysed)), float(_div(gate_ones.sum(), gate_n.sum()))
+
+
 # ------------------------------------------------ statistics of column sums c (..., K) ---
 
 
