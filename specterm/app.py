@@ -23,6 +23,7 @@ from specterm.core.errors import SpectermError
 from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 
 if TYPE_CHECKING:
+    from specterm.core.report import Report
     from specterm.oracle.run import OracleConfig
     from specterm.core.streams import Run
 
@@ -51,8 +52,8 @@ class SpectermApp(App[Any]):
 
     runs: var[list | None] = var(None)
     """The loaded runs (None until loaded)."""
-    report: var[dict | None] = var(None)
-    """`analyse(runs)`: the report dict of SPEC section 7 (None until ready)."""
+    report: var["Report | None"] = var(None)
+    """`analyse(runs)`: the typed report (core/report.py; None until ready)."""
     error: var[str | None] = var(None)
     """One sentence when loading or analysing failed."""
     set_name: var[str] = var("pooled")
@@ -131,12 +132,11 @@ class SpectermApp(App[Any]):
         self.runs = message.runs
 
     def on_report_ready(self, message: messages.ReportReady) -> None:
-        sets = list((message.report.get("sets") or {}).keys())
-        if self.set_name not in sets and sets:
-            self.set_name = "pooled" if "pooled" in sets else sets[0]
-        self.report = message.report
+        report = message.report
+        self.set_name = report.set_or_default(self.set_name)
+        self.report = report
         if self.n_model_groups > 1:
-            names = ", ".join(r["name"] for r in message.report.get("runs", []))
+            names = ", ".join(r.name for r in report.runs)
             self.notify(f"Showing {names} (model pair {self.model_group % self.n_model_groups + 1} of "
                         f"{self.n_model_groups}); press M for the next pair.", title="runs")
 
@@ -172,9 +172,8 @@ class SpectermApp(App[Any]):
 
     @property
     def set_names(self) -> list[str]:
-        """Corpora in report order with "pooled" last."""
-        sets = list(((self.report or {}).get("sets") or {}).keys())
-        return [s for s in sets if s != "pooled"] + (["pooled"] if "pooled" in sets else [])
+        """The report's sets in display order (Report.set_names: corpora sorted, "pooled" last)."""
+        return self.report.set_names if self.report is not None else []
 
     def action_cycle_set(self, step: int = 1) -> None:
         names = self.set_names

@@ -1,4 +1,4 @@
-"""The whole analysis of one or more runs as one JSON-able dict (SPEC 7 shape plus what the TUI needs).
+"""The whole analysis of one or more runs as one typed Report (core/report.py; SPEC 7 JSON via to_dict).
 
 Per corpus, the per-stream sums matrix M (stats.stream_sums) is built once; the "pooled" set stacks
 the corpora's matrices. Point estimates come from column sums, CIs from the percentile bootstrap
@@ -31,6 +31,7 @@ from specterm.core.decide import decision
 from specterm.core.optimum import optimum_table, r_values
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import policy_summary, policy_table
+from specterm.core.report import Report
 from specterm.core.scorecard import scorecard
 from specterm.core.streams import Run, Stream
 
@@ -188,7 +189,8 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
 
 def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = 0,
             depth_gamma: int | None = None) -> dict[str, Any]:
-    """The report: {"sets": {corpus..., "pooled": {...}}, "scorecard": [...], "runs": [...], "params": {...}}."""
+    """The report (core/report.py): sets (corpora sorted, then "pooled"), scorecard, runs, params;
+    `report.to_dict()` is the SPEC 7 JSON."""
     depth_gamma = gamma if depth_gamma is None else depth_gamma
     for name, value in (("--gamma", gamma), ("depth gamma", depth_gamma)):
         if not 1 <= value <= GAMMA_MAX:
@@ -226,14 +228,14 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         rep = set_report(sums, W, [run_r[i] for _, i in members])
         r = rep["r_measured"] if rep["r_measured"] is not None else R_DEFAULT
         rep["policies"] = policy_summary([s for s, _ in members], r, W, table=tables[name])
-        rep["decide"] = decision(rep, r, ridge=DEFAULT_RIDGE)
+        rep["decide"] = decision(rep, r, ridge=DEFAULT_RIDGE).to_dict()
         sets[name] = rep
 
     sets = jsonable(sets)
-    return {
+    return Report.from_dict({
         "sets": sets,
         "scorecard": scorecard(sets),
         "runs": jsonable([run_summary(run) for run in runs]),
         "params": {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed, "depth_gamma": depth_gamma,
                    "r_default": R_DEFAULT, "ridge": DEFAULT_RIDGE},
-    }
+    })

@@ -21,6 +21,7 @@ from specterm.core.blockwalk import E_iid as E_iid_formula
 from specterm.core.errors import SpectermError
 from specterm.core.optimum import best_index, curve_throughput
 from specterm.core.params import ACCELERATORS, DEFAULT_RIDGE
+from specterm.core.report import Decision
 
 
 def ridge_of(accelerator: str | float) -> float:
@@ -52,7 +53,7 @@ def speedup(E, gamma, r: float):
     return curve_throughput(E, r, gamma)
 
 
-def decision(set_report: dict, r: float, ridge: float = DEFAULT_RIDGE) -> dict:
+def decision(set_report, r: float, ridge: float = DEFAULT_RIDGE) -> Decision:
     """Speculate or not, with which g, from a set's report ("alpha", "curve": {"gamma", "E_true", "E_iid"}).
 
     g_true = argmax_g E_true(g) / (1 + g r) and its speedup; g_iid = argmax_g E_iid(g) / (1 + g r),
@@ -60,8 +61,9 @@ def decision(set_report: dict, r: float, ridge: float = DEFAULT_RIDGE) -> dict:
     actually obtained; B* = ridge / (g_true + 1). Ties: smallest g. E_iid is computed from alpha
     when the curve lacks it. speculate = best true speedup > 1.
 
-    Returns {"r", "ridge", "alpha", "gamma_true", "speedup_true", "gamma_iid", "speedup_iid",
-    "speedup_true_at_gamma_iid", "batch_crossover", "speculate", "verdict"}.
+    `set_report`: a SetReport (or its JSON dict). Returns a report.Decision (r, ridge, alpha,
+    gamma_true, speedup_true, gamma_iid, speedup_iid, speedup_true_at_gamma_iid, batch_crossover,
+    speculate, verdict).
     """
     if r is None or not np.isfinite(r) or r < 0:
         raise SpectermError("no usable cost ratio r for this run; measure it with `specterm run --cost` or choose one on the Decide screen (keys - and +).")
@@ -86,7 +88,7 @@ def decision(set_report: dict, r: float, ridge: float = DEFAULT_RIDGE) -> dict:
         out.update(gamma_true=None, speedup_true=None, gamma_iid=None, speedup_iid=None,
                    speedup_true_at_gamma_iid=None, batch_crossover=None, speculate=False,
                    verdict="no positions in this set: nothing to decide")
-        return out
+        return Decision.from_dict(out)
     i_true = best_index(S_true)
     S_iid = speedup(E_iid, gamma, r)
     i_iid = best_index(S_iid)
@@ -102,7 +104,7 @@ def decision(set_report: dict, r: float, ridge: float = DEFAULT_RIDGE) -> dict:
         speculate=bool(s_true > 1.0),
     )
     out["verdict"] = _verdict(out)
-    return out
+    return Decision.from_dict(out)
 
 
 def _verdict(d: dict) -> str:

@@ -15,6 +15,7 @@ from specterm.core.params import R_DEFAULT
 
 if TYPE_CHECKING:
     from specterm.app import SpectermApp
+    from specterm.core.report import Report, SetReport
 
 
 class ReportScreen(Screen):
@@ -84,19 +85,17 @@ class ReportScreen(Screen):
         if self.sapp.report is not None:
             self.show_report(self.sapp.report)
 
-    def show_report(self, report: dict) -> None:
+    def show_report(self, report: Report) -> None:
         """Fill the tables and plots from the report (called again when it or the set changes)."""
 
     def show_runs(self, runs: list) -> None:
         """For NEEDS_REPORT = False screens: fill from the loaded runs."""
 
     # -- helpers for subclasses -----------------------------------------------------------------
-    def current_set(self, report: dict) -> tuple[str, dict]:
-        sets = report.get("sets") or {}
-        name = self.sapp.set_name
-        if name not in sets:
-            name = "pooled" if "pooled" in sets else next(iter(sets), "")
-        return name, sets.get(name) or {}
+    def current_set(self, report: Report) -> tuple[str, SetReport | None]:
+        """The set the app shows (report.set_or_default's fallback) and its report."""
+        name = report.set_or_default(self.sapp.set_name)
+        return name, report.sets.get(name)
 
     def set_label(self) -> str:
         names = self.sapp.set_names
@@ -108,7 +107,7 @@ class ReportScreen(Screen):
         return screen_markdown(self.sapp.report, self.EXPORT_SECTIONS)
 
 
-def screen_markdown(report: dict, sections: tuple[str, ...]) -> str:
+def screen_markdown(report: Report, sections: tuple[str, ...]) -> str:
     """`## Title` then export.markdown_tables(report)[section], for each section, blank-line separated."""
     from specterm.core.export import TITLES, markdown_tables
 

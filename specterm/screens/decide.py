@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Input, Static
 from specterm.core.errors import SpectermError
 from specterm.core.export import markdown_table
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, R_GRID
+from specterm.core.report import Report
 from specterm.screens.base import ReportScreen, RStepping, r_bindings
 from specterm.widgets.tables import MISSING, fill_table, fmt_num, is_num
 
@@ -63,33 +64,28 @@ class DecideScreen(RStepping, ReportScreen):
     def ridge(self) -> float:
         return self.ridge_custom if self.ridge_custom is not None else ACCELERATORS[self.preset].ridge
 
-    def r_choices(self, report: dict) -> tuple[float, ...]:
+    def r_choices(self, report: Report) -> tuple[float, ...]:
         return R_GRID
 
-    def measured_r(self, report: dict) -> float | None:
-        pooled = (report.get("sets") or {}).get("pooled") or {}
-        r = pooled.get("r_measured")
-        return float(r) if is_num(r) else None
+    def measured_r(self, report: Report) -> float | None:
+        return report.pooled.r_measured if report.pooled is not None else None
 
-    def show_report(self, report: dict) -> None:
+    def show_report(self, report: Report) -> None:
         from specterm.core.decide import decision
 
         if self.r is None:
             self.r = self.initial_r(report)
-        sets = report.get("sets") or {}
         rows, verdicts = [], []
-        for name in self.sapp.set_names:
+        for name, s in report.ordered_sets():
             try:
-                d = decision(sets[name], self.r, self.ridge)
+                d = decision(s, self.r, self.ridge)
             except SpectermError as exc:
                 rows.append((name, [name] + [MISSING] * 6))
                 verdicts.append(f"[b]{escape(name)}[/]: {escape(str(exc))}")
                 continue
-            bstar = d.get("batch_crossover")
-            rows.append((name, [name, fmt_num(d.get("gamma_true")), speed(d.get("speedup_true")),
-                                fmt_num(d.get("gamma_iid")), speed(d.get("speedup_iid")),
-                                speed(d.get("speedup_true_at_gamma_iid")), fmt_num(bstar, 0)]))
-            verdicts.append(f"[b]{escape(name)}[/]: {escape(str(d.get('verdict', '')))}")
+            rows.append((name, [name, fmt_num(d.gamma_true), speed(d.speedup_true), fmt_num(d.gamma_iid),
+                                speed(d.speedup_iid), speed(d.speedup_true_at_gamma_iid), fmt_num(d.batch_crossover, 0)]))
+            verdicts.append(f"[b]{escape(name)}[/]: {escape(d.verdict)}")
         if self.ridge_custom is not None:
             acc = f"custom ridge I* = {self.ridge_custom:g} FLOP/byte"
         else:

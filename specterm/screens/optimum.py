@@ -10,19 +10,12 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
 from specterm.core.params import YIELD_GAMMAS
+from specterm.core.report import Report
 from specterm.screens.base import ReportScreen, RStepping, r_bindings, set_bindings
 from specterm.widgets.plots import ReportPlot, draw_optimum, draw_throughput
-from specterm.widgets.tables import fill_table, fmt_ci, fmt_num, is_num
+from specterm.widgets.tables import fill_table, fmt_ci, fmt_num
 
 COLUMNS = [("g", "g"), ("E_true", "E_true"), ("E_iid", "E_iid"), ("ratio", "E_true/E_iid [CI]")]
-
-
-def curve_at(curve: dict, key: str, g: int) -> float | None:
-    gammas = list(curve.get("gamma") or [])
-    values = list(curve.get(key) or [])
-    if g in gammas and gammas.index(g) < len(values):
-        return values[gammas.index(g)]
-    return None
 
 
 class OptimumScreen(RStepping, ReportScreen):
@@ -47,39 +40,37 @@ class OptimumScreen(RStepping, ReportScreen):
             yield ReportPlot(id="curve-plot")
         yield DataTable(id="yield-table", cursor_type="row", zebra_stripes=True)
 
-    def r_choices(self, report: dict) -> list[float]:
+    def r_choices(self, report: Report) -> list[float]:
         """The r of the current set's optimum table (the grid plus the measured r)."""
         _, s = self.current_set(report)
-        return sorted({float(row["r"]) for row in s.get("optimum") or [] if is_num(row.get("r"))})
+        return sorted({row.r for row in s.optimum})
 
-    def measured_r(self, report: dict) -> float | None:
+    def measured_r(self, report: Report) -> float | None:
         _, s = self.current_set(report)
-        return float(s["r_measured"]) if is_num(s.get("r_measured")) else None
+        return s.r_measured
 
-    def show_report(self, report: dict) -> None:
+    def show_report(self, report: Report) -> None:
         from specterm.core.optimum import throughput_curve
 
         name, s = self.current_set(report)
         if self.r is None:
             self.r = self.initial_r(report)
         r = self.r
-        measured = s.get("r_measured") if is_num(s.get("r_measured")) else None
-        rows_opt = s.get("optimum") or []
-        at_r = next((row for row in rows_opt if is_num(row.get("r")) and math.isclose(row["r"], r)), None)
-        curve = s.get("curve") or {}
+        measured = s.r_measured
+        at_r = next((row for row in s.optimum if math.isclose(row.r, r)), None)
+        curve = s.curve
         rows = []
         for g in YIELD_GAMMAS:
-            ratio = (s.get("yield_ratio") or {}).get(str(g))
-            rows.append((str(g), [str(g), fmt_num(curve_at(curve, "E_true", g)), fmt_num(curve_at(curve, "E_iid", g)),
-                             fmt_ci(ratio)]))
+            rows.append((str(g), [str(g), fmt_num(curve.at("E_true", g)), fmt_num(curve.at("E_iid", g)),
+                                  fmt_ci(s.yield_ratio.get(str(g)))]))
         with self.app.batch_update():
             fill_table(self.query_one("#yield-table", DataTable), COLUMNS, rows)
             mtext = "measured" if measured is not None and math.isclose(r, measured) else (
                 f"measured {measured:.3f}" if measured is not None else "r not measured")
-            gstar = f": g*_true [b]{at_r.get('gamma_true')}[/], g*_iid [b]{at_r.get('gamma_iid')}[/]" if at_r else ""
+            gstar = f": g*_true [b]{at_r.gamma_true}[/], g*_iid [b]{at_r.gamma_iid}[/]" if at_r else ""
             self.query_one("#set-bar", Static).update(
                 f"{self.set_label()}   r = [b]{r:.3f}[/] ({mtext}){gstar}"
             )
-            draw_optimum(self.query_one("#gstar-plot", ReportPlot), name, rows_opt, measured, r)
-            if curve.get("gamma"):
+            draw_optimum(self.query_one("#gstar-plot", ReportPlot), name, s.optimum, measured, r)
+            if curve.gamma:
                 draw_throughput(self.query_one("#curve-plot", ReportPlot), throughput_curve(s, r), r)

@@ -10,6 +10,7 @@ from typing import Any, Iterable, Sequence
 from textual.widgets import DataTable
 
 from specterm.core.export import MISSING
+from specterm.core.report import Estimate
 
 
 def is_num(x: Any) -> bool:
@@ -25,11 +26,12 @@ def fmt_num(x: Any, digits: int = 3, sign: bool = False) -> str:
     return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
 
 
-def fmt_ci(stat: Any, digits: int = 3, sign: bool = False) -> str:
-    """`{"value", "ci": [lo, hi]}` as 'value [lo, hi]' (the SPEC's bracket style); plain numbers pass."""
-    if isinstance(stat, dict):
-        value = fmt_num(stat.get("value"), digits, sign)
-        ci = stat.get("ci")
+def fmt_ci(stat: Estimate | float | None, digits: int = 3, sign: bool = False) -> str:
+    """An Estimate as 'value [lo, hi]' (the SPEC's bracket style; the value alone when the CI is
+    undefined); plain numbers pass to fmt_num."""
+    if isinstance(stat, Estimate):
+        value = fmt_num(stat.value, digits, sign)
+        ci = stat.ci
         if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_num(c) for c in ci):
             return f"{value} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
         return value
