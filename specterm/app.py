@@ -20,6 +20,7 @@ from textual.worker import Worker, WorkerState
 from specterm import messages
 from specterm.commands import SpectermCommands
 from specterm.core.errors import SpectermError
+from specterm.core.params import BOOT, GAMMA_DEFAULT, SHUFFLES
 from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 
 if TYPE_CHECKING:
@@ -65,9 +66,9 @@ class SpectermApp(App[Any]):
         *,
         oracle_config: "OracleConfig | None" = None,
         oracle: Callable[..., Path] | None = None,
-        gamma: int = 8,
-        boot: int = 2000,
-        shuffles: int = 20,
+        gamma: int = GAMMA_DEFAULT,
+        boot: int = BOOT,
+        shuffles: int = SHUFFLES,
         seed: int = 0,
         initial: str | None = None,
     ) -> None:

@@ -36,9 +36,9 @@ def ridge_of(accelerator: str | float) -> float:
             value = float(key)
         except ValueError:
             names = ", ".join(ACCELERATORS)
-            raise SpectermError(f"unknown accelerator '{accelerator}'; use one of {names} or a ridge in FLOP/byte like 295.") from None
+            raise SpectermError(f"unknown accelerator '{accelerator}'; use one of {names} or a ridge in FLOP/byte like {DEFAULT_RIDGE:g}.") from None
     if not np.isfinite(value) or value <= 0:
-        raise SpectermError(f"the ridge must be a positive number of FLOP per byte (got {accelerator}); e.g. 295 for an H100.")
+        raise SpectermError(f"the ridge must be a positive number of FLOP per byte (got {accelerator}); e.g. {DEFAULT_RIDGE:g} for an H100.")
     return value
 
 
@@ -68,7 +68,7 @@ def decision(set_report, r: float, ridge: float = DEFAULT_RIDGE) -> Decision:
     if r is None or not np.isfinite(r) or r < 0:
         raise SpectermError("no usable cost ratio r for this run; measure it with `specterm run --cost` or choose one on the Decide screen (keys - and +).")
     if not np.isfinite(ridge) or ridge <= 0:
-        raise SpectermError(f"the ridge must be a positive number of FLOP per byte (got {ridge}); e.g. 295 for an H100.")
+        raise SpectermError(f"the ridge must be a positive number of FLOP per byte (got {ridge}); e.g. {DEFAULT_RIDGE:g} for an H100.")
     curve = set_report.get("curve") or {}
     gamma = np.asarray(curve.get("gamma", []), dtype=np.int64)
     E_true = np.asarray(curve.get("E_true", []), dtype=np.float64)

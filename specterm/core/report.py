@@ -86,8 +86,7 @@ class Record:
         return key in {f.name for f in dataclasses.fields(self)}
 
     def get(self, key: str, default: Any = None) -> Any:
-        value = getattr(self, key) if key in self else None
-        return default if value is None else value
+        return getattr(self, key) if key in self else default
 
 
 @dataclass(kw_only=True)

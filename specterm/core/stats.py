@@ -40,7 +40,7 @@ import numpy as np
 
 from specterm.core.blockwalk import E_iid
 from specterm.core.geometry import Concat, concat_streams, depth_counts, segment_runs, transition_counts, walk_blocks
-from specterm.core.params import GAMMAS
+from specterm.core.params import GAMMA_DEFAULT, GAMMAS, SHUFFLES
 
 
 # ------------------------------------------------------------------------- shuffles ---
@@ -69,7 +69,7 @@ def shuffle_streams(c: Concat, copies: int = 1, seed: int = 0) -> np.ndarray:
     return out
 
 
-def shuffled_blocks(c: Concat, gamma: int, shuffles: int = 20, seed: int = 0) -> np.ndarray:
+def shuffled_blocks(c: Concat, gamma: int, shuffles: int = SHUFFLES, seed: int = 0) -> np.ndarray:
     """Per stream: the mean, over S in-place shuffles, of the walk's blocks at gamma.
 
     Tokens of a stream are n under any order, so this mean is the only per-stream shuffle quantity:
@@ -129,9 +129,9 @@ def stream_sums(
     a: list[np.ndarray],
     gate_ones: np.ndarray | None = None,
     gate_n: np.ndarray | None = None,
-    gamma: int = 8,
+    gamma: int = GAMMA_DEFAULT,
     depth_gamma: int | None = None,
-    shuffles: int = 20,
+    shuffles: int = SHUFFLES,
     seed: int = 0,
 ) -> StreamSums:
     """Build M for streams `a` (analysed bits). gate_ones/gate_n default to n (gate held everywhere)."""

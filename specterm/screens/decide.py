@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Input, Static
 
 from specterm.core.errors import SpectermError
 from specterm.core.export import markdown_table
-from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, R_GRID
+from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
 from specterm.core.report import Report
 from specterm.screens.base import ReportScreen, RStepping, r_bindings
 from specterm.widgets.tables import MISSING, fill_table, fmt_num, is_num
@@ -143,7 +143,7 @@ class DecideScreen(RStepping, ReportScreen):
         try:
             self.ridge_custom = ridge_of(float(event.value)) if event.value.strip() else None
         except (SpectermError, ValueError) as exc:
-            self.notify(str(exc) if isinstance(exc, SpectermError) else "Type a ridge in FLOP/byte, e.g. 295.",
+            self.notify(str(exc) if isinstance(exc, SpectermError) else f"Type a ridge in FLOP/byte, e.g. {DEFAULT_RIDGE:g}.",
                         severity="error")
             return
         event.input.display = False
