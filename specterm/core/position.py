@@ -59,10 +59,6 @@ class PositionSums:
     bin_width: int
     n_bins: int
 
-    def rows(self, idx: np.ndarray) -> "PositionSums":
-        """The sums of a subset of streams."""
-        return PositionSums(self.M[np.asarray(idx, dtype=np.int64)], self.cols, self.bin_width, self.n_bins)
-
 
 def position_columns(n_bins: int) -> dict[str, int]:
     names = [f"ones_{k}" for k in range(n_bins)] + [f"n_{k}" for k in range(n_bins)] + list(WARMUP_COLUMNS)

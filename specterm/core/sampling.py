@@ -127,9 +127,6 @@ class SamplingSums:
     def streams_with_beta(self) -> int:
         return int((self.M[:, self.cols["beta_n"]] > 0).sum())
 
-    def rows(self, idx: np.ndarray) -> "SamplingSums":
-        return SamplingSums(self.M[np.asarray(idx, dtype=np.int64)], self.cols)
-
 
 def sampling_sums(betas: Sequence[np.ndarray | None]) -> SamplingSums:
     """Per-stream sums from each stream's analysed beta (None: the stream stores no beta)."""
