@@ -147,7 +147,10 @@ def list_cmd(
     root: Path = typer.Option(Path("streams"), "--root", help="Directory holding the runs."),
 ) -> None:
     """The runs under streams/: corpora, prompts, positions, alpha, gate (shards of a merged run are not counted)."""
-    from specterm.core.export import text_table
+    import math
+
+    from specterm.core.export import MISSING, text_table
+    from specterm.core.stats import rates
     from specterm.core.streams import discover_runs, load_runs_lenient
     from specterm.core.text import printable
 
@@ -158,13 +161,9 @@ def list_cmd(
     runs, problems = load_runs_lenient(paths)
     rows = []
     for run in runs:
-        n = sum(s.n for s in run.streams)
-        analysed = sum(s.valid_len for s in run.streams)
-        ones = sum(int(s.a.sum()) for s in run.streams)
-        gate_ones = sum(s.n if s.gate is None else int(s.gate.sum()) for s in run.streams)
-        alpha = f"{ones / analysed:.3f}" if analysed else "n/a"
-        gate = f"{gate_ones / n:.3f}" if n else "n/a"
-        rows.append([run.name, ", ".join(run.corpora) or "-", str(len(run.streams)), str(n), alpha, gate])
+        n, alpha, gate = rates(run.streams)
+        alpha, gate = (f"{x:.3f}" if math.isfinite(x) else MISSING for x in (alpha, gate))
+        rows.append([run.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), alpha, gate])
     rows = [[printable(cell) for cell in row] for row in rows]
     typer.echo(text_table(["run", "corpora", "prompts", "positions", "alpha", "gate"], rows))
     if shards:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from app_fixture import FakeOracle, make_fixture_run, oracle_config
 
-from specterm.app import SCREENS, make_app
+from specterm.app import make_app
+from specterm.screens.registry import SCREENS
 
 SIZES = [(80, 24), (120, 36)]
 FAST = {"boot": 200, "shuffles": 4}

@@ -144,8 +144,12 @@ def test_valid_files_round_trip(tmp_path_factory, recs, seed):
         assert "".join(map(str, s.bits.tolist())) == rec["bits"]
         if "draft_conf" in rec:
             assert s.draft_conf.tolist() == pytest.approx(rec["draft_conf"], abs=1e-6)
+        else:
+            assert s.draft_conf is None
         if "tokens" in rec:
             assert s.pieces == rec["tokens"]
+        else:
+            assert s.pieces is None
 
 
 junk = st.one_of(

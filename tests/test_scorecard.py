@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from specterm.core.analysis import analyse
-from specterm.core.optimum import R_GRID
+from specterm.core.params import R_GRID
 from specterm.core.scorecard import scorecard
 
 

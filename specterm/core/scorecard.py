@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from specterm.core.optimum import R_GRID
+from specterm.core.export import MISSING
+from specterm.core.params import R_GRID
 
 PREDICTIONS = {
     "P1": "acceptance is autocorrelated",
@@ -42,32 +43,22 @@ def _ci(est: dict) -> tuple[float, float]:
 
 
 def _fmt(x: float, digits: int = 3) -> str:
-    return "n/a" if not np.isfinite(x) else f"{x:.{digits}f}"
+    return MISSING if not np.isfinite(x) else f"{x:.{digits}f}"
 
 
 def _names(names: list[str]) -> str:
     return ", ".join(names)
 
 
-def ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n with ties given their average rank (as scipy.stats.rankdata 'average')."""
-    x = np.asarray(x, dtype=np.float64)
-    order = np.argsort(x, kind="mergesort")
-    inv = np.empty(x.size, dtype=np.int64)
-    inv[order] = np.arange(x.size)
-    xs = x[order]
-    new = np.r_[True, xs[1:] != xs[:-1]]
-    dense = np.cumsum(new)[inv]
-    bounds = np.r_[np.flatnonzero(new), x.size]
-    return 0.5 * (bounds[dense] + bounds[dense - 1] + 1)
-
-
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman rho = Pearson correlation of the ranks; NaN when either side is constant."""
-    rx, ry = ranks(x), ranks(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    den = np.sqrt((rx**2).sum() * (ry**2).sum())
-    return float((rx * ry).sum() / den) if den > 0 else float("nan")
+    """Spearman rho (scipy.stats.spearmanr: Pearson correlation of average ranks); NaN when either side is constant."""
+    import warnings
+
+    from scipy import stats
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        return float(stats.spearmanr(x, y).statistic)
 
 
 def _row(pid: str, verdict: str, evidence: str) -> dict[str, str]:
