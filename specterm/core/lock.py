@@ -36,7 +36,10 @@ class RunLock:
         self._fh = None
 
     def acquire(self) -> "RunLock":
-        fh = open(self.path / LOCK_FILE, "a+", encoding="ascii")
+        try:
+            fh = open(self.path / LOCK_FILE, "a+", encoding="ascii")
+        except OSError as exc:
+            raise SpectermError(f"cannot lock {self.path} for writing ({exc.strerror}); check that the directory is writable.") from None
         if fcntl is not None:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

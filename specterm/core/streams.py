@@ -480,7 +480,11 @@ def discover_runs(root: str | os.PathLike[str] = "streams") -> tuple[list[Path],
     if not root.is_dir():
         return [], []
     metas: dict[Path, dict[str, Any]] = {}
-    for p in sorted(root.iterdir()):
+    try:
+        entries = sorted(root.iterdir())
+    except OSError as exc:
+        raise SpectermError(f"cannot list {root} ({exc.strerror}); check its permissions.") from None
+    for p in entries:
         if (p / META_FILE).is_file():
             try:
                 metas[p] = read_meta(p)
