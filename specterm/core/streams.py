@@ -400,16 +400,17 @@ def stored_lines(path: Path) -> list[StoredLine]:
     return [line for line in out if line.raw.strip()]
 
 
-def iter_records(path: Path) -> Iterator[tuple[int, Stream]]:
-    """(line number, Stream) for each record of a run's prompts.jsonl.
+def iter_records(path: Path, meta: dict[str, Any] | None = None) -> Iterator[tuple[int, Stream]]:
+    """(line number, Stream) for each record of a run's prompts.jsonl (`meta`: its run.json, read
+    when not given).
 
     A final line without its newline is kept when it is a whole valid record and skipped when it
     is not (an interrupted write); any other bad line raises SpectermError naming FILE:LINE.
     """
     path = Path(path)
-    meta = read_meta(path)
+    meta = read_meta(path) if meta is None else meta
     rec_path = path / RECORDS_FILE
-    name = meta.get("name") or path.name
+    name = str(meta.get("name") or path.name)
     require = meta.get("checksums") is True
     for line in stored_lines(path):
         where = f"{rec_path}:{line.lineno}"
@@ -428,7 +429,7 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     path = Path(path)
     run = Run(path=path, meta=read_meta(path))
     lines: list[int] = []
-    for lineno, stream in iter_records(path):
+    for lineno, stream in iter_records(path, run.meta):
         run.streams.append(stream)
         lines.append(lineno)
     rec_path = path / RECORDS_FILE
