@@ -83,9 +83,9 @@ class OverviewScreen(ReportScreen):
             note.append(f"pooled: one transition table {est(pooled.autocorr_pooled, 3, 2, sign=True)},"
                         f" Simpson inflation {est(pooled.autocorr_simpson, 3, 2, sign=True)}")
         self.query_one("#overview-note", Static).update("[dim]" + "\n".join(note) + "[/]")
-        lines = []
+        lines = ["[dim]scorecard (7 for the evidence)[/]"]
         for seed in SEEDS:  # one line per seed: measurement (P rows), economics (Q rows)
-            verdicts = "   ".join(f"[b]{escape(p.id)}[/] {verdict_markup(p.verdict)}" for p in report.scorecard if p.seed == seed)
+            verdicts = "  ".join(f"[b]{escape(p.id)}[/] {verdict_markup(p.verdict)}" for p in report.scorecard if p.seed == seed)
             if verdicts:
                 lines.append(f"{seed:<11}  {verdicts}")
-        self.query_one("#overview-verdicts", Static).update("\n".join(lines) + "   [dim](7 for the evidence)[/]")
+        self.query_one("#overview-verdicts", Static).update("\n".join(lines))
