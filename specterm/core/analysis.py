@@ -219,6 +219,11 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     first = positions[corpora[0]]
     positions["pooled"] = PositionSums(np.vstack([positions[c].M for c in corpora]), first.cols, first.bin_width, n_bins)
     samplings["pooled"] = SamplingSums(np.vstack([samplings[c].M for c in corpora]), samplings[corpora[0]].cols)
+    # Resampled sums R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = sum of R_corpus.
+    resampled = {}
+    for kind, sums in (("position", positions), ("sampling", samplings)):
+        resampled[kind] = {c: weights[c] @ sums[c].M for c in corpora}
+        resampled[kind]["pooled"] = sum(resampled[kind][c] for c in corpora)
     # Every stream is replayed once (pooled order); each corpus takes its block of rows.
     pooled_sums, _, pooled_members = groups["pooled"]
     tables: dict[str, Any] = {"pooled": policy_table([s for s, _ in pooled_members], blocks=pooled_sums.blocks())}
@@ -232,8 +237,8 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         r = rep["r_measured"] if rep["r_measured"] is not None else R_DEFAULT
         rep["policies"] = policy_summary([s for s, _ in members], r, W, table=tables[name])
         rep["decide"] = decision(rep, r, ridge=DEFAULT_RIDGE).to_dict()
-        rep["position"] = position_report(positions[name], W).to_dict()
-        rep["sampling"] = sampling_report(samplings[name], W).to_dict()
+        rep["position"] = position_report(positions[name], W, resampled["position"][name]).to_dict()
+        rep["sampling"] = sampling_report(samplings[name], W, resampled["sampling"][name]).to_dict()
         sets[name] = rep
 
     sets = jsonable(sets)
