@@ -14,6 +14,11 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 - r of a set: the measured r of its runs; with several distinct values, their median (all of
   them are on the optimum grid). Policies and decide get that r, or params.R_DEFAULT when no run measured r.
 - Undefined numbers (no positions, no defined stream, ...) are null in the report.
+- Acceptance by position (position.py) and sampling acceptance (sampling.py) use the same weights
+  W per set; every set shares one bin layout (enough bins for the longest analysed stream), and
+  the pooled resampled sums are the corpora's added up (W_pooled is their blocks side by side).
+- The scorecard is P1-P5 then Q1-Q4 (scorecard.scorecard, economics.q_rows); Q3 uses the
+  memory-bound model at each corpus's r until the call below passes measured costs.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ fields in declaration order, nested objects recursively, and `from_dict` reads t
 None (JSON null). For code written against the JSON shape, every object also answers `obj["key"]`
 and `obj.get("key")` and `"key" in obj`; new code reads attributes.
 
-Adding a field (e.g. `position`, `sampling`, `decision_hw`, `confirmed`):
+Adding a field (e.g. `decision_hw`, `confirmed`; `position` and `sampling` were added this way):
 1. declare it on the class, at the place its key should appear in the JSON, with its type (a
    dataclass of its own when it has parts) and `= None` when older reports may lack it;
 2. fill it where the numbers are computed (analysis.set_report or analysis.analyse);
