@@ -45,6 +45,13 @@ def test_streams_cursor_on_a_rejection(snap_compare, tmp_path, size):
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_runlengths_by_position(snap_compare, tmp_path, size):
+    """The position view (w): alpha by position bin with CI whiskers against the set's alpha."""
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    assert snap_compare(app, terminal_size=size, run_before=settle("3", "w"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_run_screen_mid_run(snap_compare, tmp_path, size, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a relative out path: the screen shows it, so it must not vary
     oracle = FakeOracle(block_after=2)

@@ -8,9 +8,10 @@ import pytest
 
 from specterm.core import economics as ec
 from specterm.core import stats as st
+from specterm.core.analysis import set_report
 from specterm.core.bootstrap import multinomial_weights
 from specterm.core.estimate import Estimate, bootstrap_estimate
-from specterm.core.optimum import GAMMAS
+from specterm.core.params import GAMMAS
 from specterm.core.policies import policy_summary
 
 
@@ -29,10 +30,16 @@ def test_depth_gain_by_hand():
     assert float(ec.depth_gain(c, S.cols)) == pytest.approx(1 - 2 / 3)
 
 
+def best_of(S, W, factor, basis):
+    """economics.best_speedup on the set's curve as the report has it (analysis.set_report)."""
+    curve = set_report(S, W, [])["curve"]
+    return ec.best_speedup(curve["E_true"], curve["E_true_ci"], factor, basis)
+
+
 def test_best_speedup_memory_bound_by_hand():
     # 12 ones: blocks ceil(12 / (g+1)), E = 12 / blocks; at r = 0.1 the best is g = 11: E = 12, speedup 12 / 2.1
     S = st.stream_sums([np.ones(12, np.uint8)] * 3, gamma=2, shuffles=0)
-    b = ec.best_speedup(S.M, S.cols, multinomial_weights(3, 100, 0), ec.memory_bound_factor(0.1), "memory-bound at r=0.1")
+    b = best_of(S, multinomial_weights(3, 100, 0), ec.memory_bound_factor(0.1), "memory-bound at r=0.1")
     assert b.gamma == 11 and b.speedup.value == pytest.approx(12 / 2.1)
     assert b.speedup.ci == pytest.approx((12 / 2.1, 12 / 2.1))  # identical streams: no spread
 
@@ -42,7 +49,7 @@ def test_measured_factor_and_unmeasured_gammas():
     assert f[:2] == pytest.approx([1 / 1.3, 1 / 1.5]) and np.isnan(f[2:]).all()
     # 12 ones: E(1) = 2, E(2) = 3 -> S_hw = 2/1.3 = 1.54, 3/1.5 = 2.0: g = 2 (g >= 3 has no cost)
     S = st.stream_sums([np.ones(12, np.uint8)], gamma=2, shuffles=0)
-    b = ec.best_speedup(S.M, S.cols, multinomial_weights(1, 10, 0), f, "measured costs")
+    b = best_of(S, multinomial_weights(1, 10, 0), f, "measured costs")
     assert b.gamma == 2 and b.speedup.value == pytest.approx(2.0)
 
 
@@ -53,9 +60,13 @@ def test_best_speedup_matches_the_optimum_curve():
     c = S.M.sum(axis=0)
     r = 0.13
     curve = np.array([st.E_true(c, S.cols, int(g)) / (1 + g * r) for g in GAMMAS])
-    b = ec.best_speedup(S.M, S.cols, multinomial_weights(30, 500, 0), ec.memory_bound_factor(r), "mb")
+    b = best_of(S, multinomial_weights(30, 500, 0), ec.memory_bound_factor(r), "mb")
     assert b.gamma == int(GAMMAS[np.argmax(curve)]) and b.speedup.value == pytest.approx(curve.max())
     assert b.speedup.lo < b.speedup.value < b.speedup.hi
+    # the CI is the percentile CI of the resampled speedups E_true(g) / (1 + g r) at that g
+    direct = bootstrap_estimate(lambda cc, cl: st.E_true(cc, cl, b.gamma) / (1 + b.gamma * r), c,
+                                multinomial_weights(30, 500, 0) @ S.M, S.cols)
+    assert b.speedup.ci == pytest.approx(direct.ci)
 
 
 # -------------------------------------------------------------------------- Q1 ---
@@ -106,7 +117,7 @@ def test_q1_inconclusive_on_iid_streams(synth):
 
 def test_q1_needs_depth_2_and_a_corpus():
     assert ec.q1({}, {})["verdict"] == "inconclusive"
-    assert "depth 2" in ec.q1({"a": [0.5]}, {"a": Estimate(None)})["evidence"]
+    assert "depth 2" in ec.q1({"a": [0.5]}, {"a": Estimate()})["evidence"]
 
 
 # ------------------------------------------------------------------- Q2, Q3 ---
@@ -136,7 +147,7 @@ def test_q2_real_alphas_separate(synth):
 
 
 def bs(g, v, lo, hi, basis="memory-bound E_true(g)/(1+g r) at r=0.185"):
-    return ec.BestSpeedup(g, Estimate(v, lo, hi), basis)
+    return ec.BestSpeedup(g, Estimate(value=v, ci=[lo, hi]), basis)
 
 
 def test_q3_holds_with_ratio_basis_and_realized():
@@ -158,7 +169,7 @@ def test_q3_from_real_sums(synth):
     out = {}
     for name, a in (("prose", 0.55), ("code", 0.92)):
         S = st.stream_sums([synth.iid(rng, 150, a) for _ in range(20)], gamma=2, shuffles=0)
-        out[name] = ec.best_speedup(S.M, S.cols, multinomial_weights(20, 1000, 0), ec.memory_bound_factor(0.1), "mb")
+        out[name] = best_of(S, multinomial_weights(20, 1000, 0), ec.memory_bound_factor(0.1), "mb")
     assert out["code"].gamma > out["prose"].gamma
     assert ec.q3(out)["verdict"] == "holds"
 

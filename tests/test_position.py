@@ -28,8 +28,8 @@ def test_bins_by_hand():
     assert [b.n for b in rep.bins] == [8, 6, 2]
     assert [b.streams for b in rep.bins] == [2, 2, 1]
     # no stream reaches t = 32: the gain is null, not an error
-    assert rep.warmup_streams == 0 and rep.warmup_gain.value is None and rep.warmup_gain.ci == (None, None)
-    js = rep.to_json()
+    assert rep.warmup_streams == 0 and rep.warmup_gain.value is None and rep.warmup_gain.ci == [None, None]
+    js = rep.to_dict()
     assert js["bin_width"] == 4 and js["bins"][1] == {"start": 4, "alpha": js["bins"][1]["alpha"], "n": 6, "streams": 2}
     assert js["warmup_gain"] == {"value": None, "ci": [None, None]}
 

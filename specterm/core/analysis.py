@@ -14,6 +14,11 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 - r of a set: the measured r of its runs; with several distinct values, their median (all of
   them are on the optimum grid). Policies and decide get that r, or params.R_DEFAULT when no run measured r.
 - Undefined numbers (no positions, no defined stream, ...) are null in the report.
+- Acceptance by position (position.py) and sampling acceptance (sampling.py) use the same weights
+  W per set; every set shares one bin layout (enough bins for the longest analysed stream), and
+  the pooled resampled sums are the corpora's added up (W_pooled is their blocks side by side).
+- The scorecard is P1-P5 then Q1-Q4 (scorecard.scorecard, economics.q_rows); Q3 uses the
+  memory-bound model at each corpus's r until the call below passes measured costs.
 """
 
 from __future__ import annotations
@@ -27,21 +32,17 @@ from specterm.core import stats as st
 from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.errors import SpectermError
+from specterm.core.estimate import num
 from specterm.core.decide import decision
+from specterm.core.economics import depth_gain
 from specterm.core.optimum import optimum_table, r_values
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import policy_summary, policy_table
+from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
 from specterm.core.report import Report
+from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import scorecard
 from specterm.core.streams import Run, Stream
-
-
-def num(x: Any) -> float | None:
-    """A finite float, or None (JSON null) for NaN/inf/None."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if np.isfinite(x) else None
 
 
 def jsonable(obj: Any) -> Any:
@@ -180,6 +181,7 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
             "unconditional": [est(st.depth_unconditional, j) for j in range(1, dg + 1)],
             "unconditional_iid": [num(alpha**j) for j in range(1, dg + 1)],
             "blocks": [int(c[cols[f"uncut_{j}"]]) for j in range(1, dg + 1)],
+            "c2_minus_c1": est(depth_gain) if dg >= 2 else None,
         },
         "optimum": optimum_table(curve_true, curve_iid, r_values(measured), measured),
         "r_measured": num(np.median(measured)) if measured else None,
@@ -202,20 +204,31 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         raise SpectermError("the runs hold no prompts yet; run `specterm run` or `specterm import` first.")
     corpora = sorted({s.corpus for s, _ in entries})
     run_r = [run.r_measured for run in runs]
+    n_bins = bins_needed(max(s.valid_len for s, _ in entries))  # one bin layout for every set, so they stack
 
     by_corpus = {c: [(s, i) for s, i in entries if s.corpus == c] for c in corpora}
     # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block.
     W_pooled = np.empty((boot, len(entries)))
-    parts, weights, lo = {}, {}, 0
+    parts, weights, positions, samplings, lo = {}, {}, {}, {}, 0
     for c in corpora:
         streams = [s for s, _ in by_corpus[c]]
         cseed = corpus_seed(seed, c)
         parts[c] = _sums(streams, gamma, depth_gamma, shuffles, cseed)
+        positions[c] = position_sums([s.a for s in streams], n_bins=n_bins)
+        samplings[c] = sampling_sums([analysed_beta(s) for s in streams])
         weights[c] = multinomial_weights(len(streams), boot, cseed, out=W_pooled[:, lo:lo + len(streams)])
         lo += len(streams)
 
     groups = {c: (parts[c], weights[c], by_corpus[c]) for c in corpora}
     groups["pooled"] = (_stack([parts[c] for c in corpora]), W_pooled, [e for c in corpora for e in by_corpus[c]])
+    first = positions[corpora[0]]
+    positions["pooled"] = PositionSums(np.vstack([positions[c].M for c in corpora]), first.cols, first.bin_width, n_bins)
+    samplings["pooled"] = SamplingSums(np.vstack([samplings[c].M for c in corpora]), samplings[corpora[0]].cols)
+    # Resampled sums R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = sum of R_corpus.
+    resampled = {}
+    for kind, sums in (("position", positions), ("sampling", samplings)):
+        resampled[kind] = {c: weights[c] @ sums[c].M for c in corpora}
+        resampled[kind]["pooled"] = sum(resampled[kind][c] for c in corpora)
     # Every stream is replayed once (pooled order); each corpus takes its block of rows.
     pooled_sums, _, pooled_members = groups["pooled"]
     tables: dict[str, Any] = {"pooled": policy_table([s for s, _ in pooled_members], blocks=pooled_sums.blocks())}
@@ -229,11 +242,14 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         r = rep["r_measured"] if rep["r_measured"] is not None else R_DEFAULT
         rep["policies"] = policy_summary([s for s, _ in members], r, W, table=tables[name])
         rep["decide"] = decision(rep, r, ridge=DEFAULT_RIDGE).to_dict()
+        rep["position"] = position_report(positions[name], W, resampled["position"][name]).to_dict()
+        rep["sampling"] = sampling_report(samplings[name], W, resampled["sampling"][name]).to_dict()
         sets[name] = rep
 
     sets = jsonable(sets)
     return Report.from_dict({
         "sets": sets,
+        # P1-P5, then Q1-Q4; Q3 takes measured costs per corpus here once a run has them: scorecard(sets, costs=...)
         "scorecard": scorecard(sets),
         "runs": jsonable([run_summary(run) for run in runs]),
         "params": {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed, "depth_gamma": depth_gamma,

@@ -1,14 +1,16 @@
 """The economics seed's claims Q1-Q4 (SPEC 4), computed from data, never written by hand.
 
-Each rule is a pure function of estimates the report already has and returns a scorecard row
-{"id", "seed": "economics", "claim", "verdict": holds|falsified|inconclusive, "evidence"}, the
-evidence starting with the verdict as the P rows' does. Two per-set statistics of the per-stream
-sums (stats.stream_sums columns) are added here, each bootstrapped as f(W @ M) like the rest:
+Each rule is a pure function of numbers the report already has and returns a scorecard row
+{"id", "prediction" (the claim), "verdict": holds|falsified|inconclusive, "evidence", "seed": "economics"}
+in the P rows' shape, the evidence starting with the verdict as theirs does. `q_rows(sets)` builds
+Q1-Q4 from a report's sets (scorecard.scorecard appends them after P1-P5). Numbers used:
 
-    depth_gain(c)          = c_2 - c_1,  c_j = acc_j / reach_j (stats.depth_conditional)
-    speedup(c, g, factor)  = E_true(g) * factor(g)
-        memory-bound:  factor(g) = 1 / (1 + g r)                     (SPEC 2, 6)
-        measured:      factor(g) = c_decode / (c_verify(g) + g c_draft)  (S_hw, SPEC 6)
+    c_2 - c_1           depth.c2_minus_c1 (analysis: bootstrapped as f(W @ M) like the rest, with
+                        depth_gain below on the stats.stream_sums columns)
+    speedup(g)          = E_true(g) * factor(g), its CI = the CI of E_true(g) times factor(g)
+                          (a percentile CI scales with a positive constant), with
+        memory-bound:  factor(g) = 1 / (1 + g r)                          (SPEC 2, 6; r of the set)
+        measured:      factor(g) = c_decode / (c_verify(g) + g c_draft)   (S_hw, SPEC 6)
 
 Rules, and the choices where the SPEC is silent:
 
@@ -37,8 +39,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from specterm.core import stats as st
-from specterm.core.estimate import Estimate, bootstrap_estimate
-from specterm.core.optimum import GAMMAS, best_gamma
+from specterm.core.export import MISSING
+from specterm.core.optimum import best_gamma
+from specterm.core.params import GAMMAS, R_DEFAULT
+from specterm.core.report import ECONOMICS, Estimate
 
 CLAIMS = {
     "Q1": "the first drafted token is the hard one; once on the rails, deeper tokens accept at 0.9-1.0",
@@ -66,11 +70,6 @@ def depth_gain(c, cols):
     return st.depth_conditional(c, cols, 2) - st.depth_conditional(c, cols, 1)
 
 
-def speedup(c, cols, gamma: int, factor: float):
-    """E_true(gamma) * factor: the speedup over plain decoding at draft length gamma."""
-    return st.E_true(c, cols, gamma) * factor
-
-
 def memory_bound_factor(r: float, gammas: np.ndarray = GAMMAS) -> np.ndarray:
     """1 / (1 + g r): a (g+1)-token verify costs one decode step, a draft step r of one (SPEC 2)."""
     return 1.0 / (1.0 + np.asarray(gammas, dtype=np.float64) * float(r))
@@ -96,19 +95,30 @@ class BestSpeedup:
     basis: str
 
 
-def best_speedup(M: np.ndarray, cols: dict[str, int], W: np.ndarray, factor: np.ndarray, basis: str,
-                 R: np.ndarray | None = None) -> BestSpeedup:
-    """g = argmax_g E_true(g) factor(g) on the set's sums (ties: smallest g), the speedup there, and its CI.
+def best_speedup(E_true: Sequence[float | None], E_true_ci: Sequence[Sequence[float | None]], factor: np.ndarray,
+                 basis: str) -> BestSpeedup:
+    """g = argmax_g E_true(g) factor(g) over GAMMAS (ties: smallest g), the speedup there and its CI.
 
-    M: the set's stats sums (N x K); W: bootstrap weights (B x N); factor over GAMMAS (NaN: no cost).
+    E_true, E_true_ci: a set's curve (report.Curve: value and bootstrap CI of E_true at g = 1..32);
+    factor over GAMMAS (NaN: no cost at that g). The CI is E_true's CI at g times factor(g) > 0.
     """
-    c = M.sum(axis=0)
-    curve = np.array([st.E_true(c, cols, int(g)) for g in GAMMAS]) * np.asarray(factor, dtype=np.float64)
-    g = best_gamma(curve)
+    E = np.array([np.nan if x is None else float(x) for x in E_true], dtype=np.float64)
+    f = np.asarray(factor, dtype=np.float64)[: E.size]
+    g = best_gamma(E * f, GAMMAS[: E.size])
     if g is None:
-        return BestSpeedup(None, Estimate(None), basis)
-    R = W @ M if R is None else R
-    return BestSpeedup(g, bootstrap_estimate(speedup, c, R, cols, g, float(factor[g - 1])), basis)
+        return BestSpeedup(None, Estimate(), basis)
+    lo, hi = (None if x is None else float(x) * f[g - 1] for x in E_true_ci[g - 1])
+    return BestSpeedup(g, Estimate(value=float(E[g - 1] * f[g - 1]), ci=[lo, hi]), basis)
+
+
+def speedup_factor(set_report: Mapping[str, Any], costs: Mapping[str, Any] | None = None) -> tuple[np.ndarray, str]:
+    """(factor over GAMMAS, basis) for a set: measured costs {"c_decode", "c_verify": {g: s}, "c_draft"}
+    when given (S_hw, SPEC 6), else the memory-bound model at the set's r (measured, else R_DEFAULT)."""
+    if costs is not None:
+        return measured_factor(costs["c_decode"], costs["c_verify"], costs["c_draft"]), "measured costs c_decode / (c_verify(g) + g c_draft)"
+    r = set_report.get("r_measured")
+    r = R_DEFAULT if r is None else float(r)
+    return memory_bound_factor(r), f"memory-bound E_true(g)/(1+g r) at r={r:.3f}"
 
 
 # --------------------------------------------------------------------------- the rows ---
@@ -116,7 +126,7 @@ def best_speedup(M: np.ndarray, cols: dict[str, int], W: np.ndarray, factor: np.
 
 def _fmt(x: float | None, digits: int = 3, sign: bool = False) -> str:
     if x is None or not np.isfinite(x):
-        return "n/a"
+        return MISSING
     return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
 
 
@@ -125,7 +135,7 @@ def _est(e: Estimate, digits: int = 3, sign: bool = False, unit: str = "") -> st
 
 
 def _row(qid: str, verdict: str, evidence: str) -> dict[str, str]:
-    return {"id": qid, "seed": "economics", "claim": CLAIMS[qid], "verdict": verdict, "evidence": f"{verdict}: {evidence}"}
+    return {"id": qid, "prediction": CLAIMS[qid], "verdict": verdict, "evidence": f"{verdict}: {evidence}", "seed": ECONOMICS}
 
 
 def q1(conditional: Mapping[str, Sequence[float | None]], gain: Mapping[str, Any]) -> dict[str, str]:
@@ -246,3 +256,24 @@ def q4(policies: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     if all(e.bounds()[1] < 1 for e in est):
         return _row("Q4", "falsified", ev + "; every adaptive policy's CI lies below 1")
     return _row("Q4", "inconclusive", ev + "; a CI contains 1 or is undefined")
+
+
+def q_rows(sets: Mapping[str, Any], costs: Mapping[str, Mapping[str, Any]] | None = None,
+         realized: Mapping[str, float] | None = None) -> list[dict[str, str]]:
+    """Q1-Q4 from a report's sets (SPEC 7 dicts; corpora = every set but "pooled").
+
+    costs: measured costs per corpus ({"c_decode", "c_verify": {g: s}, "c_draft"}, SPEC 6) for Q3;
+    a corpus without them uses the memory-bound model at its r. realized: the realized speedups
+    (`specterm confirm`) per corpus, printed in Q3's evidence.
+    """
+    corpora = [name for name in sets if name != "pooled"]
+    conditional = {c: [e["value"] for e in sets[c]["depth"]["conditional"]] for c in corpora}
+    gain = {c: sets[c]["depth"].get("c2_minus_c1") for c in corpora}
+    alphas = {c: {"value": sets[c]["alpha"], "ci": sets[c]["alpha_ci"]} for c in corpora}
+    speedups = {}
+    for c in corpora:
+        factor, basis = speedup_factor(sets[c], (costs or {}).get(c))
+        speedups[c] = best_speedup(sets[c]["curve"]["E_true"], sets[c]["curve"]["E_true_ci"], factor, basis)
+    pooled = sets.get("pooled")
+    return [q1(conditional, gain), q2(alphas), q3(speedups, realized),
+            q4(pooled.get("policies") or [] if pooled is not None else [])]

@@ -1,63 +1,32 @@
-"""A point estimate with its percentile-bootstrap 95% CI, and the one way to get it from column sums.
+"""Estimates from per-stream column sums: the point value and its percentile-bootstrap 95% CI.
 
 Every statistic of a set is f(c) of its per-stream column sums c = M.sum(0) (SPEC 3); a bootstrap
 resample is f(w @ M), so all resamples at once are f(R) with R = W @ M (B x K). The estimate is
-value = f(c) and ci = percentile_ci(f(R)) (bootstrap.percentile_ci: non-finite resamples dropped).
-Undefined numbers (NaN, inf) become None, as in the JSON report.
+value = f(c) and ci = percentile_ci(f(R)) (bootstrap.percentile_ci: non-finite resamples dropped),
+as a report.Estimate. Undefined numbers (NaN, inf) become None, as in the JSON report.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from specterm.core.bootstrap import percentile_ci
+from specterm.core.report import Estimate
 
 
-def finite_or_none(x: Any) -> float | None:
-    """A finite float, or None for NaN/inf/None."""
+def num(x: Any) -> float | None:
+    """A finite float, or None (JSON null) for NaN/inf/None."""
     if x is None:
         return None
     x = float(x)
     return x if np.isfinite(x) else None
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """value with its 95% CI [lo, hi]; None where undefined."""
-
-    value: float | None
-    lo: float | None = None
-    hi: float | None = None
-
-    @property
-    def ci(self) -> tuple[float | None, float | None]:
-        return (self.lo, self.hi)
-
-    def bounds(self) -> tuple[float, float]:
-        """(lo, hi) as floats, NaN where undefined (so comparisons with a bound are simply False)."""
-        return (np.nan if self.lo is None else self.lo, np.nan if self.hi is None else self.hi)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "ci": [self.lo, self.hi]}
-
-    @classmethod
-    def of(cls, obj: Any) -> "Estimate":
-        """From an Estimate, a report's {"value", "ci": [lo, hi]} dict, or any object with value and ci."""
-        if isinstance(obj, Estimate):
-            return obj
-        if obj is None:
-            return cls(None)
-        if isinstance(obj, dict):
-            value, ci = obj.get("value"), obj.get("ci") or (None, None)
-        else:
-            value, ci = getattr(obj, "value", None), getattr(obj, "ci", None) or (None, None)
-        return cls(finite_or_none(value), finite_or_none(ci[0]), finite_or_none(ci[1]))
-
-
-NULL = Estimate(None)
+def null() -> Estimate:
+    """An undefined estimate: value and CI null."""
+    return Estimate()
 
 
 def percentile_cis(samples: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
@@ -75,8 +44,8 @@ def percentile_cis(samples: np.ndarray, level: float = 0.95) -> tuple[np.ndarray
 
 def bootstrap_estimate(stat: Callable[..., Any], c: np.ndarray, R: np.ndarray, *args: Any) -> Estimate:
     """Estimate(stat(c), percentile CI of stat(R)): c the column sums (K,), R the resampled sums (B x K)."""
-    value = finite_or_none(stat(c, *args))
+    value = num(stat(c, *args))
     if R.shape[0] == 0:
-        return Estimate(value)
+        return Estimate(value=value)
     lo, hi = percentile_ci(stat(R, *args))
-    return Estimate(value, finite_or_none(lo), finite_or_none(hi))
+    return Estimate(value=value, ci=[num(lo), num(hi)])

@@ -11,15 +11,17 @@ import json
 from typing import Any, Iterable
 
 from specterm.core.params import R_DEFAULT
-from specterm.core.report import Deficit, Estimate, Report
+from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Estimate, Report
 
-SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "policies", "decide", "scorecard")
+SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "scorecard")
 TITLES = {
     "overview": "Overview",
     "runlengths": "Run lengths",
     "yield": "Yield per block",
     "optimum": "Optimal draft length",
     "depth": "Acceptance by block depth",
+    "position": "Acceptance by position",
+    "sampling": "Sampling acceptance",
     "policies": "Draft-length policies",
     "decide": "Decision",
     "scorecard": "Scorecard",
@@ -165,6 +167,34 @@ def depth_tables(report: Report) -> list[Table]:
     return tables
 
 
+def position_tables(report: Report) -> list[Table]:
+    """Bins (rows) x sets (columns): alpha [CI] at positions t of the bin, then the warm-up gain."""
+    sets = [(name, s.position) for name, s in report.ordered_sets() if s.position is not None]
+    if not sets:
+        return []
+    width = sets[0][1].bin_width
+    n_bins = max(len(p.bins) for _, p in sets)
+    head = ["t"] + [name for name, _ in sets]
+    rows = [[f"{k * width}-{(k + 1) * width - 1}"] + [est(p.bins[k].alpha, 2) if k < len(p.bins) else MISSING for _, p in sets]
+            for k in range(n_bins)]
+    rows.append(["warm-up gain alpha(t >= 32) - alpha(t < 16)"] + [est(p.warmup_gain, 3, 2, sign=True) for _, p in sets])
+    rows.append(["streams reaching t = 32 (the gain's)"] + [fmt(p.warmup_streams) for _, p in sets])
+    return [(f"alpha by position t in y, bins of {width}, over the streams that reach the bin", head, rows)]
+
+
+def sampling_tables(report: Report) -> list[Table]:
+    """Per set: alpha beside beta_bar, E_iid(beta_bar, g), the lag-1 autocorrelation of beta."""
+    sets = [(name, s) for name, s in report.ordered_sets() if s.sampling is not None]
+    if not sets:
+        return []
+    gs = list(sets[0][1].sampling.E_iid_beta)
+    head = (["set", "alpha", "beta_bar [CI]"] + [f"E_iid(beta_bar, {g}) [CI]" for g in gs]
+            + ["beta lag-1 autocorr [CI]", "streams with beta"])
+    rows = [[name, fmt(s.alpha, 3), est(s.sampling.beta_bar)] + [est(s.sampling.E_iid_beta[g], 2) for g in gs]
+            + [est(s.sampling.beta_autocorr, sign=True), fmt(s.sampling.streams)] for name, s in sets]
+    return [("Sampling acceptance beta = 1 - TV(p, q) (temperature 1) beside greedy alpha", head, rows)]
+
+
 def _params(p: Any) -> str:
     """A policy's parameters as `k=v, ...` ("-" for a policy without parameters)."""
     if isinstance(p, dict):
@@ -199,9 +229,15 @@ def decide_tables(report: Report) -> list[Table]:
 
 
 def scorecard_tables(report: Report) -> list[Table]:
-    head = ["id", "prediction", "verdict", "evidence"]
-    rows = [[p.id, p.prediction, p.verdict, p.evidence] for p in report.scorecard]
-    return [("P1-P5, computed from the numbers above", head, rows)]
+    """One table per seed: the measurement seed's P rows, then the economics seed's Q rows."""
+    titles = {MEASUREMENT: ("P1-P5, computed from the numbers above", "prediction"),
+              ECONOMICS: (f"Q1-Q4, the {SEEDS[ECONOMICS]}'s claims, computed from the numbers above", "claim")}
+    tables: list[Table] = []
+    for seed, (title, what) in titles.items():
+        rows = [[p.id, p.prediction, p.verdict, p.evidence] for p in report.scorecard if p.seed == seed]
+        if rows:
+            tables.append((title, ["id", what, "verdict", "evidence"], rows))
+    return tables
 
 
 BUILDERS = {
@@ -210,6 +246,8 @@ BUILDERS = {
     "yield": yield_tables,
     "optimum": optimum_tables,
     "depth": depth_tables,
+    "position": position_tables,
+    "sampling": sampling_tables,
     "policies": policy_tables,
     "decide": decide_tables,
     "scorecard": scorecard_tables,

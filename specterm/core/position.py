@@ -28,11 +28,12 @@ Choices where the SPEC is silent:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from specterm.core.estimate import NULL, Estimate, bootstrap_estimate, finite_or_none, percentile_cis
+from specterm.core.estimate import bootstrap_estimate, null, num, percentile_cis
+from specterm.core.report import Estimate, Position, PositionBin
 
 BIN_WIDTH = 16
 WARMUP_EARLY = 16  # alpha(t < WARMUP_EARLY)
@@ -121,34 +122,8 @@ def warmup_gain(c, cols):
 # ----------------------------------------------------------------------- the report ---
 
 
-@dataclass(frozen=True)
-class PositionBin:
-    start: int  # first position t of the bin
-    alpha: Estimate
-    n: int  # positions in the bin
-    streams: int  # streams that reach the bin
-
-
-@dataclass(frozen=True)
-class Position:
-    """SPEC 7 `position`: alpha by bin (only bins some stream reaches) and the warm-up gain."""
-
-    bin_width: int
-    bins: list[PositionBin]
-    warmup_gain: Estimate
-    warmup_streams: int  # streams that reach t = 32, over which the gain is taken
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "bin_width": self.bin_width,
-            "bins": [{"start": b.start, "alpha": b.alpha.to_json(), "n": b.n, "streams": b.streams} for b in self.bins],
-            "warmup_gain": self.warmup_gain.to_json(),
-            "warmup_streams": self.warmup_streams,
-        }
-
-
 def position_report(ps: PositionSums, W: np.ndarray, R: np.ndarray | None = None) -> Position:
-    """Alpha by position bin and the warm-up gain with percentile-bootstrap CIs.
+    """Alpha by position bin (only bins some stream reaches) and the warm-up gain, with percentile-bootstrap CIs.
 
     W: bootstrap weights (B x N) over the same streams as ps.M; R = W @ ps.M when the caller has it.
     """
@@ -160,8 +135,8 @@ def position_report(ps: PositionSums, W: np.ndarray, R: np.ndarray | None = None
     last = int(np.flatnonzero(n_k > 0)[-1]) + 1 if (n_k > 0).any() else 0
     point = bin_alphas(c, K)[:last]
     lo, hi = percentile_cis(bin_alphas(R, K)[:, :last]) if R.shape[0] else (np.full(last, np.nan),) * 2
-    bins = [PositionBin(start=k * ps.bin_width, alpha=Estimate(*(finite_or_none(x) for x in (point[k], lo[k], hi[k]))),
+    bins = [PositionBin(start=k * ps.bin_width, alpha=Estimate(value=num(point[k]), ci=[num(lo[k]), num(hi[k])]),
                         n=int(n_k[k]), streams=int(reach[k])) for k in range(last)]
     n_warm = int(c[cols["warmup"]])
-    gain = bootstrap_estimate(warmup_gain, c, R, cols) if n_warm else NULL
+    gain = bootstrap_estimate(warmup_gain, c, R, cols) if n_warm else null()
     return Position(bin_width=ps.bin_width, bins=bins, warmup_gain=gain, warmup_streams=n_warm)

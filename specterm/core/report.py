@@ -3,7 +3,8 @@
     Report        sets (name -> SetReport, corpora sorted then "pooled"), scorecard, runs, params
     SetReport     every number of one set (a corpus or the pooled set), SPEC 7 keys
     Estimate      a point value and its 95% percentile-bootstrap CI [lo, hi]
-    Deficit, RunLengths, Curve, Depth, OptimumRow, PolicyRow, Decision, ScoreRow, RunSummary, Params
+    Deficit, RunLengths, Curve, Depth, OptimumRow, PolicyRow, Decision, Position, PositionBin, Sampling,
+    ScoreRow, RunSummary, Params
 
 `Report.to_dict()` is exactly the SPEC 7 JSON (export.to_json dumps it): each dataclass writes its
 fields in declaration order, nested objects recursively, and `from_dict` reads that JSON back
@@ -11,7 +12,7 @@ fields in declaration order, nested objects recursively, and `from_dict` reads t
 None (JSON null). For code written against the JSON shape, every object also answers `obj["key"]`
 and `obj.get("key")` and `"key" in obj`; new code reads attributes.
 
-Adding a field (e.g. `position`, `sampling`, `decision_hw`, `confirmed`):
+Adding a field (e.g. `decision_hw`, `confirmed`; `position` and `sampling` were added this way):
 1. declare it on the class, at the place its key should appear in the JSON, with its type (a
    dataclass of its own when it has parts) and `= None` when older reports may lack it;
 2. fill it where the numbers are computed (analysis.set_report or analysis.analyse);
@@ -96,6 +97,27 @@ class Estimate(Record):
     value: float | None = None
     ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
 
+    @property
+    def lo(self) -> float | None:
+        return self.ci[0] if self.ci else None
+
+    @property
+    def hi(self) -> float | None:
+        return self.ci[1] if self.ci else None
+
+    def bounds(self) -> tuple[float, float]:
+        """(lo, hi) as floats, NaN where undefined (so that a comparison with a bound is simply False)."""
+        return (float("nan") if self.lo is None else float(self.lo), float("nan") if self.hi is None else float(self.hi))
+
+    @classmethod
+    def of(cls, obj: Any) -> "Estimate":
+        """An Estimate from an Estimate, a report's {"value", "ci"} dict, or None (undefined)."""
+        if isinstance(obj, Estimate):
+            return obj
+        if obj is None:
+            return cls()
+        return cls.from_dict(obj)
+
 
 @dataclass(kw_only=True)
 class RunLengths(Record):
@@ -153,6 +175,7 @@ class Depth(Record):
     unconditional: list[Estimate]
     unconditional_iid: list[float | None]
     blocks: list[int]
+    c2_minus_c1: Estimate | None = None  # conditional acceptance at depth 2 minus depth 1 (Q1); None when gamma < 2
 
 
 @dataclass(kw_only=True)
@@ -199,6 +222,38 @@ class Decision(Record):
 
 
 @dataclass(kw_only=True)
+class PositionBin(Record):
+    """Acceptance at positions t in [start, start + bin_width) of y, over the streams that reach the bin."""
+
+    start: int
+    alpha: Estimate
+    n: int  # positions in the bin
+    streams: int = 0  # streams that reach the bin
+
+
+@dataclass(kw_only=True)
+class Position(Record):
+    """Acceptance by position in the continuation and the warm-up gain alpha(t >= 32) - alpha(t < 16) (SPEC 3)."""
+
+    bin_width: int
+    bins: list[PositionBin]
+    warmup_gain: Estimate
+    warmup_streams: int = 0  # streams that reach t = 32, over which the gain is taken (paired)
+
+
+@dataclass(kw_only=True)
+class Sampling(Record):
+    """Sampling acceptance beta = 1 - TV(p, q) (SPEC 3): beta_bar, the lag-1 autocorrelation of beta,
+    E_iid(beta_bar, g) for g = 2, 4, 8, 16; every value null when no stream stores beta."""
+
+    beta_bar: Estimate
+    beta_autocorr: Estimate
+    E_iid_beta: dict[str, Estimate]
+    streams: int = 0  # streams that store beta (the numbers are over these)
+    autocorr_streams: int = 0  # streams where the lag-1 correlation of beta is defined
+
+
+@dataclass(kw_only=True)
 class SetReport(Record):
     """Every number of one set of streams (a corpus or the pooled set); see SPEC 7."""
 
@@ -223,16 +278,24 @@ class SetReport(Record):
     r_measured_values: list[float] = dataclasses.field(default_factory=list)
     policies: list[PolicyRow] = dataclasses.field(default_factory=list)
     decide: Decision | None = None
+    position: Position | None = None
+    sampling: Sampling | None = None
+
+
+MEASUREMENT, ECONOMICS = "measurement", "economics"
+SEEDS = {MEASUREMENT: "measurement seed", ECONOMICS: "economics seed"}
 
 
 @dataclass(kw_only=True)
 class ScoreRow(Record):
-    """One prediction of the scorecard (P1-P5) with its verdict and evidence."""
+    """One row of the scorecard: a prediction of the measurement seed (P1-P5) or a claim of the
+    economics seed (Q1-Q4), with its verdict and evidence; `seed` says whose."""
 
     id: str
     prediction: str
     verdict: str
     evidence: str
+    seed: str = MEASUREMENT
 
 
 @dataclass(kw_only=True)

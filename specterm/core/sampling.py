@@ -35,9 +35,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from specterm.core.blockwalk import E_iid
-from specterm.core.estimate import NULL, Estimate, bootstrap_estimate
+from specterm.core.estimate import bootstrap_estimate, null
+from specterm.core.params import YIELD_GAMMAS
+from specterm.core.report import Sampling
 
-BETA_GAMMAS = (2, 4, 8, 16)
 SAMPLING_COLUMNS = ("beta_sum", "beta_n", "bac_val", "bac_def")
 COLS = {name: i for i, name in enumerate(SAMPLING_COLUMNS)}
 
@@ -161,28 +162,8 @@ def E_iid_beta(c, cols, gamma: int):
 # ----------------------------------------------------------------------- the report ---
 
 
-@dataclass(frozen=True)
-class Sampling:
-    """SPEC 7 `sampling`: beta_bar, the lag-1 autocorrelation of beta, E_iid(beta_bar, g); null without beta."""
-
-    beta_bar: Estimate
-    beta_autocorr: Estimate
-    E_iid_beta: dict[int, Estimate]
-    streams: int  # streams that store beta (the numbers are over these)
-    autocorr_streams: int  # streams where the lag-1 correlation is defined
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "beta_bar": self.beta_bar.to_json(),
-            "beta_autocorr": self.beta_autocorr.to_json(),
-            "E_iid_beta": {str(g): e.to_json() for g, e in self.E_iid_beta.items()},
-            "streams": self.streams,
-            "autocorr_streams": self.autocorr_streams,
-        }
-
-
 def sampling_report(ss: SamplingSums, W: np.ndarray, R: np.ndarray | None = None) -> Sampling:
-    """beta_bar, beta_autocorr and E_iid(beta_bar, g) for g in BETA_GAMMAS with percentile-bootstrap CIs.
+    """beta_bar, beta_autocorr and E_iid(beta_bar, g) for g in YIELD_GAMMAS with percentile-bootstrap CIs.
 
     W: bootstrap weights (B x N) over the same streams as ss.M; R = W @ ss.M when the caller has it.
     """
@@ -190,12 +171,12 @@ def sampling_report(ss: SamplingSums, W: np.ndarray, R: np.ndarray | None = None
     c = ss.M.sum(axis=0)
     n_beta, n_def = ss.streams_with_beta, int(c[cols["bac_def"]])
     if n_beta == 0:
-        return Sampling(NULL, NULL, {g: NULL for g in BETA_GAMMAS}, 0, 0)
+        return Sampling(beta_bar=null(), beta_autocorr=null(), E_iid_beta={str(g): null() for g in YIELD_GAMMAS})
     R = W @ ss.M if R is None else R
     return Sampling(
         beta_bar=bootstrap_estimate(beta_bar, c, R, cols),
-        beta_autocorr=bootstrap_estimate(beta_autocorr, c, R, cols) if n_def else NULL,
-        E_iid_beta={g: bootstrap_estimate(E_iid_beta, c, R, cols, g) for g in BETA_GAMMAS},
+        beta_autocorr=bootstrap_estimate(beta_autocorr, c, R, cols) if n_def else null(),
+        E_iid_beta={str(g): bootstrap_estimate(E_iid_beta, c, R, cols, g) for g in YIELD_GAMMAS},
         streams=n_beta,
         autocorr_streams=n_def,
     )

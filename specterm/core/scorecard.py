@@ -1,4 +1,5 @@
-"""The P1-P5 scorecard (SPEC 4), computed from a report's sets, never written by hand.
+"""The scorecard (SPEC 4): the measurement seed's P1-P5, then the economics seed's Q1-Q4
+(economics.py), computed from a report's sets, never written by hand.
 
 Corpora are every set but "pooled". Verdicts where the SPEC is silent (choices):
 
@@ -21,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from specterm.core import economics
 from specterm.core.export import MISSING
 from specterm.core.params import R_GRID
+from specterm.core.report import MEASUREMENT
 
 PREDICTIONS = {
     "P1": "acceptance is autocorrelated",
@@ -62,7 +65,8 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _row(pid: str, verdict: str, evidence: str) -> dict[str, str]:
-    return {"id": pid, "prediction": PREDICTIONS[pid], "verdict": verdict, "evidence": f"{verdict}: {evidence}"}
+    return {"id": pid, "prediction": PREDICTIONS[pid], "verdict": verdict, "evidence": f"{verdict}: {evidence}",
+            "seed": MEASUREMENT}
 
 
 def _ci_rule(pid: str, sets: dict, corpora: list[str], get, bound: float, what: str) -> dict[str, str]:
@@ -141,8 +145,18 @@ def p5(sets: dict, corpora: list[str]) -> dict[str, str]:
     return _row("P5", "holds" if rho > 0 else "falsified", ev)
 
 
-def scorecard(sets: dict[str, Any]) -> list[dict[str, str]]:
-    """[{"id", "prediction", "verdict", "evidence"}] for P1..P5 from the report's "sets"."""
+def scorecard(sets: dict[str, Any], costs: dict[str, Any] | None = None,
+              realized: dict[str, float] | None = None) -> list[dict[str, str]]:
+    """[{"id", "prediction", "verdict", "evidence", "seed"}] for P1..P5 then Q1..Q4 from the report's "sets".
+
+    costs, realized: measured costs and realized speedups per corpus for Q3 (economics.q_rows); None:
+    Q3 uses the memory-bound model at each corpus's r.
+    """
+    return p_rows(sets) + economics.q_rows(sets, costs=costs, realized=realized)
+
+
+def p_rows(sets: dict[str, Any]) -> list[dict[str, str]]:
+    """The measurement seed's P1..P5 from the report's "sets"."""
     corpora = [name for name in sets if name != "pooled"]
     return [
         _ci_rule("P1", sets, corpora, lambda s: s["autocorr"], 0.0, "per-stream p11-p10"),

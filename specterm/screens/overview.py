@@ -7,7 +7,7 @@ from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from specterm.core.export import deficit_cell, est, fmt
-from specterm.core.report import Report, SetReport
+from specterm.core.report import SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen
 from specterm.widgets.styles import verdict_markup
 from specterm.widgets.tables import fill_table, is_num
@@ -17,6 +17,7 @@ COLUMNS = [
     ("streams", "n"),
     ("positions", "tokens"),
     ("alpha", "alpha"),
+    ("beta", "beta_bar"),
     ("gate", "gate"),
     ("autocorr", "p11-p10 [CI]"),
     ("dispersion", "D/D_geom [CI]"),
@@ -30,6 +31,7 @@ def set_row(s: SetReport) -> list[str]:
         fmt(s.n_streams),
         fmt(s.n_positions),
         fmt(s.alpha, 3),
+        fmt(s.sampling.beta_bar.value if s.sampling is not None else None, 3),
         fmt(s.gate_rate, 3),
         est(s.autocorr, 3, 2, sign=True),
         est(s.dispersion_ratio, 2, 2, suffix="x"),
@@ -71,7 +73,8 @@ class OverviewScreen(ReportScreen):
         self.query_one("#overview-meta", Static).update("\n".join(run_lines(report)))
         pooled = report.pooled
         note = [
-            "n: prompts; p11-p10: within-prompt autocorrelation (mean over prompts);",
+            "n: prompts; beta_bar: sampling acceptance 1 - TV(p, q) (temperature 1; n/a: no beta stored);",
+            "p11-p10: within-prompt autocorrelation (mean over prompts);",
             "D/D_geom > 1: run lengths over-dispersed vs geometric;",
             f"deficit at g = {report.params.gamma}: 1 - E_true/E_iid = hetero (across prompts)"
             " + temporal (within; its CI in brackets).",
@@ -80,5 +83,9 @@ class OverviewScreen(ReportScreen):
             note.append(f"pooled: one transition table {est(pooled.autocorr_pooled, 3, 2, sign=True)},"
                         f" Simpson inflation {est(pooled.autocorr_simpson, 3, 2, sign=True)}")
         self.query_one("#overview-note", Static).update("[dim]" + "\n".join(note) + "[/]")
-        verdicts = "   ".join(f"[b]{escape(p.id)}[/] {verdict_markup(p.verdict)}" for p in report.scorecard)
-        self.query_one("#overview-verdicts", Static).update(f"scorecard  {verdicts}   [dim](7 for the evidence)[/]")
+        lines = ["[dim]scorecard (7 for the evidence)[/]"]
+        for seed in SEEDS:  # one line per seed: measurement (P rows), economics (Q rows)
+            verdicts = "  ".join(f"[b]{escape(p.id)}[/] {verdict_markup(p.verdict)}" for p in report.scorecard if p.seed == seed)
+            if verdicts:
+                lines.append(f"{seed:<11}  {verdicts}")
+        self.query_one("#overview-verdicts", Static).update("\n".join(lines))

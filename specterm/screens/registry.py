@@ -29,11 +29,11 @@ class ScreenInfo:
 SCREENS: tuple[ScreenInfo, ...] = tuple(ScreenInfo(*row) for row in (
     ("overview", "Overview", "1", "Per-corpus table: alpha, autocorrelation, D/D_geom, deficit; run metadata"),
     ("streams", "Streams", "2", "Prompt list and one prompt's tokens, coloured accepted/rejected, with a cursor"),
-    ("runlengths", "Run lengths", "3", "Histogram of run lengths L against the geometric prediction"),
+    ("runlengths", "Run lengths", "3", "Histogram of run lengths L against the geometric prediction; w: alpha by position in y"),
     ("optimum", "Optimum", "4", "g*_true and g*_iid against r, throughput curves, E_true/E_iid"),
     ("policies", "Policies", "5", "Draft-length policies replayed exactly; per-depth acceptance"),
     ("decide", "Decide", "6", "Speculate or not, with which g; batch crossover per accelerator"),
-    ("scorecard", "Scorecard", "7", "P1-P5: verdict and evidence"),
+    ("scorecard", "Scorecard", "7", "P1-P5 and Q1-Q4 by seed: verdict and evidence"),
     ("run", "Run", "8", "The live oracle: progress, tokens/s, ETA, running alpha"),
 ))
 
