@@ -91,7 +91,7 @@ def merge_cmd(
 
 @app.command("confirm")
 def confirm_cmd(
-    run: Path = typer.Argument(..., help="Run directory made by `specterm run` (its models are loaded from the paths in run.json)."),
+    run: Path = typer.Argument(..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
     per_corpus: int = typer.Option(2, "--per-corpus", "-k", help="Prompts per corpus (the first ones of the run whose gate held)."),
     gamma: List[int] = typer.Option([], "--gamma", "-g", help="Also time this draft length (repeatable); g_hw and g_iid are always timed."),
     corpus: Optional[str] = typer.Option(None, "--corpus", "-c", help="Only these corpora of the run, comma-separated. Default: all."),
@@ -100,6 +100,8 @@ def confirm_cmd(
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", "-n", help="Generate and compare only the first N tokens of each stored y."),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default: torch's choice); recorded with the result."),
     repeats: int = typer.Option(5, "--repeats", help="Timed rounds of the cost measurement before the generations (one more follows every prompt)."),
+    target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
+    draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
 ) -> None:
     """Time plain greedy against real speculative decoding at g_hw, g_iid (and --gamma) on this hardware; record predicted vs realized in run.json."""
     params = dict(locals())

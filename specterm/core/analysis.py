@@ -33,6 +33,7 @@ from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.errors import SpectermError
 from specterm.core.estimate import num
+from specterm.core.hardware import MIXED_COSTS_NOTE, q3_costs, run_curve_and_confirmations, set_decision_hw
 from specterm.core.decide import decision
 from specterm.core.economics import depth_gain
 from specterm.core.optimum import optimum_table, r_values
@@ -189,6 +190,45 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
     }
 
 
+def _decision_hw(rep: dict[str, Any], name: str, members: list[tuple[Stream, int]], runs: list[Run],
+                 hw: list[tuple[Any, list[Any]]]) -> dict[str, Any]:
+    """decision_hw of a set (hardware.set_decision_hw) from the cost curve of the run(s) its streams
+    come from; streams of runs with different measured costs get no hardware decision (measured False)."""
+    idx = sorted({i for _, i in members})
+    costs = [runs[i].meta.get("cost") for i in idx]
+    curve, confs, note = hw[idx[0]][0], hw[idx[0]][1], None
+    if len(idx) > 1:
+        confs = []
+        if any(c != costs[0] for c in costs[1:]):
+            curve, note = None, MIXED_COSTS_NOTE
+    r = rep["r_measured"] if rep["r_measured"] is not None else R_DEFAULT
+    return set_decision_hw(rep["curve"], [s.a for s, _ in members], curve, confs, name,
+                           r if curve is None else None, note)
+
+
+def _q3_costs(corpora: list[str], by_corpus: dict[str, list[tuple[Stream, int]]],
+              hw: list[tuple[Any, list[Any]]]) -> dict[str, Any]:
+    """Q3's measured costs per corpus: the robust curve of the corpus's run (one run only)."""
+    out = {}
+    for c in corpora:
+        idx = {i for _, i in by_corpus[c]}
+        if len(idx) == 1 and (costs := q3_costs(hw[idx.pop()][0])) is not None:
+            out[c] = costs
+    return out
+
+
+def _realized(sets: dict[str, Any], corpora: list[str]) -> dict[str, float]:
+    """Q3's realized speedups: per corpus the confirmed one at g_hw (else the first confirmed g)."""
+    out = {}
+    for c in corpora:
+        d = sets[c].get("decision_hw") or {}
+        rows = d.get("confirmed") or []
+        row = next((r for r in rows if r["gamma"] == d.get("gamma_hw")), rows[0] if rows else None)
+        if row is not None:
+            out[c] = row["realized"]
+    return out
+
+
 def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = 0,
             depth_gamma: int | None = None) -> dict[str, Any]:
     """The report (core/report.py): sets (corpora sorted, then "pooled"), scorecard, runs, params;
@@ -236,6 +276,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     for c in corpora:
         tables[c] = tables["pooled"].rows(slice(lo, lo + len(by_corpus[c])))
         lo += len(by_corpus[c])
+    hw = [run_curve_and_confirmations(run.meta, f"{run.path}/run.json") for run in runs]
     sets: dict[str, Any] = {}
     for name, (sums, W, members) in groups.items():
         rep = set_report(sums, W, [run_r[i] for _, i in members])
@@ -244,13 +285,14 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         rep["decide"] = decision(rep, r, ridge=DEFAULT_RIDGE).to_dict()
         rep["position"] = position_report(positions[name], W, resampled["position"][name]).to_dict()
         rep["sampling"] = sampling_report(samplings[name], W, resampled["sampling"][name]).to_dict()
+        rep["decision_hw"] = _decision_hw(rep, name, members, runs, hw)
         sets[name] = rep
 
     sets = jsonable(sets)
     return Report.from_dict({
         "sets": sets,
-        # P1-P5, then Q1-Q4; Q3 takes measured costs per corpus here once a run has them: scorecard(sets, costs=...)
-        "scorecard": scorecard(sets),
+        # P1-P5, then Q1-Q4; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
+        "scorecard": scorecard(sets, costs=_q3_costs(corpora, by_corpus, hw), realized=_realized(sets, corpora)),
         "runs": jsonable([run_summary(run) for run in runs]),
         "params": {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed, "depth_gamma": depth_gamma,
                    "r_default": R_DEFAULT, "ridge": DEFAULT_RIDGE},

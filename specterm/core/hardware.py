@@ -325,7 +325,11 @@ class HardwareDecision:
     r_mb: Optional[float]
     speculate: bool
     verdict: str
-    curve_hw: dict[str, list] = field(default_factory=dict)  # {"gamma", "S_true", "S_iid"} over the measured gammas
+    curve_hw: dict[str, list] = field(default_factory=dict)  # {"gamma", "S_true", "S_iid", "S_true_refeed"} over the measured gammas
+    gamma_hw_refeed: Optional[int] = None      # argmax of the refeed model (2-token draft step after a full block)
+    speedup_hw_refeed: Optional[float] = None
+    speedup_refeed_at_gamma_hw: Optional[float] = None  # the refeed model at the SPEC g_hw
+    clock: Optional[str] = None                # the cost curve's clock ("wall" or "cpu")
 
     def to_dict(self, confirmed: Optional[list[dict[str, Any]]] = None) -> dict[str, Any]:
         """SPEC 7 `decision_hw` (its named keys first, then the i.i.d. and memory-bound extras)."""
@@ -337,6 +341,8 @@ class HardwareDecision:
             "gamma_iid_hw": self.gamma_iid_hw, "speedup_iid_hw": self.speedup_iid_hw,
             "speedup_true_at_gamma_iid_hw": self.speedup_true_at_gamma_iid_hw,
             "gamma_iid_mb": self.gamma_iid_mb, "speedup_iid_mb": self.speedup_iid_mb,
+            "gamma_hw_refeed": self.gamma_hw_refeed, "speedup_hw_refeed": self.speedup_hw_refeed,
+            "speedup_refeed_at_gamma_hw": self.speedup_refeed_at_gamma_hw, "clock": self.clock,
             "curve_hw": self.curve_hw,
         }
 
@@ -349,16 +355,18 @@ def _best(S: np.ndarray, gammas: np.ndarray) -> tuple[Optional[int], Optional[fl
 
 
 def decide_hw(gammas: np.ndarray, E_true: np.ndarray, E_iid: Optional[np.ndarray], curve: Optional[CostCurve],
-              r_fallback: Optional[float] = None, phi_true: Optional[np.ndarray] = None,
-              phi_iid: Optional[np.ndarray] = None) -> HardwareDecision:
+              r_fallback: Optional[float] = None, phi_true: Optional[np.ndarray] = None) -> HardwareDecision:
     """The hardware decision for one set from its E curves (over `gammas`) and the run's cost curve.
 
     With a curve: g_hw = argmax S_hw over the draft lengths both the E curve and the cost curve
-    have; the memory-bound numbers use r_mb = c_draft / c_decode over all of `gammas`. Without one
+    have, S_hw exactly as SPEC 6 writes it (no refeed term); the memory-bound numbers use
+    r_mb = c_draft / c_decode over all of `gammas`. The refeed model (phi_true given) is reported
+    beside it (gamma_hw_refeed, speedup_hw_refeed) and named in the verdict when it falls on the
+    other side of 1.0. Without one
     (`curve` None): measured = False, the memory-bound model at r_fallback (the run's r, if any).
     Verdict: "speculate with g = g_hw on this hardware" when max S_hw > 1, else "do not speculate
-    on this hardware", always followed by the memory-bound number. phi_true / phi_iid (over
-    `gammas`): the refeed shares of the 2-token draft term (None: that term is left out).
+    on this hardware", always followed by the memory-bound number. phi_true (over `gammas`): the
+    refeed share of the 2-token draft term (None: no refeed model).
     """
     gammas = np.asarray(gammas, dtype=np.int64)
     order = np.argsort(gammas, kind="stable")
@@ -366,7 +374,6 @@ def decide_hw(gammas: np.ndarray, E_true: np.ndarray, E_iid: Optional[np.ndarray
     E_true = np.asarray(E_true, dtype=np.float64)[order]
     E_iid = None if E_iid is None else np.asarray(E_iid, dtype=np.float64)[order]
     phi_true = None if phi_true is None else np.asarray(phi_true, dtype=np.float64)[order]
-    phi_iid = None if phi_iid is None else np.asarray(phi_iid, dtype=np.float64)[order]
     r_mb = curve.r_mb if curve is not None else r_fallback
     if r_mb is not None and np.isfinite(r_mb) and r_mb >= 0:
         g_mb, s_mb = _best(speedup_mb(E_true, r_mb, gammas), gammas)
@@ -385,12 +392,17 @@ def decide_hw(gammas: np.ndarray, E_true: np.ndarray, E_iid: Optional[np.ndarray
     c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
     E_t = _on_grid(gammas, E_true, grid)
     extra = curve.refeed_extra
-    S_true = speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid,
-                        None if phi_true is None else _on_grid(gammas, phi_true, grid), extra)
+    # SPEC 6 to the letter: no refeed term. The refeed model adds phi(g) (c_draft2 - c_draft)+ per block.
+    S_true = speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid)
     g_hw, s_hw = _best(S_true, grid)
+    g_rf = s_rf = s_rf_at = None
+    S_refeed = np.full(grid.shape, np.nan)
+    if phi_true is not None:
+        S_refeed = speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid, _on_grid(gammas, phi_true, grid), extra)
+        g_rf, s_rf = _best(S_refeed, grid)
+        s_rf_at = None if g_hw is None else float(S_refeed[np.flatnonzero(grid == g_hw)[0]])
     if E_iid is not None:
-        S_iid = speedup_hw(_on_grid(gammas, E_iid, grid), curve.c_decode, c_ver, curve.c_draft, grid,
-                           None if phi_iid is None else _on_grid(gammas, phi_iid, grid), extra)
+        S_iid = speedup_hw(_on_grid(gammas, E_iid, grid), curve.c_decode, c_ver, curve.c_draft, grid)
         g_ihw, s_ihw = _best(S_iid, grid)
         s_true_at = None if g_ihw is None else float(S_true[np.flatnonzero(grid == g_ihw)[0]])
     else:
@@ -402,6 +414,9 @@ def decide_hw(gammas: np.ndarray, E_true: np.ndarray, E_iid: Optional[np.ndarray
         verdict = f"speculate with g = {g_hw} on this hardware: {s_hw:.2f}x expected; {mb_text}"
     else:
         verdict = f"do not speculate on this hardware: the best draft length, g = {g_hw}, gives {s_hw:.2f}x; {mb_text}"
+    if g_hw is not None and s_rf is not None and (s_rf > 1.0) != speculate:
+        verdict += (f" (with the 2-token draft step: speculate, g = {g_rf}, {s_rf:.2f}x)" if s_rf > 1.0
+                    else f" (with the 2-token draft step: do not, {s_rf:.2f}x at best)")
     if g_ihw is not None and g_hw is not None:
         verdict += (f"; the i.i.d. formula would pick g = {g_ihw} here and promise {s_ihw:.2f}x ({s_true_at:.2f}x in fact)"
                     if g_ihw != g_hw else f"; the i.i.d. formula picks the same g and promises {s_ihw:.2f}x")
@@ -409,7 +424,9 @@ def decide_hw(gammas: np.ndarray, E_true: np.ndarray, E_iid: Optional[np.ndarray
         measured=True, gamma_hw=g_hw, speedup_hw=s_hw, gamma_mb=g_mb, speedup_mb=s_mb, gamma_iid_hw=g_ihw,
         speedup_iid_hw=s_ihw, speedup_true_at_gamma_iid_hw=s_true_at, gamma_iid_mb=g_imb, speedup_iid_mb=s_imb,
         r_mb=r_mb, speculate=speculate, verdict=verdict,
-        curve_hw={"gamma": grid.tolist(), "S_true": S_true.tolist(), "S_iid": S_iid.tolist()},
+        curve_hw={"gamma": grid.tolist(), "S_true": S_true.tolist(), "S_iid": S_iid.tolist(),
+                  "S_true_refeed": S_refeed.tolist()},
+        gamma_hw_refeed=g_rf, speedup_hw_refeed=s_rf, speedup_refeed_at_gamma_hw=s_rf_at, clock=curve.clock,
     )
 
 
@@ -563,17 +580,32 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
     return out
 
 
-def confirmed_rows(conf: Confirmation, set_name: str) -> list[dict[str, Any]]:
-    """SPEC 7 `decision_hw.confirmed` of one set: [{"gamma", "predicted", "realized", "prompts", "identical"}, ...]
-    (plus "ratio" = realized / predicted), sorted by gamma.
+def _row(r: dict[str, Any]) -> dict[str, Any]:
+    """A SPEC 7 confirmed row from a stored result row: "predicted" is S_hw as SPEC 6 writes it
+    (stored as predicted_spec6 by confirm; older rows: their "predicted"), "predicted_refeed" the
+    refeed model (confirm's "predicted"); ratios realized / predicted, in wall and CPU time."""
+    spec = r.get("predicted_spec6") if _check_type(r.get("predicted_spec6"), float) else r["predicted"]
+    refeed = r["predicted"]
+    cpu = r.get("realized_cpu") if _check_type(r.get("realized_cpu"), float) else None
+    return {"gamma": int(r["gamma"]), "predicted": float(spec), "realized": float(r["realized"]),
+            "prompts": int(r["prompts"]), "identical": bool(r["identical"]),
+            "ratio": float(r["realized"]) / float(spec), "predicted_refeed": float(refeed),
+            "ratio_refeed": float(r["realized"]) / float(refeed), "realized_cpu": cpu,
+            "ratio_cpu": None if cpu is None else cpu / float(spec),
+            "ratio_cpu_refeed": None if cpu is None else cpu / float(refeed),
+            "tokens_per_call": float(r["tokens_per_call"])}
 
-    A corpus takes its rows of the record; "pooled" sums every confirmed prompt timed at each g
-    (ratio of sums, the prediction from the pooled E and the record's own cost curve).
+
+def confirmed_rows(conf: Confirmation, set_name: str) -> list[dict[str, Any]]:
+    """SPEC 7 `decision_hw.confirmed` of one set: [{"gamma", "predicted", "realized", "prompts",
+    "identical"} + ratio, predicted_refeed, ratio_refeed, realized_cpu, ratio_cpu, ...], sorted by gamma.
+
+    A corpus takes its rows of the record; "pooled" sums every prompt of the record timed at each g
+    (ratio of sums, the prediction from the pooled E and phi and the record's own cost curve).
     """
     if set_name != "pooled":
-        rows = [r for r in conf.results if r.corpus == set_name]
-        return [{"gamma": r.gamma, "predicted": r.predicted, "realized": r.realized, "prompts": r.prompts,
-                 "identical": r.identical, "ratio": r.ratio} for r in sorted(rows, key=lambda r: r.gamma)]
+        rows = [r for r in conf.record["results"] if r["corpus"] == set_name]
+        return [{**_row(r), "date": conf.date} for r in sorted(rows, key=lambda r: r["gamma"])]
     prompts = conf.record.get("prompts")
     curve = cost_curve(conf.record.get("cost"))
     if not isinstance(prompts, list) or not prompts or curve is None:
@@ -583,5 +615,71 @@ def confirmed_rows(conf: Confirmation, set_name: str) -> list[dict[str, Any]]:
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         raise SpectermError("the confirmation record's prompts are corrupt; delete the record from run.json and "
                             "re-run `specterm confirm`.") from None
-    return [{"gamma": r["gamma"], "predicted": r["predicted"], "realized": r["realized"], "prompts": r["prompts"],
-             "identical": r["identical"], "ratio": r["ratio"]} for r in pooled]
+    return [{**_row(r), "date": conf.date} for r in pooled]
+
+
+def confirmations(meta: dict[str, Any], where: str = "run.json") -> list[Confirmation]:
+    """Every confirmation record of a run's metadata, validated, oldest first ([] when none)."""
+    records = meta.get(CONFIRMATIONS_KEY)
+    if records is None or records == []:
+        return []
+    if not isinstance(records, list):
+        raise SpectermError(f"{where}: '{CONFIRMATIONS_KEY}' must be a list of confirmation records; delete it and re-run `specterm confirm`.")
+    return [parse_confirmation(r, where) for r in records]
+
+
+def confirmed_for_set(confs: list[Confirmation], set_name: str) -> list[dict[str, Any]]:
+    """The confirmed rows of a set from a run's records: a corpus takes the newest record that timed
+    it (a later `confirm --corpus X` supersedes X only); "pooled" takes the newest record's prompts."""
+    for conf in reversed(confs):
+        rows = confirmed_rows(conf, set_name)
+        if rows:
+            return rows
+    return []
+
+
+# ------------------------------------------------------------------------- the report's view ---
+
+NO_COSTS_NOTE = ("no measured costs on this hardware (imported bits or a run measured before c_decode was timed), "
+                 "so only the memory-bound model, as before")
+MIXED_COSTS_NOTE = "the pooled runs measured different cost curves: no single hardware decision"
+
+
+def run_curve_and_confirmations(meta: dict[str, Any], where: str = "run.json") -> tuple[Optional[CostCurve], list[Confirmation]]:
+    """A run's robust cost curve (None without measured c_decode) and its confirmation records."""
+    return cost_curve(meta.get("cost")), confirmations(meta, where)
+
+
+def set_decision_hw(curve_report: dict[str, Any], bits: list[np.ndarray], curve: Optional[CostCurve],
+                    confs: list[Confirmation], set_name: str, r_fallback: Optional[float],
+                    note: Optional[str] = None) -> dict[str, Any]:
+    """SPEC 7 `decision_hw` of one set of the report.
+
+    curve_report: the set's {"gamma", "E_true", "E_iid"} (E curves of SPEC 2); bits: its streams'
+    analysed accept bits (for the refeed share phi(g)); curve: the run's robust cost curve (None: no
+    measured costs, measured False, the memory-bound model at r_fallback and `note` or NO_COSTS_NOTE
+    in the verdict); confs: the run's confirmation records (confirmed rows: confirmed_for_set).
+    """
+    gammas = np.asarray(curve_report["gamma"], dtype=np.int64)
+    nan = lambda v: np.nan if v is None else float(v)  # noqa: E731
+    E_true = np.array([nan(v) for v in curve_report["E_true"]])
+    E_i = np.array([nan(v) for v in curve_report["E_iid"]])
+    phi = None
+    if curve is not None:
+        common = np.array([g for g in gammas.tolist() if g in set(curve.gammas.tolist())], dtype=np.int64)
+        phi_c = refeed_share(bits, common) if common.size else np.array([])
+        lookup = dict(zip(common.tolist(), phi_c.tolist()))
+        phi = np.array([lookup.get(int(g), np.nan) for g in gammas])
+    d = decide_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve, r_fallback=r_fallback, phi_true=phi)
+    out = d.to_dict(confirmed_for_set(confs, set_name) if curve is not None or confs else [])
+    if curve is None:
+        out["verdict"] = f"{note or NO_COSTS_NOTE}: {d.verdict.split('; ', 1)[-1]}"
+    return out
+
+
+def q3_costs(curve: Optional[CostCurve]) -> Optional[dict[str, Any]]:
+    """The measured costs in economics.speedup_factor's shape (the robust curve), or None."""
+    if curve is None:
+        return None
+    return {"c_decode": curve.c_decode, "c_draft": curve.c_draft,
+            "c_verify": {int(g): float(c) for g, c in zip(curve.gammas, curve.c_verify)}}

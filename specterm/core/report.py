@@ -3,7 +3,8 @@
     Report        sets (name -> SetReport, corpora sorted then "pooled"), scorecard, runs, params
     SetReport     every number of one set (a corpus or the pooled set), SPEC 7 keys
     Estimate      a point value and its 95% percentile-bootstrap CI [lo, hi]
-    Deficit, RunLengths, Curve, Depth, OptimumRow, PolicyRow, Decision, Position, PositionBin, Sampling,
+    Deficit, RunLengths, Curve, Depth, OptimumRow, PolicyRow, Decision, DecisionHW, ConfirmedRow, Position,
+    PositionBin, Sampling,
     ScoreRow, RunSummary, Params
 
 `Report.to_dict()` is exactly the SPEC 7 JSON (export.to_json dumps it): each dataclass writes its
@@ -222,6 +223,61 @@ class Decision(Record):
 
 
 @dataclass(kw_only=True)
+class ConfirmedRow(Record):
+    """One draft length timed by `specterm confirm`: predicted S_hw (SPEC 6) beside the realized
+    speedup (plain greedy time / speculative time, wall clock), and the refeed model's prediction."""
+
+    gamma: int
+    predicted: float
+    realized: float
+    prompts: int
+    identical: bool
+    ratio: float | None = None             # realized / predicted
+    predicted_refeed: float | None = None  # S_hw with the 2-token draft step after a fully accepted block
+    ratio_refeed: float | None = None
+    realized_cpu: float | None = None      # the same speedup in process CPU time
+    ratio_cpu: float | None = None
+    ratio_cpu_refeed: float | None = None
+    tokens_per_call: float | None = None
+    date: str | None = None
+
+
+@dataclass(kw_only=True)
+class DecisionHW(Record):
+    """Speculate or not on the hardware the run measured (SPEC 6 measured costs; core/hardware.py).
+
+    S_hw(g) = E_true(g) c_decode / (c_verify(g) + g c_draft) on the run's robust cost curve; mb: the
+    memory-bound model (verify = one decode step) E / (1 + g r_mb). measured False: no measured costs
+    (imported bits or an older run), only the memory-bound numbers, and the verdict says so.
+    *_refeed: the refined model with the 2-token draft step after a fully accepted block.
+    """
+
+    measured: bool
+    gamma_hw: int | None = None
+    speedup_hw: float | None = None
+    gamma_mb: int | None = None
+    speedup_mb: float | None = None
+    verdict: str = ""
+    confirmed: list[ConfirmedRow] = dataclasses.field(default_factory=list)
+    speculate: bool = False
+    r_mb: float | None = None
+    gamma_iid_hw: int | None = None
+    speedup_iid_hw: float | None = None
+    speedup_true_at_gamma_iid_hw: float | None = None
+    gamma_iid_mb: int | None = None
+    speedup_iid_mb: float | None = None
+    gamma_hw_refeed: int | None = None
+    speedup_hw_refeed: float | None = None
+    speedup_refeed_at_gamma_hw: float | None = None
+    clock: str | None = None
+    curve_hw: dict[str, list[float | None]] = dataclasses.field(default_factory=dict)
+
+    def confirmed_at(self, gamma: int | None) -> ConfirmedRow | None:
+        """The confirmed row at draft length `gamma` (None when that g was not timed)."""
+        return next((c for c in self.confirmed if c.gamma == gamma), None)
+
+
+@dataclass(kw_only=True)
 class PositionBin(Record):
     """Acceptance at positions t in [start, start + bin_width) of y, over the streams that reach the bin."""
 
@@ -280,6 +336,7 @@ class SetReport(Record):
     decide: Decision | None = None
     position: Position | None = None
     sampling: Sampling | None = None
+    decision_hw: DecisionHW | None = None
 
 
 MEASUREMENT, ECONOMICS = "measurement", "economics"

@@ -1,11 +1,11 @@
 """`specterm confirm RUN`: does the predicted speedup happen on this hardware? (SPEC 6, Confirmation)
 
-1. Load the run's models (paths from run.json; same device and dtype unless told) and take the
+1. Load the run's models (streams.model_location, or --target/--draft; same device and dtype unless told) and take the
    first K prompts of each corpus whose stream passed the gate (prompt text and y from prompts.jsonl).
 2. Re-measure the cost curve in this session (oracle/costs.py) at the mean context of the timed
    generations (prompt + n/2): `cost_repeats` rounds first, then one more round after every
    prompt, so prediction and reality share machine conditions (load on a shared box drifts).
-3. Per corpus: g_hw = argmax S_hw with E_true of the corpus, g_iid = the same with E_iid(alpha),
+3. Per corpus: g_hw = argmax S_hw with E_true of the corpus, g_iid = the same with E_iid(alpha), g_hw_refeed (the refeed model),
    plus every --gamma. Then, prompt by prompt, plain greedy decoding and real lossless speculative
    decoding at each of those g, the method order reversed on every other prompt; every output
    must equal the stored y (its first --max-new-tokens tokens).
@@ -39,9 +39,11 @@ import numpy as np
 from specterm.core.blockwalk import E_iid as E_iid_formula, block_counts
 from specterm.core.errors import SpectermError
 from specterm.core.hardware import (CONFIRMATIONS_KEY, cost_curve, decide_hw, refeed_counts, refeed_share,
-                                    refeed_share_iid, summarize_results)
+                                    summarize_results)
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
-from specterm.core.streams import META_FILE, Stream, hardware_info, load_run, model_key, new_meta, read_meta
+from specterm.core.lock import RunLock
+from specterm.core.streams import (META_FILE, Stream, hardware_info, load_run, model_key, model_location, new_meta,
+                                     read_meta)
 from specterm.oracle.costs import GAMMAS as COST_GAMMAS, context_ids
 
 
@@ -57,6 +59,8 @@ class ConfirmConfig:
     threads: Optional[int] = None         # torch CPU threads (None: torch's default)
     cost_repeats: int = 5                 # timed cost rounds before the generations (one more after each prompt)
     cost_gammas: tuple[int, ...] = COST_GAMMAS
+    target: Optional[str] = None          # None: the run's target, found by streams.model_location
+    draft: Optional[str] = None           # None: the run's draft, likewise
 
 
 @dataclass
@@ -71,15 +75,13 @@ class _Timed:
     forwards: list = field(default_factory=list)  # ForwardTimer records of this generation
 
 
-def _model_spec(entry: Any, role: str) -> str:
-    if not isinstance(entry, dict):
-        raise SpectermError(f"run.json names no {role} model; confirm needs a run made by `specterm run`.")
-    if entry.get("source") == "layers":
-        return str(entry.get("spec") or f"layers:{entry.get('layers')}")
-    spec = entry.get("path") or entry.get("spec")
-    if not isinstance(spec, str):
-        raise SpectermError(f"run.json names no {role} model path; confirm needs a run made by `specterm run`.")
-    return spec
+def _model_spec(entry: Any, role: str, override: Optional[str] = None) -> str:
+    """What to load the run's `role` model from: `override` (--target/--draft), else
+    streams.model_location (a hub id or layers:K as recorded, or the file found by name and
+    checksum under $SPECTERM_MODELS / ./models)."""
+    if override is None and not isinstance(entry, dict):
+        raise SpectermError(f"run.json names no {role} model; confirm needs a run made by `specterm run` (or pass --{role}).")
+    return model_location(entry, override)
 
 
 def select_streams(streams: list[Stream], per_corpus: int, corpora: Optional[tuple[str, ...]] = None) -> list[Stream]:
@@ -128,8 +130,15 @@ def write_confirmation(run_dir: Path, record: dict[str, Any], index: Optional[in
     """Put `record` at `index` of run.json's confirmations (append when None), atomically; returns its index.
 
     With `cost`, also make it the run's "cost" (the previous one is kept in cost.earlier).
-    Only run.json is rewritten (temp file + rename); prompts.jsonl is never opened for writing.
+    Only run.json is rewritten (temp file + rename) under the run lock (core/lock.py: a `specterm
+    run --resume` or `repair` writing the same run meanwhile is refused, and vice versa);
+    prompts.jsonl is never opened for writing.
     """
+    with RunLock(run_dir):
+        return _write_confirmation(run_dir, record, index, cost)
+
+
+def _write_confirmation(run_dir: Path, record: dict[str, Any], index: Optional[int], cost: Optional[dict]) -> int:
     meta = read_meta(run_dir)
     records = meta.get(CONFIRMATIONS_KEY)
     if not isinstance(records, list):
@@ -240,8 +249,8 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
     device = config.device or meta.get("device") or "auto"
     dtype = config.dtype or meta.get("dtype") or "auto"
     if pair is None:
-        pair = load_pair(OracleConfig(target=_model_spec(meta.get("target"), "target"),
-                                      draft=_model_spec(meta.get("draft"), "draft"), prompts=[], out=run_dir,
+        pair = load_pair(OracleConfig(target=_model_spec(meta.get("target"), "target", config.target),
+                                      draft=_model_spec(meta.get("draft"), "draft", config.draft), prompts=[], out=run_dir,
                                       device=device, dtype=dtype), report)
     for role in ("target", "draft"):
         if model_key(pair.meta.get(role)) != model_key(meta.get(role)):
@@ -285,10 +294,10 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
     choices: dict[str, dict[str, Any]] = {}
     for name in sorted({it["stream"].corpus for it in items}):
         E_true, alpha, phi = by_corpus[name]
-        d = decide_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve, phi_true=phi,
-                      phi_iid=refeed_share_iid(alpha, cost_gammas))
-        gammas = sorted({d.gamma_hw, d.gamma_iid_hw, *extra} - {None})
-        choices[name] = {"gamma_hw": d.gamma_hw, "speedup_hw": d.speedup_hw, "gamma_iid_hw": d.gamma_iid_hw,
+        d = decide_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve, phi_true=phi)
+        gammas = sorted({d.gamma_hw, d.gamma_iid_hw, d.gamma_hw_refeed, *extra} - {None})
+        choices[name] = {"gamma_hw": d.gamma_hw, "speedup_hw": d.speedup_hw, "gamma_hw_refeed": d.gamma_hw_refeed,
+                         "speedup_hw_refeed": d.speedup_hw_refeed, "gamma_iid_hw": d.gamma_iid_hw,
                          "speedup_iid_hw": d.speedup_iid_hw, "gamma_mb": d.gamma_mb, "speedup_mb": d.speedup_mb,
                          "gammas": gammas, "verdict": d.verdict}
     E_table = {name: {int(g): (float(e), float(p)) for g, e, p in zip(cost_gammas, by_corpus[name][0], by_corpus[name][2])}
@@ -487,7 +496,8 @@ def _cross_check(prompt_rows, cost) -> dict[str, Any]:
 
 
 def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: Optional[str], device: Optional[str],
-                    dtype: Optional[str], max_new_tokens: Optional[int], threads: Optional[int], repeats: int) -> None:
+                    dtype: Optional[str], max_new_tokens: Optional[int], threads: Optional[int], repeats: int,
+                    target: Optional[str] = None, draft: Optional[str] = None) -> None:
     """CLI glue: headless progress (a bar on a terminal, log lines otherwise); Ctrl-C keeps finished prompts."""
     import sys
 
@@ -500,7 +510,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: Opt
     config = ConfirmConfig(run=Path(run), per_corpus=per_corpus, gammas=tuple(gamma),
                            corpora=tuple(c.strip() for c in corpus.split(",")) if corpus else None,
                            device=device, dtype=dtype, max_new_tokens=max_new_tokens, threads=threads,
-                           cost_repeats=repeats)
+                           cost_repeats=repeats, target=target, draft=draft)
     on_progress, ctx, log = headless_progress()
     try:
         with ctx:
