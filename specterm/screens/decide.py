@@ -1,5 +1,7 @@
 """Decide: per corpus, speculate or not and with which g, at the run's cost ratio r, with the
-batch crossover B* = I*/(g+1) for a chosen accelerator preset or a custom ridge."""
+batch crossover B* = I*/(g+1) for a chosen accelerator preset or a custom ridge (the memory-bound
+model: verify = one decode step). Below it, the decision on the hardware the run measured
+(report decision_hw: S_hw, the refeed model, and predicted vs realized from `specterm confirm`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from textual.markup import escape
 from textual.widgets import DataTable, Input, Static
 
 from specterm.core.errors import SpectermError
-from specterm.core.export import markdown_table
+from specterm.core.hardware import MEMORY_BOUND_LABEL
+from specterm.core.export import hardware_table, markdown_table, text_table
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
 from specterm.core.report import Report
 from specterm.screens.base import ReportScreen, RStepping, r_bindings
@@ -26,6 +29,18 @@ def escape_md(text: str) -> str:
 
 def speed(x) -> str:
     return f"{x:.2f}x" if is_num(x) else MISSING
+
+
+def hardware_card(report: Report) -> str:
+    """The decision on this hardware as markup: the export table (memory-bound | S_hw | refeed model |
+    realized | realized / predicted ...) without its verdict column, then one verdict line per set."""
+    table = hardware_table(report)
+    if table is None:
+        return ""
+    title, head, rows = table
+    lines = ["", f"[b]{escape(title)}[/]", escape(text_table(head[:-1], [r[:-1] for r in rows])), ""]
+    lines += [f"[b]{escape(r[0])}[/] on this hardware: {escape(r[-1])}" for r in rows]
+    return "\n".join(lines)
 
 
 class DecideScreen(RStepping, ReportScreen):
@@ -58,6 +73,7 @@ class DecideScreen(RStepping, ReportScreen):
         yield DataTable(id="decide-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="verdict-scroll"):
             yield Static("", id="verdicts")
+            yield Static("", id="hw-card")
 
     # -- state ------------------------------------------------------------------------------------
     @property
@@ -92,12 +108,14 @@ class DecideScreen(RStepping, ReportScreen):
             acc = f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte"
         measured = self.measured_r(report)
         r_text = f"r = [b]{self.r:.3f}[/]" + (" (measured)" if measured is not None and abs(self.r - measured) < 1e-12 else "")
+        r_text += f"   {MEMORY_BOUND_LABEL}"
         with self.app.batch_update():
             self.query_one("#accelerator", Static).update(
                 f"{escape(acc)}   {r_text}"
             )
             fill_table(self.query_one("#decide-table", DataTable), COLUMNS, rows)
             self.query_one("#verdicts", Static).update("\n".join(verdicts))
+            self.query_one("#hw-card", Static).update(hardware_card(report))
 
     def export_markdown(self) -> str:
         """The report's decide table (params.DEFAULT_RIDGE, the run's r: as `specterm report`), then the
