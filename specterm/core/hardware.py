@@ -640,8 +640,7 @@ def confirmed_for_set(confs: list[Confirmation], set_name: str) -> list[dict[str
 
 # ------------------------------------------------------------------------- the report's view ---
 
-NO_COSTS_NOTE = ("no measured costs on this hardware (imported bits or a run measured before c_decode was timed), "
-                 "so only the memory-bound model, as before")
+NO_COSTS_NOTE = "no measured costs on this hardware (imported bits or a run measured before c_decode was timed), as before"
 MIXED_COSTS_NOTE = "the pooled runs measured different cost curves: no single hardware decision"
 
 
