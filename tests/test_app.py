@@ -418,3 +418,29 @@ async def test_runs_of_different_model_pairs_are_never_pooled(tmp_path):
         await ready(app, pilot)
         assert [r["name"] for r in app.report["runs"]] == ["pair-b"]
         assert app.report["sets"]["pooled"]["n_streams"] == len(other)
+
+
+async def test_decide_shows_the_hardware_decision_and_predicted_vs_realized(tmp_path):
+    from app_fixture import META
+    from specterm.core.streams import write_run
+
+    cost = {"r_measured": 0.2, "c_decode_s": 0.5, "c_draft_s": 0.1,
+            "c_verify_s": {str(g): 5.0 for g in range(1, 17)}}  # verify = 10 decode steps: no speedup here
+    conf = {"date": "2026-01-01T00:00:00+00:00", "device": "cpu", "threads": 1, "complete": True,
+            "results": [{"corpus": "prose", "gamma": 2, "prompts": 2, "tokens": 256, "greedy_s": 60.0, "spec_s": 100.0,
+                         "realized": 0.6, "predicted": 0.5, "predicted_spec6": 0.48, "tokens_per_call": 2.5,
+                         "identical": True}]}
+    path = write_run(tmp_path / "hw", {**META, "name": "hw", "cost": cost, "confirmations": [conf]}, fixture_streams())
+    app = make_app([path], **FAST)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("6")
+        await pilot.pause()
+        card = str(app.screen.query_one("#hw-card", Static).render())
+        d = app.report.sets["prose"].decision_hw
+        assert d.measured and d.speedup_hw < 1
+        line = next(ln for ln in card.splitlines() if ln.startswith("prose "))
+        assert f"g={d.gamma_hw}: {d.speedup_hw:.2f}x" in line and "g=2: 0.60x (2 prompts)" in line
+        assert "1.25 (refeed 1.20)" in line  # 0.6 / 0.48 and 0.6 / 0.5
+        assert "prose: do not speculate on this hardware" in card
+        assert "memory-bound model: verify = one decode step" in str(app.screen.query_one("#accelerator", Static).render())

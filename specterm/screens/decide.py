@@ -31,15 +31,18 @@ def speed(x) -> str:
     return f"{x:.2f}x" if is_num(x) else MISSING
 
 
+CARD_HEAD = ["set", "mem-bound", "S_hw", "refeed", "realized", "real/pred (refeed)", "CPU (real/pred)", "outputs"]
+
+
 def hardware_card(report: Report) -> str:
     """The decision on this hardware as markup: the export table (memory-bound | S_hw | refeed model |
     realized | realized / predicted ...) without its verdict column, then one verdict line per set."""
     table = hardware_table(report)
     if table is None:
         return ""
-    title, head, rows = table
-    lines = ["", f"[b]{escape(title)}[/]", escape(text_table(head[:-1], [r[:-1] for r in rows])), ""]
-    lines += [f"[b]{escape(r[0])}[/] on this hardware: {escape(r[-1])}" for r in rows]
+    title, _, rows = table
+    lines = ["", f"[b]{escape(title)}[/]", escape(text_table(CARD_HEAD, [r[:-1] for r in rows])), ""]
+    lines += [f"[b]{escape(r[0])}[/]: {escape(r[-1])}" for r in rows]
     return "\n".join(lines)
 
 
