@@ -168,3 +168,38 @@ def test_confirm_cli_refuses_a_missing_run_and_imported_bits(tmp_path):
 
 def _one_sentence(msg: str) -> None:
     assert "\n" not in msg and msg.endswith(".") and msg.count(". ") == 0, msg
+
+
+def test_confirmation_is_written_under_the_run_lock(tmp_path):
+    from specterm.core.lock import RunLock
+    from specterm.oracle.confirm import write_confirmation
+
+    run = tmp_path / "smol"
+    shutil.copytree(SHIPPED, run)
+    before = (run / "prompts.jsonl").read_bytes()
+    with RunLock(run):  # another session (e.g. `specterm run --resume`) is writing this run
+        with pytest.raises(SpectermError, match="being written by another specterm session") as err:
+            write_confirmation(run, json.loads(json.dumps(GOOD)), None)
+        _one_sentence(str(err.value))
+    assert "confirmations" not in read_meta(run)
+    assert write_confirmation(run, json.loads(json.dumps(GOOD)), None) == 0
+    assert read_meta(run)["confirmations"] == [GOOD]
+    assert (run / "prompts.jsonl").read_bytes() == before
+
+
+def test_confirm_finds_the_models_by_name_and_checksum_or_takes_overrides(tmp_path, monkeypatch):
+    from specterm.oracle.confirm import _model_spec
+
+    meta = read_meta(SHIPPED)
+    assert _model_spec(meta["draft"], "draft") == "layers:25"  # a self-draft as recorded
+    assert _model_spec(meta["target"], "target", "/elsewhere/model.gguf") == "/elsewhere/model.gguf"
+    fake = tmp_path / "models" / "smollm2-135m-instruct" / "model.gguf"
+    fake.parent.mkdir(parents=True)
+    fake.write_bytes(b"not the model")
+    monkeypatch.setenv("SPECTERM_MODELS", str(tmp_path / "models"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpectermError) as err:  # same name, other size and checksum: refused, not loaded
+        _model_spec(meta["target"], "target")
+    _one_sentence(str(err.value))
+    with pytest.raises(SpectermError, match="--target"):
+        _model_spec(None, "target")
