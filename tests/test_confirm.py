@@ -51,8 +51,14 @@ def test_confirm_records_identical_outputs_and_a_realized_speedup(smollm2_pair, 
 
     pair, gguf = smollm2_pair
     run_dir = _copy_run(tmp_path, gguf)
+    # The shipped run carries measured costs now; give the copy its cost from before c_decode was
+    # timed, so this session's costs must be installed (and the old one kept).
+    meta = read_meta(run_dir)
+    meta["cost"] = next(c for c in reversed(meta["cost"].get("earlier") or [meta["cost"]]) if "c_decode_s" not in c)
+    (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
     streams_before = (run_dir / "prompts.jsonl").read_bytes()
     old_cost = read_meta(run_dir)["cost"]
+    assert "c_decode_s" not in old_cost
     record = confirm_run(_config(run_dir), pair=pair)
 
     assert (run_dir / "prompts.jsonl").read_bytes() == streams_before
@@ -65,7 +71,7 @@ def test_confirm_records_identical_outputs_and_a_realized_speedup(smollm2_pair, 
     assert [(p["corpus"], p["id"]) for p in record["prompts"]] == [("code", "code-01"), ("math", "math-01")]
     for corpus in ("code", "math"):
         choice = record["choices"][corpus]
-        assert set(choice["gammas"]) == {choice["gamma_hw"], choice["gamma_iid_hw"], 3}
+        assert set(choice["gammas"]) == {choice["gamma_hw"], choice["gamma_iid_hw"], choice["gamma_hw_refeed"], 3}
         rows = [r for r in conf.results if r.corpus == corpus]
         assert sorted(r.gamma for r in rows) == choice["gammas"]
         bits = by_id[(corpus, f"{corpus}-01")].bits[:N_NEW]
@@ -115,6 +121,7 @@ def test_cancel_keeps_the_finished_prompts(smollm2_pair, tmp_path):
 
 def test_missing_confirmation_is_refused_in_one_sentence():
     meta = json.loads((SHIPPED / "run.json").read_text())
+    meta.pop("confirmations", None)  # the shipped run has been confirmed; a run that was not
     assert latest_confirmation(meta) is None
     with pytest.raises(SpectermError) as err:
         latest_confirmation(meta, required=True, where="streams/x/run.json")
@@ -177,13 +184,14 @@ def test_confirmation_is_written_under_the_run_lock(tmp_path):
     run = tmp_path / "smol"
     shutil.copytree(SHIPPED, run)
     before = (run / "prompts.jsonl").read_bytes()
+    n = len(read_meta(run).get("confirmations") or [])
     with RunLock(run):  # another session (e.g. `specterm run --resume`) is writing this run
         with pytest.raises(SpectermError, match="being written by another specterm session") as err:
             write_confirmation(run, json.loads(json.dumps(GOOD)), None)
         _one_sentence(str(err.value))
-    assert "confirmations" not in read_meta(run)
-    assert write_confirmation(run, json.loads(json.dumps(GOOD)), None) == 0
-    assert read_meta(run)["confirmations"] == [GOOD]
+    assert len(read_meta(run).get("confirmations") or []) == n
+    assert write_confirmation(run, json.loads(json.dumps(GOOD)), None) == n
+    assert read_meta(run)["confirmations"][n:] == [GOOD]
     assert (run / "prompts.jsonl").read_bytes() == before
 
 
