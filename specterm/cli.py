@@ -11,6 +11,8 @@ from typing import List, Optional
 
 import typer
 
+from specterm.core.params import BOOT, GAMMA_DEFAULT, SHUFFLES
+
 app = typer.Typer(
     name="specterm",
     help=(
@@ -136,10 +138,10 @@ REPORT_FORMATS = ("md", "json", "text")
 def report_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (e.g. streams/NAME) of one model pair; corpora are pooled across them, each prompt once."),
     format: str = typer.Option("md", "--format", "-f", help="md | json | text."),
-    gamma: int = typer.Option(8, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
-    boot: int = typer.Option(2000, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
+    gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
+    boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
-    shuffles: int = typer.Option(20, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
+    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ) -> None:
     """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q4)."""
@@ -251,10 +253,10 @@ def no_command(ctx: typer.Context) -> None:
 @app.command("open")
 def open_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (made by `specterm run` or `specterm import`)."),
-    gamma: int = typer.Option(8, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
-    boot: int = typer.Option(2000, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
+    gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
+    boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
-    shuffles: int = typer.Option(20, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
+    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
 ) -> None:
     """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""
     open_tui(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles)
