@@ -127,7 +127,7 @@ class StreamsScreen(ReportScreen):
         self.selected = index
         s = self.streams[index]
         view = self.query_one(TokenView)
-        view.set_stream(token_labels(s.pieces, s.bits), s.bits, s.valid_len)
+        view.set_stream(token_labels(s.pieces, s.bits), s.bits, s.valid_len, prompt=s.prompt)
         where = f"{escape(s.run)}: " if len({st.run for st in self.streams}) > 1 else ""
         head = (f"[b]{where}{escape(s.corpus)}/{escape(s.id)}[/]  alpha {fmt_num(navigate.stream_alpha(s.a))}"
                 f"  n {s.n}  gate {s.gate_rate:.3f}")
