@@ -134,12 +134,13 @@ def markov_bits(n_streams: int, length: int, alpha, rho, rng) -> "np.ndarray":
     return out
 
 
-def synthetic_streams(positions: int, mean_len: int = 1000, seed: int = 0, full: bool = False) -> list:
+def synthetic_streams(positions: int, mean_len: int = 1000, seed: int = 0, full: bool = False, beta: bool = False) -> list:
     """Markov streams of ~mean_len positions (lengths uniform in +-10%) over the 5 corpora, ~`positions` in all.
 
     Each corpus has its own acceptance level and autocorrelation, each stream its own alpha around it.
     draft_conf is always set (the confidence-stop policies need it); `full` adds what a real oracle
-    record holds besides (gate, y, draft_argmax, target_conf, beta, text, piece_ends).
+    record holds besides (gate, y, draft_argmax, target_conf, beta, text, piece_ends); `beta` adds beta
+    alone (high where a_t = 1), so that the sampling statistics run.
     """
     import numpy as np
 
@@ -163,6 +164,8 @@ def synthetic_streams(positions: int, mean_len: int = 1000, seed: int = 0, full:
             L = int(lengths[i])
             b = bits[i - c0, :L].copy()
             kw = {"draft_conf": conf[i - c0, :L].copy()}
+            if beta and not full:
+                kw["beta"] = np.where(b == 1, rng.beta(8, 1, L), rng.beta(2, 2, L)).astype(np.float32)
             if full:
                 y = rng.integers(0, 151_000, L).astype(np.int32)
                 kw.update(

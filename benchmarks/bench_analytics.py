@@ -3,7 +3,7 @@
 and the growth ratio 10M / 1M (linear cost: ~10). Target: the full 1M report within 3 s on 2 cores.
 
 Streams: two-state Markov chains of ~1000 positions (5 corpora, per-corpus acceptance and
-autocorrelation, draft_conf set), written with `write_run` to a temporary run and loaded back with
+autocorrelation, draft_conf and beta set), written with `write_run` to a temporary run and loaded back with
 `load_run`; the load is timed separately. --profile runs cProfile on the full report at the first
 size and prints the top functions.
 
@@ -61,7 +61,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="specterm-bench-analytics-") as tmp:
         for size in sizes:
             t0 = time.perf_counter()
-            streams = synthetic_streams(size, seed=0)
+            streams = synthetic_streams(size, seed=0, beta=True)
             t_gen = time.perf_counter() - t0
             path = write_run(Path(tmp) / f"run-{size}", {**new_meta(f"bench-{size}"), "cost": {"r_measured": 0.13}}, streams)
             del streams
@@ -101,7 +101,7 @@ def main() -> None:
         table += "\n\n" + growth
     notes = [f"best of {args.repeats} (the machine is shared; min is the least disturbed run), point and full interleaved",
              f"analyse(gamma=8, shuffles={args.shuffles}, seed=0), all 5 corpora + pooled; point = boot=0 (same shuffles); 'no shuffles' = boot=0, shuffles=0 (no hetero/temporal split)",
-             "synthetic Markov streams of ~1000 positions, draft_conf set (so the confidence policies run)",
+             "synthetic Markov streams of ~1000 positions, draft_conf and beta set (so the confidence policies and sampling statistics run)",
              f"target: full 1M report <= 3 s; linear growth means the 10M/1M ratio ~ the positions ratio"]
     if prof_text:
         table += f"\n\ncProfile of the full report at {per_size[0][0]:,} positions, top {args.top} by own time:\n\n```\n{prof_text[0]}\n```"

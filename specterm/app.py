@@ -7,8 +7,6 @@ the command palette, export, and the workers that load runs, analyse them and ru
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
@@ -16,82 +14,19 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 from textual import work
 from textual.app import App
 from textual.binding import Binding
-from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.reactive import var
 from textual.worker import Worker, WorkerState
 
 from specterm import messages
+from specterm.commands import SpectermCommands
 from specterm.core.errors import SpectermError
+from specterm.core.params import BOOT, GAMMA_DEFAULT, SHUFFLES
+from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 
 if TYPE_CHECKING:
+    from specterm.core.report import Report
     from specterm.oracle.run import OracleConfig
     from specterm.core.streams import Run
-
-
-@dataclass(frozen=True)
-class ScreenInfo:
-    mode: str
-    title: str
-    key: str
-    module: str
-    cls: str
-    help: str
-
-
-SCREENS: tuple[ScreenInfo, ...] = (
-    ScreenInfo("overview", "Overview", "1", "specterm.screens.overview", "OverviewScreen",
-               "Per-corpus table: alpha, autocorrelation, D/D_geom, deficit; run metadata"),
-    ScreenInfo("streams", "Streams", "2", "specterm.screens.streams", "StreamsScreen",
-               "Prompt list and one prompt's tokens, coloured accepted/rejected, with a cursor"),
-    ScreenInfo("runlengths", "Run lengths", "3", "specterm.screens.runlengths", "RunLengthsScreen",
-               "Histogram of run lengths L against the geometric prediction"),
-    ScreenInfo("optimum", "Optimum", "4", "specterm.screens.optimum", "OptimumScreen",
-               "g*_true and g*_iid against r, throughput curves, E_true/E_iid"),
-    ScreenInfo("policies", "Policies", "5", "specterm.screens.policies", "PoliciesScreen",
-               "Draft-length policies replayed exactly; per-depth acceptance"),
-    ScreenInfo("decide", "Decide", "6", "specterm.screens.decide", "DecideScreen",
-               "Speculate or not, with which g; batch crossover per accelerator"),
-    ScreenInfo("scorecard", "Scorecard", "7", "specterm.screens.scorecard", "ScorecardScreen",
-               "P1-P5: verdict and evidence"),
-    ScreenInfo("run", "Run", "8", "specterm.screens.run", "RunScreen",
-               "The live oracle: progress, tokens/s, ETA, running alpha"),
-)
-SCREEN_BY_MODE = {s.mode: s for s in SCREENS}
-
-
-def screen_class(info: ScreenInfo) -> type:
-    """Import a screen's class on first use, so start-up only pays for the first screen."""
-    return getattr(importlib.import_module(info.module), info.cls)
-
-
-class SpectermCommands(Provider):
-    """Command palette entries: every screen, both exports, theme and help."""
-
-    def _commands(self) -> list[tuple[str, Callable[[], Any], str]]:
-        app: SpectermApp = self.app  # type: ignore[assignment]
-        out: list[tuple[str, Callable[[], Any], str]] = []
-        for s in SCREENS:
-            if s.mode == "run" and not app.has_oracle:
-                continue
-            out.append((f"Screen: {s.title}", partial(app.action_switch_screen, s.mode), f"[{s.key}] {s.help}"))
-        out += [
-            ("Export: this screen's tables", app.action_export, "[e] Write the tables on this screen as markdown"),
-            ("Export: every table", app.action_export_all, "[E] The whole report as markdown (= specterm report --format md)"),
-            ("Theme: toggle dark / light", app.action_toggle_theme, "[t] Switch between the dark and the light theme"),
-            ("Runs: next draft/target pair", app.action_next_models, "[M] Runs of different model pairs are analysed apart"),
-            ("Help: keys", app.action_help, "[f1] Every key of every screen"),
-        ]
-        return out
-
-    async def discover(self) -> Hits:
-        for name, callback, help_text in self._commands():
-            yield DiscoveryHit(name, callback, help=help_text)
-
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for name, callback, help_text in self._commands():
-            if (score := matcher.match(name)) > 0:
-                yield Hit(score, matcher.highlight(name), callback, help=help_text)
 
 
 class SpectermApp(App[Any]):
@@ -118,8 +53,8 @@ class SpectermApp(App[Any]):
 
     runs: var[list | None] = var(None)
     """The loaded runs (None until loaded)."""
-    report: var[dict | None] = var(None)
-    """`analyse(runs)`: the report dict of SPEC section 7 (None until ready)."""
+    report: var["Report | None"] = var(None)
+    """`analyse(runs)`: the typed report (core/report.py; None until ready)."""
     error: var[str | None] = var(None)
     """One sentence when loading or analysing failed."""
     set_name: var[str] = var("pooled")
@@ -131,9 +66,9 @@ class SpectermApp(App[Any]):
         *,
         oracle_config: "OracleConfig | None" = None,
         oracle: Callable[..., Path] | None = None,
-        gamma: int = 8,
-        boot: int = 2000,
-        shuffles: int = 20,
+        gamma: int = GAMMA_DEFAULT,
+        boot: int = BOOT,
+        shuffles: int = SHUFFLES,
         seed: int = 0,
         initial: str | None = None,
     ) -> None:
@@ -198,12 +133,11 @@ class SpectermApp(App[Any]):
         self.runs = message.runs
 
     def on_report_ready(self, message: messages.ReportReady) -> None:
-        sets = list((message.report.get("sets") or {}).keys())
-        if self.set_name not in sets and sets:
-            self.set_name = "pooled" if "pooled" in sets else sets[0]
-        self.report = message.report
+        report = message.report
+        self.set_name = report.set_or_default(self.set_name)
+        self.report = report
         if self.n_model_groups > 1:
-            names = ", ".join(r["name"] for r in message.report.get("runs", []))
+            names = ", ".join(r.name for r in report.runs)
             self.notify(f"Showing {names} (model pair {self.model_group % self.n_model_groups + 1} of "
                         f"{self.n_model_groups}); press M for the next pair.", title="runs")
 
@@ -239,9 +173,8 @@ class SpectermApp(App[Any]):
 
     @property
     def set_names(self) -> list[str]:
-        """Corpora in report order with "pooled" last."""
-        sets = list(((self.report or {}).get("sets") or {}).keys())
-        return [s for s in sets if s != "pooled"] + (["pooled"] if "pooled" in sets else [])
+        """The report's sets in display order (Report.set_names: corpora sorted, "pooled" last)."""
+        return self.report.set_names if self.report is not None else []
 
     def action_cycle_set(self, step: int = 1) -> None:
         names = self.set_names
@@ -253,10 +186,10 @@ class SpectermApp(App[Any]):
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
     def action_help(self) -> None:
-        from specterm.screens.help import HelpScreen
+        from specterm.screens.help import HelpScreen, key_rows
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(key_rows(self)))
 
     # -- export ---------------------------------------------------------------------------------
     def action_export(self) -> None:

@@ -43,16 +43,16 @@ def run_cmd(
     corpus: Optional[str] = typer.Option(None, "--corpus", "-c", help="Built-in corpora, comma-separated (prose,code,json,math,multilingual). Default: all."),
     prompts: Optional[Path] = typer.Option(None, "--prompts", help="Prompts file: jsonl with id/corpus/prompt, or plain text with one prompt per line."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Hugging Face dataset NAME[:split:field] (needs network)."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="At most this many prompts per corpus."),
-    max_new_tokens: int = typer.Option(128, "--max-new-tokens", "-n", help="Length of each greedy continuation y."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many prompts per corpus."),
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens", "-n", min=1, help="Length of each greedy continuation y."),
     device: str = typer.Option("auto", "--device", help="auto|cpu|cuda|mps (auto: cuda, then mps, then cpu)."),
     dtype: str = typer.Option("auto", "--dtype", help="auto|float32|bfloat16|float16 (auto: bfloat16 on cuda, float32 otherwise and for GGUF)."),
-    batch_size: int = typer.Option(4, "--batch-size", "-b", help="Prompts per batch, for greedy generation and for the teacher-forced passes."),
+    batch_size: int = typer.Option(4, "--batch-size", "-b", min=1, help="Prompts per batch, for greedy generation and for the teacher-forced passes."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run directory (default: streams/<draft>-<target>)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run: finished prompts are kept and skipped."),
     headless: bool = typer.Option(False, "--headless", help="No TUI: a plain progress display fit for nohup/SSH logs."),
     spec_gamma: int = typer.Option(
-        0, "--spec-gamma",
+        0, "--spec-gamma", min=0,
         help="How y is built. 0 (default): batched raw-argmax greedy, --batch-size prompts at a time (fastest on CPU and GPU). "
              "G > 0: lossless speculative decoding with the draft at draft length G, one prompt at a time (live accept/reject view).",
     ),
@@ -60,8 +60,15 @@ def run_cmd(
     cost: bool = typer.Option(True, "--cost/--no-cost", help="Measure the cost ratio r = c_draft / c_verify on this hardware."),
     remeasure_cost: bool = typer.Option(False, "--remeasure-cost", help="With --resume: measure r again, e.g. on an idle machine (earlier values are kept)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the hub (off by default)."),
+    record_paths: bool = typer.Option(
+        False, "--record-paths",
+        help="Keep the models' absolute local paths in run.json (default: a local model is named by its file name and sha256, so a run can be shared).",
+    ),
 ) -> None:
-    """Run the exact oracle: greedy y from the target, one teacher-forced pass per model, a_t per position."""
+    """Run the exact oracle: greedy y from the target, one teacher-forced pass per model, a_t per position.
+
+    Every argument is checked (prompts encoded with the tokenizer, layers:K against the config,
+    --out writable, --resume settings unchanged) before any model is loaded."""
     params = dict(locals())
     from specterm.oracle.runner import run_command
 
@@ -90,11 +97,12 @@ def import_cmd(
 ) -> None:
     """Import accept/reject streams from another tool as a run (nothing is written if a line is bad)."""
     from specterm.core.importer import import_jsonl
+    from specterm.core.text import printable
 
     path, streams = import_jsonl(file, out, name)
     corpora = sorted({s.corpus for s in streams})
     positions = sum(s.n for s in streams)
-    typer.echo(f"imported {len(streams)} prompts, {positions} positions ({', '.join(corpora)}) into {path}")
+    typer.echo(printable(f"imported {len(streams)} prompts, {positions} positions ({', '.join(corpora)}) into {path}"))
 
 
 REPORT_FORMATS = ("md", "json", "text")
@@ -102,24 +110,28 @@ REPORT_FORMATS = ("md", "json", "text")
 
 @app.command("report")
 def report_cmd(
-    runs: List[Path] = typer.Argument(..., help="Run directories (e.g. streams/NAME); corpora are pooled across them."),
+    runs: List[Path] = typer.Argument(..., help="Run directories (e.g. streams/NAME) of one model pair; corpora are pooled across them, each prompt once."),
     format: str = typer.Option("md", "--format", "-f", help="md | json | text."),
     gamma: int = typer.Option(8, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
-    boot: int = typer.Option(2000, "--boot", help="Bootstrap resamples over streams (0: no CIs)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and the shuffles."),
-    shuffles: int = typer.Option(20, "--shuffles", help="In-place shuffles per stream for the hetero/temporal split."),
+    boot: int = typer.Option(2000, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
+    shuffles: int = typer.Option(20, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ) -> None:
-    """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the P1-P5 scorecard."""
+    """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q4)."""
     from specterm.core.analysis import analyse
     from specterm.core.errors import SpectermError
     from specterm.core.export import to_json, to_markdown, to_text
+    from specterm.core.pooling import single_pair
     from specterm.core.streams import load_runs
+    from specterm.core.text import printable
 
     if format not in REPORT_FORMATS:
         raise SpectermError(f"unknown --format '{format}'; use one of {', '.join(REPORT_FORMATS)}.")
-    report = analyse(load_runs(runs), gamma=gamma, boot=boot, shuffles=shuffles, seed=seed)
+    report = analyse(single_pair(load_runs(runs)), gamma=gamma, boot=boot, shuffles=shuffles, seed=seed)
     text = {"md": to_markdown, "json": to_json, "text": to_text}[format](report)
+    if format != "json":  # JSON escapes control characters itself
+        text = printable(text, keep="\n")
     if output is None:
         typer.echo(text, nl=False)
     else:
@@ -134,31 +146,49 @@ def report_cmd(
 def list_cmd(
     root: Path = typer.Option(Path("streams"), "--root", help="Directory holding the runs."),
 ) -> None:
-    """The runs under streams/: corpora, prompts, positions, alpha, gate."""
-    from specterm.core.errors import SpectermError
-    from specterm.core.export import text_table
-    from specterm.core.streams import find_runs, load_run
+    """The runs under streams/: corpora, prompts, positions, alpha, gate (shards of a merged run are not counted)."""
+    import math
 
-    paths = find_runs(root)
+    from specterm.core.export import MISSING, text_table
+    from specterm.core.stats import rates
+    from specterm.core.streams import discover_runs, load_runs_lenient
+    from specterm.core.text import printable
+
+    paths, shards = discover_runs(root)
     if not paths:
-        typer.echo(f"no runs under {root}/; make one with `specterm run` or `specterm import`.")
+        typer.echo(f"no runs under {printable(str(root))}/; make one with `specterm run` or `specterm import`.")
         return
+    runs, problems = load_runs_lenient(paths)
     rows = []
-    for path in paths:
-        try:
-            run = load_run(path)
-        except SpectermError as exc:
-            rows.append([path.name, f"unreadable: {exc}", "", "", "", ""])
-            continue
-        n = sum(s.n for s in run.streams)
-        analysed = sum(s.valid_len for s in run.streams)
-        ones = sum(int(s.a.sum()) for s in run.streams)
-        gate_ones = sum(s.n if s.gate is None else int(s.gate.sum()) for s in run.streams)
-        alpha = f"{ones / analysed:.3f}" if analysed else "n/a"
-        gate = f"{gate_ones / n:.3f}" if n else "n/a"
-        rows.append([run.name, ", ".join(run.corpora) or "-", str(len(run.streams)), str(n), alpha, gate])
+    for run in runs:
+        n, alpha, gate = rates(run.streams)
+        alpha, gate = (f"{x:.3f}" if math.isfinite(x) else MISSING for x in (alpha, gate))
+        rows.append([run.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), alpha, gate])
+    rows = [[printable(cell) for cell in row] for row in rows]
     typer.echo(text_table(["run", "corpora", "prompts", "positions", "alpha", "gate"], rows))
+    if shards:
+        typer.echo(f"not counted again: {len(shards)} shard run(s) already merged ({printable(', '.join(p.name for p in shards))}).")
+    for problem in problems:
+        typer.secho(f"warning: skipped {printable(problem)}", err=True, fg=typer.colors.YELLOW)
 
+
+@app.command("repair")
+def repair_cmd(
+    run: Path = typer.Argument(..., help="Run directory whose prompts.jsonl holds duplicate, torn or corrupt lines."),
+) -> None:
+    """Rewrite a run keeping each valid record once (torn, corrupt and duplicate lines dropped, each reported)."""
+    from specterm.core.streams import RECORDS_FILE, repair_run
+    from specterm.core.text import printable
+
+    result = repair_run(run)
+    for line in result.dropped:
+        typer.echo(f"dropped {printable(line)}")
+    if result.mended_tail:
+        typer.echo("kept the last record, which had lost only its final newline")
+    if result.checksummed:
+        typer.echo(f"added checksums to {result.checksummed} record(s) written before checksums existed")
+    verb = "rewrote" if result.changed else "checked"
+    typer.echo(f"{verb} {run / RECORDS_FILE}: {result.kept} record(s) kept, {len(result.dropped)} line(s) dropped")
 
 
 # ------------------------------------------------------------------------ open / no-argument ---
@@ -183,21 +213,27 @@ def no_command(ctx: typer.Context) -> None:
     # No docstring on purpose: the Typer(help=...) text stays the --help text.
     if ctx.invoked_subcommand is not None:
         return
-    from specterm.core.streams import find_runs
+    from specterm.core.streams import find_runs, load_runs_lenient
+    from specterm.core.text import printable
 
-    runs = find_runs("streams")
-    if not runs:
+    paths = find_runs("streams")
+    if not paths:
         fail("there are no runs in ./streams; make one with `specterm run` or `specterm import`, or pass them with `specterm open RUN...`.")
-    open_tui(runs)
+    runs, problems = load_runs_lenient(paths)  # one corrupt run must not hide the others
+    for problem in problems:
+        typer.secho(f"warning: skipped {printable(problem)}", err=True, fg=typer.colors.YELLOW)
+    if not runs:
+        fail("no run in ./streams could be read (see the warnings above); fix them with `specterm repair RUN` or re-create them.")
+    open_tui([r.path for r in runs])
 
 
 @app.command("open")
 def open_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (made by `specterm run` or `specterm import`)."),
     gamma: int = typer.Option(8, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
-    boot: int = typer.Option(2000, "--boot", help="Bootstrap resamples over streams (0: no CIs)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap and the shuffles."),
-    shuffles: int = typer.Option(20, "--shuffles", help="In-place shuffles per stream for the hetero/temporal split."),
+    boot: int = typer.Option(2000, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
+    shuffles: int = typer.Option(20, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
 ) -> None:
     """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""
     open_tui(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles)
@@ -206,10 +242,12 @@ def open_cmd(
 def main() -> None:
     from specterm.core.errors import SpectermError
 
+    from specterm.core.text import printable
+
     try:
         app()
     except SpectermError as exc:
-        typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
+        typer.secho(f"error: {printable(str(exc))}", err=True, fg=typer.colors.RED)
         raise SystemExit(2)
 
 

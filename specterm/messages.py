@@ -12,6 +12,7 @@ from typing import Any
 from textual.message import Message
 
 from specterm.core.progress import Progress
+from specterm.core.report import Report
 
 
 @dataclass
@@ -57,9 +58,9 @@ class RunsLoaded(Message):
 
 @dataclass
 class ReportReady(Message):
-    """`analyse` finished: the report dict of SPEC section 7."""
+    """`analyse` finished: the typed report (core/report.py)."""
 
-    report: dict[str, Any]
+    report: Report
 
 
 @dataclass

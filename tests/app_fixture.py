@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from conftest import markov_bits
 from specterm.core.streams import FORMAT, SCHEMA_VERSION, Stream, write_run
 
 VOCAB = [" the", " cat", " sat", " on", " mat", ".", "\n", " def", " f", "(x", "):", " return", " x", " +", " 1",
@@ -15,19 +16,9 @@ VOCAB = [" the", " cat", " sat", " on", " mat", ".", "\n", " def", " f", "(x", "
 GATE_FAIL_AT = 30
 
 
-def markov_bits(n: int, p11: float, p10: float, rng: np.random.Generator) -> np.ndarray:
-    """A clustered stream: P(a_{t+1}=1 | a_t=1) = p11, P(a_{t+1}=1 | a_t=0) = p10."""
-    u = rng.random(n)
-    bits = np.zeros(n, dtype=np.uint8)
-    bits[0] = 1
-    for t in range(1, n):
-        bits[t] = u[t] < (p11 if bits[t - 1] else p10)
-    return bits
-
-
 def make_stream(sid: str, corpus: str, n: int, seed: int, gate_fail: int | None = None) -> Stream:
     rng = np.random.default_rng(seed)
-    bits = markov_bits(n, 0.85, 0.35, rng)
+    bits = markov_bits(rng, n, 0.85, 0.35, first=1)
     y = rng.integers(0, len(VOCAB), n).astype(np.int32)
     pieces = [VOCAB[i] for i in y]
     draft = np.where(bits == 1, y, (y + 1) % len(VOCAB)).astype(np.int32)

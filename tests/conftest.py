@@ -16,20 +16,30 @@ def iid_bits(rng: np.random.Generator, length: int, alpha: float) -> np.ndarray:
     return (rng.random(length) < alpha).astype(np.uint8)
 
 
-def markov_bits(rng: np.random.Generator, length: int, p11: float, p10: float) -> np.ndarray:
-    """Stationary two-state chain with P(1|1) = p11, P(1|0) = p10, built from its alternating runs:
-    a run of ones lasts Geometric(1 - p11) positions, a run of zeros Geometric(p10)."""
-    alpha = p10 / (1.0 - p11 + p10)
-    state = int(rng.random() < alpha)
-    n_runs = 2 * length + 2  # every run has length >= 1, so this always covers `length`
-    ones = rng.geometric(1.0 - p11, size=n_runs) if p11 < 1 else np.full(n_runs, length)
-    zeros = rng.geometric(p10, size=n_runs) if p10 > 0 else np.full(n_runs, length)
-    lengths = np.empty(2 * n_runs, dtype=np.int64)
-    values = np.empty(2 * n_runs, dtype=np.uint8)
-    first, second = (ones, zeros) if state == 1 else (zeros, ones)
-    lengths[0::2], lengths[1::2] = first, second
-    values[0::2], values[1::2] = state, 1 - state
-    return np.repeat(values, lengths)[:length]
+def markov_bits(rng: np.random.Generator, length: int, p11: float, p10: float, first: int | None = None) -> np.ndarray:
+    """Two-state chain a_t with P(a_{t+1}=1 | a_t=1) = p11, P(a_{t+1}=1 | a_t=0) = p10: the one
+    Markov stream generator of the tests. a_0 = `first`, or drawn from the stationary
+    alpha = p10 / (1 - p11 + p10) (stationary chain).
+
+    Defined by uniforms u_t (drawn first): a_t = [u_t < (p11 if a_{t-1} else p10)], computed without
+    a loop: u_t < min(p11, p10) forces a_t = 1, u_t >= max(p11, p10) forces 0, and in between a_t
+    copies a_{t-1} (p11 > p10) or flips it (p11 < p10).
+    """
+    u = rng.random(length)
+    a0 = int(rng.random() < p10 / (1.0 - p11 + p10)) if first is None else int(first)
+    if length == 0:
+        return np.zeros(0, dtype=np.uint8)
+    t = np.arange(length)
+    lo, hi = min(p11, p10), max(p11, p10)
+    forced = (u < lo) | (u >= hi)
+    forced[0] = True
+    value = (u < lo).astype(np.uint8)
+    value[0] = a0
+    last = np.maximum.accumulate(np.where(forced, t, 0))
+    bits = value[last]
+    if p11 < p10:
+        bits = bits ^ ((t - last) & 1).astype(np.uint8)
+    return bits.astype(np.uint8)
 
 
 def streams(corpus: str, arrays: list[np.ndarray], **kw) -> list[Stream]:

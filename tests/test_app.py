@@ -8,7 +8,8 @@ import pytest
 from app_fixture import GATE_FAIL_AT, VOCAB, FakeOracle, fixture_streams, make_fixture_run, oracle_config
 from textual.widgets import DataTable, Static
 
-from specterm.app import SCREENS, make_app
+from specterm.app import make_app
+from specterm.screens.registry import SCREENS
 from specterm.core.streams import load_run
 
 SIZE = (120, 36)
@@ -45,9 +46,7 @@ async def test_every_screen_opens(run_path):
     app = make_app([run_path], **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        for s in SCREENS:
-            if s.mode == "run":
-                continue
+        for s in [s for s in SCREENS if s.mode != "run"]:
             await pilot.press(s.key)
             await pilot.pause()
             assert type(app.screen).__name__ == s.cls
@@ -192,7 +191,8 @@ async def test_set_cycling_follows_across_screens(run_path):
 
 
 async def test_decide_accelerator_changes_batch_crossover(run_path, tmp_path, monkeypatch):
-    from specterm.core.decide import ACCELERATORS, decision
+    from specterm.core.decide import decision
+    from specterm.core.params import ACCELERATORS
     from specterm.core.export import markdown_tables
 
     monkeypatch.chdir(tmp_path)
@@ -293,7 +293,8 @@ async def test_command_palette_switches_screens(run_path):
 
 
 async def test_help_lists_every_key(run_path):
-    from specterm.app import SpectermApp, screen_class
+    from specterm.app import SpectermApp
+    from specterm.screens.registry import screen_class
     from specterm.widgets.tokens import TokenView
 
     app = make_app([run_path], **FAST)

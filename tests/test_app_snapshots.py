@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from app_fixture import FakeOracle, make_fixture_run, oracle_config
 
-from specterm.app import SCREENS, make_app
+from specterm.app import make_app
+from specterm.screens.registry import SCREENS
 
 SIZES = [(80, 24), (120, 36)]
 FAST = {"boot": 200, "shuffles": 4}
@@ -41,6 +42,13 @@ def test_screen(snap_compare, tmp_path, screen, size):
 def test_streams_cursor_on_a_rejection(snap_compare, tmp_path, size):
     app = make_app([make_fixture_run(tmp_path)], **FAST)
     assert snap_compare(app, terminal_size=size, run_before=settle("2", "n", "r", "r"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_runlengths_by_position(snap_compare, tmp_path, size):
+    """The position view (w): alpha by position bin with CI whiskers against the set's alpha."""
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    assert snap_compare(app, terminal_size=size, run_before=settle("3", "w"))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

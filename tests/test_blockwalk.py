@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from specterm.core import geometry as geo
 from specterm.core import stats as st
 from specterm.core.blockwalk import E_iid, block_accepts, block_counts, block_walk_loop, run_lengths
 
@@ -76,10 +77,10 @@ def test_closed_form_equals_loop_every_gamma():
 def test_vectorised_walk_over_many_streams_equals_loop():
     rng = np.random.default_rng(8)
     arrays = random_streams(rng, 1500, 50)
-    c = st.concat_streams(arrays)
-    runs = st.segment_runs(c.bits, c.starts, c.ends)
+    c = geo.concat_streams(arrays)
+    runs = geo.segment_runs(c.bits, c.starts, c.ends)
     for g in range(1, 33):
-        blocks = st.walk_blocks(runs, len(arrays), g)
+        blocks = geo.walk_blocks(runs, len(arrays), g)
         assert blocks.tolist() == [block_walk_loop(a, g)[1] for a in arrays]
 
 
@@ -87,9 +88,9 @@ def test_vectorised_walk_over_many_streams_equals_loop():
 def test_block_starts_and_accepts_equal_the_loop(g):
     rng = np.random.default_rng(g)
     arrays = random_streams(rng, 400, 60)
-    c = st.concat_streams(arrays)
-    runs = st.segment_runs(c.bits, c.starts, c.ends)
-    seg, s, k, left = st.block_starts_accepts(runs, c.starts, c.ends, g)
+    c = geo.concat_streams(arrays)
+    runs = geo.segment_runs(c.bits, c.starts, c.ends)
+    seg, s, k, left = geo.block_starts_accepts(runs, c.starts, c.ends, g)
     for i, a in enumerate(arrays):
         trace = walk_trace(a, g)
         mine = seg == i
@@ -102,8 +103,8 @@ def test_block_starts_and_accepts_equal_the_loop(g):
 def test_depth_counts_by_definition(g):
     rng = np.random.default_rng(100 + g)
     arrays = random_streams(rng, 300, 40)
-    c = st.concat_streams(arrays)
-    acc, reach, uncut = st.depth_counts(st.segment_runs(c.bits, c.starts, c.ends), c.starts, c.ends, g)
+    c = geo.concat_streams(arrays)
+    acc, reach, uncut = geo.depth_counts(geo.segment_runs(c.bits, c.starts, c.ends), c.starts, c.ends, g)
     for i, a in enumerate(arrays):
         trace = walk_trace(a, g)
         for j in range(1, g + 1):
@@ -116,8 +117,8 @@ def test_depth_counts_by_definition(g):
 def test_runs_of_concatenation_match_per_stream():
     rng = np.random.default_rng(3)
     arrays = random_streams(rng, 500, 30)
-    c = st.concat_streams(arrays)
-    runs = st.segment_runs(c.bits, c.starts, c.ends)
+    c = geo.concat_streams(arrays)
+    runs = geo.segment_runs(c.bits, c.starts, c.ends)
     for i, a in enumerate(arrays):
         closed, trailing = run_lengths(a)
         assert runs.L[runs.seg == i].tolist() == closed.tolist()

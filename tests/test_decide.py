@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from specterm.core.decide import ACCELERATORS, batch_crossover, decision, ridge_of
+from specterm.core.decide import batch_crossover, decision, ridge_of
+from specterm.core.params import ACCELERATORS
 from specterm.core.errors import SpectermError
 
 ALPHA = 0.8

@@ -10,12 +10,14 @@ import pytest
 import torch
 
 from models_fixtures import smollm2_pair  # noqa: F401  (fixture)
-from specterm.core import policies
+from specterm.core import replay
 from specterm.oracle import specdec
 from specterm.core.blockwalk import block_accepts, block_counts
 from specterm.oracle.corpora import load_builtin
 from specterm.oracle.run import OracleConfig, run_oracle
 from specterm.core.streams import load_run
+
+pytestmark = pytest.mark.slow  # loads the real SmolLM2-135M checkpoint; `pytest -m "not slow"` skips it
 
 N_NEW = 32
 
@@ -77,7 +79,7 @@ def test_heuristic_replay_equals_the_real_decoder(smollm2_pair, smol_run, g0):
     for s in smol_run.streams:
         res = specdec.speculative_generate(pair.target, pair.draft, _ids(pair, s), N_NEW, pair.eos,
                                            specdec.HeuristicSchedule(g0))
-        rep = policies.replay_heuristic(s.a, g0=g0)
+        rep = replay.replay_heuristic(s.a, g0=g0)
         assert res.tokens == s.y.tolist()
         assert res.target_calls == rep.blocks
         assert res.accepts == rep.accepts.tolist()
@@ -90,7 +92,7 @@ def test_confidence_stop_replay_equals_the_real_decoder(smollm2_pair, smol_run, 
     for s in smol_run.streams:
         res = specdec.speculative_generate(pair.target, pair.draft, _ids(pair, s), N_NEW, pair.eos,
                                            specdec.ConfidenceStop(tau, 6))
-        rep = policies.replay_confidence(s.a, s.draft_conf[: s.valid_len], tau, g_max=6)
+        rep = replay.replay_confidence(s.a, s.draft_conf[: s.valid_len], tau, g_max=6)
         assert res.tokens == s.y.tolist()
         assert res.target_calls == rep.blocks
         assert res.accepts == rep.accepts.tolist()
@@ -100,5 +102,5 @@ def test_clairvoyant_and_fixed_replays_equal_the_decoder_counts(smollm2_pair, sm
     pair, _ = smollm2_pair
     s = smol_run.streams[1]
     res = specdec.speculative_generate(pair.target, pair.draft, _ids(pair, s), N_NEW, pair.eos, specdec.FixedGamma(3))
-    rep = policies.replay_fixed(s.a, 3)
+    rep = replay.replay_fixed(s.a, 3)
     assert (res.target_calls, res.accepts) == (rep.blocks, rep.accepts.tolist())

@@ -7,38 +7,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import markov_bits
 from specterm.core.blockwalk import block_walk_loop
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.errors import SpectermError
 from specterm.core import analysis, policies
-from specterm.core.policies import (
-    GAMMAS,
-    PolicyCounts,
-    best_fixed_gamma,
-    fixed_sums,
-    has_draft_conf,
-    policy_sums,
-    policy_summary,
-    policy_table,
-    replay_clairvoyant,
-    replay_confidence,
-    replay_fixed,
-    replay_heuristic,
-)
+from specterm.core.params import GAMMAS
+from specterm.core.policies import best_fixed_gamma, fixed_sums, has_draft_conf, policy_sums, policy_summary, policy_table
+from specterm.core.replay import PolicyCounts, replay_clairvoyant, replay_confidence, replay_fixed, replay_heuristic
 from specterm.core.streams import Run, Stream, bits_from_str
 
 
 def iid_stream(rng, n, alpha):
     return (rng.random(n) < alpha).astype(np.uint8)
-
-
-def markov_stream(rng, n, p11, p10):
-    a = np.empty(n, dtype=np.uint8)
-    a[0] = rng.random() < 0.5
-    u = rng.random(n)
-    for t in range(1, n):
-        a[t] = u[t] < (p11 if a[t - 1] else p10)
-    return a
 
 
 def conf_for(rng, a):
@@ -52,7 +33,7 @@ def synthetic(seed=0):
     for alpha in (0.2, 0.6, 0.9):
         out.append(iid_stream(rng, int(rng.integers(1, 300)), alpha))
     for p11, p10 in ((0.95, 0.3), (0.8, 0.6), (0.99, 0.05)):
-        out.append(markov_stream(rng, int(rng.integers(1, 300)), p11, p10))
+        out.append(markov_bits(rng, int(rng.integers(1, 300)), p11, p10))
     out += [np.ones(17, np.uint8), np.zeros(9, np.uint8), np.array([1], np.uint8), np.array([0], np.uint8)]
     return [(a, conf_for(rng, a)) for a in out]
 
@@ -243,7 +224,7 @@ def make_streams(seed=8, n_streams=24, with_conf=True):
     out = []
     for i in range(n_streams):
         if i % 2:
-            a = markov_stream(rng, int(rng.integers(40, 200)), 0.9, 0.35)
+            a = markov_bits(rng, int(rng.integers(40, 200)), 0.9, 0.35)
         else:
             a = iid_stream(rng, int(rng.integers(40, 200)), rng.uniform(0.4, 0.9))
         out.append(Stream(id=f"p{i}", corpus="c", bits=a, draft_conf=conf_for(rng, a) if with_conf else None))
@@ -333,7 +314,7 @@ def mixed_streams(seed, n_streams=90, conf_missing=0.1):
         if kind == 0:
             a = iid_stream(rng, n, rng.uniform(0.0, 1.0))
         elif kind == 1:
-            a = markov_stream(rng, n, 0.97, 0.3) if n else np.zeros(0, np.uint8)
+            a = markov_bits(rng, n, 0.97, 0.3) if n else np.zeros(0, np.uint8)
         elif kind == 2:
             a = np.ones(n, np.uint8)
         elif kind == 3:
@@ -374,24 +355,26 @@ def reference_policy_sums(streams, r, gammas=(), taus=(0.3, 0.5, 0.7, 0.9), g0=5
 def test_table_equals_the_one_stream_replays(monkeypatch, lockstep_min):
     monkeypatch.setattr(policies, "LOCKSTEP_MIN", lockstep_min)
     streams = mixed_streams(20)
+    cut = [s.bits[: s.valid_len] for s in streams]
+    with_conf = [i for i, s in enumerate(streams) if s.draft_conf is not None]
+    without = [i for i, s in enumerate(streams) if s.draft_conf is None]
+    assert with_conf and without  # both cases are exercised
     taus = (0.0, 0.5, 0.9, 1.5)
+    # fixed and clairvoyant do not depend on g0 or g_max: checked once, on the default table
+    table = policy_table(streams, taus=taus)
+    assert table.fixed.tolist() == [[block_walk_loop(a, g)[1] for g in range(1, 33)] for a in cut]
+    assert table.clairvoyant.tolist() == [[c.blocks, c.drafted] for c in map(replay_clairvoyant, cut)]
     for g0, g_max in ((5, 16), (0, 1), (2, 0)):
         table = policy_table(streams, taus=taus, g0=g0, g_max=g_max)
         assert len(table) == len(streams)
-        for i, s in enumerate(streams):
-            a = s.bits[: s.valid_len]
-            assert table.n[i] == a.size
-            if g0 == 5:  # fixed and clairvoyant do not depend on g0 or g_max
-                assert table.fixed[i].tolist() == [block_walk_loop(a, g)[1] for g in range(1, 33)]
-                c = replay_clairvoyant(a)
-                assert table.clairvoyant[i].tolist() == [c.blocks, c.drafted]
-            h = replay_heuristic(a, g0)
-            assert table.heuristic[i].tolist() == [h.blocks, h.drafted]
-            assert table.has_conf[i] == (s.draft_conf is not None)
-            if s.draft_conf is not None:
-                for j, tau in enumerate(taus):
-                    c = replay_confidence(a, s.draft_conf[: s.valid_len], tau, g_max)
-                    assert table.confidence[i, j].tolist() == [c.blocks, c.drafted], (i, tau)
+        assert table.n.tolist() == [a.size for a in cut]
+        assert table.heuristic.tolist() == [[h.blocks, h.drafted] for h in (replay_heuristic(a, g0) for a in cut)]
+        assert table.has_conf.tolist() == [s.draft_conf is not None for s in streams]
+        for i in with_conf:
+            for j, tau in enumerate(taus):
+                c = replay_confidence(cut[i], streams[i].draft_conf[: streams[i].valid_len], tau, g_max)
+                assert table.confidence[i, j].tolist() == [c.blocks, c.drafted], (i, tau)
+        assert not table.confidence[without].any()  # no draft_conf: zeros, as documented
 
 
 def test_fixed_sums_equal_the_spec_loop():
@@ -463,9 +446,9 @@ def test_analyse_gives_each_set_the_summary_of_its_own_streams(monkeypatch):
     runs = [Run(path=Path("x"), meta={"name": "x", "cost": {"r_measured": 0.17}}, streams=streams[:30]),
             Run(path=Path("y"), meta={"name": "y"}, streams=streams[30:])]
     fast = analysis.analyse(runs, boot=50, shuffles=2, seed=5)
-    summary, decision = analysis._helpers()
-    # the straightforward way: every set replays its own streams, no shared table
-    monkeypatch.setattr(analysis, "_helpers", lambda: (lambda s, r, W, table=None: summary(s, r, W), decision))
+    summary = analysis.policy_summary
+    # the straightforward way: every set replays its own streams, no shared table (nor the stats' block counts)
+    monkeypatch.setattr(analysis, "policy_summary", lambda s, r, W, table=None: summary(s, r, W))
     slow = analysis.analyse(runs, boot=50, shuffles=2, seed=5)
     assert set(fast["sets"]) == {"a", "b", "c", "pooled"}
     for name in fast["sets"]:

@@ -55,7 +55,15 @@ def test_spec7_json_shape(report):
         assert d["gamma"] == 6 and len(d["conditional"]) == 6 == len(d["unconditional_iid"]) == len(d["conditional_iid"])
         assert all(is_est(x) for x in d["conditional"] + d["unconditional"])
         assert s["r_measured"] == 0.21
-    assert [p["id"] for p in doc["scorecard"]] == ["P1", "P2", "P3", "P4", "P5"]
+        pos = s["position"]  # SPEC 7 names
+        assert pos["bin_width"] == 16 and all(set(b) >= {"start", "alpha", "n"} and is_est(b["alpha"]) for b in pos["bins"])
+        assert [b["start"] for b in pos["bins"]] == [16 * k for k in range(len(pos["bins"]))] and is_est(pos["warmup_gain"])
+        smp = s["sampling"]
+        assert is_est(smp["beta_bar"]) and is_est(smp["beta_autocorr"])
+        assert set(smp["E_iid_beta"]) == {"2", "4", "8", "16"} and all(is_est(v) for v in smp["E_iid_beta"].values())
+        assert is_est(d["c2_minus_c1"])
+    assert [p["id"] for p in doc["scorecard"]] == ["P1", "P2", "P3", "P4", "P5", "Q1", "Q2", "Q3", "Q4"]
+    assert [p["seed"] for p in doc["scorecard"]] == ["measurement"] * 5 + ["economics"] * 4
     assert all(p["verdict"] in ("holds", "falsified", "inconclusive") and isinstance(p["evidence"], str) for p in doc["scorecard"])
     run = doc["runs"][0]
     assert set(run) >= {"name", "path", "target", "draft", "device", "dtype", "r_measured", "n_streams", "corpora"}

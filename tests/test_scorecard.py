@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from specterm.core.analysis import analyse
-from specterm.core.optimum import R_GRID
-from specterm.core.scorecard import scorecard
+from specterm.core.params import R_GRID
+from specterm.core.scorecard import p_rows
 
 
 def verdicts(report_or_sets) -> dict[str, str]:
-    rows = report_or_sets["scorecard"] if "scorecard" in report_or_sets else scorecard(report_or_sets)
+    rows = report_or_sets["scorecard"] if "scorecard" in report_or_sets else p_rows(report_or_sets)
     return {row["id"]: row["verdict"] for row in rows}
 
 
@@ -120,7 +120,7 @@ def test_p2(cis, verdict):
     ((-1,) * 11 + (1,), "inconclusive", "above at 1"),
 ])
 def test_p3(diffs, verdict, phrase):
-    row = next(r for r in scorecard(sets_of(c=fake_set(), pooled=fake_set(diffs=diffs))) if r["id"] == "P3")
+    row = next(r for r in p_rows(sets_of(c=fake_set(), pooled=fake_set(diffs=diffs))) if r["id"] == "P3")
     assert row["verdict"] == verdict and phrase in row["evidence"]
 
 
@@ -147,6 +147,6 @@ def test_p5(pairs, verdict):
 
 
 def test_every_row_has_numbers_in_its_evidence():
-    for row in scorecard(sets_of(a=fake_set(), b=fake_set(), c=fake_set())):
+    for row in p_rows(sets_of(a=fake_set(), b=fake_set(), c=fake_set())):
         assert row["evidence"].startswith(row["verdict"] + ":")
         assert any(ch.isdigit() for ch in row["evidence"])

@@ -70,6 +70,7 @@ def make(tmp_path, records: list, meta: dict | None = None):
     return path
 
 
+
 OK = {"id": "a", "corpus": "c", "bits": "0110"}
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from specterm.core.analysis import analyse
 from specterm.core.blockwalk import E_iid
-from specterm.core.optimum import R_GRID
+from specterm.core.params import R_GRID
 
 BOOT, SHUFFLES = 300, 6
 

@@ -1,4 +1,4 @@
-"""The whole analysis of one or more runs as one JSON-able dict (SPEC 7 shape plus what the TUI needs).
+"""The whole analysis of one or more runs as one typed Report (core/report.py; SPEC 7 JSON via to_dict).
 
 Per corpus, the per-stream sums matrix M (stats.stream_sums) is built once; the "pooled" set stacks
 the corpora's matrices. Point estimates come from column sums, CIs from the percentile bootstrap
@@ -12,13 +12,17 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 - Streams cut at the first gate failure keep their row (possibly empty): they stay in n_streams
   and in the bootstrap, and contribute only their valid prefix.
 - r of a set: the measured r of its runs; with several distinct values, their median (all of
-  them are on the optimum grid). Policies and decide get that r, or 0.2 when no run measured r.
+  them are on the optimum grid). Policies and decide get that r, or params.R_DEFAULT when no run measured r.
 - Undefined numbers (no positions, no defined stream, ...) are null in the report.
+- Acceptance by position (position.py) and sampling acceptance (sampling.py) use the same weights
+  W per set; every set shares one bin layout (enough bins for the longest analysed stream), and
+  the pooled resampled sums are the corpora's added up (W_pooled is their blocks side by side).
+- The scorecard is P1-P5 then Q1-Q4 (scorecard.scorecard, economics.q_rows); Q3 uses the
+  memory-bound model at each corpus's r until the call below passes measured costs.
 """
 
 from __future__ import annotations
 
-import importlib
 import zlib
 from typing import Any
 
@@ -28,20 +32,17 @@ from specterm.core import stats as st
 from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.errors import SpectermError
-from specterm.core.optimum import GAMMA_MAX, optimum_table, r_values
+from specterm.core.estimate import num
+from specterm.core.decide import decision
+from specterm.core.economics import depth_gain
+from specterm.core.optimum import optimum_table, r_values
+from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SHUFFLES, YIELD_GAMMAS
+from specterm.core.policies import policy_summary, policy_table
+from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
+from specterm.core.report import Report
+from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import scorecard
 from specterm.core.streams import Run, Stream
-
-R_DEFAULT = 0.2
-RIDGE_DEFAULT = 295.0
-
-
-def num(x: Any) -> float | None:
-    """A finite float, or None (JSON null) for NaN/inf/None."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if np.isfinite(x) else None
 
 
 def jsonable(obj: Any) -> Any:
@@ -100,8 +101,7 @@ def run_summary(run: Run) -> dict[str, Any]:
 
 
 def _sums(streams: list[Stream], gamma: int, depth_gamma: int, shuffles: int, seed: int) -> st.StreamSums:
-    gate_ones = np.array([s.n if s.gate is None else int(s.gate.sum()) for s in streams], dtype=np.float64)
-    gate_n = np.array([s.n for s in streams], dtype=np.float64)
+    gate_ones, gate_n = st.gate_counts(streams)
     return st.stream_sums([s.a for s in streams], gate_ones, gate_n, gamma=gamma, depth_gamma=depth_gamma,
                           shuffles=shuffles, seed=seed)
 
@@ -136,8 +136,8 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
     total, hetero, temporal = part(0), part(1), part(2)
     e_true = st.E_true(c, cols, gamma)
     e_iid = E_iid(alpha, gamma)
-    curve_true = np.array([st.E_true(c, cols, int(g)) for g in st.GAMMAS])
-    curve_iid = E_iid(alpha, st.GAMMAS)
+    curve_true = np.array([st.E_true(c, cols, int(g)) for g in GAMMAS])
+    curve_iid = E_iid(alpha, GAMMAS)
     measured = sorted({float(r) for r in r_list if r is not None})
     n_runs = int(c[cols["runs"]])
     return {
@@ -167,12 +167,12 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
             "E_iid": num(e_iid),
             "E_shuf": num(st.E_shuf(c, cols)),
         },
-        "yield_ratio": {str(g): est(st.yield_ratio, g) for g in st.YIELD_GAMMAS},
+        "yield_ratio": {str(g): est(st.yield_ratio, g) for g in YIELD_GAMMAS},
         "curve": {
-            "gamma": st.GAMMAS.tolist(),
+            "gamma": GAMMAS.tolist(),
             "E_true": [num(x) for x in curve_true],
             "E_iid": [num(x) for x in curve_iid],
-            "E_true_ci": [est(st.E_true, int(g))["ci"] for g in st.GAMMAS],
+            "E_true_ci": [est(st.E_true, int(g))["ci"] for g in GAMMAS],
         },
         "depth": {
             "gamma": dg,
@@ -181,6 +181,7 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
             "unconditional": [est(st.depth_unconditional, j) for j in range(1, dg + 1)],
             "unconditional_iid": [num(alpha**j) for j in range(1, dg + 1)],
             "blocks": [int(c[cols[f"uncut_{j}"]]) for j in range(1, dg + 1)],
+            "c2_minus_c1": est(depth_gain) if dg >= 2 else None,
         },
         "optimum": optimum_table(curve_true, curve_iid, r_values(measured), measured),
         "r_measured": num(np.median(measured)) if measured else None,
@@ -188,23 +189,10 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
     }
 
 
-def _helpers():
-    """The policies and decide modules (SPEC 5, 6) when they exist with the agreed functions."""
-    found = []
-    for name, fn in (("policies", "policy_summary"), ("decide", "decision")):
-        try:
-            module = importlib.import_module(f"specterm.core.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"specterm.core.{name}":
-                raise
-            module = None
-        found.append(getattr(module, fn, None) if module is not None else None)
-    return found
-
-
-def analyse(runs: list[Run], gamma: int = 8, boot: int = 2000, shuffles: int = 20, seed: int = 0,
+def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = 0,
             depth_gamma: int | None = None) -> dict[str, Any]:
-    """The report: {"sets": {corpus..., "pooled": {...}}, "scorecard": [...], "runs": [...], "params": {...}}."""
+    """The report (core/report.py): sets (corpora sorted, then "pooled"), scorecard, runs, params;
+    `report.to_dict()` is the SPEC 7 JSON."""
     depth_gamma = gamma if depth_gamma is None else depth_gamma
     for name, value in (("--gamma", gamma), ("depth gamma", depth_gamma)):
         if not 1 <= value <= GAMMA_MAX:
@@ -216,47 +204,54 @@ def analyse(runs: list[Run], gamma: int = 8, boot: int = 2000, shuffles: int = 2
         raise SpectermError("the runs hold no prompts yet; run `specterm run` or `specterm import` first.")
     corpora = sorted({s.corpus for s, _ in entries})
     run_r = [run.r_measured for run in runs]
-    policy_summary, decision = _helpers()
+    n_bins = bins_needed(max(s.valid_len for s, _ in entries))  # one bin layout for every set, so they stack
 
     by_corpus = {c: [(s, i) for s, i in entries if s.corpus == c] for c in corpora}
     # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block.
     W_pooled = np.empty((boot, len(entries)))
-    parts, weights, lo = {}, {}, 0
+    parts, weights, positions, samplings, lo = {}, {}, {}, {}, 0
     for c in corpora:
         streams = [s for s, _ in by_corpus[c]]
         cseed = corpus_seed(seed, c)
         parts[c] = _sums(streams, gamma, depth_gamma, shuffles, cseed)
+        positions[c] = position_sums([s.a for s in streams], n_bins=n_bins)
+        samplings[c] = sampling_sums([analysed_beta(s) for s in streams])
         weights[c] = multinomial_weights(len(streams), boot, cseed, out=W_pooled[:, lo:lo + len(streams)])
         lo += len(streams)
 
     groups = {c: (parts[c], weights[c], by_corpus[c]) for c in corpora}
     groups["pooled"] = (_stack([parts[c] for c in corpora]), W_pooled, [e for c in corpora for e in by_corpus[c]])
-    tables: dict[str, Any] = {}
-    if policy_summary is not None:
-        # Every stream is replayed once (pooled order); each corpus takes its block of rows.
-        from specterm.core.policies import policy_table
-
-        tables["pooled"] = policy_table([s for s, _ in groups["pooled"][2]])
-        lo = 0
-        for c in corpora:
-            tables[c] = tables["pooled"].rows(slice(lo, lo + len(by_corpus[c])))
-            lo += len(by_corpus[c])
+    first = positions[corpora[0]]
+    positions["pooled"] = PositionSums(np.vstack([positions[c].M for c in corpora]), first.cols, first.bin_width, n_bins)
+    samplings["pooled"] = SamplingSums(np.vstack([samplings[c].M for c in corpora]), samplings[corpora[0]].cols)
+    # Resampled sums R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = sum of R_corpus.
+    resampled = {}
+    for kind, sums in (("position", positions), ("sampling", samplings)):
+        resampled[kind] = {c: weights[c] @ sums[c].M for c in corpora}
+        resampled[kind]["pooled"] = sum(resampled[kind][c] for c in corpora)
+    # Every stream is replayed once (pooled order); each corpus takes its block of rows.
+    pooled_sums, _, pooled_members = groups["pooled"]
+    tables: dict[str, Any] = {"pooled": policy_table([s for s, _ in pooled_members], blocks=pooled_sums.blocks())}
+    lo = 0
+    for c in corpora:
+        tables[c] = tables["pooled"].rows(slice(lo, lo + len(by_corpus[c])))
+        lo += len(by_corpus[c])
     sets: dict[str, Any] = {}
     for name, (sums, W, members) in groups.items():
         rep = set_report(sums, W, [run_r[i] for _, i in members])
         r = rep["r_measured"] if rep["r_measured"] is not None else R_DEFAULT
-        # SPEC 5 and 6 live with their owners; called here when present.
-        if policy_summary is not None:
-            rep["policies"] = policy_summary([s for s, _ in members], r, W, table=tables[name])
-        if decision is not None:
-            rep["decide"] = decision(rep, r, ridge=RIDGE_DEFAULT)
+        rep["policies"] = policy_summary([s for s, _ in members], r, W, table=tables[name])
+        rep["decide"] = decision(rep, r, ridge=DEFAULT_RIDGE).to_dict()
+        rep["position"] = position_report(positions[name], W, resampled["position"][name]).to_dict()
+        rep["sampling"] = sampling_report(samplings[name], W, resampled["sampling"][name]).to_dict()
         sets[name] = rep
 
     sets = jsonable(sets)
-    return {
+    return Report.from_dict({
         "sets": sets,
+        # P1-P5, then Q1-Q4; Q3 takes measured costs per corpus here once a run has them: scorecard(sets, costs=...)
         "scorecard": scorecard(sets),
         "runs": jsonable([run_summary(run) for run in runs]),
         "params": {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed, "depth_gamma": depth_gamma,
-                   "r_default": R_DEFAULT, "ridge": RIDGE_DEFAULT},
-    }
+                   "r_default": R_DEFAULT, "ridge": DEFAULT_RIDGE},
+    })

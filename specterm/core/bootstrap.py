@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from specterm.core.params import BOOT
 
-def multinomial_weights(n_streams: int, boot: int = 2000, seed: int = 0, out: np.ndarray | None = None) -> np.ndarray:
+
+def multinomial_weights(n_streams: int, boot: int = BOOT, seed: int = 0, out: np.ndarray | None = None) -> np.ndarray:
     """W (boot x n_streams) float64: counts of each stream in each percentile-bootstrap resample.
 
     `out`, when given, is a (boot x n_streams) array (a view is fine) that receives W.

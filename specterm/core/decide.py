@@ -15,39 +15,13 @@ the ridge and verifying g + 1 tokens stops being nearly free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from specterm.core.blockwalk import E_iid as E_iid_formula
 from specterm.core.errors import SpectermError
-
-
-@dataclass(frozen=True)
-class Accelerator:
-    """An accelerator preset: dense BF16 peak (TFLOP/s) and peak HBM bandwidth (TB/s)."""
-
-    label: str
-    tflops: float
-    tbps: float
-
-    @property
-    def ridge(self) -> float:
-        """I* = peak FLOP/s / peak bytes/s (FLOP per byte)."""
-        return self.tflops / self.tbps
-
-
-# Dense (no sparsity) BF16 tensor peak over peak memory bandwidth, from the vendors' datasheets.
-# Approximations: achievable FLOP/s and bandwidth are lower, and not by the same factor.
-ACCELERATORS: dict[str, Accelerator] = {
-    "h100": Accelerator("NVIDIA H100 SXM, BF16", 989.4, 3.35),  # ~295
-    "h200": Accelerator("NVIDIA H200 SXM, BF16", 989.4, 4.8),  # ~206
-    "a100": Accelerator("NVIDIA A100 SXM 80GB, BF16", 312.0, 2.039),  # ~153
-    "l4": Accelerator("NVIDIA L4, BF16", 121.0, 0.3),  # ~403
-    "rtx4090": Accelerator("NVIDIA RTX 4090, BF16 (FP32 accumulate)", 165.2, 1.008),  # ~164
-    "mi300x": Accelerator("AMD MI300X, BF16", 1307.4, 5.3),  # ~247
-}
-DEFAULT_RIDGE = 295.0
+from specterm.core.optimum import best_index, curve_throughput
+from specterm.core.params import ACCELERATORS, DEFAULT_RIDGE
+from specterm.core.report import Decision
 
 
 def ridge_of(accelerator: str | float) -> float:
@@ -62,9 +36,9 @@ def ridge_of(accelerator: str | float) -> float:
             value = float(key)
         except ValueError:
             names = ", ".join(ACCELERATORS)
-            raise SpectermError(f"unknown accelerator '{accelerator}'; use one of {names} or a ridge in FLOP/byte like 295.") from None
+            raise SpectermError(f"unknown accelerator '{accelerator}'; use one of {names} or a ridge in FLOP/byte like {DEFAULT_RIDGE:g}.") from None
     if not np.isfinite(value) or value <= 0:
-        raise SpectermError(f"the ridge must be a positive number of FLOP per byte (got {accelerator}); e.g. 295 for an H100.")
+        raise SpectermError(f"the ridge must be a positive number of FLOP per byte (got {accelerator}); e.g. {DEFAULT_RIDGE:g} for an H100.")
     return value
 
 
@@ -74,17 +48,12 @@ def batch_crossover(ridge: float, gamma):
 
 
 def speedup(E, gamma, r: float):
-    """E / (1 + gamma r): tokens per verify-cost relative to plain decoding's one token per step."""
-    return np.asarray(E, dtype=np.float64) / (1.0 + np.asarray(gamma, dtype=np.float64) * r)
+    """E / (1 + gamma r): tokens per verify-cost relative to plain decoding's one token per step
+    (`optimum.curve_throughput`, the one throughput formula)."""
+    return curve_throughput(E, r, gamma)
 
 
-def _argmax_first(values: np.ndarray) -> int:
-    """Index of the largest finite value, the first one on ties (smallest g)."""
-    v = np.where(np.isfinite(values), values, -np.inf)
-    return int(np.argmax(v))
-
-
-def decision(set_report: dict, r: float, ridge: float = DEFAULT_RIDGE) -> dict:
+def decision(set_report, r: float, ridge: float = DEFAULT_RIDGE) -> Decision:
     """Speculate or not, with which g, from a set's report ("alpha", "curve": {"gamma", "E_true", "E_iid"}).
 
     g_true = argmax_g E_true(g) / (1 + g r) and its speedup; g_iid = argmax_g E_iid(g) / (1 + g r),
@@ -92,13 +61,14 @@ def decision(set_report: dict, r: float, ridge: float = DEFAULT_RIDGE) -> dict:
     actually obtained; B* = ridge / (g_true + 1). Ties: smallest g. E_iid is computed from alpha
     when the curve lacks it. speculate = best true speedup > 1.
 
-    Returns {"r", "ridge", "alpha", "gamma_true", "speedup_true", "gamma_iid", "speedup_iid",
-    "speedup_true_at_gamma_iid", "batch_crossover", "speculate", "verdict"}.
+    `set_report`: a SetReport (or its JSON dict). Returns a report.Decision (r, ridge, alpha,
+    gamma_true, speedup_true, gamma_iid, speedup_iid, speedup_true_at_gamma_iid, batch_crossover,
+    speculate, verdict).
     """
     if r is None or not np.isfinite(r) or r < 0:
-        raise SpectermError("no usable cost ratio r for this run; pass one with --r (e.g. --r 0.1).")
+        raise SpectermError("no usable cost ratio r for this run; measure it with `specterm run --cost` or choose one on the Decide screen (keys - and +).")
     if not np.isfinite(ridge) or ridge <= 0:
-        raise SpectermError(f"the ridge must be a positive number of FLOP per byte (got {ridge}); e.g. 295 for an H100.")
+        raise SpectermError(f"the ridge must be a positive number of FLOP per byte (got {ridge}); e.g. {DEFAULT_RIDGE:g} for an H100.")
     curve = set_report.get("curve") or {}
     gamma = np.asarray(curve.get("gamma", []), dtype=np.int64)
     E_true = np.asarray(curve.get("E_true", []), dtype=np.float64)
@@ -118,10 +88,10 @@ def decision(set_report: dict, r: float, ridge: float = DEFAULT_RIDGE) -> dict:
         out.update(gamma_true=None, speedup_true=None, gamma_iid=None, speedup_iid=None,
                    speedup_true_at_gamma_iid=None, batch_crossover=None, speculate=False,
                    verdict="no positions in this set: nothing to decide")
-        return out
-    i_true = _argmax_first(S_true)
+        return Decision.from_dict(out)
+    i_true = best_index(S_true)
     S_iid = speedup(E_iid, gamma, r)
-    i_iid = _argmax_first(S_iid) if np.any(np.isfinite(S_iid)) else None
+    i_iid = best_index(S_iid)
     g_true, s_true = int(gamma[i_true]), float(S_true[i_true])
     b_star = float(batch_crossover(ridge, g_true))
     out.update(
@@ -134,7 +104,7 @@ def decision(set_report: dict, r: float, ridge: float = DEFAULT_RIDGE) -> dict:
         speculate=bool(s_true > 1.0),
     )
     out["verdict"] = _verdict(out)
-    return out
+    return Decision.from_dict(out)
 
 
 def _verdict(d: dict) -> str:

@@ -10,13 +10,18 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "policies", "decide", "scorecard")
+from specterm.core.params import R_DEFAULT
+from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Estimate, Report
+
+SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "scorecard")
 TITLES = {
     "overview": "Overview",
     "runlengths": "Run lengths",
     "yield": "Yield per block",
     "optimum": "Optimal draft length",
     "depth": "Acceptance by block depth",
+    "position": "Acceptance by position",
+    "sampling": "Sampling acceptance",
     "policies": "Draft-length policies",
     "decide": "Decision",
     "scorecard": "Scorecard",
@@ -24,6 +29,8 @@ TITLES = {
 HIST_MAX = 16  # run-length histogram rows L = 0..15, then one row for L >= 16
 
 Table = tuple[str, list[str], list[list[str]]]
+MISSING = "n/a"
+"""The one spelling of a missing or undefined value, in exported tables and on the screens."""
 
 
 # ------------------------------------------------------------------------- cells ---
@@ -31,7 +38,7 @@ Table = tuple[str, list[str], list[list[str]]]
 
 def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
     if x is None:
-        return "n/a"
+        return MISSING
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, int):
@@ -41,22 +48,22 @@ def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
 
 def ci(c: Any, digits: int = 3) -> str:
     if not c or c[0] is None or c[1] is None:
-        return "[n/a]"
+        return f"[{MISSING}]"
     return f"[{fmt(c[0], digits)}, {fmt(c[1], digits)}]"
 
 
-def est(e: dict | None, digits: int = 3, ci_digits: int | None = None, sign: bool = False, suffix: str = "") -> str:
-    """`value[suffix] [lo, hi]` of a {"value", "ci"} estimate."""
+def est(e: Estimate | None, digits: int = 3, ci_digits: int | None = None, sign: bool = False, suffix: str = "") -> str:
+    """`value[suffix] [lo, hi]` of an Estimate."""
     if not e:
-        return "n/a"
-    return f"{fmt(e.get('value'), digits, sign)}{suffix if e.get('value') is not None else ''} {ci(e.get('ci'), ci_digits or digits)}"
+        return MISSING
+    return f"{fmt(e.value, digits, sign)}{suffix if e.value is not None else ''} {ci(e.ci, ci_digits or digits)}"
 
 
-def deficit_cell(d: dict) -> str:
+def deficit_cell(d: Deficit) -> str:
     """`total = hetero + temporal [CI of temporal]`."""
-    t, h, m = (d[k]["value"] for k in ("total", "hetero", "temporal"))
+    t, h, m = d.total.value, d.hetero.value, d.temporal.value
     op, m = ("-", -m) if m is not None and m < 0 else ("+", m)
-    return f"{fmt(t)} = {fmt(h)} {op} {fmt(m)} {ci(d['temporal']['ci'])}"
+    return f"{fmt(t)} = {fmt(h)} {op} {fmt(m)} {ci(d.temporal.ci)}"
 
 
 def _cell(x: Any) -> str:
@@ -66,52 +73,43 @@ def _cell(x: Any) -> str:
 # ------------------------------------------------------------------------ tables ---
 
 
-def _sets(report: dict) -> list[tuple[str, dict]]:
-    return list(report["sets"].items())
-
-
-def overview_tables(report: dict) -> list[Table]:
-    g = report.get("params", {}).get("gamma")
+def overview_tables(report: Report) -> list[Table]:
+    g = report.params.gamma
+    sets = report.ordered_sets()
     head = ["set", "streams", "positions", "alpha", "gate", "p11-p10 [CI]", "D/D_geom",
             f"deficit at g={g}: total = hetero + temporal [CI]"]
-    rows = [[name, fmt(s["n_streams"]), fmt(s["n_positions"]), fmt(s["alpha"], 2), fmt(s["gate_rate"], 3),
-             est(s["autocorr"], 3, 2, sign=True), est(s["dispersion_ratio"], 1, 2, suffix="x"), deficit_cell(s["deficit"])]
-            for name, s in _sets(report)]
+    rows = [[name, fmt(s.n_streams), fmt(s.n_positions), fmt(s.alpha, 2), fmt(s.gate_rate, 3),
+             est(s.autocorr, 3, 2, sign=True), est(s.dispersion_ratio, 1, 2, suffix="x"), deficit_cell(s.deficit)]
+            for name, s in sets]
     tables: list[Table] = [("Headline numbers", head, rows)]
     head = ["set", "per-stream p11-p10 [CI]", "pooled p11-p10 [CI]", "Simpson inflation [CI]", "streams defined"]
-    rows = [[name, est(s["autocorr"], sign=True), est(s["autocorr_pooled"], sign=True),
-             est(s.get("autocorr_simpson"), sign=True), fmt(s.get("autocorr_defined_streams"))]
-            for name, s in _sets(report)]
+    rows = [[name, est(s.autocorr, sign=True), est(s.autocorr_pooled, sign=True),
+             est(s.autocorr_simpson, sign=True), fmt(s.autocorr_defined_streams)]
+            for name, s in sets]
     tables.append(("Autocorrelation", head, rows))
-    runs = report.get("runs") or []
-    if runs:
+    if report.runs:
         head = ["run", "target", "draft", "device", "dtype", "r measured", "streams", "corpora"]
-        rows = [[r["name"], r.get("target") or "n/a", r.get("draft") or "n/a", r.get("device") or "n/a",
-                 r.get("dtype") or "n/a", fmt(r.get("r_measured")), fmt(r["n_streams"]), ", ".join(r["corpora"])]
-                for r in runs]
+        rows = [[r.name, r.target or MISSING, r.draft or MISSING, r.device or MISSING,
+                 r.dtype or MISSING, fmt(r.r_measured), fmt(r.n_streams), ", ".join(r.corpora)]
+                for r in report.runs]
         tables.append(("Runs", head, rows))
     return tables
 
 
-def runlength_tables(report: dict) -> list[Table]:
+def runlength_tables(report: Report) -> list[Table]:
+    sets = report.ordered_sets()
     head = ["set", "closed runs", "mean L", "D", "D_geom", "D/D_geom [CI]"]
-    rows = []
-    for name, s in _sets(report):
-        rl = s["runlengths"]
-        total = sum(L * c for L, c in zip(rl["L"], rl["count"]))
-        mean = total / rl["n_runs"] if rl["n_runs"] else None
-        rows.append([name, fmt(rl["n_runs"]), fmt(mean, 2), fmt(rl["D"], 2), fmt(rl["D_geom"], 2),
-                     est(s["dispersion_ratio"], 2)])
+    rows = [[name, fmt(s.runlengths.n_runs), fmt(s.runlengths.mean, 2), fmt(s.runlengths.D, 2),
+             fmt(s.runlengths.D_geom, 2), est(s.dispersion_ratio, 2)] for name, s in sets]
     tables: list[Table] = [("Dispersion of closed run lengths", head, rows)]
-    names = [name for name, _ in _sets(report)]
-    head = ["L"] + [f"{n} {k}" for n in names for k in ("observed", "geometric")]
+    head = ["L"] + [f"{n} {k}" for n, _ in sets for k in ("observed", "geometric")]
     hist_rows = []
     for L in range(HIST_MAX + 1):
         label = str(L) if L < HIST_MAX else f">={HIST_MAX}"
         row = [label]
-        for _, s in _sets(report):
-            rl = s["runlengths"]
-            row += [fmt(int(_hist_bin(rl["count"], L))), fmt(float(_hist_bin(rl["geom_expected"], L)), 1)]
+        for _, s in sets:
+            rl = s.runlengths
+            row += [fmt(int(_hist_bin(rl.count, L))), fmt(float(_hist_bin(rl.geom_expected, L)), 1)]
         hist_rows.append(row)
     tables.append(("Histogram of L against the geometric prediction n_runs alpha^L (1 - alpha)", head, hist_rows))
     return tables
@@ -124,89 +122,122 @@ def _hist_bin(values: list, L: int) -> float:
     return values[L] if L < len(values) else 0
 
 
-def yield_tables(report: dict) -> list[Table]:
-    gs = list(next(iter(report["sets"].values()))["yield_ratio"])
+def yield_tables(report: Report) -> list[Table]:
+    sets = report.ordered_sets()
+    gs = list(sets[0][1].yield_ratio)
     head = ["set"] + [f"E_true/E_iid g={g} [CI]" for g in gs]
-    rows = [[name] + [est(s["yield_ratio"][g]) for g in gs] for name, s in _sets(report)]
+    rows = [[name] + [est(s.yield_ratio[g]) for g in gs] for name, s in sets]
     tables: list[Table] = [("Yield ratio", head, rows)]
-    g = report.get("params", {}).get("gamma")
     head = ["set", "E_true", "E_iid", "E_shuf", "total [CI]", "hetero [CI]", "temporal [CI]"]
-    rows = [[name, fmt(d["E_true"]), fmt(d["E_iid"]), fmt(d["E_shuf"]), est(d["total"]), est(d["hetero"]), est(d["temporal"])]
-            for name, s in _sets(report) for d in [s["deficit"]]]
-    tables.append((f"Yield deficit at g={g} (total = hetero + temporal)", head, rows))
+    rows = [[name, fmt(d.E_true), fmt(d.E_iid), fmt(d.E_shuf), est(d.total), est(d.hetero), est(d.temporal)]
+            for name, s in sets for d in [s.deficit]]
+    tables.append((f"Yield deficit at g={report.params.gamma} (total = hetero + temporal)", head, rows))
     return tables
 
 
-def optimum_tables(report: dict) -> list[Table]:
-    names = [name for name, _ in _sets(report)]
+def optimum_tables(report: Report) -> list[Table]:
+    sets = report.ordered_sets()
     rs: dict[float, set[str]] = {}
-    for name, s in _sets(report):
-        for o in s["optimum"]:
-            rs.setdefault(o["r"], set())
-            if o.get("measured"):
-                rs[o["r"]].add(name)
-    head = ["r"] + [f"{n} g*_true / g*_iid" for n in names]
+    for name, s in sets:
+        for o in s.optimum:
+            rs.setdefault(o.r, set())
+            if o.measured:
+                rs[o.r].add(name)
+    head = ["r"] + [f"{n} g*_true / g*_iid" for n, _ in sets]
     rows = []
     for r in sorted(rs):
         label = f"{r:.3f}" + (" (measured)" if rs[r] else "")
         row = [label]
-        for _, s in _sets(report):
-            o = next((o for o in s["optimum"] if o["r"] == r), None)
-            row.append("" if o is None else f"{fmt(o['gamma_true'])} / {fmt(o['gamma_iid'])}")
+        for _, s in sets:
+            o = next((o for o in s.optimum if o.r == r), None)
+            row.append("" if o is None else f"{fmt(o.gamma_true)} / {fmt(o.gamma_iid)}")
         rows.append(row)
     return [("g*_true and g*_iid = argmax over g of E(g) / (1 + g r)", head, rows)]
 
 
-def depth_tables(report: dict) -> list[Table]:
+def depth_tables(report: Report) -> list[Table]:
     tables: list[Table] = []
-    for name, s in _sets(report):
-        d = s["depth"]
+    for name, s in report.ordered_sets():
+        d = s.depth
         head = ["j", "P(j accepted | 1..j-1) [CI]", "i.i.d. alpha", "P(accepted >= j) [CI]", "i.i.d. alpha^j", "blocks"]
-        rows = [[str(j + 1), est(d["conditional"][j]), fmt(d["conditional_iid"][j]), est(d["unconditional"][j]),
-                 fmt(d["unconditional_iid"][j]), fmt(d["blocks"][j]) if "blocks" in d else ""]
-                for j in range(d["gamma"])]
-        tables.append((f"{name}, g={d['gamma']}", head, rows))
+        rows = [[str(j + 1), est(d.conditional[j]), fmt(d.conditional_iid[j]), est(d.unconditional[j]),
+                 fmt(d.unconditional_iid[j]), fmt(d.blocks[j])]
+                for j in range(d.gamma)]
+        tables.append((f"{name}, g={d.gamma}", head, rows))
     return tables
 
 
+def position_tables(report: Report) -> list[Table]:
+    """Bins (rows) x sets (columns): alpha [CI] at positions t of the bin, then the warm-up gain."""
+    sets = [(name, s.position) for name, s in report.ordered_sets() if s.position is not None]
+    if not sets:
+        return []
+    width = sets[0][1].bin_width
+    n_bins = max(len(p.bins) for _, p in sets)
+    head = ["t"] + [name for name, _ in sets]
+    rows = [[f"{k * width}-{(k + 1) * width - 1}"] + [est(p.bins[k].alpha, 2) if k < len(p.bins) else MISSING for _, p in sets]
+            for k in range(n_bins)]
+    rows.append(["warm-up gain alpha(t >= 32) - alpha(t < 16)"] + [est(p.warmup_gain, 3, 2, sign=True) for _, p in sets])
+    rows.append(["streams reaching t = 32 (the gain's)"] + [fmt(p.warmup_streams) for _, p in sets])
+    return [(f"alpha by position t in y, bins of {width}, over the streams that reach the bin", head, rows)]
+
+
+def sampling_tables(report: Report) -> list[Table]:
+    """Per set: alpha beside beta_bar, E_iid(beta_bar, g), the lag-1 autocorrelation of beta."""
+    sets = [(name, s) for name, s in report.ordered_sets() if s.sampling is not None]
+    if not sets:
+        return []
+    gs = list(sets[0][1].sampling.E_iid_beta)
+    head = (["set", "alpha", "beta_bar [CI]"] + [f"E_iid(beta_bar, {g}) [CI]" for g in gs]
+            + ["beta lag-1 autocorr [CI]", "streams with beta"])
+    rows = [[name, fmt(s.alpha, 3), est(s.sampling.beta_bar)] + [est(s.sampling.E_iid_beta[g], 2) for g in gs]
+            + [est(s.sampling.beta_autocorr, sign=True), fmt(s.sampling.streams)] for name, s in sets]
+    return [("Sampling acceptance beta = 1 - TV(p, q) (temperature 1) beside greedy alpha", head, rows)]
+
+
 def _params(p: Any) -> str:
+    """A policy's parameters as `k=v, ...` ("-" for a policy without parameters)."""
     if isinstance(p, dict):
         return ", ".join(f"{k}={fmt(v) if isinstance(v, float) else v}" for k, v in p.items()) or "-"
     return "-" if p is None else str(p)
 
 
-def policy_tables(report: dict) -> list[Table]:
+def policy_tables(report: Report) -> list[Table]:
     tables: list[Table] = []
-    for name, s in _sets(report):
-        pol = s.get("policies")
-        if not pol:
+    for name, s in report.ordered_sets():
+        if not s.policies:
             continue
         head = ["policy", "params", "tokens/block", "drafted/block", "T [CI]", "vs best fixed [CI]", "vs clairvoyant [CI]"]
-        rows = [[p.get("policy", "?"), _params(p.get("params")), fmt(p.get("tokens_per_block"), 2),
-                 fmt(p.get("drafted_per_block"), 2), est(p.get("throughput")), est(p.get("vs_best_fixed")),
-                 est(p.get("vs_clairvoyant"))] for p in pol]
-        r = s.get("r_measured")
-        tables.append((f"{name}, r={fmt(r) if r is not None else '0.2 (default)'}", head, rows))
+        rows = [[p.policy, _params(p.params), fmt(p.tokens_per_block, 2), fmt(p.drafted_per_block, 2),
+                 est(p.throughput), est(p.vs_best_fixed), est(p.vs_clairvoyant)] for p in s.policies]
+        r = s.r_measured
+        tables.append((f"{name}, r={fmt(r) if r is not None else f'{R_DEFAULT} (default)'}", head, rows))
     return tables
 
 
-def decide_tables(report: dict) -> list[Table]:
+def decide_tables(report: Report) -> list[Table]:
     head = ["set", "r", "g_true", "speedup", "g_iid", "i.i.d. promise (true)", "stop above batch", "verdict"]
     rows = []
-    for name, s in _sets(report):
-        d = s.get("decide")
-        if not d:
+    for name, s in report.ordered_sets():
+        d = s.decide
+        if d is None:
             continue
-        promise = f"{fmt(d.get('speedup_iid'), 2)}x ({fmt(d.get('speedup_true_at_gamma_iid'), 2)}x)"
-        rows.append([name, fmt(d.get("r")), fmt(d.get("gamma_true")), f"{fmt(d.get('speedup_true'), 2)}x",
-                     fmt(d.get("gamma_iid")), promise, fmt(d.get("batch_crossover"), 0), d.get("verdict", "")])
+        promise = f"{fmt(d.speedup_iid, 2)}x ({fmt(d.speedup_true_at_gamma_iid, 2)}x)"
+        rows.append([name, fmt(d.r), fmt(d.gamma_true), f"{fmt(d.speedup_true, 2)}x",
+                     fmt(d.gamma_iid), promise, fmt(d.batch_crossover, 0), d.verdict])
     return [("Speculate or not, per set", head, rows)] if rows else []
 
 
-def scorecard_tables(report: dict) -> list[Table]:
-    head = ["id", "prediction", "verdict", "evidence"]
-    rows = [[p["id"], p.get("prediction", ""), p["verdict"], p["evidence"]] for p in report.get("scorecard", [])]
-    return [("P1-P5, computed from the numbers above", head, rows)]
+def scorecard_tables(report: Report) -> list[Table]:
+    """One table per seed: the measurement seed's P rows, then the economics seed's Q rows."""
+    titles = {MEASUREMENT: ("P1-P5, computed from the numbers above", "prediction"),
+              ECONOMICS: (f"Q1-Q4, the {SEEDS[ECONOMICS]}'s claims, computed from the numbers above", "claim")}
+    tables: list[Table] = []
+    for seed, (title, what) in titles.items():
+        rows = [[p.id, p.prediction, p.verdict, p.evidence] for p in report.scorecard if p.seed == seed]
+        if rows:
+            tables.append((title, ["id", what, "verdict", "evidence"], rows))
+    return tables
 
 
 BUILDERS = {
@@ -215,13 +246,15 @@ BUILDERS = {
     "yield": yield_tables,
     "optimum": optimum_tables,
     "depth": depth_tables,
+    "position": position_tables,
+    "sampling": sampling_tables,
     "policies": policy_tables,
     "decide": decide_tables,
     "scorecard": scorecard_tables,
 }
 
 
-def tables(report: dict) -> dict[str, list[Table]]:
+def tables(report: Report) -> dict[str, list[Table]]:
     """Every section's tables as (title, header, rows) of strings."""
     return {section: BUILDERS[section](report) for section in SECTIONS}
 
@@ -245,7 +278,7 @@ def text_table(header: list[str], rows: Iterable[list[str]]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def markdown_tables(report: dict) -> dict[str, str]:
+def markdown_tables(report: Report) -> dict[str, str]:
     """GitHub-flavoured markdown per section (a section may hold several tables, each titled in bold)."""
     out = {}
     for section, tbls in tables(report).items():
@@ -253,12 +286,11 @@ def markdown_tables(report: dict) -> dict[str, str]:
     return out
 
 
-def _params_line(report: dict) -> str:
-    p = report.get("params", {})
-    return ", ".join(f"{k}={v}" for k, v in p.items())
+def _params_line(report: Report) -> str:
+    return ", ".join(f"{k}={v}" for k, v in report.params.to_dict().items())
 
 
-def to_markdown(report: dict) -> str:
+def to_markdown(report: Report) -> str:
     md = markdown_tables(report)
     parts = ["# specterm report", "", _params_line(report)]
     for section in SECTIONS:
@@ -266,11 +298,12 @@ def to_markdown(report: dict) -> str:
     return "\n".join(parts) + "\n"
 
 
-def to_json(report: dict) -> str:
-    return json.dumps(report, indent=2, allow_nan=False) + "\n"
+def to_json(report: Report) -> str:
+    """The SPEC 7 JSON: `report.to_dict()`, strict (no NaN)."""
+    return json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
 
 
-def to_text(report: dict) -> str:
+def to_text(report: Report) -> str:
     parts = ["specterm report", _params_line(report)]
     for section, tbls in tables(report).items():
         parts += ["", TITLES[section].upper()]

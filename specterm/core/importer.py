@@ -4,8 +4,9 @@
     "draft_conf": [float, ...]                          optional, same length as bits, each in [0, 1]
     "tokens": [str, ...]                                optional, same length as bits (stored as text + piece_ends)
 
-Other keys are ignored. Every line is validated before anything is written; the run is then
-written atomically (streams.write_run), so a bad line leaves nothing behind. Imported streams have
+Other keys are ignored. Every line is validated before anything is written (any failure is one
+sentence naming FILE:LINE); the run is then written atomically (streams.write_run, a unique
+temporary directory renamed into place), so a bad line leaves nothing behind. A UTF-8 BOM is read. Imported streams have
 no gate (the oracle's gate was not checked here) and no models in their metadata.
 """
 
@@ -20,7 +21,15 @@ from typing import Any
 import numpy as np
 
 from specterm.core.errors import SpectermError
-from specterm.core.streams import Stream, bits_from_str, new_meta, write_run
+from specterm.core.streams import BOM, Stream, bits_from_str, check_unique, new_meta, write_run
+
+
+def _check_text(value: str, name: str, where: str) -> None:
+    """Refuse a lone surrogate (valid in JSON escapes, not in text): it could never be written."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SpectermError(f"{where}: '{name}' holds a lone surrogate (an unpaired \\ud800-\\udfff escape), which is not text; fix the line and import again.") from None
 
 
 def stream_from_line(obj: Any, where: str) -> Stream:
@@ -35,6 +44,7 @@ def stream_from_line(obj: Any, where: str) -> Stream:
     for key in ("id", "corpus"):
         if not obj[key].strip():
             raise SpectermError(f"{where}: field '{key}' is empty; give every prompt an id and a corpus.")
+        _check_text(obj[key], key, where)
     try:
         bits = bits_from_str(obj["bits"])
     except (ValueError, UnicodeEncodeError):
@@ -55,11 +65,29 @@ def stream_from_line(obj: Any, where: str) -> Stream:
     if tokens is not None:
         if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
             raise SpectermError(f"{where}: 'tokens' must be a list of strings; fix the line and import again.")
+        for t in tokens:
+            _check_text(t, "tokens", where)
         if len(tokens) != n:
             raise SpectermError(f"{where}: 'tokens' has {len(tokens)} pieces but 'bits' has {n}; they must match one to one.")
         kw["text"] = "".join(tokens)
         kw["piece_ends"] = np.cumsum([len(t) for t in tokens], dtype=np.int64).astype(np.int32)
     return Stream(id=obj["id"], corpus=obj["corpus"], bits=bits, **kw)
+
+
+def _parse_line(raw: bytes, where: str) -> Stream:
+    """One line -> Stream; every failure (bad UTF-8, bad JSON, huge integers, deep nesting) is one
+    sentence starting with `where`."""
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SpectermError(f"{where}: the line is not UTF-8 text; save the file as UTF-8 and import again.") from None
+    except json.JSONDecodeError as exc:
+        raise SpectermError(f"{where}: not valid JSON ({exc.msg}); fix the line and import again.") from None
+    except RecursionError:
+        raise SpectermError(f"{where}: the line is nested too deeply; put one flat JSON object per line.") from None
+    except ValueError as exc:  # e.g. an integer beyond Python's digit limit
+        raise SpectermError(f"{where}: the line cannot be read ({str(exc)[:80]}); fix the line and import again.") from None
+    return stream_from_line(obj, where)
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[Stream]:
@@ -68,26 +96,22 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Stream]:
     if not path.is_file():
         raise SpectermError(f"{path} is not a file; pass the .jsonl file to import.")
     streams: list[Stream] = []
-    seen: dict[tuple[str, str], int] = {}
-    with open(path, "rb") as fh:
+    linenos: list[int] = []
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise SpectermError(f"cannot read {path} ({exc.strerror}); check the path and its permissions.") from None
+    with fh:
         for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1 and raw.startswith(BOM):
+                raw = raw[len(BOM):]
             where = f"{path}:{lineno}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise SpectermError(f"{where}: the line is not UTF-8 text; save the file as UTF-8 and import again.") from None
-            if not line.strip():
+            if not raw.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SpectermError(f"{where}: not valid JSON ({exc.msg}); fix the line and import again.") from None
-            stream = stream_from_line(obj, where)
-            key = (stream.corpus, stream.id)
-            if key in seen:
-                raise SpectermError(f"{where}: prompt '{stream.id}' ({stream.corpus}) already appeared on line {seen[key]}; ids must be unique within a corpus.")
-            seen[key] = lineno
-            streams.append(stream)
+            streams.append(_parse_line(raw, where))
+            linenos.append(lineno)
+    check_unique(streams, lambda i: f"{path}:{linenos[i]}",
+                 "ids must be unique within a corpus; fix the file and import again.")
     if not streams:
         raise SpectermError(f"{path} holds no prompts; put one JSON object per line.")
     return streams
@@ -99,5 +123,5 @@ def import_jsonl(path: str | os.PathLike[str], out: str | os.PathLike[str], name
     if out.exists():
         raise SpectermError(f"{out} already exists; choose another --out or remove it first.")
     streams = read_jsonl(path)
-    meta = new_meta(name or out.name, imported_from=str(Path(path).resolve()), target=None, draft=None)
+    meta = new_meta(name or out.name, imported_from=Path(path).name, target=None, draft=None)
     return write_run(out, meta, streams), streams

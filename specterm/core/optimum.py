@@ -5,6 +5,9 @@
     g*_true(r) = argmax_gamma T_true,  g*_iid(r) = argmax_gamma T_iid,  ties -> smallest gamma
 
 on r = 0.05, 0.10, ..., 0.60 plus every distinct measured r of the runs in the set.
+
+`throughput` and `best_gamma` are the one throughput formula and the one tie rule of specterm:
+the optimum table, the decision (decide.py), the policies and the screens all use them.
 """
 
 from __future__ import annotations
@@ -13,25 +16,41 @@ from typing import Any, Iterable
 
 import numpy as np
 
-GAMMA_MAX = 32
-GAMMAS = np.arange(1, GAMMA_MAX + 1)
-R_GRID: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(1, 13))
+from specterm.core.params import GAMMAS, R_GRID
+
 # Relative slack under which two throughputs count as tied (then the smaller gamma wins).
 TIE = 1e-12
 
 
-def throughput(E: np.ndarray, r: float, gammas: np.ndarray = GAMMAS) -> np.ndarray:
-    """T(gamma, r) = E(gamma) / (1 + gamma r) for a curve E over `gammas`."""
-    return np.asarray(E, dtype=np.float64) / (1.0 + np.asarray(gammas, dtype=np.float64) * r)
+def throughput(tokens, blocks, drafted, r: float) -> np.ndarray:
+    """T = tokens / (blocks + r * drafted): tokens per verify-cost, r = c_draft / c_verify (NaN where
+    the cost is 0). Per block of a fixed draft length g (tokens/blocks = E(g), drafted/blocks = g)
+    this is T(g, r) = E(g) / (1 + g r), the speedup over plain decoding."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(tokens, dtype=np.float64) / (
+            np.asarray(blocks, dtype=np.float64) + r * np.asarray(drafted, dtype=np.float64))
 
 
-def best_gamma(T: np.ndarray, gammas: np.ndarray = GAMMAS) -> int | None:
-    """argmax of T over gammas, smallest gamma among ties (within TIE relative); None when T is all NaN."""
+def curve_throughput(E, r: float, gammas=GAMMAS) -> np.ndarray:
+    """T(g, r) = E(g) / (1 + g r) for a curve E over `gammas`: `throughput(E, 1, g, r)`."""
+    return throughput(E, 1.0, gammas, r)
+
+
+def best_index(T) -> int | None:
+    """Index of the largest finite T, the first among ties (within TIE relative); None when none is finite."""
     T = np.asarray(T, dtype=np.float64)
-    if not np.isfinite(T).any():
+    finite = np.isfinite(T)
+    if not finite.any():
         return None
-    top = np.nanmax(T)
-    return int(np.asarray(gammas)[np.flatnonzero(T >= top - abs(top) * TIE)[0]])
+    top = T[finite].max()
+    return int(np.flatnonzero(finite & (T >= top - abs(top) * TIE))[0])
+
+
+def best_gamma(values, gammas=GAMMAS) -> int | None:
+    """argmax of `values` over ascending `gammas`, the smallest gamma among ties (SPEC 2); None when
+    no value is finite."""
+    i = best_index(values)
+    return None if i is None else int(np.asarray(gammas)[i])
 
 
 def r_values(measured: Iterable[float | None]) -> list[float]:
@@ -47,7 +66,7 @@ def optimum_table(E_true: np.ndarray, E_iid: np.ndarray, rs: Iterable[float],
     marked = {float(r) for r in measured if r is not None}
     rows = []
     for r in rs:
-        Tt, Ti = throughput(E_true, r), throughput(E_iid, r)
+        Tt, Ti = curve_throughput(E_true, r), curve_throughput(E_iid, r)
         gt, gi = best_gamma(Tt), best_gamma(Ti)
         rows.append({
             "r": float(r),
@@ -74,6 +93,6 @@ def throughput_curve(set_report: dict, r: float) -> dict[str, list]:
     gammas = np.asarray(curve["gamma"], dtype=np.float64)
     out = {"gamma": [int(g) for g in curve["gamma"]]}
     for key, name in (("E_true", "T_true"), ("E_iid", "T_iid")):
-        T = throughput(_floats(curve[key]), r, gammas)
+        T = curve_throughput(_floats(curve[key]), r, gammas)
         out[name] = [float(t) if np.isfinite(t) else None for t in T]
     return out

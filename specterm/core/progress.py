@@ -34,6 +34,11 @@ class Progress:
     elapsed_s: float = 0.0
     eta_s: Optional[float] = None
 
+    @property
+    def bits_alpha(self) -> float:
+        """alpha of `bits` so far: accepted ('1') over all positions; NaN when there are none."""
+        return self.bits.count("1") / len(self.bits) if self.bits else float("nan")
+
 
 ProgressCallback = Callable[[Progress], None]
 

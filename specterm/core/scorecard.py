@@ -1,4 +1,5 @@
-"""The P1-P5 scorecard (SPEC 4), computed from a report's sets, never written by hand.
+"""The scorecard (SPEC 4): the measurement seed's P1-P5, then the economics seed's Q1-Q4
+(economics.py), computed from a report's sets, never written by hand.
 
 Corpora are every set but "pooled". Verdicts where the SPEC is silent (choices):
 
@@ -21,7 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from specterm.core.optimum import R_GRID
+from specterm.core import economics
+from specterm.core.export import MISSING
+from specterm.core.params import R_GRID
+from specterm.core.report import MEASUREMENT
 
 PREDICTIONS = {
     "P1": "acceptance is autocorrelated",
@@ -42,36 +46,27 @@ def _ci(est: dict) -> tuple[float, float]:
 
 
 def _fmt(x: float, digits: int = 3) -> str:
-    return "n/a" if not np.isfinite(x) else f"{x:.{digits}f}"
+    return MISSING if not np.isfinite(x) else f"{x:.{digits}f}"
 
 
 def _names(names: list[str]) -> str:
     return ", ".join(names)
 
 
-def ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n with ties given their average rank (as scipy.stats.rankdata 'average')."""
-    x = np.asarray(x, dtype=np.float64)
-    order = np.argsort(x, kind="mergesort")
-    inv = np.empty(x.size, dtype=np.int64)
-    inv[order] = np.arange(x.size)
-    xs = x[order]
-    new = np.r_[True, xs[1:] != xs[:-1]]
-    dense = np.cumsum(new)[inv]
-    bounds = np.r_[np.flatnonzero(new), x.size]
-    return 0.5 * (bounds[dense] + bounds[dense - 1] + 1)
-
-
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman rho = Pearson correlation of the ranks; NaN when either side is constant."""
-    rx, ry = ranks(x), ranks(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    den = np.sqrt((rx**2).sum() * (ry**2).sum())
-    return float((rx * ry).sum() / den) if den > 0 else float("nan")
+    """Spearman rho (scipy.stats.spearmanr: Pearson correlation of average ranks); NaN when either side is constant."""
+    import warnings
+
+    from scipy import stats
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        return float(stats.spearmanr(x, y).statistic)
 
 
 def _row(pid: str, verdict: str, evidence: str) -> dict[str, str]:
-    return {"id": pid, "prediction": PREDICTIONS[pid], "verdict": verdict, "evidence": f"{verdict}: {evidence}"}
+    return {"id": pid, "prediction": PREDICTIONS[pid], "verdict": verdict, "evidence": f"{verdict}: {evidence}",
+            "seed": MEASUREMENT}
 
 
 def _ci_rule(pid: str, sets: dict, corpora: list[str], get, bound: float, what: str) -> dict[str, str]:
@@ -150,8 +145,18 @@ def p5(sets: dict, corpora: list[str]) -> dict[str, str]:
     return _row("P5", "holds" if rho > 0 else "falsified", ev)
 
 
-def scorecard(sets: dict[str, Any]) -> list[dict[str, str]]:
-    """[{"id", "prediction", "verdict", "evidence"}] for P1..P5 from the report's "sets"."""
+def scorecard(sets: dict[str, Any], costs: dict[str, Any] | None = None,
+              realized: dict[str, float] | None = None) -> list[dict[str, str]]:
+    """[{"id", "prediction", "verdict", "evidence", "seed"}] for P1..P5 then Q1..Q4 from the report's "sets".
+
+    costs, realized: measured costs and realized speedups per corpus for Q3 (economics.q_rows); None:
+    Q3 uses the memory-bound model at each corpus's r.
+    """
+    return p_rows(sets) + economics.q_rows(sets, costs=costs, realized=realized)
+
+
+def p_rows(sets: dict[str, Any]) -> list[dict[str, str]]:
+    """The measurement seed's P1..P5 from the report's "sets"."""
     corpora = [name for name in sets if name != "pooled"]
     return [
         _ci_rule("P1", sets, corpora, lambda s: s["autocorr"], 0.0, "per-stream p11-p10"),

@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from specterm.core.errors import SpectermError
+from specterm.core.streams import check_unique
 
 BUILTIN = ("prose", "code", "json", "math", "multilingual")
 
@@ -57,13 +58,7 @@ def _parse_text(lines: list[str], stem: str, corpus: str) -> list[Prompt]:
 
 
 def _check_unique(prompts: list[Prompt], source: str) -> list[Prompt]:
-    seen: set[tuple[str, str]] = set()
-    for p in prompts:
-        if (p.corpus, p.id) in seen:
-            raise SpectermError(
-                f"{source} has the id {p.id!r} twice in corpus {p.corpus!r}; give every prompt a unique id."
-            )
-        seen.add((p.corpus, p.id))
+    check_unique(prompts, lambda i: source, "give every prompt a unique id within its corpus.")
     return prompts
 
 

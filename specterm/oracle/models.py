@@ -91,7 +91,23 @@ def _looks_like_gguf(path: Path) -> bool:
         return False
 
 
+_TOKENIZERS: dict[tuple, Any] = {}
+
+
 def load_tokenizer(ms: ModelSpec, trust_remote_code: bool = False):
+    """The model's tokenizer; kept per process (keyed by source and file time), because `specterm
+    run` checks the prompts with it before loading the models, which load it again."""
+    where = ms.path / ms.gguf_file if ms.gguf_file else ms.path
+    stamp = where.stat().st_mtime_ns if where is not None and where.exists() else None
+    key = (ms.kind, str(where), ms.spec, stamp, trust_remote_code)
+    if key not in _TOKENIZERS:
+        while len(_TOKENIZERS) >= 2:  # one pair's tokenizers are kept
+            del _TOKENIZERS[next(iter(_TOKENIZERS))]
+        _TOKENIZERS[key] = _load_tokenizer(ms, trust_remote_code)
+    return _TOKENIZERS[key]
+
+
+def _load_tokenizer(ms: ModelSpec, trust_remote_code: bool = False):
     from transformers import AutoTokenizer
 
     try:

@@ -26,7 +26,7 @@ import numpy as np
 from specterm.oracle.corpora import Prompt
 from specterm.core.errors import SpectermError
 from specterm.core.progress import Cancelled, Progress, ProgressCallback, check_cancel
-from specterm.core.streams import RunWriter, Stream, new_meta
+from specterm.core.streams import RunWriter, Stream, new_meta, public_model
 
 POSITION_CHUNK = 64  # positions per softmax chunk: 64 x 152k x 4 B x 2 models ~ 78 MB
 
@@ -48,6 +48,12 @@ class OracleConfig:
     trust_remote_code: bool = False
     shard: Optional[tuple[int, int]] = None
     extra_meta: dict[str, Any] = field(default_factory=dict)
+    record_paths: bool = False  # keep models' absolute local paths in run.json (off: names + sha256 only)
+
+    @property
+    def y_method(self) -> str:
+        """How y is built, as stored in run.json generation.y_method (resume refuses a change)."""
+        return f"speculative decoding, gamma={self.spec_gamma}" if self.spec_gamma > 0 else "batched greedy"
 
 
 @dataclass
@@ -110,10 +116,10 @@ def _torch_threads() -> int:
     return torch.get_num_threads()
 
 
-def encode_prompt(tokenizer, text: str) -> list[int]:
+def encode_prompt(tokenizer, text: str, name: str = "a prompt") -> list[int]:
     ids = tokenizer(text).input_ids
     if not ids:
-        raise SpectermError("a prompt encodes to zero tokens; remove empty prompts from the input.")
+        raise SpectermError(f"{name} encodes to zero tokens; remove it or give it some text.")
     return list(ids)
 
 
@@ -201,18 +207,44 @@ def decode_pieces(tokenizer, y: list[int]) -> tuple[str, np.ndarray]:
     return text, ends
 
 
-def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = None,
-               cancel: Optional[threading.Event] = None, pair: Optional[LoadedPair] = None) -> Path:
-    """Run the oracle over config.prompts, appending each finished prompt to config.out.
+@dataclass
+class _Tally:
+    """What a run has done so far, and its progress reports built from it: y tokens generated and
+    the time spent generating them (tokens/s, ETA), prompts saved, and the saved streams' running
+    alpha and gate rate."""
 
-    Raises `Cancelled` when `cancel` is set; every prompt finished before that is on disk (a
-    prompt whose y was complete when cancel came is still teacher-forced and saved).
-    """
-    from specterm.oracle import specdec
-    from specterm.oracle.costs import measure_cost_ratio
+    report: ProgressCallback
+    n_todo: int
+    max_new_tokens: int
+    t_start: float = field(default_factory=time.perf_counter)
+    gen_tokens: int = 0
+    gen_time: float = 0.0
+    done: int = 0
+    saved_bits: int = 0
+    saved_n: int = 0
+    saved_gate: int = 0
 
-    report = on_progress or (lambda p: None)
-    t_start = time.perf_counter()
+    def emit(self, phase: str, msg: str = "", gen_extra: float = 0.0, **kw: Any) -> None:
+        """Report a Progress; `gen_extra`: seconds of generation under way, not yet in gen_time."""
+        elapsed = time.perf_counter() - self.t_start
+        rate = self.gen_tokens / (self.gen_time + gen_extra) if self.gen_time + gen_extra > 0 else 0.0
+        left = (self.n_todo - self.done) * self.max_new_tokens
+        self.report(Progress(
+            phase, msg, n_prompts=self.n_todo, prompts_done=self.done, max_new_tokens=self.max_new_tokens,
+            tokens_per_s=rate, running_alpha=(self.saved_bits / self.saved_n) if self.saved_n else None,
+            gate_rate=(self.saved_gate / self.saved_n) if self.saved_n else None, elapsed_s=elapsed,
+            eta_s=(left / rate) if rate > 0 else None, **kw,
+        ))
+
+    def saved(self, stream: Stream) -> None:
+        self.done += 1
+        self.saved_bits += int(stream.a.sum())
+        self.saved_n += stream.n
+        self.saved_gate += int(stream.gate.sum())
+
+
+def _prompts_to_run(config: OracleConfig) -> list[Prompt]:
+    """config.prompts, or this shard's share of them; one sentence when there are none."""
     prompts = config.prompts
     if config.shard is not None:
         from specterm.oracle.corpora import shard
@@ -220,12 +252,12 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
         prompts = shard(prompts, *config.shard)
     if not prompts:
         raise SpectermError("there are no prompts to run; check --corpus/--prompts.")
+    return prompts
 
-    if config.out.exists() and (config.out / "run.json").exists() and not config.resume:
-        raise SpectermError(f"{config.out} already holds a run; pass --resume to continue it or choose another --out.")
-    if pair is None:
-        pair = load_pair(config, report)
-    check_cancel(cancel)
+
+def _open_writer(config: OracleConfig, pair: LoadedPair) -> tuple[RunWriter, dict[str, Any]]:
+    """The run's writer (new, or resuming) and this invocation's metadata: models, how y is built,
+    the shard."""
     meta = new_meta(
         config.out.name,
         **pair.meta,
@@ -235,116 +267,153 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
             "y_built_with": (f"speculative decoding with the draft, gamma={config.spec_gamma}" if config.spec_gamma > 0
                              else f"batched greedy, {config.batch_size} prompts at a time"),
             "eos_token_ids": sorted(pair.eos),
+            "y_method": config.y_method,
             "batch_size": config.batch_size,
             "prompt_encoding": "tokenizer(text) with its default special tokens, no chat template",
         },
         shard=list(config.shard) if config.shard else None,
         **config.extra_meta,
     )
-    writer = RunWriter(config.out, meta, resume=config.resume)
-    todo = [p for p in prompts if (p.corpus, p.id) not in writer.done]
-    n_todo = len(todo)
-    # Each invocation (first run and every --resume) is recorded, with how it built y.
+    for key in ("target", "draft"):
+        meta[key] = public_model(meta[key], config.record_paths)
+    return RunWriter(config.out, meta, resume=config.resume), meta
+
+
+def _record_session(writer: RunWriter, meta: dict[str, Any], config: OracleConfig, n_todo: int) -> None:
+    """Each invocation (first run and every --resume) is recorded, with how it built y (`meta`:
+    this invocation's metadata)."""
     writer.update_meta(sessions=list(writer.meta.get("sessions") or []) + [{
         "started": meta["created"], "prompts": n_todo, "y_built_with": meta["generation"]["y_built_with"],
-        "batch_size": config.batch_size, "torch_threads": _torch_threads(),
+        "batch_size": config.batch_size, "torch_threads": _torch_threads(), "device": meta.get("device"),
     }])
 
+
+def _measure_cost(config: OracleConfig, pair: LoadedPair, writer: RunWriter, prompt: Prompt, tally: _Tally,
+                  cancel: Optional[threading.Event]) -> None:
+    """Measure r = c_draft / c_verify on `prompt` unless the run has it (or --remeasure-cost:
+    again, the earlier values kept in cost.earlier)."""
+    from specterm.oracle.costs import measure_cost_ratio
+
     old_cost = writer.meta.get("cost") or {}
-    if config.measure_cost and (config.remeasure_cost or not old_cost.get("r_measured")):
-        report(Progress("cost", "measuring the cost ratio r = c_draft / c_verify", n_prompts=n_todo))
-        ctx = encode_prompt(pair.tokenizer, prompts[0].text)
-        cost = measure_cost_ratio(pair.target, pair.draft, ctx, config.max_new_tokens, cancel=cancel)
-        cost["measured_at"] = new_meta("")["created"]
-        if old_cost.get("r_measured"):
-            cost["earlier"] = [*old_cost.pop("earlier", []), old_cost]
-        writer.update_meta(cost=cost)
+    if not config.measure_cost or (old_cost.get("r_measured") and not config.remeasure_cost):
+        return
+    tally.report(Progress("cost", "measuring the cost ratio r = c_draft / c_verify", n_prompts=tally.n_todo))
+    ctx = encode_prompt(pair.tokenizer, prompt.text)
+    cost = measure_cost_ratio(pair.target, pair.draft, ctx, config.max_new_tokens, cancel=cancel)
+    cost["measured_at"] = new_meta("")["created"]
+    if old_cost.get("r_measured"):
+        cost["earlier"] = [*old_cost.pop("earlier", []), old_cost]
+    writer.update_meta(cost=cost)
 
-    saved_bits = 0
-    saved_n = 0
-    saved_gate = 0
-    gen_tokens = 0
-    gen_time = 0.0
-    done = 0
 
-    def progress(phase, msg="", gen_extra=0.0, **kw):
-        elapsed = time.perf_counter() - t_start
-        rate = gen_tokens / (gen_time + gen_extra) if gen_time + gen_extra > 0 else 0.0
-        left = (n_todo - done) * config.max_new_tokens
-        report(Progress(
-            phase, msg, n_prompts=n_todo, prompts_done=done, max_new_tokens=config.max_new_tokens,
-            tokens_per_s=rate, running_alpha=(saved_bits / saved_n) if saved_n else None,
-            gate_rate=(saved_gate / saved_n) if saved_n else None, elapsed_s=elapsed,
-            eta_s=(left / rate) if rate > 0 else None, **kw,
-        ))
+def _generate_speculative(config: OracleConfig, pair: LoadedPair, batch: list[Prompt], ids_batch: list[list[int]],
+                          b0: int, tally: _Tally, cancel: Optional[threading.Event]) -> tuple[list[list[int]], bool]:
+    """y of each prompt of the batch by lossless speculative decoding, one prompt at a time.
+    Returns (the finished ys, whether a cancel stopped it)."""
+    from specterm.oracle import specdec
 
-    for b0 in range(0, n_todo, config.batch_size):
-        batch = todo[b0 : b0 + config.batch_size]
-        ids_batch: list[list[int]] = [encode_prompt(pair.tokenizer, p.text) for p in batch]
-        ys: list[list[int]] = []
-        cancelled = False
-        if config.spec_gamma > 0:
-            for j, prompt in enumerate(batch):
-                idx = b0 + j
-                t0 = time.perf_counter()
-                tok_before = gen_tokens
+    ys: list[list[int]] = []
+    for j, prompt in enumerate(batch):
+        idx = b0 + j
+        t0 = time.perf_counter()
+        tok_before = tally.gen_tokens
+        where = dict(prompt_index=idx, prompt_id=prompt.id, corpus=prompt.corpus)
 
-                def on_block(res, prompt=prompt, idx=idx, t0=t0, tok_before=tok_before):
-                    nonlocal gen_tokens
-                    gen_tokens = tok_before + len(res.tokens)
-                    progress("generating", prompt_index=idx, prompt_id=prompt.id, corpus=prompt.corpus,
-                             tokens=len(res.tokens), bits=specdec.spec_bits(res, len(res.tokens)),
-                             gen_extra=time.perf_counter() - t0)
+        def on_block(res, where=where, t0=t0, tok_before=tok_before):
+            tally.gen_tokens = tok_before + len(res.tokens)
+            tally.emit("generating", tokens=len(res.tokens), bits=specdec.spec_bits(res, len(res.tokens)),
+                       gen_extra=time.perf_counter() - t0, **where)
 
-                progress("generating", f"prompt {idx + 1}/{n_todo}: {prompt.corpus}/{prompt.id}", prompt_index=idx,
-                         prompt_id=prompt.id, corpus=prompt.corpus)
-                try:
-                    res = specdec.speculative_generate(pair.target, pair.draft, ids_batch[j], config.max_new_tokens, pair.eos,
-                                                       specdec.FixedGamma(config.spec_gamma), on_block=on_block, cancel=cancel)
-                except Cancelled:
-                    cancelled = True
-                    break
-                gen_time += time.perf_counter() - t0
-                gen_tokens = tok_before + len(res.tokens)
-                ys.append(res.tokens)
-        else:
-            t0 = time.perf_counter()
-            tok_before = gen_tokens
-            label = f"{batch[0].id}..{batch[-1].id}" if len(batch) > 1 else batch[0].id
+        tally.emit("generating", f"prompt {idx + 1}/{tally.n_todo}: {prompt.corpus}/{prompt.id}", **where)
+        try:
+            res = specdec.speculative_generate(pair.target, pair.draft, ids_batch[j], config.max_new_tokens, pair.eos,
+                                               specdec.FixedGamma(config.spec_gamma), on_block=on_block, cancel=cancel)
+        except Cancelled:
+            return ys, True
+        tally.gen_time += time.perf_counter() - t0
+        tally.gen_tokens = tok_before + len(res.tokens)
+        ys.append(res.tokens)
+    return ys, False
 
-            def on_step(k):
-                nonlocal gen_tokens
-                gen_tokens = tok_before + k * len(batch)
-                progress("generating", prompt_index=b0, prompt_id=label, corpus=batch[0].corpus, tokens=k,
-                         gen_extra=time.perf_counter() - t0)
 
-            progress("generating", f"prompts {b0 + 1}-{b0 + len(batch)}/{n_todo}: batched greedy", prompt_index=b0,
-                     prompt_id=label, corpus=batch[0].corpus)
-            try:
-                ys = specdec.batched_greedy_generate(pair.target, ids_batch, config.max_new_tokens, pair.eos,
-                                                     pair.pad_id, on_step=on_step, cancel=cancel)
-            except Cancelled:
-                cancelled = True
-            gen_time += time.perf_counter() - t0
-            gen_tokens = tok_before + sum(len(y) for y in ys)
-        if ys:
-            progress("teacher-forcing", f"teacher-forcing {len(ys)} prompt(s)", prompt_index=b0)
-            results = teacher_force(pair, ids_batch[: len(ys)], ys)
-            for prompt, y, cols in zip(batch, ys, results):
-                text, ends = decode_pieces(pair.tokenizer, y)
-                stream = Stream(
-                    id=prompt.id, corpus=prompt.corpus, prompt=prompt.text, y=np.asarray(y, dtype=np.int32),
-                    text=text, piece_ends=ends, stop="eos" if y and y[-1] in pair.eos else "length", **cols,
-                )
-                writer.append(stream)
-                done += 1
-                saved_bits += int(stream.a.sum())
-                saved_n += stream.n
-                saved_gate += int(stream.gate.sum())
-                progress("saved", f"saved {prompt.id}", prompt_index=b0, prompt_id=prompt.id, corpus=prompt.corpus,
-                         tokens=len(y), bits="".join(map(str, stream.bits.tolist())))
-        if cancelled:
-            progress("cancelled", f"cancelled: {done} prompt(s) saved in {config.out}")
-            raise Cancelled()
-    progress("done", f"{done} prompt(s) saved in {config.out}")
+def _generate_batched(config: OracleConfig, pair: LoadedPair, batch: list[Prompt], ids_batch: list[list[int]],
+                      b0: int, tally: _Tally, cancel: Optional[threading.Event]) -> tuple[list[list[int]], bool]:
+    """y of every prompt of the batch by batched plain greedy decoding. Returns (ys, cancelled)
+    (no ys when cancelled: the batch finishes together or not at all)."""
+    from specterm.oracle import specdec
+
+    t0 = time.perf_counter()
+    tok_before = tally.gen_tokens
+    label = f"{batch[0].id}..{batch[-1].id}" if len(batch) > 1 else batch[0].id
+    where = dict(prompt_index=b0, prompt_id=label, corpus=batch[0].corpus)
+
+    def on_step(k):
+        tally.gen_tokens = tok_before + k * len(batch)
+        tally.emit("generating", tokens=k, gen_extra=time.perf_counter() - t0, **where)
+
+    tally.emit("generating", f"prompts {b0 + 1}-{b0 + len(batch)}/{tally.n_todo}: batched greedy", **where)
+    ys: list[list[int]] = []
+    cancelled = False
+    try:
+        ys = specdec.batched_greedy_generate(pair.target, ids_batch, config.max_new_tokens, pair.eos,
+                                             pair.pad_id, on_step=on_step, cancel=cancel)
+    except Cancelled:
+        cancelled = True
+    tally.gen_time += time.perf_counter() - t0
+    tally.gen_tokens = tok_before + sum(len(y) for y in ys)
+    return ys, cancelled
+
+
+def _save_batch(pair: LoadedPair, writer: RunWriter, batch: list[Prompt], ids_batch: list[list[int]],
+                ys: list[list[int]], b0: int, tally: _Tally) -> None:
+    """Teacher-force the finished ys (the first len(ys) prompts of the batch) and append each stream."""
+    tally.emit("teacher-forcing", f"teacher-forcing {len(ys)} prompt(s)", prompt_index=b0)
+    results = teacher_force(pair, ids_batch[: len(ys)], ys)
+    for prompt, y, cols in zip(batch, ys, results):
+        text, ends = decode_pieces(pair.tokenizer, y)
+        stream = Stream(
+            id=prompt.id, corpus=prompt.corpus, prompt=prompt.text, y=np.asarray(y, dtype=np.int32),
+            text=text, piece_ends=ends, stop="eos" if y and y[-1] in pair.eos else "length", **cols,
+        )
+        writer.append(stream)
+        tally.saved(stream)
+        tally.emit("saved", f"saved {prompt.id}", prompt_index=b0, prompt_id=prompt.id, corpus=prompt.corpus,
+                   tokens=len(y), bits="".join(map(str, stream.bits.tolist())))
+
+
+def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = None,
+               cancel: Optional[threading.Event] = None, pair: Optional[LoadedPair] = None) -> Path:
+    """Run the oracle over config.prompts, appending each finished prompt to config.out.
+
+    Steps: the prompts (this shard's), the models, the run's writer and session record, the cost
+    ratio r, then per batch: y (speculative or batched greedy), the teacher-forced pass, the save.
+    The writer holds the run's lock from its first write until return. Raises `Cancelled` when `cancel` is set; every prompt finished before that is on disk (a
+    prompt whose y was complete when cancel came is still teacher-forced and saved).
+    """
+    report = on_progress or (lambda p: None)
+    t_start = time.perf_counter()
+    prompts = _prompts_to_run(config)
+    if config.out.exists() and (config.out / "run.json").exists() and not config.resume:
+        raise SpectermError(f"{config.out} already holds a run; pass --resume to continue it or choose another --out.")
+    if pair is None:
+        pair = load_pair(config, report)
+    check_cancel(cancel)
+    writer, meta = _open_writer(config, pair)
+    with writer:
+        todo = [p for p in prompts if (p.corpus, p.id) not in writer.done]
+        tally = _Tally(report, len(todo), config.max_new_tokens, t_start=t_start)
+        _record_session(writer, meta, config, len(todo))
+        _measure_cost(config, pair, writer, prompts[0], tally, cancel)
+
+        generate = _generate_speculative if config.spec_gamma > 0 else _generate_batched
+        for b0 in range(0, len(todo), config.batch_size):
+            batch = todo[b0 : b0 + config.batch_size]
+            ids_batch = [encode_prompt(pair.tokenizer, p.text, f"prompt {p.id!r} ({p.corpus})") for p in batch]
+            ys, cancelled = generate(config, pair, batch, ids_batch, b0, tally, cancel)
+            if ys:
+                _save_batch(pair, writer, batch, ids_batch, ys, b0, tally)
+            if cancelled:
+                tally.emit("cancelled", f"cancelled: {tally.done} prompt(s) saved in {config.out}")
+                raise Cancelled()
+    tally.emit("done", f"{tally.done} prompt(s) saved in {config.out}")
     return config.out

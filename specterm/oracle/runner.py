@@ -56,8 +56,101 @@ def _slug(spec: str) -> str:
     return base.replace(":", "").lower() or "model"
 
 
+def _check_out(out: Path, resume: bool) -> None:
+    """--out must be a new path we can create, or (with --resume) an existing run; nothing is created."""
+    import tempfile
+
+    from specterm.core.lock import check_unlocked
+    from specterm.core.streams import META_FILE
+
+    if out.exists() and not out.is_dir():
+        raise SpectermError(f"--out {out} is a file, not a run directory; choose another --out.")
+    if (out / META_FILE).is_file():
+        if not resume:
+            raise SpectermError(f"{out} already holds a run; pass --resume to continue it or choose another --out.")
+        check_unlocked(out)
+    elif out.is_dir() and any(out.iterdir()):
+        raise SpectermError(f"{out} exists and is not a specterm run (no {META_FILE}); choose another --out.")
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise SpectermError(f"cannot create {out}: {probe} is not a directory; choose another --out.")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".specterm-probe-", dir=probe))
+    except OSError as exc:
+        raise SpectermError(f"cannot write under {probe} ({exc.strerror}); choose another --out.") from None
+
+
+def _config_layers(ms, trust_remote_code: bool) -> int:
+    """The target's decoder layer count from its config alone (config.json or GGUF metadata, no weights)."""
+    from transformers import AutoConfig
+
+    from specterm.oracle.models import _load_error
+
+    try:
+        if ms.kind == "gguf":
+            cfg = AutoConfig.from_pretrained(str(ms.path), gguf_file=ms.gguf_file)
+        elif ms.kind == "dir":
+            cfg = AutoConfig.from_pretrained(str(ms.path), trust_remote_code=trust_remote_code)
+        else:
+            cfg = AutoConfig.from_pretrained(ms.spec, trust_remote_code=trust_remote_code)
+    except Exception as exc:  # transformers raises many types; the user needs one sentence
+        raise SpectermError(_load_error(ms, "config", exc)) from None
+    cfg = getattr(cfg, "text_config", None) or cfg
+    return int(cfg.num_hidden_layers)
+
+
+def check_run_arguments(config) -> None:
+    """Every check of `specterm run` that needs no model weights, done before any model loads.
+
+    Prompts (after --shard), --out (creatable, or an unlocked run with --resume whose models and
+    generation settings match), models resolved, device and dtype, the tokenizers compared and
+    every prompt encoded (a prompt of zero tokens is named), layers:K against the target's config.
+    Raises SpectermError (one sentence); creates nothing on disk.
+    """
+    from specterm.core.streams import META_FILE, load_run, public_model, read_meta, resume_conflict
+    from specterm.oracle import models as M
+    from specterm.oracle.corpora import shard as take_shard
+
+    for flag, value, low in (("-n/--max-new-tokens", config.max_new_tokens, 1), ("--batch-size", config.batch_size, 1),
+                             ("--spec-gamma", config.spec_gamma, 0)):
+        if not isinstance(value, int) or value < low:
+            raise SpectermError(f"{flag} must be an integer of at least {low}, got {value}.")
+    prompts = take_shard(config.prompts, *config.shard) if config.shard else config.prompts
+    if not prompts:
+        raise SpectermError("there are no prompts to run; check --corpus/--prompts/--shard.")
+    _check_out(config.out, config.resume)
+    resuming = config.resume and (config.out / META_FILE).is_file()
+    t_spec = M.resolve_spec(config.target, hash_files=resuming)
+    if t_spec.kind == "layers":
+        raise SpectermError("--target must be a model; 'layers:K' is only a draft (the target's first K layers).")
+    d_spec = M.resolve_spec(config.draft, hash_files=resuming)
+    device = M.resolve_device(config.device)
+    dtype = M.resolve_dtype(config.dtype, device, "gguf" in (t_spec.kind, d_spec.kind))
+    if resuming:
+        new = {"target": public_model(t_spec.describe()), "draft": public_model(d_spec.describe()),
+               "dtype": str(dtype).replace("torch.", ""),
+               "generation": {"max_new_tokens": config.max_new_tokens, "y_method": config.y_method}}
+        conflict = resume_conflict(read_meta(config.out), new)
+        if conflict:
+            raise SpectermError(f"{config.out} {conflict}; resume with the same settings or choose another --out.")
+        load_run(config.out)  # a corrupt run is refused now (repair it first), not after the models load
+    tok = M.load_tokenizer(t_spec, config.trust_remote_code)
+    if d_spec.kind != "layers":
+        M.check_tokenizers(tok, M.load_tokenizer(d_spec, config.trust_remote_code))
+    for p in prompts:
+        if not tok(p.text).input_ids:
+            raise SpectermError(f"prompt {p.id!r} ({p.corpus}) encodes to zero tokens; remove it or give it some text.")
+    if d_spec.kind == "layers":
+        n = _config_layers(t_spec, config.trust_remote_code)
+        if not 1 <= d_spec.layers < n:
+            raise SpectermError(f"layers:{d_spec.layers} must keep between 1 and {n - 1} of the target's {n} layers.")
+
+
 def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_tokens, device, dtype, batch_size,
-                out, resume, headless, spec_gamma, shard, cost, trust_remote_code, remeasure_cost=False) -> None:
+                out, resume, headless, spec_gamma, shard, cost, trust_remote_code, remeasure_cost=False,
+                record_paths=False) -> None:
     from specterm.oracle.run import OracleConfig
 
     plist = _prompts(corpus, prompts, dataset, limit)
@@ -69,7 +162,9 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
         out = out.with_name(f"{out.name}.shard-{sh[0]}-of-{sh[1]}")
     config = OracleConfig(target=target, draft=draft, prompts=plist, out=out, max_new_tokens=max_new_tokens,
                           device=device, dtype=dtype, batch_size=batch_size, resume=resume, spec_gamma=spec_gamma,
-                          measure_cost=cost, remeasure_cost=remeasure_cost, trust_remote_code=trust_remote_code, shard=sh)
+                          measure_cost=cost, remeasure_cost=remeasure_cost, trust_remote_code=trust_remote_code, shard=sh,
+                          record_paths=record_paths)
+    check_run_arguments(config)
     if headless or distributed or not sys.stdout.isatty():
         path = run_headless(config)
     else:
@@ -149,24 +244,8 @@ def _barrier_and_merge(sh: tuple[int, int], final_out: Path) -> None:
 
 
 def merge_command(*, shards: list[Path], out: Path) -> None:
-    from specterm.core.streams import load_run, model_key, write_run
+    """`specterm merge`: streams.merge_runs, then one line saying what was merged."""
+    from specterm.core.streams import merge_runs
 
-    runs = [load_run(p) for p in shards]
-    first = runs[0].meta
-    for r in runs[1:]:
-        for key in ("target", "draft"):
-            if model_key(first.get(key)) != model_key(r.meta.get(key)):
-                raise SpectermError(f"{r.path} was run with a different {key}; merge only shards of the same run.")
-    seen, streams = set(), []
-    for r in runs:
-        for s in r.streams:
-            if (s.corpus, s.id) in seen:
-                raise SpectermError(f"prompt '{s.id}' ({s.corpus}) is in more than one shard; merge refuses to duplicate it.")
-            seen.add((s.corpus, s.id))
-            streams.append(s)
-    meta = dict(first)
-    meta["name"] = out.name
-    meta["shard"] = None
-    meta["merged_from"] = [str(r.path) for r in runs]
-    write_run(out, meta, streams)
-    print(f"merged {len(streams)} prompts from {len(runs)} shard(s) into {out}", file=sys.stderr)
+    path, streams = merge_runs(shards, out)
+    print(f"merged {len(streams)} prompts from {len(shards)} shard(s) into {path}", file=sys.stderr)

@@ -21,6 +21,7 @@ import numpy as np
 
 from specterm.oracle.models import cache_kwarg, cache_len, crop_cache, forward_logits, new_cache
 from specterm.core.progress import check_cancel
+from specterm.core.replay import heuristic_next
 
 
 class FixedGamma:
@@ -38,10 +39,10 @@ class FixedGamma:
 
 
 class HeuristicSchedule(FixedGamma):
-    """Hugging Face `heuristic`: +2 after a fully accepted block, else -1, floor 1."""
+    """Hugging Face `heuristic` (core.replay.heuristic_next): +2 after a fully accepted block, else -1, floor 1."""
 
     def update(self, gamma: int, k: int) -> None:
-        self.gamma = gamma + 2 if k == gamma else max(1, gamma - 1)
+        self.gamma = heuristic_next(gamma, k)
 
 
 class ConfidenceStop(FixedGamma):

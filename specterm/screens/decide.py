@@ -10,13 +10,14 @@ from textual.markup import escape
 from textual.widgets import DataTable, Input, Static
 
 from specterm.core.errors import SpectermError
-from specterm.screens.base import ReportScreen
-from specterm.widgets.tables import fill_table, fmt_num, is_num, table_markdown
+from specterm.core.export import markdown_table
+from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
+from specterm.core.report import Report
+from specterm.screens.base import ReportScreen, RStepping, r_bindings
+from specterm.widgets.tables import MISSING, fill_table, fmt_num, is_num
 
 COLUMNS = [("set", "corpus"), ("g_true", "g"), ("s_true", "speedup"), ("g_iid", "iid g"), ("s_iid", "iid promise"),
            ("s_fact", "iid in fact"), ("bstar", "stop above batch")]
-R_GRID = tuple(round(0.05 * i, 2) for i in range(1, 13))
-DEFAULT_R = 0.2
 
 
 def escape_md(text: str) -> str:
@@ -24,10 +25,10 @@ def escape_md(text: str) -> str:
 
 
 def speed(x) -> str:
-    return f"{x:.2f}x" if is_num(x) else "-"
+    return f"{x:.2f}x" if is_num(x) else MISSING
 
 
-class DecideScreen(ReportScreen):
+class DecideScreen(RStepping, ReportScreen):
     SCREEN_TITLE = "Decide"
     EXPORT_NAME = "decide"
     EXPORT_SECTIONS = ("decide",)
@@ -37,18 +38,14 @@ class DecideScreen(ReportScreen):
         Binding("a", "accelerator(1)", "accelerator", id="decide.accelerator", tooltip="Next accelerator preset"),
         Binding("A", "accelerator(-1)", "prev accelerator", show=False, id="decide.accelerator_prev"),
         Binding("i", "custom_ridge", "custom ridge", id="decide.ridge", tooltip="Type a ridge I* in FLOP/byte"),
-        Binding("minus", "step_r(-1)", "r-", id="decide.r_down", tooltip="Smaller cost ratio r"),
-        Binding("plus,equals_sign", "step_r(1)", "r+", id="decide.r_up", tooltip="Larger cost ratio r"),
-        Binding("m", "measured_r", "measured r", show=False, id="decide.r_measured", tooltip="Back to the measured r"),
+        *r_bindings("decide", show_measured=False),
         Binding("escape", "leave_input", "back", show=False, id="decide.leave_input"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
-        from specterm.core.decide import ACCELERATORS
-
         self.presets = list(ACCELERATORS)
-        self.preset: str | None = "h100" if "h100" in ACCELERATORS else (self.presets[0] if self.presets else None)
+        self.preset: str = DEFAULT_ACCELERATOR
         self.ridge_custom: float | None = None
         self.r: float | None = None
 
@@ -65,42 +62,34 @@ class DecideScreen(ReportScreen):
     # -- state ------------------------------------------------------------------------------------
     @property
     def ridge(self) -> float:
-        from specterm.core.decide import ACCELERATORS, DEFAULT_RIDGE
+        return self.ridge_custom if self.ridge_custom is not None else ACCELERATORS[self.preset].ridge
 
-        if self.ridge_custom is not None:
-            return self.ridge_custom
-        return ACCELERATORS[self.preset].ridge if self.preset else DEFAULT_RIDGE
+    def r_choices(self, report: Report) -> tuple[float, ...]:
+        return R_GRID
 
-    def measured_r(self, report: dict) -> float | None:
-        pooled = (report.get("sets") or {}).get("pooled") or {}
-        r = pooled.get("r_measured")
-        return float(r) if is_num(r) else None
+    def measured_r(self, report: Report) -> float | None:
+        return report.pooled.r_measured if report.pooled is not None else None
 
-    def show_report(self, report: dict) -> None:
-        from specterm.core.decide import ACCELERATORS, decision
+    def show_report(self, report: Report) -> None:
+        from specterm.core.decide import decision
 
         if self.r is None:
-            self.r = self.measured_r(report) or DEFAULT_R
-        sets = report.get("sets") or {}
+            self.r = self.initial_r(report)
         rows, verdicts = [], []
-        for name in self.sapp.set_names:
+        for name, s in report.ordered_sets():
             try:
-                d = decision(sets[name], self.r, self.ridge)
+                d = decision(s, self.r, self.ridge)
             except SpectermError as exc:
-                rows.append((name, [name, "-", "-", "-", "-", "-", "-"]))
+                rows.append((name, [name] + [MISSING] * 6))
                 verdicts.append(f"[b]{escape(name)}[/]: {escape(str(exc))}")
                 continue
-            bstar = d.get("batch_crossover")
-            rows.append((name, [name, str(d.get("gamma_true") or "-"), speed(d.get("speedup_true")),
-                                str(d.get("gamma_iid") or "-"), speed(d.get("speedup_iid")),
-                                speed(d.get("speedup_true_at_gamma_iid")), fmt_num(bstar, 0) if is_num(bstar) else "-"]))
-            verdicts.append(f"[b]{escape(name)}[/]: {escape(str(d.get('verdict', '')))}")
+            rows.append((name, [name, fmt_num(d.gamma_true), speed(d.speedup_true), fmt_num(d.gamma_iid),
+                                speed(d.speedup_iid), speed(d.speedup_true_at_gamma_iid), fmt_num(d.batch_crossover, 0)]))
+            verdicts.append(f"[b]{escape(name)}[/]: {escape(d.verdict)}")
         if self.ridge_custom is not None:
             acc = f"custom ridge I* = {self.ridge_custom:g} FLOP/byte"
-        elif self.preset:
-            acc = f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte"
         else:
-            acc = f"ridge I* = {self.ridge:.0f} FLOP/byte"
+            acc = f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte"
         measured = self.measured_r(report)
         r_text = f"r = [b]{self.r:.3f}[/]" + (" (measured)" if measured is not None and abs(self.r - measured) < 1e-12 else "")
         with self.app.batch_update():
@@ -111,18 +100,18 @@ class DecideScreen(ReportScreen):
             self.query_one("#verdicts", Static).update("\n".join(verdicts))
 
     def export_markdown(self) -> str:
-        """The report's decide table (ridge 295, the run's r: as `specterm report`), then the table
-        as shown here when another accelerator, ridge or r is chosen."""
+        """The report's decide table (params.DEFAULT_RIDGE, the run's r: as `specterm report`), then the
+        table as shown here when another accelerator, ridge or r is chosen."""
         text = super().export_markdown()
         report = self.sapp.report
-        if self.ridge_custom is None and self.preset == "h100" and self.r == (self.measured_r(report) or DEFAULT_R):
+        if self.ridge_custom is None and self.preset == DEFAULT_ACCELERATOR and self.r == self.initial_r(report):
             return text
         table = self.query_one("#decide-table", DataTable)
         headers = [str(c.label) for c in table.ordered_columns]
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         title = escape_md(str(self.query_one("#accelerator", Static).render()))
         verdicts = str(self.query_one("#verdicts", Static).render())
-        return f"{text}\n**As shown: {title}**\n\n{table_markdown(headers, rows)}\n{verdicts}\n"
+        return f"{text}\n**As shown: {title}**\n\n{markdown_table(headers, rows)}\n\n{verdicts}\n"
 
     def _redraw(self) -> None:
         if self.sapp.report is not None:
@@ -154,28 +143,9 @@ class DecideScreen(ReportScreen):
         try:
             self.ridge_custom = ridge_of(float(event.value)) if event.value.strip() else None
         except (SpectermError, ValueError) as exc:
-            self.notify(str(exc) if isinstance(exc, SpectermError) else "Type a ridge in FLOP/byte, e.g. 295.",
+            self.notify(str(exc) if isinstance(exc, SpectermError) else f"Type a ridge in FLOP/byte, e.g. {DEFAULT_RIDGE:g}.",
                         severity="error")
             return
         event.input.display = False
         self.query_one("#decide-table").focus()
-        self._redraw()
-
-    def action_step_r(self, step: int) -> None:
-        r = self.r if self.r is not None else DEFAULT_R
-        if step > 0:
-            bigger = [x for x in R_GRID if x > r + 1e-12]
-            self.r = bigger[0] if bigger else R_GRID[-1]
-        else:
-            smaller = [x for x in R_GRID if x < r - 1e-12]
-            self.r = smaller[-1] if smaller else R_GRID[0]
-        self._redraw()
-
-    def action_measured_r(self) -> None:
-        if self.sapp.report is None:
-            return
-        measured = self.measured_r(self.sapp.report)
-        if measured is None:
-            self.notify("This run has no measured r (run the oracle with --cost).", timeout=3)
-        self.r = measured or DEFAULT_R
         self._redraw()

@@ -9,10 +9,11 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from specterm.screens.registry import SCREENS, screen_class
+
 
 def key_rows(app) -> list[tuple[str, str, str]]:
     """(where, key, what) for the app's keys, then each screen's, then the token cursor's."""
-    from specterm.app import SCREENS, screen_class
     from specterm.widgets.tokens import TokenView
 
     def rows(where: str, bindings) -> list[tuple[str, str, str]]:
@@ -40,7 +41,13 @@ def key_rows(app) -> list[tuple[str, str, str]]:
 
 
 class HelpScreen(ModalScreen[None]):
+    """The keys table; `rows` are (where, key, what), e.g. `key_rows(app)`."""
+
     BINDINGS = [Binding("escape,f1,q", "dismiss", "close", id="help.close")]
+
+    def __init__(self, rows: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.rows = rows
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-box"):
@@ -52,7 +59,7 @@ class HelpScreen(ModalScreen[None]):
         table = self.query_one(DataTable)
         table.add_columns("key", "what")
         section = None
-        for where, key, what in key_rows(self.app):
+        for where, key, what in self.rows:
             if where != section:  # a heading row per screen
                 section = where
                 table.add_row(Text(""), Text(where, style="bold underline"))

@@ -6,39 +6,27 @@ from __future__ import annotations
 import math
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
-from specterm.screens.base import ReportScreen
+from specterm.core.params import YIELD_GAMMAS
+from specterm.core.report import Report
+from specterm.screens.base import ReportScreen, RStepping, r_bindings, set_bindings
 from specterm.widgets.plots import ReportPlot, draw_optimum, draw_throughput
-from specterm.widgets.tables import fill_table, fmt_ci, fmt_num, is_num
+from specterm.widgets.tables import fill_table, fmt_ci, fmt_num
 
-YIELD_GAMMAS = ("2", "4", "8", "16")
 COLUMNS = [("g", "g"), ("E_true", "E_true"), ("E_iid", "E_iid"), ("ratio", "E_true/E_iid [CI]")]
-DEFAULT_R = 0.2
 
 
-def curve_at(curve: dict, key: str, g: int) -> float | None:
-    gammas = list(curve.get("gamma") or [])
-    values = list(curve.get(key) or [])
-    if g in gammas and gammas.index(g) < len(values):
-        return values[gammas.index(g)]
-    return None
-
-
-class OptimumScreen(ReportScreen):
+class OptimumScreen(RStepping, ReportScreen):
     SCREEN_TITLE = "Optimum"
     EXPORT_NAME = "optimum"
     EXPORT_SECTIONS = ("optimum", "yield")
     USES_SET = True
 
     BINDINGS = [
-        Binding("c", "app.cycle_set(1)", "corpus", id="optimum.corpus", tooltip="Next corpus (or pooled)"),
-        Binding("C", "app.cycle_set(-1)", "prev corpus", show=False, id="optimum.corpus_prev"),
-        Binding("minus", "step_r(-1)", "r-", id="optimum.r_down", tooltip="Smaller cost ratio r for the throughput curves"),
-        Binding("plus,equals_sign", "step_r(1)", "r+", id="optimum.r_up", tooltip="Larger cost ratio r for the throughput curves"),
-        Binding("m", "measured_r", "measured r", id="optimum.r_measured", tooltip="Back to the run's measured r"),
+        *set_bindings("optimum"),
+        *r_bindings("optimum", " for the throughput curves", "Back to the run's measured r"),
     ]
 
     def __init__(self) -> None:
@@ -52,68 +40,37 @@ class OptimumScreen(ReportScreen):
             yield ReportPlot(id="curve-plot")
         yield DataTable(id="yield-table", cursor_type="row", zebra_stripes=True)
 
-    def r_choices(self, set_report: dict) -> list[float]:
-        return sorted({float(row["r"]) for row in set_report.get("optimum") or [] if is_num(row.get("r"))})
+    def r_choices(self, report: Report) -> list[float]:
+        """The r of the current set's optimum table (the grid plus the measured r)."""
+        _, s = self.current_set(report)
+        return sorted({row.r for row in s.optimum})
 
-    def initial_r(self, set_report: dict) -> float:
-        """The run's measured r when it has one, else the grid value nearest 0.2 (a choice)."""
-        measured = set_report.get("r_measured")
-        if is_num(measured):
-            return float(measured)
-        rs = self.r_choices(set_report) or [DEFAULT_R]
-        return min(rs, key=lambda r: abs(r - DEFAULT_R))
+    def measured_r(self, report: Report) -> float | None:
+        _, s = self.current_set(report)
+        return s.r_measured
 
-    def show_report(self, report: dict) -> None:
+    def show_report(self, report: Report) -> None:
         from specterm.core.optimum import throughput_curve
 
         name, s = self.current_set(report)
         if self.r is None:
-            self.r = self.initial_r(s)
+            self.r = self.initial_r(report)
         r = self.r
-        measured = s.get("r_measured") if is_num(s.get("r_measured")) else None
-        rows_opt = s.get("optimum") or []
-        at_r = next((row for row in rows_opt if is_num(row.get("r")) and math.isclose(row["r"], r)), None)
-        curve = s.get("curve") or {}
+        measured = s.r_measured
+        at_r = next((row for row in s.optimum if math.isclose(row.r, r)), None)
+        curve = s.curve
         rows = []
         for g in YIELD_GAMMAS:
-            ratio = (s.get("yield_ratio") or {}).get(g)
-            rows.append((g, [g, fmt_num(curve_at(curve, "E_true", int(g))), fmt_num(curve_at(curve, "E_iid", int(g))),
-                             fmt_ci(ratio)]))
+            rows.append((str(g), [str(g), fmt_num(curve.at("E_true", g)), fmt_num(curve.at("E_iid", g)),
+                                  fmt_ci(s.yield_ratio.get(str(g)))]))
         with self.app.batch_update():
             fill_table(self.query_one("#yield-table", DataTable), COLUMNS, rows)
             mtext = "measured" if measured is not None and math.isclose(r, measured) else (
                 f"measured {measured:.3f}" if measured is not None else "r not measured")
-            gstar = f": g*_true [b]{at_r.get('gamma_true')}[/], g*_iid [b]{at_r.get('gamma_iid')}[/]" if at_r else ""
+            gstar = f": g*_true [b]{at_r.gamma_true}[/], g*_iid [b]{at_r.gamma_iid}[/]" if at_r else ""
             self.query_one("#set-bar", Static).update(
                 f"{self.set_label()}   r = [b]{r:.3f}[/] ({mtext}){gstar}"
             )
-            draw_optimum(self.query_one("#gstar-plot", ReportPlot), name, rows_opt, measured, r)
-            if curve.get("gamma"):
+            draw_optimum(self.query_one("#gstar-plot", ReportPlot), name, s.optimum, measured, r)
+            if curve.gamma:
                 draw_throughput(self.query_one("#curve-plot", ReportPlot), throughput_curve(s, r), r)
-
-    def action_step_r(self, step: int) -> None:
-        report = self.sapp.report
-        if report is None:
-            return
-        _, s = self.current_set(report)
-        rs = self.r_choices(s)
-        if not rs:
-            return
-        r = self.r if self.r is not None else rs[0]
-        if step > 0:
-            bigger = [x for x in rs if x > r + 1e-12]
-            self.r = bigger[0] if bigger else rs[-1]
-        else:
-            smaller = [x for x in rs if x < r - 1e-12]
-            self.r = smaller[-1] if smaller else rs[0]
-        self.show_report(report)
-
-    def action_measured_r(self) -> None:
-        report = self.sapp.report
-        if report is None:
-            return
-        _, s = self.current_set(report)
-        if not is_num(s.get("r_measured")):
-            self.notify("This run has no measured r (run the oracle with --cost).", timeout=3)
-        self.r = self.initial_r(s)
-        self.show_report(report)

@@ -7,8 +7,9 @@ from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from specterm.core.export import deficit_cell, est, fmt
+from specterm.core.report import SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen
-from specterm.screens.scorecard import VERDICT_MARKUP
+from specterm.widgets.styles import verdict_markup
 from specterm.widgets.tables import fill_table, is_num
 
 COLUMNS = [
@@ -16,6 +17,7 @@ COLUMNS = [
     ("streams", "n"),
     ("positions", "tokens"),
     ("alpha", "alpha"),
+    ("beta", "beta_bar"),
     ("gate", "gate"),
     ("autocorr", "p11-p10 [CI]"),
     ("dispersion", "D/D_geom [CI]"),
@@ -23,31 +25,31 @@ COLUMNS = [
 ]
 
 
-def set_row(s: dict) -> list[str]:
+def set_row(s: SetReport) -> list[str]:
     """Cells in the style of `specterm report --format md` (export's own cell formatters)."""
     return [
-        fmt(s.get("n_streams")),
-        fmt(s.get("n_positions")),
-        fmt(s.get("alpha"), 3),
-        fmt(s.get("gate_rate"), 3),
-        est(s.get("autocorr"), 3, 2, sign=True),
-        est(s.get("dispersion_ratio"), 2, 2, suffix="x"),
-        deficit_cell(s["deficit"]) if s.get("deficit") else "n/a",
+        fmt(s.n_streams),
+        fmt(s.n_positions),
+        fmt(s.alpha, 3),
+        fmt(s.sampling.beta_bar.value if s.sampling is not None else None, 3),
+        fmt(s.gate_rate, 3),
+        est(s.autocorr, 3, 2, sign=True),
+        est(s.dispersion_ratio, 2, 2, suffix="x"),
+        deficit_cell(s.deficit),
     ]
 
 
-def run_lines(report: dict) -> list[str]:
+def run_lines(report: Report) -> list[str]:
     """One line per run of the report: name, draft -> target, device/dtype, measured r, prompts."""
     lines = []
-    for run in report.get("runs") or []:
-        r = run.get("r_measured")
-        device = " ".join(str(x) for x in (run.get("device"), run.get("dtype")) if x)
+    for run in report.runs:
+        device = " ".join(str(x) for x in (run.device, run.dtype) if x)
         parts = [
-            f"[b]{escape(str(run.get('name', '?')))}[/]",
-            f"draft {escape(str(run.get('draft') or '?'))} -> target {escape(str(run.get('target') or '?'))}",
+            f"[b]{escape(run.name)}[/]",
+            f"draft {escape(str(run.draft or '?'))} -> target {escape(str(run.target or '?'))}",
             escape(device or "device ?"),
-            f"r = {r:.3f}" if is_num(r) else "r not measured",
-            f"{run.get('n_streams', '?')} prompts",
+            f"r = {run.r_measured:.3f}" if is_num(run.r_measured) else "r not measured",
+            f"{run.n_streams} prompts",
         ]
         lines.append("  ·  ".join(parts))
     return lines
@@ -64,26 +66,26 @@ class OverviewScreen(ReportScreen):
         yield Static("", id="overview-verdicts", classes="note")
         yield Static("", id="overview-note", classes="note")
 
-    def show_report(self, report: dict) -> None:
-        sets = report.get("sets") or {}
-        order = [k for k in sets if k != "pooled"] + (["pooled"] if "pooled" in sets else [])
+    def show_report(self, report: Report) -> None:
         table = self.query_one("#overview-table", DataTable)
         with self.app.batch_update():
-            fill_table(table, COLUMNS, ((name, [name, *set_row(sets[name])]) for name in order))
+            fill_table(table, COLUMNS, ((name, [name, *set_row(s)]) for name, s in report.ordered_sets()))
         self.query_one("#overview-meta", Static).update("\n".join(run_lines(report)))
-        pooled = sets.get("pooled") or {}
+        pooled = report.pooled
         note = [
-            "n: prompts; p11-p10: within-prompt autocorrelation (mean over prompts);",
+            "n: prompts; beta_bar: sampling acceptance 1 - TV(p, q) (temperature 1; n/a: no beta stored);",
+            "p11-p10: within-prompt autocorrelation (mean over prompts);",
             "D/D_geom > 1: run lengths over-dispersed vs geometric;",
-            f"deficit at g = {(pooled.get('deficit') or {}).get('gamma', '?')}: 1 - E_true/E_iid = hetero (across prompts)"
+            f"deficit at g = {report.params.gamma}: 1 - E_true/E_iid = hetero (across prompts)"
             " + temporal (within; its CI in brackets).",
         ]
-        if pooled.get("autocorr_pooled"):
-            note.append(f"pooled: one transition table {est(pooled.get('autocorr_pooled'), 3, 2, sign=True)},"
-                        f" Simpson inflation {est(pooled.get('autocorr_simpson'), 3, 2, sign=True)}")
+        if pooled is not None:
+            note.append(f"pooled: one transition table {est(pooled.autocorr_pooled, 3, 2, sign=True)},"
+                        f" Simpson inflation {est(pooled.autocorr_simpson, 3, 2, sign=True)}")
         self.query_one("#overview-note", Static).update("[dim]" + "\n".join(note) + "[/]")
-        verdicts = "   ".join(
-            f"[b]{escape(str(p.get('id')))}[/] [{VERDICT_MARKUP.get(p.get('verdict'), 'b')}]{escape(str(p.get('verdict')))}[/]"
-            for p in report.get("scorecard") or []
-        )
-        self.query_one("#overview-verdicts", Static).update(f"scorecard  {verdicts}   [dim](7 for the evidence)[/]")
+        lines = ["[dim]scorecard (7 for the evidence)[/]"]
+        for seed in SEEDS:  # one line per seed: measurement (P rows), economics (Q rows)
+            verdicts = "  ".join(f"[b]{escape(p.id)}[/] {verdict_markup(p.verdict)}" for p in report.scorecard if p.seed == seed)
+            if verdicts:
+                lines.append(f"{seed:<11}  {verdicts}")
+        self.query_one("#overview-verdicts", Static).update("\n".join(lines))

@@ -7,11 +7,11 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from specterm.screens.base import ReportScreen
-from specterm.widgets.tables import fill_table, fmt_ci, fmt_num, is_num
+from specterm.core.report import Depth, PolicyRow, Report
+from specterm.screens.base import ReportScreen, set_bindings
+from specterm.widgets.tables import MISSING, fill_table, fmt_ci, fmt_num, is_num
 
 POLICY_COLUMNS = [
     ("policy", "policy"), ("params", "params"), ("tpb", "tok/block"), ("dpb", "drafted/block"),
@@ -27,26 +27,25 @@ def params_text(params: Any) -> str:
     return "" if params is None else str(params)
 
 
-def policy_row(row: dict) -> list[Any]:
+def policy_row(row: PolicyRow) -> list[Any]:
     return [
-        Text(str(row.get("policy", "?"))),
-        Text(params_text(row.get("params"))),
-        fmt_num(row.get("tokens_per_block"), 2),
-        fmt_num(row.get("drafted_per_block"), 2),
-        fmt_ci(row.get("throughput"), 2),
-        fmt_ci(row.get("vs_best_fixed"), 2),
-        fmt_ci(row.get("vs_clairvoyant"), 2),
+        Text(row.policy),
+        Text(params_text(row.params)),
+        fmt_num(row.tokens_per_block, 2),
+        fmt_num(row.drafted_per_block, 2),
+        fmt_ci(row.throughput, 2),
+        fmt_ci(row.vs_best_fixed, 2),
+        fmt_ci(row.vs_clairvoyant, 2),
     ]
 
 
-def depth_rows(depth: dict) -> list[tuple[str, list[str]]]:
-    """One row per depth j = 1..g from the report's "depth" block."""
-    keys = ("conditional", "conditional_iid", "unconditional", "unconditional_iid")
-    cols = [list(depth.get(k) or []) for k in keys]
+def depth_rows(depth: Depth) -> list[tuple[str, list[str]]]:
+    """One row per depth j = 1..g from the set's Depth."""
+    cols = [depth.conditional, depth.conditional_iid, depth.unconditional, depth.unconditional_iid]
     n = max((len(c) for c in cols), default=0)
     rows = []
     for j in range(n):
-        cells = [fmt_ci(c[j]) if j < len(c) else "-" for c in cols]
+        cells = [fmt_ci(c[j]) if j < len(c) else MISSING for c in cols]
         rows.append((str(j + 1), [str(j + 1), *cells]))
     return rows
 
@@ -57,10 +56,7 @@ class PoliciesScreen(ReportScreen):
     EXPORT_SECTIONS = ("policies", "depth")
     USES_SET = True
 
-    BINDINGS = [
-        Binding("c", "app.cycle_set(1)", "corpus", id="policies.corpus", tooltip="Next corpus (or pooled)"),
-        Binding("C", "app.cycle_set(-1)", "prev corpus", show=False, id="policies.corpus_prev"),
-    ]
+    BINDINGS = set_bindings("policies")
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="set-bar", classes="set-bar")
@@ -68,20 +64,19 @@ class PoliciesScreen(ReportScreen):
         yield Static("", id="depth-title", classes="pane-title")
         yield DataTable(id="depth-table", cursor_type="row", zebra_stripes=True)
 
-    def show_report(self, report: dict) -> None:
+    def show_report(self, report: Report) -> None:
         name, s = self.current_set(report)
-        rows = [(f"{i}", policy_row(row)) for i, row in enumerate(s.get("policies") or [])]
-        depth = s.get("depth") or {}
+        rows = [(f"{i}", policy_row(row)) for i, row in enumerate(s.policies)]
+        depth = s.depth
         # analyse() replays the policies at the set's measured r, else at its default r.
-        r = s.get("r_measured")
-        default = (report.get("params") or {}).get("r_default")
-        r_text = f"at r = {r:.3f} (measured)" if is_num(r) else (f"at r = {default:.2f} (no measured r)" if is_num(default) else "")
+        r = s.r_measured
+        r_text = f"at r = {r:.3f} (measured)" if is_num(r) else f"at r = {report.params.r_default:.2f} (no measured r)"
         with self.app.batch_update():
             self.query_one("#set-bar", Static).update(
                 f"{self.set_label()}   T = tokens / (blocks + r drafted) {r_text}"
             )
             fill_table(self.query_one("#policies-table", DataTable), POLICY_COLUMNS, rows)
             self.query_one("#depth-title", Static).update(
-                f"acceptance by depth, g = {depth.get('gamma', '?')} (vs your engine's per-position counters)"
+                f"acceptance by depth, g = {depth.gamma} (vs your engine's per-position counters)"
             )
             fill_table(self.query_one("#depth-table", DataTable), DEPTH_COLUMNS, depth_rows(depth))

@@ -153,9 +153,7 @@ class RunScreen(Screen):
                 self.query_one("#alpha-label", Static).update(
                     f"running alpha over saved prompts: now {p.running_alpha:.3f}, range {lo:.3f} to {hi:.3f}"
                 )
-            n = len(p.bits)
-            alpha = p.bits.count("1") / n if n else float("nan")
-            self.query_one(Log).write_line(f"saved {p.corpus}/{p.prompt_id}: {n} tokens, alpha {alpha:.3f}")
+            self.query_one(Log).write_line(f"saved {p.corpus}/{p.prompt_id}: {len(p.bits)} tokens, alpha {p.bits_alpha:.3f}")
         elif phase in ("loading", "checking", "cost") and p.message:
             self.query_one(Log).write_line(p.message)
 

@@ -1,4 +1,5 @@
-"""Scorecard: P1-P5, each with its computed verdict and the numbers behind it."""
+"""Scorecard: the measurement seed's P1-P5 and the economics seed's Q1-Q4, grouped by seed, each
+with its computed verdict and the numbers behind it."""
 
 from __future__ import annotations
 
@@ -8,13 +9,12 @@ from textual.containers import VerticalScroll
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
-from specterm.core.scorecard import PREDICTIONS  # for reports that do not carry the wording themselves
+from specterm.core.report import SEEDS, Report
 from specterm.screens.base import ReportScreen
+from specterm.widgets.styles import VERDICT_STYLE, verdict_markup
 from specterm.widgets.tables import fill_table
 
-VERDICT_STYLE = {"holds": "bold green", "falsified": "bold red", "inconclusive": "bold yellow"}
-VERDICT_MARKUP = {"holds": "b $text-success", "falsified": "b $text-error", "inconclusive": "b $text-warning"}
-COLUMNS = [("id", "id"), ("verdict", "verdict"), ("prediction", "prediction")]
+COLUMNS = [("id", "id"), ("seed", "seed"), ("verdict", "verdict"), ("prediction", "prediction / claim")]
 
 
 class ScorecardScreen(ReportScreen):
@@ -27,17 +27,20 @@ class ScorecardScreen(ReportScreen):
         with VerticalScroll(id="evidence-scroll"):
             yield Static("", id="evidence")
 
-    def show_report(self, report: dict) -> None:
+    def show_report(self, report: Report) -> None:
         rows, evidence = [], []
-        for entry in report.get("scorecard") or []:
-            pid = str(entry.get("id", "?"))
-            verdict = str(entry.get("verdict", "?"))
-            prediction = str(entry.get("prediction") or PREDICTIONS.get(pid, ""))
-            rows.append((pid, [pid, Text(verdict, style=VERDICT_STYLE.get(verdict, "")), Text(prediction)]))
-            text = str(entry.get("evidence", ""))
-            if text.startswith(verdict + ":"):  # the evidence usually opens with its verdict already
-                text = text[len(verdict) + 1 :].lstrip()
-            evidence.append(f"[b]{escape(pid)}[/] [{VERDICT_MARKUP.get(verdict, 'b')}]{escape(verdict)}[/]: {escape(text)}")
+        for seed, label in SEEDS.items():  # rows are grouped by seed: P rows, then Q rows
+            entries = [e for e in report.scorecard if e.seed == seed]
+            if entries:
+                evidence.append(f"[b u]{escape(label)}[/]")
+            for entry in entries:
+                pid, verdict = entry.id, entry.verdict
+                rows.append((pid, [pid, Text(seed, style="dim"), Text(verdict, style=VERDICT_STYLE.get(verdict, "")),
+                                   Text(entry.prediction)]))
+                text = entry.evidence
+                if text.startswith(verdict + ":"):  # the evidence usually opens with its verdict already
+                    text = text[len(verdict) + 1 :].lstrip()
+                evidence.append(f"[b]{escape(pid)}[/] {verdict_markup(verdict)}: {escape(text)}")
         with self.app.batch_update():
             fill_table(self.query_one("#scorecard-table", DataTable), COLUMNS, rows)
             self.query_one("#evidence", Static).update("\n\n".join(evidence) or "No scorecard in this report.")

@@ -16,7 +16,8 @@ from textual.widgets import DataTable, Sparkline, Static
 
 from specterm.core import navigate
 from specterm.screens.base import ReportScreen
-from specterm.widgets.tables import fill_table, fmt_num, table_markdown
+from specterm.core.export import markdown_table
+from specterm.widgets.tables import fill_table, fmt_num
 from specterm.widgets.tokens import TokenView, token_labels
 
 ROLLING_WINDOW = 16
@@ -241,4 +242,4 @@ class StreamsScreen(ReportScreen):
         """The prompt list as shown (filter and sort applied)."""
         headers = [label for _, label in PROMPT_COLUMNS]
         rows = [[str(c) for c in prompt_cells(self.streams[i])] for i in self.shown]
-        return table_markdown(headers, rows)
+        return markdown_table(headers, rows) + "\n"

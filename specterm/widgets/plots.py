@@ -8,6 +8,8 @@ from typing import Sequence
 
 from textual_plotext import PlotextPlot
 
+from specterm.core.report import OptimumRow, RunLengths
+
 
 class ReportPlot(PlotextPlot):
     """A PlotextPlot that draws nothing until it has data, then says so in its title."""
@@ -73,15 +75,13 @@ def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
     return [math.log10(v) for v in values], [f"{v:g}" for v in values]
 
 
-def draw_runlengths(plot: ReportPlot, name: str, runlengths: dict, log_y: bool) -> None:
+def draw_runlengths(plot: ReportPlot, name: str, runlengths: RunLengths, log_y: bool) -> None:
     """Bars: closed runs of each length L; line: the geometric prediction n_runs alpha^L (1 - alpha).
 
     The log view draws log10 of the values on a linear axis labelled in counts (plotext's own log
     scale re-applies log10 to bar data on every redraw, and cannot draw a bar from 0): empty bins
     are left out and bars start at a positive floor, named in the title."""
-    L = list(runlengths.get("L") or [])
-    count = list(runlengths.get("count") or [])
-    expected = list(runlengths.get("geom_expected") or [])
+    L, count, expected = list(runlengths.L), list(runlengths.count), list(runlengths.geom_expected)
     k = histogram_span(count)
     if not log_y:
         plt = plot.start(f"run lengths L, {name}")
@@ -107,12 +107,12 @@ def draw_runlengths(plot: ReportPlot, name: str, runlengths: dict, log_y: bool) 
     plot.refresh()
 
 
-def draw_optimum(plot: ReportPlot, name: str, rows: list[dict], r_measured: float | None, r_chosen: float | None) -> None:
+def draw_optimum(plot: ReportPlot, name: str, rows: list[OptimumRow], r_measured: float | None, r_chosen: float | None) -> None:
     """g*_true and g*_iid against r; a vertical line at the measured r and one at the chosen r."""
     plt = plot.start(f"g* vs r, {name}")
-    rs = [row["r"] for row in rows]
-    rt, gt = finite(rs, [row.get("gamma_true") for row in rows])
-    ri, gi = finite(rs, [row.get("gamma_iid") for row in rows])
+    rs = [row.r for row in rows]
+    rt, gt = finite(rs, [row.gamma_true for row in rows])
+    ri, gi = finite(rs, [row.gamma_iid for row in rows])
     if rt:
         plt.plot(rt, gt, label="g*_true", marker="braille")
         plt.plot(ri, gi, label="g*_iid", marker="braille")

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from specterm.core.progress import Progress
-from specterm.widgets.tables import fmt_duration
+from specterm.widgets.tables import MISSING, fmt_duration
 
 
 RUNS = re.compile(r"1+|0+|[^01]+")
@@ -53,9 +53,9 @@ class BitsView(Widget):
 
 def stats_line(p: Progress) -> str:
     """tokens/s, ETA, elapsed, running alpha and the gate, as markup."""
-    gate = "-" if p.gate_rate is None else f"{p.gate_rate:.3f}"
+    gate = MISSING if p.gate_rate is None else f"{p.gate_rate:.3f}"
     gate_style = "" if p.gate_rate is None else ("$text-success" if p.gate_rate >= 1.0 else "$text-error")
-    alpha = "-" if p.running_alpha is None else f"{p.running_alpha:.3f}"
+    alpha = MISSING if p.running_alpha is None else f"{p.running_alpha:.3f}"
     parts = [
         f"[b]{p.tokens_per_s:.1f}[/] tok/s",
         f"ETA [b]{fmt_duration(p.eta_s)}[/]",

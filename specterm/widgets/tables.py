@@ -1,4 +1,6 @@
-"""Formatting report values for tables, and filling a DataTable in place (keyed rows, no flicker)."""
+"""Formatting report values for tables, and filling a DataTable in place (keyed rows, no flicker).
+A missing value is spelled MISSING ("n/a", core/export.py) here as in the exported tables; markdown
+is export.markdown_table."""
 
 from __future__ import annotations
 
@@ -7,25 +9,29 @@ from typing import Any, Iterable, Sequence
 
 from textual.widgets import DataTable
 
+from specterm.core.export import MISSING
+from specterm.core.report import Estimate
+
 
 def is_num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
 
 
 def fmt_num(x: Any, digits: int = 3, sign: bool = False) -> str:
-    """A number with `digits` decimals ('-' when missing or not finite)."""
+    """A number with `digits` decimals (MISSING, "n/a", when missing or not finite)."""
     if not is_num(x):
-        return "-" if x is None or isinstance(x, float) else str(x)
+        return MISSING if x is None or isinstance(x, float) else str(x)
     if isinstance(x, int):
         return f"{x:+d}" if sign else f"{x:d}"
     return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
 
 
-def fmt_ci(stat: Any, digits: int = 3, sign: bool = False) -> str:
-    """`{"value", "ci": [lo, hi]}` as 'value [lo, hi]' (the SPEC's bracket style); plain numbers pass."""
-    if isinstance(stat, dict):
-        value = fmt_num(stat.get("value"), digits, sign)
-        ci = stat.get("ci")
+def fmt_ci(stat: Estimate | float | None, digits: int = 3, sign: bool = False) -> str:
+    """An Estimate as 'value [lo, hi]' (the SPEC's bracket style; the value alone when the CI is
+    undefined); plain numbers pass to fmt_num."""
+    if isinstance(stat, Estimate):
+        value = fmt_num(stat.value, digits, sign)
+        ci = stat.ci
         if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_num(c) for c in ci):
             return f"{value} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
         return value
@@ -33,9 +39,9 @@ def fmt_ci(stat: Any, digits: int = 3, sign: bool = False) -> str:
 
 
 def fmt_duration(seconds: float | None) -> str:
-    """Seconds as '1h02m', '3m05s' or '12s' ('-' when unknown)."""
+    """Seconds as '1h02m', '3m05s' or '12s' (MISSING when unknown)."""
     if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return "-"
+        return MISSING
     s = int(round(seconds))
     if s >= 3600:
         return f"{s // 3600}h{(s % 3600) // 60:02d}m"
@@ -73,11 +79,3 @@ def fill_table(table: DataTable, columns: Sequence[tuple[str, str]], rows: Itera
         for col, value in zip(col_keys, cells):
             if table.get_cell(key, col) != value:
                 table.update_cell(key, col, value)
-
-
-def table_markdown(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A GitHub-flavoured markdown table (cells already formatted)."""
-    esc = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    out = ["| " + " | ".join(esc(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
-    return "\n".join(out) + "\n"

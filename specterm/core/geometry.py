@@ -1,0 +1,153 @@
+"""Run geometry of streams laid end to end: where each stream sits, its runs of ones, and the
+blocks of the SPEC walk over them (vectorised forms of blockwalk.py). stats.py (the sums matrix)
+and policies.py (the policy table) both build on these.
+
+    Concat        stream i is bits[starts[i]:ends[i]]; seg[t] = the stream of position t
+    Runs          closed runs of L ones (closed by a zero) and each stream's censored trailing run
+    walk_blocks   blocks at draft length g = sum ceil((L+1)/(g+1)) over closed runs + ceil(T/(g+1))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass
+class Concat:
+    """Streams laid end to end: bits[starts[i]:ends[i]] is stream i; seg[t] is the stream of position t."""
+
+    bits: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return self.ends - self.starts
+
+    @property
+    def seg(self) -> np.ndarray:
+        return np.repeat(np.arange(self.starts.size), self.lengths)
+
+
+def concat_streams(arrays: list[np.ndarray]) -> Concat:
+    lengths = np.array([a.size for a in arrays], dtype=np.int64)
+    ends = np.cumsum(lengths)
+    bits = np.concatenate([np.asarray(a, dtype=np.uint8) for a in arrays]) if arrays else np.zeros(0, np.uint8)
+    return Concat(bits=bits, starts=ends - lengths, ends=ends)
+
+
+@dataclass
+class Runs:
+    """Closed runs of every stream (L ones closed by the zero at global position `zero`, in stream
+    `seg`) and the censored trailing run of each stream."""
+
+    L: np.ndarray
+    seg: np.ndarray
+    zero: np.ndarray
+    trailing: np.ndarray
+
+
+def segment_runs(bits: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                 seg_of: Callable[[np.ndarray], np.ndarray] | None = None) -> Runs:
+    """Run lengths of every stream of a concatenation at once (blockwalk.run_lengths, vectorised).
+
+    L = zero position - previous zero position (or stream start - 1) - 1; trailing = end - 1 - last zero.
+    `seg_of` maps global positions to their streams (default: a search in `ends`).
+    """
+    z = np.flatnonzero(bits == 0)
+    seg = np.searchsorted(ends, z, side="right") if seg_of is None else seg_of(z)
+    n_seg = starts.size
+    first = np.ones(z.size, dtype=bool)
+    first[1:] = seg[1:] != seg[:-1]
+    prev = np.empty_like(z)
+    prev[1:] = z[:-1]
+    prev[first] = starts[seg[first]] - 1
+    L = z - prev - 1
+    last = np.ones(z.size, dtype=bool)
+    last[:-1] = seg[:-1] != seg[1:]
+    last_zero = starts - 1
+    last_zero[seg[last]] = z[last]
+    trailing = ends - 1 - last_zero
+    i64 = dict(dtype=np.int64, copy=False)
+    return Runs(L=L.astype(**i64), seg=seg.astype(**i64), zero=z.astype(**i64), trailing=trailing.astype(**i64))
+
+
+def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
+    return -(-a // b)
+
+
+def walk_blocks(runs: Runs, n_streams: int, gamma: int) -> np.ndarray:
+    """Blocks of the walk at draft length gamma, per stream (closed form of blockwalk, vectorised):
+    sum over closed runs of ceil((L+1)/(gamma+1)) plus ceil(trailing/(gamma+1))."""
+    gp1 = gamma + 1
+    closed = np.bincount(runs.seg, weights=_ceil_div(runs.L + 1, gp1), minlength=n_streams)
+    return closed + _ceil_div(runs.trailing, gp1)
+
+
+def block_starts_accepts(runs: Runs, starts: np.ndarray, ends: np.ndarray, gamma: int, ordered: bool = True):
+    """Every block of the walk at gamma: (stream, start position s, accepted k, positions left n - s).
+
+    Vectorised blockwalk.block_accepts. In a closed run of L ones starting at p, block b starts at
+    p + b(gamma+1) and accepts gamma, except the last, which accepts L - (gamma+1)(nb-1); in the
+    trailing run of T ones the last block accepts min(gamma, T - (gamma+1)(nb-1)).
+    """
+    gp1 = gamma + 1
+    has_trail = runs.trailing > 0
+    t_seg = np.flatnonzero(has_trail)
+    L = np.concatenate([runs.L, runs.trailing[t_seg]])
+    seg = np.concatenate([runs.seg, t_seg])
+    begin = np.concatenate([runs.zero - runs.L, ends[t_seg] - runs.trailing[t_seg]])
+    closed = np.concatenate([np.ones(runs.L.size, bool), np.zeros(t_seg.size, bool)])
+    nb = np.where(closed, _ceil_div(L + 1, gp1), _ceil_div(L, gp1))
+    total = int(nb.sum())
+    run_of_block = np.repeat(np.arange(L.size), nb)
+    first_block = np.cumsum(nb) - nb
+    b = np.arange(total) - first_block[run_of_block]
+    s = begin[run_of_block] + b * gp1
+    is_last = b == nb[run_of_block] - 1
+    rem = L[run_of_block] - gp1 * b
+    k = np.where(is_last, np.where(closed[run_of_block], rem, np.minimum(gamma, rem)), gamma)
+    bseg = seg[run_of_block]
+    if ordered:
+        order = np.argsort(s, kind="stable")
+        bseg, s, k = bseg[order], s[order], k[order]
+    return bseg, s - starts[bseg], k, ends[bseg] - s
+
+
+def depth_counts(runs: Runs, starts: np.ndarray, ends: np.ndarray, gamma: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(acc, reach, uncut), each (N streams x gamma): at depth j = 1..gamma, the blocks that
+
+        uncut_j: have at least j positions left (n - s >= j), so draft token j is observable;
+        reach_j: uncut at j and accepted tokens 1..j-1 (k >= j-1);
+        acc_j:   uncut at j and accepted token j (k >= j; k <= n - s always).
+
+    conditional_j = acc_j / reach_j, unconditional_j = P(accepted length >= j) = acc_j / uncut_j.
+    Censoring: a block cut by the end of the stream (fewer than j positions left) does not count at
+    depth j, whatever it accepted.
+    """
+    n = starts.size
+    bseg, _, k, left = block_starts_accepts(runs, starts, ends, gamma, ordered=False)
+
+    def at_least(m: np.ndarray) -> np.ndarray:
+        # count of blocks with m >= j for j = 1..gamma: reverse cumulative histogram of m (clipped to gamma)
+        hist = np.bincount(bseg * (gamma + 1) + np.minimum(m, gamma), minlength=n * (gamma + 1)).reshape(n, gamma + 1)
+        return np.cumsum(hist[:, ::-1], axis=1)[:, ::-1][:, 1:]
+
+    return at_least(k), at_least(np.minimum(k + 1, left)), at_least(left)
+
+
+def transition_counts(c: Concat, seg: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per stream (n11, n1x, n01, n0x): pairs (a_t, a_{t+1}) inside the stream with a_t=1,a_{t+1}=1;
+    a_t=1; a_t=0,a_{t+1}=1; a_t=0. `seg` is c.seg when the caller already has it."""
+    n = c.starts.size
+    seg = c.seg if seg is None else seg
+    inside = seg[:-1] == seg[1:]
+    prev, nxt, s = c.bits[:-1][inside], c.bits[1:][inside], seg[:-1][inside]
+    n1x = np.bincount(s, weights=prev, minlength=n)
+    n11 = np.bincount(s, weights=prev & nxt, minlength=n)
+    nx = np.bincount(s, minlength=n).astype(np.float64)
+    n01 = np.bincount(s, weights=(1 - prev) & nxt, minlength=n)
+    return n11, n1x, n01, nx - n1x

@@ -1,0 +1,55 @@
+"""Every analysis parameter and preset, defined once and imported everywhere (core, screens, export).
+
+    GAMMAS        draft lengths g = 1 .. GAMMA_MAX (32) of the curves, the optimum and fixed policies
+    YIELD_GAMMAS  g = 2, 4, 8, 16: the yield ratios E_true/E_iid the report lists (SPEC 7)
+    R_GRID        cost ratios r = 0.05, 0.10, ..., 0.60 of the optimum table (SPEC 2)
+    R_DEFAULT     r = 0.2 when no run measured one (policies, decide, the screens' starting r)
+    GAMMA_DEFAULT the deficit's draft length g = 8 (SPEC 3)
+    BOOT, SHUFFLES bootstrap resamples B = 2000 and in-place shuffles S = 20 (SPEC 3)
+    ACCELERATORS  presets for the batch crossover B* = I*/(g+1) (SPEC 6); DEFAULT_ACCELERATOR "h100"
+    DEFAULT_RIDGE the report's ridge, 295 FLOP/byte: the default preset's I* = 295.3, rounded (the
+                  report's B* are computed with it)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+GAMMA_MAX = 32
+GAMMAS = np.arange(1, GAMMA_MAX + 1)
+YIELD_GAMMAS: tuple[int, ...] = (2, 4, 8, 16)
+R_GRID: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(1, 13))
+R_DEFAULT = 0.2
+GAMMA_DEFAULT = 8
+BOOT = 2000
+SHUFFLES = 20
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """An accelerator preset: dense BF16 peak (TFLOP/s) and peak HBM bandwidth (TB/s)."""
+
+    label: str
+    tflops: float
+    tbps: float
+
+    @property
+    def ridge(self) -> float:
+        """I* = peak FLOP/s / peak bytes/s (FLOP per byte)."""
+        return self.tflops / self.tbps
+
+
+# Dense (no sparsity) BF16 tensor peak over peak memory bandwidth, from the vendors' datasheets.
+# Approximations: achievable FLOP/s and bandwidth are lower, and not by the same factor.
+ACCELERATORS: dict[str, Accelerator] = {
+    "h100": Accelerator("NVIDIA H100 SXM, BF16", 989.4, 3.35),  # ~295
+    "h200": Accelerator("NVIDIA H200 SXM, BF16", 989.4, 4.8),  # ~206
+    "a100": Accelerator("NVIDIA A100 SXM 80GB, BF16", 312.0, 2.039),  # ~153
+    "l4": Accelerator("NVIDIA L4, BF16", 121.0, 0.3),  # ~403
+    "rtx4090": Accelerator("NVIDIA RTX 4090, BF16 (FP32 accumulate)", 165.2, 1.008),  # ~164
+    "mi300x": Accelerator("AMD MI300X, BF16", 1307.4, 5.3),  # ~247
+}
+DEFAULT_ACCELERATOR = "h100"
+DEFAULT_RIDGE = float(round(ACCELERATORS[DEFAULT_ACCELERATOR].ridge))

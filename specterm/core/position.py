@@ -1,0 +1,142 @@
+"""Acceptance by position in the continuation, and the warm-up gain (SPEC 3, "Acceptance by position").
+
+Per-stream sums, as in stats.py: a matrix M (N streams x K columns) whose column sums c = M.sum(0)
+give every number as a ratio of sums, and whose bootstrap is f(W @ M) (estimate.py). On the analysed
+stream a (bits before the first gate failure), with t = 0, 1, ... the absolute position in y:
+
+    ones_k, n_k      accepted positions and positions with t in bin k = [k w, (k+1) w), w = bin width
+    early_ones/_n    accepted positions and positions with t < 16          (warm-up streams only)
+    late_ones/_n     accepted positions and positions with t >= 32         (warm-up streams only)
+    warmup           1 for a warm-up stream: one that reaches t = 32 (n >= 33), else 0
+
+    alpha_k      = sum_i ones_ik / sum_i n_ik         over the streams that reach bin k
+    warm-up gain = alpha(t >= 32) - alpha(t < 16)     = late_ones/late_n - early_ones/early_n
+
+Choices where the SPEC is silent:
+
+- A stream counts in bin k when it reaches the bin (n_ik > 0), with the positions it has there; a
+  bin's "n" is its positions, "streams" the streams that reach it. Both terms of alpha_k are pooled
+  over positions (ratio of sums), like alpha itself.
+- The warm-up gain is paired: both terms are over the streams that reach t = 32 (n >= 33). Streams
+  shorter than that count in the bins but not in the gain, so streams that stop early (EOS) and
+  differ in difficulty from long ones cannot create a gain by composition. Within the warm-up
+  streams the late term still weights a stream by its n - 32 positions (the ratio of sums); with
+  equal lengths (max_new_tokens) that weighting is uniform. No warm-up stream: the gain is null.
+- Warm-up thresholds (16, 32) are the SPEC's and do not move with the bin width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from specterm.core.estimate import bootstrap_estimate, null, num, percentile_cis
+from specterm.core.report import Estimate, Position, PositionBin
+
+BIN_WIDTH = 16
+WARMUP_EARLY = 16  # alpha(t < WARMUP_EARLY)
+WARMUP_LATE = 32  # alpha(t >= WARMUP_LATE)
+WARMUP_COLUMNS = ("early_ones", "early_n", "late_ones", "late_n", "warmup")
+
+
+def _div(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(a, dtype=np.float64) / np.asarray(b, dtype=np.float64)
+
+
+def bins_needed(max_length: int, bin_width: int = BIN_WIDTH) -> int:
+    """Bins [0, w), [w, 2w), ... that cover positions t = 0 .. max_length - 1: ceil(max_length / w)."""
+    return -(-int(max_length) // int(bin_width))
+
+
+@dataclass(frozen=True)
+class PositionSums:
+    """M (N x (2 n_bins + 5)) with columns ones_0..ones_{K-1}, n_0..n_{K-1}, then WARMUP_COLUMNS."""
+
+    M: np.ndarray
+    cols: dict[str, int]
+    bin_width: int
+    n_bins: int
+
+
+def position_columns(n_bins: int) -> dict[str, int]:
+    names = [f"ones_{k}" for k in range(n_bins)] + [f"n_{k}" for k in range(n_bins)] + list(WARMUP_COLUMNS)
+    return {name: i for i, name in enumerate(names)}
+
+
+def position_sums(a: Sequence[np.ndarray], bin_width: int = BIN_WIDTH, n_bins: int | None = None) -> PositionSums:
+    """Per-stream position sums of the analysed streams `a` (bits cut at the first gate failure).
+
+    `n_bins` fixes the number of bins (so that the sets of one report stack into the pooled set);
+    by default just enough for the longest stream. Vectorised over all positions: t = global index
+    minus the stream's start, bin = t // w, one bincount per column family.
+    """
+    if bin_width < 1:
+        raise ValueError(f"bin width must be >= 1, got {bin_width}")
+    lengths = np.array([np.asarray(x).size for x in a], dtype=np.int64)
+    N = lengths.size
+    needed = bins_needed(int(lengths.max()) if N else 0, bin_width)
+    K = needed if n_bins is None else int(n_bins)
+    if K < needed:
+        raise ValueError(f"{K} bins of width {bin_width} do not cover a stream of {int(lengths.max())} positions")
+    cols = position_columns(K)
+    M = np.zeros((N, 2 * K + len(WARMUP_COLUMNS)))
+    if N == 0:
+        return PositionSums(M, cols, bin_width, K)
+    bits = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in a])
+    seg = np.repeat(np.arange(N), lengths)
+    starts = np.cumsum(lengths) - lengths
+    t = np.arange(bits.size) - np.repeat(starts, lengths)
+    idx = seg * K + t // bin_width
+    M[:, :K] = np.bincount(idx, weights=bits, minlength=N * K).reshape(N, K)
+    M[:, K:2 * K] = np.bincount(idx, minlength=N * K).reshape(N, K)
+    warm = lengths > WARMUP_LATE
+    for name, mask in (("early", t < WARMUP_EARLY), ("late", t >= WARMUP_LATE)):
+        s = seg[mask]
+        M[:, cols[f"{name}_ones"]] = np.bincount(s, weights=bits[mask], minlength=N) * warm
+        M[:, cols[f"{name}_n"]] = np.bincount(s, minlength=N) * warm
+    M[:, cols["warmup"]] = warm
+    return PositionSums(M, cols, bin_width, K)
+
+
+# ------------------------------------------------ statistics of column sums c (..., K) ---
+
+
+def bin_alpha(c, cols, k: int):
+    """alpha_k = sum ones_k / sum n_k: acceptance at positions t in [k w, (k+1) w)."""
+    return _div(c[..., cols[f"ones_{k}"]], c[..., cols[f"n_{k}"]])
+
+
+def bin_alphas(c, n_bins: int):
+    """alpha_k for every bin k at once, (..., n_bins): columns ones_0.. over columns n_0.. (position_columns order)."""
+    return _div(c[..., :n_bins], c[..., n_bins:2 * n_bins])
+
+
+def warmup_gain(c, cols):
+    """alpha(t >= 32) - alpha(t < 16) over the streams that reach t = 32 (paired)."""
+    return _div(c[..., cols["late_ones"]], c[..., cols["late_n"]]) - _div(c[..., cols["early_ones"]], c[..., cols["early_n"]])
+
+
+# ----------------------------------------------------------------------- the report ---
+
+
+def position_report(ps: PositionSums, W: np.ndarray, R: np.ndarray | None = None) -> Position:
+    """Alpha by position bin (only bins some stream reaches) and the warm-up gain, with percentile-bootstrap CIs.
+
+    W: bootstrap weights (B x N) over the same streams as ps.M; R = W @ ps.M when the caller has it.
+    """
+    cols, K = ps.cols, ps.n_bins
+    c = ps.M.sum(axis=0)
+    R = W @ ps.M if R is None else R
+    n_k = c[K:2 * K]
+    reach = (ps.M[:, K:2 * K] > 0).sum(axis=0)
+    last = int(np.flatnonzero(n_k > 0)[-1]) + 1 if (n_k > 0).any() else 0
+    point = bin_alphas(c, K)[:last]
+    lo, hi = percentile_cis(bin_alphas(R, K)[:, :last]) if R.shape[0] else (np.full(last, np.nan),) * 2
+    bins = [PositionBin(start=k * ps.bin_width, alpha=Estimate(value=num(point[k]), ci=[num(lo[k]), num(hi[k])]),
+                        n=int(n_k[k]), streams=int(reach[k])) for k in range(last)]
+    n_warm = int(c[cols["warmup"]])
+    gain = bootstrap_estimate(warmup_gain, c, R, cols) if n_warm else null()
+    return Position(bin_width=ps.bin_width, bins=bins, warmup_gain=gain, warmup_streams=n_warm)

@@ -1,0 +1,365 @@
+"""The report as typed objects: what `analysis.analyse` returns and what export and the screens read.
+
+    Report        sets (name -> SetReport, corpora sorted then "pooled"), scorecard, runs, params
+    SetReport     every number of one set (a corpus or the pooled set), SPEC 7 keys
+    Estimate      a point value and its 95% percentile-bootstrap CI [lo, hi]
+    Deficit, RunLengths, Curve, Depth, OptimumRow, PolicyRow, Decision, Position, PositionBin, Sampling,
+    ScoreRow, RunSummary, Params
+
+`Report.to_dict()` is exactly the SPEC 7 JSON (export.to_json dumps it): each dataclass writes its
+fields in declaration order, nested objects recursively, and `from_dict` reads that JSON back
+(unknown keys are an error, so the JSON and the classes cannot drift apart). Undefined numbers are
+None (JSON null). For code written against the JSON shape, every object also answers `obj["key"]`
+and `obj.get("key")` and `"key" in obj`; new code reads attributes.
+
+Adding a field (e.g. `decision_hw`, `confirmed`; `position` and `sampling` were added this way):
+1. declare it on the class, at the place its key should appear in the JSON, with its type (a
+   dataclass of its own when it has parts) and `= None` when older reports may lack it;
+2. fill it where the numbers are computed (analysis.set_report or analysis.analyse);
+3. read it as an attribute in export.py / the screens. Nothing else needs to know: to_dict and
+   from_dict follow the declared fields.
+
+Set names and their order live here too: `set_names` (corpora sorted, "pooled" last) and
+`set_or_default` (the one fallback: a set that is not in the report shows "pooled", else the first).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+POOLED = "pooled"
+
+
+def _convert(tp: Any, value: Any) -> Any:
+    """`value` read from JSON as the declared type `tp` (dataclasses, lists and dicts of them)."""
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _convert(args[0], value) if len(args) == 1 else value
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return value if isinstance(value, tp) else tp.from_dict(value)
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        return [_convert(item, v) for v in value]
+    if origin is dict:
+        _, item = typing.get_args(tp)
+        return {k: _convert(item, v) for k, v in value.items()}
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+class Record:
+    """Base of the report's dataclasses: to_dict / from_dict in field order, and read access by key."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        hints = typing.get_type_hints(cls)
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = set(data) - set(names)
+        if unknown:
+            raise ValueError(f"{cls.__name__} has no field(s) {sorted(unknown)}; declare them in core/report.py")
+        return cls(**{k: _convert(hints[k], v) for k, v in data.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in {f.name for f in dataclasses.fields(self)}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in self else default
+
+
+@dataclass(kw_only=True)
+class Estimate(Record):
+    """A point value and its 95% percentile-bootstrap CI [lo, hi] (None where undefined)."""
+
+    value: float | None = None
+    ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
+
+    @property
+    def lo(self) -> float | None:
+        return self.ci[0] if self.ci else None
+
+    @property
+    def hi(self) -> float | None:
+        return self.ci[1] if self.ci else None
+
+    def bounds(self) -> tuple[float, float]:
+        """(lo, hi) as floats, NaN where undefined (so that a comparison with a bound is simply False)."""
+        return (float("nan") if self.lo is None else float(self.lo), float("nan") if self.hi is None else float(self.hi))
+
+    @classmethod
+    def of(cls, obj: Any) -> "Estimate":
+        """An Estimate from an Estimate, a report's {"value", "ci"} dict, or None (undefined)."""
+        if isinstance(obj, Estimate):
+            return obj
+        if obj is None:
+            return cls()
+        return cls.from_dict(obj)
+
+
+@dataclass(kw_only=True)
+class RunLengths(Record):
+    """Closed run lengths: histogram count[L] against the geometric n_runs alpha^L (1 - alpha);
+    D = var(L)/mean(L) and D_geom = 1/(1 - alpha) (SPEC 3)."""
+
+    L: list[int]
+    count: list[int]
+    geom_expected: list[float | None]
+    D: float | None = None
+    D_geom: float | None = None
+    n_runs: int = 0
+
+    @property
+    def mean(self) -> float | None:
+        """mean L = sum L count[L] / n_runs over the closed runs (None without runs)."""
+        return sum(L * c for L, c in zip(self.L, self.count)) / self.n_runs if self.n_runs else None
+
+
+@dataclass(kw_only=True)
+class Deficit(Record):
+    """At draft length gamma: total = 1 - E_true/E_iid = hetero + temporal (SPEC 3)."""
+
+    gamma: int
+    total: Estimate
+    hetero: Estimate
+    temporal: Estimate
+    E_true: float | None = None
+    E_iid: float | None = None
+    E_shuf: float | None = None
+
+
+@dataclass(kw_only=True)
+class Curve(Record):
+    """E_true(g) and E_iid(alpha, g) for g = 1..32, and the CI of E_true at each g."""
+
+    gamma: list[int]
+    E_true: list[float | None]
+    E_iid: list[float | None]
+    E_true_ci: list[list[float | None]]
+
+    def at(self, key: str, g: int) -> float | None:
+        """E_true or E_iid ("E_true" / "E_iid") at draft length g (None when g is not on the curve)."""
+        values = getattr(self, key)
+        return values[self.gamma.index(g)] if g in self.gamma and self.gamma.index(g) < len(values) else None
+
+
+@dataclass(kw_only=True)
+class Depth(Record):
+    """Per depth j = 1..gamma: conditional and unconditional acceptance with their i.i.d. values."""
+
+    gamma: int
+    conditional: list[Estimate]
+    conditional_iid: list[float | None]
+    unconditional: list[Estimate]
+    unconditional_iid: list[float | None]
+    blocks: list[int]
+    c2_minus_c1: Estimate | None = None  # conditional acceptance at depth 2 minus depth 1 (Q1); None when gamma < 2
+
+
+@dataclass(kw_only=True)
+class OptimumRow(Record):
+    """One r of the optimum table (SPEC 2)."""
+
+    r: float
+    gamma_true: int | None = None
+    gamma_iid: int | None = None
+    T_true: float | None = None
+    T_iid: float | None = None
+    T_true_at_gamma_iid: float | None = None
+    measured: bool = False
+
+
+@dataclass(kw_only=True)
+class PolicyRow(Record):
+    """One draft-length policy replayed on the set (SPEC 5)."""
+
+    policy: str
+    params: dict[str, Any]
+    tokens_per_block: float | None = None
+    drafted_per_block: float | None = None
+    throughput: Estimate | None = None
+    vs_best_fixed: Estimate | None = None
+    vs_clairvoyant: Estimate | None = None
+
+
+@dataclass(kw_only=True)
+class Decision(Record):
+    """Speculate or not, with which g, at cost ratio r and ridge I* (SPEC 6; decide.decision)."""
+
+    r: float
+    ridge: float
+    alpha: float | None = None
+    gamma_true: int | None = None
+    speedup_true: float | None = None
+    gamma_iid: int | None = None
+    speedup_iid: float | None = None
+    speedup_true_at_gamma_iid: float | None = None
+    batch_crossover: float | None = None
+    speculate: bool = False
+    verdict: str = ""
+
+
+@dataclass(kw_only=True)
+class PositionBin(Record):
+    """Acceptance at positions t in [start, start + bin_width) of y, over the streams that reach the bin."""
+
+    start: int
+    alpha: Estimate
+    n: int  # positions in the bin
+    streams: int = 0  # streams that reach the bin
+
+
+@dataclass(kw_only=True)
+class Position(Record):
+    """Acceptance by position in the continuation and the warm-up gain alpha(t >= 32) - alpha(t < 16) (SPEC 3)."""
+
+    bin_width: int
+    bins: list[PositionBin]
+    warmup_gain: Estimate
+    warmup_streams: int = 0  # streams that reach t = 32, over which the gain is taken (paired)
+
+
+@dataclass(kw_only=True)
+class Sampling(Record):
+    """Sampling acceptance beta = 1 - TV(p, q) (SPEC 3): beta_bar, the lag-1 autocorrelation of beta,
+    E_iid(beta_bar, g) for g = 2, 4, 8, 16; every value null when no stream stores beta."""
+
+    beta_bar: Estimate
+    beta_autocorr: Estimate
+    E_iid_beta: dict[str, Estimate]
+    streams: int = 0  # streams that store beta (the numbers are over these)
+    autocorr_streams: int = 0  # streams where the lag-1 correlation of beta is defined
+
+
+@dataclass(kw_only=True)
+class SetReport(Record):
+    """Every number of one set of streams (a corpus or the pooled set); see SPEC 7."""
+
+    n_streams: int
+    n_positions: int
+    n_positions_gated_out: int
+    alpha: float | None = None
+    alpha_ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
+    gate_rate: float | None = None
+    autocorr: Estimate
+    autocorr_pooled: Estimate
+    autocorr_simpson: Estimate
+    autocorr_defined_streams: int
+    dispersion_ratio: Estimate
+    runlengths: RunLengths
+    deficit: Deficit
+    yield_ratio: dict[str, Estimate]
+    curve: Curve
+    depth: Depth
+    optimum: list[OptimumRow]
+    r_measured: float | None = None
+    r_measured_values: list[float] = dataclasses.field(default_factory=list)
+    policies: list[PolicyRow] = dataclasses.field(default_factory=list)
+    decide: Decision | None = None
+    position: Position | None = None
+    sampling: Sampling | None = None
+
+
+MEASUREMENT, ECONOMICS = "measurement", "economics"
+SEEDS = {MEASUREMENT: "measurement seed", ECONOMICS: "economics seed"}
+
+
+@dataclass(kw_only=True)
+class ScoreRow(Record):
+    """One row of the scorecard: a prediction of the measurement seed (P1-P5) or a claim of the
+    economics seed (Q1-Q4), with its verdict and evidence; `seed` says whose."""
+
+    id: str
+    prediction: str
+    verdict: str
+    evidence: str
+    seed: str = MEASUREMENT
+
+
+@dataclass(kw_only=True)
+class RunSummary(Record):
+    """One analysed run: models, device, measured r, prompts."""
+
+    name: str
+    path: str
+    target: str | None = None
+    draft: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    r_measured: float | None = None
+    n_streams: int = 0
+    corpora: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class Params(Record):
+    """The analysis parameters the report was computed with."""
+
+    gamma: int
+    boot: int
+    shuffles: int
+    seed: int
+    depth_gamma: int
+    r_default: float
+    ridge: float
+
+
+def set_names(names: Iterable[str]) -> list[str]:
+    """The display order of sets: corpora sorted, then "pooled"."""
+    names = list(names)
+    return sorted(n for n in names if n != POOLED) + ([POOLED] if POOLED in names else [])
+
+
+@dataclass(kw_only=True)
+class Report(Record):
+    """The whole report: `analysis.analyse` builds it, export writes it, the screens show it."""
+
+    sets: dict[str, SetReport]
+    scorecard: list[ScoreRow]
+    runs: list[RunSummary]
+    params: Params
+
+    @property
+    def set_names(self) -> list[str]:
+        """Corpora sorted, then "pooled"."""
+        return set_names(self.sets)
+
+    @property
+    def corpora(self) -> list[str]:
+        return [n for n in self.set_names if n != POOLED]
+
+    @property
+    def pooled(self) -> SetReport | None:
+        return self.sets.get(POOLED)
+
+    def set_or_default(self, name: str) -> str:
+        """`name` when the report has that set, else "pooled", else the first set ("" when none)."""
+        if name in self.sets:
+            return name
+        names = self.set_names
+        return POOLED if POOLED in names else (names[0] if names else "")
+
+    def ordered_sets(self) -> list[tuple[str, SetReport]]:
+        return [(n, self.sets[n]) for n in self.set_names]

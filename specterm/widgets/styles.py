@@ -1,0 +1,14 @@
+"""Styles shared by the screens: the scorecard verdicts as a Rich style (for Text cells) and as
+Textual markup (for Static lines), in the theme's success / error / warning colours."""
+
+from __future__ import annotations
+
+VERDICT_STYLE = {"holds": "bold green", "falsified": "bold red", "inconclusive": "bold yellow"}
+VERDICT_MARKUP = {"holds": "b $text-success", "falsified": "b $text-error", "inconclusive": "b $text-warning"}
+
+
+def verdict_markup(verdict: str) -> str:
+    """The verdict in its colour as Textual markup (bold when it is not one of the three)."""
+    from textual.markup import escape
+
+    return f"[{VERDICT_MARKUP.get(verdict, 'b')}]{escape(verdict)}[/]"

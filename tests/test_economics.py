@@ -1,0 +1,218 @@
+"""The economics seed's claims Q1-Q4 (SPEC 4): the per-set statistics by hand, and each rule built to
+hold, to be falsified and to be inconclusive (Q2 and Q3 have no falsifying outcome in the SPEC)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specterm.core import economics as ec
+from specterm.core import stats as st
+from specterm.core.analysis import set_report
+from specterm.core.bootstrap import multinomial_weights
+from specterm.core.estimate import Estimate, bootstrap_estimate
+from specterm.core.params import GAMMAS
+from specterm.core.policies import policy_summary
+
+
+def bits(text: str) -> np.ndarray:
+    return np.array([int(c) for c in text], dtype=np.uint8)
+
+
+# ------------------------------------------------------------------ statistics ---
+
+
+def test_depth_gain_by_hand():
+    # 0110111 at gamma 2: blocks (s=0, k=0), (s=1, k=2), (s=4, k=2), all with >= 2 positions left.
+    # depth 1: reach 3, accepted 2 -> c_1 = 2/3; depth 2: reach 2 (k >= 1), accepted 2 -> c_2 = 1.
+    S = st.stream_sums([bits("0110111")], gamma=2, shuffles=0)
+    c = S.M.sum(axis=0)
+    assert float(ec.depth_gain(c, S.cols)) == pytest.approx(1 - 2 / 3)
+
+
+def best_of(S, W, factor, basis):
+    """economics.best_speedup on the set's curve as the report has it (analysis.set_report)."""
+    curve = set_report(S, W, [])["curve"]
+    return ec.best_speedup(curve["E_true"], curve["E_true_ci"], factor, basis)
+
+
+def test_best_speedup_memory_bound_by_hand():
+    # 12 ones: blocks ceil(12 / (g+1)), E = 12 / blocks; at r = 0.1 the best is g = 11: E = 12, speedup 12 / 2.1
+    S = st.stream_sums([np.ones(12, np.uint8)] * 3, gamma=2, shuffles=0)
+    b = best_of(S, multinomial_weights(3, 100, 0), ec.memory_bound_factor(0.1), "memory-bound at r=0.1")
+    assert b.gamma == 11 and b.speedup.value == pytest.approx(12 / 2.1)
+    assert b.speedup.ci == pytest.approx((12 / 2.1, 12 / 2.1))  # identical streams: no spread
+
+
+def test_measured_factor_and_unmeasured_gammas():
+    f = ec.measured_factor(1.0, {1: 1.2, 2: 1.3}, 0.1)
+    assert f[:2] == pytest.approx([1 / 1.3, 1 / 1.5]) and np.isnan(f[2:]).all()
+    # 12 ones: E(1) = 2, E(2) = 3 -> S_hw = 2/1.3 = 1.54, 3/1.5 = 2.0: g = 2 (g >= 3 has no cost)
+    S = st.stream_sums([np.ones(12, np.uint8)], gamma=2, shuffles=0)
+    b = best_of(S, multinomial_weights(1, 10, 0), f, "measured costs")
+    assert b.gamma == 2 and b.speedup.value == pytest.approx(2.0)
+
+
+def test_best_speedup_matches_the_optimum_curve():
+    rng = np.random.default_rng(0)
+    arrays = [(rng.random(int(rng.integers(50, 150))) < rng.uniform(0.5, 0.95)).astype(np.uint8) for _ in range(30)]
+    S = st.stream_sums(arrays, gamma=4, shuffles=0)
+    c = S.M.sum(axis=0)
+    r = 0.13
+    curve = np.array([st.E_true(c, S.cols, int(g)) / (1 + g * r) for g in GAMMAS])
+    b = best_of(S, multinomial_weights(30, 500, 0), ec.memory_bound_factor(r), "mb")
+    assert b.gamma == int(GAMMAS[np.argmax(curve)]) and b.speedup.value == pytest.approx(curve.max())
+    assert b.speedup.lo < b.speedup.value < b.speedup.hi
+    # the CI is the percentile CI of the resampled speedups E_true(g) / (1 + g r) at that g
+    direct = bootstrap_estimate(lambda cc, cl: st.E_true(cc, cl, b.gamma) / (1 + b.gamma * r), c,
+                                multinomial_weights(30, 500, 0) @ S.M, S.cols)
+    assert b.speedup.ci == pytest.approx(direct.ci)
+
+
+# -------------------------------------------------------------------------- Q1 ---
+
+
+def depth_inputs(corpora: dict[str, list[np.ndarray]], gamma: int = 6):
+    """(conditional c_1..c_g per corpus, c_2 - c_1 estimate per corpus) from real stream sums."""
+    cond, gain = {}, {}
+    for name, arrays in corpora.items():
+        S = st.stream_sums(arrays, gamma=gamma, shuffles=0)
+        c, R = S.M.sum(axis=0), multinomial_weights(len(arrays), 1000, 0) @ S.M
+        cond[name] = [float(st.depth_conditional(c, S.cols, j)) for j in range(1, gamma + 1)]
+        gain[name] = bootstrap_estimate(ec.depth_gain, c, R, S.cols)
+    return cond, gain
+
+
+def test_q1_holds_on_clustered_chains(synth):
+    # p11 = 0.95, p10 = 0.5: deeper tokens follow an accepted one (c_j ~ p11 = 0.95 for j >= 2), while a
+    # block often starts right after a rejection (c_1 mixes p10 = 0.5 in): c_2 - c_1 > 0 in every corpus.
+    rng = np.random.default_rng(0)
+    corpora = {name: [synth.markov(rng, 200, 0.95, 0.5) for _ in range(30)] for name in ("code", "prose")}
+    cond, gain = depth_inputs(corpora)
+    row = ec.q1(cond, gain)
+    assert row["verdict"] == "holds", row
+    assert all(0.93 < cond[c][2] < 0.97 for c in corpora)
+    deeper = " ".join(f"{x:.2f}" for x in cond["code"][1:])
+    assert f"code: c_1 = {cond['code'][0]:.2f}, c_2..c_6 = {deeper}, c_2 - c_1 = +" in row["evidence"]
+    assert row["id"] == "Q1" and row["seed"] == "economics" and row["evidence"].startswith("holds: ")
+
+
+def test_q1_falsified_by_an_anti_correlated_corpus(synth):
+    # p11 = 0.6 < p10 = 0.95 in one corpus: after an accepted token the next is harder, c_2 < c_1.
+    rng = np.random.default_rng(1)
+    corpora = {"code": [synth.markov(rng, 200, 0.95, 0.5) for _ in range(30)],
+               "json": [synth.markov(rng, 200, 0.6, 0.95) for _ in range(30)]}
+    row = ec.q1(*depth_inputs(corpora))
+    assert row["verdict"] == "falsified" and "below 0 in json" in row["evidence"]
+
+
+def test_q1_inconclusive_on_iid_streams(synth):
+    # i.i.d.: c_j = alpha at every depth, c_2 - c_1 = 0 in truth
+    rng = np.random.default_rng(2)
+    corpora = {"prose": [synth.iid(rng, 200, 0.8) for _ in range(30)]}
+    cond, gain = depth_inputs(corpora)
+    assert gain["prose"].lo < 0 < gain["prose"].hi
+    assert ec.q1(cond, gain)["verdict"] == "inconclusive"
+
+
+def test_q1_needs_depth_2_and_a_corpus():
+    assert ec.q1({}, {})["verdict"] == "inconclusive"
+    assert "depth 2" in ec.q1({"a": [0.5]}, {"a": Estimate()})["evidence"]
+
+
+# ------------------------------------------------------------------- Q2, Q3 ---
+
+
+@pytest.mark.parametrize("alphas, verdict", [
+    ({"prose": (0.79, 0.74, 0.83), "code": (0.92, 0.90, 0.94), "json": (0.89, 0.86, 0.91)}, "holds"),
+    ({"prose": (0.85, 0.80, 0.90), "code": (0.88, 0.84, 0.92)}, "inconclusive"),  # CIs overlap
+    ({"prose": (0.85, 0.80, 0.90)}, "inconclusive"),  # one corpus
+    ({"prose": (0.85, None, None), "code": (0.95, 0.93, 0.97)}, "inconclusive"),  # undefined CI
+])
+def test_q2(alphas, verdict):
+    row = ec.q2({c: {"value": v, "ci": [lo, hi]} for c, (v, lo, hi) in alphas.items()})
+    assert row["verdict"] == verdict, row
+    if verdict == "holds":
+        assert "0.79 [0.74, 0.83] (prose) to 0.92 [0.90, 0.94] (code)" in row["evidence"]
+        assert "spread of 0.13" in row["evidence"]
+
+
+def test_q2_real_alphas_separate(synth):
+    rng = np.random.default_rng(3)
+    ests = {}
+    for name, a in (("prose", 0.6), ("code", 0.9)):
+        S = st.stream_sums([synth.iid(rng, 100, a) for _ in range(20)], gamma=2, shuffles=0)
+        ests[name] = bootstrap_estimate(st.alpha, S.M.sum(0), multinomial_weights(20, 1000, 0) @ S.M, S.cols)
+    assert ec.q2(ests)["verdict"] == "holds"
+
+
+def bs(g, v, lo, hi, basis="memory-bound E_true(g)/(1+g r) at r=0.185"):
+    return ec.BestSpeedup(g, Estimate(value=v, ci=[lo, hi]), basis)
+
+
+def test_q3_holds_with_ratio_basis_and_realized():
+    row = ec.q3({"prose": bs(4, 1.9, 1.75, 2.05), "code": bs(7, 2.95, 2.8, 3.1)}, realized={"code": 1.05, "prose": 0.8})
+    assert row["verdict"] == "holds"
+    ev = row["evidence"]
+    assert "best code 2.95x [2.80, 3.10] at g=7, worst prose 1.90x [1.75, 2.05] at g=4: ratio 1.55" in ev
+    assert "at r=0.185" in ev and "realized (specterm confirm): code 1.05x, prose 0.80x" in ev
+
+
+def test_q3_inconclusive():
+    assert ec.q3({"prose": bs(4, 2.5, 2.2, 2.8), "code": bs(6, 2.7, 2.4, 3.0)})["verdict"] == "inconclusive"
+    assert ec.q3({"prose": bs(4, 2.5, 2.2, 2.8)})["verdict"] == "inconclusive"
+    assert ec.q3({"a": bs(None, None, None, None), "b": bs(3, 2.0, 1.9, 2.1)})["verdict"] == "inconclusive"
+
+
+def test_q3_from_real_sums(synth):
+    rng = np.random.default_rng(4)
+    out = {}
+    for name, a in (("prose", 0.55), ("code", 0.92)):
+        S = st.stream_sums([synth.iid(rng, 150, a) for _ in range(20)], gamma=2, shuffles=0)
+        out[name] = best_of(S, multinomial_weights(20, 1000, 0), ec.memory_bound_factor(0.1), "mb")
+    assert out["code"].gamma > out["prose"].gamma
+    assert ec.q3(out)["verdict"] == "holds"
+
+
+# ------------------------------------------------------------------------- Q4 ---
+
+
+def prow(policy, params, v, lo, hi):
+    return {"policy": policy, "params": params, "vs_best_fixed": {"value": v, "ci": [lo, hi]}}
+
+
+BASE = [prow("best-fixed", {"gamma": 6, "r": 0.185}, 1.0, 1.0, 1.0), prow("clairvoyant", {}, 1.3, 1.25, 1.35)]
+
+
+@pytest.mark.parametrize("adaptive, verdict, phrase", [
+    ([prow("heuristic", {"g0": 5}, 0.95, 0.93, 0.97), prow("confidence", {"tau": 0.5, "g_max": 16}, 1.04, 1.02, 1.06),
+      prow("confidence", {"tau": 0.7, "g_max": 16}, 1.01, 0.99, 1.03)], "holds",
+     "best adaptive policy: confidence stop tau=0.5, T / T_best_fixed = 1.040 [1.020, 1.060] (best fixed g=6 at r=0.185)"),
+    ([prow("heuristic", {"g0": 5}, 0.95, 0.93, 0.97), prow("confidence", {"tau": 0.5, "g_max": 16}, 0.98, 0.96, 0.99)],
+     "falsified", "every adaptive policy's CI lies below 1"),
+    ([prow("heuristic", {"g0": 5}, 0.95, 0.93, 0.97), prow("confidence", {"tau": 0.5, "g_max": 16}, 1.01, 0.99, 1.03)],
+     "inconclusive", "a CI contains 1"),
+    ([prow("heuristic", {"g0": 5}, 0.97, 0.95, 0.99)], "falsified", "no confidence stop"),
+    ([], "inconclusive", "no adaptive policy"),
+])
+def test_q4(adaptive, verdict, phrase):
+    row = ec.q4(BASE[:1] + adaptive + BASE[1:])
+    assert row["verdict"] == verdict and phrase in row["evidence"], row
+
+
+def test_q4_best_tau_ties_take_the_smallest():
+    rows = [prow("confidence", {"tau": t, "g_max": 16}, 1.02, 1.01, 1.03) for t in (0.9, 0.3, 0.5)]
+    assert ec.adaptive_candidates(rows)[0]["params"]["tau"] == 0.3
+
+
+def test_q4_from_policy_summary_with_a_perfect_confidence(synth):
+    # draft_conf 0.99 on accepted positions and 0.01 on rejected ones: the confidence stop at any tau in
+    # (0.01, 0.99] drafts exactly up to the first rejection (clairvoyant) and beats every fixed g at r > 0.
+    rng = np.random.default_rng(5)
+    arrays = [synth.markov(rng, 200, 0.9, 0.4) for _ in range(30)]
+    streams = [s for s in synth.streams("x", arrays)]
+    for s in streams:
+        s.draft_conf = np.where(s.bits == 1, 0.99, 0.01).astype(np.float32)
+    rows = policy_summary(streams, 0.185, multinomial_weights(30, 500, 0))
+    row = ec.q4(rows)
+    assert row["verdict"] == "holds" and "confidence stop tau=0.3" in row["evidence"]

@@ -1,0 +1,44 @@
+"""One home per idea: the parameters, the one throughput formula, the one tie rule and the one
+Hugging Face schedule rule, checked against hand-computed values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specterm.core import params
+from specterm.core.decide import speedup
+from specterm.core.optimum import best_gamma, best_index, curve_throughput, throughput
+from specterm.core.replay import heuristic_next
+
+
+def test_parameters():
+    assert params.GAMMAS.tolist() == list(range(1, 33))
+    assert params.R_GRID == (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
+    assert params.R_DEFAULT in params.R_GRID and params.YIELD_GAMMAS == (2, 4, 8, 16)
+    assert params.ACCELERATORS[params.DEFAULT_ACCELERATOR].ridge == pytest.approx(989.4 / 3.35)
+    assert params.DEFAULT_RIDGE == 295.0
+
+
+def test_one_throughput_formula():
+    assert throughput(10, 4, 8, 0.25) == pytest.approx(10 / 6)  # tokens / (blocks + r drafted)
+    assert np.isnan(throughput(0, 0, 0, 0.3))
+    # per block of fixed g: E(g) / (1 + g r), which is also decide's speedup
+    assert curve_throughput([2.0, 3.0], 0.5, [1, 2]).tolist() == pytest.approx([2 / 1.5, 3 / 2.0])
+    assert speedup([2.0, 3.0], [1, 2], 0.5).tolist() == curve_throughput([2.0, 3.0], 0.5, [1, 2]).tolist()
+
+
+def test_one_tie_rule():
+    assert best_gamma([1.0, 3.0, 3.0 * (1 - 1e-15), 2.0], [1, 2, 3, 4]) == 2  # tied within 1e-12: smallest g
+    assert best_gamma([1.0, 3.0, 3.0 * (1 + 1e-9)], [5, 6, 7]) == 7  # a real gain is not a tie
+    assert best_gamma([np.nan, 2.0, np.inf], [1, 2, 3]) == 2  # only finite values count
+    assert best_gamma([np.nan, np.nan]) is None and best_index([]) is None
+
+
+def test_heuristic_schedule_rule():
+    # +2 after a fully accepted block, else -1 with a floor
+    cases = [(4, 4, 1, 6), (4, 2, 1, 3), (1, 0, 1, 1), (3, 0, 2, 2), (0, 0, 0, 2)]
+    for g, k, g_min, want in cases:
+        assert heuristic_next(g, k, g_min) == want
+    g, k = np.array([4, 4, 1]), np.array([4, 2, 0])
+    assert heuristic_next(g, k, 1).tolist() == [6, 3, 1]
