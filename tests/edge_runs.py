@@ -3,7 +3,8 @@
 Each entry of EDGE_RUNS names a set of runs that stresses one corner the analytics and the screens
 must survive: a stream accepted everywhere, one rejected everywhere, a single position, a corpus of
 one prompt (beside an imported-style stream that kept only bits, no prompt text), and two model
-pairs whose streams differ in length (so column widths must change with `M`).
+pairs whose streams differ in length (so column widths must change with `M`), and user strings
+that are markup or control characters (`[/]`, ESC).
 """
 
 from __future__ import annotations
@@ -65,10 +66,20 @@ def two_pairs(root: Path) -> list[Path]:
     return [a, b]
 
 
+def odd_names(root: Path) -> list[Path]:
+    """User strings that are markup or terminal control: a corpus named `[/]`, one holding ESC and
+    a carriage return, ids with brackets and a bell; the run name has markup too."""
+    streams = [make_stream("[b]p0", "[/]", 48, 60), make_stream("p1\x07", "[/]", 40, 61),
+               make_stream("c0[/red]", "co\x1b[31mde\r", 56, 62), make_stream("c1", "co\x1b[31mde\r", 44, 63)]
+    streams[0].prompt = "[bold]not bold[/] \x1b[2J clear?"
+    return [_write(root, "odd [names]", streams)]
+
+
 EDGE_RUNS: dict[str, Callable[[Path], list[Path]]] = {
     "all-ones": all_ones,
     "all-zeros": all_zeros,
     "one-token": one_token,
     "one-prompt-corpus": one_prompt_corpus,
     "two-pairs": two_pairs,
+    "odd-names": odd_names,
 }

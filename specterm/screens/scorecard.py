@@ -6,13 +6,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from specterm.core.report import SEEDS, Report
 from specterm.screens.base import ReportScreen
 from specterm.widgets.styles import VERDICT_STYLE, verdict_markup
-from specterm.widgets.tables import fill_table
+from specterm.widgets.tables import fill_table, safe
 
 COLUMNS = [("id", "id"), ("seed", "seed"), ("verdict", "verdict"), ("prediction", "prediction / claim")]
 
@@ -27,12 +26,19 @@ class ScorecardScreen(ReportScreen):
         with VerticalScroll(id="evidence-scroll"):
             yield Static("", id="evidence")
 
+    def export_markdown(self) -> str:
+        """The scorecard table under a heading, with the context its verdicts were computed in."""
+        from specterm.core.export import TITLES, markdown_tables
+
+        table = markdown_tables(self.sapp.report)["scorecard"]
+        return f"## {TITLES['scorecard']}\n\n{self.export_context()}\n\n{table}\n"
+
     def show_report(self, report: Report) -> None:
         rows, evidence = [], []
         for seed, label in SEEDS.items():  # rows are grouped by seed: P rows, then Q rows
             entries = [e for e in report.scorecard if e.seed == seed]
             if entries:
-                evidence.append(f"[b u]{escape(label)}[/]")
+                evidence.append(f"[b u]{safe(label)}[/]")
             for entry in entries:
                 pid, verdict = entry.id, entry.verdict
                 rows.append((pid, [pid, Text(seed, style="dim"), Text(verdict, style=VERDICT_STYLE.get(verdict, "")),
@@ -40,7 +46,7 @@ class ScorecardScreen(ReportScreen):
                 text = entry.evidence
                 if text.startswith(verdict + ":"):  # the evidence usually opens with its verdict already
                     text = text[len(verdict) + 1 :].lstrip()
-                evidence.append(f"[b]{escape(pid)}[/] {verdict_markup(verdict)}: {escape(text)}")
+                evidence.append(f"[b]{safe(pid)}[/] {verdict_markup(verdict)}: {safe(text)}")
         with self.app.batch_update():
             fill_table(self.query_one("#scorecard-table", DataTable), COLUMNS, rows)
             self.query_one("#evidence", Static).update("\n\n".join(evidence) or "No scorecard in this report.")

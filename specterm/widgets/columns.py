@@ -47,3 +47,19 @@ def fit_columns(table: DataTable) -> None:
         if not column.auto_width and column.width < max(widths[widest], cell_width(column.label)):
             column.auto_width = True  # a fixed width narrower than a value would cut it
         table.update_cell(row_keys[widest], column.key, values[widest], update_width=True)
+
+
+def table_width(labels: Sequence[Any], rows: Iterable[Sequence[Any]], padding: int = 1) -> int:
+    """Cells a table needs to show every column whole: sum of column_widths + 2 padding each."""
+    widths = column_widths(labels, rows)
+    return sum(widths) + 2 * padding * len(widths)
+
+
+def ci_below(cell: Any) -> Any:
+    """'value [lo, hi]' with its CI moved to a second line ('value\\n[lo, hi]'), for narrow layouts;
+    a cell without a bracket is returned as is."""
+    if isinstance(cell, Text):
+        return Text(ci_below(cell.plain), style=cell.style)
+    text = str(cell)
+    head, sep, tail = text.partition(" [")
+    return f"{head}\n[{tail}" if sep else text
