@@ -142,6 +142,7 @@ class SpectermApp(App[Any]):
         report = analyse(runs, **self.analysis_params)
         self.pair_cache[self.model_group % len(groups)] = (runs, report)
         self.post_message(messages.ReportReady(report))
+        prewarm_screens()
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
         self.runs = message.runs
@@ -250,6 +251,20 @@ class SpectermApp(App[Any]):
             self.notify(f"Wrote {path.resolve()}", title="export")
 
         self.push_screen(ExportScreen(default), write)
+
+
+def prewarm_screens() -> None:
+    """Import every screen's module (and what it draws with: plotext, the decide core) off the UI
+    thread, so a first visit of a screen only mounts it."""
+    import importlib
+
+    for s in SCREENS:
+        try:
+            importlib.import_module(s.module)
+        except ImportError:  # the Run screen's oracle side may be absent; its visit will say so
+            pass
+    import specterm.core.decide  # noqa: F401  (Decide imports it on first show)
+    import specterm.core.optimum  # noqa: F401  (Optimum's throughput curves)
 
 
 def make_app(run_paths: Sequence[Path] = (), **kwargs: Any) -> SpectermApp:
