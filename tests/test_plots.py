@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.app import App, ComposeResult
 
+from specterm.core.report import RunLengths
 from specterm.widgets.plots import ReportPlot, draw_runlengths, log_bars, log_ticks
 
 pytestmark = pytest.mark.anyio
@@ -35,11 +36,11 @@ class PlotApp(App):
 
 
 RUNLENGTHS = {
-    "typical": {"L": [1, 2, 3, 4, 5, 6, 7, 8, 9], "count": [40, 20, 0, 5, 3, 0, 1, 0, 0],
-                "geom_expected": [35.0, 18.0, 9.0, 4.5, 2.2, 1.1, 0.6, 0.3, 0.15]},
-    "no closed run": {"L": [1, 2, 3], "count": [0, 0, 0], "geom_expected": [0.0, 0.0, 0.0]},
-    "one bin": {"L": [1], "count": [1], "geom_expected": [1.0]},
-    "empty": {},
+    "typical": RunLengths(L=[1, 2, 3, 4, 5, 6, 7, 8, 9], count=[40, 20, 0, 5, 3, 0, 1, 0, 0],
+                          geom_expected=[35.0, 18.0, 9.0, 4.5, 2.2, 1.1, 0.6, 0.3, 0.15], n_runs=69),
+    "no closed run": RunLengths(L=[1, 2, 3], count=[0, 0, 0], geom_expected=[0.0, 0.0, 0.0]),
+    "one bin": RunLengths(L=[1], count=[1], geom_expected=[1.0], n_runs=1),
+    "empty": RunLengths(L=[], count=[], geom_expected=[]),
 }
 
 
@@ -72,7 +73,7 @@ async def test_log_view_survives_redraws():
     app = PlotApp()
     async with app.run_test(size=(80, 24)) as pilot:
         plot = app.query_one(ReportPlot)
-        draw_runlengths(plot, "pooled", {"L": [1, 2], "count": [3, 1], "geom_expected": [2.5, 0.9]}, True)
+        draw_runlengths(plot, "pooled", RunLengths(L=[1, 2], count=[3, 1], geom_expected=[2.5, 0.9], n_runs=4), True)
         await pilot.pause()
         first = str(plot.render())
         assert str(plot.render()) == first
