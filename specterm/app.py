@@ -80,12 +80,24 @@ class SpectermApp(App[Any]):
         self.model_group = 0
         """Which draft/target pair is shown when the runs hold several (`m` cycles)."""
         self.n_model_groups = 1
+        self.pair_cache: dict[int, tuple[list, "Report"]] = {}
+        """Each model pair's runs and report, computed once (M back to a pair shows it at once)."""
+        self.streams_request = False
+        """True once Enter on an Overview/Decide row asked Streams to show `streams_corpus` only."""
+        self.streams_corpus: str | None = None
+        self.pair_sets: dict[int, str] = {}
+        """The corpus shown for each pair when M left it."""
         self.oracle_result: Path | None = None
         """Where the oracle's finished (or cancelled, with prompts kept) run is; run_tui_oracle returns it."""
         self.initial = initial or ("run" if oracle_config is not None else "overview")
         for s in SCREENS:
             if s.mode != "run" or oracle_config is not None:
                 self.add_mode(s.mode, partial(self._make_screen, s))
+
+    @property
+    def pair_key(self) -> int:
+        """Which model pair is shown: model_group modulo the number of pairs."""
+        return self.model_group % max(self.n_model_groups, 1)
 
     @property
     def has_oracle(self) -> bool:
@@ -105,8 +117,9 @@ class SpectermApp(App[Any]):
     def open_results(self, paths: Sequence[Path]) -> None:
         """Load runs (e.g. the oracle's output) and show the Overview."""
         self.run_paths = [Path(p) for p in paths]
+        self.pair_cache = {}
+        self.report = None  # first: a screen must never see the new runs with the old report
         self.runs = None
-        self.report = None
         self.error = None
         self.load(self.run_paths)
         self.action_switch_screen("overview")
@@ -127,7 +140,9 @@ class SpectermApp(App[Any]):
         from specterm.core.analysis import analyse
 
         report = analyse(runs, **self.analysis_params)
+        self.pair_cache[self.model_group % len(groups)] = (runs, report)
         self.post_message(messages.ReportReady(report))
+        prewarm_screens()
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
         self.runs = message.runs
@@ -146,8 +161,19 @@ class SpectermApp(App[Any]):
         if self.n_model_groups < 2:
             self.notify("All open runs share one draft/target pair.")
             return
+        self.pair_sets[self.pair_key] = self.set_name
         self.model_group += 1
-        self.open_results(self.run_paths)
+        self.report = None  # first: a screen must never see the new runs with the old report
+        self.set_name = self.pair_sets.get(self.pair_key, "pooled")
+        cached = self.pair_cache.get(self.pair_key)
+        if cached is None:  # first visit: load and analyse in the worker (the screens show loading)
+            self.runs = None
+            self.error = None
+            self.load(self.run_paths)
+            return
+        runs, report = cached
+        self.runs = runs
+        self.on_report_ready(messages.ReportReady(report))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker errors surface: a SpectermError is one sentence, shown as is."""
@@ -162,14 +188,9 @@ class SpectermApp(App[Any]):
     # -- navigation -----------------------------------------------------------------------------
     def action_switch_screen(self, mode: str) -> None:
         if mode not in self._modes:
-            self.notify("No oracle is running in this session; start one with `specterm run`.", severity="warning")
+            self.notify("no run in progress: start one with `specterm run`", severity="warning")
             return
         self.switch_mode(mode)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "switch_screen" and parameters and parameters[0] not in self._modes:
-            return None  # shown disabled in the footer
-        return True
 
     @property
     def set_names(self) -> list[str]:
@@ -230,6 +251,20 @@ class SpectermApp(App[Any]):
             self.notify(f"Wrote {path.resolve()}", title="export")
 
         self.push_screen(ExportScreen(default), write)
+
+
+def prewarm_screens() -> None:
+    """Import every screen's module (and what it draws with: plotext, the decide core) off the UI
+    thread, so a first visit of a screen only mounts it."""
+    import importlib
+
+    for s in SCREENS:
+        try:
+            importlib.import_module(s.module)
+        except ImportError:  # the Run screen's oracle side may be absent; its visit will say so
+            pass
+    import specterm.core.decide  # noqa: F401  (Decide imports it on first show)
+    import specterm.core.optimum  # noqa: F401  (Optimum's throughput curves)
 
 
 def make_app(run_paths: Sequence[Path] = (), **kwargs: Any) -> SpectermApp:

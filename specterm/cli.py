@@ -228,7 +228,10 @@ def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0, 
         read_meta(path)
     from specterm.app import make_app
 
-    make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles).run()
+    tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles)
+    tui.run()
+    if tui.return_code:  # Textual printed the traceback of an unhandled exception: the shell sees the failure
+        raise SystemExit(tui.return_code)
 
 
 @app.callback(invoke_without_command=True)

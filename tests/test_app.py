@@ -60,7 +60,7 @@ async def test_every_screen_opens(run_path):
 async def test_overview_rows_and_alpha(run_path):
     streams = fixture_streams()
     app = make_app([run_path], **FAST)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(160, 45)) as pilot:  # wide: every column (narrower drops tokens)
         await ready(app, pilot)
         rows = table_rows(app.screen.query_one("#overview-table", DataTable))
         assert [r[0] for r in rows] == ["code", "prose", "pooled"]

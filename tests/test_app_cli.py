@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from app_fixture import make_fixture_run
 from typer.testing import CliRunner
 
@@ -84,3 +85,34 @@ def test_progress_messages_merge_but_keep_saved_prompts():
     # ... except a "saved" one (it adds a point to the running-alpha sparkline), and never by other messages
     assert not saved.can_replace(generating)
     assert not generating.can_replace(OracleDone(path=None))
+
+
+def test_a_crash_in_the_app_exits_non_zero(tmp_path, monkeypatch):
+    """An unhandled exception inside the TUI ends `specterm open` with status 1, not 0."""
+    from specterm import app as app_module
+
+    class Crashing(app_module.SpectermApp):
+        def on_mount(self) -> None:
+            raise RuntimeError("boom")
+
+        def run(self, **kw):  # no terminal under pytest
+            return super().run(headless=True, **kw)
+
+    monkeypatch.setattr(app_module, "make_app", lambda runs, **kw: Crashing(runs, **kw))
+    with pytest.raises(SystemExit) as exc:
+        cli.open_tui([make_fixture_run(tmp_path)])
+    assert exc.value.code == 1
+
+
+def test_a_clean_quit_returns(tmp_path, monkeypatch):
+    from specterm import app as app_module
+
+    class Quits(app_module.SpectermApp):
+        def on_ready(self) -> None:
+            self.exit()
+
+        def run(self, **kw):
+            return super().run(headless=True, **kw)
+
+    monkeypatch.setattr(app_module, "make_app", lambda runs, **kw: Quits(runs, **kw))
+    assert cli.open_tui([make_fixture_run(tmp_path)]) is None

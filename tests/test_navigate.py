@@ -85,3 +85,62 @@ def test_rolling_alpha_matches_slices(bits, window):
 def test_piece_lookup_learns_ids_from_y():
     table = navigate.piece_lookup([(np.array([5, 7]), [" a", " b"]), (np.array([7, 9]), [" b", "c"])])
     assert table == {5: " a", 7: " b", 9: "c"}
+
+
+IDS = ["prose-01", "code-01", "code-10", "math-01", "Code-1"]
+PROMPTS = ["Write a poem about the sea.", "def fib(n): ...", None, "What is 2 + 2? Show the CODE.", "print(1)"]
+
+
+def test_search_ranks_id_matches_before_text_matches():
+    # exact id (case-insensitive) "Code-1" first, then ids starting with it, then the text match
+    assert navigate.search_prompts("code-1", IDS, PROMPTS) == [4, 2]
+    assert navigate.search_prompts("CODE", IDS, PROMPTS) == [1, 2, 4, 3]
+    assert navigate.search_prompts("-01", IDS, PROMPTS) == [0, 1, 3]
+    assert navigate.search_prompts("the sea", IDS, PROMPTS) == [0]
+    assert navigate.search_prompts("nothing like this", IDS, PROMPTS) == []
+    assert navigate.search_prompts("  ", IDS, PROMPTS) == [0, 1, 2, 3, 4]
+    assert navigate.search_prompts("fib", IDS, PROMPTS) == [1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.text("abAB-", max_size=5), st.one_of(st.none(), st.text("abAB ", max_size=8))), max_size=8),
+       st.text("abAB-", min_size=1, max_size=3))
+def test_search_finds_exactly_the_substring_matches(rows, query):
+    ids, prompts = [r[0] for r in rows], [r[1] for r in rows]
+    q = query.strip().casefold()
+    got = navigate.search_prompts(query, ids, prompts)
+    expected = {i for i, (pid, text) in enumerate(rows) if not q or q in pid.casefold() or (text is not None and q in text.casefold())}
+    assert sorted(got) == sorted(expected)
+    assert len(got) == len(set(got))
+
+
+def test_cycle_match():
+    assert navigate.cycle_match([], 3) is None
+    assert navigate.cycle_match([4, 2, 7], None) == 4
+    assert navigate.cycle_match([4, 2, 7], 5, -1) == 7
+    assert navigate.cycle_match([4, 2, 7], 4) == 2
+    assert navigate.cycle_match([4, 2, 7], 7) == 4
+    assert navigate.cycle_match([4, 2, 7], 4, -1) == 7
+
+
+@pytest.mark.parametrize("text,cursor,n,t", [
+    ("0", 5, 10, 0), ("9", 0, 10, 9), (" 42 ", 0, 100, 42),
+    ("+3", 5, 10, 8), ("+30", 5, 10, 9), ("-2", 5, 10, 3), ("- 9", 5, 10, 0),
+    ("50%", 0, 11, 5), ("100%", 0, 11, 10), ("0%", 7, 11, 0), ("33.3%", 0, 4096, 1363),
+    ("$", 0, 10, 9), ("END", 0, 10, 9), ("0", 0, 1, 0), ("+1", 0, 1, 0),
+])
+def test_jump_position(text, cursor, n, t):
+    assert navigate.jump_position(text, cursor, n) == t
+
+
+@pytest.mark.parametrize("text,n,message", [
+    ("10", 10, "past the end of this stream (t = 0..9)"),
+    ("abc", 10, "'abc' is not a position"),
+    ("", 10, "is not a position"),
+    ("1.5", 10, "is not a position"),
+    ("150%", 10, "give a percentage from 0 to 100"),
+    ("0", 0, "no positions"),
+])
+def test_jump_position_errors_are_one_sentence(text, n, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        navigate.jump_position(text, 0, n)

@@ -1,12 +1,14 @@
-"""Moving through one accept/reject stream: rejections, the longest run, a rolling alpha.
+"""Moving through streams: rejections, the longest run, a rolling alpha, finding a prompt, jumping
+to a position.
 
-Pure functions over a stream a_0..a_{n-1} (uint8, 1 = the draft's guess at t was accepted). The
-Streams screen binds keys to them; they never touch the terminal.
+Pure functions over a stream a_0..a_{n-1} (uint8, 1 = the draft's guess at t was accepted) or over
+the prompts' ids and texts. The Streams screen binds keys to them; they never touch the terminal.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+import re
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -84,3 +86,72 @@ def piece_lookup(pairs: Iterable[tuple[np.ndarray, list[str]]]) -> dict[int, str
     for ids, pieces in pairs:
         table.update(zip(np.asarray(ids).tolist(), pieces))
     return table
+
+
+def search_prompts(query: str, ids: Sequence[str], prompts: Sequence[str | None]) -> list[int]:
+    """Indices i of the prompts whose id or prompt text contains `query`, ignoring case (casefold).
+
+    Ranked best first, in list order within a rank: the id equals the query, the id starts with it,
+    the id contains it, the prompt text contains it. A query of only spaces matches every prompt
+    (the search box cleared shows them all); a prompt kept without text (None) matches by id only.
+    """
+    q = query.strip().casefold()
+    if not q:
+        return list(range(len(ids)))
+    ranked: list[tuple[int, int]] = []
+    for i, (pid, text) in enumerate(zip(ids, prompts)):
+        key = pid.casefold()
+        if key == q:
+            rank = 0
+        elif key.startswith(q):
+            rank = 1
+        elif q in key:
+            rank = 2
+        elif text is not None and q in text.casefold():
+            rank = 3
+        else:
+            continue
+        ranked.append((rank, i))
+    return [i for _, i in sorted(ranked)]
+
+
+def cycle_match(matches: Sequence[int], current: int | None, step: int = 1) -> int | None:
+    """The match `step` places after `current` in `matches` (wrapping around), the first match when
+    `current` is not among them, None when there is no match (n / N after a search)."""
+    if not matches:
+        return None
+    if current not in matches:
+        return matches[0] if step >= 0 else matches[-1]
+    return matches[(list(matches).index(current) + step) % len(matches)]
+
+
+_POSITION = re.compile(r"^\s*(?:(?P<sign>[+-])\s*(?P<rel>\d+)|(?P<abs>\d+)|(?P<pct>\d+(?:\.\d+)?)\s*%|(?P<end>\$|end))\s*$",
+                       re.IGNORECASE)
+
+
+def jump_position(text: str, cursor: int, n: int) -> int:
+    """The position t a jump request names, for a stream of n positions with the cursor at `cursor`.
+
+    `t` (0-based, 0..n-1) goes there; `+k` / `-k` move k positions from the cursor and stop at the
+    ends; `p%` goes to floor(p/100 (n - 1)); `$` or `end` to n - 1. Raises ValueError with one
+    sentence for anything else, for an absolute t past the end, or for an empty stream.
+    """
+    if n <= 0:
+        raise ValueError("this stream has no positions to jump to.")
+    m = _POSITION.match(text)
+    if m is None:
+        raise ValueError(f"'{text.strip()}' is not a position: type t (0..{n - 1}), +k, -k, p% or $.")
+    if m["end"]:
+        return n - 1
+    if m["abs"] is not None:
+        t = int(m["abs"])
+        if t >= n:
+            raise ValueError(f"t = {t} is past the end of this stream (t = 0..{n - 1}).")
+        return t
+    if m["rel"] is not None:
+        k = int(m["rel"]) * (1 if m["sign"] == "+" else -1)
+        return min(max(cursor + k, 0), n - 1)
+    pct = float(m["pct"])
+    if pct > 100:
+        raise ValueError(f"{m['pct']}% is past the end; give a percentage from 0 to 100.")
+    return int(pct / 100 * (n - 1))

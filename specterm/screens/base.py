@@ -3,15 +3,18 @@ report is ready, the chosen set (corpus or pooled), and markdown export of its s
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import DataTable, Footer, Header, Static
 
 from specterm.core.params import R_DEFAULT
+from specterm.core.text import printable
+from specterm.widgets.tables import safe
 
 if TYPE_CHECKING:
     from specterm.app import SpectermApp
@@ -30,6 +33,39 @@ class ReportScreen(Screen):
     """False for screens that only need the loaded runs (Streams)."""
     USES_SET: ClassVar[bool] = False
     """True when the screen shows one set (corpus or pooled) at a time and follows `app.set_name`."""
+    PAIR_STATE: ClassVar[tuple[str, ...]] = ()
+    """Attributes that belong to the model pair shown (r, ridge, filters): `M` saves them for the
+    pair it leaves and restores them for the pair it shows (defaults on a first visit). Every
+    table's cursor row is kept per pair as well."""
+
+    BINDINGS = [
+        Binding("j", "cursor(1)", "down", show=False, id="nav.down", tooltip="Cursor down (vim j)"),
+        Binding("k", "cursor(-1)", "up", show=False, id="nav.up", tooltip="Cursor up (vim k)"),
+        Binding("g", "cursor_end(0)", "top", show=False, id="nav.top", tooltip="Cursor to the first row (vim g)"),
+        Binding("G", "cursor_end(1)", "bottom", show=False, id="nav.bottom", tooltip="Cursor to the last row (vim G)"),
+    ]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every subclass's show_report also refreshes the breadcrumb line (pair · corpus · r)."""
+        super().__init_subclass__(**kwargs)
+        show = cls.__dict__.get("show_report")
+        if show is not None and not getattr(show, "_with_crumb", False):
+            @functools.wraps(show)
+            def with_crumb(self: "ReportScreen", report: Any) -> None:
+                show(self, report)
+                self.update_crumb()
+
+            with_crumb._with_crumb = True  # type: ignore[attr-defined]
+            cls.show_report = with_crumb  # type: ignore[method-assign]
+        show_runs = cls.__dict__.get("show_runs")
+        if show_runs is not None and not getattr(show_runs, "_with_crumb", False):
+            @functools.wraps(show_runs)
+            def runs_with_crumb(self: "ReportScreen", runs: Any) -> None:
+                show_runs(self, runs)
+                self.update_crumb()
+
+            runs_with_crumb._with_crumb = True  # type: ignore[attr-defined]
+            cls.show_runs = runs_with_crumb  # type: ignore[method-assign]
 
     @property
     def sapp(self) -> "SpectermApp":
@@ -37,15 +73,20 @@ class ReportScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header(icon="")
+        yield Static("", id="crumb", classes="crumb")
         yield Static("", id="status", classes="status")
         with Vertical(id="body"):
             yield from self.compose_body()
-        yield Footer()
+        yield Footer(show_command_palette=False)  # ^p is in the help (F1); the keys need the room
 
     def compose_body(self) -> ComposeResult:
         yield from ()
 
     def on_mount(self) -> None:
+        self._pair_defaults = {a: getattr(self, a) for a in self.PAIR_STATE}
+        self._pair_states: dict[int, dict[str, Any]] = {}
+        self._pair_shown: int | None = None
+        self._shown_width: int | None = None
         self.title = "specterm"
         self.sub_title = self.SCREEN_TITLE
         self.query_one("#body").loading = True
@@ -64,6 +105,7 @@ class ReportScreen(Screen):
         if ready is not None:
             body.loading = False
             status.display = False
+            self._switch_pair(app.pair_key)
             if self.NEEDS_REPORT:
                 self.show_report(app.report)
             else:
@@ -80,6 +122,69 @@ class ReportScreen(Screen):
         else:
             body.loading = True
             status.update("Loading the runs and computing the report ...")
+
+    # -- per-pair state -----------------------------------------------------------------------------
+    def _switch_pair(self, key: int) -> None:
+        """Keep the leaving pair's PAIR_STATE and table cursors; restore (or default) `key`'s."""
+        if key == self._pair_shown:
+            return
+        if self._pair_shown is not None:
+            state = {a: getattr(self, a) for a in self.PAIR_STATE}
+            state["_cursors"] = {t.id: t.cursor_row for t in self.query(DataTable) if t.id}
+            self._pair_states[self._pair_shown] = state
+        restored = self._pair_states.get(key, {})
+        for a, default in self._pair_defaults.items():
+            setattr(self, a, restored.get(a, default))
+        self._pair_shown = key
+        cursors = restored.get("_cursors", {})
+        if cursors:
+            self.call_after_refresh(self._restore_cursors, cursors)
+
+    def _restore_cursors(self, cursors: dict[str, int]) -> None:
+        for table in self.query(DataTable):
+            row = cursors.get(table.id or "")
+            if row is not None and 0 <= row < table.row_count:
+                table.move_cursor(row=row, animate=False)
+
+    # -- breadcrumb and width ---------------------------------------------------------------------
+    def crumb_r(self) -> float | None:
+        """The r this screen shows (the stepped r of an RStepping screen, else the run's measured r)."""
+        r = getattr(self, "r", None)
+        if r is not None:
+            return r
+        report = self.sapp.report
+        return report.pooled.r_measured if report is not None and report.pooled is not None else None
+
+    def crumb_corpus(self) -> str:
+        return self.sapp.set_name if self.USES_SET else "all corpora"
+
+    def update_crumb(self) -> None:
+        """One line on every screen: model pair · corpus · r."""
+        app = self.sapp
+        runs = app.runs or []
+        pair = "?"
+        if runs:
+            meta = runs[0].meta
+            pair = f"{short_model(model_spec(meta, 'draft'))} -> {short_model(model_spec(meta, 'target'))}"
+        if app.n_model_groups > 1:
+            pair += f" (pair {app.pair_key + 1}/{app.n_model_groups}, M next)"
+        r = self.crumb_r()
+        r_text = f"r = {r:.3f}" if r is not None else "r not measured"
+        self.query_one("#crumb", Static).update(
+            f"{safe(pair)} · {safe(self.crumb_corpus())} · {r_text}")
+
+    @property
+    def avail_width(self) -> int:
+        """Columns a full-width table may use: the screen's width less a vertical scrollbar."""
+        width = self.size.width or self.app.size.width
+        return max(width - 2, 20)
+
+    def on_resize(self, event: Any) -> None:
+        """Redraw at a new width: narrow layouts are chosen by width."""
+        width = self.size.width
+        if self._shown_width is not None and width != self._shown_width:
+            self._set_changed()
+        self._shown_width = width
 
     def _set_changed(self, _: Any = None) -> None:
         if self.sapp.report is not None:
@@ -98,13 +203,63 @@ class ReportScreen(Screen):
         return name, report.sets.get(name)
 
     def set_label(self) -> str:
-        names = self.sapp.set_names
-        return "  ".join(f"[reverse] {n} [/]" if n == self.sapp.set_name else n for n in names)
+        names = [safe(n) for n in self.sapp.set_names]
+        shown = safe(self.sapp.set_name)
+        return "  ".join(f"[reverse] {n} [/]" if n == shown else n for n in names)
+
+    def action_cursor(self, step: int) -> None:
+        """j / k: the focused widget's cursor down / up (a table row, the token view's line)."""
+        focused = self.focused
+        action = getattr(focused, "action_cursor_down" if step > 0 else "action_cursor_up", None)
+        if action is None:
+            action = getattr(focused, "action_line", None)
+            if action is not None:
+                action(step)
+                return
+        if action is not None:
+            action()
+
+    def action_cursor_end(self, last: int) -> None:
+        """g / G: the focused table's first / last row (the token view's first / last token)."""
+        focused = self.focused
+        if isinstance(focused, DataTable):
+            if focused.row_count:
+                focused.move_cursor(row=focused.row_count - 1 if last else 0, animate=False)
+            return
+        action = getattr(focused, "action_last" if last else "action_first", None)
+        if action is not None:
+            action()
 
     def export_markdown(self) -> str:
         """What `e` writes: this screen's sections of export.markdown_tables, each under its title
-        as in `specterm report --format md`."""
+        as in `specterm report --format md` (the report's own context is its parameters)."""
         return screen_markdown(self.sapp.report, self.EXPORT_SECTIONS)
+
+    def export_context(self) -> str:
+        """One markdown line: the runs, the model pair and the r the shown numbers were computed at."""
+        app = self.sapp
+        runs = app.runs or []
+        names = ", ".join(printable(r.name) for r in runs) or "?"
+        pair = "?"
+        if runs:
+            meta = runs[0].meta
+            pair = f"{printable(str(model_spec(meta, 'draft') or '?'))} -> {printable(str(model_spec(meta, 'target') or '?'))}"
+        r = self.crumb_r()
+        r_text = f"r = {r:.3f}" if r is not None else "r not measured"
+        return f"run: {names} · pair: {pair} · {r_text}"
+
+
+def model_spec(meta: dict, role: str) -> Any:
+    """meta[role]["spec"] (or meta[role] when it is a plain string)."""
+    value = meta.get(role)
+    return value.get("spec") if isinstance(value, dict) else value
+
+
+def short_model(spec: Any) -> str:
+    """A model spec shortened for the breadcrumb: its last path part that is not 'model.gguf'."""
+    text = str(spec or "?")
+    parts = [p for p in text.replace("\\", "/").split("/") if p and not p.endswith(".gguf")]
+    return parts[-1] if parts else text
 
 
 def screen_markdown(report: Report, sections: tuple[str, ...]) -> str:

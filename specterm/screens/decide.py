@@ -16,8 +16,9 @@ from specterm.core.hardware import MEMORY_BOUND_LABEL
 from specterm.core.export import hardware_table, markdown_table, text_table
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
 from specterm.core.report import Report
+from specterm.core.text import printable
 from specterm.screens.base import ReportScreen, RStepping, r_bindings
-from specterm.widgets.tables import MISSING, fill_table, fmt_num, is_num
+from specterm.widgets.tables import MISSING, fill_table, fmt_num, is_num, safe
 
 COLUMNS = [("set", "corpus"), ("g_true", "g"), ("s_true", "speedup"), ("g_iid", "iid g"), ("s_iid", "iid promise"),
            ("s_fact", "iid in fact"), ("bstar", "stop above batch")]
@@ -51,11 +52,12 @@ class DecideScreen(RStepping, ReportScreen):
     EXPORT_NAME = "decide"
     EXPORT_SECTIONS = ("decide",)
     AUTO_FOCUS = "#decide-table"
+    PAIR_STATE = ("r", "preset", "ridge_custom")
 
     BINDINGS = [
-        Binding("a", "accelerator(1)", "accelerator", id="decide.accelerator", tooltip="Next accelerator preset"),
+        Binding("a", "accelerator(1)", "accel", id="decide.accelerator", tooltip="Next accelerator preset"),
         Binding("A", "accelerator(-1)", "prev accelerator", show=False, id="decide.accelerator_prev"),
-        Binding("i", "custom_ridge", "custom ridge", id="decide.ridge", tooltip="Type a ridge I* in FLOP/byte"),
+        Binding("i", "custom_ridge", "ridge", id="decide.ridge", tooltip="Type a ridge I* in FLOP/byte"),
         *r_bindings("decide", show_measured=False),
         Binding("escape", "leave_input", "back", show=False, id="decide.leave_input"),
     ]
@@ -77,6 +79,12 @@ class DecideScreen(RStepping, ReportScreen):
         with VerticalScroll(id="verdict-scroll"):
             yield Static("", id="verdicts")
             yield Static("", id="hw-card")
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a corpus row: Streams, filtered to that corpus (pooled: every corpus)."""
+        from specterm.screens.overview import open_streams_for
+
+        open_streams_for(self, event.row_key.value if event.row_key is not None else None)
 
     # -- state ------------------------------------------------------------------------------------
     @property
@@ -100,11 +108,11 @@ class DecideScreen(RStepping, ReportScreen):
                 d = decision(s, self.r, self.ridge)
             except SpectermError as exc:
                 rows.append((name, [name] + [MISSING] * 6))
-                verdicts.append(f"[b]{escape(name)}[/]: {escape(str(exc))}")
+                verdicts.append(f"[b]{safe(name)}[/]: {safe(exc)}")
                 continue
             rows.append((name, [name, fmt_num(d.gamma_true), speed(d.speedup_true), fmt_num(d.gamma_iid),
                                 speed(d.speedup_iid), speed(d.speedup_true_at_gamma_iid), fmt_num(d.batch_crossover, 0)]))
-            verdicts.append(f"[b]{escape(name)}[/]: {escape(d.verdict)}")
+            verdicts.append(f"[b]{safe(name)}[/]: {safe(d.verdict)}")
         if self.ridge_custom is not None:
             acc = f"custom ridge I* = {self.ridge_custom:g} FLOP/byte"
         else:

@@ -1,4 +1,8 @@
-"""Where should the markdown go? A small modal with the default path filled in; Enter writes."""
+"""Where should the markdown go? A small modal with the default path filled in; Enter writes.
+
+Never overwrites without asking: the default offered is the first free name (specterm-x.md,
+specterm-x-2.md, ...), and Enter on a path that exists only warns; a second Enter on the same
+path confirms the overwrite."""
 
 from __future__ import annotations
 
@@ -8,7 +12,19 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
+from textual.markup import escape
 from textual.widgets import Input, Static
+
+
+def free_path(path: Path) -> Path:
+    """`path` if nothing is there, else the first of stem-2, stem-3, ... (same folder and suffix)
+    that is free."""
+    if not path.exists():
+        return path
+    k = 2
+    while (candidate := path.with_name(f"{path.stem}-{k}{path.suffix}")).exists():
+        k += 1
+    return candidate
 
 
 class ExportScreen(ModalScreen[Path | None]):
@@ -18,19 +34,31 @@ class ExportScreen(ModalScreen[Path | None]):
 
     def __init__(self, default: Path) -> None:
         super().__init__()
-        self.default = default
+        self.default = free_path(default)
+        self.confirm: Path | None = None
+        """A path that exists and was warned about: Enter on it again overwrites."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export-box"):
             yield Static("[b]Export markdown[/] to (Enter writes, Escape cancels):")
             yield Input(value=str(self.default), id="export-path")
+            yield Static("", id="export-warning")
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         value = event.value.strip()
-        self.dismiss(Path(value).expanduser() if value else None)
+        if not value:
+            self.dismiss(None)
+            return
+        path = Path(value).expanduser()
+        if path.exists() and path != self.confirm:
+            self.confirm = path
+            self.query_one("#export-warning", Static).update(
+                f"[b $warning]{escape(str(path))} exists:[/] Enter again overwrites it; edit the path to keep it.")
+            return
+        self.dismiss(path)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

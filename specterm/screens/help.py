@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -36,6 +38,10 @@ def key_rows(app) -> list[tuple[str, str, str]]:
         table += rows(s.title, vars(screen_class(s)).get("BINDINGS", []))
         if s.mode == "streams":
             table += rows("Streams tokens", TokenView.BINDINGS)
+    from specterm.screens.base import ReportScreen
+
+    table += rows("every screen", ReportScreen.BINDINGS)
+    table.append(("every screen", "enter", "Overview / Decide: open Streams filtered to the corpus of the row"))
     table.append(("everywhere", "tab, shift+tab", "Move the focus (prompt list, token view, tables)"))
     return table
 
@@ -58,12 +64,16 @@ class HelpScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns("key", "what")
+        key_width = max((len(key) for _, key, _ in self.rows), default=3)
+        # the box: 90% of the screen, at most 100, less border, padding, cell padding and a scrollbar
+        width = min(int(self.app.size.width * 0.9), 100) - 4 - key_width - 4 - 2
         section = None
         for where, key, what in self.rows:
             if where != section:  # a heading row per screen
                 section = where
                 table.add_row(Text(""), Text(where, style="bold underline"))
-            table.add_row(Text(key, style="bold"), Text(what))
+            lines = textwrap.wrap(what, max(width, 20)) or [""]
+            table.add_row(Text(key, style="bold"), Text("\n".join(lines)), height=len(lines))
         table.focus()
 
     async def action_dismiss(self, result: None = None) -> None:

@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Static
 
 from specterm.core.params import YIELD_GAMMAS
 from specterm.core.report import Report
+from specterm.core.text import printable
 from specterm.screens.base import ReportScreen, RStepping, r_bindings, set_bindings
 from specterm.widgets.plots import ReportPlot, draw_optimum, draw_throughput
 from specterm.widgets.tables import fill_table, fmt_ci, fmt_num
@@ -23,10 +24,11 @@ class OptimumScreen(RStepping, ReportScreen):
     EXPORT_NAME = "optimum"
     EXPORT_SECTIONS = ("optimum", "yield")
     USES_SET = True
+    PAIR_STATE = ("r",)
 
     BINDINGS = [
         *set_bindings("optimum"),
-        *r_bindings("optimum", " for the throughput curves", "Back to the run's measured r"),
+        *r_bindings("optimum", " for the throughput curves", "Back to the run's measured r", show_measured=False),
     ]
 
     def __init__(self) -> None:
@@ -71,6 +73,6 @@ class OptimumScreen(RStepping, ReportScreen):
             self.query_one("#set-bar", Static).update(
                 f"{self.set_label()}   r = [b]{r:.3f}[/] ({mtext}){gstar}"
             )
-            draw_optimum(self.query_one("#gstar-plot", ReportPlot), name, s.optimum, measured, r)
+            draw_optimum(self.query_one("#gstar-plot", ReportPlot), printable(name), s.optimum, measured, r)
             if curve.gamma:
                 draw_throughput(self.query_one("#curve-plot", ReportPlot), throughput_curve(s, r), r)

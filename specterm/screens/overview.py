@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from specterm.core.export import deficit_cell, est, fmt
 from specterm.core.report import SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen
+from specterm.widgets.columns import ci_below, table_width
 from specterm.widgets.styles import verdict_markup
-from specterm.widgets.tables import fill_table, is_num
+from specterm.widgets.tables import fill_table, is_num, safe
 
 COLUMNS = [
     ("set", "corpus"),
@@ -23,6 +23,22 @@ COLUMNS = [
     ("dispersion", "D/D_geom [CI]"),
     ("deficit", "deficit = hetero + temporal [CI]"),
 ]
+NARROW = [("set", "corpus"), ("streams", "n"), ("alpha", "alpha"), ("autocorr", "p11-p10"),
+          ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp")]
+"""At widths where COLUMNS do not fit: tokens, beta_bar and gate left out, CIs on a second line."""
+
+
+def narrow_row(cells: list[str]) -> list[str]:
+    """A COLUMNS row cut down to NARROW (name, n, alpha, then the three estimates, CI below)."""
+    name, n, _tokens, alpha, _beta, _gate, autocorr, dispersion, deficit = cells
+    return [name, n, alpha, ci_below(autocorr), ci_below(dispersion), ci_below(deficit)]
+
+
+def layout(rows: list[tuple[str, list[str]]], width: int) -> tuple[list, list]:
+    """(columns, rows): the wide table when it fits in `width` cells, else the narrow one."""
+    if table_width([label for _, label in COLUMNS], [cells for _, cells in rows]) <= width:
+        return COLUMNS, rows
+    return NARROW, [(key, narrow_row(cells)) for key, cells in rows]
 
 
 def set_row(s: SetReport) -> list[str]:
@@ -39,15 +55,23 @@ def set_row(s: SetReport) -> list[str]:
     ]
 
 
+def open_streams_for(screen: ReportScreen, corpus: str | None) -> None:
+    """Switch to Streams with its list filtered to `corpus` (None or "pooled": every corpus)."""
+    app = screen.sapp
+    app.streams_corpus = None if corpus in (None, "pooled") else corpus
+    app.streams_request = True
+    app.action_switch_screen("streams")
+
+
 def run_lines(report: Report) -> list[str]:
     """One line per run of the report: name, draft -> target, device/dtype, measured r, prompts."""
     lines = []
     for run in report.runs:
         device = " ".join(str(x) for x in (run.device, run.dtype) if x)
         parts = [
-            f"[b]{escape(run.name)}[/]",
-            f"draft {escape(str(run.draft or '?'))} -> target {escape(str(run.target or '?'))}",
-            escape(device or "device ?"),
+            f"[b]{safe(run.name)}[/]",
+            f"draft {safe(run.draft or '?')} -> target {safe(run.target or '?')}",
+            safe(device or "device ?"),
             f"r = {run.r_measured:.3f}" if is_num(run.r_measured) else "r not measured",
             f"{run.n_streams} prompts",
         ]
@@ -59,6 +83,11 @@ class OverviewScreen(ReportScreen):
     SCREEN_TITLE = "Overview"
     EXPORT_NAME = "overview"
     EXPORT_SECTIONS = ("overview",)
+    AUTO_FOCUS = "#overview-table"
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a corpus row: Streams, filtered to that corpus (pooled: every corpus)."""
+        open_streams_for(self, event.row_key.value if event.row_key is not None else None)
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="overview-meta", classes="meta")
@@ -68,8 +97,9 @@ class OverviewScreen(ReportScreen):
 
     def show_report(self, report: Report) -> None:
         table = self.query_one("#overview-table", DataTable)
+        columns, rows = layout([(name, [name, *set_row(s)]) for name, s in report.ordered_sets()], self.avail_width)
         with self.app.batch_update():
-            fill_table(table, COLUMNS, ((name, [name, *set_row(s)]) for name, s in report.ordered_sets()))
+            fill_table(table, columns, rows)
         self.query_one("#overview-meta", Static).update("\n".join(run_lines(report)))
         pooled = report.pooled
         note = [
@@ -85,7 +115,7 @@ class OverviewScreen(ReportScreen):
         self.query_one("#overview-note", Static).update("[dim]" + "\n".join(note) + "[/]")
         lines = ["[dim]scorecard (7 for the evidence)[/]"]
         for seed in SEEDS:  # one line per seed: measurement (P rows), economics (Q rows)
-            verdicts = "  ".join(f"[b]{escape(p.id)}[/] {verdict_markup(p.verdict)}" for p in report.scorecard if p.seed == seed)
+            verdicts = "  ".join(f"[b]{safe(p.id)}[/] {verdict_markup(p.verdict)}" for p in report.scorecard if p.seed == seed)
             if verdicts:
                 lines.append(f"{seed:<11}  {verdicts}")
         self.query_one("#overview-verdicts", Static).update("\n".join(lines))

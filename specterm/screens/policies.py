@@ -11,12 +11,16 @@ from textual.widgets import DataTable, Static
 
 from specterm.core.report import Depth, PolicyRow, Report
 from specterm.screens.base import ReportScreen, set_bindings
+from specterm.widgets.columns import ci_below, table_width
 from specterm.widgets.tables import MISSING, fill_table, fmt_ci, fmt_num, is_num
 
 POLICY_COLUMNS = [
     ("policy", "policy"), ("params", "params"), ("tpb", "tok/block"), ("dpb", "drafted/block"),
     ("T", "T [CI]"), ("best", "vs best fixed [CI]"), ("clair", "vs clairvoyant [CI]"),
 ]
+NARROW_COLUMNS = [("policy", "policy"), ("params", "params"), ("T", "T"), ("best", "vs best fixed"),
+                  ("clair", "vs clairvoyant")]
+"""Where POLICY_COLUMNS do not fit: tokens and drafted per block left out, CIs on a second line."""
 DEPTH_COLUMNS = [("j", "depth j"), ("cond", "P(j acc | 1..j-1 acc)"), ("cond_iid", "iid: alpha"),
                  ("uncond", "P(accepted >= j)"), ("uncond_iid", "iid: alpha^j")]
 
@@ -39,6 +43,13 @@ def policy_row(row: PolicyRow) -> list[Any]:
     ]
 
 
+def policy_layout(rows: list[tuple[str, list[Any]]], width: int) -> tuple[list, list]:
+    """(columns, rows): every column when they fit in `width` cells, else NARROW_COLUMNS."""
+    if table_width([label for _, label in POLICY_COLUMNS], [cells for _, cells in rows]) <= width:
+        return POLICY_COLUMNS, rows
+    return NARROW_COLUMNS, [(k, [c[0], c[1], ci_below(c[4]), ci_below(c[5]), ci_below(c[6])]) for k, c in rows]
+
+
 def depth_rows(depth: Depth) -> list[tuple[str, list[str]]]:
     """One row per depth j = 1..g from the set's Depth."""
     cols = [depth.conditional, depth.conditional_iid, depth.unconditional, depth.unconditional_iid]
@@ -57,12 +68,20 @@ class PoliciesScreen(ReportScreen):
     USES_SET = True
 
     BINDINGS = set_bindings("policies")
+    AUTO_FOCUS = "#policies-table"
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="set-bar", classes="set-bar")
         yield DataTable(id="policies-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="depth-title", classes="pane-title")
         yield DataTable(id="depth-table", cursor_type="row", zebra_stripes=True)
+
+    def crumb_r(self) -> float | None:
+        report = self.sapp.report
+        if report is None:
+            return None
+        _, s = self.current_set(report)
+        return s.r_measured if is_num(s.r_measured) else report.params.r_default
 
     def show_report(self, report: Report) -> None:
         name, s = self.current_set(report)
@@ -75,7 +94,7 @@ class PoliciesScreen(ReportScreen):
             self.query_one("#set-bar", Static).update(
                 f"{self.set_label()}   T = tokens / (blocks + r drafted) {r_text}"
             )
-            fill_table(self.query_one("#policies-table", DataTable), POLICY_COLUMNS, rows)
+            fill_table(self.query_one("#policies-table", DataTable), *policy_layout(rows, self.avail_width))
             self.query_one("#depth-title", Static).update(
                 f"acceptance by depth, g = {depth.gamma} (vs your engine's per-position counters)"
             )

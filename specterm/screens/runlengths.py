@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
 from specterm.core.report import Report
+from specterm.core.text import printable
 from specterm.screens.base import ReportScreen, set_bindings
 from specterm.widgets.plots import ReportPlot, draw_runlengths
 from specterm.widgets.position import draw_position
@@ -26,7 +27,7 @@ class RunLengthsScreen(ReportScreen):
     BINDINGS = [
         *set_bindings("runlengths"),
         Binding("y", "log_y", "log y", id="runlengths.log", tooltip="Toggle a logarithmic count axis"),
-        Binding("w", "by_position", "by position", id="runlengths.position",
+        Binding("w", "by_position", "position", id="runlengths.position",
                 tooltip="Swap the histogram for alpha by position in y (warm-up), and back"),
     ]
 
@@ -54,10 +55,11 @@ class RunLengthsScreen(ReportScreen):
             if name in names:
                 table.move_cursor(row=names.index(name), animate=False)
             self.query_one("#set-bar", Static).update(self.set_label())
+            label = printable(name)
             if self.by_position:
-                draw_position(self.query_one(ReportPlot), name, current.position, current.alpha)
+                draw_position(self.query_one(ReportPlot), label, current.position, current.alpha)
             else:
-                draw_runlengths(self.query_one(ReportPlot), name, current.runlengths, self.log_y)
+                draw_runlengths(self.query_one(ReportPlot), label, current.runlengths, self.log_y)
 
     def action_log_y(self) -> None:
         self.log_y = not self.log_y

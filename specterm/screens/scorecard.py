@@ -3,18 +3,26 @@ with its computed verdict and the numbers behind it."""
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from specterm.core.report import SEEDS, Report
 from specterm.screens.base import ReportScreen
 from specterm.widgets.styles import VERDICT_STYLE, verdict_markup
-from specterm.widgets.tables import fill_table
+from specterm.widgets.tables import fill_table, safe
 
 COLUMNS = [("id", "id"), ("seed", "seed"), ("verdict", "verdict"), ("prediction", "prediction / claim")]
+NARROW = [("id", "id"), ("verdict", "verdict"), ("prediction", "prediction / claim")]
+"""Below 100 columns the seed column is left out (the evidence below is headed by seed)."""
+
+
+def wrapped(text: str, width: int) -> str:
+    """Free text wrapped at word boundaries to `width` cells (a prediction is never cut)."""
+    return "\n".join(textwrap.wrap(text, max(width, 16))) or text
 
 
 class ScorecardScreen(ReportScreen):
@@ -27,20 +35,32 @@ class ScorecardScreen(ReportScreen):
         with VerticalScroll(id="evidence-scroll"):
             yield Static("", id="evidence")
 
+    def export_markdown(self) -> str:
+        """The scorecard table under a heading, with the context its verdicts were computed in."""
+        from specterm.core.export import TITLES, markdown_tables
+
+        table = markdown_tables(self.sapp.report)["scorecard"]
+        return f"## {TITLES['scorecard']}\n\n{self.export_context()}\n\n{table}\n"
+
     def show_report(self, report: Report) -> None:
         rows, evidence = [], []
+        narrow = self.avail_width < 100
+        columns = NARROW if narrow else COLUMNS
+        # what is left for the prediction: ids (3) and verdicts (12) and seeds (11), 2 padding each
+        room = self.avail_width - (3 + 12 + 2 * 2) - (0 if narrow else 11 + 2) - 2
         for seed, label in SEEDS.items():  # rows are grouped by seed: P rows, then Q rows
             entries = [e for e in report.scorecard if e.seed == seed]
             if entries:
-                evidence.append(f"[b u]{escape(label)}[/]")
+                evidence.append(f"[b u]{safe(label)}[/]")
             for entry in entries:
                 pid, verdict = entry.id, entry.verdict
-                rows.append((pid, [pid, Text(seed, style="dim"), Text(verdict, style=VERDICT_STYLE.get(verdict, "")),
-                                   Text(entry.prediction)]))
+                cells = [pid, Text(seed, style="dim"), Text(verdict, style=VERDICT_STYLE.get(verdict, "")),
+                         Text(wrapped(entry.prediction, room))]
+                rows.append((pid, [cells[0], *cells[2:]] if narrow else cells))
                 text = entry.evidence
                 if text.startswith(verdict + ":"):  # the evidence usually opens with its verdict already
                     text = text[len(verdict) + 1 :].lstrip()
-                evidence.append(f"[b]{escape(pid)}[/] {verdict_markup(verdict)}: {escape(text)}")
+                evidence.append(f"[b]{safe(pid)}[/] {verdict_markup(verdict)}: {safe(text)}")
         with self.app.batch_update():
-            fill_table(self.query_one("#scorecard-table", DataTable), COLUMNS, rows)
+            fill_table(self.query_one("#scorecard-table", DataTable), columns, rows)
             self.query_one("#evidence", Static).update("\n\n".join(evidence) or "No scorecard in this report.")

@@ -11,32 +11,61 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.markup import escape
-from textual.widgets import DataTable, Sparkline, Static
+from textual.widgets import DataTable, Input, Sparkline, Static
 
 from specterm.core import navigate
 from specterm.screens.base import ReportScreen
 from specterm.core.export import markdown_table
-from specterm.widgets.tables import fill_table, fmt_num
+from specterm.widgets.columns import table_width
+from specterm.widgets.tables import fill_table, fmt_num, safe
 from specterm.widgets.tokens import TokenView, token_labels
 
 ROLLING_WINDOW = 16
 SORTS = ("run order", "alpha ascending", "alpha descending")
-PROMPT_COLUMNS = [("id", "prompt"), ("corpus", "corpus"), ("alpha", "alpha"), ("n", "n"), ("gate", "gate")]
+PROMPT_COLUMNS = [("id", "prompt"), ("alpha", "alpha"), ("n", "n"), ("corpus", "corpus"), ("gate", "gate")]
+"""The prompt list's columns; where the pane is too narrow for all, gate then corpus are left out
+(both are on the head line of the prompt shown) and a long id ends in an ellipsis."""
+
+
+def list_pane_width(screen_width: int) -> int:
+    """Cells of the prompt pane: 45% of the screen, at least 36 and at most 60 (app.tcss)."""
+    return min(max(int(screen_width * 0.45), 36), 60)
+
+
+def fit_id(text: str, cells: int) -> str:
+    """A prompt id shortened to `cells` with a trailing ellipsis (free text: the only cut allowed)."""
+    from rich.cells import cell_len, set_cell_size
+
+    if cell_len(text) <= cells:
+        return text
+    return set_cell_size(text, max(cells - 1, 1)) + "…"
+
+
+def prompt_layout(rows: list[tuple[str, list[Any]]], width: int) -> tuple[list, list]:
+    """(columns, rows) that fit in `width` cells: drop gate, then corpus, then shorten ids."""
+    for k in (5, 4, 3):
+        cols = PROMPT_COLUMNS[:k]
+        cut = [(key, cells[:k]) for key, cells in rows]
+        if table_width([label for _, label in cols], [c for _, c in cut]) <= width:
+            return cols, cut
+    cols = PROMPT_COLUMNS[:3]
+    others = table_width([label for _, label in cols[1:]], [c[1:3] for _, c in rows])
+    cells = max(width - others - 2, 6)
+    return cols, [(key, [Text(fit_id(c[0].plain, cells)), c[1], c[2]]) for key, c in rows]
 
 
 def quote(piece: str | None) -> str:
     """A token's text for the info line: repr-like quotes, escapes visible, markup-safe."""
     if piece is None:
         return "?"
-    return escape(repr(piece))
+    return safe(repr(piece))
 
 
 def prompt_cells(stream: Any) -> list[Any]:
     """Cells of one prompt-list row: id, corpus, alpha, n, gate rate (a failed gate is flagged)."""
     gate = stream.gate_rate
     gate_cell = Text(f"{gate:.3f}", style="bold red" if gate < 1.0 else "")
-    return [Text(stream.id), Text(stream.corpus), fmt_num(navigate.stream_alpha(stream.a)), str(stream.n), gate_cell]
+    return [Text(stream.id), fmt_num(navigate.stream_alpha(stream.a)), str(stream.n), Text(stream.corpus), gate_cell]
 
 
 class StreamsScreen(ReportScreen):
@@ -44,15 +73,20 @@ class StreamsScreen(ReportScreen):
     EXPORT_NAME = "streams"
     NEEDS_REPORT = False
     AUTO_FOCUS = "#tokens"
+    PAIR_STATE = ("corpus_filter", "sort", "remember")
 
     BINDINGS = [
-        Binding("n", "prompt(1)", "next", id="streams.next_prompt", tooltip="Next prompt in the list"),
+        Binding("slash", "search", "search", id="streams.search", tooltip="Find a prompt by id or text (n / N: next / previous match)"),
+        Binding("colon", "jump", "jump", show=False, id="streams.jump", tooltip="Jump the cursor to position t (+k, -k, p%, $ too)"),
+        Binding("n", "prompt(1)", "next", id="streams.next_prompt", tooltip="Next match of a search, else the next prompt"),
+        Binding("N", "prompt(-1)", "prev match", show=False, id="streams.prev_match", tooltip="Previous match of a search, else the previous prompt"),
         Binding("p", "prompt(-1)", "prev prompt", show=False, id="streams.prev_prompt", tooltip="Previous prompt in the list"),
         Binding("r", "rejection(1)", "reject", id="streams.next_rejection", tooltip="Cursor to the next rejected token"),
         Binding("R", "rejection(-1)", "prev reject", show=False, id="streams.prev_rejection", tooltip="Cursor to the previous rejected token"),
-        Binding("l", "longest_run", "longest", id="streams.longest_run", tooltip="Cursor to the start of the longest accepted run"),
+        Binding("l", "longest_run", "longest", show=False, id="streams.longest_run", tooltip="Cursor to the start of the longest accepted run"),
         Binding("c", "filter_corpus", "corpus", id="streams.corpus", tooltip="Show one corpus at a time, or all"),
-        Binding("s", "sort", "sort", id="streams.sort", tooltip="Sort prompts: run order, alpha up, alpha down"),
+        Binding("s", "sort", "sort", show=False, id="streams.sort", tooltip="Sort prompts: run order, alpha up, alpha down"),
+        Binding("escape", "leave_input", "back", show=False, id="streams.leave_input"),
     ]
 
     def __init__(self) -> None:
@@ -63,14 +97,32 @@ class StreamsScreen(ReportScreen):
         self.corpus_filter: str | None = None
         self.sort = 0
         self.lookup: dict[tuple[str, int], str] = {}
+        self.matches: list[int] = []
+        """Stream indices that match the last `/` search, best first (n / N cycle them)."""
+        self.pending: tuple[str, str, int] | None = None
+        """(run, id, token cursor) to show once the streams are there (M back to this pair)."""
+
+    @property
+    def remember(self) -> tuple[str, str, int] | None:
+        """The prompt shown and its token cursor, kept per model pair."""
+        s = self._stream()
+        if s is None:
+            return None
+        return (s.run, s.id, self.query_one(TokenView).cursor)
+
+    @remember.setter
+    def remember(self, value: tuple[str, str, int] | None) -> None:
+        self.pending = value
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="streams-split"):
             with Vertical(id="prompt-pane"):
                 yield Static("", id="prompt-filter", classes="pane-title")
+                yield Input(placeholder="/ prompt id or text", id="search-input")
                 yield DataTable(id="prompts", cursor_type="row", zebra_stripes=True)
             with Vertical(id="stream-pane"):
                 yield Static("", id="stream-head", classes="pane-title")
+                yield Input(placeholder=": position t, +k, -k, p% or $", id="jump-input")
                 yield TokenView(id="tokens")
                 yield Static("", id="cursor-info")
                 yield Static("rolling alpha (window 16)", id="rolling-label", classes="dim")
@@ -84,9 +136,38 @@ class StreamsScreen(ReportScreen):
         self.streams = streams
         self.selected = None
         self.lookup = {}
+        self.matches = []
+        self._take_request()
         self._refresh_list()
+        self._restore_pending()
         self.query_one(TokenView).focus()
         self._build_lookup(runs)
+
+    def _take_request(self) -> bool:
+        """Apply a corpus filter asked for by Enter on an Overview/Decide row (once)."""
+        app = self.sapp
+        if not getattr(app, "streams_request", False):
+            return False
+        app.streams_request = False
+        corpus = getattr(app, "streams_corpus", None)
+        self.corpus_filter = corpus if corpus in {s.corpus for s in self.streams} else None
+        return True
+
+    def on_screen_resume(self) -> None:
+        if self.streams and self._take_request():
+            self._refresh_list()
+
+    def _restore_pending(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return
+        run, sid, cursor = pending
+        index = next((i for i, s in enumerate(self.streams) if s.run == run and s.id == sid), None)
+        if index is None or index not in self.shown:
+            return
+        self.query_one("#prompts", DataTable).move_cursor(row=self.shown.index(index), animate=False)
+        self.select(index)
+        self.query_one(TokenView).move_to(min(cursor, max(self.streams[index].n - 1, 0)))
 
     @work(thread=True, exclusive=True, group="streams-lookup", exit_on_error=False)
     def _build_lookup(self, runs: list) -> None:
@@ -109,11 +190,13 @@ class StreamsScreen(ReportScreen):
             order = [order[j] for j in (ranked if self.sort == 1 else ranked[::-1])]
         self.shown = order
         table = self.query_one("#prompts", DataTable)
+        width = list_pane_width(self.size.width or self.app.size.width) - 3  # a vertical scrollbar
+        columns, rows = prompt_layout([(str(i), prompt_cells(self.streams[i])) for i in order], width)
         with self.app.batch_update():
-            fill_table(table, PROMPT_COLUMNS, ((str(i), prompt_cells(self.streams[i])) for i in order))
+            fill_table(table, columns, rows)
         corpus = self.corpus_filter or "all corpora"
         self.query_one("#prompt-filter", Static).update(
-            f"{len(order)} prompts · {escape(corpus)} · {SORTS[self.sort]}"
+            f"{len(order)} prompts · {safe(corpus)} · {SORTS[self.sort]}"
         )
         if self.selected in order:
             table.move_cursor(row=order.index(self.selected), animate=False)
@@ -128,9 +211,9 @@ class StreamsScreen(ReportScreen):
         self.selected = index
         s = self.streams[index]
         view = self.query_one(TokenView)
-        view.set_stream(token_labels(s.pieces, s.bits), s.bits, s.valid_len)
-        where = f"{escape(s.run)}: " if len({st.run for st in self.streams}) > 1 else ""
-        head = (f"[b]{where}{escape(s.corpus)}/{escape(s.id)}[/]  alpha {fmt_num(navigate.stream_alpha(s.a))}"
+        view.set_stream(token_labels(s.pieces, s.bits), s.bits, s.valid_len, prompt=s.prompt)
+        where = f"{safe(s.run)}: " if len({st.run for st in self.streams}) > 1 else ""
+        head = (f"[b]{where}{safe(s.corpus)}/{safe(s.id)}[/]  alpha {fmt_num(navigate.stream_alpha(s.a))}"
                 f"  n {s.n}  gate {s.gate_rate:.3f}")
         if s.valid_len < s.n:
             head += f"  [b $error]gate fails at t = {s.valid_len}: later positions excluded[/]"
@@ -149,6 +232,14 @@ class StreamsScreen(ReportScreen):
 
     def action_prompt(self, step: int) -> None:
         if not self.shown:
+            return
+        matches = [i for i in self.matches if i in self.shown]
+        if matches:
+            index = navigate.cycle_match(matches, self.selected, step)
+            if index is not None:
+                self.query_one("#prompts", DataTable).move_cursor(row=self.shown.index(index), animate=False)
+                self.select(index)
+                self.notify(f"match {matches.index(index) + 1} of {len(matches)}", timeout=2)
             return
         pos = self.shown.index(self.selected) if self.selected in self.shown else -1
         pos = min(max(pos + step, 0), len(self.shown) - 1)
@@ -182,6 +273,58 @@ class StreamsScreen(ReportScreen):
         options: list[str | None] = [None, *corpora]
         self.corpus_filter = options[(options.index(self.corpus_filter) + 1) % len(options)]
         self._refresh_list()
+
+    def action_search(self) -> None:
+        box = self.query_one("#search-input", Input)
+        box.display = True
+        box.focus()
+
+    def action_jump(self) -> None:
+        if self._stream() is None:
+            self.notify("No prompt is shown to jump in.", timeout=2)
+            return
+        box = self.query_one("#jump-input", Input)
+        box.value = ""
+        box.display = True
+        box.focus()
+
+    def action_leave_input(self) -> None:
+        for box in self.query(Input):
+            if box.display:
+                box.display = False
+        self.query_one(TokenView).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input.id == "search-input":
+            self.search(event.value)
+        elif event.input.id == "jump-input":
+            s = self._stream()
+            view = self.query_one(TokenView)
+            try:
+                t = navigate.jump_position(event.value, view.cursor, s.n if s is not None else 0)
+            except ValueError as exc:
+                self.notify(str(exc)[:1].upper() + str(exc)[1:], severity="error", timeout=4)
+                return
+            view.move_to(t)
+        self.action_leave_input()
+
+    def search(self, query: str) -> None:
+        """Find prompts of the list by id or text (navigate.search_prompts); the first is shown."""
+        ids = [self.streams[i].id for i in self.shown]
+        prompts = [self.streams[i].prompt for i in self.shown]
+        found = navigate.search_prompts(query, ids, prompts) if query.strip() else []
+        self.matches = [self.shown[j] for j in found]
+        if not query.strip():
+            self.notify("Search cleared.", timeout=2)
+            return
+        if not self.matches:
+            self.notify(f"No prompt id or text contains '{safe(query)}'.", severity="warning", timeout=3)
+            return
+        first = self.matches[0]
+        self.query_one("#prompts", DataTable).move_cursor(row=self.shown.index(first), animate=False)
+        self.select(first)
+        self.notify(f"{len(self.matches)} match(es) for '{safe(query)}': n / N for next / previous.", timeout=3)
 
     def action_sort(self) -> None:
         self.sort = (self.sort + 1) % len(SORTS)
@@ -239,7 +382,9 @@ class StreamsScreen(ReportScreen):
 
     # -- export -------------------------------------------------------------------------------------
     def export_markdown(self) -> str:
-        """The prompt list as shown (filter and sort applied)."""
+        """The prompt list as shown (filter and sort applied), under a heading and its context."""
         headers = [label for _, label in PROMPT_COLUMNS]
         rows = [[str(c) for c in prompt_cells(self.streams[i])] for i in self.shown]
-        return markdown_table(headers, rows) + "\n"
+        corpus = self.corpus_filter or "all corpora"
+        return (f"## Streams: prompt list\n\n{self.export_context()} · corpus: {corpus} · sort: {SORTS[self.sort]}\n\n"
+                + markdown_table(headers, rows) + "\n")

@@ -45,22 +45,65 @@ def histogram_span(count: Sequence[int], cover: float = 0.995, cap: int = 64) ->
     return min(len(count), cap)
 
 
+def log_bars(L: Sequence, count: Sequence, expected: Sequence) -> tuple[list, list, list, list, float | None]:
+    """What a log count axis can draw: (bar x, bar counts, line x, line values, floor).
+
+    log10 is undefined at 0, so only positive bins and positive predictions are kept, and bars rise
+    from `floor` = half the smallest kept value instead of from 0 (None when nothing is positive).
+    """
+    bx = [x for x, c in zip(L, count) if isinstance(c, (int, float)) and c > 0]
+    by = [c for c in count if isinstance(c, (int, float)) and c > 0]
+    ex, ey = finite(L, expected)
+    keep = [(x, v) for x, v in zip(ex, ey) if v > 0]
+    ex, ey = [x for x, _ in keep], [v for _, v in keep]
+    positive = by + ey
+    floor = min(positive) / 2 if positive else None
+    return bx, by, ex, ey, floor
+
+
+def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
+    """Ticks of a log10 axis spanning [lo, hi] (both > 0): (log10 positions, labels of the values).
+
+    Powers of ten from 10^floor(log10 lo) to 10^ceil(log10 hi); with at most two decades the 2x and
+    5x steps too, so a short axis still has a few labels.
+    """
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    steps = (1, 2, 5) if b - a <= 2 else (1,)
+    values = [m * 10.0**e for e in range(a, b + 1) for m in steps if lo <= m * 10.0**e <= hi * 1.0000001]
+    if not values:
+        values = [lo, hi]
+    return [math.log10(v) for v in values], [f"{v:g}" for v in values]
+
+
 def draw_runlengths(plot: ReportPlot, name: str, runlengths: RunLengths, log_y: bool) -> None:
-    """Bars: closed runs of each length L; line: the geometric prediction n_runs alpha^L (1 - alpha)."""
-    L, count, expected = runlengths.L, runlengths.count, runlengths.geom_expected
+    """Bars: closed runs of each length L; line: the geometric prediction n_runs alpha^L (1 - alpha).
+
+    The log view draws log10 of the values on a linear axis labelled in counts (plotext's own log
+    scale re-applies log10 to bar data on every redraw, and cannot draw a bar from 0): empty bins
+    are left out and bars start at a positive floor, named in the title."""
+    L, count, expected = list(runlengths.L), list(runlengths.count), list(runlengths.geom_expected)
     k = histogram_span(count)
-    plt = plot.start(f"run lengths L, {name}" + ("  (log count)" if log_y else ""))
-    if k:
-        x, y = L[:k], count[:k]
-        if log_y:  # log of zero is undefined: drop empty bins from the log view
-            x, y = [a for a, b in zip(x, y) if b > 0], [b for b in y if b > 0]
-            plt.yscale("log")
-        plt.bar(x, y, label="observed", width=0.6)
-        ex, ey = finite(L[:k], expected[:k])
-        if log_y:
-            ex, ey = [a for a, b in zip(ex, ey) if b > 0], [b for b in ey if b > 0]
-        plt.plot(ex, ey, label="geometric", marker="braille")
-        plt.xlabel("L (accepted tokens before a rejection)")
+    if not log_y:
+        plt = plot.start(f"run lengths L, {name}")
+        if k:
+            plt.bar(L[:k], count[:k], label="observed", width=0.6)
+            ex, ey = finite(L[:k], expected[:k])
+            plt.plot(ex, ey, label="geometric", marker="braille")
+            plt.xlabel("L (accepted tokens before a rejection)")
+        plot.refresh()
+        return
+    bx, by, ex, ey, floor = log_bars(L[:k], count[:k], expected[:k])
+    if floor is None:
+        plot.start(f"run lengths L, {name}: no closed run to draw on a log axis")
+        plot.refresh()
+        return
+    plt = plot.start(f"run lengths L, {name}  (log count; bars from {floor:.3g}, empty bins left out)")
+    if bx:
+        plt.bar(bx, [math.log10(c) for c in by], label="observed", width=0.6, minimum=math.log10(floor))
+    if ex:
+        plt.plot(ex, [math.log10(v) for v in ey], label="geometric", marker="braille")
+    plt.yticks(*log_ticks(floor, max(by + ey)))
+    plt.xlabel("L (accepted tokens before a rejection)")
     plot.refresh()
 
 

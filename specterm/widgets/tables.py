@@ -9,8 +9,12 @@ from typing import Any, Iterable, Sequence
 
 from textual.widgets import DataTable
 
+from rich.text import Text
+
 from specterm.core.export import MISSING
 from specterm.core.report import Estimate
+from specterm.core.text import printable
+from specterm.widgets.columns import fit_columns
 
 
 def is_num(x: Any) -> bool:
@@ -50,32 +54,61 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{s}s"
 
 
-def fill_table(table: DataTable, columns: Sequence[tuple[str, str]], rows: Iterable[tuple[str, Sequence[Any]]]) -> None:
+def safe(text: Any) -> str:
+    """A user string (corpus, id, run name, evidence) for markup: control characters made visible
+    (core.text.printable), then every `[` escaped (markup.escape leaves `[31m` alone, which the
+    parser still reads as a tag), so `[/]` or ESC shows as written."""
+    return printable(str(text)).replace("[", "\\[")
+
+
+def plain(value: Any) -> Any:
+    """A cell as data, never markup: a str becomes Text with control characters made visible
+    (a corpus named `[/]` or holding ESC shows as written); other renderables pass through."""
+    if isinstance(value, str):
+        return Text(printable(value, keep="\n"))
+    if isinstance(value, Text):
+        shown = printable(value.plain, keep="\n")
+        return Text(shown, style=value.style) if value.plain != shown else value
+    return value
+
+
+def row_height(cells: Sequence[Any]) -> int:
+    """Lines of the tallest cell (a CI on a second line makes a row two lines high)."""
+    return max((len((c.plain if isinstance(c, Text) else str(c)).split("\n")) for c in cells), default=1)
+
+
+def fill_table(table: DataTable, columns: Sequence[tuple[str, str]], rows: Iterable[tuple[str, Sequence[Any]]],
+               pinned: int = 1) -> None:
     """Make `table` show `rows` ((key, cells) pairs) under `columns` ((key, label) pairs), in place.
 
-    Rows that keep their key are updated cell by cell (cursor and scroll stay put), new keys are
-    added, vanished keys removed; the columns are rebuilt only when they change.
+    Rows that keep their key (and height) are updated cell by cell (cursor and scroll stay put),
+    new keys are added, vanished keys removed; the columns are rebuilt only when they change. Cells
+    are data (plain(): never markup). The first `pinned` columns stay put when the table scrolls
+    sideways, and every column is then sized to its widest value (fit_columns: nothing is cut).
     """
-    rows = list(rows)
+    rows = [(key, [plain(c) for c in cells]) for key, cells in rows]
+    table.fixed_columns = pinned
     col_keys = [key for key, _ in columns]
     current = [str(c.key.value) for c in table.ordered_columns]
     labels = [str(c.label) for c in table.ordered_columns]
     if current != col_keys or labels != [label for _, label in columns]:
         table.clear(columns=True)
         for key, label in columns:
-            table.add_column(label, key=key)
+            table.add_column(Text(label), key=key)
     wanted = [key for key, _ in rows]
     have = [str(r.key.value) for r in table.ordered_rows]
-    if have != wanted:
-        # The set or order of rows changed: rebuild them, keeping the cursor row where possible.
+    heights = [table.rows[r.key].height for r in table.ordered_rows] if have == wanted else []
+    if have != wanted or heights != [row_height(cells) for _, cells in rows]:
+        # The set, order or height of rows changed: rebuild them, keeping the cursor row where possible.
         cursor = table.cursor_row
         table.clear()
         for key, cells in rows:
-            table.add_row(*cells, key=key)
+            table.add_row(*cells, key=key, height=row_height(cells))
         if rows:
-            table.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
-        return
-    for key, cells in rows:
-        for col, value in zip(col_keys, cells):
-            if table.get_cell(key, col) != value:
-                table.update_cell(key, col, value)
+            table.move_cursor(row=min(max(cursor, 0), len(rows) - 1), animate=False)
+    else:
+        for key, cells in rows:
+            for col, value in zip(col_keys, cells):
+                if table.get_cell(key, col) != value:
+                    table.update_cell(key, col, value)
+    fit_columns(table)

@@ -1,7 +1,10 @@
-"""The token stream view: a prompt's continuation, one coloured cell run per token, with a cursor.
+"""The token stream view: a prompt (dimmed) above its continuation, one coloured cell run per token,
+with a cursor.
 
 Tokens are laid out whole (a line breaks between tokens, never inside one, unless a single token
-is wider than the view), so the cursor's line is known exactly and kept in view.
+is wider than the view), so the cursor's line is known exactly and kept in view. Only the lines in
+view are drawn, and a cursor move redraws just the lines of the token it leaves and the one it
+reaches (a full redraw only when the view scrolls).
 """
 
 from __future__ import annotations
@@ -76,6 +79,30 @@ def layout_tokens(labels: list[str], width: int) -> TokenLayout:
     return TokenLayout(lines=lines, line_of=line_of)
 
 
+def wrap_prompt(text: str, width: int) -> list[str]:
+    """The prompt's lines at `width` cells: its own line breaks and indentation kept, a long line
+    broken at its last space that fits (the space dropped), a word wider than the view cut; tabs and
+    other control characters shown as in `visible_piece`."""
+    width = max(width, 1)
+    out: list[str] = []
+    for para in text.split("\n"):
+        para = visible_piece(para) if para else ""
+        while cell_len(para) > width:
+            head, rest = _split_cells(para, width)
+            cut = head.rfind(" ")
+            if rest.startswith(" "):
+                out.append(head)
+                para = rest[1:]
+            elif cut > 0:
+                out.append(head[:cut])
+                para = head[cut + 1 :] + rest
+            else:
+                out.append(head)
+                para = rest
+        out.append(para)
+    return out
+
+
 def _split_cells(text: str, cells: int) -> tuple[str, str]:
     cells = max(cells, 1)
     total = 0
@@ -94,6 +121,7 @@ class TokenView(ScrollView, can_focus=True):
         "token-view--rejected",
         "token-view--excluded",
         "token-view--cursor",
+        "token-view--prompt",
     }
 
     DEFAULT_CSS = """
@@ -104,6 +132,7 @@ class TokenView(ScrollView, can_focus=True):
         & > .token-view--rejected { color: $text-error; background: $error-muted; text-style: bold; }
         & > .token-view--excluded { color: $text-disabled; text-style: strike; }
         & > .token-view--cursor { text-style: reverse bold; }
+        & > .token-view--prompt { color: $text-muted; text-style: italic; }
     }
     """
 
@@ -116,7 +145,7 @@ class TokenView(ScrollView, can_focus=True):
         Binding("end", "last", "last token", show=False, id="token.last"),
     ]
 
-    cursor: reactive[int] = reactive(0, init=False)
+    cursor: reactive[int] = reactive(0, init=False, repaint=False)  # watch_cursor redraws what changed
 
     @dataclass
     class CursorMoved(Message):
@@ -135,10 +164,17 @@ class TokenView(ScrollView, can_focus=True):
         self._valid_len = 0
         self._layout = TokenLayout(lines=[], line_of=np.zeros(0, dtype=np.int64))
         self._layout_width = -1
+        self._prompt: str | None = None
+        self._prompt_lines: list[str] = []
 
     # -- data -------------------------------------------------------------------------------
-    def set_stream(self, labels: list[str], bits: np.ndarray, valid_len: int, cursor: int = 0) -> None:
-        """Show a new stream (labels[i] drawn for token i) and put the cursor on token `cursor`."""
+    NO_PROMPT = "(this run did not store the prompt text)"
+
+    def set_stream(self, labels: list[str], bits: np.ndarray, valid_len: int, cursor: int = 0,
+                   prompt: str | None = None) -> None:
+        """Show a new stream (labels[i] drawn for token i) under its prompt (dimmed; a note when the
+        run kept none) and put the cursor on token `cursor`."""
+        self._prompt = prompt
         self._labels = labels
         self._bits = np.asarray(bits)
         self._valid_len = valid_len
@@ -160,7 +196,21 @@ class TokenView(ScrollView, can_focus=True):
             return
         self._layout_width = width
         self._layout = layout_tokens(self._labels, width)
-        self.virtual_size = Size(width, len(self._layout.lines))
+        prompt = wrap_prompt(self._prompt if self._prompt is not None else self.NO_PROMPT, width)
+        self._prompt_lines = [*prompt, "─" * width]  # a rule between the prompt and the continuation
+        self.virtual_size = Size(width, len(self._prompt_lines) + len(self._layout.lines))
+
+    @property
+    def prompt_height(self) -> int:
+        """Lines above the continuation: the wrapped prompt and the rule under it."""
+        return len(self._prompt_lines)
+
+    def token_lines(self, i: int) -> tuple[int, int]:
+        """(first, last) line of the view, prompt included, that token i is drawn on."""
+        line_of = self._layout.line_of
+        first = int(line_of[i])
+        last = int(line_of[i + 1]) if i + 1 < line_of.size else len(self._layout.lines) - 1
+        return first + self.prompt_height, max(first, last) + self.prompt_height
 
     def on_resize(self) -> None:
         self._relayout()
@@ -169,8 +219,15 @@ class TokenView(ScrollView, can_focus=True):
 
     # -- cursor -----------------------------------------------------------------------------
     def watch_cursor(self, old: int, new: int) -> None:
+        before = self.scroll_offset
         self._cursor_into_view()
-        self.refresh()
+        if self.scroll_offset != before or not self._layout.line_of.size:
+            self.refresh()
+        else:  # only the lines of the token left and the token reached change
+            for i in {old, new}:
+                if 0 <= i < self._layout.line_of.size:
+                    first, last = self.token_lines(i)
+                    self.refresh_lines(first, last - first + 1)
         self.post_message(self.CursorMoved(self, new))
 
     def move_to(self, t: int) -> None:
@@ -201,8 +258,10 @@ class TokenView(ScrollView, can_focus=True):
 
     def _cursor_into_view(self) -> None:
         if self.n and self._layout.line_of.size:
-            line = int(self._layout.line_of[min(self.cursor, self.n - 1)])
-            self.scroll_to_region(Region(0, line, 1, 1), animate=False, x_axis=False, immediate=True)
+            first, _ = self.token_lines(min(self.cursor, self.n - 1))
+            # on the first line of the continuation, bring the prompt above it into view too
+            top = 0 if first == self.prompt_height and first < self.scrollable_content_region.height else first
+            self.scroll_to_region(Region(0, top, 1, first - top + 1), animate=False, x_axis=False, immediate=True)
 
     # -- drawing ----------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
@@ -210,6 +269,10 @@ class TokenView(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         base = self.rich_style
         k = scroll_y + y
+        if k < self.prompt_height:
+            prompt = base + self.get_component_rich_style("token-view--prompt")
+            return Strip([Segment(self._prompt_lines[k], prompt)]).extend_cell_length(width, base).crop(0, width)
+        k -= self.prompt_height
         if k >= len(self._layout.lines):
             return Strip.blank(width, base)
         accepted = self.get_component_rich_style("token-view--accepted")

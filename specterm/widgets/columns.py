@@ -1,0 +1,65 @@
+"""Column sizing for DataTables: a column is exactly as wide as its widest cell or its label, so a
+number is never cut (DataTable grows columns on add_row but not on update_cell, and never shrinks).
+
+Call `fit_columns(table)` after every change of a table's data (new rows, updated cells, another
+model pair); `column_widths` is the pure part, over rows of cell values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.widgets import DataTable
+
+
+def cell_width(value: Any) -> int:
+    """Cells a DataTable needs to show `value` whole: the widest of its lines (str() of non-text)."""
+    text = value.plain if isinstance(value, Text) else str(value)
+    return max((cell_len(line) for line in text.split("\n")), default=0)
+
+
+def column_widths(labels: Sequence[Any], rows: Iterable[Sequence[Any]]) -> list[int]:
+    """Per column: max(cell_width(label), cell_width(cell) for every row's cell in that column)."""
+    widths = [cell_width(label) for label in labels]
+    for row in rows:
+        for j, value in enumerate(row[: len(widths)]):
+            widths[j] = max(widths[j], cell_width(value))
+    return widths
+
+
+def fit_columns(table: DataTable) -> None:
+    """Size every column of `table` to its widest cell or label, growing or shrinking it.
+
+    Uses DataTable's own public path: re-setting the widest cell of each column with
+    update_width=True makes the table re-measure that column (and the whole column when the widest
+    cell is narrower than the current width), which also invalidates its render caches.
+    """
+    columns = table.ordered_columns
+    if not columns or not table.row_count:
+        return
+    row_keys = [row.key for row in table.ordered_rows]
+    for column in columns:
+        values = list(table.get_column(column.key))
+        widths = [cell_width(v) for v in values]
+        widest = max(range(len(widths)), key=widths.__getitem__)
+        if not column.auto_width and column.width < max(widths[widest], cell_width(column.label)):
+            column.auto_width = True  # a fixed width narrower than a value would cut it
+        table.update_cell(row_keys[widest], column.key, values[widest], update_width=True)
+
+
+def table_width(labels: Sequence[Any], rows: Iterable[Sequence[Any]], padding: int = 1) -> int:
+    """Cells a table needs to show every column whole: sum of column_widths + 2 padding each."""
+    widths = column_widths(labels, rows)
+    return sum(widths) + 2 * padding * len(widths)
+
+
+def ci_below(cell: Any) -> Any:
+    """'value [lo, hi]' with its CI moved to a second line ('value\\n[lo, hi]'), for narrow layouts;
+    a cell without a bracket is returned as is."""
+    if isinstance(cell, Text):
+        return Text(ci_below(cell.plain), style=cell.style)
+    text = str(cell)
+    head, sep, tail = text.partition(" [")
+    return f"{head}\n[{tail}" if sep else text

@@ -1,0 +1,190 @@
+"""Robustness of the TUI (issue 11), on edge-case runs and on the shipped runs, at 80x24 and 160x45:
+
+- every binding of every screen is pressed and none raises (a crash restarts the app and the
+  presses go on from the next key, so one run lists every crashing key);
+- no DataTable cell is shown cut: the shown screen's tables are scanned on arrival and after every
+  key (so after `M`, the next model pair, too), and on Decide at the lowest r.
+
+One pass per (run set, size) observes both; the two tests read it. Cases that fail on today's app
+are xfail(strict=True) with what was found: a fix turns them into XPASS failures, the sign to drop
+the mark. By default each run set is pressed at 80x24 and the shipped runs at 160x45 as well;
+SPECTERM_TUI_MATRIX=full adds every run set at 160x45 (about 40 s per pass on a busy 2-core box).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from edge_runs import EDGE_RUNS
+from textual.widgets import Input
+from tui_checks import cut_cells
+
+from specterm.app import SCREENS, SpectermApp, make_app, screen_class
+
+pytestmark = pytest.mark.anyio
+FAST = {"boot": 50, "shuffles": 2}
+SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
+SHIPPED = Path(__file__).resolve().parents[1] / "streams"
+FULL = os.environ.get("SPECTERM_TUI_MATRIX") == "full"
+QUIT_ACTIONS = {"quit", "app.quit"}  # pressed once, last: the app must then exit cleanly
+# Textual's own keys that never reach specterm code (copying, jumps that repeat home/end/page keys)
+NOT_OURS = {"ctrl+c", "super+c", "ctrl+q", "ctrl+home", "ctrl+end", "ctrl+pageup", "ctrl+pagedown"}
+LOWEST_R = "minus x12"  # a step of its own on Decide: r down to the bottom of its grid
+MODES = [s for s in SCREENS if s.mode != "run"]
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def run_set(name: str, root: Path) -> list[Path]:
+    if name == "shipped":
+        return sorted(p for p in SHIPPED.iterdir() if (p / "run.json").is_file())
+    return EDGE_RUNS[name](root)
+
+
+def screen_keys(app: SpectermApp, mode: str) -> list[str]:
+    """One key per binding that can act on this screen: the screen class's, the app's, and those
+    of the focused widget chain (token view, tables), in a fixed order; quit is pressed last, and
+    of the screen keys only 8 (each screen is reached by its own key in turn)."""
+    cls = screen_class(next(s for s in SCREENS if s.mode == mode))
+    keys: dict[str, None] = {}
+    for b in [*cls.BINDINGS, *SpectermApp.BINDINGS]:
+        key = b.key.split(",")[0].strip()
+        if b.action not in QUIT_ACTIONS and key not in NOT_OURS and (not b.action.startswith("switch_screen") or key == "8"):
+            keys.setdefault(key, None)
+    for key, active in app.screen.active_bindings.items():
+        action = active.binding.action
+        if action not in QUIT_ACTIONS and not action.startswith("switch_screen") and key not in NOT_OURS:
+            keys.setdefault(key, None)
+    if mode == "decide":
+        keys[LOWEST_R] = None
+    return list(keys)
+
+
+async def settle(app, pilot) -> None:
+    """Wait until a key's work is done: idle, and any worker it started (M reloads) finished."""
+    await pilot.pause()
+    if any(w.is_running for w in app.workers):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def back_to(app, pilot, mode: str) -> None:
+    """Close what a key opened (help, export, the palette; an input) and return to `mode`'s screen."""
+    for _ in range(4):
+        if len(app.screen_stack) <= 1:
+            break
+        await pilot.press("escape")
+        await settle(app, pilot)
+    if isinstance(app.focused, Input):
+        await pilot.press("escape")
+        await settle(app, pilot)
+    if app.current_mode != mode:
+        await app.switch_mode(mode)
+        await settle(app, pilot)
+
+
+@dataclass
+class Observed:
+    crashes: list[str] = field(default_factory=list)
+    cuts: set[str] = field(default_factory=set)
+    errors: set[str] = field(default_factory=set)
+
+
+async def one_pass(paths: list[Path], size: tuple[int, int], start: int, seen: Observed) -> int | None:
+    """Press every key of every screen from step `start` on; returns the crashing step or None."""
+    app = make_app(paths, **FAST)
+    step = -1
+    crashed = None
+
+    def scan(where: str) -> None:
+        name = type(app.screen).__name__
+        seen.cuts.update(f"{where}: {c}" for c in cut_cells(app) if c.screen == name)
+        if app.error:
+            seen.errors.add(app.error)
+
+    try:
+        async with app.run_test(size=size) as pilot:
+            await settle(app, pilot)
+            for info in MODES:
+                await pilot.press(info.key)
+                await settle(app, pilot)
+                scan(f"{info.title}")
+                for key in screen_keys(app, info.mode):
+                    step += 1
+                    if step < start:
+                        continue
+                    await pilot.press(*(["minus"] * 12 if key == LOWEST_R else [key]))
+                    await settle(app, pilot)
+                    if app._exception is not None:
+                        crashed = step
+                        seen.crashes.append(f"{info.title}: {key}: {type(app._exception).__name__}: {app._exception}")
+                        break
+                    scan(f"{info.title} after {key}")
+                    await back_to(app, pilot, info.mode)
+                if crashed is not None:
+                    break
+            if crashed is None:
+                await pilot.press("q")
+                await pilot.pause()
+    except Exception as exc:  # run_test re-raises the app's exception on exit
+        if crashed is None:
+            crashed = max(step, 0)
+            seen.crashes.append(f"step {step}: {type(exc).__name__}: {exc}")
+    return crashed
+
+
+_OBSERVED: dict[tuple[str, str], Observed] = {}
+
+
+async def observe(name: str, label: str, root: Path) -> Observed:
+    """Every crash and every cut cell of one run set at one size (cached: both tests read it)."""
+    if (name, label) not in _OBSERVED:
+        paths = run_set(name, root)
+        seen, start = Observed(), 0
+        while (crashed := await one_pass(paths, SIZES[label], start, seen)) is not None:
+            start = crashed + 1
+        _OBSERVED[(name, label)] = seen
+    return _OBSERVED[(name, label)]
+
+
+# What the passes found before issue 11's fix (phase 1): cut cells on every run set at 80x24 (the
+# Overview's deficit and Policies' ratios clipped at the right edge) and on the shipped runs at
+# 160x45 (Decide's g at the lowest r, the Overview's CIs after M, the Streams list's n). None now.
+KNOWN_CRASHES: dict[tuple[str, str], str] = {}
+KNOWN_CUTS: dict[tuple[str, str], str] = {}
+
+
+def cases(known: dict) -> list:
+    out = []
+    for name in [*EDGE_RUNS, "shipped"]:
+        for label in SIZES:
+            if label == "160x45" and name != "shipped" and not FULL:
+                continue
+            marks = [pytest.mark.xfail(strict=True, reason=known[(name, label)])] if (name, label) in known else []
+            out.append(pytest.param(name, label, marks=marks, id=f"{name}-{label}"))
+    return out
+
+
+@pytest.mark.parametrize("name,label", cases(KNOWN_CRASHES))
+async def test_every_key_on_every_screen(name, label, tmp_path_factory):
+    seen = await observe(name, label, tmp_path_factory.mktemp(name))
+    assert seen.crashes == []
+
+
+@pytest.mark.parametrize("name,label", cases(KNOWN_CUTS))
+async def test_no_cell_is_shown_cut(name, label, tmp_path_factory):
+    seen = await observe(name, label, tmp_path_factory.mktemp(name))
+    assert sorted(seen.cuts) == [], "\n".join(sorted(seen.cuts))
+
+
+@pytest.mark.parametrize("name,label", cases({}))
+async def test_errors_are_one_sentence(name, label, tmp_path_factory):
+    """A failed load or analysis shows a SpectermError sentence, never 'SomeError: ...'."""
+    seen = await observe(name, label, tmp_path_factory.mktemp(name))
+    assert not any(e.split(":")[0].endswith(("Error", "Exception")) for e in seen.errors), seen.errors

@@ -1,0 +1,106 @@
+"""Checks over a running app (use inside `app.run_test()`, after a pause): every DataTable cell
+shown whole.
+
+`cut_cells(app)` lists every cell, on every screen the app has mounted, that is shown cut: its
+column is narrower than the value (DataTable cuts it silently: `1` for 15), or the column is only
+partly inside the table's visible width (`12` for 128 at the edge of a narrow pane). A column
+scrolled wholly out of view is not a cut (the scrollbar says there is more). A test asserts the
+list is empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.app import App
+from textual.widgets import DataTable
+
+from specterm.widgets.columns import cell_width
+
+
+@dataclass(frozen=True)
+class CutCell:
+    screen: str
+    table: str
+    column: str
+    row: str
+    value: str
+    needs: int
+    has: int
+
+    def __str__(self) -> str:
+        return (f"{self.screen} #{self.table} column {self.column!r} row {self.row!r}: "
+                f"{self.value!r} needs {self.needs} cells, the column has {self.has}")
+
+
+def column_content_width(table: DataTable, column) -> int:
+    """Cells a column shows per value (its render width less the padding on both sides)."""
+    return column.get_render_width(table) - 2 * table.cell_padding
+
+
+def cut_cells_in(table: DataTable, screen_name: str = "") -> list[CutCell]:
+    out = []
+    for column in table.ordered_columns:
+        has = column_content_width(table, column)
+        label_needs = cell_width(column.label)
+        if label_needs > has:
+            out.append(CutCell(screen_name, table.id or "?", str(column.label), "(label)", str(column.label), label_needs, has))
+        for row in table.ordered_rows:
+            value = table.get_cell(row.key, column.key)
+            needs = cell_width(value)
+            if needs > has:
+                out.append(CutCell(screen_name, table.id or "?", str(column.label), str(row.key.value),
+                                   str(value), needs, has))
+    return out
+
+
+def clipped_columns(table: DataTable, screen_name: str = "") -> list[CutCell]:
+    """Columns that straddle an edge of the table's visible width at its current horizontal scroll:
+    part of every value is shown and the rest is cut without a sign. Fixed columns stay at the left;
+    the others scroll by scroll_x behind them."""
+    visible = table.scrollable_content_region.width
+    if visible <= 0:
+        return []
+    out = []
+    x = 0
+    fixed_width = sum(c.get_render_width(table) for c in table.ordered_columns[: table.fixed_columns])
+    pad = table.cell_padding
+    for j, column in enumerate(table.ordered_columns):
+        width = column.get_render_width(table)
+        left = x if j < table.fixed_columns else x - int(table.scroll_x)
+        low = 0 if j < table.fixed_columns else fixed_width
+        content = width - 2 * pad
+        shown = max(0, min(left + pad + content, visible) - max(left + pad, low))  # padding aside
+        if 0 < shown < content:
+            values = [table.get_cell(r.key, column.key) for r in table.ordered_rows]
+            widest = max(values, key=cell_width, default=column.label)
+            out.append(CutCell(screen_name, table.id or "?", str(column.label), "(column at the edge)",
+                               str(widest), content, shown))
+        x += width
+    return out
+
+
+def all_screens(app: App) -> list:
+    """Every screen the app holds: the stacks of all modes (mounted lazily) and installed screens."""
+    seen, out = set(), []
+    stacks = getattr(app, "_screen_stacks", {})
+    for stack in stacks.values():
+        for screen in stack:
+            if id(screen) not in seen:
+                seen.add(id(screen))
+                out.append(screen)
+    if id(app.screen) not in seen:
+        out.append(app.screen)
+    return out
+
+
+def cut_cells(app: App) -> list[CutCell]:
+    """Every cut cell in every DataTable of every screen the app has mounted (columns clipped at the
+    visible edge only on the screen shown: the others are not laid out at the current size)."""
+    out = []
+    for screen in all_screens(app):
+        for table in screen.query(DataTable):
+            out.extend(cut_cells_in(table, type(screen).__name__))
+            if screen is app.screen and table.display:
+                out.extend(clipped_columns(table, type(screen).__name__))
+    return out
