@@ -170,8 +170,11 @@ class ReportScreen(Screen):
             pair += f" (pair {app.pair_key + 1}/{app.n_model_groups}, M next)"
         r = self.crumb_r()
         r_text = f"r = {r:.3f}" if r is not None else "r not measured"
-        self.query_one("#crumb", Static).update(
-            f"{safe(pair)} · {safe(self.crumb_corpus())} · {r_text}")
+        tail = f" · {self.crumb_corpus()} · {r_text}"
+        room = (self.size.width or self.app.size.width) - 2 - len(tail)
+        if len(pair) > room:  # the pair is free text: it gives way, the corpus and r never do
+            pair = pair[: max(room - 1, 1)] + "…"
+        self.query_one("#crumb", Static).update(f"{safe(pair)}{safe(tail)}")
 
     @property
     def avail_width(self) -> int:

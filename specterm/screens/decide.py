@@ -47,6 +47,25 @@ def hardware_card(report: Report) -> str:
     return "\n".join(lines)
 
 
+def hardware_verdicts(report: Report) -> str:
+    """One short line per set with the decision on this hardware (measured costs), first on screen so
+    the answer a user acts on is never below the fold; '' when no set has measured costs."""
+    lines = []
+    for name, s in report.ordered_sets():
+        hw = s.decision_hw
+        if hw is None or not hw.measured:
+            continue
+        best = f"g = {fmt_num(hw.gamma_hw)}: {speed(hw.speedup_hw)}"
+        text = f"speculate with {best}" if hw.speculate else f"do not speculate (best {best})"
+        done = hw.confirmed_at(hw.gamma_hw) or (hw.confirmed[0] if hw.confirmed else None)
+        if done is not None:
+            text += f"; realized {speed(done.realized)} at g = {done.gamma}"
+        lines.append(f"[b]{safe(name)}[/]: {safe(text)}")
+    if not lines:
+        return ""
+    return "\n".join(["[b]On this hardware[/] (measured costs, S_hw; table below):"] + lines + [""])
+
+
 class DecideScreen(RStepping, ReportScreen):
     SCREEN_TITLE = "Decide"
     EXPORT_NAME = "decide"
@@ -77,6 +96,7 @@ class DecideScreen(RStepping, ReportScreen):
             yield box
         yield DataTable(id="decide-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="verdict-scroll"):
+            yield Static("", id="hw-verdicts")
             yield Static("", id="verdicts")
             yield Static("", id="hw-card")
 
@@ -125,6 +145,10 @@ class DecideScreen(RStepping, ReportScreen):
                 f"{escape(acc)}   {r_text}"
             )
             fill_table(self.query_one("#decide-table", DataTable), COLUMNS, rows)
+            hw_lines = hardware_verdicts(report)
+            self.query_one("#hw-verdicts", Static).update(hw_lines)
+            if hw_lines:
+                verdicts.insert(0, f"[b]{escape(MEMORY_BOUND_LABEL)}[/] (a GPU at small batch):")
             self.query_one("#verdicts", Static).update("\n".join(verdicts))
             self.query_one("#hw-card", Static).update(hardware_card(report))
 
