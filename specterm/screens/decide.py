@@ -16,7 +16,6 @@ from specterm.core.hardware import MEMORY_BOUND_LABEL
 from specterm.core.export import hardware_table, markdown_table, text_table
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
 from specterm.core.report import Report
-from specterm.core.text import printable
 from specterm.screens.base import ReportScreen, RStepping, r_bindings
 from specterm.widgets.tables import MISSING, fill_table, fmt_num, is_num, safe
 
@@ -42,8 +41,8 @@ def hardware_card(report: Report) -> str:
     if table is None:
         return ""
     title, _, rows = table
-    lines = ["", f"[b]{escape(title)}[/]", escape(text_table(CARD_HEAD, [r[:-1] for r in rows])), ""]
-    lines += [f"[b]{escape(r[0])}[/]: {escape(r[-1])}" for r in rows]
+    lines = ["", f"[b]{safe(title)}[/]", safe(text_table(CARD_HEAD, [r[:-1] for r in rows])), ""]
+    lines += [f"[b]{safe(r[0])}[/]: {safe(r[-1])}" for r in rows]
     return "\n".join(lines)
 
 

@@ -12,7 +12,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.markup import escape
 from textual.widgets import Input, Static
 
 
@@ -56,7 +55,7 @@ class ExportScreen(ModalScreen[Path | None]):
         if path.exists() and path != self.confirm:
             self.confirm = path
             self.query_one("#export-warning", Static).update(
-                f"[b $warning]{escape(str(path))} exists:[/] Enter again overwrites it; edit the path to keep it.")
+                f"[b $warning]{safe(str(path))} exists:[/] Enter again overwrites it; edit the path to keep it.")
             return
         self.dismiss(path)
 

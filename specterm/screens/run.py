@@ -11,11 +11,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
-from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Label, Log, ProgressBar, Sparkline, Static
 from textual.worker import get_current_worker
 
+from specterm.widgets.tables import safe
 from specterm import messages
 from specterm.core.errors import SpectermError
 from specterm.core.progress import Cancelled, Progress
@@ -77,8 +77,8 @@ class RunScreen(Screen):
 
     def _head_text(self) -> str:
         c = self.config
-        return (f"[b]draft[/] {escape(model_name(getattr(c, 'draft', None)))} -> [b]target[/] "
-                f"{escape(model_name(getattr(c, 'target', None)))}   out: {escape(str(getattr(c, 'out', '?')))}")
+        return (f"[b]draft[/] {safe(model_name(getattr(c, 'draft', None)))} -> [b]target[/] "
+                f"{safe(model_name(getattr(c, 'target', None)))}   out: {safe(str(getattr(c, 'out', '?')))}")
 
     def on_mount(self) -> None:
         self.title = "specterm"
@@ -125,13 +125,13 @@ class RunScreen(Screen):
         self.last = p
         phase = p.phase
         if phase in ("generating", "teacher-forcing", "saved"):
-            where = f"{escape(p.corpus)}/{escape(p.prompt_id)}" if p.prompt_id else ""
+            where = f"{safe(p.corpus)}/{safe(p.prompt_id)}" if p.prompt_id else ""
             label = "cancelling: finishing the current prompt ..." if self.state == "cancelling" else phase
             self.query_one("#run-phase", Static).update(
                 f"[b]{label}[/]  prompt {min(p.prompt_index + 1, max(p.n_prompts, 1))}/{p.n_prompts}  {where}"
             )
         elif p.message:
-            self.query_one("#run-phase", Static).update(f"[b]{escape(phase)}[/]  {escape(p.message)}")
+            self.query_one("#run-phase", Static).update(f"[b]{safe(phase)}[/]  {safe(p.message)}")
         overall = self.query_one("#overall", ProgressBar)
         if p.n_prompts:
             overall.update(total=p.n_prompts, progress=p.prompts_done)
@@ -161,7 +161,7 @@ class RunScreen(Screen):
         self.state = "done"
         self.result_path = message.path
         self.query_one("#run-phase", Static).update(
-            f"[b $text-success]done[/]: the run is in {escape(str(message.path))}.  Press [b]Enter[/] to open the results."
+            f"[b $text-success]done[/]: the run is in {safe(str(message.path))}.  Press [b]Enter[/] to open the results."
         )
         self.query_one(Log).write_line(f"done: {message.path}")
         self.refresh_bindings()
@@ -172,7 +172,7 @@ class RunScreen(Screen):
         has_prompts = message.path is not None and (message.path / "prompts.jsonl").is_file() and \
             (message.path / "prompts.jsonl").stat().st_size > 0
         self.result_path = message.path if has_prompts else None
-        kept = f"finished prompts are kept in {escape(str(message.path))}" if has_prompts else "no prompt had finished"
+        kept = f"finished prompts are kept in {safe(str(message.path))}" if has_prompts else "no prompt had finished"
         hint = "  Press [b]Enter[/] to open them." if has_prompts else ""
         self.query_one("#run-phase", Static).update(f"[b $warning]cancelled[/]: {kept}.{hint}")
         self.query_one(Log).write_line(f"cancelled; {kept}")
@@ -181,7 +181,7 @@ class RunScreen(Screen):
 
     def on_oracle_failed(self, message: messages.OracleFailed) -> None:
         self.state = "failed"
-        self.query_one("#run-phase", Static).update(f"[b $error]failed[/]: {escape(message.error)}")
+        self.query_one("#run-phase", Static).update(f"[b $error]failed[/]: {safe(message.error)}")
         self.query_one(Log).write_line(f"failed: {message.error}")
         out = getattr(self.config, "out", None)
         if out is not None and Path(out, "prompts.jsonl").is_file() and Path(out, "prompts.jsonl").stat().st_size:
