@@ -41,7 +41,8 @@ def hardware_card(report: Report) -> str:
     if table is None:
         return ""
     title, _, rows = table
-    lines = ["", f"[b]{safe(title)}[/]", safe(text_table(CARD_HEAD, [r[:-1] for r in rows])), ""]
+    table_lines = text_table(CARD_HEAD, [r[:-1] for r in rows]).splitlines()
+    lines = ["", f"[b]{safe(title)}[/]", *(safe(line) for line in table_lines), ""]
     lines += [f"[b]{safe(r[0])}[/]: {safe(r[-1])}" for r in rows]
     return "\n".join(lines)
 
