@@ -14,6 +14,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from specterm.widgets.tables import safe
+
 
 def free_path(path: Path) -> Path:
     """`path` if nothing is there, else the first of stem-2, stem-3, ... (same folder and suffix)

@@ -15,11 +15,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Label, Log, ProgressBar, Sparkline, Static
 from textual.worker import get_current_worker
 
-from specterm.widgets.tables import safe
 from specterm import messages
 from specterm.core.errors import SpectermError
 from specterm.core.progress import Cancelled, Progress
 from specterm.widgets.progress import BitsView, stats_line
+from specterm.widgets.tables import safe
 
 if TYPE_CHECKING:
     from specterm.app import SpectermApp
