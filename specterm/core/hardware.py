@@ -70,11 +70,9 @@ NOISE_Z = 2.0
 # ------------------------------------------------------------------------------ robust curve ---
 
 
-def isotonic_increasing(y: np.ndarray, w: Optional[np.ndarray] = None) -> np.ndarray:
-    """Least-squares non-decreasing fit of y (in the given order): argmin_f sum w_i (f_i - y_i)^2
-    subject to f_1 <= f_2 <= ... (pool adjacent violators; each pooled block takes its weighted mean)."""
-    y = np.asarray(y, dtype=np.float64)
-    w = np.ones_like(y) if w is None else np.asarray(w, dtype=np.float64)
+def _pool_adjacent(y: np.ndarray, w: np.ndarray, z: float) -> np.ndarray:
+    """Pool adjacent violators: scan left to right, merge the last two blocks into their weighted mean
+    while the earlier one is higher by at most z * sqrt(1/w_a + 1/w_b) (z = inf: every violation)."""
     means: list[float] = []
     weights: list[float] = []
     sizes: list[int] = []
@@ -82,13 +80,22 @@ def isotonic_increasing(y: np.ndarray, w: Optional[np.ndarray] = None) -> np.nda
         means.append(yi)
         weights.append(wi)
         sizes.append(1)
-        while len(means) > 1 and means[-2] > means[-1]:
+        while len(means) > 1 and means[-2] > means[-1] and (z == math.inf or
+                means[-2] - means[-1] <= z * math.sqrt(1.0 / weights[-2] + 1.0 / weights[-1])):
             wt = weights[-2] + weights[-1]
             mean = (means[-2] * weights[-2] + means[-1] * weights[-1]) / wt
             size = sizes[-2] + sizes[-1]
             del means[-1], weights[-1], sizes[-1]
             means[-1], weights[-1], sizes[-1] = mean, wt, size
     return np.repeat(np.asarray(means), np.asarray(sizes, dtype=np.int64))
+
+
+def isotonic_increasing(y: np.ndarray, w: Optional[np.ndarray] = None) -> np.ndarray:
+    """Least-squares non-decreasing fit of y (in the given order): argmin_f sum w_i (f_i - y_i)^2
+    subject to f_1 <= f_2 <= ... (pool adjacent violators; each pooled block takes its weighted mean)."""
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones_like(y) if w is None else np.asarray(w, dtype=np.float64)
+    return _pool_adjacent(y, w, math.inf)
 
 
 def median_se(samples) -> float:
@@ -108,21 +115,7 @@ def pool_violators_within_noise(y: np.ndarray, se: Optional[np.ndarray] = None, 
     if se is None:
         return isotonic_increasing(y)
     se = np.maximum(np.asarray(se, dtype=np.float64), 1e-12 * np.maximum(np.abs(y), 1e-12))
-    means: list[float] = []
-    weights: list[float] = []  # 1 / se^2
-    sizes: list[int] = []
-    for yi, si in zip(y.tolist(), se.tolist()):
-        means.append(yi)
-        weights.append(1.0 / si ** 2)
-        sizes.append(1)
-        while len(means) > 1 and means[-2] > means[-1] and \
-                means[-2] - means[-1] <= z * math.sqrt(1.0 / weights[-2] + 1.0 / weights[-1]):
-            wt = weights[-2] + weights[-1]
-            mean = (means[-2] * weights[-2] + means[-1] * weights[-1]) / wt
-            size = sizes[-2] + sizes[-1]
-            del means[-1], weights[-1], sizes[-1]
-            means[-1], weights[-1], sizes[-1] = mean, wt, size
-    return np.repeat(np.asarray(means), np.asarray(sizes, dtype=np.int64))
+    return _pool_adjacent(y, 1.0 / se ** 2, z)  # weights 1 / se^2
 
 
 def fit_line(m: np.ndarray, c: np.ndarray) -> tuple[float, float, float]:
