@@ -171,7 +171,7 @@ class ReportScreen(Screen):
         r = self.crumb_r()
         r_text = f"r = {r:.3f}" if r is not None else "r not measured"
         tail = f" · {self.crumb_corpus()} · {r_text}"
-        room = (self.size.width or self.app.size.width) - 2 - len(tail)
+        room = self.avail_width - len(tail)
         if len(pair) > room:  # the pair is free text: it gives way, the corpus and r never do
             pair = pair[: max(room - 1, 1)] + "…"
         self.query_one("#crumb", Static).update(f"{safe(pair)}{safe(tail)}")
