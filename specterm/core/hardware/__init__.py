@@ -1,6 +1,7 @@
 """Speedup on the hardware the costs were measured on (SPEC 6). Pure numpy, three jobs, one module each:
 
     curve.py          the robust cost curve from a run's stored cost samples (CostCurve, cost_curve)
+    batch.py          costs by batch size: the sparse grid and its fitted surface (BatchCosts, batch_costs)
     decision.py       the decision on this hardware (decision_hw: S_hw, g_hw, verdict, memory-bound reference)
     confirmations.py  `specterm confirm` records: parsing and the per (corpus, g) rows of the report
 
@@ -8,7 +9,8 @@ The formulas themselves (S_hw, the block cost, the memory-bound reference, refee
 live in core/costmodel.py, once.
 """
 
-from specterm.core.hardware.confirmations import (
+from specterm.core.hardware.batch import BatchCosts, batch_costs
+from specterm.core.hardware.confirmations import (BATCH_COST_KEY, 
                                                   CONFIRMATIONS_KEY,
                                                   Confirmation,
                                                   ConfirmedResult,
@@ -38,7 +40,7 @@ from specterm.core.hardware.decision import (
                                                   q3_costs,
 )
 
-__all__ = [
+__all__ = ["BatchCosts", "batch_costs", "BATCH_COST_KEY", 
                                                   "CONFIRMATIONS_KEY",
                                                   "MEMORY_BOUND_LABEL",
                                                   "MIXED_COSTS_NOTE",

@@ -14,6 +14,7 @@ from specterm.core.errors import SpectermError
 from specterm.core.hardware.curve import CostCurve, cost_curve
 
 CONFIRMATIONS_KEY = "confirmations"
+BATCH_COST_KEY = "batch_cost"  # run.json: the costs by batch (oracle/costs.measure_batch_costs)
 _RESULT_FIELDS = {"corpus": str, "gamma": int, "prompts": int, "tokens": int, "greedy_s": float, "spec_s": float,
                   "realized": float, "predicted": float, "tokens_per_call": float, "identical": bool}
 
