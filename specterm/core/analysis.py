@@ -36,7 +36,8 @@ from specterm.core.decide import decision
 from specterm.core.economics import depth_gain
 from specterm.core.errors import SpectermError
 from specterm.core.estimate import num
-from specterm.core.hardware import MIXED_COSTS_NOTE, confirmed_for_set, decision_hw, q3_costs, run_curve_and_confirmations
+from specterm.core.hardware import (MIXED_COSTS_NOTE, RunCostUncertainty, batched_rows, confirming, decision_check,
+                                    decision_hw, q3_costs, run_cost_uncertainty, run_curve_and_confirmations)
 from specterm.core.optimum import optimum_table, r_values
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import policy_summary, policy_table
@@ -192,10 +193,13 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
 
 
 def _set_decision_hw(rep: dict[str, Any], name: str, members: list[tuple[Stream, int]], runs: list[Run],
-                     hw: list[tuple[Any, list[Any]]]) -> dict[str, Any]:
+                     hw: list[tuple[Any, list[Any]]], sums: st.StreamSums, W: np.ndarray,
+                     unc: list[RunCostUncertainty], seed: int) -> dict[str, Any]:
     """hardware.decision_hw of a set from the cost curve of the run(s) its streams come from (streams
     of runs with different measured costs get no hardware decision: measured False), the refeed
-    share phi(g) of its streams, and its confirmed rows."""
+    share phi(g) of its streams, its confirmed rows with their decision checks, and its uncertainty:
+    E_true(g) in the set's bootstrap replicates R = W @ M (the same resamples as every statistic)
+    beside the run's cost replicates (`unc`, one per run)."""
     idx = sorted({i for _, i in members})
     costs = [runs[i].meta.get("cost") for i in idx]
     curve, confs, note = hw[idx[0]][0], hw[idx[0]][1], None
@@ -213,10 +217,20 @@ def _set_decision_hw(rep: dict[str, Any], name: str, members: list[tuple[Stream,
         phi_c = refeed_share([s.a for s, _ in members], np.array(common, dtype=np.int64)) if common else np.array([])
         lookup = dict(zip(common, phi_c.tolist()))
         phi = np.array([lookup.get(int(g), np.nan) for g in gammas])
-    confirmed = confirmed_for_set(confs, name) if curve is not None or confs else []
-    return decision_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve,
-                       r_fallback=r_or_default(rep["r_measured"]) if curve is None else None,
-                       phi_true=phi, confirmed=confirmed, note=note)
+    conf, confirmed = confirming(confs, name) if curve is not None or confs else (None, [])
+    R = W @ sums.M
+    E_boot = np.stack([st.E_true(R, sums.cols, int(g)) for g in gammas.tolist()], axis=1) if R.shape[0] else None
+    u = unc[idx[0]] if curve is not None else RunCostUncertainty()
+    if conf is not None and curve is not None:
+        streams = [(s.id, s.a) for s, _ in members]
+        confirmed = [{**row, **decision_check(row, conf, name, streams, curve, u.reps, W.shape[0], seed)}
+                     for row in confirmed]
+    out = decision_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve,
+                      r_fallback=r_or_default(rep["r_measured"]) if curve is None else None,
+                      phi_true=phi, confirmed=confirmed, note=note, E_boot=E_boot, reps=u.reps,
+                      batch=u.batch, batch_reps=u.batch_reps)
+    out["confirmed_batch"] = batched_rows(confs, name) if curve is not None else []
+    return out
 
 
 def _q3_costs(corpora: list[str], by_corpus: dict[str, list[tuple[Stream, int]]],
@@ -290,6 +304,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         tables[c] = tables["pooled"].rows(slice(lo, lo + len(by_corpus[c])))
         lo += len(by_corpus[c])
     hw = [run_curve_and_confirmations(run.meta, f"{run.path}/run.json") for run in runs]
+    unc = [run_cost_uncertainty(run.meta, boot, seed) for run in runs]
     sets: dict[str, Any] = {}
     for name, (sums, W, members) in groups.items():
         rep = set_report(sums, W, [run_r[i] for _, i in members])
@@ -298,7 +313,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         rep["decide"] = decision(rep, r, ridge=DEFAULT_RIDGE).to_dict()
         rep["position"] = position_report(positions[name], W, resampled["position"][name]).to_dict()
         rep["sampling"] = sampling_report(samplings[name], W, resampled["sampling"][name]).to_dict()
-        rep["decision_hw"] = _set_decision_hw(rep, name, members, runs, hw)
+        rep["decision_hw"] = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed)
         sets[name] = rep
 
     sets = jsonable(sets)

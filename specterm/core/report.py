@@ -240,6 +240,18 @@ class ConfirmedRow(Record):
     ratio_cpu_refeed: float | None = None
     tokens_per_call: float | None = None
     date: str | None = None
+    # SPEC 6 decision check (hardware.decision_check): leave-out E, the run's costs, a 95% prediction
+    # interval for K prompts; in_ci / sign_held; the cost drift since the run; contexts.
+    decision_predicted: Estimate | None = None
+    in_ci: bool | None = None
+    sign_held: bool | None = None
+    leave_out_streams: int | None = None
+    K: int | None = None
+    excluded: list[str] = dataclasses.field(default_factory=list)
+    cost_drift_pct: dict[str, Any] | None = None
+    timed_context: float | None = None
+    cost_context: float | None = None
+    run_cost_context: float | None = None
 
 
 @dataclass(kw_only=True)
@@ -271,6 +283,20 @@ class DecisionHW(Record):
     speedup_refeed_at_gamma_hw: float | None = None
     clock: str | None = None
     curve_hw: dict[str, list[float | None]] = dataclasses.field(default_factory=dict)
+    # SPEC 6/7 (issue 18): S_hw(g_hw) 95% CI, the three-way verdict, break-even, batch.
+    speedup_hw_ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
+    verdict_kind: str | None = None        # speculate | do_not_speculate | no_reliable_gain
+    break_even_verify: float | None = None  # v* = E(g_hw) - g_hw c_draft / c_decode, in decode steps
+    verify_steps: float | None = None      # c_verify(g_hw) / c_decode measured here
+    speedup_mb_ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
+    memory_bound_label: str | None = None
+    by_batch: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    batch_crossover: int | None = None     # B_hw: the largest measured B whose S_hw CI lies above 1
+    batch_crossover_text: str | None = None
+    roofline_reference: dict[str, Any] | None = None
+    cost_context: int | None = None
+    batch_fit: dict[str, Any] | None = None
+    confirmed_batch: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def confirmed_at(self, gamma: int | None) -> ConfirmedRow | None:
         """The confirmed row at draft length `gamma` (None when that g was not timed)."""

@@ -10,7 +10,7 @@ live in core/costmodel.py, once.
 """
 
 from specterm.core.hardware.batch import BatchCosts, batch_costs
-from specterm.core.hardware.confirmations import (BATCH_COST_KEY, 
+from specterm.core.hardware.confirmations import (BATCH_COST_KEY, batched_rows, confirming, decision_check, 
                                                   CONFIRMATIONS_KEY,
                                                   Confirmation,
                                                   ConfirmedResult,
@@ -32,6 +32,7 @@ from specterm.core.hardware.curve import (
                                                   pool_violators_within_noise,
                                                   robust_forward_costs,
 )
+from specterm.core.hardware.uncertainty import RunCostUncertainty, run_cost_uncertainty
 from specterm.core.hardware.decision import (
                                                   MEMORY_BOUND_LABEL,
                                                   MIXED_COSTS_NOTE,
@@ -40,7 +41,7 @@ from specterm.core.hardware.decision import (
                                                   q3_costs,
 )
 
-__all__ = ["BatchCosts", "batch_costs", "BATCH_COST_KEY", 
+__all__ = ["batched_rows", "confirming", "decision_check", "RunCostUncertainty", "run_cost_uncertainty", "BatchCosts", "batch_costs", "BATCH_COST_KEY", 
                                                   "CONFIRMATIONS_KEY",
                                                   "MEMORY_BOUND_LABEL",
                                                   "MIXED_COSTS_NOTE",
