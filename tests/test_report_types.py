@@ -49,7 +49,7 @@ def test_typed_pieces_and_key_access(report):
     s = report.sets["alpha"]
     assert isinstance(s.deficit.temporal, Estimate) and s["deficit"]["temporal"] is s.deficit.temporal
     assert "alpha" in s and "nope" not in s and s.get("nope", 7) == 7 and s.get("alpha", 7) == s.alpha
-    assert s.decide.r == 0.3 and s.policies[0].policy in ("best-fixed", "fixed")
+    assert s.cost_ratio.r == 0.3 and s.policies[0].policy in ("best-fixed", "fixed")
 
 
 def test_mean_run_length_and_curve_lookup():

@@ -32,7 +32,7 @@ from specterm.core import stats as st
 from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.costmodel import r_or_default, refeed_share
-from specterm.core.decide import decision
+from specterm.core.cost_ratio import cost_ratio_optimum
 from specterm.core.economics import depth_gain
 from specterm.core.errors import SpectermError
 from specterm.core.estimate import num
@@ -310,7 +310,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         rep = set_report(sums, W, [run_r[i] for _, i in members])
         r = r_or_default(rep["r_measured"])
         rep["policies"] = policy_summary([s for s, _ in members], r, W, table=tables[name])
-        rep["decide"] = decision(rep, r, ridge=DEFAULT_RIDGE).to_dict()
+        rep["cost_ratio"] = cost_ratio_optimum(rep, r, ridge=DEFAULT_RIDGE).to_dict()
         rep["position"] = position_report(positions[name], W, resampled["position"][name]).to_dict()
         rep["sampling"] = sampling_report(samplings[name], W, resampled["sampling"][name]).to_dict()
         rep["decision_hw"] = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed)

@@ -3,7 +3,7 @@
     Report        sets (name -> SetReport, corpora sorted then "pooled"), scorecard, runs, params
     SetReport     every number of one set (a corpus or the pooled set), SPEC 7 keys
     Estimate      a point value and its 95% percentile-bootstrap CI [lo, hi]
-    Deficit, RunLengths, Curve, Depth, OptimumRow, PolicyRow, Decision, DecisionHW, ConfirmedRow, Position,
+    Deficit, RunLengths, Curve, Depth, OptimumRow, PolicyRow, CostRatioOptimum, DecisionHW, ConfirmedRow, Position,
     PositionBin, Sampling,
     ScoreRow, RunSummary, Params
 
@@ -206,20 +206,20 @@ class PolicyRow(Record):
 
 
 @dataclass(kw_only=True)
-class Decision(Record):
-    """Speculate or not, with which g, at cost ratio r and ridge I* (SPEC 6; decide.decision)."""
+class CostRatioOptimum(Record):
+    """The cost-ratio model's optimum at r = c_draft / c_verify, with the roofline reference B* of a
+    preset ridge I* (SPEC 6 "Cost-ratio model"; cost_ratio.cost_ratio_optimum). Not a decision."""
 
     r: float
     ridge: float
     alpha: float | None = None
     gamma_true: int | None = None
-    speedup_true: float | None = None
+    T_true: float | None = None
     gamma_iid: int | None = None
-    speedup_iid: float | None = None
-    speedup_true_at_gamma_iid: float | None = None
-    batch_crossover: float | None = None
-    speculate: bool = False
-    verdict: str = ""
+    T_iid: float | None = None
+    T_true_at_gamma_iid: float | None = None
+    roofline_B_star: float | None = None
+    summary: str = ""
 
 
 @dataclass(kw_only=True)
@@ -359,7 +359,7 @@ class SetReport(Record):
     r_measured: float | None = None
     r_measured_values: list[float] = dataclasses.field(default_factory=list)
     policies: list[PolicyRow] = dataclasses.field(default_factory=list)
-    decide: Decision | None = None
+    cost_ratio: CostRatioOptimum | None = None
     position: Position | None = None
     sampling: Sampling | None = None
     decision_hw: DecisionHW | None = None
