@@ -136,7 +136,7 @@ class DecideScreen(RStepping, ReportScreen):
                       *(safe(line) for line in text_table(COST_RATIO_HEAD, rows).splitlines()), *notes]
         with self.app.batch_update():
             self.query_one("#accelerator", Static).update(
-                "[b]Decision on this hardware[/]: S_hw [95% CI] at g_hw; v* = break-even verify cost in decode steps"
+                "[b]Decision on this hardware[/]: " + escape("S_hw [95% CI] at g_hw; v* = break-even verify cost in decode steps")
             )
             fill_table(self.query_one("#decide-table", DataTable), COLUMNS, decision_rows(report))
             self.query_one("#hw-verdicts", Static).update(hardware_verdicts(report))
