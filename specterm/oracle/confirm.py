@@ -41,9 +41,8 @@ from specterm.core.errors import SpectermError
 from specterm.core.hardware import (CONFIRMATIONS_KEY, cost_curve, decide_hw, refeed_counts, refeed_share,
                                     summarize_results)
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
-from specterm.core.lock import RunLock
-from specterm.core.streams import (META_FILE, Stream, hardware_info, load_run, model_key, model_location, new_meta,
-                                     read_meta)
+from specterm.core.store import (META_FILE, RunLock, Stream, hardware_info, load_run, model_key, model_location, new_meta,
+                                 read_meta, write_meta_atomic)
 from specterm.oracle.costs import GAMMAS as COST_GAMMAS, context_ids
 
 
@@ -155,9 +154,7 @@ def _write_confirmation(run_dir: Path, record: dict[str, Any], index: Optional[i
         if old:
             new["earlier"] = [*old.pop("earlier", []), old]
         meta["cost"] = new
-    tmp = run_dir / (META_FILE + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, run_dir / META_FILE)
+    write_meta_atomic(run_dir, meta)
     return index
 
 
