@@ -45,7 +45,7 @@ from specterm.core.position import PositionSums, bins_needed, position_report, p
 from specterm.core.report import Report
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import scorecard
-from specterm.core.streams import Run, Stream
+from specterm.core.store import Run, Stream
 
 
 def jsonable(obj: Any) -> Any:

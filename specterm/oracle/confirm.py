@@ -42,10 +42,10 @@ from specterm.core.blockwalk import set_yield
 from specterm.core.costmodel import refeed_counts, refeed_share
 from specterm.core.errors import SpectermError
 from specterm.core.hardware import BATCH_COST_KEY, CONFIRMATIONS_KEY, batch_costs, cost_curve, decision_hw, summarize_results
-from specterm.core.lock import RunLock
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
-from specterm.core.streams import (
+from specterm.core.store import (
     META_FILE,
+    RunLock,
     Stream,
     hardware_info,
     load_run,
@@ -53,6 +53,7 @@ from specterm.core.streams import (
     model_location,
     new_meta,
     read_meta,
+    write_meta_atomic,
 )
 from specterm.core.optimum import best_gamma
 from specterm.oracle.costs import GAMMAS as COST_GAMMAS
@@ -165,9 +166,7 @@ def _write_confirmation(run_dir: Path, record: dict[str, Any], index: int | None
         if old:
             new["earlier"] = [*old.pop("earlier", []), old]
         meta["cost"] = new
-    tmp = run_dir / (META_FILE + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, run_dir / META_FILE)
+    write_meta_atomic(run_dir, meta)
     return index
 
 
