@@ -25,8 +25,8 @@ def section(run_dir: Path) -> list[str]:
     from specterm.core.store import load_run
 
     report = analyse([load_run(run_dir)], gamma=8, boot=2000, shuffles=20, seed=0)
-    out = [f"### `{run_dir.relative_to(ROOT)}`", "",
-           f"`specterm report {run_dir.relative_to(ROOT)} --format md` (B = 2000, seed 0), Decision section:", "",
+    cmd = f"`specterm report {run_dir.relative_to(ROOT)} --format md` (B = 2000, seed 0), Decision section:"
+    out = [f"### `{run_dir.relative_to(ROOT)}`", "", cmd, "",
            markdown_tables(report)["decide"].strip(), ""]
     pooled = report.pooled.decision_hw
     fit = pooled.batch_fit if pooled is not None else None
@@ -73,12 +73,12 @@ def main() -> None:
 
     head = ["## Decision on this hardware: interval, batch, out-of-sample confirmation (issue 18)", "",
             f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-            f"- machine: {platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.2f}, "
-            f"Python {platform.python_version()}",
+            (f"- machine: {platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.2f}, "
+             f"Python {platform.python_version()}"),
             "- command: `python benchmarks/decision_results.py --write` (from `specterm report`, B = 2000, seed 0)",
-            "- confirmations: `specterm confirm RUN -k 2 -n 64 [--decision-only] --batch-costs --threads 1` "
-            "(every corpus, 2 prompts, the first 64 tokens of y, batch 1), and "
-            "`specterm confirm RUN -k 4 -n 64 --corpus code --batch 4` on the Qwen run", ""]
+            ("- confirmations: `specterm confirm RUN -k 2 -n 64 [--decision-only] --batch-costs --threads 1` "
+             "(every corpus, 2 prompts, the first 64 tokens of y, batch 1), and "
+             "`specterm confirm RUN -k 4 -n 64 --corpus code --batch 4` on the Qwen run"), ""]
     body = [line for run in RUNS for line in section(run)]
     text = "\n".join(head + body) + "\n"
     if "--write" in sys.argv:

@@ -11,9 +11,15 @@ import pytest
 from specterm.core.blockwalk import walk_table
 from specterm.core.bootstrap import multinomial_weights
 from specterm.core.hardware import Confirmation, cost_curve, decision_check, decision_hw
-from specterm.core.hardware.curve import cost_replicates
 from specterm.core.hardware.batch import batch_costs
-from specterm.core.hardware.decision import DO_NOT, NO_GAIN, SPECULATE, verdict_kind, verdict_text
+from specterm.core.hardware.curve import cost_replicates
+from specterm.core.hardware.decision import (
+    DO_NOT,
+    NO_GAIN,
+    SPECULATE,
+    verdict_kind,
+    verdict_text,
+)
 
 GAMMAS = np.array([1, 2, 3, 4])
 

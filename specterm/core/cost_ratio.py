@@ -16,7 +16,10 @@ at batch B) reaches the ridge: a reference, never measured here (SPEC 6 "Batch")
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from specterm.core.blockwalk import E_iid as E_iid_formula
 from specterm.core.costmodel import curve_throughput
@@ -44,18 +47,18 @@ def ridge_of(accelerator: str | float) -> float:
     return value
 
 
-def roofline_batch(ridge: float, gamma):
+def roofline_batch(ridge: float, gamma: ArrayLike) -> NDArray[np.float64]:
     """B* = ridge / (gamma + 1): the roofline reference batch of a preset (not measured on this device)."""
     return np.asarray(ridge, dtype=np.float64) / (np.asarray(gamma, dtype=np.float64) + 1.0)
 
 
-def speedup(E, gamma, r: float):
+def speedup(E: ArrayLike, gamma: ArrayLike, r: float) -> NDArray[np.float64]:
     """T = E / (1 + gamma r): tokens per verify-cost relative to plain decoding's one token per step
     (`costmodel.curve_throughput`, the one throughput formula)."""
     return curve_throughput(E, r, gamma)
 
 
-def cost_ratio_optimum(set_report, r: float, ridge: float = DEFAULT_RIDGE) -> CostRatioOptimum:
+def cost_ratio_optimum(set_report: Any, r: float, ridge: float = DEFAULT_RIDGE) -> CostRatioOptimum:
     """The cost-ratio model's optimum at r for a set's report ("alpha", "curve": {"gamma", "E_true", "E_iid"}).
 
     g_true = argmax_g E_true(g) / (1 + g r) and its T; g_iid = argmax_g E_iid(g) / (1 + g r), the T
@@ -82,12 +85,13 @@ def cost_ratio_optimum(set_report, r: float, ridge: float = DEFAULT_RIDGE) -> Co
     order = np.argsort(gamma, kind="stable")
     gamma, E_true, E_iid = gamma[order], E_true[order], E_iid[order]
 
-    out: dict = {"r": float(r), "ridge": float(ridge), "alpha": None if alpha is None else float(alpha)}
+    out: dict[str, Any] = {"r": float(r), "ridge": float(ridge), "alpha": None if alpha is None else float(alpha)}
     S_true = speedup(E_true, gamma, r)
     if gamma.size == 0 or not np.any(np.isfinite(S_true)):
         out.update(gamma_true=None, T_true=None, gamma_iid=None, T_iid=None,
                    T_true_at_gamma_iid=None, roofline_B_star=None, summary="no positions in this set")
-        return CostRatioOptimum.from_dict(out)
+        result: CostRatioOptimum = CostRatioOptimum.from_dict(out)
+        return result
     i_true = best_index(S_true)
     S_iid = speedup(E_iid, gamma, r)
     i_iid = best_index(S_iid)
@@ -102,10 +106,11 @@ def cost_ratio_optimum(set_report, r: float, ridge: float = DEFAULT_RIDGE) -> Co
         roofline_B_star=b_star,
     )
     out["summary"] = _summary(out)
-    return CostRatioOptimum.from_dict(out)
+    optimum: CostRatioOptimum = CostRatioOptimum.from_dict(out)
+    return optimum
 
 
-def _summary(d: dict) -> str:
+def _summary(d: dict[str, Any]) -> str:
     """Plain words, e.g. "at r = 0.10: g*_true = 3, T = 1.93 tokens per verify-cost; the i.i.d. formula would
     pick g = 5 and promise 2.21 (1.88 in fact); roofline reference B* ~ 74 (ridge 295)"."""
     if d["gamma_iid"] is None:

@@ -25,7 +25,6 @@ costs as its "cost" (the old one kept in cost.earlier) when the device is the sa
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import threading
@@ -41,7 +40,15 @@ from specterm.core.blockwalk import E_iid as E_iid_formula
 from specterm.core.blockwalk import set_yield
 from specterm.core.costmodel import refeed_counts, refeed_share
 from specterm.core.errors import SpectermError
-from specterm.core.hardware import BATCH_COST_KEY, CONFIRMATIONS_KEY, batch_costs, cost_curve, decision_hw, summarize_results
+from specterm.core.hardware import (
+    BATCH_COST_KEY,
+    CONFIRMATIONS_KEY,
+    batch_costs,
+    cost_curve,
+    decision_hw,
+    summarize_results,
+)
+from specterm.core.optimum import best_gamma
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
 from specterm.core.store import (
     META_FILE,
@@ -55,7 +62,6 @@ from specterm.core.store import (
     read_meta,
     write_meta_atomic,
 )
-from specterm.core.optimum import best_gamma
 from specterm.oracle.costs import GAMMAS as COST_GAMMAS
 from specterm.oracle.costs import context_ids, measure_batch_costs
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -85,7 +85,7 @@ class CostSampler:
     """
 
     def __init__(self, target, draft, ctx: Sequence[int], gammas: Sequence[int] = GAMMAS,
-                 on_measure: Optional[MeasureCallback] = None, cancel=None):
+                 on_measure: MeasureCallback | None = None, cancel=None):
         import torch
 
         self.gammas = sorted({int(g) for g in gammas})
@@ -177,7 +177,7 @@ class CostSampler:
 
 
 def measure_costs(target, draft, ctx: Sequence[int], gammas: Sequence[int] = GAMMAS, repeats: int = REPEATS,
-                  on_measure: Optional[MeasureCallback] = None, cancel=None) -> dict:
+                  on_measure: MeasureCallback | None = None, cancel=None) -> dict:
     """Time c_decode, c_verify(g) for g in gammas and c_draft with caches holding `ctx`: one warm-up
     round and `repeats` timed rounds (see the module docstring)."""
     if repeats < 1:
@@ -190,7 +190,7 @@ def measure_costs(target, draft, ctx: Sequence[int], gammas: Sequence[int] = GAM
 
 
 def measure_cost_ratio(target, draft, prompt_ids: list[int], extra: int = 128, repeats: int = REPEATS,
-                       gammas: Sequence[int] = GAMMAS, on_measure: Optional[MeasureCallback] = None, cancel=None) -> dict:
+                       gammas: Sequence[int] = GAMMAS, on_measure: MeasureCallback | None = None, cancel=None) -> dict:
     """`measure_costs` at the context SPEC 1.7 names: the prompt (repeated if short) + `extra` tokens."""
     ctx = context_ids(prompt_ids, len(prompt_ids) + extra)
     return measure_costs(target, draft, ctx, gammas=gammas, repeats=repeats, on_measure=on_measure, cancel=cancel)
@@ -223,7 +223,7 @@ def _repeat_cache(cache, batch: int):
 
 def measure_batch_costs(target, draft, ctx: Sequence[int], batches: Sequence[int] = BATCHES,
                         fit_m: Sequence[int] = BATCH_FIT_M, held: Sequence[tuple[int, int]] = BATCH_HELD,
-                        repeats: int = BATCH_REPEATS, on_measure: Optional[MeasureCallback] = None,
+                        repeats: int = BATCH_REPEATS, on_measure: MeasureCallback | None = None,
                         cancel=None) -> dict:
     """Time c_decode(B), c_verify(g, B) and c_draft(B) for B in `batches` on caches holding `ctx` (see
     BATCH_METHOD): the stored dict holds every sample (wall and process CPU time) keyed "target:B:m"

@@ -14,14 +14,20 @@ Draft-length policies (SPEC 5) are objects with `draft_len()` (the gamma for the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import numpy as np
 
-from specterm.oracle.models import cache_kwarg, cache_len, crop_cache, forward_logits, new_cache
 from specterm.core.progress import check_cancel
 from specterm.core.replay import heuristic_next
+from specterm.oracle.models import (
+    cache_kwarg,
+    cache_len,
+    crop_cache,
+    forward_logits,
+    new_cache,
+)
 
 
 class FixedGamma:
@@ -76,7 +82,7 @@ def _argmax_conf(logits) -> tuple[int, float]:
 
 
 def greedy_generate(model, prompt_ids: list[int], max_new_tokens: int, eos: set[int], cancel=None,
-                    on_token: Optional[Callable[[int], None]] = None) -> list[int]:
+                    on_token: Callable[[int], None] | None = None) -> list[int]:
     """Plain raw-argmax greedy decoding with a KV cache; stops at EOS (included) or max_new_tokens.
 
     on_token(k) is called after the k-th token (progress, per-step timing)."""
@@ -100,7 +106,7 @@ def greedy_generate(model, prompt_ids: list[int], max_new_tokens: int, eos: set[
 
 
 def batched_greedy_generate(model, prompts: list[list[int]], max_new_tokens: int, eos: set[int], pad_id: int,
-                            on_step: Optional[Callable[[int], None]] = None, cancel=None) -> list[list[int]]:
+                            on_step: Callable[[int], None] | None = None, cancel=None) -> list[list[int]]:
     """Raw-argmax greedy continuations of several prompts at once (left padding, KV cache).
 
     Decoding is memory-bound at small batch, so a batch of B prompts costs little more than one:
@@ -148,7 +154,7 @@ def speculative_generate(
     max_new_tokens: int,
     eos: set[int],
     policy=None,
-    on_block: Optional[Callable[[SpecResult], None]] = None,
+    on_block: Callable[[SpecResult], None] | None = None,
     cancel=None,
 ) -> SpecResult:
     """Lossless greedy speculative decoding; see the module docstring. `policy` defaults to FixedGamma(5)."""
@@ -222,7 +228,7 @@ class BatchSpecResult:
 
 
 def batched_speculative_generate(target, draft, prompts: list[list[int]], n: int, gamma: int, pad_id: int,
-                                 on_block: Optional[Callable[[BatchSpecResult], None]] = None,
+                                 on_block: Callable[[BatchSpecResult], None] | None = None,
                                  cancel=None) -> BatchSpecResult:
     """Lossless greedy speculative decoding of B prompts together (left padding), rows in lockstep.
 
@@ -236,7 +242,6 @@ def batched_speculative_generate(target, draft, prompts: list[list[int]], n: int
     """
     import torch
 
-    dev_t, dev_d = target.device, draft.device
     B = len(prompts)
     L = max(len(p) for p in prompts)
     seq = torch.full((B, L), pad_id, dtype=torch.long)

@@ -10,13 +10,17 @@ live in core/costmodel.py, once.
 """
 
 from specterm.core.hardware.batch import BatchCosts, batch_costs
-from specterm.core.hardware.confirmations import (BATCH_COST_KEY, batched_rows, confirming, decision_check, 
+from specterm.core.hardware.confirmations import (
+                                                  BATCH_COST_KEY,
                                                   CONFIRMATIONS_KEY,
                                                   Confirmation,
                                                   ConfirmedResult,
+                                                  batched_rows,
                                                   confirmations,
                                                   confirmed_for_set,
                                                   confirmed_rows,
+                                                  confirming,
+                                                  decision_check,
                                                   latest_confirmation,
                                                   parse_confirmation,
                                                   run_curve_and_confirmations,
@@ -32,7 +36,6 @@ from specterm.core.hardware.curve import (
                                                   pool_violators_within_noise,
                                                   robust_forward_costs,
 )
-from specterm.core.hardware.uncertainty import RunCostUncertainty, run_cost_uncertainty
 from specterm.core.hardware.decision import (
                                                   MEMORY_BOUND_LABEL,
                                                   MIXED_COSTS_NOTE,
@@ -40,20 +43,28 @@ from specterm.core.hardware.decision import (
                                                   decision_hw,
                                                   q3_costs,
 )
+from specterm.core.hardware.uncertainty import RunCostUncertainty, run_cost_uncertainty
 
-__all__ = ["batched_rows", "confirming", "decision_check", "RunCostUncertainty", "run_cost_uncertainty", "BatchCosts", "batch_costs", "BATCH_COST_KEY", 
+__all__ = [
+                                                  "BATCH_COST_KEY",
                                                   "CONFIRMATIONS_KEY",
                                                   "MEMORY_BOUND_LABEL",
                                                   "MIXED_COSTS_NOTE",
                                                   "NO_COSTS_NOTE",
+                                                  "BatchCosts",
                                                   "Confirmation",
                                                   "ConfirmedResult",
                                                   "CostCurve",
+                                                  "RunCostUncertainty",
+                                                  "batch_costs",
+                                                  "batched_rows",
                                                   "confirmations",
                                                   "confirmed_for_set",
                                                   "confirmed_rows",
+                                                  "confirming",
                                                   "cost_curve",
                                                   "curve_summary",
+                                                  "decision_check",
                                                   "decision_hw",
                                                   "fit_line",
                                                   "isotonic_increasing",
@@ -63,6 +74,7 @@ __all__ = ["batched_rows", "confirming", "decision_check", "RunCostUncertainty",
                                                   "pool_violators_within_noise",
                                                   "q3_costs",
                                                   "robust_forward_costs",
+                                                  "run_cost_uncertainty",
                                                   "run_curve_and_confirmations",
                                                   "summarize_results",
 ]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,9 +67,9 @@ class BatchCosts:
     coef: Array
     held_back: list[dict[str, float]] = field(default_factory=list)
     clock: str = "wall"
-    context: Optional[int] = None
-    wall_s: Optional[float] = None
-    fit_rms_rel: Optional[float] = None   # RMS relative residual of the fitted points
+    context: int | None = None
+    wall_s: float | None = None
+    fit_rms_rel: float | None = None   # RMS relative residual of the fitted points
 
     def replicates(self, record: dict[str, Any], n: int, seed: int) -> tuple[Array, Array, Array]:
         """(c_decode (n, nB), c_verify (n, nB, nG), c_draft (n, nB)): each quantity's samples resampled
@@ -111,7 +111,7 @@ def _median(values: Any) -> float:
     return float(np.median(x))
 
 
-def batch_costs(record: Optional[dict[str, Any]]) -> Optional[BatchCosts]:
+def batch_costs(record: dict[str, Any] | None) -> BatchCosts | None:
     """BatchCosts from a run.json "batch_cost" dict (None when the run has none); malformed: SpectermError."""
     if not record:
         return None

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from specterm.core import costmodel
-from specterm.core.errors import SpectermError
 from specterm.core.blockwalk import walk_table
+from specterm.core.errors import SpectermError
 from specterm.core.hardware.curve import CostCurve, CostReplicates, cost_curve
 
 CONFIRMATIONS_KEY = "confirmations"
@@ -66,7 +66,8 @@ def parse_confirmation(record: Any, where: str = "run.json") -> Confirmation:
     fix = "; delete it from run.json and re-run `specterm confirm`."
     if not isinstance(record, dict):
         raise SpectermError(f"{bad} (not a JSON object){fix}")
-    for key, kind in (("date", str), ("device", str), ("threads", int), ("results", list)):
+    head: tuple[tuple[str, type], ...] = (("date", str), ("device", str), ("threads", int), ("results", list))
+    for key, kind in head:
         if not _check_type(record.get(key), kind):
             raise SpectermError(f"{bad} ('{key}' missing or not a {kind.__name__}){fix}")
     results = []
@@ -80,7 +81,7 @@ def parse_confirmation(record: Any, where: str = "run.json") -> Confirmation:
             raise SpectermError(f"{bad} (results[{i}] has a non-positive gamma, prompt count, time or prediction){fix}")
         pc = row.get("predicted_corpus")
         results.append(ConfirmedResult(**{k: row[k] for k in _RESULT_FIELDS},
-                                       predicted_corpus=float(pc) if _check_type(pc, float) else None))
+                                       predicted_corpus=float(pc) if pc is not None and _check_type(pc, float) else None))
     return Confirmation(date=record["date"], device=record["device"], threads=record["threads"],
                         complete=bool(record.get("complete", True)), results=results, record=record)
 
@@ -167,9 +168,9 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
     """A SPEC 7 confirmed row from a stored result row: "predicted" is S_hw as SPEC 6 writes it
     (stored as predicted_spec6 by confirm; older rows: their "predicted"), "predicted_refeed" the
     refeed model (confirm's "predicted"); ratios realized / predicted, in wall and CPU time."""
-    spec = r.get("predicted_spec6") if _check_type(r.get("predicted_spec6"), float) else r["predicted"]
+    spec = r["predicted_spec6"] if _check_type(r.get("predicted_spec6"), float) else r["predicted"]
     refeed = r["predicted"]
-    cpu = r.get("realized_cpu") if _check_type(r.get("realized_cpu"), float) else None
+    cpu = float(r["realized_cpu"]) if _check_type(r.get("realized_cpu"), float) else None
     return {"gamma": int(r["gamma"]), "predicted": float(spec), "realized": float(r["realized"]),
             "prompts": int(r["prompts"]), "identical": bool(r["identical"]),
             "ratio": float(r["realized"]) / float(spec), "predicted_refeed": float(refeed),
@@ -282,7 +283,7 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
         ci = [float(lo), float(hi)]
     realized = float(row["realized"])
     out["decision_predicted"] = {"value": value, "ci": ci}
-    out["in_ci"] = None if ci[0] is None else bool(ci[0] <= realized <= ci[1])
+    out["in_ci"] = None if ci[0] is None or ci[1] is None else bool(ci[0] <= realized <= ci[1])
     out["sign_held"] = bool((realized > 1.0) == (value > 1.0))
     session = cost_curve(conf.record.get("cost")) if isinstance(conf.record.get("cost"), dict) else None
     if session is not None and g in set(session.gammas.tolist()):

@@ -72,7 +72,7 @@ def isotonic_increasing(y: np.ndarray, w: np.ndarray | None = None) -> np.ndarra
     return _pool_adjacent(y, w, math.inf)
 
 
-def median_se(samples) -> float:
+def median_se(samples: Any) -> float:
     """Standard error of the median of n samples: 1.2533 sigma / sqrt(n), sigma = IQR / 1.349."""
     x = np.asarray(samples, dtype=np.float64)
     q25, q75 = np.percentile(x, [25, 75])
@@ -156,7 +156,7 @@ def _positive(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
-def cost_curve(cost: dict | None) -> CostCurve | None:
+def cost_curve(cost: dict[str, Any] | None) -> CostCurve | None:
     """The robust curve from a run.json "cost" dict, or None when the run has no measured c_decode
     (imported bits, or a run measured before c_decode was timed: re-measure with --remeasure-cost).
 
@@ -191,12 +191,13 @@ def cost_curve(cost: dict | None) -> CostCurve | None:
         if all(isinstance(v, list) and len(v) >= 3 and all(_positive(x) for x in v) for v in vals):
             ses = [median_se(v) for v in vals]
             se_dec, se_ver = ses[0], np.array(ses[1:])
+    assert c_decode is not None and c_draft is not None  # checked by _positive above
     c_dec, c_ver = robust_forward_costs(float(c_decode), gammas, raw, se_dec, se_ver)
     ctx = cost.get("context")
     return CostCurve(gammas=gammas, c_decode=c_dec, c_verify=c_ver, c_draft=float(c_draft),
                      context=int(ctx) if isinstance(ctx, int) else None,
                      raw_c_decode=float(c_decode), raw_c_verify=raw,
-                     c_draft2=float(c_draft2) if _positive(c_draft2) else None, clock=clock)
+                     c_draft2=float(c_draft2) if c_draft2 is not None and _positive(c_draft2) else None, clock=clock)
 
 
 def curve_summary(curve: CostCurve) -> dict[str, Any]:
@@ -226,7 +227,7 @@ class CostReplicates:
     c_draft: np.ndarray
 
 
-def cost_replicates(cost: Optional[dict], n: int, seed: int) -> Optional[CostReplicates]:
+def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostReplicates | None:
     """n replicates of the robust curve: each quantity's stored samples (on the curve's clock) resampled
     with replacement and their median taken, independently per quantity; the forward costs then go
     through the same pooling as the point estimate (`robust_forward_costs`, with the standard errors

@@ -20,8 +20,8 @@ from specterm.core import costmodel
 from specterm.core.bootstrap import percentile_ci
 from specterm.core.hardware.batch import BatchCosts
 from specterm.core.hardware.curve import CostCurve, CostReplicates
-from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR
 from specterm.core.optimum import best_gamma
+from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR
 
 MEMORY_BOUND_LABEL = "memory-bound reference: if a (g+1)-token verify cost one decode step (a GPU at small batch)"
 SPECULATE, DO_NOT, NO_GAIN = "speculate", "do_not_speculate", "no_reliable_gain"

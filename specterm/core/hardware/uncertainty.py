@@ -32,5 +32,6 @@ def run_cost_uncertainty(meta: dict[str, Any], boot: int, seed: int) -> RunCostU
     reps = cost_replicates(meta.get("cost"), boot, cost_seed(seed, "cost"))
     record = meta.get(BATCH_COST_KEY)
     batch = batch_costs(record) if isinstance(record, dict) else None
-    batch_reps = batch.replicates(record, boot, cost_seed(seed, "batch_cost")) if batch is not None and boot > 0 else None
+    batch_reps = (batch.replicates(record, boot, cost_seed(seed, "batch_cost"))
+                  if batch is not None and isinstance(record, dict) and boot > 0 else None)
     return RunCostUncertainty(reps=reps, batch=batch, batch_reps=batch_reps)
