@@ -206,3 +206,15 @@ def test_leave_out_prediction_excludes_the_timed_prompts():
     # without leaving them out the E would be (2 * 40 + 10 * 40) / (2 * 14 + 10 * 40) > 1: a different number
     E_in = (12 * 40) / (2 * np.ceil(40 / 3) + 10 * 40)
     assert E_in * 0.5 / 0.9 != pytest.approx(out["decision_predicted"]["value"])
+
+
+def test_lockstep_walk_by_hand_and_one_row_is_the_spec_walk():
+    from specterm.core.blockwalk import block_counts, sync_walk
+
+    # rows 1101 and 1011 at g = 2: s=0 k=(2,1) -> 2 tokens; s=2 k=(0,2) -> 1; s=3 k=(1,1) capped at n -> 1: 3 blocks
+    assert sync_walk([np.array([1, 1, 0, 1]), np.array([1, 0, 1, 1])], 2, 4) == 3
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        bits = (rng.random(int(rng.integers(1, 60))) < 0.7).astype(np.uint8)
+        g = int(rng.integers(1, 9))
+        assert sync_walk([bits], g, bits.size) == int(block_counts(bits, g)[1])
