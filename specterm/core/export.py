@@ -332,43 +332,6 @@ def confirmation_table(report: Report) -> Table | None:
             head, rows)
 
 
-def _g_speedup(g: Any, s: Any) -> str:
-    return MISSING if g is None or s is None else f"g={g}: {fmt(s, 2)}x"
-
-
-def confirmed_cells(d: Any) -> list[str]:
-    """realized (wall) | realized / predicted (SPEC 6; refeed) | realized CPU | outputs, at the
-    confirmed g = g_hw when it was timed, else the first confirmed g; n/a when never confirmed."""
-    row = d.confirmed_at(d.gamma_hw) or (d.confirmed[0] if d.confirmed else None)
-    if row is None:
-        return [MISSING, MISSING, MISSING, MISSING]
-    ratio = f"{fmt(row.ratio, 2)} (refeed {fmt(row.ratio_refeed, 2)})"
-    cpu = MISSING if row.realized_cpu is None else f"{fmt(row.realized_cpu, 2)}x ({fmt(row.ratio_cpu, 2)})"
-    n = f"{row.prompts} prompt" + ("s" if row.prompts != 1 else "")
-    return [f"g={row.gamma}: {fmt(row.realized, 2)}x ({n})", ratio, cpu,
-            "identical" if row.identical else "DIFFER"]
-
-
-def hardware_table(report: Report) -> Table | None:
-    """The earlier hardware card (memory-bound reference, S_hw, the refeed model, realized), kept for the
-    README's self-draft table: decision_table is the decision."""
-    head = ["set", "memory-bound (verify = 1 decode step)", "S_hw (this hardware)", "refeed model", "realized (wall)",
-            "realized / predicted (refeed)", "realized CPU (/ predicted)", "outputs", "verdict on this hardware"]
-    rows, clocks = [], set()
-    for name, s in report.ordered_sets():
-        d = s.decision_hw
-        if d is None:
-            continue
-        if d.clock:
-            clocks.add(d.clock)
-        rows.append([name, _g_speedup(d.gamma_mb, d.speedup_mb), _g_speedup(d.gamma_hw, d.speedup_hw),
-                     _g_speedup(d.gamma_hw_refeed, d.speedup_hw_refeed), *confirmed_cells(d), d.verdict])
-    if not rows:
-        return None
-    clock = f", costs on the {'/'.join(sorted(clocks))} clock" if clocks else ""
-    return (f"Decision on this hardware: S_hw = E c_decode / (c_verify(g) + g c_draft){clock}", head, rows)
-
-
 def scorecard_tables(report: Report) -> list[Table]:
     """One table per seed: the measurement seed's P rows, then the economics seed's Q rows."""
     titles = {MEASUREMENT: ("P1-P5, computed from the numbers above", "prediction"),
