@@ -83,6 +83,7 @@ class ConfirmConfig:
     decision_only: bool = False        # time only the run's decision g_hw (and --gamma), not this session's choices
     batch_costs: bool = False          # measure c_decode(B), c_verify(g, B), c_draft(B) and store them as the run's
     batch: int = 1                     # B > 1: batched confirmation, B prompts of a corpus decoded together
+    interleave_costs: bool = True      # one more cost round after every prompt (off: only the rounds before)
 
 
 @dataclass
@@ -292,7 +293,7 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
         report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.3f} s", elapsed_s=time.perf_counter() - t_start))
 
     sampler = CostSampler(pair.target, pair.draft, ctx, cost_gammas.tolist(), on_measure=on_measure, cancel=cancel)
-    sampler.plan(1 + config.cost_repeats + len(items))
+    sampler.plan(1 + config.cost_repeats + (len(items) if config.interleave_costs else 0))
     for _ in range(1 + config.cost_repeats):
         sampler.round()
 
@@ -476,7 +477,7 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
                      prompt_index=idx, prompt_id=label, corpus=s.corpus, tokens=len(timed.tokens),
                      max_new_tokens=it["n"])
         record["prompts"].append(row)
-        for extra_round in (False, True):  # write the finished prompt first, then add a cost round and rewrite
+        for extra_round in ((False, True) if config.interleave_costs else (False,)):  # write the finished prompt first, then add a cost round and rewrite
             if extra_round:
                 sampler.round()
                 record["cost"] = cost = session_cost()
@@ -543,7 +544,7 @@ def _cross_check(prompt_rows, cost) -> dict[str, Any]:
 def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str | None, device: str | None,
                     dtype: str | None, max_new_tokens: int | None, threads: int | None, repeats: int,
                     target: str | None = None, draft: str | None = None, decision_only: bool = False,
-                    batch_costs: bool = False, batch: int = 1) -> None:
+                    batch_costs: bool = False, batch: int = 1, interleave_costs: bool = True) -> None:
     """CLI glue: headless progress (a bar on a terminal, log lines otherwise); Ctrl-C keeps finished prompts."""
     import sys
 
@@ -559,7 +560,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
                            corpora=tuple(c.strip() for c in corpus.split(",")) if corpus else None,
                            device=device, dtype=dtype, max_new_tokens=max_new_tokens, threads=threads,
                            cost_repeats=repeats, target=target, draft=draft, decision_only=decision_only,
-                           batch_costs=batch_costs, batch=batch)
+                           batch_costs=batch_costs, batch=batch, interleave_costs=interleave_costs)
     on_progress, ctx, log = headless_progress()
     try:
         with ctx:
