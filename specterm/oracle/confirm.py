@@ -484,6 +484,7 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
             record["results"] = _results(record["prompts"], cost, E_table)
             record["cross_check"] = _cross_check(record["prompts"], cost)
             write_confirmation(run_dir, record, index)
+    record["decision_checks"] = decision_checks(run_dir, record)
     record["complete"] = True
     record["load_avg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     record["seconds"] = time.perf_counter() - t_start
@@ -492,6 +493,29 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
     write_confirmation(run_dir, record, index, cost if install_cost else None, batch_record)
     progress("done", f"confirmation of {len(items)} prompt(s) appended to {run_dir / META_FILE}")
     return record
+
+
+def decision_checks(run_dir: Path, record: dict[str, Any], n_rep: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
+    """SPEC 6's decision check of every (corpus, g) row of `record`, as the report computes it
+    (hardware.decision_check: leave-out E, the run's stored costs, 95% prediction interval for K prompts,
+    in_ci, sign_held, cost drift), stored with the record so it reads without re-running the report."""
+    from specterm.core.hardware import Confirmation, decision_check
+    from specterm.core.hardware.uncertainty import cost_seed
+    from specterm.core.hardware.curve import cost_replicates
+
+    run = load_run(run_dir)
+    curve = cost_curve(run.meta.get("cost"))
+    if curve is None:
+        return []
+    reps = cost_replicates(run.meta.get("cost"), n_rep, cost_seed(seed, "cost"))
+    conf = Confirmation(date=record["date"], device=record["device"], threads=record["threads"], complete=True,
+                        results=[], record=record)
+    out = []
+    for row in record["results"]:
+        streams = [(s.id, s.a) for s in run.streams if s.corpus == row["corpus"]]
+        check = decision_check(row, conf, row["corpus"], streams, curve, reps, n_rep, seed)
+        out.append({"corpus": row["corpus"], "gamma": row["gamma"], "realized": row["realized"], **check})
+    return out
 
 
 def _results(prompt_rows, cost, E_table) -> list[dict[str, Any]]:
@@ -572,6 +596,12 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     for r in record.get("batched_results", []):
         log(f"{r['corpus']:>12} B={r['batch']} g={r['gamma']:<2} predicted {r['predicted']:.2f}x  realized {r['realized']:.2f}x  "
             f"ratio {r['ratio']:.2f}  {'identical' if r['identical'] else 'OUTPUTS DIFFER'}")
+    for c in record.get("decision_checks", []):
+        dp = c["decision_predicted"]
+        if dp["value"] is not None and dp["ci"][0] is not None:
+            log(f"{c['corpus']:>12} g={c['gamma']:<2} decision check: predicts {dp['value']:.2f}x "
+                f"[{dp['ci'][0]:.2f}, {dp['ci'][1]:.2f}] for {c['K']} new prompts, realized {c['realized']:.2f}x, "
+                f"in PI {c['in_ci']}, sign held {c['sign_held']}")
     for r in record["results"]:
         log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted']:.2f}x  realized {r['realized']:.2f}x  "
             f"ratio {r['ratio']:.2f}  tokens/call {r['tokens_per_call']:.2f}  "
