@@ -307,7 +307,8 @@ def confirmation_table(report: Report) -> Table | None:
     """Per set and confirmed g: the cost-model check (realized / predicted with this session's costs)
     and the decision check (leave-out E, the run's costs, 95% prediction interval for K prompts)."""
     head = ["set", "g", "prompts", "realized", "cost-model check (real / pred)", "decision predicts [95% PI]",
-            "in PI", "sign held", "cost drift % (decode, verify, draft)", "context timed / costs"]
+            "in PI", "sign held", "cost drift % (decode, verify, draft)", "with this session's costs",
+            "context timed / costs"]
     rows = []
     for name, s in report.ordered_sets():
         d = s.decision_hw
@@ -322,10 +323,11 @@ def confirmation_table(report: Report) -> Table | None:
             ctx = f"{fmt(c.timed_context, 0)} / {fmt(c.cost_context, 0)} (run {fmt(c.run_cost_context, 0)})"
             yes = {True: "yes", False: "no", None: MISSING}
             rows.append([name, str(c.gamma), str(c.prompts), _x(c.realized), fmt(c.ratio, 2),
-                         MISSING if dp is None else _x_ci(dp.value, dp.ci), yes[c.in_ci], yes[c.sign_held], dr, ctx])
+                         MISSING if dp is None else _x_ci(dp.value, dp.ci), yes[c.in_ci], yes[c.sign_held], dr,
+                         _x(c.predicted_session_costs), ctx])
         for b in d.confirmed_batch:
             rows.append([name, f"{b.get('gamma')} (B={b.get('batch')})", str(len(b.get("ids", []))), _x(b.get("realized")),
-                         fmt(b.get("ratio"), 2), MISSING, MISSING, MISSING, MISSING, MISSING])
+                         fmt(b.get("ratio"), 2), MISSING, MISSING, MISSING, MISSING, MISSING, MISSING])
     if not rows:
         return None
     return ("Confirmations (`specterm confirm`): realized = greedy time / speculative time, same prompts, alternating",

@@ -252,6 +252,7 @@ class ConfirmedRow(Record):
     timed_context: float | None = None
     cost_context: float | None = None
     run_cost_context: float | None = None
+    predicted_session_costs: float | None = None  # leave-out E with this session's costs (what the drift explains)
 
 
 @dataclass(kw_only=True)

@@ -251,6 +251,8 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
                     replacement (E = their tokens / blocks) and pairs it with cost replicate b (`reps`)
         in_ci     = lo <= realized <= hi;  sign_held = (realized > 1) == (value > 1)
         cost_drift_pct = 100 (this session's robust cost / the run's - 1) for c_decode, c_verify(g), c_draft
+        predicted_session_costs = S_hw(g) with E_out and this session's costs: how much of a miss the
+                    cost drift explains (the prompts are the same, only the costs move)
         timed_context  = mean prompt + n/2 of the timed prompts (recorded by confirm), beside the run's
                          and this session's cost contexts
 
@@ -266,7 +268,7 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
                            "sign_held": None, "leave_out_streams": len(leave), "K": len(timed),
                            "excluded": sorted(str(i) for i in ids), "cost_drift_pct": None,
                            "timed_context": None, "cost_context": conf.record.get("cost_context"),
-                           "run_cost_context": curve.context}
+                           "run_cost_context": curve.context, "predicted_session_costs": None}
     if not leave or g not in set(curve.gammas.tolist()):
         return out
     tokens, blocks = walk_table(leave, np.array([g]))
@@ -287,6 +289,8 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
     out["sign_held"] = bool((realized > 1.0) == (value > 1.0))
     session = cost_curve(conf.record.get("cost")) if isinstance(conf.record.get("cost"), dict) else None
     if session is not None and g in set(session.gammas.tolist()):
+        out["predicted_session_costs"] = float(costmodel.speedup_hw(t.sum() / b.sum(), session.c_decode,
+                                                                    session.verify_at(g), session.c_draft, g))
         out["cost_drift_pct"] = {"c_decode": _pct(session.c_decode, curve.c_decode),
                                  "c_verify": _pct(session.verify_at(g), curve.verify_at(g)),
                                  "c_draft": _pct(session.c_draft, curve.c_draft), "clock": session.clock}
