@@ -203,6 +203,7 @@ def test_leave_out_prediction_excludes_the_timed_prompts():
     assert out["sign_held"] is True and out["in_ci"] is False  # realized 0.6 lies outside the point interval [0.556, 0.556]
     assert out["cost_drift_pct"] == {"c_decode": 0.0, "c_verify": 0.0, "c_draft": 0.0, "clock": "wall"}
     assert out["timed_context"] == 60.0
+    assert out["predicted_session_costs"] == pytest.approx(S_out)  # same costs this session: no drift to explain
     # without leaving them out the E would be (2 * 40 + 10 * 40) / (2 * 14 + 10 * 40) > 1: a different number
     E_in = (12 * 40) / (2 * np.ceil(40 / 3) + 10 * 40)
     assert E_in * 0.5 / 0.9 != pytest.approx(out["decision_predicted"]["value"])
