@@ -219,3 +219,11 @@ def test_lockstep_walk_by_hand_and_one_row_is_the_spec_walk():
         bits = (rng.random(int(rng.integers(1, 60))) < 0.7).astype(np.uint8)
         g = int(rng.integers(1, 9))
         assert sync_walk([bits], g, bits.size) == int(block_counts(bits, g)[1])
+
+
+def test_sign_held_follows_the_verdicts_side():
+    from specterm.core.hardware.decision import verdict_sign_held
+
+    assert verdict_sign_held(SPECULATE, 1.1) is True and verdict_sign_held(SPECULATE, 0.9) is False
+    assert verdict_sign_held(DO_NOT, 0.9) is True and verdict_sign_held(DO_NOT, 1.1) is False
+    assert verdict_sign_held(NO_GAIN, 1.1) is None  # "no reliable gain" claims no side of 1

@@ -38,6 +38,7 @@ from specterm.core.errors import SpectermError
 from specterm.core.estimate import num
 from specterm.core.hardware import (MIXED_COSTS_NOTE, RunCostUncertainty, batched_rows, confirming, decision_check,
                                     decision_hw, q3_costs, run_cost_uncertainty, run_curve_and_confirmations)
+from specterm.core.hardware.decision import verdict_sign_held
 from specterm.core.optimum import optimum_table, r_values
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import policy_summary, policy_table
@@ -221,7 +222,7 @@ def _set_decision_hw(rep: dict[str, Any], name: str, members: list[tuple[Stream,
     R = W @ sums.M
     E_boot = np.stack([st.E_true(R, sums.cols, int(g)) for g in gammas.tolist()], axis=1) if R.shape[0] else None
     u = unc[idx[0]] if curve is not None else RunCostUncertainty()
-    if conf is not None and curve is not None:
+    if conf is not None and curve is not None and name != "pooled":  # pooled rows mix corpora timed at different g
         streams = [(s.id, s.a) for s, _ in members]
         confirmed = [{**row, **decision_check(row, conf, name, streams, curve, u.reps, W.shape[0], seed)}
                      for row in confirmed]
@@ -230,6 +231,9 @@ def _set_decision_hw(rep: dict[str, Any], name: str, members: list[tuple[Stream,
                       phi_true=phi, confirmed=confirmed, note=note, E_boot=E_boot, reps=u.reps,
                       batch=u.batch, batch_reps=u.batch_reps)
     out["confirmed_batch"] = batched_rows(confs, name) if curve is not None else []
+    for row in out["confirmed"]:
+        if row.get("gamma") == out["gamma_hw"] and row.get("sign_held") is not None:
+            row["sign_held"] = verdict_sign_held(out["verdict_kind"], float(row["realized"]))
     return out
 
 

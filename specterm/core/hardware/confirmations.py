@@ -249,7 +249,8 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
         value     = S_hw(g) with E_out and the run's stored robust costs (`curve`)
         ci        = 95% prediction interval for K prompts: replicate b draws K leave-out streams with
                     replacement (E = their tokens / blocks) and pairs it with cost replicate b (`reps`)
-        in_ci     = lo <= realized <= hi;  sign_held = (realized > 1) == (value > 1)
+        in_ci     = lo <= realized <= hi;  sign_held = (realized > 1) == (value > 1) (the report replaces it
+                    at g_hw by the verdict's side: decision.verdict_sign_held; None for no reliable gain)
         cost_drift_pct = 100 (this session's robust cost / the run's - 1) for c_decode, c_verify(g), c_draft
         predicted_session_costs = S_hw(g) with E_out and this session's costs: how much of a miss the
                     cost drift explains (the prompts are the same, only the costs move)

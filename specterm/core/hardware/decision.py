@@ -182,6 +182,16 @@ def verdict_kind(S: float | None, ci: Sequence[float | None]) -> str | None:
     return NO_GAIN
 
 
+def verdict_sign_held(kind: str | None, realized: float) -> bool | None:
+    """Whether realized lies on the verdict's side of 1: speculate -> realized > 1, do not speculate ->
+    realized < 1; None for "no reliable gain" (that verdict claims no side) or no verdict."""
+    if kind == SPECULATE:
+        return realized > 1.0
+    if kind == DO_NOT:
+        return realized < 1.0
+    return None
+
+
 def verdict_text(kind: str | None, g: int, S: float, ci: Sequence[float | None]) -> str:
     """SPEC 6's wording of a verdict, e.g. "speculate with g = 7 on this hardware: 1.24x [1.10, 1.38]"."""
     lo, hi = ci
