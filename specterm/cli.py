@@ -175,7 +175,8 @@ def list_cmd(
     """The runs under streams/: corpora, prompts, positions, alpha, gate (shards of a merged run are not counted)."""
     import math
 
-    from specterm.core.export import MISSING, text_table
+    from specterm.core.export import text_table
+    from specterm.core.fmt import MISSING
     from specterm.core.stats import rates
     from specterm.core.streams import discover_runs, load_runs_lenient
     from specterm.core.text import printable

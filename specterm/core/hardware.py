@@ -58,7 +58,9 @@ import numpy as np
 
 from specterm.core.blockwalk import block_accepts
 from specterm.core.errors import SpectermError
+from specterm.core.estimate import num
 from specterm.core.optimum import best_gamma
+from specterm.core.report import ConfirmedRow, Curve, DecisionHW
 
 MEMORY_BOUND_LABEL = "memory-bound model: verify = one decode step"
 ROBUST_METHOD = ("pool-adjacent-violators over m = tokens per target forward (m = 1: c_decode, m = g + 1: "
@@ -324,20 +326,21 @@ class HardwareDecision:
     speedup_refeed_at_gamma_hw: Optional[float] = None  # the refeed model at the SPEC g_hw
     clock: Optional[str] = None                # the cost curve's clock ("wall" or "cpu")
 
-    def to_dict(self, confirmed: Optional[list[dict[str, Any]]] = None) -> dict[str, Any]:
-        """SPEC 7 `decision_hw` (its named keys first, then the i.i.d. and memory-bound extras)."""
-        return {
-            "measured": self.measured, "gamma_hw": self.gamma_hw, "speedup_hw": self.speedup_hw,
-            "gamma_mb": self.gamma_mb, "speedup_mb": self.speedup_mb, "verdict": self.verdict,
-            "confirmed": list(confirmed or []),
-            "speculate": self.speculate, "r_mb": self.r_mb,
-            "gamma_iid_hw": self.gamma_iid_hw, "speedup_iid_hw": self.speedup_iid_hw,
-            "speedup_true_at_gamma_iid_hw": self.speedup_true_at_gamma_iid_hw,
-            "gamma_iid_mb": self.gamma_iid_mb, "speedup_iid_mb": self.speedup_iid_mb,
-            "gamma_hw_refeed": self.gamma_hw_refeed, "speedup_hw_refeed": self.speedup_hw_refeed,
-            "speedup_refeed_at_gamma_hw": self.speedup_refeed_at_gamma_hw, "clock": self.clock,
-            "curve_hw": self.curve_hw,
-        }
+    def to_report(self, confirmed: Optional[list[ConfirmedRow]] = None) -> DecisionHW:
+        """SPEC 7 `decision_hw` as the report's DecisionHW (with these confirmed rows); NaN -> None."""
+        curve_hw = {k: (v if k == "gamma" else [num(x) for x in v]) for k, v in self.curve_hw.items()}
+        return DecisionHW(
+            measured=self.measured, gamma_hw=self.gamma_hw, speedup_hw=num(self.speedup_hw),
+            gamma_mb=self.gamma_mb, speedup_mb=num(self.speedup_mb), verdict=self.verdict,
+            confirmed=list(confirmed or []),
+            speculate=self.speculate, r_mb=num(self.r_mb),
+            gamma_iid_hw=self.gamma_iid_hw, speedup_iid_hw=num(self.speedup_iid_hw),
+            speedup_true_at_gamma_iid_hw=num(self.speedup_true_at_gamma_iid_hw),
+            gamma_iid_mb=self.gamma_iid_mb, speedup_iid_mb=num(self.speedup_iid_mb),
+            gamma_hw_refeed=self.gamma_hw_refeed, speedup_hw_refeed=num(self.speedup_hw_refeed),
+            speedup_refeed_at_gamma_hw=num(self.speedup_refeed_at_gamma_hw), clock=self.clock,
+            curve_hw=curve_hw,
+        )
 
 
 def _best(S: np.ndarray, gammas: np.ndarray) -> tuple[Optional[int], Optional[float]]:
@@ -642,20 +645,19 @@ def run_curve_and_confirmations(meta: dict[str, Any], where: str = "run.json") -
     return cost_curve(meta.get("cost")), confirmations(meta, where)
 
 
-def set_decision_hw(curve_report: dict[str, Any], bits: list[np.ndarray], curve: Optional[CostCurve],
+def set_decision_hw(curve_report: Curve, bits: list[np.ndarray], curve: Optional[CostCurve],
                     confs: list[Confirmation], set_name: str, r_fallback: Optional[float],
-                    note: Optional[str] = None) -> dict[str, Any]:
+                    note: Optional[str] = None) -> DecisionHW:
     """SPEC 7 `decision_hw` of one set of the report.
 
-    curve_report: the set's {"gamma", "E_true", "E_iid"} (E curves of SPEC 2); bits: its streams'
+    curve_report: the set's E curves (report.Curve, SPEC 2); bits: its streams'
     analysed accept bits (for the refeed share phi(g)); curve: the run's robust cost curve (None: no
     measured costs, measured False, the memory-bound model at r_fallback and `note` or NO_COSTS_NOTE
     in the verdict); confs: the run's confirmation records (confirmed rows: confirmed_for_set).
     """
-    gammas = np.asarray(curve_report["gamma"], dtype=np.int64)
-    nan = lambda v: np.nan if v is None else float(v)  # noqa: E731
-    E_true = np.array([nan(v) for v in curve_report["E_true"]])
-    E_i = np.array([nan(v) for v in curve_report["E_iid"]])
+    gammas = np.asarray(curve_report.gamma, dtype=np.int64)
+    E_true = np.array([np.nan if v is None else float(v) for v in curve_report.E_true])
+    E_i = np.array([np.nan if v is None else float(v) for v in curve_report.E_iid])
     phi = None
     if curve is not None:
         common = np.array([g for g in gammas.tolist() if g in set(curve.gammas.tolist())], dtype=np.int64)
@@ -663,9 +665,10 @@ def set_decision_hw(curve_report: dict[str, Any], bits: list[np.ndarray], curve:
         lookup = dict(zip(common.tolist(), phi_c.tolist()))
         phi = np.array([lookup.get(int(g), np.nan) for g in gammas])
     d = decide_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve, r_fallback=r_fallback, phi_true=phi)
-    out = d.to_dict(confirmed_for_set(confs, set_name) if curve is not None or confs else [])
+    rows = confirmed_for_set(confs, set_name) if curve is not None or confs else []
+    out = d.to_report([ConfirmedRow(**row) for row in rows])
     if curve is None:
-        out["verdict"] = f"{note or NO_COSTS_NOTE}: {d.verdict.split('; ', 1)[-1]}"
+        out.verdict = f"{note or NO_COSTS_NOTE}: {d.verdict.split('; ', 1)[-1]}"
     return out
 
 

@@ -19,10 +19,12 @@ import numpy as np
 
 from specterm.core.bootstrap import percentile_ci
 from specterm.core.errors import SpectermError
+from specterm.core.estimate import num
 from specterm.core.geometry import Concat, concat_streams, segment_runs, walk_blocks
 from specterm.core.optimum import best_gamma, throughput
 from specterm.core.params import GAMMAS
 from specterm.core.replay import block_starts, check_gamma, heuristic_next, replay_heuristic
+from specterm.core.report import Estimate, PolicyRow
 
 # Below this many streams still walking, a lockstep walk finishes the rest one stream at a time:
 # each lockstep round costs a fixed numpy overhead, which a few long streams would pay per block.
@@ -261,18 +263,18 @@ def policy_sums(streams: Sequence, r: float, *, gammas: Sequence[int] = (), taus
     return policies, out.astype(np.int64, copy=False)
 
 
-def _value_ci(point: float, samples: np.ndarray) -> dict:
+def _value_ci(point: float, samples: np.ndarray) -> Estimate:
     lo, hi = percentile_ci(samples)
-    return {"value": float(point), "ci": [lo, hi]}
+    return Estimate(value=num(point), ci=[num(lo), num(hi)])
 
 
 def policy_summary(streams: Sequence, r: float, weights: np.ndarray, *, gammas: Sequence[int] = (),
                    taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5, g_max: int = 16,
-                   table: PolicyTable | None = None) -> list[dict]:
+                   table: PolicyTable | None = None) -> list[PolicyRow]:
     """One row per policy (order of `policy_sums`) for a set of streams at cost ratio r.
 
-    Row: {"policy", "params", "tokens_per_block", "drafted_per_block",
-          "throughput": {"value", "ci"}, "vs_best_fixed": {"value", "ci"}, "vs_clairvoyant": {"value", "ci"}}
+    Row: report.PolicyRow (policy, params, tokens_per_block, drafted_per_block, and the Estimates
+    throughput, vs_best_fixed, vs_clairvoyant; undefined numbers None)
     with T = sum tokens / (sum blocks + r sum drafted) and the ratios T / T_best-fixed, T / T_clairvoyant.
     CIs: percentile bootstrap over streams, one matrix product weights (B x N) @ sums (N x 3P);
     the best fixed g is the one chosen on the whole set. Confidence rows are omitted when any
@@ -293,16 +295,16 @@ def policy_summary(streams: Sequence, r: float, weights: np.ndarray, *, gammas: 
     Tb = throughput(boot[..., 0], boot[..., 1], boot[..., 2], r)
     names = [name for name, _ in policies]
     i_best, i_clair = names.index("best-fixed"), names.index("clairvoyant")
-    rows = []
+    rows: list[PolicyRow] = []
     with np.errstate(divide="ignore", invalid="ignore"):
         for j, (name, params) in enumerate(policies):
-            rows.append({
-                "policy": name,
-                "params": params,
-                "tokens_per_block": float(tot[j, 0] / tot[j, 1]) if tot[j, 1] else float("nan"),
-                "drafted_per_block": float(tot[j, 2] / tot[j, 1]) if tot[j, 1] else float("nan"),
-                "throughput": _value_ci(T[j], Tb[:, j]),
-                "vs_best_fixed": _value_ci(T[j] / T[i_best], Tb[:, j] / Tb[:, i_best]),
-                "vs_clairvoyant": _value_ci(T[j] / T[i_clair], Tb[:, j] / Tb[:, i_clair]),
-            })
+            rows.append(PolicyRow(
+                policy=name,
+                params=params,
+                tokens_per_block=num(tot[j, 0] / tot[j, 1]) if tot[j, 1] else None,
+                drafted_per_block=num(tot[j, 2] / tot[j, 1]) if tot[j, 1] else None,
+                throughput=_value_ci(T[j], Tb[:, j]),
+                vs_best_fixed=_value_ci(T[j] / T[i_best], Tb[:, j] / Tb[:, i_best]),
+                vs_clairvoyant=_value_ci(T[j] / T[i_clair], Tb[:, j] / Tb[:, i_clair]),
+            ))
     return rows
