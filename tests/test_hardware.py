@@ -213,8 +213,10 @@ def test_confirmed_rows_per_corpus_and_pooled():
 
 
 def test_decision_hw_dict_has_the_spec7_keys():
+    from specterm.core.report import ConfirmedRow
+
     d = decide_hw(G, E_iid(0.7, G), E_iid(0.7, G), _curve(0.5, np.full(8, 1.0), 0.1))
-    out = d.to_dict([{"gamma": 2, "predicted": 0.9, "realized": 0.88, "prompts": 2, "identical": True}])
+    out = d.to_report([ConfirmedRow(gamma=2, predicted=0.9, realized=0.88, prompts=2, identical=True)]).to_dict()
     assert list(out)[:7] == ["measured", "gamma_hw", "speedup_hw", "gamma_mb", "speedup_mb", "verdict", "confirmed"]
     assert out["measured"] and out["gamma_hw"] == d.gamma_hw and out["confirmed"][0]["realized"] == 0.88
     import json

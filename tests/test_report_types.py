@@ -45,10 +45,11 @@ def test_unknown_keys_are_refused():
         Estimate.from_dict({"value": 1.0, "ci": [0.0, 2.0], "p": 0.1})
 
 
-def test_typed_pieces_and_key_access(report):
+def test_typed_pieces_and_no_key_access(report):
     s = report.sets["alpha"]
-    assert isinstance(s.deficit.temporal, Estimate) and s["deficit"]["temporal"] is s.deficit.temporal
-    assert "alpha" in s and "nope" not in s and s.get("nope", 7) == 7 and s.get("alpha", 7) == s.alpha
+    assert isinstance(s.deficit.temporal, Estimate)
+    with pytest.raises(TypeError):
+        s["deficit"]  # attributes only: the report is not read by key
     assert s.decide.r == 0.3 and s.policies[0].policy in ("best-fixed", "fixed")
 
 
