@@ -20,7 +20,8 @@ from textual.worker import Worker, WorkerState
 from specterm import messages
 from specterm.commands import SpectermCommands
 from specterm.core.errors import SpectermError
-from specterm.core.params import BOOT, GAMMA_DEFAULT, SHUFFLES
+from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
+from specterm.core.report import POOLED
 from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ class SpectermApp(App[Any]):
     """`analyse(runs)`: the typed report (core/report.py; None until ready)."""
     error: var[str | None] = var(None)
     """One sentence when loading or analysing failed."""
-    set_name: var[str] = var("pooled")
+    set_name: var[str] = var(POOLED)
     """The corpus (or "pooled") shown by the per-set screens; `c` cycles it."""
 
     def __init__(
@@ -69,7 +70,7 @@ class SpectermApp(App[Any]):
         gamma: int = GAMMA_DEFAULT,
         boot: int = BOOT,
         shuffles: int = SHUFFLES,
-        seed: int = 0,
+        seed: int = SEED,
         initial: str | None = None,
     ) -> None:
         super().__init__()
@@ -164,7 +165,7 @@ class SpectermApp(App[Any]):
         self.pair_sets[self.pair_key] = self.set_name
         self.model_group += 1
         self.report = None  # first: a screen must never see the new runs with the old report
-        self.set_name = self.pair_sets.get(self.pair_key, "pooled")
+        self.set_name = self.pair_sets.get(self.pair_key, POOLED)
         cached = self.pair_cache.get(self.pair_key)
         if cached is None:  # first visit: load and analyse in the worker (the screens show loading)
             self.runs = None

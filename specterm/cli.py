@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from specterm.core.params import BOOT, GAMMA_DEFAULT, SHUFFLES
+from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
 
 app = typer.Typer(
     name="specterm",
@@ -140,7 +140,7 @@ def report_cmd(
     format: str = typer.Option("md", "--format", "-f", help="md | json | text."),
     gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
+    seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ) -> None:
@@ -221,7 +221,7 @@ def repair_cmd(
 # ------------------------------------------------------------------------ open / no-argument ---
 
 
-def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0, shuffles: int = 20) -> None:
+def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES) -> None:
     """Check the run directories (one clear sentence if one is wrong), then start the app on them."""
     from specterm.core.streams import read_meta
 
@@ -259,7 +259,7 @@ def open_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (made by `specterm run` or `specterm import`)."),
     gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
+    seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
 ) -> None:
     """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""

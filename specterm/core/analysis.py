@@ -39,7 +39,7 @@ from specterm.core.hardware import (
     MIXED_COSTS_NOTE, Confirmation, CostCurve, q3_costs, run_curve_and_confirmations, set_decision_hw,
 )
 from specterm.core.optimum import optimum_table, r_values
-from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SHUFFLES, YIELD_GAMMAS
+from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_table
 from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
 from specterm.core.report import (
@@ -235,7 +235,7 @@ def _realized(sets: dict[str, SetReport], corpora: list[str]) -> dict[str, float
     return out
 
 
-def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = 0,
+def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = SEED,
             depth_gamma: int | None = None) -> Report:
     """The report (core/report.py): sets (corpora sorted, then "pooled"), scorecard, runs, params;
     `report.to_dict()` is the SPEC 7 JSON."""

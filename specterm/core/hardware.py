@@ -60,7 +60,7 @@ from specterm.core.blockwalk import block_accepts
 from specterm.core.errors import SpectermError
 from specterm.core.estimate import num
 from specterm.core.optimum import best_gamma
-from specterm.core.report import ConfirmedRow, Curve, DecisionHW
+from specterm.core.report import POOLED, ConfirmedRow, Curve, DecisionHW
 
 MEMORY_BOUND_LABEL = "memory-bound model: verify = one decode step"
 ROBUST_METHOD = ("pool-adjacent-violators over m = tokens per target forward (m = 1: c_decode, m = g + 1: "
@@ -599,7 +599,7 @@ def confirmed_rows(conf: Confirmation, set_name: str) -> list[dict[str, Any]]:
     A corpus takes its rows of the record; "pooled" sums every prompt of the record timed at each g
     (ratio of sums, the prediction from the pooled E and phi and the record's own cost curve).
     """
-    if set_name != "pooled":
+    if set_name != POOLED:
         rows = [r for r in conf.record["results"] if r["corpus"] == set_name]
         return [{**_row(r), "date": conf.date} for r in sorted(rows, key=lambda r: r["gamma"])]
     prompts = conf.record.get("prompts")
@@ -607,7 +607,7 @@ def confirmed_rows(conf: Confirmation, set_name: str) -> list[dict[str, Any]]:
     if not isinstance(prompts, list) or not prompts or curve is None:
         return []
     try:
-        pooled = summarize_results([{**p, "corpus": "pooled"} for p in prompts], curve)
+        pooled = summarize_results([{**p, "corpus": POOLED} for p in prompts], curve)
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         raise SpectermError("the confirmation record's prompts are corrupt; delete the record from run.json and "
                             "re-run `specterm confirm`.") from None

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specterm.core.blockwalk import E_iid
+from specterm.core.estimate import div
 from specterm.core.geometry import Concat, concat_streams, depth_counts, segment_runs, transition_counts, walk_blocks
 from specterm.core.params import GAMMA_DEFAULT, GAMMAS, SHUFFLES
 
@@ -185,15 +186,10 @@ def rates(streams) -> tuple[int, float, float]:
     gate_ones, gate_n = gate_counts(streams)
     analysed = sum(s.valid_len for s in streams)
     ones = sum(int(s.a.sum()) for s in streams)
-    return int(gate_n.sum()), float(_div(ones, analysed)), float(_div(gate_ones.sum(), gate_n.sum()))
+    return int(gate_n.sum()), float(div(ones, analysed)), float(div(gate_ones.sum(), gate_n.sum()))
 
 
 # ------------------------------------------------ statistics of column sums c (..., K) ---
-
-
-def _div(a, b):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.asarray(a, dtype=np.float64) / np.asarray(b, dtype=np.float64)
 
 
 def col(c: np.ndarray, cols: dict[str, int], name: str) -> np.ndarray:
@@ -202,22 +198,22 @@ def col(c: np.ndarray, cols: dict[str, int], name: str) -> np.ndarray:
 
 def alpha(c, cols):
     """alpha = sum a / sum n (pooled marginal acceptance)."""
-    return _div(col(c, cols, "ones"), col(c, cols, "n"))
+    return div(col(c, cols, "ones"), col(c, cols, "n"))
 
 
 def gate_rate(c, cols):
     """gate_rate = sum gate ones / sum positions (whole streams, before the cut at the first failure)."""
-    return _div(col(c, cols, "gate_ones"), col(c, cols, "gate_n"))
+    return div(col(c, cols, "gate_ones"), col(c, cols, "gate_n"))
 
 
 def autocorr(c, cols):
     """Per-stream p11 - p10, unweighted mean over the streams where both conditioning counts are > 0."""
-    return _div(col(c, cols, "ac_val"), col(c, cols, "ac_def"))
+    return div(col(c, cols, "ac_val"), col(c, cols, "ac_def"))
 
 
 def autocorr_pooled(c, cols):
     """p11 - p10 from one transition table summed over streams: N11/N1x - N01/N0x."""
-    return _div(col(c, cols, "n11"), col(c, cols, "n1x")) - _div(col(c, cols, "n01"), col(c, cols, "n0x"))
+    return div(col(c, cols, "n11"), col(c, cols, "n1x")) - div(col(c, cols, "n01"), col(c, cols, "n0x"))
 
 
 def autocorr_simpson(c, cols):
@@ -228,13 +224,13 @@ def autocorr_simpson(c, cols):
 def dispersion(c, cols):
     """D = var(L) / mean(L), population variance over all closed runs: (sum L^2/R - m^2)/m, m = sum L/R."""
     R = col(c, cols, "runs")
-    m = _div(col(c, cols, "L"), R)
-    return _div(_div(col(c, cols, "L2"), R) - m**2, m)
+    m = div(col(c, cols, "L"), R)
+    return div(div(col(c, cols, "L2"), R) - m**2, m)
 
 
 def dispersion_geom(c, cols):
     """D_geom = 1/(1 - alpha): D of a geometric run length under i.i.d. acceptance."""
-    return _div(1.0, 1.0 - alpha(c, cols))
+    return div(1.0, 1.0 - alpha(c, cols))
 
 
 def dispersion_ratio(c, cols):
@@ -244,17 +240,17 @@ def dispersion_ratio(c, cols):
 
 def E_true(c, cols, gamma: int):
     """E_true(gamma) = sum tokens / sum blocks (tokens of a stream = n)."""
-    return _div(col(c, cols, "n"), col(c, cols, f"blocks_{gamma}"))
+    return div(col(c, cols, "n"), col(c, cols, f"blocks_{gamma}"))
 
 
 def yield_ratio(c, cols, gamma: int):
     """E_true(gamma) / E_iid(alpha, gamma)."""
-    return _div(E_true(c, cols, gamma), E_iid(alpha(c, cols), gamma))
+    return div(E_true(c, cols, gamma), E_iid(alpha(c, cols), gamma))
 
 
 def E_shuf(c, cols):
     """E_shuf = sum n / sum (mean blocks over the in-place shuffles), at the deficit's gamma."""
-    return _div(col(c, cols, "n"), col(c, cols, "shuf_blocks"))
+    return div(col(c, cols, "n"), col(c, cols, "shuf_blocks"))
 
 
 def deficit(c, cols, gamma: int):
@@ -264,17 +260,17 @@ def deficit(c, cols, gamma: int):
     """
     e = E_iid(alpha(c, cols), gamma)
     et, es = E_true(c, cols, gamma), E_shuf(c, cols)
-    return 1.0 - _div(et, e), 1.0 - _div(es, e), _div(es - et, e)
+    return 1.0 - div(et, e), 1.0 - div(es, e), div(es - et, e)
 
 
 def depth_conditional(c, cols, j: int):
     """P(draft token j accepted | tokens 1..j-1 accepted) = acc_j / reach_j (uncut blocks only)."""
-    return _div(col(c, cols, f"acc_{j}"), col(c, cols, f"reach_{j}"))
+    return div(col(c, cols, f"acc_{j}"), col(c, cols, f"reach_{j}"))
 
 
 def depth_unconditional(c, cols, j: int):
     """P(accepted length >= j) = acc_j / uncut_j (uncut blocks only)."""
-    return _div(col(c, cols, f"acc_{j}"), col(c, cols, f"uncut_{j}"))
+    return div(col(c, cols, f"acc_{j}"), col(c, cols, f"uncut_{j}"))
 
 
 def run_length_histogram(L: np.ndarray, alpha_value: float) -> dict:

@@ -44,7 +44,7 @@ from specterm.core.progress import Progress, ProgressCallback, check_cancel
 from specterm.core.lock import RunLock
 from specterm.core.streams import (META_FILE, Stream, hardware_info, load_run, model_key, model_location, new_meta,
                                      read_meta)
-from specterm.oracle.costs import GAMMAS as COST_GAMMAS, context_ids
+from specterm.oracle.costs import COST_GAMMAS, context_ids
 
 
 @dataclass
