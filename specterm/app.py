@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from textual import work
 from textual.app import App
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.reactive import var
 from textual.worker import Worker, WorkerState
 
@@ -37,7 +37,7 @@ class SpectermApp(App[Any]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     COMMANDS = App.COMMANDS | {SpectermCommands}
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         *(
             Binding(s.key, f"switch_screen('{s.mode}')", s.title, id=f"screen.{s.mode}",
                     tooltip=s.help, group=Binding.Group("screens", compact=True))
@@ -187,7 +187,7 @@ class SpectermApp(App[Any]):
         self.notify(text, title="error", severity="error", timeout=10)
 
     # -- navigation -----------------------------------------------------------------------------
-    def action_switch_screen(self, mode: str) -> None:
+    def action_switch_screen(self, mode: str) -> None:  # type: ignore[override]  # sync: App.action_switch_screen is async
         if mode not in self._modes:
             self.notify("no run in progress: start one with `specterm run`", severity="warning")
             return

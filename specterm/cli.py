@@ -173,10 +173,9 @@ def list_cmd(
     root: Path = typer.Option(Path("streams"), "--root", help="Directory holding the runs."),
 ) -> None:
     """The runs under streams/: corpora, prompts, positions, alpha, gate (shards of a merged run are not counted)."""
-    import math
 
     from specterm.core.export import text_table
-    from specterm.core.fmt import MISSING
+    from specterm.core.fmt import MISSING, fmt
     from specterm.core.stats import rates
     from specterm.core.streams import discover_runs, load_runs_lenient
     from specterm.core.text import printable
@@ -186,11 +185,10 @@ def list_cmd(
         typer.echo(f"no runs under {printable(str(root))}/; make one with `specterm run` or `specterm import`.")
         return
     runs, problems = load_runs_lenient(paths)
-    rows = []
+    rows: list[list[str]] = []
     for run in runs:
         n, alpha, gate = rates(run.streams)
-        alpha, gate = (f"{x:.3f}" if math.isfinite(x) else MISSING for x in (alpha, gate))
-        rows.append([run.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), alpha, gate])
+        rows.append([run.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), fmt(alpha), fmt(gate)])
     rows = [[printable(cell) for cell in row] for row in rows]
     typer.echo(text_table(["run", "corpora", "prompts", "positions", "alpha", "gate"], rows))
     if shards:

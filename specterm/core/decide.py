@@ -16,6 +16,7 @@ the ridge and verifying g + 1 tokens stops being nearly free.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from specterm.core.errors import SpectermError
 from specterm.core.optimum import best_index, curve_throughput
@@ -41,12 +42,12 @@ def ridge_of(accelerator: str | float) -> float:
     return value
 
 
-def batch_crossover(ridge: float, gamma):
+def batch_crossover(ridge: float, gamma: ArrayLike) -> np.ndarray:
     """B* = ridge / (gamma + 1): the batch size above which speculating with draft length gamma stops paying."""
     return np.asarray(ridge, dtype=np.float64) / (np.asarray(gamma, dtype=np.float64) + 1.0)
 
 
-def speedup(E, gamma, r: float):
+def speedup(E: ArrayLike, gamma: ArrayLike, r: float) -> np.ndarray:
     """E / (1 + gamma r): tokens per verify-cost relative to plain decoding's one token per step
     (`optimum.curve_throughput`, the one throughput formula)."""
     return curve_throughput(E, r, gamma)

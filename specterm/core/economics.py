@@ -53,7 +53,7 @@ CLAIMS = {
 }
 
 # The economics seed's published figures, for comparison tables (README, export).
-SEED_FIGURES = {
+SEED_FIGURES: dict[str, Any] = {
     "first_token_acceptance": 0.4,
     "deeper_acceptance": (0.9, 1.0),
     "alpha_range": (0.40, 0.97),  # prose .. code, at gamma 6
@@ -66,9 +66,10 @@ ADAPTIVE = ("heuristic", "confidence")
 # ------------------------------------------------ statistics of column sums c (..., K) ---
 
 
-def depth_gain(c, cols):
+def depth_gain(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """c_2 - c_1: conditional acceptance at block depth 2 minus depth 1 (uncut blocks, SPEC 3)."""
-    return st.depth_conditional(c, cols, 2) - st.depth_conditional(c, cols, 1)
+    gain: np.ndarray = st.depth_conditional(c, cols, 2) - st.depth_conditional(c, cols, 1)
+    return gain
 
 
 def memory_bound_factor(r: float, gammas: np.ndarray = GAMMAS) -> np.ndarray:
@@ -171,7 +172,9 @@ def q2(alphas: Mapping[str, Estimate]) -> ScoreRow:
     if ends is None:
         return _row("Q2", "inconclusive", f"needs at least 2 corpora with a defined alpha ({seed})")
     hi, lo = ends
-    rng = est[hi].value - est[lo].value
+    top, bottom = est[hi].value, est[lo].value
+    assert top is not None and bottom is not None  # _extremes picks defined values
+    rng = top - bottom
     ev = (f"alpha ranges from {est_text(est[lo], 2)} ({lo}) to {est_text(est[hi], 2)} ({hi}), "
           f"a spread of {fmt(rng, 2)} ({seed})")
     if est[hi].bounds()[0] > est[lo].bounds()[1]:
@@ -195,7 +198,9 @@ def q3(speedups: Mapping[str, BestSpeedup], realized: Mapping[str, float] | None
     if ends is None:
         return _row("Q3", "inconclusive", f"needs at least 2 corpora with a defined speedup ({seed}){tail}")
     hi, lo = ends
-    ratio = est[hi].value / est[lo].value if est[lo].value else float("nan")
+    top, bottom = est[hi].value, est[lo].value
+    assert top is not None and bottom is not None  # _extremes picks defined values
+    ratio = top / bottom if bottom else float("nan")
     ev = (f"best {hi} {est_text(est[hi], 2, suffix='x')} at g={speedups[hi].gamma}, worst {lo} "
           f"{est_text(est[lo], 2, suffix='x')} at g={speedups[lo].gamma}: ratio {fmt(ratio, 2)} ({seed})")
     if est[hi].bounds()[0] > est[lo].bounds()[1]:

@@ -126,8 +126,8 @@ def optimum_tables(report: Report) -> list[Table]:
         label = f"{r:.3f}" + (" (measured)" if rs[r] else "")
         row = [label]
         for _, s in sets:
-            o = next((o for o in s.optimum if o.r == r), None)
-            row.append("" if o is None else f"{fmt(o.gamma_true)} / {fmt(o.gamma_iid)}")
+            at_r = next((o for o in s.optimum if o.r == r), None)
+            row.append("" if at_r is None else f"{fmt(at_r.gamma_true)} / {fmt(at_r.gamma_iid)}")
         rows.append(row)
     return [("g*_true and g*_iid = argmax over g of E(g) / (1 + g r)", head, rows)]
 
@@ -161,14 +161,14 @@ def position_tables(report: Report) -> list[Table]:
 
 def sampling_tables(report: Report) -> list[Table]:
     """Per set: alpha beside beta_bar, E_iid(beta_bar, g), the lag-1 autocorrelation of beta."""
-    sets = [(name, s) for name, s in report.ordered_sets() if s.sampling is not None]
+    sets = [(name, s, s.sampling) for name, s in report.ordered_sets() if s.sampling is not None]
     if not sets:
         return []
-    gs = list(sets[0][1].sampling.E_iid_beta)
+    gs = list(sets[0][2].E_iid_beta)
     head = (["set", "alpha", "beta_bar [CI]"] + [f"E_iid(beta_bar, {g}) [CI]" for g in gs]
             + ["beta lag-1 autocorr [CI]", "streams with beta"])
-    rows = [[name, fmt(s.alpha, 3), est(s.sampling.beta_bar)] + [est(s.sampling.E_iid_beta[g], 2) for g in gs]
-            + [est(s.sampling.beta_autocorr, sign=True), fmt(s.sampling.streams)] for name, s in sets]
+    rows = [[name, fmt(s.alpha, 3), est(smp.beta_bar)] + [est(smp.E_iid_beta[g], 2) for g in gs]
+            + [est(smp.beta_autocorr, sign=True), fmt(smp.streams)] for name, s, smp in sets]
     return [("Sampling acceptance beta = 1 - TV(p, q) (temperature 1) beside greedy alpha", head, rows)]
 
 

@@ -8,6 +8,7 @@ can say who holds it. Where `fcntl` does not exist (Windows) the lock is a no-op
 from __future__ import annotations
 
 import os
+from typing import IO
 from pathlib import Path
 
 from specterm.core.errors import SpectermError
@@ -31,9 +32,9 @@ def lock_holder(path: Path) -> str:
 class RunLock:
     """Exclusive, non-blocking lock on a run directory; use as a context manager or call release()."""
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._fh = None
+        self._fh: IO[str] | None = None
 
     def acquire(self) -> "RunLock":
         try:
@@ -70,7 +71,7 @@ class RunLock:
     def __enter__(self) -> "RunLock":
         return self.acquire()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 

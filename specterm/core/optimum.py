@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from specterm.core.estimate import num
 from specterm.core.params import GAMMAS, R_GRID
@@ -24,7 +25,7 @@ from specterm.core.report import Curve, OptimumRow
 TIE = 1e-12
 
 
-def throughput(tokens, blocks, drafted, r: float) -> np.ndarray:
+def throughput(tokens: ArrayLike, blocks: ArrayLike, drafted: ArrayLike, r: float) -> np.ndarray:
     """T = tokens / (blocks + r * drafted): tokens per verify-cost, r = c_draft / c_verify (NaN where
     the cost is 0). Per block of a fixed draft length g (tokens/blocks = E(g), drafted/blocks = g)
     this is T(g, r) = E(g) / (1 + g r), the speedup over plain decoding."""
@@ -33,12 +34,12 @@ def throughput(tokens, blocks, drafted, r: float) -> np.ndarray:
             np.asarray(blocks, dtype=np.float64) + r * np.asarray(drafted, dtype=np.float64))
 
 
-def curve_throughput(E, r: float, gammas=GAMMAS) -> np.ndarray:
+def curve_throughput(E: ArrayLike, r: float, gammas: ArrayLike = GAMMAS) -> np.ndarray:
     """T(g, r) = E(g) / (1 + g r) for a curve E over `gammas`: `throughput(E, 1, g, r)`."""
     return throughput(E, 1.0, gammas, r)
 
 
-def best_index(T) -> int | None:
+def best_index(T: ArrayLike) -> int | None:
     """Index of the largest finite T, the first among ties (within TIE relative); None when none is finite."""
     T = np.asarray(T, dtype=np.float64)
     finite = np.isfinite(T)
@@ -48,7 +49,7 @@ def best_index(T) -> int | None:
     return int(np.flatnonzero(finite & (T >= top - abs(top) * TIE))[0])
 
 
-def best_gamma(values, gammas=GAMMAS) -> int | None:
+def best_gamma(values: ArrayLike, gammas: ArrayLike = GAMMAS) -> int | None:
     """argmax of `values` over ascending `gammas`, the smallest gamma among ties (SPEC 2); None when
     no value is finite."""
     i = best_index(values)

@@ -13,7 +13,7 @@ Throughput T = tokens / (blocks + r * drafted) (`optimum.throughput`); best fixe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -26,24 +26,27 @@ from specterm.core.params import GAMMAS
 from specterm.core.replay import block_starts, check_gamma, heuristic_next, replay_heuristic
 from specterm.core.report import Estimate, PolicyRow
 
+if TYPE_CHECKING:
+    from specterm.core.streams import Stream
+
 # Below this many streams still walking, a lockstep walk finishes the rest one stream at a time:
 # each lockstep round costs a fixed numpy overhead, which a few long streams would pay per block.
 LOCKSTEP_MIN = 16
 
 
-def _analysed(stream) -> tuple[np.ndarray, np.ndarray | None]:
+def _analysed(stream: Stream) -> tuple[np.ndarray, np.ndarray | None]:
     """The analysed stream (bits before the first gate failure) and its draft_conf, cut alike."""
     n = stream.valid_len
     conf = None if stream.draft_conf is None else np.asarray(stream.draft_conf)[:n]
     return np.asarray(stream.bits)[:n], conf
 
 
-def has_draft_conf(streams: Sequence) -> bool:
+def has_draft_conf(streams: Sequence[Stream]) -> bool:
     """True when every stream kept the draft's confidences (needed by the confidence stop)."""
     return all(s.draft_conf is not None for s in streams)
 
 
-def _stacked(streams: Sequence, with_conf: bool = True) -> tuple[Concat, np.ndarray | None, np.ndarray]:
+def _stacked(streams: Sequence[Stream], with_conf: bool = True) -> tuple[Concat, np.ndarray | None, np.ndarray]:
     """The analysed streams end to end (geometry.Concat), their draft_conf end to end as float64
     (NaN where a stream has none; None when none has any or with_conf is False), and per stream
     whether it has draft_conf."""
@@ -67,7 +70,7 @@ def _next_true(mask: np.ndarray) -> np.ndarray:
     return np.repeat(np.append(hits, mask.size), np.diff(hits, prepend=-1, append=mask.size - 1))
 
 
-def fixed_blocks(c: Concat, gammas=GAMMAS) -> np.ndarray:
+def fixed_blocks(c: Concat, gammas: np.ndarray = GAMMAS) -> np.ndarray:
     """(N x G) int64 blocks of every stream at each fixed g: `geometry.walk_blocks` over the runs of
     all streams (tokens = n, drafted = g * blocks). stats.stream_sums holds the same counts for
     g = 1..32 (its blocks_g columns); `policy_table` takes them from there when given."""
@@ -149,7 +152,7 @@ class PolicyTable:
     def __len__(self) -> int:
         return int(self.n.size)
 
-    def rows(self, index) -> PolicyTable:
+    def rows(self, index: slice | np.ndarray) -> PolicyTable:
         """The table of a subset of the streams (a slice or index array), in that order."""
         return PolicyTable(n=self.n[index], fixed=self.fixed[index], heuristic=self.heuristic[index],
                            confidence=self.confidence[index], has_conf=self.has_conf[index],
@@ -161,7 +164,7 @@ class PolicyTable:
         return np.stack([n, self.fixed, GAMMAS * self.fixed], axis=-1)
 
 
-def policy_table(streams: Sequence, *, taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5,
+def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5,
                  g_max: int = 16, blocks: np.ndarray | None = None) -> PolicyTable:
     """Every stream replayed once under fixed g = 1..32, heuristic from g0, confidence stop at each tau
     (streams with draft_conf) and clairvoyant; all streams at once, equal to the one-stream replays.
@@ -205,7 +208,7 @@ def policy_table(streams: Sequence, *, taus: Sequence[float] = (0.3, 0.5, 0.7, 0
     )
 
 
-def fixed_sums(streams: Sequence, gammas: Sequence[int] | np.ndarray = GAMMAS) -> np.ndarray:
+def fixed_sums(streams: Sequence[Stream], gammas: Sequence[int] | np.ndarray = GAMMAS) -> np.ndarray:
     """(N x G x 3) int64: tokens, blocks, drafted of each stream at each fixed draft length."""
     g = np.asarray(gammas, dtype=np.int64)
     c, _, _ = _stacked(streams, with_conf=False)
@@ -223,8 +226,8 @@ def best_fixed_gamma(sums: np.ndarray, r: float, gammas: Sequence[int] | np.ndar
     return int(np.asarray(gammas)[0]) if g is None else g
 
 
-def policy_sums(streams: Sequence, r: float, *, gammas: Sequence[int] = (), taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9),
-                g0: int = 5, g_max: int = 16, table: PolicyTable | None = None) -> tuple[list[tuple[str, dict]], np.ndarray]:
+def policy_sums(streams: Sequence[Stream], r: float, *, gammas: Sequence[int] = (), taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9),
+                g0: int = 5, g_max: int = 16, table: PolicyTable | None = None) -> tuple[list[tuple[str, dict[str, Any]]], np.ndarray]:
     """The policies and their per-stream sums: ([(policy, params), ...], N x P x 3 int64 of tokens, blocks, drafted).
 
     Order: fixed g for each of `gammas`, best-fixed (argmax over g = 1..32 at r on the whole
@@ -244,7 +247,7 @@ def policy_sums(streams: Sequence, r: float, *, gammas: Sequence[int] = (), taus
                          f"was not built for these {len(streams)} streams and parameters")
     fsums = table.fixed_sums()
     g_best = best_fixed_gamma(fsums, r, GAMMAS)
-    policies: list[tuple[str, dict]] = [("fixed", {"gamma": int(g)}) for g in gammas]
+    policies: list[tuple[str, dict[str, Any]]] = [("fixed", {"gamma": int(g)}) for g in gammas]
     policies.append(("best-fixed", {"gamma": g_best, "r": float(r)}))
     policies.append(("heuristic", {"g0": int(g0)}))
     with_conf = bool(table.has_conf.all())
@@ -268,7 +271,7 @@ def _value_ci(point: float, samples: np.ndarray) -> Estimate:
     return Estimate(value=num(point), ci=[num(lo), num(hi)])
 
 
-def policy_summary(streams: Sequence, r: float, weights: np.ndarray, *, gammas: Sequence[int] = (),
+def policy_summary(streams: Sequence[Stream], r: float, weights: np.ndarray, *, gammas: Sequence[int] = (),
                    taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5, g_max: int = 16,
                    table: PolicyTable | None = None) -> list[PolicyRow]:
     """One row per policy (order of `policy_sums`) for a set of streams at cost ratio r.

@@ -32,7 +32,7 @@ import dataclasses
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Iterable, Self
+from typing import Any, ClassVar, Iterable, Self
 
 POOLED = "pooled"
 
@@ -45,7 +45,7 @@ def _convert(tp: Any, value: Any) -> Any:
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         return _convert(args[0], value) if len(args) == 1 else value
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and issubclass(tp, Record):
         return value if isinstance(value, tp) else tp.from_dict(value)
     if origin is list:
         (item,) = typing.get_args(tp)
@@ -69,11 +69,11 @@ def _plain(value: Any) -> Any:
 class Record:
     """Base of the report's dataclasses: to_dict (the SPEC 7 JSON) and from_dict (reading it back), in field order."""
 
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # every subclass is a dataclass
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
         """The object from its JSON (to_dict's output); a key the class does not declare is an error."""
-        if not dataclasses.is_dataclass(cls):
-            raise TypeError(f"{cls.__name__} is not a dataclass")
         hints = typing.get_type_hints(cls)
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = set(data) - set(names)
@@ -82,7 +82,6 @@ class Record:
         return cls(**{k: _convert(hints[k], v) for k, v in data.items()})
 
     def to_dict(self) -> dict[str, Any]:
-        assert dataclasses.is_dataclass(self)
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 

@@ -139,17 +139,17 @@ def sampling_sums(betas: Sequence[np.ndarray | None]) -> SamplingSums:
 # ------------------------------------------------ statistics of column sums c (..., K) ---
 
 
-def beta_bar(c, cols):
+def beta_bar(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """beta_bar = sum beta_t / sum n over the positions that have beta."""
     return div(c[..., cols["beta_sum"]], c[..., cols["beta_n"]])
 
 
-def beta_autocorr(c, cols):
+def beta_autocorr(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """Mean over defined streams of the per-stream lag-1 Pearson correlation of beta."""
     return div(c[..., cols["bac_val"]], c[..., cols["bac_def"]])
 
 
-def E_iid_beta(c, cols, gamma: int):
+def E_iid_beta(c: np.ndarray, cols: dict[str, int], gamma: int) -> np.ndarray:
     """E_iid(beta_bar, gamma): the yield per block i.i.d. sampling acceptance at rate beta_bar promises."""
     return E_iid(beta_bar(c, cols), gamma)
 
