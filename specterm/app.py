@@ -27,7 +27,6 @@ from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 if TYPE_CHECKING:
     from specterm.core.report import Report
     from specterm.oracle.run import OracleConfig
-    from specterm.core.streams import Run
 
 
 class SpectermApp(App[Any]):
@@ -264,7 +263,7 @@ def prewarm_screens() -> None:
             importlib.import_module(s.module)
         except ImportError:  # the Run screen's oracle side may be absent; its visit will say so
             pass
-    import specterm.core.decide  # noqa: F401  (Decide imports it on first show)
+    import specterm.core.decide
     import specterm.core.optimum  # noqa: F401  (Optimum's throughput curves)
 
 

@@ -58,7 +58,8 @@ def run_cmd(
         help="How y is built. 0 (default): batched raw-argmax greedy, --batch-size prompts at a time (fastest on CPU and GPU). "
              "G > 0: lossless speculative decoding with the draft at draft length G, one prompt at a time (live accept/reject view).",
     ),
-    shard: Optional[str] = typer.Option(None, "--shard", help="i/N: take the i-th of N deterministic shares of the prompts (0-based); merge with `specterm merge`."),
+    shard: Optional[str] = typer.Option(
+        None, "--shard", help="i/N: take the i-th of N deterministic shares of the prompts (0-based); merge with `specterm merge`."),
     cost: bool = typer.Option(True, "--cost/--no-cost", help="Measure the cost ratio r = c_draft / c_verify on this hardware."),
     remeasure_cost: bool = typer.Option(False, "--remeasure-cost", help="With --resume: measure r again, e.g. on an idle machine (earlier values are kept)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the hub (off by default)."),
@@ -93,7 +94,8 @@ def merge_cmd(
 
 @app.command("confirm")
 def confirm_cmd(
-    run: Path = typer.Argument(..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
+    run: Path = typer.Argument(
+        ..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
     per_corpus: int = typer.Option(2, "--per-corpus", "-k", help="Prompts per corpus (the first ones of the run whose gate held)."),
     gamma: List[int] = typer.Option([], "--gamma", "-g", help="Also time this draft length (repeatable); g_hw and g_iid are always timed."),
     corpus: Optional[str] = typer.Option(None, "--corpus", "-c", help="Only these corpora of the run, comma-separated. Default: all."),
@@ -273,7 +275,7 @@ def main() -> None:
         app()
     except SpectermError as exc:
         typer.secho(f"error: {printable(str(exc))}", err=True, fg=typer.colors.RED)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

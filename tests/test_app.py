@@ -18,11 +18,6 @@ pytestmark = pytest.mark.anyio  # anyio's pytest plugin runs the async tests (no
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 def run_path(tmp_path):
     return make_fixture_run(tmp_path)
 
@@ -83,7 +78,7 @@ async def test_stream_cursor_steps_through_tokens(run_path):
         await pilot.press("2")
         await pilot.pause()
         screen = app.screen
-        info = lambda: static_text(screen, "#cursor-info")  # noqa: E731
+        info = lambda: static_text(screen, "#cursor-info")
         assert info().startswith(f"t 0/{s.n}")
         await pilot.press("right", "right", "right")
         await pilot.pause()

@@ -208,7 +208,7 @@ def test_q4_from_policy_summary_with_a_perfect_confidence(synth):
     # (0.01, 0.99] drafts exactly up to the first rejection (clairvoyant) and beats every fixed g at r > 0.
     rng = np.random.default_rng(5)
     arrays = [synth.markov(rng, 200, 0.9, 0.4) for _ in range(30)]
-    streams = [s for s in synth.streams("x", arrays)]
+    streams = list(synth.streams("x", arrays))
     for s in streams:
         s.draft_conf = np.where(s.bits == 1, 0.99, 0.01).astype(np.float32)
     rows = policy_summary(streams, 0.185, multinomial_weights(30, 500, 0))

@@ -199,7 +199,7 @@ def test_confirmed_rows_per_corpus_and_pooled():
     ]
     curve = cost_curve(cost)
     rec = {"date": "d", "device": "cpu", "threads": 1, "cost": cost, "prompts": prompts,
-           "results": [{k: v for k, v in r.items()} for r in summarize_results(prompts, curve)]}
+           "results": [dict(r.items()) for r in summarize_results(prompts, curve)]}
     conf = parse_confirmation(rec)
     code = confirmed_rows(conf, "code")
     assert [r["gamma"] for r in code] == [4] and code[0]["realized"] == pytest.approx(50 / 40)

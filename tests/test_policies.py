@@ -12,7 +12,6 @@ from specterm.core.blockwalk import block_walk_loop
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.errors import SpectermError
 from specterm.core import analysis, policies
-from specterm.core.params import GAMMAS
 from specterm.core.policies import best_fixed_gamma, fixed_sums, has_draft_conf, policy_sums, policy_summary, policy_table
 from specterm.core.replay import PolicyCounts, replay_clairvoyant, replay_confidence, replay_fixed, replay_heuristic
 from specterm.core.streams import Run, Stream, bits_from_str

@@ -144,7 +144,7 @@ def test_shuffle_preserves_each_streams_alpha_exactly():
 def test_shuffled_blocks_mean_matches_enumeration():
     # exact E[blocks] over all C(10, 6) arrangements of six ones and four zeros, by enumeration
     g = 2
-    arrangements = {p for p in itertools.permutations("1111110000")}
+    arrangements = set(itertools.permutations("1111110000"))
     exact = np.mean([block_walk_loop(np.array([int(x) for x in p]), g)[1] for p in arrangements])
     c = geo.concat_streams([bits("1111110000")] * 50)
     got = st.shuffled_blocks(c, g, shuffles=400, seed=2)

@@ -60,7 +60,6 @@ def segment_runs(bits: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     """
     z = np.flatnonzero(bits == 0)
     seg = np.searchsorted(ends, z, side="right") if seg_of is None else seg_of(z)
-    n_seg = starts.size
     first = np.ones(z.size, dtype=bool)
     first[1:] = seg[1:] != seg[:-1]
     prev = np.empty_like(z)

@@ -88,7 +88,7 @@ def shuffled_blocks(c: Concat, gamma: int, shuffles: int = SHUFFLES, seed: int =
         n_rows, length = mat.shape
         starts = np.arange(n_rows, dtype=np.int64) * length
         flat = mat.ravel()
-        runs = segment_runs(flat, starts, starts + length, seg_of=lambda z: z // length)
+        runs = segment_runs(flat, starts, starts + length, seg_of=lambda z, width=length: z // width)
         blocks = walk_blocks(runs, n_rows, gamma)
         out[rows] = blocks.reshape(shuffles, rows.size).mean(axis=0)
     return out

@@ -518,7 +518,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: Opt
     except (Cancelled, KeyboardInterrupt):
         print(f"interrupted: the finished prompts are kept in {Path(run) / META_FILE} (confirmation marked incomplete).",
               file=sys.stderr)
-        raise SystemExit(130)
+        raise SystemExit(130) from None
     for r in record["results"]:
         log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted']:.2f}x  realized {r['realized']:.2f}x  "
             f"ratio {r['ratio']:.2f}  tokens/call {r['tokens_per_call']:.2f}  "

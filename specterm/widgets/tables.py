@@ -12,7 +12,7 @@ from textual.widgets import DataTable
 
 from rich.text import Text
 
-from specterm.core.fmt import MISSING, est, fmt, is_num
+from specterm.core.fmt import MISSING, est, fmt
 from specterm.core.report import Estimate
 from specterm.core.text import printable
 from specterm.widgets.columns import fit_columns
