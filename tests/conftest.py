@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from models_fixtures import smollm2_pair, tiny_model_dir  # noqa: F401  (fixtures for every test module)
-from specterm.core.streams import Run, Stream
+from specterm.core.store import Run, Stream
 
 
 def iid_bits(rng: np.random.Generator, length: int, alpha: float) -> np.ndarray:

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from specterm.cli import app
-from specterm.core.streams import load_run
+from specterm.core.store import load_run
 
 ARGS = ["--draft", "layers:2", "--corpus", "code,math", "--limit", "3", "-n", "16", "--no-cost", "--headless"]
 

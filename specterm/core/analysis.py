@@ -31,23 +31,24 @@ import numpy as np
 from specterm.core import stats as st
 from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.costmodel import r_or_default, refeed_share
 from specterm.core.decide import decision
 from specterm.core.economics import depth_gain
 from specterm.core.errors import SpectermError
 from specterm.core.estimate import num
 from specterm.core.hardware import (
-    MIXED_COSTS_NOTE, Confirmation, CostCurve, q3_costs, run_curve_and_confirmations, set_decision_hw,
+    MIXED_COSTS_NOTE, Confirmation, CostCurve, confirmed_for_set, decision_hw, q3_costs, run_curve_and_confirmations,
 )
 from specterm.core.optimum import optimum_table, r_values
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_table
 from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
 from specterm.core.report import (
-    POOLED, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, SetReport,
+    POOLED, ConfirmedRow, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, SetReport,
 )
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import scorecard
-from specterm.core.streams import Run, Stream
+from specterm.core.store import Run, Stream
 
 
 def corpus_seed(seed: int, corpus: str) -> int:
@@ -188,18 +189,14 @@ def _added(arrays: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def set_r(rep: SetReport) -> float:
-    """The r of a set: its measured r, else params.R_DEFAULT (policies and decide use it)."""
-    return R_DEFAULT if rep.r_measured is None else rep.r_measured
-
-
 Hardware = tuple[CostCurve | None, list[Confirmation]]
 
 
 def _decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]], runs: list[Run],
                  hw: list[Hardware]) -> DecisionHW:
-    """decision_hw of a set (hardware.set_decision_hw) from the cost curve of the run(s) its streams
-    come from; streams of runs with different measured costs get no hardware decision (measured False)."""
+    """hardware.decision_hw of a set from the cost curve of the run(s) its streams come from (streams
+    of runs with different measured costs get no hardware decision: measured False), the refeed
+    share phi(g) of its streams, and its confirmed rows."""
     idx = sorted({i for _, i in members})
     costs = [runs[i].meta.get("cost") for i in idx]
     curve, confs, note = hw[idx[0]][0], hw[idx[0]][1], None
@@ -207,8 +204,19 @@ def _decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]], r
         confs = []
         if any(c != costs[0] for c in costs[1:]):
             curve, note = None, MIXED_COSTS_NOTE
-    return set_decision_hw(rep.curve, [s.a for s, _ in members], curve, confs, name,
-                           set_r(rep) if curve is None else None, note)
+    gammas = np.asarray(rep.curve.gamma, dtype=np.int64)
+    E_true = np.array([np.nan if v is None else float(v) for v in rep.curve.E_true])
+    E_i = np.array([np.nan if v is None else float(v) for v in rep.curve.E_iid])
+    phi = None
+    if curve is not None:
+        common = [g for g in gammas.tolist() if g in set(curve.gammas.tolist())]
+        phi_c = refeed_share([s.a for s, _ in members], np.array(common, dtype=np.int64)) if common else np.array([])
+        lookup = dict(zip(common, phi_c.tolist()))
+        phi = np.array([lookup.get(int(g), np.nan) for g in gammas])
+    confirmed = [ConfirmedRow(**row) for row in confirmed_for_set(confs, name)] if curve is not None or confs else []
+    return decision_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve,
+                       r_fallback=r_or_default(rep.r_measured) if curve is None else None,
+                       phi_true=phi, confirmed=confirmed, note=note)
 
 
 def _q3_costs(corpora: list[str], by_corpus: dict[str, list[tuple[Stream, int]]],
@@ -290,7 +298,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     sets: dict[str, SetReport] = {}
     for name, (sums, W, members) in groups.items():
         rep = set_report(sums, W, [run_r[i] for _, i in members])
-        r = set_r(rep)
+        r = r_or_default(rep.r_measured)
         rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name])
         rep.decide = decision(rep, r, ridge=DEFAULT_RIDGE)
         rep.position = position_report(positions[name], W, resampled_position[name])

@@ -27,7 +27,7 @@ from specterm.core.replay import block_starts, check_gamma, heuristic_next, repl
 from specterm.core.report import Estimate, PolicyRow
 
 if TYPE_CHECKING:
-    from specterm.core.streams import Stream
+    from specterm.core.store import Stream
 
 # Below this many streams still walking, a lockstep walk finishes the rest one stream at a time:
 # each lockstep round costs a fixed numpy overhead, which a few long streams would pay per block.

@@ -35,7 +35,7 @@ Choices and caveats (where the SPEC is silent):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -45,10 +45,18 @@ from specterm.core.geometry import Concat, concat_streams, depth_counts, segment
 from specterm.core.params import GAMMA_DEFAULT, GAMMAS, SHUFFLES
 
 if TYPE_CHECKING:
-    from specterm.core.streams import Stream
+    from specterm.core.store import Stream
 
 
 # ------------------------------------------------------------------------- shuffles ---
+
+
+def _row_of(length: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Position -> row of a matrix of rows of `length` laid end to end (segment_runs' seg_of)."""
+    def row(z: np.ndarray) -> np.ndarray:
+        rows: np.ndarray = z // length
+        return rows
+    return row
 
 
 def _shuffled_groups(c: Concat, copies: int, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -88,7 +96,7 @@ def shuffled_blocks(c: Concat, gamma: int, shuffles: int = SHUFFLES, seed: int =
         n_rows, length = mat.shape
         starts = np.arange(n_rows, dtype=np.int64) * length
         flat = mat.ravel()
-        runs = segment_runs(flat, starts, starts + length, seg_of=lambda z, width=length: z // width)
+        runs = segment_runs(flat, starts, starts + length, seg_of=_row_of(length))
         blocks = walk_blocks(runs, n_rows, gamma)
         out[rows] = blocks.reshape(shuffles, rows.size).mean(axis=0)
     return out
