@@ -172,7 +172,9 @@ class CostSampler:
             "method": METHOD,
             "decision_clock": "cpu" if self.cpu_only and torch.get_num_threads() == 1 else "wall",
         }
-        cost.update(curve_summary(cost_curve(cost)))
+        curve = cost_curve(cost)
+        assert curve is not None  # c_decode_s was just measured
+        cost.update(curve_summary(curve))
         return cost
 
 
