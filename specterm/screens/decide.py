@@ -17,7 +17,8 @@ from specterm.core.export import batch_table, confirmation_table, decision_table
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
 from specterm.core.report import Report
 from specterm.screens.base import ReportScreen, RStepping, r_bindings
-from specterm.widgets.tables import MISSING, fill_table, fmt_num, is_num, safe
+from specterm.core.fmt import MISSING, fmt, is_num
+from specterm.widgets.tables import fill_table, safe
 
 COLUMNS = [("set", "corpus"), ("g_hw", "g_hw"), ("s_hw", "S_hw [95% CI]"), ("kind", "verdict"),
            ("vstar", "v* (here)"), ("mb", "mem-bound ref.")]
@@ -123,8 +124,8 @@ class DecideScreen(RStepping, ReportScreen):
                 rows.append([name] + [MISSING] * 6)
                 notes.append(f"[b]{safe(name)}[/]: {safe(exc)}")
                 continue
-            rows.append([name, fmt_num(d.gamma_true), fmt_num(d.T_true, 2), fmt_num(d.gamma_iid),
-                         fmt_num(d.T_iid, 2), fmt_num(d.T_true_at_gamma_iid, 2), fmt_num(d.roofline_B_star, 0)])
+            rows.append([name, fmt(d.gamma_true), fmt(d.T_true, 2), fmt(d.gamma_iid),
+                         fmt(d.T_iid, 2), fmt(d.T_true_at_gamma_iid, 2), fmt(d.roofline_B_star, 0)])
         if self.ridge_custom is not None:
             acc = f"custom ridge I* = {self.ridge_custom:g} FLOP/byte"
         else:
@@ -155,8 +156,8 @@ class DecideScreen(RStepping, ReportScreen):
         rows = []
         for name, s in report.ordered_sets():
             d = cost_ratio_optimum(s, self.r, self.ridge)
-            rows.append([name, fmt_num(d.gamma_true), fmt_num(d.T_true, 2), fmt_num(d.gamma_iid),
-                         fmt_num(d.T_iid, 2), fmt_num(d.T_true_at_gamma_iid, 2), fmt_num(d.roofline_B_star, 0)])
+            rows.append([name, fmt(d.gamma_true), fmt(d.T_true, 2), fmt(d.gamma_iid),
+                         fmt(d.T_iid, 2), fmt(d.T_true_at_gamma_iid, 2), fmt(d.roofline_B_star, 0)])
         ridge = (f"custom ridge I* = {self.ridge_custom:g} FLOP/byte" if self.ridge_custom is not None
                  else f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte")
         title = escape_md(f"cost-ratio model at r = {self.r:.3f}, {ridge} (not a decision)")

@@ -16,7 +16,7 @@ from specterm.core.hardware.curve import CostCurve, CostReplicates, cost_curve
 
 CONFIRMATIONS_KEY = "confirmations"
 BATCH_COST_KEY = "batch_cost"  # run.json: the costs by batch (oracle/costs.measure_batch_costs)
-_RESULT_FIELDS = {"corpus": str, "gamma": int, "prompts": int, "tokens": int, "greedy_s": float, "spec_s": float,
+_RESULT_FIELDS: dict[str, type] = {"corpus": str, "gamma": int, "prompts": int, "tokens": int, "greedy_s": float, "spec_s": float,
                   "realized": float, "predicted": float, "tokens_per_call": float, "identical": bool}
 
 
@@ -74,12 +74,12 @@ def parse_confirmation(record: Any, where: str = "run.json") -> Confirmation:
     for i, row in enumerate(record["results"]):
         if not isinstance(row, dict):
             raise SpectermError(f"{bad} (results[{i}] is not an object){fix}")
-        for key, kind in _RESULT_FIELDS.items():
-            if not _check_type(row.get(key), kind):
-                raise SpectermError(f"{bad} (results[{i}].{key} missing or not a {kind.__name__}){fix}")
+        for key, field_type in _RESULT_FIELDS.items():
+            if not _check_type(row.get(key), field_type):
+                raise SpectermError(f"{bad} (results[{i}].{key} missing or not a {field_type.__name__}){fix}")
         if row["gamma"] < 1 or row["prompts"] < 1 or row["spec_s"] <= 0 or row["greedy_s"] <= 0 or row["predicted"] <= 0:
             raise SpectermError(f"{bad} (results[{i}] has a non-positive gamma, prompt count, time or prediction){fix}")
-        pc = row.get("predicted_corpus")
+        pc: Any = row.get("predicted_corpus")
         results.append(ConfirmedResult(**{k: row[k] for k in _RESULT_FIELDS},
                                        predicted_corpus=float(pc) if pc is not None and _check_type(pc, float) else None))
     return Confirmation(date=record["date"], device=record["device"], threads=record["threads"],

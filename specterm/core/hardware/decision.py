@@ -18,10 +18,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from specterm.core import costmodel
 from specterm.core.bootstrap import percentile_ci
+from specterm.core.estimate import num
 from specterm.core.hardware.batch import BatchCosts
 from specterm.core.hardware.curve import CostCurve, CostReplicates
 from specterm.core.optimum import best_gamma
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR
+from specterm.core.report import ConfirmedRow, DecisionHW
 
 MEMORY_BOUND_LABEL = "memory-bound reference: if a (g+1)-token verify cost one decode step (a GPU at small batch)"
 SPECULATE, DO_NOT, NO_GAIN = "speculate", "do_not_speculate", "no_reliable_gain"
@@ -47,11 +49,12 @@ def _best(S: Array, gammas: NDArray[np.int64]) -> tuple[int | None, float | None
 
 def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, curve: CostCurve | None,
                 r_fallback: float | None = None, phi_true: ArrayLike | None = None,
-                confirmed: Sequence[dict[str, Any]] = (), note: str | None = None,
+                confirmed: Sequence[ConfirmedRow | dict[str, Any]] = (), note: str | None = None,
                 E_boot: ArrayLike | None = None, reps: CostReplicates | None = None,
                 batch: BatchCosts | None = None,
-                batch_reps: tuple[Array, Array, Array] | None = None) -> dict[str, Any]:
-    """SPEC 7 `decision_hw` of one set from its E curves (over `gammas`) and the run's robust cost curve.
+                batch_reps: tuple[Array, Array, Array] | None = None) -> DecisionHW:
+    """SPEC 7 `decision_hw` of one set (report.DecisionHW) from its E curves (over `gammas`) and the
+    run's robust cost curve; undefined numbers are None.
 
     With a curve: g_hw = argmax S_hw over the draft lengths both the E curve and the cost curve
     have, S_hw exactly as SPEC 6 writes it (no refeed term); the memory-bound reference uses
@@ -104,7 +107,7 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         out["speculate"] = bool(s_mb is not None and s_mb > 1.0)
         out["verdict_kind"] = verdict_kind(s_mb, [None, None])
         out["verdict"] = f"{note or NO_COSTS_NOTE}: {mb_text}"
-        return out
+        return _typed(out)
     grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
     c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
     E_t = _on_grid(gammas, E_t_all, grid)
@@ -158,7 +161,32 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
                gamma_hw_refeed=g_rf, speedup_hw_refeed=s_rf, speedup_refeed_at_gamma_hw=s_rf_at, clock=curve.clock,
                curve_hw={"gamma": grid.tolist(), "S_true": S_true.tolist(), "S_iid": S_iid.tolist(),
                          "S_true_refeed": S_refeed.tolist()})
-    return out
+    return _typed(out)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays to Python, NaN and inf to None, recursively (the typed report holds plain values)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return num(float(value))
+    return value
+
+
+def _typed(out: dict[str, Any]) -> DecisionHW:
+    """The decision as report.DecisionHW (confirmed rows given as dicts become ConfirmedRow)."""
+    confirmed = out.pop("confirmed")
+    d: DecisionHW = DecisionHW.from_dict(_plain(out))
+    d.confirmed = [c if isinstance(c, ConfirmedRow) else ConfirmedRow.from_dict(_plain(c)) for c in confirmed]
+    return d
 
 
 def _ci(samples: Array) -> list[float | None]:
