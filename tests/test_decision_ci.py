@@ -51,10 +51,10 @@ def test_break_even_and_verify_steps_by_hand():
     E = np.array([1.8, 3.0, 3.1, 3.15])
     curve = cost_curve(_cost_dict(0.5, [0.6, 0.7, 0.9, 1.1], 0.1))
     d = decision_hw(GAMMAS, E, None, curve)
-    assert d["gamma_hw"] == 2 and d["speedup_hw"] == pytest.approx(1.5 / 0.9)
-    assert d["break_even_verify"] == pytest.approx(2.6) and d["verify_steps"] == pytest.approx(1.4)
-    assert "v* = 2.60 decode steps (measured here: 1.40)" in d["verdict"]
-    assert d["speedup_hw_ci"] == [None, None] and d["verdict_kind"] == SPECULATE  # no replicates given
+    assert d.gamma_hw == 2 and d.speedup_hw == pytest.approx(1.5 / 0.9)
+    assert d.break_even_verify == pytest.approx(2.6) and d.verify_steps == pytest.approx(1.4)
+    assert "v* = 2.60 decode steps (measured here: 1.40)" in d.verdict
+    assert d.speedup_hw_ci == [None, None] and d.verdict_kind == SPECULATE  # no replicates given
 
 
 def test_verdict_kind_follows_the_interval_not_the_point():
@@ -66,9 +66,9 @@ def test_verdict_kind_follows_the_interval_not_the_point():
     samples = {"decode": [0.5] * 5, "draft": [0.1] * 5, **{f"verify:{g}": [c] * 5 for g, c in zip(GAMMAS, [0.6, 1.4, 1.5, 1.6])}}
     reps = cost_replicates(_cost_dict(0.5, [0.6, 1.4, 1.5, 1.6], 0.1, samples), 400, 0)
     d = decision_hw(GAMMAS, E, None, curve, E_boot=E_boot, reps=reps)
-    assert d["gamma_hw"] == 1 and d["speedup_hw"] > 1
-    lo, hi = d["speedup_hw_ci"]
-    assert lo < 1 < hi and d["verdict_kind"] == NO_GAIN and d["verdict"].startswith("no reliable gain on this hardware: g = 1")
+    assert d.gamma_hw == 1 and d.speedup_hw > 1
+    lo, hi = d.speedup_hw_ci
+    assert lo < 1 < hi and d.verdict_kind == NO_GAIN and d.verdict.startswith("no reliable gain on this hardware: g = 1")
 
 
 # ------------------------------------------------------------------------------- coverage ---
@@ -110,8 +110,8 @@ def test_ci_covers_a_known_speedup_near_95_percent():
         med = {q: float(np.median(v)) for q, v in samples.items()}
         cost = _cost_dict(med["decode"], [med[f"verify:{g}"] for g in GAMMAS], med["draft"], samples)
         d = decision_hw(GAMMAS, E_point, None, cost_curve(cost), E_boot=E_boot, reps=cost_replicates(cost, boot, 1000 + trial))
-        lo, hi = d["speedup_hw_ci"]
-        hits += lo <= S_true[d["gamma_hw"] - 1] <= hi
+        lo, hi = d.speedup_hw_ci
+        hits += lo <= S_true[d.gamma_hw - 1] <= hi
     coverage = hits / trials
     assert 0.87 <= coverage <= 0.995, coverage
 
@@ -128,7 +128,7 @@ def test_costs_alone_widen_the_interval():
                    **{f"verify:{g}": (c * np.exp(r.normal(0, sig, 9))).tolist() for g, c in zip(GAMMAS, [0.6, 0.7, 0.9, 1.1])}}
         cost = _cost_dict(0.5, [0.6, 0.7, 0.9, 1.1], 0.1, samples)
         d = decision_hw(GAMMAS, E, None, cost_curve(cost), E_boot=E_boot, reps=cost_replicates(cost, 300, 0))
-        widths.append(d["speedup_hw_ci"][1] - d["speedup_hw_ci"][0])
+        widths.append(d.speedup_hw_ci[1] - d.speedup_hw_ci[0])
     assert widths[0] == pytest.approx(0.0, abs=1e-12) and widths[0] < widths[1] < widths[2]
 
 
@@ -171,14 +171,14 @@ def test_by_batch_and_the_measured_crossover():
     curve = cost_curve({"c_decode_s": 0.21, "c_draft_s": 0.06, "c_verify_s": {str(g): 0.25 + 0.05 * g for g in gam}})
     E_boot = np.tile(E, (300, 1)) * np.random.default_rng(0).normal(1, 0.01, (300, 1))
     d = decision_hw(gam, E, None, curve, E_boot=E_boot, batch=bc, batch_reps=bc.replicates(rec, 300, 0))
-    rows = {r["batch"]: r for r in d["by_batch"]}
+    rows = {r["batch"]: r for r in d.by_batch}
     for B in (1, 2, 4, 8):  # independent recomputation of S_hw(g, B) = E c_decode(B) / (c_verify(g, B) + g c_draft(B))
         S = E * bc.c_decode[[1, 2, 4, 8].index(B)] / (bc.c_verify[[1, 2, 4, 8].index(B)] + gam * (0.05 + 0.01 * B))
         assert rows[B]["gamma_hw"] == int(gam[np.argmax(S)]) and rows[B]["speedup_hw"]["value"] == pytest.approx(S.max())
     lo = {B: rows[B]["speedup_hw"]["ci"][0] for B in rows}
     expected = max([B for B in rows if lo[B] > 1], default=None)
-    assert d["batch_crossover"] == expected and rows[8]["speedup_hw"]["value"] < rows[1]["speedup_hw"]["value"]
-    assert d["roofline_reference"]["B_star"] == pytest.approx(d["roofline_reference"]["ridge"] / (d["gamma_hw"] + 1))
+    assert d.batch_crossover == expected and rows[8]["speedup_hw"]["value"] < rows[1]["speedup_hw"]["value"]
+    assert d.roofline_reference["B_star"] == pytest.approx(d.roofline_reference["ridge"] / (d.gamma_hw + 1))
 
 
 # ------------------------------------------------------------------------------- leave-out ---
