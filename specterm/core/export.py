@@ -14,7 +14,7 @@ from typing import Any
 
 from specterm.core.costmodel import r_or_default
 from specterm.core.fmt import MISSING, ci, est, fmt
-from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, ConfirmedRow, DecisionHW, Deficit, Report
+from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Report
 
 SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "scorecard")
 TITLES = {

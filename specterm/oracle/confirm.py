@@ -628,6 +628,8 @@ def _time_batched(config, pair, run_dir, items, choices, record, index, sampler,
     B = config.batch
     pad = pair.tokenizer.pad_token_id if pair.tokenizer.pad_token_id is not None else 0
     costs = batch_costs(batch_record if batch_record is not None else read_meta(run_dir).get(BATCH_COST_KEY))
+    if costs is None:
+        raise SpectermError("a batched confirmation needs the run's costs by batch; add --batch-costs.")
     i_b = int(np.flatnonzero(costs.batches == B)[0])
     record["batched_results"] = []
     record["batch_cost_source"] = "this session (--batch-costs)" if batch_record is not None else "the run's"

@@ -149,7 +149,8 @@ class DecideScreen(RStepping, ReportScreen):
         when another accelerator, ridge or r than the report's is chosen."""
         text = super().export_markdown()
         report = self.sapp.report
-        if self.ridge_custom is None and self.preset == DEFAULT_ACCELERATOR and self.r == self.initial_r(report):
+        if report is None or self.r is None or (
+                self.ridge_custom is None and self.preset == DEFAULT_ACCELERATOR and self.r == self.initial_r(report)):
             return text
         from specterm.core.cost_ratio import cost_ratio_optimum
 
