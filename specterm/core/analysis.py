@@ -17,8 +17,14 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 - Acceptance by position (position.py) and sampling acceptance (sampling.py) use the same weights
   W per set; every set shares one bin layout (enough bins for the longest analysed stream), and
   the pooled resampled sums are the corpora's added up (W_pooled is their blocks side by side).
-- The scorecard is P1-P5 then Q1-Q4 (scorecard.scorecard, economics.q_rows); Q3 uses the
-  memory-bound model at each corpus's r until the call below passes measured costs.
+- The scorecard is P1-P5 then Q1-Q6 (scorecard.scorecard, economics.q_rows). Borderline (SPEC 4):
+  the verdicts are recomputed with the bootstrap weights of seeds 0..4 (and the report's seed) on
+  the same per-stream sums (the shuffles keep the report's seed: only the weights change, so the
+  sums matrices are reused); a row whose verdict differs across them is marked borderline. Q5 and
+  Q6 read the decision on this hardware, whose CIs also resample the costs; they are judged at the
+  report's seed only and never marked borderline.
+- Steady state (steady.py): every set's autocorrelation, D/D_geom and deficit split on t >= 32,
+  bootstrapped with the set's W.
 """
 
 from __future__ import annotations
@@ -42,8 +48,12 @@ from specterm.core.policies import policy_summary, policy_table
 from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
 from specterm.core.report import Report
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
-from specterm.core.scorecard import scorecard
+from specterm.core.estimate import percentile_cis
+from specterm.core.scorecard import mark_borderline, scorecard
+from specterm.core.steady import SteadySums, steady_sums
 from specterm.core.streams import Run, Stream
+
+BORDERLINE_SEEDS = (0, 1, 2, 3, 4)  # SPEC 4: a verdict is checked under the bootstrap weights of these seeds
 
 
 def jsonable(obj: Any) -> Any:
@@ -190,6 +200,89 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
     }
 
 
+def _ests(R: np.ndarray, c: np.ndarray, stats: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """{name: {"value", "ci"}} for statistics fn(c) of column sums: values at c, CIs from the
+    resampled sums R (B x K), all percentiles in one call (estimate.percentile_cis)."""
+    names = list(stats)
+    if not names:
+        return {}
+    values = [num(stats[n](c)) for n in names]
+    if R.shape[0] == 0:
+        return {n: {"value": v, "ci": [None, None]} for n, v in zip(names, values)}
+    lo, hi = percentile_cis(np.column_stack([np.asarray(stats[n](R), dtype=np.float64) for n in names]))
+    return {n: {"value": v, "ci": [num(a), num(b)]} for n, v, a, b in zip(names, values, lo, hi)}
+
+
+def steady_report(ss: SteadySums, W: np.ndarray) -> dict[str, Any]:
+    """The set's steady_state (report.SteadyState): autocorrelation, D/D_geom and the deficit split on
+    positions t >= ss.start, with percentile-bootstrap CIs from the set's weights W."""
+    cols, g = ss.cols, ss.gamma
+    c = ss.M.sum(axis=0)
+    R = W @ ss.M if W.shape[0] else np.zeros((0, ss.M.shape[1]))
+    e = _ests(R, c, {
+        "autocorr": lambda x: st.autocorr(x, cols),
+        "autocorr_pooled": lambda x: st.autocorr_pooled(x, cols),
+        "dispersion_ratio": lambda x: st.dispersion_ratio(x, cols),
+        "total": lambda x: st.deficit(x, cols, g)[0],
+        "hetero": lambda x: st.deficit(x, cols, g)[1],
+        "temporal": lambda x: st.deficit(x, cols, g)[2],
+    })
+    alpha = st.alpha(c, cols)
+    return {
+        "start": ss.start,
+        "n_streams": int((ss.M[:, cols["n"]] > 0).sum()),
+        "n_positions": int(c[cols["n"]]),
+        "alpha": num(alpha),
+        "autocorr": e["autocorr"],
+        "autocorr_pooled": e["autocorr_pooled"],
+        "dispersion_ratio": e["dispersion_ratio"],
+        "deficit": {"gamma": g, "total": e["total"], "hetero": e["hetero"], "temporal": e["temporal"],
+                    "E_true": num(st.E_true(c, cols, g)), "E_iid": num(E_iid(float(alpha), g)) if np.isfinite(alpha) else None,
+                    "E_shuf": num(st.E_shuf(c, cols))},
+    }
+
+
+def replicates(sums: st.StreamSums, W: np.ndarray) -> dict[str, np.ndarray]:
+    """Bootstrap replicates of a set's alpha (B,) and E_true(g) for g = 1..32 (B x 32) under weights W
+    (economics.q_rows: the CIs of Q2's spread and Q3's best / worst ratio, paired by replicate)."""
+    R = W @ sums.M
+    cols = sums.cols
+    return {"alpha": st.alpha(R, cols), "E_true": np.column_stack([st.E_true(R, cols, int(g)) for g in GAMMAS])}
+
+
+def verdict_set(sums: st.StreamSums, W: np.ndarray, rep: dict[str, Any], policies: list[Any] | None = None
+                ) -> dict[str, Any]:
+    """What the scorecard reads of a set, re-estimated under other bootstrap weights W (the point values
+    and the point-only keys are the report's `rep`): autocorr, dispersion_ratio, the temporal
+    deficit, alpha's CI, E_true's CI at every g, the depth CIs and c_2 - c_1; `policies` given for
+    the pooled set (Q4)."""
+    cols, g, dg = sums.cols, sums.gamma, sums.depth_gamma
+    c = sums.M.sum(axis=0)
+    stats: dict[str, Any] = {
+        "autocorr": lambda x: st.autocorr(x, cols),
+        "dispersion_ratio": lambda x: st.dispersion_ratio(x, cols),
+        "temporal": lambda x: st.deficit(x, cols, g)[2],
+        "alpha": lambda x: st.alpha(x, cols),
+    }
+    for gg in GAMMAS:
+        stats[f"E_{gg}"] = lambda x, gg=int(gg): st.E_true(x, cols, gg)
+    for j in range(1, dg + 1):
+        stats[f"c_{j}"] = lambda x, j=j: st.depth_conditional(x, cols, j)
+    if dg >= 2:
+        stats["gain"] = lambda x: depth_gain(x, cols)
+    e = _ests(W @ sums.M, c, stats)
+    return {
+        **{k: rep[k] for k in ("optimum", "r_measured", "alpha", "decide", "decision_hw") if k in rep},
+        "autocorr": e["autocorr"],
+        "dispersion_ratio": e["dispersion_ratio"],
+        "deficit": {"gamma": g, "temporal": e["temporal"]},
+        "alpha_ci": e["alpha"]["ci"],
+        "curve": {"E_true": rep["curve"]["E_true"], "E_true_ci": [e[f"E_{int(gg)}"]["ci"] for gg in GAMMAS]},
+        "depth": {"conditional": [e[f"c_{j}"] for j in range(1, dg + 1)], "c2_minus_c1": e.get("gain")},
+        "policies": policies or [],
+    }
+
+
 def _decision_hw(rep: dict[str, Any], name: str, members: list[tuple[Stream, int]], runs: list[Run],
                  hw: list[tuple[Any, list[Any]]]) -> dict[str, Any]:
     """decision_hw of a set (hardware.set_decision_hw) from the cost curve of the run(s) its streams
@@ -229,6 +322,28 @@ def _realized(sets: dict[str, Any], corpora: list[str]) -> dict[str, float]:
     return out
 
 
+def _seed_verdicts(seed: int, corpora: list[str], groups: dict[str, Any], sets: dict[str, Any], tables: dict[str, Any],
+                   boot: int, costs: dict[str, Any], realized: dict[str, float]) -> dict[str, str]:
+    """The scorecard's verdicts (Q5, Q6 left out) under the bootstrap weights of `seed` on the same sums."""
+    W_pooled = np.empty((boot, groups["pooled"][0].M.shape[0]))
+    Ws, lo = {}, 0
+    for c in corpora:
+        n = groups[c][0].M.shape[0]
+        Ws[c] = multinomial_weights(n, boot, corpus_seed(seed, c), out=W_pooled[:, lo:lo + n])
+        lo += n
+    Ws["pooled"] = W_pooled
+    light = {}
+    for name, (sums, _, members) in groups.items():
+        pol = None
+        if name == "pooled":
+            r = sets[name]["r_measured"] if sets[name]["r_measured"] is not None else R_DEFAULT
+            pol = jsonable(policy_summary([s for s, _ in members], r, W_pooled, table=tables[name]))
+        light[name] = verdict_set(sums, Ws[name], sets[name], pol)
+    reps = {c: replicates(groups[c][0], Ws[c]) for c in corpora}
+    return {r["id"]: r["verdict"] for r in scorecard(light, costs=costs, realized=realized, replicates=reps)
+            if r["id"] not in ("Q5", "Q6")}
+
+
 def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = 0,
             depth_gamma: int | None = None) -> dict[str, Any]:
     """The report (core/report.py): sets (corpora sorted, then "pooled"), scorecard, runs, params;
@@ -249,12 +364,13 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     by_corpus = {c: [(s, i) for s, i in entries if s.corpus == c] for c in corpora}
     # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block.
     W_pooled = np.empty((boot, len(entries)))
-    parts, weights, positions, samplings, lo = {}, {}, {}, {}, 0
+    parts, weights, positions, samplings, steadies, lo = {}, {}, {}, {}, {}, 0
     for c in corpora:
         streams = [s for s, _ in by_corpus[c]]
         cseed = corpus_seed(seed, c)
         parts[c] = _sums(streams, gamma, depth_gamma, shuffles, cseed)
         positions[c] = position_sums([s.a for s in streams], n_bins=n_bins)
+        steadies[c] = steady_sums([s.a for s in streams], gamma, shuffles, cseed)
         samplings[c] = sampling_sums([analysed_beta(s) for s in streams])
         weights[c] = multinomial_weights(len(streams), boot, cseed, out=W_pooled[:, lo:lo + len(streams)])
         lo += len(streams)
@@ -263,6 +379,8 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     groups["pooled"] = (_stack([parts[c] for c in corpora]), W_pooled, [e for c in corpora for e in by_corpus[c]])
     first = positions[corpora[0]]
     positions["pooled"] = PositionSums(np.vstack([positions[c].M for c in corpora]), first.cols, first.bin_width, n_bins)
+    first_ss = steadies[corpora[0]]
+    steadies["pooled"] = SteadySums(np.vstack([steadies[c].M for c in corpora]), first_ss.cols, first_ss.gamma, first_ss.start)
     samplings["pooled"] = SamplingSums(np.vstack([samplings[c].M for c in corpora]), samplings[corpora[0]].cols)
     # Resampled sums R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = sum of R_corpus.
     resampled = {}
@@ -286,13 +404,22 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         rep["position"] = position_report(positions[name], W, resampled["position"][name]).to_dict()
         rep["sampling"] = sampling_report(samplings[name], W, resampled["sampling"][name]).to_dict()
         rep["decision_hw"] = _decision_hw(rep, name, members, runs, hw)
+        rep["steady_state"] = steady_report(steadies[name], W)
         sets[name] = rep
 
     sets = jsonable(sets)
+    # P1-P5, then Q1-Q6; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
+    q3c, real = _q3_costs(corpora, by_corpus, hw), _realized(sets, corpora)
+    rows = scorecard(sets, costs=q3c, realized=real,
+                     replicates={c: replicates(parts[c], weights[c]) for c in corpora} if boot > 0 else None)
+    if boot > 0:
+        by_seed = {seed: {r["id"]: r["verdict"] for r in rows if r["id"] not in ("Q5", "Q6")}}
+        for other in sorted(set(BORDERLINE_SEEDS) - {seed}):
+            by_seed[other] = _seed_verdicts(other, corpora, groups, sets, tables, boot, q3c, real)
+        rows = mark_borderline(rows, by_seed)
     return Report.from_dict({
         "sets": sets,
-        # P1-P5, then Q1-Q4; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
-        "scorecard": scorecard(sets, costs=_q3_costs(corpora, by_corpus, hw), realized=_realized(sets, corpora)),
+        "scorecard": rows,
         "runs": jsonable([run_summary(run) for run in runs]),
         "params": {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed, "depth_gamma": depth_gamma,
                    "r_default": R_DEFAULT, "ridge": DEFAULT_RIDGE},
