@@ -41,10 +41,11 @@ from specterm.core.errors import SpectermError
 from specterm.core.estimate import num
 from specterm.core.hardware import MIXED_COSTS_NOTE, q3_costs, run_curve_and_confirmations, set_decision_hw
 from specterm.core.decide import decision
-from specterm.core.economics import depth_gain
+from specterm.core.economics import best_speedup, depth_gain, speedup_factor
 from specterm.core.optimum import optimum_table, r_values
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SHUFFLES, YIELD_GAMMAS
-from specterm.core.policies import policy_summary, policy_table
+from specterm.core.optimum import throughput
+from specterm.core.policies import policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
 from specterm.core.report import Report
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
@@ -242,45 +243,72 @@ def steady_report(ss: SteadySums, W: np.ndarray) -> dict[str, Any]:
     }
 
 
-def replicates(sums: st.StreamSums, W: np.ndarray) -> dict[str, np.ndarray]:
-    """Bootstrap replicates of a set's alpha (B,) and E_true(g) for g = 1..32 (B x 32) under weights W
-    (economics.q_rows: the CIs of Q2's spread and Q3's best / worst ratio, paired by replicate)."""
-    R = W @ sums.M
-    cols = sums.cols
-    return {"alpha": st.alpha(R, cols), "E_true": np.column_stack([st.E_true(R, cols, int(g)) for g in GAMMAS])}
+def _needed(sums: st.StreamSums, gammas: list[int]) -> list[str]:
+    """The sums columns the verdicts read (verdict_set): autocorrelation, D/D_geom, the temporal
+    deficit, alpha, depth counts up to 8, and the blocks at `gammas` (Q3's best g per corpus)."""
+    names = ["n", "ones", "ac_val", "ac_def", "runs", "L", "L2", f"blocks_{sums.gamma}", "shuf_blocks"]
+    for j in range(1, min(sums.depth_gamma, 8) + 1):
+        names += [f"acc_{j}", f"reach_{j}"]
+    names += [f"blocks_{g}" for g in gammas]
+    return list(dict.fromkeys(names))
 
 
-def verdict_set(sums: st.StreamSums, W: np.ndarray, rep: dict[str, Any], policies: list[Any] | None = None
-                ) -> dict[str, Any]:
-    """What the scorecard reads of a set, re-estimated under other bootstrap weights W (the point values
-    and the point-only keys are the report's `rep`): autocorr, dispersion_ratio, the temporal
-    deficit, alpha's CI, E_true's CI at every g, the depth CIs and c_2 - c_1; `policies` given for
-    the pooled set (Q4)."""
-    cols, g, dg = sums.cols, sums.gamma, sums.depth_gamma
-    c = sums.M.sum(axis=0)
+def replicates(sums: st.StreamSums, W: np.ndarray, gammas: list[int]) -> dict[str, np.ndarray]:
+    """Bootstrap replicates under weights W of a set's alpha (B,) and E_true(g) (B x 32; NaN except at
+    `gammas`): economics.q_rows's CIs of Q2's spread and Q3's best / worst ratio, paired by replicate.
+    Only the columns n, ones and blocks_g are resampled."""
+    names = list(dict.fromkeys(["n", "ones", *[f"blocks_{g}" for g in gammas]]))
+    sub = {n: i for i, n in enumerate(names)}
+    R = W @ sums.M[:, [sums.cols[n] for n in names]]
+    E = np.full((R.shape[0], GAMMAS.size), np.nan)
+    for g in gammas:
+        E[:, g - 1] = st.E_true(R, sub, int(g))
+    return {"alpha": st.alpha(R, sub), "E_true": E}
+
+
+def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, depth_gamma: int, rep: dict[str, Any],
+                gammas: list[int], policies: list[Any] | None = None) -> dict[str, Any]:
+    """What the scorecard's verdicts read of a set, re-estimated from resampled sums R (B x K, columns
+    `cols`, e.g. `_needed`'s) under other bootstrap weights; c: the set's column sums. The point values
+    and the point-only keys are the report's `rep`. Re-estimated: autocorr, dispersion_ratio, the
+    temporal deficit, alpha's CI, E_true's CI at `gammas` (Q3's best g; None elsewhere), the depth CIs
+    up to 8 and c_2 - c_1; `policies` given for the pooled set (Q4)."""
+    g, dg = gamma, depth_gamma
     stats: dict[str, Any] = {
         "autocorr": lambda x: st.autocorr(x, cols),
         "dispersion_ratio": lambda x: st.dispersion_ratio(x, cols),
         "temporal": lambda x: st.deficit(x, cols, g)[2],
         "alpha": lambda x: st.alpha(x, cols),
     }
-    for gg in GAMMAS:
+    for gg in gammas:
         stats[f"E_{gg}"] = lambda x, gg=int(gg): st.E_true(x, cols, gg)
-    for j in range(1, dg + 1):
+    depth = min(dg, 8)
+    for j in range(1, depth + 1):
         stats[f"c_{j}"] = lambda x, j=j: st.depth_conditional(x, cols, j)
     if dg >= 2:
         stats["gain"] = lambda x: depth_gain(x, cols)
-    e = _ests(W @ sums.M, c, stats)
+    e = _ests(R, c, stats)
     return {
         **{k: rep[k] for k in ("optimum", "r_measured", "alpha", "decide", "decision_hw") if k in rep},
         "autocorr": e["autocorr"],
         "dispersion_ratio": e["dispersion_ratio"],
         "deficit": {"gamma": g, "temporal": e["temporal"]},
         "alpha_ci": e["alpha"]["ci"],
-        "curve": {"E_true": rep["curve"]["E_true"], "E_true_ci": [e[f"E_{int(gg)}"]["ci"] for gg in GAMMAS]},
-        "depth": {"conditional": [e[f"c_{j}"] for j in range(1, dg + 1)], "c2_minus_c1": e.get("gain")},
+        "curve": {"E_true": rep["curve"]["E_true"],
+                  "E_true_ci": [e[f"E_{int(gg)}"]["ci"] if int(gg) in gammas else [None, None] for gg in GAMMAS]},
+        "depth": {"conditional": [e[f"c_{j}"] for j in range(1, depth + 1)], "c2_minus_c1": e.get("gain")},
         "policies": policies or [],
     }
+
+
+def best_gammas(sets: dict[str, Any], costs: dict[str, Any]) -> dict[str, list[int]]:
+    """Q3's best g of each set (economics.best_speedup on the point curve; [] when undefined)."""
+    out = {}
+    for name, rep in sets.items():
+        factor, _ = speedup_factor(rep, costs.get(name))
+        g = best_speedup(rep["curve"]["E_true"], rep["curve"]["E_true_ci"], factor, "").gamma
+        out[name] = [] if g is None else [int(g)]
+    return out
 
 
 def _decision_hw(rep: dict[str, Any], name: str, members: list[tuple[Stream, int]], runs: list[Run],
@@ -322,24 +350,53 @@ def _realized(sets: dict[str, Any], corpora: list[str]) -> dict[str, float]:
     return out
 
 
-def _seed_verdicts(seed: int, corpora: list[str], groups: dict[str, Any], sets: dict[str, Any], tables: dict[str, Any],
-                   boot: int, costs: dict[str, Any], realized: dict[str, float]) -> dict[str, str]:
-    """The scorecard's verdicts (Q5, Q6 left out) under the bootstrap weights of `seed` on the same sums."""
+def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, r: float, W: np.ndarray) -> list[dict[str, Any]]:
+    """Q4's input under weights W: per policy {"policy", "params", "vs_best_fixed": {"value", "ci"}} with
+    T = tokens / (blocks + r drafted) (policies.throughput) from the per-stream sums (N x P x 3) of
+    policies.policy_sums, computed once and resampled here (as policies.policy_summary does)."""
+    n, p, _ = sums.shape
+    tot = sums.sum(axis=0).astype(np.float64)
+    boot = (W @ sums.reshape(n, p * 3).astype(np.float64)).reshape(-1, p, 3)
+    T = throughput(tot[:, 0], tot[:, 1], tot[:, 2], r)
+    Tb = throughput(boot[..., 0], boot[..., 1], boot[..., 2], r)
+    i_best = [name for name, _ in policies].index("best-fixed")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio, ratio_b = T / T[i_best], Tb / Tb[:, [i_best]]
+    lo, hi = percentile_cis(ratio_b) if W.shape[0] else (np.full(p, np.nan), np.full(p, np.nan))
+    return [{"policy": name, "params": params, "vs_best_fixed": {"value": num(ratio[j]), "ci": [num(lo[j]), num(hi[j])]}}
+            for j, (name, params) in enumerate(policies)]
+
+
+def _seed_verdicts(seed: int, corpora: list[str], groups: dict[str, Any], sets: dict[str, Any], pol: Any,
+                   boot: int, costs: dict[str, Any], realized: dict[str, float], best: dict[str, list[int]]) -> dict[str, str]:
+    """The scorecard's verdicts (Q5, Q6 left out) under the bootstrap weights of `seed` on the same sums.
+    Only the columns and CIs the verdicts read are re-estimated (`_needed`, `verdict_set`); the pooled
+    resampled sums are the corpora's added up (stratified weights); Q3's best g per set is chosen on
+    the point curve (`best_gammas`), the same under every seed."""
+    gam = sorted({g for gs in best.values() for g in gs})
+    first = groups[corpora[0]][0]
+    names = _needed(first, gam)
+    sub = {n: i for i, n in enumerate(names)}
+    idx = [first.cols[n] for n in names]
     W_pooled = np.empty((boot, groups["pooled"][0].M.shape[0]))
-    Ws, lo = {}, 0
+    R: dict[str, np.ndarray] = {}
+    reps, lo = {}, 0
     for c in corpora:
-        n = groups[c][0].M.shape[0]
-        Ws[c] = multinomial_weights(n, boot, corpus_seed(seed, c), out=W_pooled[:, lo:lo + n])
+        sums = groups[c][0]
+        n = sums.M.shape[0]
+        W = multinomial_weights(n, boot, corpus_seed(seed, c), out=W_pooled[:, lo:lo + n])
         lo += n
-    Ws["pooled"] = W_pooled
+        R[c] = W @ sums.M[:, idx]
+        E = np.full((boot, GAMMAS.size), np.nan)
+        for g in best[c]:
+            E[:, g - 1] = st.E_true(R[c], sub, g)
+        reps[c] = {"alpha": st.alpha(R[c], sub), "E_true": E}
+    R["pooled"] = sum(R[c] for c in corpora)
     light = {}
-    for name, (sums, _, members) in groups.items():
-        pol = None
-        if name == "pooled":
-            r = sets[name]["r_measured"] if sets[name]["r_measured"] is not None else R_DEFAULT
-            pol = jsonable(policy_summary([s for s, _ in members], r, W_pooled, table=tables[name]))
-        light[name] = verdict_set(sums, Ws[name], sets[name], pol)
-    reps = {c: replicates(groups[c][0], Ws[c]) for c in corpora}
+    for name, (sums, _, _members) in groups.items():
+        rows = policy_ratios(pol[0], pol[1], pol[2], W_pooled) if name == "pooled" and pol is not None else None
+        light[name] = verdict_set(R[name], sums.M[:, idx].sum(axis=0), sub, sums.gamma, sums.depth_gamma, sets[name],
+                                  best[name], rows)
     return {r["id"]: r["verdict"] for r in scorecard(light, costs=costs, realized=realized, replicates=reps)
             if r["id"] not in ("Q5", "Q6")}
 
@@ -410,12 +467,16 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     sets = jsonable(sets)
     # P1-P5, then Q1-Q6; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
     q3c, real = _q3_costs(corpora, by_corpus, hw), _realized(sets, corpora)
+    best = best_gammas(sets, q3c)
     rows = scorecard(sets, costs=q3c, realized=real,
-                     replicates={c: replicates(parts[c], weights[c]) for c in corpora} if boot > 0 else None)
+                     replicates={c: replicates(parts[c], weights[c], best[c]) for c in corpora} if boot > 0 else None)
     if boot > 0:
         by_seed = {seed: {r["id"]: r["verdict"] for r in rows if r["id"] not in ("Q5", "Q6")}}
+        members = groups["pooled"][2]
+        r = sets["pooled"]["r_measured"] if sets["pooled"]["r_measured"] is not None else R_DEFAULT
+        pol = (*policy_sums([s for s, _ in members], r, table=tables["pooled"]), r) if members else None
         for other in sorted(set(BORDERLINE_SEEDS) - {seed}):
-            by_seed[other] = _seed_verdicts(other, corpora, groups, sets, tables, boot, q3c, real)
+            by_seed[other] = _seed_verdicts(other, corpora, groups, sets, pol, boot, q3c, real, best)
         rows = mark_borderline(rows, by_seed)
     return Report.from_dict({
         "sets": sets,

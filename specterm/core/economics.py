@@ -161,10 +161,16 @@ def _row(qid: str, direction: str, size: str, evidence: str) -> dict[str, Any]:
 
 
 def _as_estimate(x: Any) -> Estimate:
-    """An Estimate from an Estimate, a {"value", "ci"} dict, a bare number (CI undefined) or None."""
+    """An Estimate from an Estimate, a {"value", "ci"} dict, a bare number (CI undefined) or None
+    (built directly: Estimate.of's from_dict resolves type hints, slow in the borderline loop)."""
+    if isinstance(x, Estimate):
+        return x
+    if x is None:
+        return Estimate()
     if isinstance(x, (int, float)) and not isinstance(x, bool):
         return Estimate(value=float(x))
-    return Estimate.of(x)
+    ci = x.get("ci") or [None, None]
+    return Estimate(value=x.get("value"), ci=[ci[0], ci[1]])
 
 
 def q1(conditional: Mapping[str, Sequence[Any]], gain: Mapping[str, Any]) -> dict[str, Any]:
@@ -179,7 +185,7 @@ def q1(conditional: Mapping[str, Sequence[Any]], gain: Mapping[str, Any]) -> dic
         return _row("Q1", vd.INCONCLUSIVE, vd.INCONCLUSIVE, "no corpus to test")
     if any(len(conditional[c]) < 2 for c in corpora):
         return _row("Q1", vd.INCONCLUSIVE, vd.INCONCLUSIVE, "needs conditional acceptance at depth 2 (depth gamma >= 2)")
-    est = {c: Estimate.of(gain.get(c)) for c in corpora}
+    est = {c: _as_estimate(gain.get(c)) for c in corpora}
     cond = {c: [_as_estimate(x) for x in conditional[c]] for c in corpora}
 
     def part(c: str) -> str:
@@ -246,14 +252,14 @@ def q2(alphas: Mapping[str, Any], spread: Any = None) -> dict[str, Any]:
 
     direction: the CIs of the highest and the lowest corpus alpha do not overlap. size: the spread's
     CI overlaps 0.45..0.70 (the seed's ~0.40 to ~0.97: ~0.57)."""
-    est = {c: Estimate.of(e) for c, e in alphas.items()}
+    est = {c: _as_estimate(e) for c, e in alphas.items()}
     ends = _extremes(est)
     seed = f"seed's size: {SEED_SIZE['Q2']}"
     if ends is None:
         return _row("Q2", vd.INCONCLUSIVE, vd.INCONCLUSIVE, f"needs at least 2 corpora with a defined alpha ({seed})")
     hi, lo = ends
     rng = est[hi].value - est[lo].value
-    sp = Estimate.of(spread)
+    sp = _as_estimate(spread)
     size = vd.size(*sp.bounds(), *Q2_SPREAD)
     direction = _separated(est[hi], est[lo])
     ev = (f"alpha ranges from {_est(est[lo], 2)} ({lo}) to {_est(est[hi], 2)} ({hi}), "
@@ -283,7 +289,7 @@ def q3(speedups: Mapping[str, BestSpeedup], realized: Mapping[str, float] | None
         return _row("Q3", vd.INCONCLUSIVE, vd.INCONCLUSIVE, f"needs at least 2 corpora with a defined speedup ({seed}){tail}")
     hi, lo = ends
     point = est[hi].value / est[lo].value if est[lo].value else float("nan")
-    rt = Estimate.of(ratio)
+    rt = _as_estimate(ratio)
     size = vd.size(*rt.bounds(), *Q3_RATIO)
     direction = _separated(est[hi], est[lo])
     ev = (f"best {hi} {_est(est[hi], 2, unit='x')} at g={speedups[hi].gamma}, worst {lo} "
@@ -305,9 +311,9 @@ def _describe(row: Mapping[str, Any]) -> str:
 def adaptive_candidates(policies: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The heuristic row(s) and the confidence row with the best point T / T_best_fixed (ties: smallest tau)."""
     heur = [p for p in policies if p["policy"] == "heuristic"]
-    conf = [p for p in policies if p["policy"] == "confidence" and Estimate.of(p["vs_best_fixed"]).value is not None]
+    conf = [p for p in policies if p["policy"] == "confidence" and _as_estimate(p["vs_best_fixed"]).value is not None]
     if conf:
-        conf = [max(sorted(conf, key=lambda p: p["params"]["tau"]), key=lambda p: Estimate.of(p["vs_best_fixed"]).value)]
+        conf = [max(sorted(conf, key=lambda p: p["params"]["tau"]), key=lambda p: _as_estimate(p["vs_best_fixed"]).value)]
     return heur + conf
 
 
@@ -319,7 +325,7 @@ def q4(policies: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     cands = adaptive_candidates(policies)
     if not cands:
         return _row("Q4", vd.INCONCLUSIVE, vd.NA, "no adaptive policy was replayed")
-    est = [Estimate.of(p["vs_best_fixed"]) for p in cands]
+    est = [_as_estimate(p["vs_best_fixed"]) for p in cands]
     order = sorted(range(len(cands)), key=lambda i: -(est[i].value if est[i].value is not None else -np.inf))
     best = order[0]
     fixed = next((p for p in policies if p["policy"] == "best-fixed"), None)
@@ -397,7 +403,7 @@ def q6(by_batch: Sequence[Mapping[str, Any]] | None, batch_crossover: float | No
     rows = sorted((b for b in (by_batch or []) if b.get("speedup_hw") is not None), key=lambda b: b["batch"])
     if len(rows) < 2:
         return _row("Q6", vd.INCONCLUSIVE, vd.NA, "no batch costs measured (needs S_hw at 2 or more batch sizes)" + ref)
-    est = [Estimate.of(b["speedup_hw"]) for b in rows]
+    est = [_as_estimate(b["speedup_hw"]) for b in rows]
     cells = ", ".join(f"B={b['batch']}: g={b.get('gamma_hw')} {_est(e, 2, unit='x')}" for b, e in zip(rows, est))
     bhw = "never on this device" if batch_crossover is None else f"{batch_crossover:g}"
     ev = f"S_hw(g_hw(B), B) {cells}; measured crossover B_hw = {bhw}"
@@ -441,7 +447,7 @@ def q_rows(sets: Mapping[str, Any], costs: Mapping[str, Mapping[str, Any]] | Non
         g = speedups[c].gamma
         if replicates is not None and c in replicates and g is not None:
             speed_reps[c] = np.asarray(replicates[c]["E_true"])[:, g - 1] * factor[g - 1]
-    a_est = {c: Estimate.of(e) for c, e in alphas.items()}
+    a_est = {c: _as_estimate(e) for c, e in alphas.items()}
     a_ends = _extremes(a_est) or (None, None)
     a_reps = {c: replicates[c]["alpha"] for c in corpora if c in replicates} if replicates is not None else None
     spread = _replicate_interval(a_reps, a_ends[0], a_ends[1], "diff")
