@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from specterm.core.export import deficit_cell, est, fmt
+from specterm.core.export import deficit_cell, est, fmt, steady_cells
 from specterm.core.report import SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen
 from specterm.widgets.columns import ci_below, table_width
@@ -22,16 +22,17 @@ COLUMNS = [
     ("autocorr", "p11-p10 [CI]"),
     ("dispersion", "D/D_geom [CI]"),
     ("deficit", "deficit = hetero + temporal [CI]"),
+    ("steady", "t >= 32: p11-p10 [CI]"),
 ]
 NARROW = [("set", "corpus"), ("streams", "n"), ("alpha", "alpha"), ("autocorr", "p11-p10"),
-          ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp")]
+          ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp"), ("steady", "t>=32 p11-p10")]
 """At widths where COLUMNS do not fit: tokens, beta_bar and gate left out, CIs on a second line."""
 
 
 def narrow_row(cells: list[str]) -> list[str]:
-    """A COLUMNS row cut down to NARROW (name, n, alpha, then the three estimates, CI below)."""
-    name, n, _tokens, alpha, _beta, _gate, autocorr, dispersion, deficit = cells
-    return [name, n, alpha, ci_below(autocorr), ci_below(dispersion), ci_below(deficit)]
+    """A COLUMNS row cut down to NARROW (name, n, alpha, then the four estimates, CI below)."""
+    name, n, _tokens, alpha, _beta, _gate, autocorr, dispersion, deficit, steady = cells
+    return [name, n, alpha, ci_below(autocorr), ci_below(dispersion), ci_below(deficit), ci_below(steady)]
 
 
 def layout(rows: list[tuple[str, list[str]]], width: int) -> tuple[list, list]:
@@ -52,6 +53,7 @@ def set_row(s: SetReport) -> list[str]:
         est(s.autocorr, 3, 2, sign=True),
         est(s.dispersion_ratio, 2, 2, suffix="x"),
         deficit_cell(s.deficit),
+        steady_cells(s)[0],
     ]
 
 
@@ -103,8 +105,9 @@ class OverviewScreen(ReportScreen):
         self.query_one("#overview-meta", Static).update("\n".join(run_lines(report)))
         pooled = report.pooled
         note = [
-            "n: prompts; beta_bar: sampling acceptance 1 - TV(p, q) (temperature 1; n/a: no beta stored);",
-            "p11-p10: within-prompt autocorrelation (mean over prompts);",
+            "n: prompts; beta_bar: sampling acceptance 1 - TV(p, q) (temperature 1) along the greedy continuation y"
+            " (n/a: no beta stored);",
+            "p11-p10: within-prompt autocorrelation (mean over prompts); t >= 32: the same past the warm-up;",
             "D/D_geom > 1: run lengths over-dispersed vs geometric;",
             f"deficit at g = {report.params.gamma}: 1 - E_true/E_iid = hetero (across prompts)"
             " + temporal (within; its CI in brackets).",
