@@ -25,20 +25,25 @@ COLUMNS = [
     ("steady", "t >= 32: p11-p10 [CI]"),
 ]
 NARROW = [("set", "corpus"), ("streams", "n"), ("alpha", "alpha"), ("autocorr", "p11-p10"),
-          ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp"), ("steady", "t>=32 p11-p10")]
-"""At widths where COLUMNS do not fit: tokens, beta_bar and gate left out, CIs on a second line."""
+          ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp")]
+"""At widths where COLUMNS do not fit: tokens, beta_bar, gate and the steady-state p11-p10 left out,
+CIs on a second line (80 columns hold no more)."""
 
 
 def narrow_row(cells: list[str]) -> list[str]:
-    """A COLUMNS row cut down to NARROW (name, n, alpha, then the four estimates, CI below)."""
-    name, n, _tokens, alpha, _beta, _gate, autocorr, dispersion, deficit, steady = cells
-    return [name, n, alpha, ci_below(autocorr), ci_below(dispersion), ci_below(deficit), ci_below(steady)]
+    """A COLUMNS row cut down to NARROW (name, n, alpha, then the three estimates, CI below)."""
+    name, n, _tokens, alpha, _beta, _gate, autocorr, dispersion, deficit, _steady = cells
+    return [name, n, alpha, ci_below(autocorr), ci_below(dispersion), ci_below(deficit)]
 
 
 def layout(rows: list[tuple[str, list[str]]], width: int) -> tuple[list, list]:
-    """(columns, rows): the wide table when it fits in `width` cells, else the narrow one."""
+    """(columns, rows): the wide table with the steady-state column when it fits in `width` cells,
+    else the wide table without it, else the narrow one."""
     if table_width([label for _, label in COLUMNS], [cells for _, cells in rows]) <= width:
         return COLUMNS, rows
+    wide = [(key, cells[:-1]) for key, cells in rows]
+    if table_width([label for _, label in COLUMNS[:-1]], [cells for _, cells in wide]) <= width:
+        return COLUMNS[:-1], wide
     return NARROW, [(key, narrow_row(cells)) for key, cells in rows]
 
 
