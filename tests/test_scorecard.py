@@ -289,3 +289,15 @@ def test_every_row_has_numbers_in_its_evidence():
     for row in p_rows(sets_of(a=fake_set(), b=fake_set(), c=fake_set())):
         assert row["evidence"].startswith(row["verdict"] + ":")
         assert any(ch.isdigit() for ch in row["evidence"])
+
+
+def test_average_ranks_match_scipy_with_ties():
+    from specterm.core.scorecard import average_ranks, spearman
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        x = rng.integers(0, 4, size=int(rng.integers(2, 9))).astype(float)
+        assert average_ranks(x) == pytest.approx(sps.rankdata(x))
+        y = rng.random(x.size)
+        if np.ptp(x) > 0:
+            assert spearman(x, y) == pytest.approx(sps.spearmanr(x, y).statistic)

@@ -93,17 +93,29 @@ def _span(cis: Mapping[str, tuple[float, float]]) -> str:
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman rho (scipy.stats.spearmanr: Pearson correlation of average ranks); NaN when either side is constant."""
-    import warnings
-
-    from scipy import stats
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.ConstantInputWarning)
-        return float(stats.spearmanr(x, y).statistic)
+    """Spearman rho (as scipy.stats.spearmanr: Pearson correlation of average ranks); NaN when either
+    side is constant or has fewer than 2 values."""
+    xa, ya = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if xa.size < 2 or np.ptp(xa) == 0 or np.ptp(ya) == 0:
+        return float("nan")
+    return float(_rank_pearson(average_ranks(xa), average_ranks(ya)[None, :])[0])
 
 
 EXACT_MAX = 8  # up to 8! = 40320 orderings are enumerated; more corpora: a seeded Monte-Carlo p-value
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of x, ties sharing the mean of their ranks (scipy.stats.rankdata's "average")."""
+    x = np.asarray(x, dtype=np.float64)
+    order = np.argsort(x, kind="mergesort")
+    xs = x[order]
+    first = np.r_[True, xs[1:] != xs[:-1]]
+    group = np.cumsum(first) - 1
+    starts = np.flatnonzero(first)
+    ends = np.r_[starts[1:], x.size]
+    ranks = np.empty(x.size, dtype=np.float64)
+    ranks[order] = ((starts + 1 + ends) / 2.0)[group]
+    return ranks
 
 
 def _rank_pearson(rx: np.ndarray, RY: np.ndarray) -> np.ndarray:
@@ -111,7 +123,7 @@ def _rank_pearson(rx: np.ndarray, RY: np.ndarray) -> np.ndarray:
     dx = rx - rx.mean()
     DY = RY - RY.mean(axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (DY @ dx) / np.sqrt((dx @ dx) * (DY * DY).sum(axis=1))
+        return np.asarray((DY @ dx) / np.sqrt((dx @ dx) * (DY * DY).sum(axis=1)), dtype=np.float64)
 
 
 def spearman_permutation(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
@@ -120,13 +132,11 @@ def spearman_permutation(x: Sequence[float], y: Sequence[float]) -> tuple[float,
     5 corpora: 120). NaN, NaN when n < 2 or a side is constant. A relative tolerance of 1e-9 counts
     orderings whose |rho| equals the observed one (ties in floating point). Beyond 8 values: 100000
     random orderings (seed 0) and p = (hits + 1) / (100000 + 1)."""
-    from scipy.stats import rankdata
-
     xa, ya = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     n = xa.size
     if n < 2 or np.ptp(xa) == 0 or np.ptp(ya) == 0:
         return float("nan"), float("nan")
-    rx, ry = rankdata(xa), rankdata(ya)
+    rx, ry = average_ranks(xa), average_ranks(ya)
     rho = float(_rank_pearson(rx, ry[None, :])[0])
     if n <= EXACT_MAX:
         perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)

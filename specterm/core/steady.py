@@ -79,4 +79,4 @@ def steady_sums(a: Sequence[np.ndarray], gamma: int, shuffles: int = SHUFFLES, s
 
 def temporal(c: np.ndarray, cols: dict[str, int], gamma: int) -> np.ndarray:
     """The temporal part (E_shuf - E_true) / E_iid of the steady parts (stats.deficit)."""
-    return st.deficit(c, cols, gamma)[2]
+    return np.asarray(st.deficit(c, cols, gamma)[2], dtype=np.float64)
