@@ -301,3 +301,17 @@ def test_average_ranks_match_scipy_with_ties():
         y = rng.random(x.size)
         if np.ptp(x) > 0:
             assert spearman(x, y) == pytest.approx(sps.spearmanr(x, y).statistic)
+
+
+def test_rules_read_set_reports_and_their_json_alike(synth):
+    """p_rows and q_rows take the typed report's SetReports as well as the SPEC 7 JSON dicts."""
+    from specterm.core.economics import q_rows
+
+    rng = np.random.default_rng(9)
+    corpora = {name: [synth.markov(rng, 300, p11, 0.4) for _ in range(12)] for name, p11 in
+               (("a", 0.7), ("b", 0.8), ("c", 0.9))}
+    rep = analyse([run_of(synth, corpora)], boot=100, shuffles=2)
+    js = {name: s.to_dict() for name, s in rep.sets.items()}
+    for fn in (p_rows, q_rows):
+        typed, plain = fn(rep.sets), fn(js)
+        assert [(r["id"], r["verdict"], r["evidence"]) for r in typed] == [(r["id"], r["verdict"], r["evidence"]) for r in plain]

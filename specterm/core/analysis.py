@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from specterm.core import stats as st
+from specterm.core import verdict as vd
 from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.costmodel import r_or_default, refeed_share, throughput
@@ -273,6 +274,7 @@ def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, 
     temporal deficit, alpha's CI, E_true's CI at `gammas` (Q3's best g; None elsewhere), the depth CIs
     up to 8 and c_2 - c_1; `policies` given for the pooled set (Q4)."""
     g, dg = gamma, depth_gamma
+    rep = vd.fields(rep)
     stats: dict[str, Any] = {
         "autocorr": lambda x: st.autocorr(x, cols),
         "dispersion_ratio": lambda x: st.dispersion_ratio(x, cols),
@@ -303,7 +305,8 @@ def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, 
 def best_gammas(sets: dict[str, Any], costs: dict[str, Any]) -> dict[str, list[int]]:
     """Q3's best g of each set (economics.best_speedup on the point curve; [] when undefined)."""
     out = {}
-    for name, rep in sets.items():
+    for name in sets:
+        rep = vd.fields(sets[name])
         factor, _ = speedup_factor(rep, costs.get(name))
         g = best_speedup(rep["curve"]["E_true"], rep["curve"]["E_true_ci"], factor, "").gamma
         out[name] = [] if g is None else [int(g)]

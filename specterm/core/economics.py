@@ -161,6 +161,8 @@ def _row(qid: str, direction: str, size: str, evidence: str) -> dict[str, Any]:
 def _as_estimate(x: Any) -> Estimate:
     """An Estimate from an Estimate, a {"value", "ci"} dict, a bare number (CI undefined) or None
     (built directly: Estimate.of's from_dict resolves type hints, slow in the borderline loop)."""
+    if isinstance(x, vd.Fields):
+        x = x.raw()
     if isinstance(x, Estimate):
         return x
     if x is None:
@@ -168,7 +170,7 @@ def _as_estimate(x: Any) -> Estimate:
     if isinstance(x, (int, float)) and not isinstance(x, bool):
         return Estimate(value=float(x))
     ci = x.get("ci") or [None, None]
-    return Estimate(value=x.get("value"), ci=[ci[0], ci[1]])
+    return Estimate(value=x.get("value"), ci=[ci[0], ci[1]])  # a {"value", "ci"} dict
 
 
 def q1(conditional: Mapping[str, Sequence[Any]], gain: Mapping[str, Any]) -> dict[str, Any]:
@@ -434,6 +436,7 @@ def q_rows(sets: Mapping[str, Any], costs: Mapping[str, Mapping[str, Any]] | Non
     "E_true": (B, 32)} bootstrap replicates (the same resamples as every CI) for the CIs of Q2's spread
     and Q3's ratio; None: those CIs are undefined (size inconclusive).
     """
+    sets = vd.fields(sets)
     corpora = [name for name in sets if name != "pooled"]
     conditional = {c: list(sets[c]["depth"]["conditional"]) for c in corpora}
     gain = {c: sets[c]["depth"].get("c2_minus_c1") for c in corpora}
