@@ -236,6 +236,22 @@ def test_q4(adaptive, verdict, phrase):
     assert row["verdict"] == verdict and phrase in row["evidence"], row
 
 
+def test_q4_judges_each_corpus_best_fixed_g_too():
+    """SPEC 4: an adaptive policy must beat the best fixed g of each corpus, not only the pooled one."""
+    conf = {"tau": 0.5, "g_max": 16}
+    pooled = BASE[:1] + [prow("heuristic", {"g0": 5}, 1.04, 1.02, 1.06), prow("confidence", conf, 1.09, 1.07, 1.12)] + BASE[1:]
+    win = {"code": [prow("confidence", conf, 1.05, 1.01, 1.09)], "prose": [prow("confidence", conf, 1.10, 1.05, 1.15)]}
+    row = ec.q4(pooled, win)
+    assert row["verdict"] == "holds" and "CI above 1 on the pooled set and in every corpus for confidence stop tau=0.5" in row["evidence"]
+    tie = {**win, "code": [prow("confidence", conf, 1.04, 1.00, 1.08)]}  # touches 1 in code; heuristic not replayed there
+    row = ec.q4(pooled, tie)
+    assert row["verdict"] == "inconclusive" and "code 1.040 [1.000, 1.080]" in row["evidence"]
+    lose = {"code": [prow("confidence", conf, 0.95, 0.92, 0.98), prow("heuristic", {"g0": 5}, 0.96, 0.94, 0.99)],
+            "prose": [prow("confidence", conf, 1.10, 1.05, 1.15), prow("heuristic", {"g0": 5}, 1.1, 1.05, 1.15)]}
+    row = ec.q4(pooled, lose)
+    assert row["verdict"] == "falsified" and "or in some corpus" in row["evidence"]
+
+
 def test_q4_best_tau_ties_take_the_smallest():
     rows = [prow("confidence", {"tau": t, "g_max": 16}, 1.02, 1.01, 1.03) for t in (0.9, 0.3, 0.5)]
     assert ec.adaptive_candidates(rows)[0]["params"]["tau"] == 0.3

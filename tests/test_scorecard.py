@@ -315,3 +315,20 @@ def test_rules_read_set_reports_and_their_json_alike(synth):
     for fn in (p_rows, q_rows):
         typed, plain = fn(rep.sets), fn(js)
         assert [(r["id"], r["verdict"], r["evidence"]) for r in typed] == [(r["id"], r["verdict"], r["evidence"]) for r in plain]
+
+
+def test_borderline_check_equals_the_report_at_that_seed(synth):
+    """The light re-estimate of each seed's verdicts (analysis._seed_verdicts) equals the full report run
+    with that seed (shuffles off, so only the bootstrap weights depend on the seed)."""
+    rng = np.random.default_rng(12)
+    corpora = {name: [synth.markov(rng, 150, p11, 0.5) for _ in range(8)] for name, p11 in
+               (("a", 0.55), ("b", 0.6), ("c", 0.7))}
+    run = run_of(synth, corpora)
+    for st_ in run.streams:
+        st_.draft_conf = np.where(st_.bits == 1, 0.8, 0.3).astype(np.float32)
+    reports = {seed: analyse([run], boot=150, shuffles=0, seed=seed) for seed in (0, 2)}
+    for seed, rep in reports.items():
+        other = 2 - seed
+        got = {r.id: r.seed_verdicts[str(other)] for r in rep.scorecard if r.id not in ("Q5", "Q6")}
+        want = {r.id: r.verdict for r in reports[other].scorecard if r.id not in ("Q5", "Q6")}
+        assert got == want

@@ -272,7 +272,7 @@ def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, 
     `cols`, e.g. `_needed`'s) under other bootstrap weights; c: the set's column sums. The point values
     and the point-only keys are the report's `rep`. Re-estimated: autocorr, dispersion_ratio, the
     temporal deficit, alpha's CI, E_true's CI at `gammas` (Q3's best g; None elsewhere), the depth CIs
-    up to 8 and c_2 - c_1; `policies` given for the pooled set (Q4)."""
+    up to 8 and c_2 - c_1; `policies`: the set's vs_best_fixed under the same weights (Q4)."""
     g, dg = gamma, depth_gamma
     rep = vd.fields(rep)
     stats: dict[str, Any] = {
@@ -381,7 +381,7 @@ def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, 
             for j, (name, params) in enumerate(policies)]
 
 
-def _seed_verdicts(seed: int, corpora: list[str], groups: dict[str, Any], sets: dict[str, Any], pol: Any,
+def _seed_verdicts(seed: int, corpora: list[str], groups: dict[str, Any], sets: dict[str, Any], pol: dict[str, Any] | None,
                    boot: int, costs: dict[str, Any], realized: dict[str, float], best: dict[str, list[int]]) -> dict[str, str]:
     """The scorecard's verdicts (Q5, Q6 left out) under the bootstrap weights of `seed` on the same sums.
     Only the columns and CIs the verdicts read are re-estimated (`_needed`, `verdict_set`); the pooled
@@ -406,9 +406,12 @@ def _seed_verdicts(seed: int, corpora: list[str], groups: dict[str, Any], sets: 
             E[:, g - 1] = st.E_true(R[c], sub, g)
         reps[c] = {"alpha": st.alpha(R[c], sub), "E_true": E}
     R["pooled"] = sum(R[c] for c in corpora)
+    Ws = {c: W_pooled[:, o:o + groups[c][0].M.shape[0]] for c, o in zip(corpora, np.cumsum(
+        [0] + [groups[c][0].M.shape[0] for c in corpora])[:-1])}
+    Ws["pooled"] = W_pooled
     light = {}
     for name, (sums, _, _members) in groups.items():
-        rows = policy_ratios(pol[0], pol[1], pol[2], W_pooled) if name == "pooled" and pol is not None else None
+        rows = policy_ratios(*pol[name], Ws[name]) if pol is not None and name in pol else None
         light[name] = verdict_set(R[name], sums.M[:, idx].sum(axis=0), sub, sums.gamma, sums.depth_gamma, sets[name],
                                   best[name], rows)
     return {r["id"]: r["verdict"] for r in scorecard(light, costs=costs, realized=realized, replicates=reps)
@@ -486,9 +489,11 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
                      replicates={c: replicates(parts[c], weights[c], best[c]) for c in corpora} if boot > 0 else None)
     if boot > 0:
         by_seed = {seed: {r["id"]: r["verdict"] for r in rows if r["id"] not in ("Q5", "Q6")}}
-        members = groups["pooled"][2]
-        r = r_or_default(sets["pooled"]["r_measured"])
-        pol = (*policy_sums([s for s, _ in members], r, table=tables["pooled"]), r) if members else None
+        pol = {}  # per set: the policies and their per-stream sums, built once, resampled per seed
+        for name, (_, _, members) in groups.items():
+            if members:
+                r = r_or_default(sets[name]["r_measured"])
+                pol[name] = (*policy_sums([s for s, _ in members], r, table=tables[name]), r)
         for other in sorted(set(BORDERLINE_SEEDS) - {seed}):
             by_seed[other] = _seed_verdicts(other, corpora, groups, sets, pol, boot, q3c, real, best)
         rows = mark_borderline(rows, by_seed)

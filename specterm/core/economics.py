@@ -317,11 +317,27 @@ def adaptive_candidates(policies: Sequence[Mapping[str, Any]]) -> list[Mapping[s
     return heur + conf
 
 
-def q4(policies: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Q4 from the pooled set's policy rows (policies.policy_summary: "policy", "params", "vs_best_fixed").
+def _same_policy(rows: Sequence[Any], policy: Any) -> Any:
+    """The row of `rows` with the policy and parameters of `policy` (None when it was not replayed there)."""
+    def params(row: Any) -> dict[str, Any]:
+        p = row.get("params")
+        p = p.raw() if isinstance(p, vd.Fields) else p
+        return dict(p or {})
 
-    direction: some adaptive policy's T / T_best_fixed CI lies above 1 (holds); every one's below 1:
-    falsified; else inconclusive. size: n/a (the seed states none)."""
+    name, want = policy["policy"], params(policy)
+    return next((r for r in rows if r["policy"] == name and params(r) == want), None)
+
+
+def q4(policies: Sequence[Any], corpus_policies: Mapping[str, Sequence[Any]] | None = None) -> dict[str, Any]:
+    """Q4 from the pooled set's policy rows (policies.policy_summary: "policy", "params", "vs_best_fixed")
+    and each corpus's rows (`corpus_policies`; their vs_best_fixed is against the corpus's own best
+    fixed g, SPEC 4: "the best fixed g per corpus as the baseline too").
+
+    The adaptive candidates are the heuristic schedule and the confidence stop at its best tau on the
+    pooled set (`adaptive_candidates`). A candidate holds when its T / T_best_fixed CI lies above 1 on
+    the pooled set and, with the same parameters, in every corpus (verdict.combine); it is not
+    reproduced when some CI lies below 1. direction: holds when some candidate holds; falsified when
+    every candidate is not reproduced; else inconclusive. size: n/a (the seed states none)."""
     cands = adaptive_candidates(policies)
     if not cands:
         return _row("Q4", vd.INCONCLUSIVE, vd.NA, "no adaptive policy was replayed")
@@ -339,12 +355,28 @@ def q4(policies: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         ev += "; also " + ", ".join(others)
     if not any(p["policy"] == "confidence" for p in policies):
         ev += "; no confidence stop (a stream lacks draft_conf)"
-    sides = [vd.direction(*e.bounds(), 1.0) for e in est]
-    above = [_describe(cands[i]) for i in order if sides[i] == vd.HOLDS]
+    corpora = dict(corpus_policies or {})
+    outcome, corpus_parts = [], []
+    for i, cand in enumerate(cands):
+        parts = [vd.direction(*est[i].bounds(), 1.0)]
+        texts = []
+        for c, rows in corpora.items():
+            r = _same_policy(rows, cand)
+            e = _as_estimate(r["vs_best_fixed"] if r is not None else None)
+            parts.append(vd.direction(*e.bounds(), 1.0))
+            texts.append(f"{c} {_est(e)}")
+        outcome.append(vd.combine(parts))
+        corpus_parts.append(texts)
+    if corpora:
+        ev += "; against each corpus's own best fixed g: " + "; ".join(
+            f"{_describe(cands[i])}: {', '.join(corpus_parts[i])}" for i in order)
+    above = [_describe(cands[i]) for i in order if outcome[i] == vd.HOLDS]
+    where = " and in every corpus" if corpora else ""
     if above:
-        return _row("Q4", vd.HOLDS, vd.NA, ev + f"; CI above 1 for {', '.join(above)}")
-    if all(sd == vd.NOT_REPRODUCED for sd in sides):
-        return _row("Q4", vd.NOT_REPRODUCED, vd.NA, ev + "; every adaptive policy's CI lies below 1")
+        return _row("Q4", vd.HOLDS, vd.NA, ev + f"; CI above 1 on the pooled set{where} for {', '.join(above)}")
+    if all(o == vd.NOT_REPRODUCED for o in outcome):
+        return _row("Q4", vd.NOT_REPRODUCED, vd.NA, ev + "; every adaptive policy's CI lies below 1 on the pooled set"
+                    + (" or in some corpus" if corpora else ""))
     return _row("Q4", vd.INCONCLUSIVE, vd.NA, ev + "; a CI contains 1 or is undefined")
 
 
@@ -459,7 +491,8 @@ def q_rows(sets: Mapping[str, Any], costs: Mapping[str, Mapping[str, Any]] | Non
     dhw = pooled.get("decision_hw") if pooled is not None else None
     decide = pooled.get("decide") if pooled is not None else None
     return [q1(conditional, gain), q2(alphas, spread), q3(speedups, realized, ratio),
-            q4(pooled.get("policies") or [] if pooled is not None else []),
+            q4(pooled.get("policies") or [] if pooled is not None else [],
+               {c: sets[c].get("policies") or [] for c in corpora}),
             q5(decisions),
             q6(dhw.get("by_batch") if dhw is not None else None, dhw.get("batch_crossover") if dhw is not None else None,
                decide.get("batch_crossover") if decide is not None else None,
