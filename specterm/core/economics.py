@@ -1,9 +1,11 @@
-"""The economics seed's claims Q1-Q4 (SPEC 4), computed from data, never written by hand.
+"""The economics seed's claims Q1-Q6 (SPEC 4), computed from data, never written by hand.
 
 Each rule is a pure function of numbers the report already has and returns a scorecard row
-{"id", "prediction" (the claim), "verdict": holds|falsified|inconclusive, "evidence", "seed": "economics"}
-in the P rows' shape, the evidence starting with the verdict as theirs does. `q_rows(sets)` builds
-Q1-Q4 from a report's sets (scorecard.scorecard appends them after P1-P5). Numbers used:
+(verdict.score_row: "id", "prediction" (the claim), "verdict", "direction", "size", "evidence", ...,
+"seed": "economics") in the P rows' shape, the evidence starting with the verdict as theirs does. `q_rows(sets)` builds
+Q1-Q6 from a report's sets (scorecard.scorecard appends them after P1-P5). Each row has a direction
+and a size (core/verdict.py) and the verdict from them; the rules are in each function's docstring.
+Numbers used:
 
     c_2 - c_1           depth.c2_minus_c1 (analysis: bootstrapped as f(W @ M) like the rest, with
                         depth_gain below on the stats.stream_sums columns)
@@ -12,23 +14,22 @@ Q1-Q4 from a report's sets (scorecard.scorecard appends them after P1-P5). Numbe
         memory-bound:  factor(g) = 1 / (1 + g r)                          (SPEC 2, 6; r of the set)
         measured:      factor(g) = c_decode / (c_verify(g) + g c_draft)   (S_hw, SPEC 6)
 
-Rules, and the choices where the SPEC is silent:
+Rules (direction; size against the seed's, SEED_SIZE), and the choices where the SPEC is silent:
 
-    Q1 holds: the CI of c_2 - c_1 lies above 0 in every corpus; falsified: it lies below 0 in some
-       corpus; inconclusive otherwise (a CI that contains 0 or is undefined, depth < 2, no corpus).
-    Q2 holds: the CIs of the highest and lowest corpus alpha (by point estimate) do not overlap;
-       inconclusive otherwise (or with fewer than 2 corpora). The SPEC names no falsifying outcome
-       and overlapping CIs do not show equal acceptance, so Q2 is never falsified.
-    Q3 holds: the best corpus's speedup at its own best g has a CI above the worst corpus's;
-       inconclusive otherwise, never falsified (as Q2). Each corpus's best g is chosen once on the
-       whole corpus (argmax of the point curve, ties: smallest g, as optimum.best_gamma), and its
-       CI is the bootstrap of the speedup at that g (the choice is not re-made per resample, like
-       policies' best fixed g).
-    Q4 on the pooled set: the adaptive policies are the heuristic schedule and the confidence stop
-       at its best tau (highest point T / T_best_fixed; ties: smallest tau). holds: some adaptive
-       policy's T / T_best_fixed CI lies above 1; falsified: every adaptive policy's CI lies below
-       1; inconclusive otherwise (or no adaptive policy). Choosing tau on the same data favours the
-       confidence stop slightly; the CI does not account for that choice.
+    Q1 direction: the CI of c_2 - c_1 lies above 0 in every corpus; below 0 in some corpus:
+       falsified. size: every corpus's c_1 CI overlaps 0.3..0.5 and each of its c_2..c_8 CIs 0.9..1.0.
+    Q2 direction: the CIs of the highest and lowest corpus alpha (by point estimate) do not overlap;
+       never falsified (the SPEC names no falsifying outcome; overlapping CIs do not show equal
+       acceptance). size: the CI of the spread (paired bootstrap replicates) overlaps 0.45..0.70.
+    Q3 direction: the best corpus's speedup at its own best g has a CI above the worst corpus's;
+       never falsified (as Q2). Each corpus's best g is chosen once on the whole corpus (argmax of the
+       point curve, ties: smallest g, as optimum.best_gamma), and its CI is the bootstrap of the
+       speedup at that g. size: the CI of the best / worst ratio overlaps 3..6.
+    Q4 direction: the heuristic schedule or the confidence stop at its best pooled tau beats the
+       pooled best fixed g and each corpus's own (CIs of T / T_best_fixed above 1); falsified when
+       every candidate has a CI below 1 somewhere. Choosing tau on the same data favours the
+       confidence stop slightly; the CI does not account for that choice. size: n/a.
+    Q5, Q6: see q5, q6 (the decision on this hardware and its batch costs). size: n/a.
 """
 
 from __future__ import annotations
