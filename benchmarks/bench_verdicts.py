@@ -27,7 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
 import sys, time
 from specterm.core import analysis
-from specterm.core.streams import load_run
+try:
+    from specterm.core.store import load_run
+except ImportError:  # a base from before the store split
+    from specterm.core.streams import load_run
 run = load_run(sys.argv[1])
 analysis.analyse([run], gamma=8, boot=2000, shuffles=20, seed=0)  # warm imports and caches
 t0 = time.process_time()
@@ -60,7 +63,7 @@ def main() -> None:
         from _common import synthetic_streams
 
         sys.path.insert(0, str(ROOT))
-        from specterm.core.streams import new_meta, write_run
+        from specterm.core.store import new_meta, write_run
 
         synth = write_run(Path(tmp) / "synthetic", {**new_meta("bench"), "cost": {"r_measured": 0.13}},
                           synthetic_streams(args.size, seed=0, beta=True))

@@ -469,7 +469,7 @@ def q_rows(sets: Mapping[str, Any], costs: Mapping[str, Mapping[str, Any]] | Non
     "E_true": (B, 32)} bootstrap replicates (the same resamples as every CI) for the CIs of Q2's spread
     and Q3's ratio; None: those CIs are undefined (size inconclusive).
     """
-    sets = vd.fields(sets)
+    sets = vd.sets_view(sets)
     corpora = [name for name in sets if name != "pooled"]
     conditional = {c: list(sets[c]["depth"]["conditional"]) for c in corpora}
     gain = {c: sets[c]["depth"].get("c2_minus_c1") for c in corpora}

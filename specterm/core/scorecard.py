@@ -323,7 +323,7 @@ def p5(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
 
 def p_rows(sets: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The measurement seed's P1..P5 from the report's "sets" (SetReports or their JSON shape)."""
-    sets = vd.fields(sets)
+    sets = vd.sets_view(sets)
     corpora = [name for name in sets if name != "pooled"]
     return [p1(sets, corpora), p2(sets, corpora), p3(sets, corpora), p4(sets), p5(sets, corpora)]
 

@@ -151,6 +151,14 @@ class Fields:
         return bool(o) if isinstance(o, (dict, list, tuple)) else o is not None
 
 
+def sets_view(sets: Any) -> Any:
+    """A report's sets for the rules: a dict of dicts (the JSON shape) as it is, anything else (SetReports)
+    through Fields."""
+    if isinstance(sets, dict) and all(isinstance(v, (dict, Fields)) for v in sets.values()):
+        return sets
+    return fields(sets)
+
+
 def fields(value: Any) -> Any:
     """`value` wrapped in Fields when it is a container or a report object; numbers and strings as they are."""
     if value is None or isinstance(value, (str, int, float, bool, Fields)):
