@@ -58,30 +58,29 @@ def test_steady_numbers_against_hand_cut_streams():
     ss = steady_sums(streams, gamma=4, shuffles=3, seed=0)
     rep = steady_report(ss, multinomial_weights(len(streams), 200, 0))
     cut = [s[32:].tolist() for s in streams]
-    assert rep["n_streams"] == 5 and rep["n_positions"] == sum(len(c) for c in cut)
+    assert rep.n_streams == 5 and rep.n_positions == sum(len(c) for c in cut)
     per = [v for v in (p11_p10(c) for c in cut) if v is not None]
-    assert rep["autocorr"]["value"] == pytest.approx(sum(per) / len(per))
+    assert rep.autocorr.value == pytest.approx(sum(per) / len(per))
     n11 = sum(a & b for c in cut for a, b in zip(c[:-1], c[1:]))
     n1x = sum(a for c in cut for a in c[:-1])
     n01 = sum((1 - a) & b for c in cut for a, b in zip(c[:-1], c[1:]))
     n0x = sum(1 - a for c in cut for a in c[:-1])
-    assert rep["autocorr_pooled"]["value"] == pytest.approx(n11 / n1x - n01 / n0x)
+    assert rep.autocorr_pooled.value == pytest.approx(n11 / n1x - n01 / n0x)
     L = np.array([x for c in cut for x in closed_runs(c)], dtype=float)
     alpha = sum(map(sum, cut)) / sum(map(len, cut))
-    assert rep["alpha"] == pytest.approx(alpha)
-    assert rep["dispersion_ratio"]["value"] == pytest.approx(L.var() / L.mean() * (1 - alpha))
+    assert rep.alpha == pytest.approx(alpha)
+    assert rep.dispersion_ratio.value == pytest.approx(L.var() / L.mean() * (1 - alpha))
     E_true = sum(map(len, cut)) / sum(blocks(c, 4) for c in cut)
-    d = rep["deficit"]
-    assert d["E_true"] == pytest.approx(E_true) and d["E_iid"] == pytest.approx(E_iid(alpha, 4))
-    assert d["total"]["value"] == pytest.approx(1 - E_true / E_iid(alpha, 4))
-    assert d["total"]["value"] == pytest.approx(d["hetero"]["value"] + d["temporal"]["value"])
+    d = rep.deficit
+    assert d.E_true == pytest.approx(E_true) and d.E_iid == pytest.approx(E_iid(alpha, 4))
+    assert d.total.value == pytest.approx(1 - E_true / E_iid(alpha, 4))
+    assert d.total.value == pytest.approx(d.hetero.value + d.temporal.value)
     # the shuffles are stats.shuffled_blocks of the cut streams with the set's seed
     c = st.concat_streams([np.asarray(x, np.uint8) for x in cut])
     E_shuf = sum(map(len, cut)) / st.shuffled_blocks(c, 4, 3, 0).sum()
-    assert d["E_shuf"] == pytest.approx(E_shuf)
-    for key in ("autocorr", "dispersion_ratio"):
-        lo, hi = rep[key]["ci"]
-        assert lo <= rep[key]["value"] <= hi
+    assert d.E_shuf == pytest.approx(E_shuf)
+    for e in (rep.autocorr, rep.dispersion_ratio):
+        assert e.lo <= e.value <= e.hi
 
 
 def test_steady_state_in_the_report_and_json(synth):

@@ -48,7 +48,7 @@ from specterm.core.optimum import optimum_table, r_values
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
-from specterm.core.report import Report
+from specterm.core.report import Deficit, Estimate, Report, ScoreRow, SteadyState
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import mark_borderline, scorecard
 from specterm.core.steady import SteadySums, steady_sums
@@ -214,7 +214,7 @@ def _ests(R: np.ndarray, c: np.ndarray, stats: dict[str, Any]) -> dict[str, dict
     return {n: {"value": v, "ci": [num(a), num(b)]} for n, v, a, b in zip(names, values, lo, hi)}
 
 
-def steady_report(ss: SteadySums, W: np.ndarray) -> dict[str, Any]:
+def steady_report(ss: SteadySums, W: np.ndarray) -> SteadyState:
     """The set's steady_state (report.SteadyState): autocorrelation, D/D_geom and the deficit split on
     positions t >= ss.start, with percentile-bootstrap CIs from the set's weights W."""
     cols, g = ss.cols, ss.gamma
@@ -229,18 +229,23 @@ def steady_report(ss: SteadySums, W: np.ndarray) -> dict[str, Any]:
         "temporal": lambda x: st.deficit(x, cols, g)[2],
     })
     alpha = st.alpha(c, cols)
-    return {
-        "start": ss.start,
-        "n_streams": int((ss.M[:, cols["n"]] > 0).sum()),
-        "n_positions": int(c[cols["n"]]),
-        "alpha": num(alpha),
-        "autocorr": e["autocorr"],
-        "autocorr_pooled": e["autocorr_pooled"],
-        "dispersion_ratio": e["dispersion_ratio"],
-        "deficit": {"gamma": g, "total": e["total"], "hetero": e["hetero"], "temporal": e["temporal"],
-                    "E_true": num(st.E_true(c, cols, g)), "E_iid": num(E_iid(float(alpha), g)) if np.isfinite(alpha) else None,
-                    "E_shuf": num(st.E_shuf(c, cols))},
-    }
+
+    def estimate(name: str) -> Estimate:
+        return Estimate(value=e[name]["value"], ci=list(e[name]["ci"]))
+
+    return SteadyState(
+        start=ss.start,
+        n_streams=int((ss.M[:, cols["n"]] > 0).sum()),
+        n_positions=int(c[cols["n"]]),
+        alpha=num(alpha),
+        autocorr=estimate("autocorr"),
+        autocorr_pooled=estimate("autocorr_pooled"),
+        dispersion_ratio=estimate("dispersion_ratio"),
+        deficit=Deficit(gamma=g, total=estimate("total"), hetero=estimate("hetero"), temporal=estimate("temporal"),
+                        E_true=num(st.E_true(c, cols, g)),
+                        E_iid=num(E_iid(float(alpha), g)) if np.isfinite(alpha) else None,
+                        E_shuf=num(st.E_shuf(c, cols))),
+    )
 
 
 def _needed(sums: st.StreamSums, gammas: list[int]) -> list[str]:
@@ -499,7 +504,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         rows = mark_borderline(rows, by_seed)
     return Report.from_dict({
         "sets": sets,
-        "scorecard": rows,
+        "scorecard": [ScoreRow(**r) for r in rows],
         "runs": jsonable([run_summary(run) for run in runs]),
         "params": {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed, "depth_gamma": depth_gamma,
                    "r_default": R_DEFAULT, "ridge": DEFAULT_RIDGE},

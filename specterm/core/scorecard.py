@@ -158,8 +158,9 @@ def _row(pid: str, direction: str, size: str, evidence: str, steady: str | None 
 
 
 def _steady(set_report: Any) -> Any:
+    """The set's steady_state (report.SteadyState or its JSON), read through verdict.Fields; None when absent."""
     ss = set_report.get("steady_state") if set_report is not None else None
-    return ss
+    return vd.fields(ss)
 
 
 def _every_corpus(cis: Mapping[str, tuple[float, float]], bound: float) -> str:
