@@ -295,7 +295,7 @@ def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, 
         stats["gain"] = lambda x: depth_gain(x, cols)
     e = _ests(R, c, stats)
     return {
-        **{k: rep[k] for k in ("optimum", "r_measured", "alpha", "decide", "decision_hw") if k in rep},
+        **{k: rep[k] for k in ("optimum", "r_measured", "alpha", "decide", "cost_ratio", "decision_hw") if k in rep},
         "autocorr": e["autocorr"],
         "dispersion_ratio": e["dispersion_ratio"],
         "deficit": {"gamma": g, "temporal": e["temporal"]},

@@ -490,11 +490,13 @@ def q_rows(sets: Mapping[str, Any], costs: Mapping[str, Mapping[str, Any]] | Non
     pooled = sets.get("pooled")
     decisions = {c: sets[c].get("decision_hw") for c in corpora}
     dhw = pooled.get("decision_hw") if pooled is not None else None
-    decide = pooled.get("decide") if pooled is not None else None
+    # the roofline B* of the named preset: the memory-bound decision's (key "decide", "batch_crossover"),
+    # or the cost-ratio model's after SPEC 6's split (key "cost_ratio", "roofline_B_star")
+    ref = (pooled.get("decide") or pooled.get("cost_ratio")) if pooled is not None else None
+    b_star = (ref.get("batch_crossover") or ref.get("roofline_B_star")) if ref is not None else None
     return [q1(conditional, gain), q2(alphas, spread), q3(speedups, realized, ratio),
             q4(pooled.get("policies") or [] if pooled is not None else [],
                {c: sets[c].get("policies") or [] for c in corpora}),
             q5(decisions),
             q6(dhw.get("by_batch") if dhw is not None else None, dhw.get("batch_crossover") if dhw is not None else None,
-               decide.get("batch_crossover") if decide is not None else None,
-               decide.get("gamma_true") if decide is not None else None)]
+               b_star, ref.get("gamma_true") if ref is not None else None)]
