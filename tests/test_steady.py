@@ -3,6 +3,8 @@ computed in plain Python, and its place in the report."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from specterm.core import stats as st
 from specterm.core.analysis import analyse, steady_report
 from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights
-from specterm.core.steady import steady_sums
+from specterm.core.steady import expected_shuffled_blocks, steady_sums
 
 
 def p11_p10(bits: list[int]) -> float | None:
@@ -75,10 +77,14 @@ def test_steady_numbers_against_hand_cut_streams():
     assert d.E_true == pytest.approx(E_true) and d.E_iid == pytest.approx(E_iid(alpha, 4))
     assert d.total.value == pytest.approx(1 - E_true / E_iid(alpha, 4))
     assert d.total.value == pytest.approx(d.hetero.value + d.temporal.value)
-    # the shuffles are stats.shuffled_blocks of the cut streams with the set's seed
-    c = st.concat_streams([np.asarray(x, np.uint8) for x in cut])
-    E_shuf = sum(map(len, cut)) / st.shuffled_blocks(c, 4, 3, 0).sum()
+    # the shuffle control: the exact expectation over orderings of each cut stream
+    E_shuf = sum(map(len, cut)) / expected_shuffled_blocks(np.array([len(c) for c in cut]),
+                                                           np.array([sum(c) for c in cut]), 4).sum()
     assert d.E_shuf == pytest.approx(E_shuf)
+    # ... and with exact=False, stats.shuffled_blocks of the cut streams with the set's seed
+    mc = steady_sums(streams, gamma=4, shuffles=3, seed=0, exact=False)
+    c = st.concat_streams([np.asarray(x, np.uint8) for x in cut])
+    assert mc.M[:, mc.cols["shuf_blocks"]] == pytest.approx(st.shuffled_blocks(c, 4, 3, 0))
     for e in (rep.autocorr, rep.dispersion_ratio):
         assert e.lo <= e.value <= e.hi
 
@@ -91,3 +97,26 @@ def test_steady_state_in_the_report_and_json(synth):
     assert set(js) >= {"start", "n_streams", "n_positions", "autocorr", "autocorr_pooled", "dispersion_ratio", "deficit"}
     assert js["start"] == 32 and js["n_positions"] == 20 * (200 - 32)
     assert js["deficit"]["total"]["value"] == pytest.approx(js["deficit"]["hetero"]["value"] + js["deficit"]["temporal"]["value"])
+
+
+def test_expected_shuffled_blocks_equals_every_ordering():
+    """The exact expectation against the mean over all distinct orderings, by SPEC 2's walk, n <= 9."""
+    ns, ks, want = [], [], {g: [] for g in (1, 2, 3, 8)}
+    for n in range(0, 10):
+        for k in range(0, n + 1):
+            orders = set(itertools.permutations([1] * k + [0] * (n - k)))
+            ns.append(n)
+            ks.append(k)
+            for g in want:
+                want[g].append(np.mean([blocks(list(o), g) for o in orders]) if n else 0.0)
+    for g in want:
+        assert expected_shuffled_blocks(np.array(ns), np.array(ks), g) == pytest.approx(want[g], abs=1e-12)
+
+
+def test_expected_shuffled_blocks_is_the_limit_of_the_shuffles():
+    rng = np.random.default_rng(0)
+    arrays = [(rng.random(int(rng.integers(200, 1200))) < p).astype(np.uint8) for p in (0.5, 0.85, 0.97, 0.2)]
+    c = st.concat_streams(arrays)
+    mc = st.shuffled_blocks(c, 8, 3000, 1)
+    ex = expected_shuffled_blocks(c.lengths, np.array([a.sum() for a in arrays]), 8)
+    assert ex == pytest.approx(mc, rel=0.01)
