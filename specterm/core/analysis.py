@@ -40,7 +40,7 @@ from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.costmodel import r_or_default, refeed_share, throughput
 from specterm.core.decide import decision
-from specterm.core.economics import best_speedup, depth_gain, speedup_factor
+from specterm.core.economics import adaptive_candidates, best_speedup, depth_gain, speedup_factor
 from specterm.core.errors import SpectermError
 from specterm.core.estimate import num, percentile_cis
 from specterm.core.hardware import MIXED_COSTS_NOTE, confirmed_for_set, decision_hw, q3_costs, run_curve_and_confirmations
@@ -54,6 +54,7 @@ from specterm.core.scorecard import mark_borderline, scorecard
 from specterm.core.steady import SteadySums, steady_sums
 from specterm.core.store import Run, Stream
 
+POOLED_NAME = "pooled"
 BORDERLINE_SEEDS = (0, 1, 2, 3, 4)  # SPEC 4: a verdict is checked under the bootstrap weights of these seeds
 
 
@@ -272,12 +273,14 @@ def replicates(sums: st.StreamSums, W: np.ndarray, gammas: list[int]) -> dict[st
 
 
 def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, depth_gamma: int, rep: dict[str, Any],
-                gammas: list[int], policies: list[Any] | None = None) -> dict[str, Any]:
+                gammas: list[int], policies: list[Any] | None = None, pooled: bool = False) -> dict[str, Any]:
     """What the scorecard's verdicts read of a set, re-estimated from resampled sums R (B x K, columns
     `cols`, e.g. `_needed`'s) under other bootstrap weights; c: the set's column sums. The point values
     and the point-only keys are the report's `rep`. Re-estimated: autocorr, dispersion_ratio, the
     temporal deficit, alpha's CI, E_true's CI at `gammas` (Q3's best g; None elsewhere), the depth CIs
-    up to 8 and c_2 - c_1; `policies`: the set's vs_best_fixed under the same weights (Q4)."""
+    up to 8 and c_2 - c_1; `policies`: the set's vs_best_fixed under the same weights (Q4). The pooled
+    set's verdicts read only its autocorrelation (P1's size) and temporal deficit (P4): pooled=True
+    re-estimates those alone."""
     g, dg = gamma, depth_gamma
     rep = vd.fields(rep)
     stats: dict[str, Any] = {
@@ -286,14 +289,20 @@ def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, 
         "temporal": lambda x: st.deficit(x, cols, g)[2],
         "alpha": lambda x: st.alpha(x, cols),
     }
+    depth = 0 if pooled else min(dg, 8)
+    if pooled:
+        del stats["dispersion_ratio"], stats["alpha"]
+        gammas = []
     for gg in gammas:
         stats[f"E_{gg}"] = lambda x, gg=int(gg): st.E_true(x, cols, gg)
-    depth = min(dg, 8)
     for j in range(1, depth + 1):
         stats[f"c_{j}"] = lambda x, j=j: st.depth_conditional(x, cols, j)
-    if dg >= 2:
+    if dg >= 2 and not pooled:
         stats["gain"] = lambda x: depth_gain(x, cols)
     e = _ests(R, c, stats)
+    if pooled:
+        undefined = {"value": None, "ci": [None, None]}
+        e.update(dispersion_ratio=undefined, alpha=undefined)
     return {
         **{k: rep[k] for k in ("optimum", "r_measured", "alpha", "decide", "cost_ratio", "decision_hw") if k in rep},
         "autocorr": e["autocorr"],
@@ -369,10 +378,19 @@ def _realized(sets: dict[str, Any], corpora: list[str]) -> dict[str, float]:
     return out
 
 
-def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, r: float, W: np.ndarray) -> list[dict[str, Any]]:
+def _policy_key(row: Any) -> tuple[str, dict[str, Any]]:
+    """(policy, params) of a policy row (a PolicyRow, its JSON, or read through verdict.Fields)."""
+    f = vd.fields(row)
+    params = f.get("params")
+    return f["policy"], dict((params.raw() if isinstance(params, vd.Fields) else params) or {})
+
+
+def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, r: float, W: np.ndarray,
+                  keep: list[tuple[str, dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """Q4's input under weights W: per policy {"policy", "params", "vs_best_fixed": {"value", "ci"}} with
     T = tokens / (blocks + r drafted) (policies.throughput) from the per-stream sums (N x P x 3) of
-    policies.policy_sums, computed once and resampled here (as policies.policy_summary does)."""
+    policies.policy_sums, computed once and resampled here (as policies.policy_summary does). keep:
+    the (policy, params) whose CI is wanted (Q4's candidates); the others get values only."""
     n, p, _ = sums.shape
     tot = sums.sum(axis=0).astype(np.float64)
     boot = (W @ sums.reshape(n, p * 3).astype(np.float64)).reshape(-1, p, 3)
@@ -381,7 +399,10 @@ def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, 
     i_best = [name for name, _ in policies].index("best-fixed")
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio, ratio_b = T / T[i_best], Tb / Tb[:, [i_best]]
-    lo, hi = percentile_cis(ratio_b) if W.shape[0] else (np.full(p, np.nan), np.full(p, np.nan))
+    want = [j for j, pp in enumerate(policies) if keep is None or pp in keep]
+    lo, hi = np.full(p, np.nan), np.full(p, np.nan)
+    if W.shape[0] and want:
+        lo[want], hi[want] = percentile_cis(ratio_b[:, want])
     return [{"policy": name, "params": params, "vs_best_fixed": {"value": num(ratio[j]), "ci": [num(lo[j]), num(hi[j])]}}
             for j, (name, params) in enumerate(policies)]
 
@@ -415,10 +436,13 @@ def _seed_verdicts(seed: int, corpora: list[str], groups: dict[str, Any], sets: 
         [0] + [groups[c][0].M.shape[0] for c in corpora])[:-1])}
     Ws["pooled"] = W_pooled
     light = {}
+    keep = None
+    if pol is not None and POOLED_NAME in sets:
+        keep = [_policy_key(c) for c in adaptive_candidates(vd.fields(sets[POOLED_NAME]).get("policies") or [])]
     for name, (sums, _, _members) in groups.items():
-        rows = policy_ratios(*pol[name], Ws[name]) if pol is not None and name in pol else None
+        rows = policy_ratios(*pol[name], Ws[name], keep=keep) if pol is not None and name in pol else None
         light[name] = verdict_set(R[name], sums.M[:, idx].sum(axis=0), sub, sums.gamma, sums.depth_gamma, sets[name],
-                                  best[name], rows)
+                                  best[name], rows, pooled=name == POOLED_NAME)
     return {r["id"]: r["verdict"] for r in scorecard(light, costs=costs, realized=realized, replicates=reps)
             if r["id"] not in ("Q5", "Q6")}
 
