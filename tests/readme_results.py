@@ -149,10 +149,10 @@ def _q(report, rid: str) -> str:
 def _batch(s) -> str:
     """The pooled set's measured crossover B_hw, or why there is none."""
     d = s.decision_hw
-    rows = d.get("by_batch") if d is not None else None
+    rows = getattr(d, "by_batch", None) if d is not None else None
     if not rows:
         return "no batch costs measured"
-    b = d.get("batch_crossover")
+    b = getattr(d, "batch_crossover", None)
     return "never on this device" if b is None else f"{b:g}"
 
 
