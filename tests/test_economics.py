@@ -9,6 +9,7 @@ import pytest
 
 from specterm.core import economics as ec
 from specterm.core import stats as st
+from specterm.core import verdict as vd
 from specterm.core.analysis import set_report
 from specterm.core.bootstrap import multinomial_weights
 from specterm.core.estimate import Estimate, bootstrap_estimate
@@ -33,7 +34,7 @@ def test_depth_gain_by_hand():
 
 def best_of(S, W, factor, basis):
     """economics.best_speedup on the set's curve as the report has it (analysis.set_report)."""
-    curve = set_report(S, W, [])["curve"]
+    curve = vd.fields(set_report(S, W, []))["curve"]  # a dict here, a SetReport once the report is typed
     return ec.best_speedup(curve["E_true"], curve["E_true_ci"], factor, basis)
 
 

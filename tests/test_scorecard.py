@@ -15,14 +15,19 @@ from specterm.core.params import R_GRID
 from specterm.core.scorecard import mark_borderline, p_rows, spearman_permutation
 
 
+def rows_of(report_or_sets) -> list[dict]:
+    """The scorecard rows as dicts: a Report's (by attribute), or p_rows of hand-made sets."""
+    if hasattr(report_or_sets, "scorecard"):
+        return [r.to_dict() for r in report_or_sets.scorecard]
+    return p_rows(report_or_sets)
+
+
 def verdicts(report_or_sets) -> dict[str, str]:
-    rows = report_or_sets["scorecard"] if "scorecard" in report_or_sets else p_rows(report_or_sets)
-    return {row["id"]: row["verdict"] for row in rows}
+    return {row["id"]: row["verdict"] for row in rows_of(report_or_sets)}
 
 
 def directions(report_or_sets) -> dict[str, str]:
-    rows = report_or_sets["scorecard"] if "scorecard" in report_or_sets else p_rows(report_or_sets)
-    return {row["id"]: row["direction"] for row in rows}
+    return {row["id"]: row["direction"] for row in rows_of(report_or_sets)}
 
 
 # ------------------------------------------------------ the verdict rule, written once ---
@@ -125,13 +130,13 @@ def test_clustered_markov_corpora(synth):
     rep = analyse([run_of(synth, corpora)], boot=200, shuffles=4)
     d = directions(rep)
     assert (d["P1"], d["P2"], d["P4"], d["P5"]) == ("holds",) * 4
-    row = {r["id"]: r for r in rep["scorecard"]}
+    row = {r["id"]: r for r in rows_of(rep)}
     assert "5 of 5" in row["P5"]["evidence"] and "p = 0.017" in row["P5"]["evidence"]
     # p11 - p10 here is 0.25 .. 0.75, far above the published 0.047 .. 0.233 and pooled [0.125, 0.182]
     assert row["P1"]["size"] == "not reproduced" and row["P1"]["verdict"] == "holds in direction, not in size"
     # stationary chains have no warm-up: the steady state (t >= 32) holds too
     assert row["P1"]["steady_state"] == "holds" and "steady state (t >= 32): holds" in row["P1"]["evidence"]
-    for r in rep["scorecard"]:
+    for r in rows_of(rep):
         assert r["verdict"] == vd.verdict_of(r["direction"], r["size"])
         if r["id"] not in ("Q5", "Q6"):
             assert set(r["seed_verdicts"]) == {"0", "1", "2", "3", "4"}
@@ -141,7 +146,7 @@ def test_markov_alone_falsifies_p3(synth):
     """One clustered corpus whose exact g*_true is below g*_iid at several r (see test_synthetic)."""
     rng = np.random.default_rng(1)
     rep = analyse([run_of(synth, {"m": [synth.markov(rng, 2000, 0.95, 0.2) for _ in range(100)]})], boot=100, shuffles=2)
-    row = next(r for r in rep["scorecard"] if r["id"] == "P3")
+    row = next(r for r in rows_of(rep) if r["id"] == "P3")
     assert row["verdict"] == "falsified" and row["evidence"].startswith("falsified: g*_true")
 
 
@@ -274,15 +279,18 @@ def test_p5_size_needs_significance_exactly_where_dispersion_is():
 
 
 def test_mark_borderline():
-    rows = [{"id": "P1", "verdict": "holds", "evidence": "holds: x"}, {"id": "P2", "verdict": "inconclusive", "evidence": "e"},
-            {"id": "Q5", "verdict": "inconclusive", "evidence": "e"}]
+    from specterm.core.report import ScoreRow
+
+    rows = [ScoreRow(id="P1", prediction="p", verdict="holds", evidence="holds: x"),
+            ScoreRow(id="P2", prediction="p", verdict="inconclusive", evidence="e"),
+            ScoreRow(id="Q5", prediction="q", verdict="inconclusive", evidence="e")]
     by_seed = {0: {"P1": "holds", "P2": "inconclusive"}, 1: {"P1": "inconclusive", "P2": "inconclusive"},
                2: {"P1": "holds", "P2": "inconclusive"}}
-    out = {r["id"]: r for r in mark_borderline(rows, by_seed)}
-    assert out["P1"]["borderline"] is True and out["P1"]["seed_verdicts"] == {"0": "holds", "1": "inconclusive", "2": "holds"}
-    assert out["P1"]["evidence"].endswith("borderline across bootstrap seeds: seed 0 holds, seed 1 inconclusive, seed 2 holds")
-    assert out["P2"]["borderline"] is False
-    assert "borderline" not in out["Q5"]  # not recomputed per seed: left unmarked
+    out = {r.id: r for r in mark_borderline(rows, by_seed)}
+    assert out["P1"].borderline is True and out["P1"].seed_verdicts == {"0": "holds", "1": "inconclusive", "2": "holds"}
+    assert out["P1"].evidence.endswith("borderline across bootstrap seeds: seed 0 holds, seed 1 inconclusive, seed 2 holds")
+    assert out["P2"].borderline is False
+    assert out["Q5"].borderline is False and out["Q5"].seed_verdicts == {}  # not recomputed per seed: left unmarked
 
 
 def test_every_row_has_numbers_in_its_evidence():

@@ -443,8 +443,8 @@ def _seed_verdicts(seed: int, corpora: list[str], groups: dict[str, Any], sets: 
         rows = policy_ratios(*pol[name], Ws[name], keep=keep) if pol is not None and name in pol else None
         light[name] = verdict_set(R[name], sums.M[:, idx].sum(axis=0), sub, sums.gamma, sums.depth_gamma, sets[name],
                                   best[name], rows, pooled=name == POOLED_NAME)
-    return {r["id"]: r["verdict"] for r in scorecard(light, costs=costs, realized=realized, replicates=reps)
-            if r["id"] not in ("Q5", "Q6")}
+    return {r.id: r.verdict for r in scorecard(light, costs=costs, realized=realized, replicates=reps)
+            if r.id not in ("Q5", "Q6")}
 
 
 def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = 0,
@@ -517,7 +517,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     rows = scorecard(sets, costs=q3c, realized=real,
                      replicates={c: replicates(parts[c], weights[c], best[c]) for c in corpora} if boot > 0 else None)
     if boot > 0:
-        by_seed = {seed: {r["id"]: r["verdict"] for r in rows if r["id"] not in ("Q5", "Q6")}}
+        by_seed = {seed: {r.id: r.verdict for r in rows if r.id not in ("Q5", "Q6")}}
         pol = {}  # per set: the policies and their per-stream sums, built once, resampled per seed
         for name, (_, _, members) in groups.items():
             if members:
@@ -528,7 +528,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         rows = mark_borderline(rows, by_seed)
     return Report.from_dict({
         "sets": sets,
-        "scorecard": [ScoreRow(**r) for r in rows],
+        "scorecard": rows,
         "runs": jsonable([run_summary(run) for run in runs]),
         "params": {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed, "depth_gamma": depth_gamma,
                    "r_default": R_DEFAULT, "ridge": DEFAULT_RIDGE},

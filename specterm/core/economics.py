@@ -137,7 +137,7 @@ def speedup_factor(set_report: Mapping[str, Any], costs: Mapping[str, Any] | Non
     when given (S_hw, SPEC 6), else the memory-bound model at the set's r (measured, else R_DEFAULT)."""
     if costs is not None:
         return measured_factor(costs["c_decode"], costs["c_verify"], costs["c_draft"]), "measured costs c_decode / (c_verify(g) + g c_draft)"
-    r = r_or_default(set_report.get("r_measured"))
+    r = r_or_default(vd.fields(set_report).get("r_measured"))
     return memory_bound_factor(r), f"memory-bound E_true(g)/(1+g r) at r={r:.3f}"
 
 
@@ -311,6 +311,7 @@ def _describe(row: Mapping[str, Any]) -> str:
 
 def adaptive_candidates(policies: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The heuristic row(s) and the confidence row with the best point T / T_best_fixed (ties: smallest tau)."""
+    policies = [vd.fields(p) for p in policies]
     heur = [p for p in policies if p["policy"] == "heuristic"]
     conf = [p for p in policies if p["policy"] == "confidence" and _as_estimate(p["vs_best_fixed"]).value is not None]
     if conf:
@@ -339,6 +340,8 @@ def q4(policies: Sequence[Any], corpus_policies: Mapping[str, Sequence[Any]] | N
     the pooled set and, with the same parameters, in every corpus (verdict.combine); it is not
     reproduced when some CI lies below 1. direction: holds when some candidate holds; falsified when
     every candidate is not reproduced; else inconclusive. size: n/a (the seed states none)."""
+    policies = [vd.fields(p) for p in policies]
+    corpus_policies = {c: [vd.fields(p) for p in rows] for c, rows in (corpus_policies or {}).items()}
     cands = adaptive_candidates(policies)
     if not cands:
         return _row("Q4", vd.INCONCLUSIVE, vd.NA, "no adaptive policy was replayed")
@@ -397,6 +400,7 @@ def q5(decisions: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
     inconclusive) when every corpus has measured costs and both CIs clear of 1 on the same side (the
     reference told the side everywhere); inconclusive otherwise, and when no corpus has measured costs
     with both CIs (no measured costs, or every CI straddles). size: n/a (the seed states none)."""
+    decisions = {c: vd.fields(d) for c, d in decisions.items()}
     usable = {c: d for c, d in decisions.items()
               if d is not None and d.get("measured") and d.get("speedup_hw_ci") and d.get("speedup_mb_ci")}
     if not usable:
@@ -433,7 +437,8 @@ def q6(by_batch: Sequence[Mapping[str, Any]] | None, batch_crossover: float | No
     otherwise, and without batch costs. size: n/a (B* ~ 49 is a roofline reference, printed beside)."""
     ref = ("; roofline B* = I*/(g+1) ~ " + (f"{roofline:.0f} at g = {roofline_gamma}" if roofline is not None else MISSING)
            + f" (seed's size: {SEED_SIZE['Q6']})")
-    rows = sorted((b for b in (by_batch or []) if b.get("speedup_hw") is not None), key=lambda b: b["batch"])
+    rows = sorted((b for b in (vd.fields(x) for x in (by_batch or [])) if b.get("speedup_hw") is not None),
+                  key=lambda b: b["batch"])
     if len(rows) < 2:
         return _row("Q6", vd.INCONCLUSIVE, vd.NA, "no batch costs measured (needs S_hw at 2 or more batch sizes)" + ref)
     est = [_as_estimate(b["speedup_hw"]) for b in rows]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,7 @@ from specterm.core import economics
 from specterm.core import verdict as vd
 from specterm.core.export import MISSING
 from specterm.core.params import R_GRID
-from specterm.core.report import MEASUREMENT
+from specterm.core.report import MEASUREMENT, ScoreRow
 
 PREDICTIONS = {
     "P1": "acceptance is autocorrelated",
@@ -331,33 +331,28 @@ def p_rows(sets: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def scorecard(sets: Mapping[str, Any], costs: dict[str, Any] | None = None,
               realized: dict[str, float] | None = None,
-              replicates: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> list[dict[str, Any]]:
-    """[{"id", "prediction", "verdict", "evidence", "seed", "direction", "size", "seed_size", ...}] for
-    P1..P5 then Q1..Q6 from the report's "sets".
+              replicates: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> list[ScoreRow]:
+    """P1..P5 then Q1..Q6 from the report's "sets" (SetReports or their JSON shape), as report.ScoreRow
+    ("id", "prediction", "verdict", "evidence", "seed", "direction", "size", "seed_size", "steady_state").
 
     costs, realized: measured costs and realized speedups per corpus for Q3 (economics.q_rows); None:
     Q3 uses the memory-bound model at each corpus's r. replicates: per corpus the bootstrap replicates
     of alpha and E_true (economics.q_rows: the CIs of Q2's spread and Q3's ratio).
     """
-    return p_rows(sets) + economics.q_rows(sets, costs=costs, realized=realized, replicates=replicates)
+    rows = p_rows(sets) + economics.q_rows(sets, costs=costs, realized=realized, replicates=replicates)
+    return [ScoreRow(**r) for r in rows]
 
 
-BorderlineFn = Callable[[int], list[dict[str, Any]]]
-
-
-def mark_borderline(rows: list[dict[str, Any]], verdicts_by_seed: Mapping[int, Mapping[str, str]]) -> list[dict[str, Any]]:
+def mark_borderline(rows: list[ScoreRow], verdicts_by_seed: Mapping[int, Mapping[str, str]]) -> list[ScoreRow]:
     """Mark each row whose verdict differs across bootstrap seeds (SPEC 4: seeds 0..4) as borderline,
-    with every seed's verdict ({"seed_verdicts": {seed: verdict}} and a line in the evidence). Rows
-    absent from a seed's verdicts (not recomputed there) are left unmarked."""
+    with every seed's verdict (`seed_verdicts` {seed: verdict} and a line in the evidence). Rows absent
+    from a seed's verdicts (not recomputed there) are left unmarked."""
     for r in rows:
-        per = {s: v[r["id"]] for s, v in verdicts_by_seed.items() if r["id"] in v}
+        per = {s: v[r.id] for s, v in verdicts_by_seed.items() if r.id in v}
         if not per:
             continue
-        r["seed_verdicts"] = {str(s): v for s, v in sorted(per.items())}
-        if len(set(per.values())) > 1:
-            r["borderline"] = True
-            r["evidence"] += "; borderline across bootstrap seeds: " + ", ".join(
-                f"seed {s} {v}" for s, v in sorted(per.items()))
-        else:
-            r["borderline"] = False
+        r.seed_verdicts = {str(s): v for s, v in sorted(per.items())}
+        r.borderline = len(set(per.values())) > 1
+        if r.borderline:
+            r.evidence += "; borderline across bootstrap seeds: " + ", ".join(f"seed {s} {v}" for s, v in sorted(per.items()))
     return rows
