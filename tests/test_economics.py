@@ -263,7 +263,7 @@ def test_q4_from_policy_summary_with_a_perfect_confidence(synth):
     # (0.01, 0.99] drafts exactly up to the first rejection (clairvoyant) and beats every fixed g at r > 0.
     rng = np.random.default_rng(5)
     arrays = [synth.markov(rng, 200, 0.9, 0.4) for _ in range(30)]
-    streams = [s for s in synth.streams("x", arrays)]
+    streams = list(synth.streams("x", arrays))
     for s in streams:
         s.draft_conf = np.where(s.bits == 1, 0.99, 0.01).astype(np.float32)
     rows = policy_summary(streams, 0.185, multinomial_weights(30, 500, 0))
@@ -333,7 +333,7 @@ def test_q_rows_wire_q5_q6_to_decision_hw():
     assert rows["Q5"]["verdict"] == "holds" and "different sides of 1 in prose" in rows["Q5"]["evidence"]
     assert rows["Q6"]["verdict"] == "holds" and "B_hw = 1" in rows["Q6"]["evidence"] and "~ 49 at g = 5" in rows["Q6"]["evidence"]
     # without the decision's CIs (an older report, imported bits): inconclusive
-    for c in sets:
-        sets[c]["decision_hw"] = {"measured": True, "speedup_hw": 1.1}
+    for s in sets.values():
+        s["decision_hw"] = {"measured": True, "speedup_hw": 1.1}
     rows = {r["id"]: r for r in ec.q_rows(sets)}
     assert rows["Q5"]["verdict"] == rows["Q6"]["verdict"] == "inconclusive"

@@ -184,7 +184,9 @@ def test_regular_runs_make_p3_hold(synth):
 
 
 def fake_set(ac=(0.2, 0.1, 0.3), disp=(2.0, 1.5, 2.5), temporal=(0.05, 0.03, 0.07), diffs=(0,) * 12):
-    e = lambda v: {"value": v[0], "ci": [v[1], v[2]]}  # noqa: E731
+    def e(v):
+        return {"value": v[0], "ci": [v[1], v[2]]}
+
     return {
         "autocorr": e(ac),
         "dispersion_ratio": e(disp),

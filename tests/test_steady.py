@@ -17,7 +17,7 @@ from specterm.core.steady import expected_shuffled_blocks, steady_sums
 
 def p11_p10(bits: list[int]) -> float | None:
     """p11 - p10 of one stream from its transitions, by counting (None when a conditioning count is 0)."""
-    pairs = list(zip(bits[:-1], bits[1:]))
+    pairs = list(itertools.pairwise(bits))
     after1 = [b for a, b in pairs if a == 1]
     after0 = [b for a, b in pairs if a == 0]
     if not after1 or not after0:
@@ -63,9 +63,9 @@ def test_steady_numbers_against_hand_cut_streams():
     assert rep.n_streams == 5 and rep.n_positions == sum(len(c) for c in cut)
     per = [v for v in (p11_p10(c) for c in cut) if v is not None]
     assert rep.autocorr.value == pytest.approx(sum(per) / len(per))
-    n11 = sum(a & b for c in cut for a, b in zip(c[:-1], c[1:]))
+    n11 = sum(a & b for c in cut for a, b in itertools.pairwise(c))
     n1x = sum(a for c in cut for a in c[:-1])
-    n01 = sum((1 - a) & b for c in cut for a, b in zip(c[:-1], c[1:]))
+    n01 = sum((1 - a) & b for c in cut for a, b in itertools.pairwise(c))
     n0x = sum(1 - a for c in cut for a in c[:-1])
     assert rep.autocorr_pooled.value == pytest.approx(n11 / n1x - n01 / n0x)
     L = np.array([x for c in cut for x in closed_runs(c)], dtype=float)
@@ -102,15 +102,15 @@ def test_steady_state_in_the_report_and_json(synth):
 def test_expected_shuffled_blocks_equals_every_ordering():
     """The exact expectation against the mean over all distinct orderings, by SPEC 2's walk, n <= 9."""
     ns, ks, want = [], [], {g: [] for g in (1, 2, 3, 8)}
-    for n in range(0, 10):
-        for k in range(0, n + 1):
+    for n in range(10):
+        for k in range(n + 1):
             orders = set(itertools.permutations([1] * k + [0] * (n - k)))
             ns.append(n)
             ks.append(k)
-            for g in want:
-                want[g].append(np.mean([blocks(list(o), g) for o in orders]) if n else 0.0)
-    for g in want:
-        assert expected_shuffled_blocks(np.array(ns), np.array(ks), g) == pytest.approx(want[g], abs=1e-12)
+            for g, means in want.items():
+                means.append(np.mean([blocks(list(o), g) for o in orders]) if n else 0.0)
+    for g, means in want.items():
+        assert expected_shuffled_blocks(np.array(ns), np.array(ks), g) == pytest.approx(means, abs=1e-12)
 
 
 def test_expected_shuffled_blocks_is_the_limit_of_the_shuffles():

@@ -48,7 +48,7 @@ from specterm.core.optimum import optimum_table, r_values
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
-from specterm.core.report import Deficit, Estimate, Report, ScoreRow, SteadyState
+from specterm.core.report import Deficit, Estimate, Report, SteadyState
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import mark_borderline, scorecard
 from specterm.core.steady import SteadySums, steady_sums
@@ -440,7 +440,10 @@ def _seed_verdicts(seed: int, corpora: list[str], groups: dict[str, Any], sets: 
     if pol is not None and POOLED_NAME in sets:
         keep = [_policy_key(c) for c in adaptive_candidates(vd.fields(sets[POOLED_NAME]).get("policies") or [])]
     for name, (sums, _, _members) in groups.items():
-        rows = policy_ratios(*pol[name], Ws[name], keep=keep) if pol is not None and name in pol else None
+        rows = None
+        if pol is not None and name in pol:
+            names, psums, r = pol[name]
+            rows = policy_ratios(names, psums, r, Ws[name], keep=keep)
         light[name] = verdict_set(R[name], sums.M[:, idx].sum(axis=0), sub, sums.gamma, sums.depth_gamma, sets[name],
                                   best[name], rows, pooled=name == POOLED_NAME)
     return {r.id: r.verdict for r in scorecard(light, costs=costs, realized=realized, replicates=reps)

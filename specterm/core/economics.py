@@ -89,9 +89,14 @@ ADAPTIVE = ("heuristic", "confidence")
 # ------------------------------------------------ statistics of column sums c (..., K) ---
 
 
-def depth_gain(c, cols):
+def depth_gain(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """c_2 - c_1: conditional acceptance at block depth 2 minus depth 1 (uncut blocks, SPEC 3)."""
-    return st.depth_conditional(c, cols, 2) - st.depth_conditional(c, cols, 1)
+    return np.asarray(st.depth_conditional(c, cols, 2) - st.depth_conditional(c, cols, 1), dtype=np.float64)
+
+
+def _value(e: Estimate) -> float:
+    """An Estimate's point value as a float (NaN when undefined)."""
+    return float("nan") if e.value is None else float(e.value)
 
 
 def memory_bound_factor(r: float, gammas: np.ndarray = GAMMAS) -> np.ndarray:
@@ -259,7 +264,7 @@ def q2(alphas: Mapping[str, Any], spread: Any = None) -> dict[str, Any]:
     if ends is None:
         return _row("Q2", vd.INCONCLUSIVE, vd.INCONCLUSIVE, f"needs at least 2 corpora with a defined alpha ({seed})")
     hi, lo = ends
-    rng = est[hi].value - est[lo].value
+    rng = _value(est[hi]) - _value(est[lo])
     sp = _as_estimate(spread)
     size = vd.size(*sp.bounds(), *Q2_SPREAD)
     direction = _separated(est[hi], est[lo])
@@ -289,7 +294,7 @@ def q3(speedups: Mapping[str, BestSpeedup], realized: Mapping[str, float] | None
     if ends is None:
         return _row("Q3", vd.INCONCLUSIVE, vd.INCONCLUSIVE, f"needs at least 2 corpora with a defined speedup ({seed}){tail}")
     hi, lo = ends
-    point = est[hi].value / est[lo].value if est[lo].value else float("nan")
+    point = _value(est[hi]) / _value(est[lo]) if est[lo].value else float("nan")
     rt = _as_estimate(ratio)
     size = vd.size(*rt.bounds(), *Q3_RATIO)
     direction = _separated(est[hi], est[lo])
@@ -315,7 +320,7 @@ def adaptive_candidates(policies: Sequence[Mapping[str, Any]]) -> list[Mapping[s
     heur = [p for p in policies if p["policy"] == "heuristic"]
     conf = [p for p in policies if p["policy"] == "confidence" and _as_estimate(p["vs_best_fixed"]).value is not None]
     if conf:
-        conf = [max(sorted(conf, key=lambda p: p["params"]["tau"]), key=lambda p: _as_estimate(p["vs_best_fixed"]).value)]
+        conf = [max(sorted(conf, key=lambda p: p["params"]["tau"]), key=lambda p: _value(_as_estimate(p["vs_best_fixed"])))]
     return heur + conf
 
 
@@ -346,7 +351,7 @@ def q4(policies: Sequence[Any], corpus_policies: Mapping[str, Sequence[Any]] | N
     if not cands:
         return _row("Q4", vd.INCONCLUSIVE, vd.NA, "no adaptive policy was replayed")
     est = [_as_estimate(p["vs_best_fixed"]) for p in cands]
-    order = sorted(range(len(cands)), key=lambda i: -(est[i].value if est[i].value is not None else -np.inf))
+    order = sorted(range(len(cands)), key=lambda i: -(_value(est[i]) if est[i].value is not None else -np.inf))
     best = order[0]
     fixed = next((p for p in policies if p["policy"] == "best-fixed"), None)
     ref = ""
