@@ -88,8 +88,8 @@ def comparison_table(report: dict) -> str:
     above = [c for c in corpora if sets[c]["dispersion_ratio"]["value"] is not None
              and pooled["dispersion_ratio"]["value"] > sets[c]["dispersion_ratio"]["value"]]
     rows.append(["Simpson inflation: pooled p11-p10 (one transition table) minus per-stream mean", "not reported",
-                 f"{est(pooled['autocorr_simpson'], sign=True)}; pooled D/D_geom above {len(above)} of "
-                 f"{len(corpora)} corpora (mixing corpora of different alpha)"])
+                 (f"{est(pooled['autocorr_simpson'], sign=True)}; pooled D/D_geom above {len(above)} of "
+                 f"{len(corpora)} corpora (mixing corpora of different alpha)")])
     return markdown_table(["quantity", "published (Qwen2.5 0.5B -> 1.5B)", "this run (Coder-Instruct GGUF, CPU)"], rows).strip()
 
 
@@ -126,17 +126,17 @@ def economics_table(report) -> str:
         [f"deeper tokens' acceptance c_2..c_{len(c)}", f"{lo_d:.1f}-{hi_d:.1f}",
          f"pooled {_span([e.value for e in c[1:]])}; corpora {_span(deeper)}"],
         ["acceptance by workload, prose to code", f"~{lo_a:.2f} to ~{hi_a:.2f} (at gamma 6)",
-         f"greedy alpha {fmt(sets['prose'].alpha, 2)} to {fmt(sets['code'].alpha, 2)}; "
-         f"sampling beta_bar {fmt(beta['prose'], 2)} to {fmt(beta['code'], 2)}"],
+         (f"greedy alpha {fmt(sets['prose'].alpha, 2)} to {fmt(sets['code'].alpha, 2)}; "
+         f"sampling beta_bar {fmt(beta['prose'], 2)} to {fmt(beta['code'], 2)}")],
         ["speedup by workload (memory-bound, at each corpus's best g)", f"~{lo_s:g}x to ~{hi_s:g}x",
-         f"{fmt(speed[worst].speedup.value, 2)}x ({worst}, g={speed[worst].gamma}) to "
-         f"{fmt(speed[best].speedup.value, 2)}x ({best}, g={speed[best].gamma}) at r={fmt(sets[best].r_measured)}"],
+         (f"{fmt(speed[worst].speedup.value, 2)}x ({worst}, g={speed[worst].gamma}) to "
+         f"{fmt(speed[best].speedup.value, 2)}x ({best}, g={speed[best].gamma}) at r={fmt(sets[best].r_measured)}")],
         ["only the measured cost ratio tells which side of 1.0 you are on (Q5)", "claimed, no figure",
-         f"memory-bound reference {_span([sets[n].decision_hw.speedup_mb for n in corpora], 2, 'x')}, measured S_hw "
-         f"{_span([sets[n].decision_hw.speedup_hw for n in corpora], 2, 'x')}; Q5 {_q(report, 'Q5')}"],
+         (f"memory-bound reference {_span([sets[n].decision_hw.speedup_mb for n in corpora], 2, 'x')}, measured S_hw "
+         f"{_span([sets[n].decision_hw.speedup_hw for n in corpora], 2, 'x')}; Q5 {_q(report, 'Q5')}")],
         ["the crossover depends on the batch (Q6)", "B* ~ 49 at g = 5 on an H100; production stops near 32",
-         f"roofline B* {_span([sets[n].decide.batch_crossover for n in corpora], 0)} (H100 preset, each corpus's g); "
-         f"measured B_hw: {_batch(pooled)}; Q6 {_q(report, 'Q6')}"],
+         (f"roofline B* {_span([sets[n].decide.batch_crossover for n in corpora], 0)} (H100 preset, each corpus's g); "
+         f"measured B_hw: {_batch(pooled)}; Q6 {_q(report, 'Q6')}")],
     ]
     return markdown_table(["quantity", "economics seed (published)", "this run"], rows).strip()
 
@@ -275,7 +275,7 @@ def prose(report, smol) -> str:
            f"P3 (the true optimal draft length above the i.i.d. choice) {_verdict(p3)}: g*_iid - g*_true spans "
            f"{min(gaps)} to {max(gaps)} over the r grid (published: 1 to 3 below)."),
 
-        f"What differs, and why it might: alpha is lower on every corpus, most on prose and multilingual. "
+        (f"What differs, and why it might: alpha is lower on every corpus, most on prose and multilingual. "
         f"These are the Coder-*Instruct* variants (tuned for code and chat, fed raw text without a chat "
         f"template), quantised to Q4_K_M (draft and target carry different quantisation error, so even "
         f"\"obvious\" tokens are sometimes disagreed on), and the corpora are this project's own short "
@@ -289,9 +289,9 @@ def prose(report, smol) -> str:
         f"pooled transition table's p11-p10 by {est(pooled.autocorr_simpson, sign=True)} over the "
         f"per-stream mean. The measured cost ratio is for this 2-core CPU; on a GPU re-run "
         f"`specterm run ... --resume --remeasure-cost --spec-gamma 5` there (resume keeps the y method the "
-        f"run was created with).",
+        f"run was created with)."),
 
-        f"Whether speculation pays on *this* hardware is a second question, answered by measured costs "
+        (f"Whether speculation pays on *this* hardware is a second question, answered by measured costs "
         f"(SPEC 6): `S_hw(g) = E_true(g) c_decode / (c_verify(g) + g c_draft)`. The Decision section below "
         f"has two tables. The first is the memory-bound model (a (g+1)-token verify costs one decode step, "
         f"what a GPU at small batch sees) at the run's r = c_draft / c_verify(4) = {_f(mb_r)}: "
@@ -305,9 +305,9 @@ def prose(report, smol) -> str:
         f"the verdict has {'the right sign in every corpus' if signs else 'the wrong sign in some corpus'}. "
         f"On the SmolLM2 self-draft run every corpus is a slowdown (realized "
         f"{_span_of([r.realized for r in sconf], 2, 'x')}; even the memory-bound model says do not "
-        f"speculate there).",
+        f"speculate there)."),
 
-        f"The economics seed's claims (Q1-Q6), judged in direction and in size (SPEC 4): acceptance does "
+        (f"The economics seed's claims (Q1-Q6), judged in direction and in size (SPEC 4): acceptance does "
         f"swing by workload and so does the speedup (Q2 {_verdict(q[2])}; Q3 {_verdict(q[3])}), but "
         f"the spread of alpha is {q2sp} against the seed's ~0.57, and the best / worst speedup ratio "
         f"{q3r} against ~4.3. The first drafted token is only mildly harder than the next (Q1 "
@@ -327,7 +327,7 @@ def prose(report, smol) -> str:
         f"sampled trajectory), sits within {max(gap_b.values()):.3f} of greedy alpha in every corpus of "
         f"this run; on the SmolLM2 run it does not ({sworst}: beta_bar {_f(sgap[sworst][1])} against alpha "
         f"{_f(sgap[sworst][0])}). On that run P4 is {_verdict(sp4)} and P5 {_verdict(sp5)} ({srho}; the "
-        f"temporal CI excludes 0 in {s_excl} corpora).",
+        f"temporal CI excludes 0 in {s_excl} corpora)."),
     ]
     import textwrap
 
