@@ -46,7 +46,7 @@ from specterm.core import verdict as vd
 from specterm.core.bootstrap import percentile_ci
 from specterm.core.costmodel import curve_throughput, r_or_default
 from specterm.core.estimate import num
-from specterm.core.export import MISSING
+from specterm.core.fmt import MISSING
 from specterm.core.optimum import best_gamma
 from specterm.core.params import GAMMAS
 from specterm.core.report import ECONOMICS, Estimate

@@ -40,7 +40,7 @@ import numpy as np
 
 from specterm.core import economics
 from specterm.core import verdict as vd
-from specterm.core.export import MISSING
+from specterm.core.fmt import MISSING
 from specterm.core.params import R_GRID
 from specterm.core.report import MEASUREMENT, ScoreRow
 
