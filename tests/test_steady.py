@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from specterm.core import stats as st
-from specterm.core.analysis import analyse, steady_report
+from specterm.core.analysis import analyse
 from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights
-from specterm.core.steady import expected_shuffled_blocks, steady_sums
+from specterm.core.steady import expected_shuffled_blocks, steady_report, steady_sums
 
 
 def p11_p10(bits: list[int]) -> float | None:

@@ -35,14 +35,13 @@ from typing import Any, Callable
 import numpy as np
 
 from specterm.core import stats as st
-from specterm.core import verdict as vd
 from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
-from specterm.core.costmodel import r_or_default, refeed_share, throughput
+from specterm.core.costmodel import r_or_default, refeed_share
 from specterm.core.decide import decision
-from specterm.core.economics import adaptive_candidates, best_speedup, depth_gain, speedup_factor
+from specterm.core.economics import depth_gain
 from specterm.core.errors import SpectermError
-from specterm.core.estimate import num, percentile_cis
+from specterm.core.estimate import num
 from specterm.core.hardware import (
     MIXED_COSTS_NOTE, Confirmation, CostCurve, confirmed_for_set, decision_hw, q3_costs, run_curve_and_confirmations,
 )
@@ -52,14 +51,14 @@ from specterm.core.policies import PolicyTable, policy_summary, policy_sums, pol
 from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
 from specterm.core.report import (
     POOLED, ConfirmedRow, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary,
-    SetReport, SteadyState,
+    SetReport,
 )
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import mark_borderline, scorecard
-from specterm.core.steady import SteadySums, steady_sums
+from specterm.core.borderline import BORDERLINE_SEEDS, best_gammas, replicates, seed_verdicts
+from specterm.core.steady import SteadySums, steady_report, steady_sums
 from specterm.core.store import Run, Stream
 
-BORDERLINE_SEEDS = (0, 1, 2, 3, 4)  # SPEC 4: a verdict is checked under the bootstrap weights of these seeds
 
 
 def corpus_seed(seed: int, corpus: str) -> int:
@@ -192,131 +191,6 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
     )
 
 
-def _ests(R: np.ndarray, c: np.ndarray, stats: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """{name: {"value", "ci"}} for statistics fn(c) of column sums: values at c, CIs from the
-    resampled sums R (B x K), all percentiles in one call (estimate.percentile_cis)."""
-    names = list(stats)
-    if not names:
-        return {}
-    values = [num(stats[n](c)) for n in names]
-    if R.shape[0] == 0:
-        return {n: {"value": v, "ci": [None, None]} for n, v in zip(names, values)}
-    lo, hi = percentile_cis(np.column_stack([np.asarray(stats[n](R), dtype=np.float64) for n in names]))
-    return {n: {"value": v, "ci": [num(a), num(b)]} for n, v, a, b in zip(names, values, lo, hi)}
-
-
-def steady_report(ss: SteadySums, W: np.ndarray) -> SteadyState:
-    """The set's steady_state (report.SteadyState): autocorrelation, D/D_geom and the deficit split on
-    positions t >= ss.start, with percentile-bootstrap CIs from the set's weights W."""
-    cols, g = ss.cols, ss.gamma
-    c = ss.M.sum(axis=0)
-    R = W @ ss.M if W.shape[0] else np.zeros((0, ss.M.shape[1]))
-    e = _ests(R, c, {
-        "autocorr": lambda x: st.autocorr(x, cols),
-        "autocorr_pooled": lambda x: st.autocorr_pooled(x, cols),
-        "dispersion_ratio": lambda x: st.dispersion_ratio(x, cols),
-        "total": lambda x: st.deficit(x, cols, g)[0],
-        "hetero": lambda x: st.deficit(x, cols, g)[1],
-        "temporal": lambda x: st.deficit(x, cols, g)[2],
-    })
-    alpha = st.alpha(c, cols)
-
-    def estimate(name: str) -> Estimate:
-        return Estimate(value=e[name]["value"], ci=list(e[name]["ci"]))
-
-    return SteadyState(
-        start=ss.start,
-        n_streams=int((ss.M[:, cols["n"]] > 0).sum()),
-        n_positions=int(c[cols["n"]]),
-        alpha=num(alpha),
-        autocorr=estimate("autocorr"),
-        autocorr_pooled=estimate("autocorr_pooled"),
-        dispersion_ratio=estimate("dispersion_ratio"),
-        deficit=Deficit(gamma=g, total=estimate("total"), hetero=estimate("hetero"), temporal=estimate("temporal"),
-                        E_true=num(st.E_true(c, cols, g)),
-                        E_iid=num(E_iid(float(alpha), g)) if np.isfinite(alpha) else None,
-                        E_shuf=num(st.E_shuf(c, cols))),
-    )
-
-
-def _needed(sums: st.StreamSums, gammas: list[int]) -> list[str]:
-    """The sums columns the verdicts read (verdict_set): autocorrelation, D/D_geom, the temporal
-    deficit, alpha, depth counts up to 8, and the blocks at `gammas` (Q3's best g per corpus)."""
-    names = ["n", "ones", "ac_val", "ac_def", "runs", "L", "L2", f"blocks_{sums.gamma}", "shuf_blocks"]
-    for j in range(1, min(sums.depth_gamma, 8) + 1):
-        names += [f"acc_{j}", f"reach_{j}"]
-    names += [f"blocks_{g}" for g in gammas]
-    return list(dict.fromkeys(names))
-
-
-def replicates(sums: st.StreamSums, W: np.ndarray, gammas: list[int]) -> dict[str, np.ndarray]:
-    """Bootstrap replicates under weights W of a set's alpha (B,) and E_true(g) (B x 32; NaN except at
-    `gammas`): economics.q_rows's CIs of Q2's spread and Q3's best / worst ratio, paired by replicate.
-    Only the columns n, ones and blocks_g are resampled."""
-    names = list(dict.fromkeys(["n", "ones", *[f"blocks_{g}" for g in gammas]]))
-    sub = {n: i for i, n in enumerate(names)}
-    R = W @ sums.M[:, [sums.cols[n] for n in names]]
-    E = np.full((R.shape[0], GAMMAS.size), np.nan)
-    for g in gammas:
-        E[:, g - 1] = st.E_true(R, sub, int(g))
-    return {"alpha": st.alpha(R, sub), "E_true": E}
-
-
-def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, depth_gamma: int, rep: dict[str, Any],
-                gammas: list[int], policies: list[Any] | None = None, pooled: bool = False) -> dict[str, Any]:
-    """What the scorecard's verdicts read of a set, re-estimated from resampled sums R (B x K, columns
-    `cols`, e.g. `_needed`'s) under other bootstrap weights; c: the set's column sums. The point values
-    and the point-only keys are the report's `rep`. Re-estimated: autocorr, dispersion_ratio, the
-    temporal deficit, alpha's CI, E_true's CI at `gammas` (Q3's best g; None elsewhere), the depth CIs
-    up to 8 and c_2 - c_1; `policies`: the set's vs_best_fixed under the same weights (Q4). The pooled
-    set's verdicts read only its autocorrelation (P1's size) and temporal deficit (P4): pooled=True
-    re-estimates those alone."""
-    g, dg = gamma, depth_gamma
-    rep = vd.fields(rep)
-    stats: dict[str, Any] = {
-        "autocorr": lambda x: st.autocorr(x, cols),
-        "dispersion_ratio": lambda x: st.dispersion_ratio(x, cols),
-        "temporal": lambda x: st.deficit(x, cols, g)[2],
-        "alpha": lambda x: st.alpha(x, cols),
-    }
-    depth = 0 if pooled else min(dg, 8)
-    if pooled:
-        del stats["dispersion_ratio"], stats["alpha"]
-        gammas = []
-    for gg in gammas:
-        stats[f"E_{gg}"] = lambda x, gg=int(gg): st.E_true(x, cols, gg)
-    for j in range(1, depth + 1):
-        stats[f"c_{j}"] = lambda x, j=j: st.depth_conditional(x, cols, j)
-    if dg >= 2 and not pooled:
-        stats["gain"] = lambda x: depth_gain(x, cols)
-    e = _ests(R, c, stats)
-    if pooled:
-        undefined = {"value": None, "ci": [None, None]}
-        e.update(dispersion_ratio=undefined, alpha=undefined)
-    return {
-        **{k: rep[k] for k in ("optimum", "r_measured", "alpha", "decide", "cost_ratio", "decision_hw") if k in rep},
-        "autocorr": e["autocorr"],
-        "dispersion_ratio": e["dispersion_ratio"],
-        "deficit": {"gamma": g, "temporal": e["temporal"]},
-        "alpha_ci": e["alpha"]["ci"],
-        "curve": {"E_true": rep["curve"]["E_true"],
-                  "E_true_ci": [e[f"E_{int(gg)}"]["ci"] if int(gg) in gammas else [None, None] for gg in GAMMAS]},
-        "depth": {"conditional": [e[f"c_{j}"] for j in range(1, depth + 1)], "c2_minus_c1": e.get("gain")},
-        "policies": policies or [],
-    }
-
-
-def best_gammas(sets: dict[str, Any], costs: dict[str, Any]) -> dict[str, list[int]]:
-    """Q3's best g of each set (economics.best_speedup on the point curve; [] when undefined)."""
-    out = {}
-    for name in sets:
-        rep = vd.fields(sets[name])
-        factor, _ = speedup_factor(rep, costs.get(name))
-        g = best_speedup(rep["curve"]["E_true"], rep["curve"]["E_true_ci"], factor, "").gamma
-        out[name] = [] if g is None else [int(g)]
-    return out
-
-
 def _added(arrays: list[np.ndarray]) -> np.ndarray:
     """a_1 + a_2 + ... in this order (the pooled resampled sums, added as the corpora come)."""
     out = arrays[0].copy()
@@ -377,78 +251,6 @@ def _realized(sets: dict[str, SetReport], corpora: list[str]) -> dict[str, float
         if row is not None:
             out[c] = row.realized
     return out
-
-
-def _policy_key(row: Any) -> tuple[str, dict[str, Any]]:
-    """(policy, params) of a policy row (a PolicyRow, its JSON, or read through verdict.Fields)."""
-    f = vd.fields(row)
-    params = f.get("params")
-    return f["policy"], dict((params.raw() if isinstance(params, vd.Fields) else params) or {})
-
-
-def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, r: float, W: np.ndarray,
-                  keep: list[tuple[str, dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
-    """Q4's input under weights W: per policy {"policy", "params", "vs_best_fixed": {"value", "ci"}} with
-    T = tokens / (blocks + r drafted) (policies.throughput) from the per-stream sums (N x P x 3) of
-    policies.policy_sums, computed once and resampled here (as policies.policy_summary does). keep:
-    the (policy, params) whose CI is wanted (Q4's candidates); the others get values only."""
-    n, p, _ = sums.shape
-    tot = sums.sum(axis=0).astype(np.float64)
-    boot = (W @ sums.reshape(n, p * 3).astype(np.float64)).reshape(-1, p, 3)
-    T = throughput(tot[:, 0], tot[:, 1], tot[:, 2], r)
-    Tb = throughput(boot[..., 0], boot[..., 1], boot[..., 2], r)
-    i_best = [name for name, _ in policies].index("best-fixed")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio, ratio_b = T / T[i_best], Tb / Tb[:, [i_best]]
-    want = [j for j, pp in enumerate(policies) if keep is None or pp in keep]
-    lo, hi = np.full(p, np.nan), np.full(p, np.nan)
-    if W.shape[0] and want:
-        lo[want], hi[want] = percentile_cis(ratio_b[:, want])
-    return [{"policy": name, "params": params, "vs_best_fixed": {"value": num(ratio[j]), "ci": [num(lo[j]), num(hi[j])]}}
-            for j, (name, params) in enumerate(policies)]
-
-
-def _seed_verdicts(seed: int, corpora: list[str], groups: dict[str, Any], sets: dict[str, Any], pol: dict[str, Any] | None,
-                   boot: int, costs: dict[str, Any], realized: dict[str, float], best: dict[str, list[int]]) -> dict[str, str]:
-    """The scorecard's verdicts (Q5, Q6 left out) under the bootstrap weights of `seed` on the same sums.
-    Only the columns and CIs the verdicts read are re-estimated (`_needed`, `verdict_set`); the pooled
-    resampled sums are the corpora's added up (stratified weights); Q3's best g per set is chosen on
-    the point curve (`best_gammas`), the same under every seed."""
-    gam = sorted({g for gs in best.values() for g in gs})
-    first = groups[corpora[0]][0]
-    names = _needed(first, gam)
-    sub = {n: i for i, n in enumerate(names)}
-    idx = [first.cols[n] for n in names]
-    W_pooled = np.empty((boot, groups[POOLED][0].M.shape[0]))
-    R: dict[str, np.ndarray] = {}
-    reps, lo = {}, 0
-    for c in corpora:
-        sums = groups[c][0]
-        n = sums.M.shape[0]
-        W = multinomial_weights(n, boot, corpus_seed(seed, c), out=W_pooled[:, lo:lo + n])
-        lo += n
-        R[c] = W @ sums.M[:, idx]
-        E = np.full((boot, GAMMAS.size), np.nan)
-        for g in best[c]:
-            E[:, g - 1] = st.E_true(R[c], sub, g)
-        reps[c] = {"alpha": st.alpha(R[c], sub), "E_true": E}
-    R[POOLED] = _added([R[c] for c in corpora])
-    Ws = {c: W_pooled[:, o:o + groups[c][0].M.shape[0]] for c, o in zip(corpora, np.cumsum(
-        [0] + [groups[c][0].M.shape[0] for c in corpora])[:-1])}
-    Ws[POOLED] = W_pooled
-    light = {}
-    keep = None
-    if pol is not None and POOLED in sets:
-        keep = [_policy_key(c) for c in adaptive_candidates(vd.fields(sets[POOLED]).get("policies") or [])]
-    for name, (sums, _, _members) in groups.items():
-        rows = None
-        if pol is not None and name in pol:
-            names, psums, r = pol[name]
-            rows = policy_ratios(names, psums, r, Ws[name], keep=keep)
-        light[name] = verdict_set(R[name], sums.M[:, idx].sum(axis=0), sub, sums.gamma, sums.depth_gamma, sets[name],
-                                  best[name], rows, pooled=name == POOLED)
-    return {r.id: r.verdict for r in scorecard(light, costs=costs, realized=realized, replicates=reps)
-            if r.id not in ("Q5", "Q6")}
 
 
 def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = SEED,
@@ -532,7 +334,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
                 r = r_or_default(sets[name].r_measured)
                 pol[name] = (*policy_sums([s for s, _ in members], r, table=tables[name]), r)
         for other in sorted(set(BORDERLINE_SEEDS) - {seed}):
-            by_seed[other] = _seed_verdicts(other, corpora, groups, sets, pol, boot, q3c, real, best)
+            by_seed[other] = seed_verdicts(other, corpus_seed, corpora, groups, sets, pol, boot, q3c, real, best)
         rows = mark_borderline(rows, by_seed)
     return Report(
         sets=sets,

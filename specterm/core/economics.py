@@ -30,6 +30,10 @@ Rules (direction; size against the seed's, SEED_SIZE), and the choices where the
        every candidate has a CI below 1 somewhere. Choosing tau on the same data favours the
        confidence stop slightly; the CI does not account for that choice. size: n/a.
     Q5, Q6: see q5, q6 (the decision on this hardware and its batch costs). size: n/a.
+
+Length: six claims, each a rule with its evidence text and the seed's size, over the shared
+speedup helpers (best_speedup, speedup_factor) that Q3 and the README tables use; splitting the rules
+from one another would scatter one seed's claims over several modules.
 """
 
 from __future__ import annotations

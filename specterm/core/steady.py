@@ -24,12 +24,15 @@ uses the report's weights W (the same streams, the same resamples). Choices wher
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from specterm.core import stats as st
+from specterm.core.blockwalk import E_iid
+from specterm.core.estimate import num, percentile_cis
 from specterm.core.geometry import (
     concat_streams,
     segment_runs,
@@ -37,6 +40,7 @@ from specterm.core.geometry import (
     walk_blocks,
 )
 from specterm.core.params import SHUFFLES
+from specterm.core.report import Deficit, Estimate, SteadyState
 
 STEADY_FROM = 32
 COLUMNS = ("n", "ones", "n11", "n1x", "n01", "n0x", "ac_val", "ac_def", "runs", "L", "L2")
@@ -133,3 +137,50 @@ def steady_sums(a: Sequence[np.ndarray], gamma: int, shuffles: int = SHUFFLES, s
 def temporal(c: np.ndarray, cols: dict[str, int], gamma: int) -> np.ndarray:
     """The temporal part (E_shuf - E_true) / E_iid of the steady parts (stats.deficit)."""
     return np.asarray(st.deficit(c, cols, gamma)[2], dtype=np.float64)
+
+
+def estimates(R: np.ndarray, c: np.ndarray, stats: dict[str, Callable[[np.ndarray], Any]]) -> dict[str, dict[str, Any]]:
+    """{name: {"value", "ci"}} for statistics fn(c) of column sums: values at c, CIs from the
+    resampled sums R (B x K), all percentiles in one call (estimate.percentile_cis)."""
+    names = list(stats)
+    if not names:
+        return {}
+    values = [num(stats[n](c)) for n in names]
+    if R.shape[0] == 0:
+        return {n: {"value": v, "ci": [None, None]} for n, v in zip(names, values)}
+    lo, hi = percentile_cis(np.column_stack([np.asarray(stats[n](R), dtype=np.float64) for n in names]))
+    return {n: {"value": v, "ci": [num(a), num(b)]} for n, v, a, b in zip(names, values, lo, hi)}
+
+
+def steady_report(ss: SteadySums, W: np.ndarray) -> SteadyState:
+    """The set's steady_state (report.SteadyState): autocorrelation, D/D_geom and the deficit split on
+    positions t >= ss.start, with percentile-bootstrap CIs from the set's weights W."""
+    cols, g = ss.cols, ss.gamma
+    c = ss.M.sum(axis=0)
+    R = W @ ss.M if W.shape[0] else np.zeros((0, ss.M.shape[1]))
+    e = estimates(R, c, {
+        "autocorr": lambda x: st.autocorr(x, cols),
+        "autocorr_pooled": lambda x: st.autocorr_pooled(x, cols),
+        "dispersion_ratio": lambda x: st.dispersion_ratio(x, cols),
+        "total": lambda x: st.deficit(x, cols, g)[0],
+        "hetero": lambda x: st.deficit(x, cols, g)[1],
+        "temporal": lambda x: st.deficit(x, cols, g)[2],
+    })
+    alpha = st.alpha(c, cols)
+
+    def estimate(name: str) -> Estimate:
+        return Estimate(value=e[name]["value"], ci=list(e[name]["ci"]))
+
+    return SteadyState(
+        start=ss.start,
+        n_streams=int((ss.M[:, cols["n"]] > 0).sum()),
+        n_positions=int(c[cols["n"]]),
+        alpha=num(alpha),
+        autocorr=estimate("autocorr"),
+        autocorr_pooled=estimate("autocorr_pooled"),
+        dispersion_ratio=estimate("dispersion_ratio"),
+        deficit=Deficit(gamma=g, total=estimate("total"), hetero=estimate("hetero"), temporal=estimate("temporal"),
+                        E_true=num(st.E_true(c, cols, g)),
+                        E_iid=num(E_iid(float(alpha), g)) if np.isfinite(alpha) else None,
+                        E_shuf=num(st.E_shuf(c, cols))),
+    )
