@@ -61,7 +61,8 @@ def replicates(sums: st.StreamSums, W: np.ndarray, gammas: list[int]) -> dict[st
 
 
 def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, depth_gamma: int, rep: dict[str, Any],
-                gammas: list[int], policies: list[Any] | None = None, pooled: bool = False) -> dict[str, Any]:
+                gammas: list[int], policies: list[Any] | None = None, pooled: bool = False,
+                alpha: bool = True) -> dict[str, Any]:
     """What the scorecard's verdicts read of a set, re-estimated from resampled sums R (B x K, columns
     `cols`, e.g. `_needed`'s) under other bootstrap weights; c: the set's column sums. The point values
     and the point-only keys are the report's `rep`. Re-estimated: autocorr, dispersion_ratio, the
@@ -81,6 +82,8 @@ def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, 
     if pooled:
         del stats["dispersion_ratio"], stats["alpha"]
         gammas = []
+    elif not alpha:  # Q2 reads alpha's CI of its highest and lowest corpus only
+        del stats["alpha"]
     for gg in gammas:
         stats[f"E_{gg}"] = lambda x, gg=int(gg): st.E_true(x, cols, gg)
     for j in range(1, depth + 1):
@@ -88,9 +91,11 @@ def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, 
     if dg >= 2 and not pooled:
         stats["gain"] = lambda x: depth_gain(x, cols)
     e = estimates(R, c, stats)
+    undefined = {"value": None, "ci": [None, None]}
     if pooled:
-        undefined = {"value": None, "ci": [None, None]}
         e.update(dispersion_ratio=undefined, alpha=undefined)
+    elif not alpha:
+        e.update(alpha=undefined)
     return {
         **{k: rep[k] for k in ("optimum", "r_measured", "alpha", "decide", "cost_ratio", "decision_hw") if k in rep},
         "autocorr": e["autocorr"],
@@ -144,12 +149,30 @@ def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, 
             for j, (name, params) in enumerate(policies)]
 
 
+def _ends(values: dict[str, float | None]) -> set[str]:
+    """The highest and lowest corpus by point value (economics._extremes' choice; ties: first in order)."""
+    ok = [(c, v) for c, v in values.items() if v is not None]
+    if len(ok) < 2:
+        return set()
+    return {max(ok, key=lambda p: p[1])[0], min(ok, key=lambda p: p[1])[0]}
+
+
 def seed_verdicts(seed: int, seed_of: Callable[[int, str], int], corpora: list[str], groups: dict[str, Any], sets: dict[str, Any], pol: dict[str, Any] | None,
                    boot: int, costs: dict[str, Any], realized: dict[str, float], best: dict[str, list[int]]) -> dict[str, str]:
     """The scorecard's verdicts (Q5, Q6 left out) under the bootstrap weights of `seed` on the same sums.
     Only the columns and CIs the verdicts read are re-estimated (`_needed`, `verdict_set`); the pooled
     resampled sums are the corpora's added up (stratified weights); Q3's best g per set is chosen on
     the point curve (`best_gammas`), the same under every seed."""
+    # Q2 and Q3 read the CIs of their highest and lowest corpus only (by point value, the same under
+    # every seed): alpha's and the speedup's are re-estimated for those corpora alone.
+    a_ext = _ends({c: vd.fields(sets[c])["alpha"] for c in corpora})
+    speed = {}
+    for c in corpora:
+        factor, _ = speedup_factor(sets[c], costs.get(c))
+        curve = vd.fields(sets[c])["curve"]
+        speed[c] = best_speedup(curve["E_true"], curve["E_true_ci"], factor, "").speedup.value
+    s_ext = _ends(speed)
+    best = {c: (gs if c in s_ext or c == POOLED else []) for c, gs in best.items()}
     gam = sorted({g for gs in best.values() for g in gs})
     first = groups[corpora[0]][0]
     names = _needed(first, gam)
@@ -182,6 +205,6 @@ def seed_verdicts(seed: int, seed_of: Callable[[int, str], int], corpora: list[s
             names, psums, r = pol[name]
             rows = policy_ratios(names, psums, r, Ws[name], keep=keep)
         light[name] = verdict_set(R[name], sums.M[:, idx].sum(axis=0), sub, sums.gamma, sums.depth_gamma, sets[name],
-                                  best[name], rows, pooled=name == POOLED)
+                                  best[name], rows, pooled=name == POOLED, alpha=name in a_ext)
     return {r.id: r.verdict for r in scorecard(light, costs=costs, realized=realized, replicates=reps)
             if r.id not in ("Q5", "Q6")}
