@@ -39,18 +39,16 @@ def render() -> str:
 
 
 def hardware_section(run_dir: Path) -> list[str]:
-    """The second run's Decision on this hardware (memory-bound | S_hw | refeed | realized), as in
-    `specterm report RUN --format md` (the table does not depend on the bootstrap)."""
+    """The second run's Decision section (the decision table with its CIs, S_hw by batch, the
+    confirmations), as `specterm report RUN --format md` prints it (B = 2000, seed 0)."""
     from specterm.core.analysis import analyse
-    from specterm.core.export import hardware_table, markdown_table
+    from specterm.core.export import markdown_tables
     from specterm.core.store import load_run
 
-    table = hardware_table(analyse([load_run(run_dir)], gamma=8, boot=0, shuffles=0, seed=0))
-    if table is None:
+    md = markdown_tables(analyse([load_run(run_dir)], gamma=8, boot=2000, shuffles=20, seed=0))["decide"].strip()
+    if not md:
         return []
-    title, head, rows = table
-    return [f"#### Decision on this hardware, `{run_dir.relative_to(ROOT)}`", "",
-            f"**{title}**", "", markdown_table(head, rows).strip(), ""]
+    return [f"#### Decision on this hardware, `{run_dir.relative_to(ROOT)}`", "", md, ""]
 
 
 # Published figures for greedy Qwen2.5-0.5B draft / Qwen2.5-1.5B target (issue 5), quoted, not computed.
@@ -126,6 +124,7 @@ def economics_table(report) -> str:
     worst = min(speed, key=lambda n: speed[n].speedup.value)
     best = max(speed, key=lambda n: speed[n].speedup.value)
     beta = {n: sets[n].sampling.beta_bar.value for n in corpora}
+    hw = {n: sets[n].decision_hw for n in corpora if sets[n].decision_hw is not None and sets[n].decision_hw.measured}
     rows = [
         ["first drafted token's acceptance c_1", f"~{SEED_FIGURES['first_token_acceptance']:.1f}",
          f"pooled {est(c[0], 2)}; corpora {_span(list(first.values()))}"],
@@ -134,16 +133,27 @@ def economics_table(report) -> str:
         ["acceptance by workload, prose to code", f"~{lo_a:.2f} to ~{hi_a:.2f} (at gamma 6)",
          (f"greedy alpha {fmt(sets['prose'].alpha, 2)} to {fmt(sets['code'].alpha, 2)}; "
          f"sampling beta_bar {fmt(beta['prose'], 2)} to {fmt(beta['code'], 2)}")],
-        ["speedup by workload (memory-bound, at each corpus's best g)", f"~{lo_s:g}x to ~{hi_s:g}x",
+        ["speedup by workload (cost-ratio model T = E/(1+g r), r = c_draft/c_verify, at each corpus's best g)",
+         f"~{lo_s:g}x to ~{hi_s:g}x",
          (f"{fmt(speed[worst].speedup.value, 2)}x ({worst}, g={speed[worst].gamma}) to "
          f"{fmt(speed[best].speedup.value, 2)}x ({best}, g={speed[best].gamma}) at r={fmt(sets[best].r_measured)}")],
         ["only the measured cost ratio tells which side of 1.0 you are on (Q5)", "claimed, no figure",
          (f"memory-bound reference {_span([sets[n].decision_hw.speedup_mb for n in corpora], 2, 'x')}, measured S_hw "
          f"{_span([sets[n].decision_hw.speedup_hw for n in corpora], 2, 'x')}; Q5 {_q(report, 'Q5')}")],
         ["the crossover depends on the batch (Q6)", "B* ~ 49 at g = 5 on an H100; production stops near 32",
-         (f"roofline B* {_span([sets[n].decide.batch_crossover for n in corpora], 0)} (H100 preset, each corpus's g); "
+         (f"roofline B* {_span([sets[n].cost_ratio.roofline_B_star for n in corpora], 0)} (H100 preset, each corpus's g); "
          f"measured B_hw: {_batch(pooled)}; Q6 {_q(report, 'Q6')}")],
     ]
+    if hw:
+        lo_n = min(hw, key=lambda n: hw[n].speedup_hw)
+        hi_n = max(hw, key=lambda n: hw[n].speedup_hw)
+
+        def cell(n: str) -> str:
+            d = hw[n]
+            return f"{fmt(d.speedup_hw, 2)}x [{fmt(d.speedup_hw_ci[0], 2)}, {fmt(d.speedup_hw_ci[1], 2)}] ({n}, g={d.gamma_hw})"
+
+        rows.append(["speedup on this hardware (S_hw at g_hw, 95% CI; SPEC 6)", f"~{lo_s:g}x to ~{hi_s:g}x",
+                     f"{cell(lo_n)} to {cell(hi_n)}"])
     return markdown_table(["quantity", "economics seed (published)", "this run"], rows).strip()
 
 
@@ -230,18 +240,21 @@ def prose(report, smol) -> str:
     disp = {c: sets[c].dispersion_ratio for c in corpora}
     above1 = [c for c in corpora if disp[c].ci[0] is not None and disp[c].ci[0] > 1]
     hw = {c: sets[c].decision_hw for c in corpora}
-    mb_r = pooled.decide.r
-    mb_sp = [sets[c].decide.speedup_true for c in corpora]
+    mb_r = pooled.cost_ratio.r
+    mb_sp = [sets[c].cost_ratio.T_true for c in corpora]
     hw_sp = {c: hw[c].speedup_hw for c in corpora}
     best_hw = max(corpora, key=lambda c: hw_sp[c])
     rest_hw = [hw_sp[c] for c in corpora if c != best_hw]
-    dont = [c for c in corpora if not hw[c].speculate]
+    dont = [c for c in corpora if getattr(hw[c], "verdict_kind", None) == "do_not_speculate"]
+    unsure = [c for c in corpora if getattr(hw[c], "verdict_kind", None) == "no_reliable_gain"]
     mbcol = [hw[c].speedup_mb for c in corpora]
     conf = {c: (hw[c].confirmed_at(hw[c].gamma_hw) or (hw[c].confirmed[0] if hw[c].confirmed else None)) for c in corpora}
     real = {c: r.realized for c, r in conf.items() if r is not None}
     ratios = [r.ratio for r in conf.values() if r is not None and r.ratio is not None]
     refeed = [r.ratio_refeed for r in conf.values() if r is not None and r.ratio_refeed is not None]
-    signs = all((r.realized > 1) == hw[c].speculate for c, r in conf.items() if r is not None)
+    held = [getattr(r, "sign_held", None) for r in conf.values() if r is not None]
+    signs = (f"the verdict's sign held in {sum(h is True for h in held)} of {sum(h is not None for h in held)} "
+             f"corpora with a sign" + (f" ({', '.join(unsure)}: no reliable gain, no sign to hold)" if unsure else ""))
     shw = {c: smol.sets[c].decision_hw for c in smol.corpora}
     sconf = [(shw[c].confirmed_at(shw[c].gamma_hw) or (shw[c].confirmed[0] if shw[c].confirmed else None)) for c in smol.corpora]
     sconf = [r for r in sconf if r is not None]
@@ -298,17 +311,19 @@ def prose(report, smol) -> str:
         f"run was created with)."),
 
         (f"Whether speculation pays on *this* hardware is a second question, answered by measured costs "
-        f"(SPEC 6): `S_hw(g) = E_true(g) c_decode / (c_verify(g) + g c_draft)`. The Decision section below "
-        f"has two tables. The first is the memory-bound model (a (g+1)-token verify costs one decode step, "
-        f"what a GPU at small batch sees) at the run's r = c_draft / c_verify(4) = {_f(mb_r)}: "
-        f"{_span_of(mb_sp, 2, 'x')}. The second is this 2-core CPU, where even the memory-bound column, at "
-        f"r = c_draft / c_decode, is only {_span_of(mbcol, 2, 'x')}: S_hw is {_f(hw_sp[best_hw], 2)}x on "
-        f"{best_hw} and {_span_of(rest_hw, 2, 'x')} elsewhere, and the verdict says \"do not speculate on "
-        f"this hardware\" for {', '.join(dont)}. `specterm confirm` then timed plain greedy against real "
+        f"(SPEC 6): `S_hw(g) = E_true(g) c_decode / (c_verify(g) + g c_draft)`. The cost-ratio model "
+        f"T = E_true(g) / (1 + g r) at the run's r = c_draft / c_verify(4) = {_f(mb_r)} gives "
+        f"{_span_of(mb_sp, 2)} tokens per verify-cost at each corpus's best g; it says how the optimum "
+        f"moves with r, not whether to speculate. On this 2-core CPU even the memory-bound reference (a "
+        f"(g+1)-token verify costs one decode step, r = c_draft / c_decode) is only {_span_of(mbcol, 2, 'x')}: "
+        f"S_hw is {_f(hw_sp[best_hw], 2)}x on {best_hw} and {_span_of(rest_hw, 2, 'x')} elsewhere, and the "
+        f"verdict says \"do not speculate on "
+        f"this hardware\" for {', '.join(dont) or 'no corpus'}"
+        f"{'; no reliable gain for ' + ', '.join(unsure) if unsure else ''}. `specterm confirm` then timed plain greedy against real "
         f"lossless speculative decoding on stored prompts of every corpus (every output equal to the stored "
         f"y): realized {_span_of(list(real.values()), 2, 'x')}, realized / predicted "
         f"{_span_of(ratios, 2)} with S_hw as SPEC 6 writes it (refeed model {_span_of(refeed, 2)}), so "
-        f"the verdict has {'the right sign in every corpus' if signs else 'the wrong sign in some corpus'}. "
+        f"{signs}. "
         f"On the SmolLM2 self-draft run every corpus is a slowdown (realized "
         f"{_span_of([r.realized for r in sconf], 2, 'x')}; even the memory-bound model says do not "
         f"speculate there)."),
@@ -323,8 +338,8 @@ def prose(report, smol) -> str:
         f"the {q[4].evidence.split('best adaptive policy: ', 1)[1].split(' (best fixed')[0]} on the pooled set, "
         f"{'and in every corpus' if q[4].verdict == 'holds' else 'but not clearly in every corpus (' + _q4_short(q[4]) + ')'}. "
         f"Q5 (only the measured cost tells "
-        f"which side of 1.0 you are on) is {_verdict(q[5])}: {q[5].evidence.split(': ', 1)[1].split(' (')[0]}. "
-        f"Q6 (the crossover depends on the batch) is {_verdict(q[6])}: "
+        f"which side of 1.0 you are on): {_verdict(q[5])}, {q[5].evidence.split(': ', 1)[1].split(' (')[0]}. "
+        f"Q6 (the crossover depends on the batch): {_verdict(q[6])}, "
         f"{q[6].evidence.split(': ', 1)[1].split(';')[0]}. "
         f"Acceptance rises along the continuation: the warm-up gain (the mean over streams of "
         f"alpha(t >= 32) - alpha(t < 16)) is clear in {', '.join(clear)} "

@@ -38,20 +38,20 @@ from specterm.core import stats as st
 from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.costmodel import r_or_default, refeed_share
-from specterm.core.decide import decision
+from specterm.core.cost_ratio import cost_ratio_optimum
 from specterm.core.economics import depth_gain
 from specterm.core.errors import SpectermError
 from specterm.core.estimate import num
-from specterm.core.hardware import (
-    MIXED_COSTS_NOTE, Confirmation, CostCurve, confirmed_for_set, decision_hw, q3_costs, run_curve_and_confirmations,
-)
+from specterm.core.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, RunCostUncertainty, batched_rows,
+                                    confirming, decision_check, decision_hw, q3_costs, run_cost_uncertainty,
+                                    run_curve_and_confirmations)
+from specterm.core.hardware.decision import verdict_sign_held
 from specterm.core.optimum import optimum_table, r_values
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
 from specterm.core.report import (
-    POOLED, ConfirmedRow, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary,
-    SetReport,
+    POOLED, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, SetReport,
 )
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import mark_borderline, scorecard
@@ -121,7 +121,7 @@ def _stack(parts: list[st.StreamSums]) -> st.StreamSums:
 
 def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -> SetReport:
     """Every number of one set from its sums matrix and bootstrap weights (see module docstring);
-    policies, decide, position, sampling and decision_hw are filled by `analyse`."""
+    policies, cost_ratio, position, sampling and decision_hw are filled by `analyse`."""
     cols, gamma, dg = sums.cols, sums.gamma, sums.depth_gamma
     c = sums.M.sum(axis=0)
     R = W @ sums.M
@@ -202,11 +202,14 @@ def _added(arrays: list[np.ndarray]) -> np.ndarray:
 Hardware = tuple[CostCurve | None, list[Confirmation]]
 
 
-def _decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]], runs: list[Run],
-                 hw: list[Hardware]) -> DecisionHW:
+def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]], runs: list[Run],
+                     hw: list[Hardware], sums: st.StreamSums, W: np.ndarray,
+                     unc: list[RunCostUncertainty], seed: int) -> DecisionHW:
     """hardware.decision_hw of a set from the cost curve of the run(s) its streams come from (streams
     of runs with different measured costs get no hardware decision: measured False), the refeed
-    share phi(g) of its streams, and its confirmed rows."""
+    share phi(g) of its streams, its confirmed rows with their decision checks, and its uncertainty:
+    E_true(g) in the set's bootstrap replicates R = W @ M (the same resamples as every statistic)
+    beside the run's cost replicates (`unc`, one per run)."""
     idx = sorted({i for _, i in members})
     costs = [runs[i].meta.get("cost") for i in idx]
     curve, confs, note = hw[idx[0]][0], hw[idx[0]][1], None
@@ -223,10 +226,23 @@ def _decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]], r
         phi_c = refeed_share([s.a for s, _ in members], np.array(common, dtype=np.int64)) if common else np.array([])
         lookup = dict(zip(common, phi_c.tolist()))
         phi = np.array([lookup.get(int(g), np.nan) for g in gammas])
-    confirmed = [ConfirmedRow(**row) for row in confirmed_for_set(confs, name)] if curve is not None or confs else []
-    return decision_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve,
-                       r_fallback=r_or_default(rep.r_measured) if curve is None else None,
-                       phi_true=phi, confirmed=confirmed, note=note)
+    conf, confirmed = confirming(confs, name) if curve is not None or confs else (None, [])
+    R = W @ sums.M
+    E_boot = np.stack([st.E_true(R, sums.cols, int(g)) for g in gammas.tolist()], axis=1) if R.shape[0] else None
+    u = unc[idx[0]] if curve is not None else RunCostUncertainty()
+    if conf is not None and curve is not None and name != POOLED:  # pooled rows mix corpora timed at different g
+        streams = [(s.id, s.a) for s, _ in members]
+        confirmed = [{**row, **decision_check(row, conf, name, streams, curve, u.reps, W.shape[0], seed)}
+                     for row in confirmed]
+    out = decision_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve,
+                      r_fallback=r_or_default(rep.r_measured) if curve is None else None,
+                      phi_true=phi, confirmed=confirmed, note=note, E_boot=E_boot, reps=u.reps,
+                      batch=u.batch, batch_reps=u.batch_reps)
+    out.confirmed_batch = batched_rows(confs, name) if curve is not None else []
+    for row in out.confirmed:
+        if row.gamma == out.gamma_hw and row.sign_held is not None:
+            row.sign_held = verdict_sign_held(out.verdict_kind, float(row.realized))
+    return out
 
 
 def _q3_costs(corpora: list[str], by_corpus: dict[str, list[tuple[Stream, int]]],
@@ -309,15 +325,16 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         tables[c] = tables[POOLED].rows(slice(lo, lo + len(by_corpus[c])))
         lo += len(by_corpus[c])
     hw = [run_curve_and_confirmations(run.meta, f"{run.path}/run.json") for run in runs]
+    unc = [run_cost_uncertainty(run.meta, boot, seed) for run in runs]
     sets: dict[str, SetReport] = {}
     for name, (sums, W, members) in groups.items():
         rep = set_report(sums, W, [run_r[i] for _, i in members])
         r = r_or_default(rep.r_measured)
         rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name])
-        rep.decide = decision(rep, r, ridge=DEFAULT_RIDGE)
+        rep.cost_ratio = cost_ratio_optimum(rep, r, ridge=DEFAULT_RIDGE)
         rep.position = position_report(positions[name], W, resampled_position[name])
         rep.sampling = sampling_report(samplings[name], W, resampled_sampling[name])
-        rep.decision_hw = _decision_hw(rep, name, members, runs, hw)
+        rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed)
         rep.steady_state = steady_report(steadies[name], W)
         sets[name] = rep
 

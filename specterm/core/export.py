@@ -14,7 +14,7 @@ from typing import Any
 
 from specterm.core.costmodel import r_or_default
 from specterm.core.fmt import MISSING, ci, est, fmt
-from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, ConfirmedRow, DecisionHW, Deficit, Report
+from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Report
 
 SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "scorecard")
 TITLES = {
@@ -144,7 +144,27 @@ def optimum_tables(report: Report) -> list[Table]:
             at_r = next((o for o in s.optimum if o.r == r), None)
             row.append("" if at_r is None else f"{fmt(at_r.gamma_true)} / {fmt(at_r.gamma_iid)}")
         rows.append(row)
-    return [("g*_true and g*_iid = argmax over g of E(g) / (1 + g r)", head, rows)]
+    return [("g*_true and g*_iid = argmax over g of E(g) / (1 + g r)", head, rows)] + cost_ratio_tables(report)
+
+
+def cost_ratio_tables(report: Report) -> list[Table]:
+    """The cost-ratio model at each set's r (SPEC 6: the measurement seed's convention, not a decision),
+    with the roofline B* of the default preset as a labelled reference."""
+    head = ["set", "r = c_draft / c_verify", "g*_true", "T (tokens per verify-cost)", "g*_iid", "i.i.d. promise (true)",
+            "roofline B* (preset reference)"]
+    rows = []
+    ridge = None
+    for name, s in report.ordered_sets():
+        d = s.cost_ratio
+        if d is None:
+            continue
+        ridge = d.ridge
+        rows.append([name, fmt(d.r), fmt(d.gamma_true), fmt(d.T_true, 2), fmt(d.gamma_iid),
+                     f"{fmt(d.T_iid, 2)} ({fmt(d.T_true_at_gamma_iid, 2)})", fmt(d.roofline_B_star, 0)])
+    if not rows:
+        return []
+    return [(f"Cost-ratio model T = E(g) / (1 + g r), r = c_draft / c_verify (how the optimum moves with r; not a "
+             f"decision); roofline B* = I*/(g+1) at the preset ridge I* = {fmt(ridge, 0)} FLOP/byte", head, rows)]
 
 
 def depth_tables(report: Report) -> list[Table]:
@@ -209,42 +229,31 @@ def policy_tables(report: Report) -> list[Table]:
 
 
 def decide_tables(report: Report) -> list[Table]:
-    head = ["set", "r", "g_true", "speedup", "g_iid", "i.i.d. promise (true)", "stop above batch", "verdict"]
-    rows = []
-    for name, s in report.ordered_sets():
-        d = s.decide
-        if d is None:
-            continue
-        promise = f"{fmt(d.speedup_iid, 2)}x ({fmt(d.speedup_true_at_gamma_iid, 2)}x)"
-        rows.append([name, fmt(d.r), fmt(d.gamma_true), f"{fmt(d.speedup_true, 2)}x",
-                     fmt(d.gamma_iid), promise, fmt(d.batch_crossover, 0), d.verdict])
-    out = [("Speculate or not, per set (memory-bound model: verify = one decode step)", head, rows)] if rows else []
-    hw = hardware_table(report)
-    return out + ([hw] if hw is not None else [])
+    """The decision on this hardware (one table, first), then S_hw by batch, then the confirmations."""
+    out = [t for t in (decision_table(report), batch_table(report), confirmation_table(report)) if t is not None]
+    return out
 
 
-def _g_speedup(g: int | None, s: float | None) -> str:
-    return MISSING if g is None or s is None else f"g={g}: {fmt(s, 2)}x"
+def _x(value: Any) -> str:
+    return MISSING if value is None else f"{fmt(value, 2)}x"
 
 
-def confirmed_cells(d: DecisionHW) -> list[str]:
-    """realized (wall) | realized / predicted (SPEC 6; refeed) | realized CPU | outputs, at the
-    confirmed g = g_hw when it was timed, else the first confirmed g; n/a when never confirmed."""
-    row: ConfirmedRow | None = d.confirmed_at(d.gamma_hw) or (d.confirmed[0] if d.confirmed else None)
-    if row is None:
-        return [MISSING, MISSING, MISSING, MISSING]
-    ratio = f"{fmt(row.ratio, 2)} (refeed {fmt(row.ratio_refeed, 2)})"
-    cpu = MISSING if row.realized_cpu is None else f"{fmt(row.realized_cpu, 2)}x ({fmt(row.ratio_cpu, 2)})"
-    n = f"{row.prompts} prompt" + ("s" if row.prompts != 1 else "")
-    return [f"g={row.gamma}: {fmt(row.realized, 2)}x ({n})", ratio, cpu,
-            "identical" if row.identical else "DIFFER"]
+def _x_ci(value: Any, ci_: Any) -> str:
+    if value is None:
+        return MISSING
+    lo, hi = (ci_ or [None, None])[:2]
+    return f"{fmt(value, 2)}x [{fmt(lo, 2)}, {fmt(hi, 2)}]"
 
 
-def hardware_table(report: Report) -> Table | None:
-    """Decision on this hardware (SPEC 6 measured costs): memory-bound model, S_hw, the refeed model,
-    and what `specterm confirm` realized, per set."""
-    head = ["set", "memory-bound (verify = 1 decode step)", "S_hw (this hardware)", "refeed model", "realized (wall)",
-            "realized / predicted (refeed)", "realized CPU (/ predicted)", "outputs", "verdict on this hardware"]
+VERDICT_WORDS = {"speculate": "speculate", "do_not_speculate": "do not speculate", "no_reliable_gain": "no reliable gain"}
+
+
+def decision_table(report: Report) -> Table | None:
+    """SPEC 6's one decision table: per set g_hw, S_hw(g_hw) [95% CI], the three-way verdict, the
+    break-even v* beside the measured c_verify(g_hw) / c_decode, and the memory-bound reference as a
+    labelled column; the verdict sentence last."""
+    head = ["set", "g_hw", "S_hw [95% CI]", "verdict", "break-even v* (verify here)",
+            "memory-bound ref. (verify = 1 decode step)", "verdict on this hardware"]
     rows, clocks = [], set()
     for name, s in report.ordered_sets():
         d = s.decision_hw
@@ -252,12 +261,69 @@ def hardware_table(report: Report) -> Table | None:
             continue
         if d.clock:
             clocks.add(d.clock)
-        rows.append([name, _g_speedup(d.gamma_mb, d.speedup_mb), _g_speedup(d.gamma_hw, d.speedup_hw),
-                     _g_speedup(d.gamma_hw_refeed, d.speedup_hw_refeed), *confirmed_cells(d), d.verdict])
+        be = MISSING if d.break_even_verify is None else f"{fmt(d.break_even_verify, 2)} ({fmt(d.verify_steps, 2)})"
+        mb = MISSING if d.gamma_mb is None else f"g={d.gamma_mb}: {_x_ci(d.speedup_mb, d.speedup_mb_ci)}"
+        rows.append([name, fmt(d.gamma_hw), _x_ci(d.speedup_hw, d.speedup_hw_ci),
+                     VERDICT_WORDS.get(d.verdict_kind or "", MISSING), be, mb, d.verdict])
     if not rows:
         return None
     clock = f", costs on the {'/'.join(sorted(clocks))} clock" if clocks else ""
-    return (f"Decision on this hardware: S_hw = E c_decode / (c_verify(g) + g c_draft){clock}", head, rows)
+    return (f"Decision on this hardware: S_hw = E c_decode / (c_verify(g) + g c_draft), 95% CI over prompts and "
+            f"cost samples{clock}; v* = E - g c_draft / c_decode decode steps", head, rows)
+
+
+def batch_table(report: Report) -> Table | None:
+    """S_hw(g_hw(B), B) [95% CI] per measured batch B and the measured crossover B_hw, per set."""
+    batches = sorted({r["batch"] for _, s in report.ordered_sets() if s.decision_hw for r in s.decision_hw.by_batch})
+    if not batches:
+        return None
+    head = ["set"] + [f"B={B}: g, S_hw [CI]" for B in batches] + ["B_hw (measured)", "roofline B* (preset reference)"]
+    rows = []
+    for name, s in report.ordered_sets():
+        d = s.decision_hw
+        if d is None or not d.by_batch:
+            continue
+        by = {r["batch"]: r for r in d.by_batch}
+        cells = []
+        for B in batches:
+            r = by.get(B)
+            cells.append(MISSING if r is None else f"g={r['gamma_hw']}: {_x_ci(r['speedup_hw']['value'], r['speedup_hw']['ci'])}")
+        roof = d.roofline_reference or {}
+        ref = MISSING if not roof else f"{fmt(roof.get('B_star'), 0)} ({roof.get('preset')}, g={roof.get('gamma')})"
+        rows.append([name, *cells, d.batch_crossover_text or MISSING if d.batch_crossover is None else str(d.batch_crossover), ref])
+    return ("S_hw by batch on this device: S_hw(g, B) = E c_decode(B) / (c_verify(g, B) + g c_draft(B)); "
+            "B_hw = largest measured B whose CI lies above 1", head, rows)
+
+
+def confirmation_table(report: Report) -> Table | None:
+    """Per set and confirmed g: the cost-model check (realized / predicted with this session's costs)
+    and the decision check (leave-out E, the run's costs, 95% prediction interval for K prompts)."""
+    head = ["set", "g", "prompts", "realized", "cost-model check (real / pred)", "decision predicts [95% PI]",
+            "in PI", "sign held", "cost drift % (decode, verify, draft)", "with this session's costs",
+            "context timed / costs"]
+    rows = []
+    for name, s in report.ordered_sets():
+        d = s.decision_hw
+        if d is None:
+            continue
+        for c in d.confirmed:
+            dp = c.decision_predicted
+            drift = c.cost_drift_pct or {}
+            dr = (MISSING if not drift else
+                  f"{fmt(drift.get('c_decode'), 0, sign=True)}, {fmt(drift.get('c_verify'), 0, sign=True)}, "
+                  f"{fmt(drift.get('c_draft'), 0, sign=True)}")
+            ctx = f"{fmt(c.timed_context, 0)} / {fmt(c.cost_context, 0)} (run {fmt(c.run_cost_context, 0)})"
+            yes = {True: "yes", False: "no", None: MISSING}
+            rows.append([name, str(c.gamma), str(c.prompts), _x(c.realized), fmt(c.ratio, 2),
+                         MISSING if dp is None else _x_ci(dp.value, dp.ci), yes[c.in_ci], yes[c.sign_held], dr,
+                         _x(c.predicted_session_costs), ctx])
+        for b in d.confirmed_batch:
+            rows.append([name, f"{b.get('gamma')} (B={b.get('batch')})", str(len(b.get("ids", []))), _x(b.get("realized")),
+                         fmt(b.get("ratio"), 2), MISSING, MISSING, MISSING, MISSING, MISSING, MISSING])
+    if not rows:
+        return None
+    return ("Confirmations (`specterm confirm`): realized = greedy time / speculative time, same prompts, alternating",
+            head, rows)
 
 
 def scorecard_tables(report: Report) -> list[Table]:
