@@ -153,7 +153,7 @@ def report_cmd(
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ) -> None:
-    """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q4)."""
+    """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q6)."""
     from specterm.core.analysis import analyse
     from specterm.core.errors import SpectermError
     from specterm.core.export import to_json, to_markdown, to_text
