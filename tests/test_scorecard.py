@@ -7,19 +7,20 @@ import math
 
 import numpy as np
 import pytest
+from report_factory import est, est3, make_set, optimum
 from scipy import stats as sps
 
 from specterm.core import verdict as vd
 from specterm.core.analysis import analyse
 from specterm.core.params import R_GRID
+from specterm.core.report import Deficit, Estimate, SetReport
 from specterm.core.scorecard import mark_borderline, p_rows, spearman_permutation
 
 
 def rows_of(report_or_sets) -> list[dict]:
-    """The scorecard rows as dicts: a Report's (by attribute), or p_rows of hand-made sets."""
-    if hasattr(report_or_sets, "scorecard"):
-        return [r.to_dict() for r in report_or_sets.scorecard]
-    return p_rows(report_or_sets)
+    """The scorecard rows as dicts: a Report's, or p_rows of hand-made sets."""
+    rows = report_or_sets.scorecard if hasattr(report_or_sets, "scorecard") else p_rows(report_or_sets)
+    return [r.to_dict() for r in rows]
 
 
 def verdicts(report_or_sets) -> dict[str, str]:
@@ -183,18 +184,14 @@ def test_regular_runs_make_p3_hold(synth):
 # ----------------------------------------------------------------- hand-made numbers ---
 
 
-def fake_set(ac=(0.2, 0.1, 0.3), disp=(2.0, 1.5, 2.5), temporal=(0.05, 0.03, 0.07), diffs=(0,) * 12):
-    def e(v):
-        return {"value": v[0], "ci": [v[1], v[2]]}
-
-    return {
-        "autocorr": e(ac),
-        "dispersion_ratio": e(disp),
-        "deficit": {"gamma": 8, "temporal": e(temporal)},
-        "steady_state": None,
-        "optimum": [{"r": r, "gamma_true": 4 + d, "gamma_iid": 4, "measured": False} for r, d in zip(R_GRID, diffs)]
-        + [{"r": 0.123, "gamma_true": 30, "gamma_iid": 1, "measured": True}],  # measured r: not in the verdict
-    }
+def fake_set(ac=(0.2, 0.1, 0.3), disp=(2.0, 1.5, 2.5), temporal=(0.05, 0.03, 0.07), diffs=(0,) * 12) -> SetReport:
+    return make_set(
+        autocorr=est3(ac),
+        dispersion_ratio=est3(disp),
+        deficit=Deficit(gamma=8, total=Estimate(), hetero=Estimate(), temporal=est3(temporal)),
+        optimum=[optimum(r, 4 + d, 4) for r, d in zip(R_GRID, diffs)]
+        + [optimum(0.123, 30, 1, measured=True)],  # measured r: not in the verdict
+    )
 
 
 def sets_of(**corpora):
@@ -236,8 +233,8 @@ def test_p2(cis, verdict):
     ((-1,) * 11 + (1,), "inconclusive", "above at 1"),
 ])
 def test_p3(diffs, verdict, phrase):
-    row = next(r for r in p_rows(sets_of(c=fake_set(), pooled=fake_set(diffs=diffs))) if r["id"] == "P3")
-    assert row["verdict"] == verdict and phrase in row["evidence"]
+    row = next(r for r in p_rows(sets_of(c=fake_set(), pooled=fake_set(diffs=diffs))) if r.id == "P3")
+    assert row.verdict == verdict and phrase in row.evidence
 
 
 @pytest.mark.parametrize("ci,verdict", [
@@ -262,22 +259,22 @@ def test_p4(ci, verdict):
 ])
 def test_p5(pairs, direction):
     corpora = {f"c{i}": fake_set(ac=(a, a, a), temporal=(t, t - 0.001, t + 0.001)) for i, (a, t) in enumerate(pairs)}
-    row = next(r for r in p_rows(sets_of(**corpora)) if r["id"] == "P5")
-    assert row["direction"] == direction
+    row = next(r for r in p_rows(sets_of(**corpora)) if r.id == "P5")
+    assert row.direction == direction
     # every temporal CI excludes 0 and every D/D_geom CI lies above 1 (fake_set): the size holds
-    assert row["size"] == "holds"
-    assert row["verdict"] == {"holds": "holds", "not reproduced": "falsified"}.get(direction, "inconclusive")
+    assert row.size == "holds"
+    assert row.verdict == {"holds": "holds", "not reproduced": "falsified"}.get(direction, "inconclusive")
 
 
 def test_p5_size_needs_significance_exactly_where_dispersion_is():
     pairs = [(0.1, 0.01), (0.2, 0.02), (0.3, 0.05), (0.4, 0.06), (0.5, 0.07)]
     corpora = {f"c{i}": fake_set(ac=(a, a, a), temporal=(t, t - 0.001, t + 0.001)) for i, (a, t) in enumerate(pairs)}
-    corpora["c0"]["dispersion_ratio"] = {"value": 1.1, "ci": [0.9, 1.3]}  # flat, but its temporal part is significant
-    row = next(r for r in p_rows(sets_of(**corpora)) if r["id"] == "P5")
-    assert row["size"] == "not reproduced" and row["verdict"] == "holds in direction, not in size"
-    corpora["c0"]["deficit"]["temporal"] = {"value": 0.01, "ci": [-0.01, 0.03]}  # flat and not significant
-    row = next(r for r in p_rows(sets_of(**corpora)) if r["id"] == "P5")
-    assert row["size"] == "holds"
+    corpora["c0"].dispersion_ratio = est(1.1, 0.9, 1.3)  # flat, but its temporal part is significant
+    row = next(r for r in p_rows(sets_of(**corpora)) if r.id == "P5")
+    assert row.size == "not reproduced" and row.verdict == "holds in direction, not in size"
+    corpora["c0"].deficit.temporal = est(0.01, -0.01, 0.03)  # flat and not significant
+    row = next(r for r in p_rows(sets_of(**corpora)) if r.id == "P5")
+    assert row.size == "holds"
 
 
 def test_mark_borderline():
@@ -297,8 +294,8 @@ def test_mark_borderline():
 
 def test_every_row_has_numbers_in_its_evidence():
     for row in p_rows(sets_of(a=fake_set(), b=fake_set(), c=fake_set())):
-        assert row["evidence"].startswith(row["verdict"] + ":")
-        assert any(ch.isdigit() for ch in row["evidence"])
+        assert row.evidence.startswith(row.verdict + ":")
+        assert any(ch.isdigit() for ch in row.evidence)
 
 
 def test_average_ranks_match_scipy_with_ties():
@@ -311,20 +308,6 @@ def test_average_ranks_match_scipy_with_ties():
         y = rng.random(x.size)
         if np.ptp(x) > 0:
             assert spearman(x, y) == pytest.approx(sps.spearmanr(x, y).statistic)
-
-
-def test_rules_read_set_reports_and_their_json_alike(synth):
-    """p_rows and q_rows take the typed report's SetReports as well as the SPEC 7 JSON dicts."""
-    from specterm.core.economics import q_rows
-
-    rng = np.random.default_rng(9)
-    corpora = {name: [synth.markov(rng, 300, p11, 0.4) for _ in range(12)] for name, p11 in
-               (("a", 0.7), ("b", 0.8), ("c", 0.9))}
-    rep = analyse([run_of(synth, corpora)], boot=100, shuffles=2)
-    js = {name: s.to_dict() for name, s in rep.sets.items()}
-    for fn in (p_rows, q_rows):
-        typed, plain = fn(rep.sets), fn(js)
-        assert [(r["id"], r["verdict"], r["evidence"]) for r in typed] == [(r["id"], r["verdict"], r["evidence"]) for r in plain]
 
 
 def test_borderline_check_equals_the_report_at_that_seed(synth):

@@ -18,19 +18,19 @@ the report's seed only and never marked borderline.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from specterm.core import stats as st
-from specterm.core import verdict as vd
 from specterm.core.bootstrap import multinomial_weights
 from specterm.core.costmodel import throughput
 from specterm.core.economics import adaptive_candidates, best_speedup, depth_gain, speedup_factor
 from specterm.core.estimate import num, percentile_cis
 from specterm.core.params import GAMMAS
-from specterm.core.report import POOLED
+from specterm.core.report import POOLED, Deficit, Estimate, PolicyRow, SetReport
 from specterm.core.scorecard import scorecard
 from specterm.core.steady import estimates
 
@@ -60,18 +60,23 @@ def replicates(sums: st.StreamSums, W: np.ndarray, gammas: list[int]) -> dict[st
     return {"alpha": st.alpha(R, sub), "E_true": E}
 
 
-def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, depth_gamma: int, rep: dict[str, Any],
-                gammas: list[int], policies: list[Any] | None = None, pooled: bool = False,
-                alpha: bool = True) -> dict[str, Any]:
+def _estimate(e: Mapping[str, Any]) -> Estimate:
+    """steady.estimates' {"value", "ci"} as an Estimate."""
+    return Estimate(value=e["value"], ci=[e["ci"][0], e["ci"][1]])
+
+
+def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, depth_gamma: int, rep: SetReport,
+                gammas: list[int], policies: list[PolicyRow] | None = None, pooled: bool = False,
+                alpha: bool = True) -> SetReport:
     """What the scorecard's verdicts read of a set, re-estimated from resampled sums R (B x K, columns
     `cols`, e.g. `_needed`'s) under other bootstrap weights; c: the set's column sums. The point values
     and the point-only keys are the report's `rep`. Re-estimated: autocorr, dispersion_ratio, the
     temporal deficit, alpha's CI, E_true's CI at `gammas` (Q3's best g; None elsewhere), the depth CIs
     up to 8 and c_2 - c_1; `policies`: the set's vs_best_fixed under the same weights (Q4). The pooled
     set's verdicts read only its autocorrelation (P1's size) and temporal deficit (P4): pooled=True
-    re-estimates those alone."""
+    re-estimates those alone. The other fields are the report's (dataclasses.replace), except the
+    steady state: None, as no verdict reads it (only the P rows' evidence does)."""
     g, dg = gamma, depth_gamma
-    rep = vd.fields(rep)
     stats: dict[str, Any] = {
         "autocorr": lambda x: st.autocorr(x, cols),
         "dispersion_ratio": lambda x: st.dispersion_ratio(x, cols),
@@ -96,40 +101,39 @@ def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, 
         e.update(dispersion_ratio=undefined, alpha=undefined)
     elif not alpha:
         e.update(alpha=undefined)
-    return {
-        **{k: rep[k] for k in ("optimum", "r_measured", "alpha", "decide", "cost_ratio", "decision_hw") if k in rep},
-        "autocorr": e["autocorr"],
-        "dispersion_ratio": e["dispersion_ratio"],
-        "deficit": {"gamma": g, "temporal": e["temporal"]},
-        "alpha_ci": e["alpha"]["ci"],
-        "curve": {"E_true": rep["curve"]["E_true"],
-                  "E_true_ci": [e[f"E_{int(gg)}"]["ci"] if int(gg) in gammas else [None, None] for gg in GAMMAS]},
-        "depth": {"conditional": [e[f"c_{j}"] for j in range(1, depth + 1)], "c2_minus_c1": e.get("gain")},
-        "policies": policies or [],
-    }
+    return dataclasses.replace(
+        rep,
+        autocorr=_estimate(e["autocorr"]),
+        dispersion_ratio=_estimate(e["dispersion_ratio"]),
+        deficit=Deficit(gamma=g, total=Estimate(), hetero=Estimate(), temporal=_estimate(e["temporal"])),
+        alpha_ci=list(e["alpha"]["ci"]),
+        curve=dataclasses.replace(rep.curve, E_true_ci=[list(e[f"E_{int(gg)}"]["ci"]) if int(gg) in gammas else [None, None]
+                                                        for gg in GAMMAS]),
+        depth=dataclasses.replace(rep.depth, conditional=[_estimate(e[f"c_{j}"]) for j in range(1, depth + 1)],
+                                  c2_minus_c1=_estimate(e["gain"]) if "gain" in e else None),
+        policies=policies or [],
+        steady_state=None,
+    )
 
 
-def best_gammas(sets: dict[str, Any], costs: dict[str, Any]) -> dict[str, list[int]]:
+def best_gammas(sets: Mapping[str, SetReport], costs: dict[str, Any]) -> dict[str, list[int]]:
     """Q3's best g of each set (economics.best_speedup on the point curve; [] when undefined)."""
     out = {}
-    for name in sets:
-        rep = vd.fields(sets[name])
+    for name, rep in sets.items():
         factor, _ = speedup_factor(rep, costs.get(name))
-        g = best_speedup(rep["curve"]["E_true"], rep["curve"]["E_true_ci"], factor, "").gamma
+        g = best_speedup(rep.curve.E_true, rep.curve.E_true_ci, factor, "").gamma
         out[name] = [] if g is None else [int(g)]
     return out
 
 
-def _policy_key(row: Any) -> tuple[str, dict[str, Any]]:
-    """(policy, params) of a policy row (a PolicyRow, its JSON, or read through verdict.Fields)."""
-    f = vd.fields(row)
-    params = f.get("params")
-    return f["policy"], dict((params.raw() if isinstance(params, vd.Fields) else params) or {})
+def _policy_key(row: PolicyRow) -> tuple[str, dict[str, Any]]:
+    """(policy, params) of a policy row."""
+    return row.policy, dict(row.params or {})
 
 
 def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, r: float, W: np.ndarray,
-                  keep: list[tuple[str, dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
-    """Q4's input under weights W: per policy {"policy", "params", "vs_best_fixed": {"value", "ci"}} with
+                  keep: list[tuple[str, dict[str, Any]]] | None = None) -> list[PolicyRow]:
+    """Q4's input under weights W: per policy a PolicyRow with only vs_best_fixed set, with
     T = tokens / (blocks + r drafted) (policies.throughput) from the per-stream sums (N x P x 3) of
     policies.policy_sums, computed once and resampled here (as policies.policy_summary does). keep:
     the (policy, params) whose CI is wanted (Q4's candidates); the others get values only."""
@@ -145,7 +149,7 @@ def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, 
     lo, hi = np.full(p, np.nan), np.full(p, np.nan)
     if W.shape[0] and want:
         lo[want], hi[want] = percentile_cis(ratio_b[:, want])
-    return [{"policy": name, "params": params, "vs_best_fixed": {"value": num(ratio[j]), "ci": [num(lo[j]), num(hi[j])]}}
+    return [PolicyRow(policy=name, params=params, vs_best_fixed=Estimate(value=num(ratio[j]), ci=[num(lo[j]), num(hi[j])]))
             for j, (name, params) in enumerate(policies)]
 
 
@@ -157,7 +161,8 @@ def _ends(values: dict[str, float | None]) -> set[str]:
     return {max(ok, key=lambda p: p[1])[0], min(ok, key=lambda p: p[1])[0]}
 
 
-def seed_verdicts(seed: int, seed_of: Callable[[int, str], int], corpora: list[str], groups: dict[str, Any], sets: dict[str, Any], pol: dict[str, Any] | None,
+def seed_verdicts(seed: int, seed_of: Callable[[int, str], int], corpora: list[str], groups: dict[str, Any],
+                   sets: Mapping[str, SetReport], pol: dict[str, Any] | None,
                    boot: int, costs: dict[str, Any], realized: dict[str, float], best: dict[str, list[int]]) -> dict[str, str]:
     """The scorecard's verdicts (Q5, Q6 left out) under the bootstrap weights of `seed` on the same sums.
     Only the columns and CIs the verdicts read are re-estimated (`_needed`, `verdict_set`); the pooled
@@ -165,12 +170,12 @@ def seed_verdicts(seed: int, seed_of: Callable[[int, str], int], corpora: list[s
     the point curve (`best_gammas`), the same under every seed."""
     # Q2 and Q3 read the CIs of their highest and lowest corpus only (by point value, the same under
     # every seed): alpha's and the speedup's are re-estimated for those corpora alone.
-    a_ext = _ends({c: vd.fields(sets[c])["alpha"] for c in corpora})
+    a_ext = _ends({c: sets[c].alpha for c in corpora})
     speed = {}
     for c in corpora:
         factor, _ = speedup_factor(sets[c], costs.get(c))
-        curve = vd.fields(sets[c])["curve"]
-        speed[c] = best_speedup(curve["E_true"], curve["E_true_ci"], factor, "").speedup.value
+        curve = sets[c].curve
+        speed[c] = best_speedup(curve.E_true, curve.E_true_ci, factor, "").speedup.value
     s_ext = _ends(speed)
     best = {c: (gs if c in s_ext or c == POOLED else []) for c, gs in best.items()}
     gam = sorted({g for gs in best.values() for g in gs})
@@ -195,10 +200,10 @@ def seed_verdicts(seed: int, seed_of: Callable[[int, str], int], corpora: list[s
     Ws = {c: W_pooled[:, o:o + groups[c][0].M.shape[0]] for c, o in zip(corpora, np.cumsum(
         [0] + [groups[c][0].M.shape[0] for c in corpora])[:-1])}
     Ws[POOLED] = W_pooled
-    light = {}
+    light: dict[str, SetReport] = {}
     keep = None
     if pol is not None and POOLED in sets:
-        keep = [_policy_key(c) for c in adaptive_candidates(vd.fields(sets[POOLED]).get("policies") or [])]
+        keep = [_policy_key(c) for c in adaptive_candidates(sets[POOLED].policies)]
     for name, (sums, _, _members) in groups.items():
         rows = None
         if pol is not None and name in pol:

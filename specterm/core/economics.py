@@ -1,7 +1,7 @@
 """The economics seed's claims Q1-Q6 (SPEC 4), computed from data, never written by hand.
 
-Each rule is a pure function of numbers the report already has and returns a scorecard row
-(verdict.score_row: "id", "prediction" (the claim), "verdict", "direction", "size", "evidence", ...,
+Each rule is a pure function of numbers the report already has (report.SetReport and its parts) and
+returns a report.ScoreRow (verdict.score_row: "id", "prediction" (the claim), "verdict", "direction", "size", "evidence", ...,
 "seed": "economics") in the P rows' shape, the evidence starting with the verdict as theirs does. `q_rows(sets)` builds
 Q1-Q6 from a report's sets (scorecard.scorecard appends them after P1-P5). Each row has a direction
 and a size (core/verdict.py) and the verdict from them; the rules are in each function's docstring.
@@ -53,7 +53,7 @@ from specterm.core.estimate import num
 from specterm.core.fmt import MISSING, fmt
 from specterm.core.optimum import best_gamma
 from specterm.core.params import GAMMAS
-from specterm.core.report import ECONOMICS, Estimate
+from specterm.core.report import ECONOMICS, DecisionHW, Estimate, PolicyRow, ScoreRow, SetReport
 
 CLAIMS = {
     "Q1": "the first drafted token is the hard one; once on the rails, deeper tokens accept at 0.9-1.0",
@@ -141,12 +141,12 @@ def best_speedup(E_true: Sequence[float | None], E_true_ci: Sequence[Sequence[fl
     return BestSpeedup(g, Estimate(value=float(E[g - 1] * f[g - 1]), ci=[lo, hi]), basis)
 
 
-def speedup_factor(set_report: Mapping[str, Any], costs: Mapping[str, Any] | None = None) -> tuple[np.ndarray, str]:
+def speedup_factor(set_report: SetReport, costs: Mapping[str, Any] | None = None) -> tuple[np.ndarray, str]:
     """(factor over GAMMAS, basis) for a set: measured costs {"c_decode", "c_verify": {g: s}, "c_draft"}
     when given (S_hw, SPEC 6), else the memory-bound model at the set's r (measured, else R_DEFAULT)."""
     if costs is not None:
         return measured_factor(costs["c_decode"], costs["c_verify"], costs["c_draft"]), "measured costs c_decode / (c_verify(g) + g c_draft)"
-    r = r_or_default(vd.fields(set_report).get("r_measured"))
+    r = r_or_default(set_report.r_measured)
     return memory_bound_factor(r), f"memory-bound E_true(g)/(1+g r) at r={r:.3f}"
 
 
@@ -162,29 +162,19 @@ def _est(e: Estimate, digits: int = 3, sign: bool = False, unit: str = "") -> st
     return f"{_fmt(e.value, digits, sign)}{unit} [{_fmt(e.lo, digits)}, {_fmt(e.hi, digits)}]"
 
 
-def _row(qid: str, direction: str, size: str, evidence: str) -> dict[str, Any]:
+def _row(qid: str, direction: str, size: str, evidence: str) -> ScoreRow:
     """A Q row: the verdict from (direction, size) by verdict.verdict_of, the seed's size beside."""
     return vd.score_row(qid, CLAIMS[qid], ECONOMICS, direction, size, evidence, SEED_SIZE[qid])
 
 
-def _as_estimate(x: Any) -> Estimate:
-    """An Estimate from an Estimate, a {"value", "ci"} dict, a bare number (CI undefined) or None
-    (built directly: Estimate.of's from_dict resolves type hints, slow in the borderline loop)."""
-    if isinstance(x, vd.Fields):
-        x = x.raw()
-    if isinstance(x, Estimate):
-        return x
-    if x is None:
-        return Estimate()
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        return Estimate(value=float(x))
-    ci = x.get("ci") or [None, None]
-    return Estimate(value=x.get("value"), ci=[ci[0], ci[1]])  # a {"value", "ci"} dict
+def _or_undefined(x: Estimate | None) -> Estimate:
+    """x, or an undefined Estimate for None."""
+    return Estimate() if x is None else x
 
 
-def q1(conditional: Mapping[str, Sequence[Any]], gain: Mapping[str, Any]) -> dict[str, Any]:
-    """Q1 from each corpus's conditional acceptance c_1..c_g (Estimates, {"value","ci"} dicts or bare
-    values: a bare value has no CI, so its size is inconclusive) and its c_2 - c_1 estimate.
+def q1(conditional: Mapping[str, Sequence[Estimate]], gain: Mapping[str, Estimate | None]) -> ScoreRow:
+    """Q1 from each corpus's conditional acceptance c_1..c_g (Estimates; one without a CI makes the
+    size inconclusive) and its c_2 - c_1 estimate (None: undefined).
 
     direction: c_2 - c_1 CI > 0 in every corpus (below 0 in some corpus: falsified). size: in every
     corpus c_1's CI overlaps 0.3..0.5 and each of c_2..c_8's CIs overlaps 0.9..1.0 (depths the report has).
@@ -194,8 +184,8 @@ def q1(conditional: Mapping[str, Sequence[Any]], gain: Mapping[str, Any]) -> dic
         return _row("Q1", vd.INCONCLUSIVE, vd.INCONCLUSIVE, "no corpus to test")
     if any(len(conditional[c]) < 2 for c in corpora):
         return _row("Q1", vd.INCONCLUSIVE, vd.INCONCLUSIVE, "needs conditional acceptance at depth 2 (depth gamma >= 2)")
-    est = {c: _as_estimate(gain.get(c)) for c in corpora}
-    cond = {c: [_as_estimate(x) for x in conditional[c]] for c in corpora}
+    est = {c: _or_undefined(gain.get(c)) for c in corpora}
+    cond = {c: list(conditional[c]) for c in corpora}
 
     def part(c: str) -> str:
         cs = cond[c]
@@ -255,20 +245,20 @@ def extremes_interval(reps: Mapping[str, np.ndarray], hi: str, lo: str, op: str)
     return Estimate(value=None, ci=[num(lo_), num(hi_)])
 
 
-def q2(alphas: Mapping[str, Any], spread: Any = None) -> dict[str, Any]:
+def q2(alphas: Mapping[str, Estimate], spread: Estimate | None = None) -> ScoreRow:
     """Q2 from each corpus's alpha estimate (value and CI) and the CI of the spread alpha_hi - alpha_lo
     (highest minus lowest corpus by point value, over paired bootstrap replicates; None: undefined).
 
     direction: the CIs of the highest and the lowest corpus alpha do not overlap. size: the spread's
     CI overlaps 0.45..0.70 (the seed's ~0.40 to ~0.97: ~0.57)."""
-    est = {c: _as_estimate(e) for c, e in alphas.items()}
+    est = dict(alphas)
     ends = _extremes(est)
     seed = f"seed's size: {SEED_SIZE['Q2']}"
     if ends is None:
         return _row("Q2", vd.INCONCLUSIVE, vd.INCONCLUSIVE, f"needs at least 2 corpora with a defined alpha ({seed})")
     hi, lo = ends
     rng = _value(est[hi]) - _value(est[lo])
-    sp = _as_estimate(spread)
+    sp = _or_undefined(spread)
     size = vd.size(*sp.bounds(), *Q2_SPREAD)
     direction = _separated(est[hi], est[lo])
     ev = (f"alpha ranges from {_est(est[lo], 2)} ({lo}) to {_est(est[hi], 2)} ({hi}), "
@@ -278,7 +268,7 @@ def q2(alphas: Mapping[str, Any], spread: Any = None) -> dict[str, Any]:
 
 
 def q3(speedups: Mapping[str, BestSpeedup], realized: Mapping[str, float] | None = None,
-       ratio: Any = None) -> dict[str, Any]:
+       ratio: Estimate | None = None) -> ScoreRow:
     """Q3 from each corpus's best speedup (BestSpeedup), the CI of the best / worst ratio (paired
     bootstrap replicates; None: undefined) and, where `specterm confirm` ran, realized speedups.
 
@@ -298,7 +288,7 @@ def q3(speedups: Mapping[str, BestSpeedup], realized: Mapping[str, float] | None
         return _row("Q3", vd.INCONCLUSIVE, vd.INCONCLUSIVE, f"needs at least 2 corpora with a defined speedup ({seed}){tail}")
     hi, lo = ends
     point = _value(est[hi]) / _value(est[lo]) if est[lo].value else float("nan")
-    rt = _as_estimate(ratio)
+    rt = _or_undefined(ratio)
     size = vd.size(*rt.bounds(), *Q3_RATIO)
     direction = _separated(est[hi], est[lo])
     ev = (f"best {hi} {_est(est[hi], 2, unit='x')} at g={speedups[hi].gamma}, worst {lo} "
@@ -308,37 +298,36 @@ def q3(speedups: Mapping[str, BestSpeedup], realized: Mapping[str, float] | None
     return _row("Q3", direction, size, ev + f"; size {size} ({seed})" + tail)
 
 
-def _describe(row: Mapping[str, Any]) -> str:
-    params = row.get("params") or {}
-    if row["policy"] == "confidence":
+def _describe(row: PolicyRow) -> str:
+    params = row.params or {}
+    if row.policy == "confidence":
         return f"confidence stop tau={params.get('tau'):g}"
-    if row["policy"] == "heuristic":
+    if row.policy == "heuristic":
         return f"heuristic from g0={params.get('g0')}"
-    return str(row["policy"])
+    return str(row.policy)
 
 
-def adaptive_candidates(policies: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _vs_best_fixed(row: PolicyRow | None) -> Estimate:
+    """A policy row's T / T_best_fixed (undefined when the row or its ratio is absent)."""
+    return _or_undefined(row.vs_best_fixed if row is not None else None)
+
+
+def adaptive_candidates(policies: Sequence[PolicyRow]) -> list[PolicyRow]:
     """The heuristic row(s) and the confidence row with the best point T / T_best_fixed (ties: smallest tau)."""
-    policies = [vd.fields(p) for p in policies]
-    heur = [p for p in policies if p["policy"] == "heuristic"]
-    conf = [p for p in policies if p["policy"] == "confidence" and _as_estimate(p["vs_best_fixed"]).value is not None]
+    heur = [p for p in policies if p.policy == "heuristic"]
+    conf = [p for p in policies if p.policy == "confidence" and _vs_best_fixed(p).value is not None]
     if conf:
-        conf = [max(sorted(conf, key=lambda p: p["params"]["tau"]), key=lambda p: _value(_as_estimate(p["vs_best_fixed"])))]
+        conf = [max(sorted(conf, key=lambda p: p.params["tau"]), key=lambda p: _value(_vs_best_fixed(p)))]
     return heur + conf
 
 
-def _same_policy(rows: Sequence[Any], policy: Any) -> Any:
+def _same_policy(rows: Sequence[PolicyRow], policy: PolicyRow) -> PolicyRow | None:
     """The row of `rows` with the policy and parameters of `policy` (None when it was not replayed there)."""
-    def params(row: Any) -> dict[str, Any]:
-        p = row.get("params")
-        p = p.raw() if isinstance(p, vd.Fields) else p
-        return dict(p or {})
-
-    name, want = policy["policy"], params(policy)
-    return next((r for r in rows if r["policy"] == name and params(r) == want), None)
+    name, want = policy.policy, dict(policy.params or {})
+    return next((r for r in rows if r.policy == name and dict(r.params or {}) == want), None)
 
 
-def q4(policies: Sequence[Any], corpus_policies: Mapping[str, Sequence[Any]] | None = None) -> dict[str, Any]:
+def q4(policies: Sequence[PolicyRow], corpus_policies: Mapping[str, Sequence[PolicyRow]] | None = None) -> ScoreRow:
     """Q4 from the pooled set's policy rows (policies.policy_summary: "policy", "params", "vs_best_fixed")
     and each corpus's rows (`corpus_policies`; their vs_best_fixed is against the corpus's own best
     fixed g, SPEC 4: "the best fixed g per corpus as the baseline too").
@@ -348,24 +337,22 @@ def q4(policies: Sequence[Any], corpus_policies: Mapping[str, Sequence[Any]] | N
     the pooled set and, with the same parameters, in every corpus (verdict.combine); it is not
     reproduced when some CI lies below 1. direction: holds when some candidate holds; falsified when
     every candidate is not reproduced; else inconclusive. size: n/a (the seed states none)."""
-    policies = [vd.fields(p) for p in policies]
-    corpus_policies = {c: [vd.fields(p) for p in rows] for c, rows in (corpus_policies or {}).items()}
     cands = adaptive_candidates(policies)
     if not cands:
         return _row("Q4", vd.INCONCLUSIVE, vd.NA, "no adaptive policy was replayed")
-    est = [_as_estimate(p["vs_best_fixed"]) for p in cands]
+    est = [_vs_best_fixed(p) for p in cands]
     order = sorted(range(len(cands)), key=lambda i: -(_value(est[i]) if est[i].value is not None else -np.inf))
     best = order[0]
-    fixed = next((p for p in policies if p["policy"] == "best-fixed"), None)
+    fixed = next((p for p in policies if p.policy == "best-fixed"), None)
     ref = ""
     if fixed is not None:
-        fp = fixed.get("params") or {}
+        fp = fixed.params or {}
         ref = f" (best fixed g={fp.get('gamma')} at r={_fmt(fp.get('r'), 3)})"
     ev = f"best adaptive policy: {_describe(cands[best])}, T / T_best_fixed = {_est(est[best])}{ref}"
     others = [f"{_describe(cands[i])} {_est(est[i])}" for i in order[1:]]
     if others:
         ev += "; also " + ", ".join(others)
-    if not any(p["policy"] == "confidence" for p in policies):
+    if not any(p.policy == "confidence" for p in policies):
         ev += "; no confidence stop (a stream lacks draft_conf)"
     corpora = dict(corpus_policies or {})
     outcome, corpus_parts = [], []
@@ -374,7 +361,7 @@ def q4(policies: Sequence[Any], corpus_policies: Mapping[str, Sequence[Any]] | N
         texts = []
         for c, rows in corpora.items():
             r = _same_policy(rows, cand)
-            e = _as_estimate(r["vs_best_fixed"] if r is not None else None)
+            e = _vs_best_fixed(r)
             parts.append(vd.direction(*e.bounds(), 1.0))
             texts.append(f"{c} {_est(e)}")
         outcome.append(vd.combine(parts))
@@ -399,8 +386,8 @@ def _side(ci: Sequence[float | None] | None) -> str:
     return {vd.HOLDS: "speculate", vd.NOT_REPRODUCED: "do not speculate"}.get(vd.direction(lo, hi, 1.0), "straddles")
 
 
-def q5(decisions: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
-    """Q5 from each corpus's decision on this hardware (SPEC 7 decision_hw: "measured", "gamma_hw",
+def q5(decisions: Mapping[str, DecisionHW | None]) -> ScoreRow:
+    """Q5 from each corpus's decision on this hardware (report.DecisionHW: "measured", "gamma_hw",
     "speedup_hw", "speedup_hw_ci", "gamma_mb", "speedup_mb", "speedup_mb_ci").
 
     direction: holds when for some corpus the measured decision and the memory-bound reference are on
@@ -408,19 +395,18 @@ def q5(decisions: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
     inconclusive) when every corpus has measured costs and both CIs clear of 1 on the same side (the
     reference told the side everywhere); inconclusive otherwise, and when no corpus has measured costs
     with both CIs (no measured costs, or every CI straddles). size: n/a (the seed states none)."""
-    decisions = {c: vd.fields(d) for c, d in decisions.items()}
     usable = {c: d for c, d in decisions.items()
-              if d is not None and d.get("measured") and d.get("speedup_hw_ci") and d.get("speedup_mb_ci")}
+              if d is not None and d.measured and d.speedup_hw_ci and d.speedup_mb_ci}
     if not usable:
         return _row("Q5", vd.INCONCLUSIVE, vd.NA, "no corpus has measured costs with CIs of both the measured "
                                                   "decision and the memory-bound reference")
-    sides = {c: (_side(d["speedup_hw_ci"]), _side(d["speedup_mb_ci"])) for c, d in usable.items()}
+    sides = {c: (_side(d.speedup_hw_ci), _side(d.speedup_mb_ci)) for c, d in usable.items()}
 
     def part(c: str) -> str:
         d = usable[c]
-        hw, mb = d["speedup_hw_ci"], d["speedup_mb_ci"]
-        return (f"{c}: measured g={d.get('gamma_hw')} {_fmt(d.get('speedup_hw'), 2)}x [{_fmt(hw[0], 2)}, {_fmt(hw[1], 2)}] "
-                f"({sides[c][0]}), memory-bound g={d.get('gamma_mb')} {_fmt(d.get('speedup_mb'), 2)}x "
+        hw, mb = d.speedup_hw_ci, d.speedup_mb_ci
+        return (f"{c}: measured g={d.gamma_hw} {_fmt(d.speedup_hw, 2)}x [{_fmt(hw[0], 2)}, {_fmt(hw[1], 2)}] "
+                f"({sides[c][0]}), memory-bound g={d.gamma_mb} {_fmt(d.speedup_mb, 2)}x "
                 f"[{_fmt(mb[0], 2)}, {_fmt(mb[1], 2)}] ({sides[c][1]})")
 
     detail = "; ".join(part(c) for c in usable)
@@ -435,7 +421,7 @@ def q5(decisions: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
 
 
 def q6(by_batch: Sequence[Mapping[str, Any]] | None, batch_crossover: float | None = None,
-       roofline: float | None = None, roofline_gamma: int | None = None) -> dict[str, Any]:
+       roofline: float | None = None, roofline_gamma: int | None = None) -> ScoreRow:
     """Q6 from the pooled set's decision by batch (SPEC 7 decision_hw.by_batch: [{"batch", "gamma_hw",
     "speedup_hw": {"value", "ci"}}]), the measured crossover B_hw and the roofline B* of the named preset.
 
@@ -445,11 +431,10 @@ def q6(by_batch: Sequence[Mapping[str, Any]] | None, batch_crossover: float | No
     otherwise, and without batch costs. size: n/a (B* ~ 49 is a roofline reference, printed beside)."""
     ref = ("; roofline B* = I*/(g+1) ~ " + (f"{roofline:.0f} at g = {roofline_gamma}" if roofline is not None else MISSING)
            + f" (seed's size: {SEED_SIZE['Q6']})")
-    rows = sorted((b for b in (vd.fields(x) for x in (by_batch or [])) if b.get("speedup_hw") is not None),
-                  key=lambda b: b["batch"])
+    rows = sorted((b for b in (by_batch or []) if b.get("speedup_hw") is not None), key=lambda b: b["batch"])
     if len(rows) < 2:
         return _row("Q6", vd.INCONCLUSIVE, vd.NA, "no batch costs measured (needs S_hw at 2 or more batch sizes)" + ref)
-    est = [_as_estimate(b["speedup_hw"]) for b in rows]
+    est = [_batch_estimate(b["speedup_hw"]) for b in rows]
     cells = ", ".join(f"B={b['batch']}: g={b.get('gamma_hw')} {_est(e, 2, unit='x')}" for b, e in zip(rows, est))
     bhw = "never on this device" if batch_crossover is None else f"{batch_crossover:g}"
     ev = f"S_hw(g_hw(B), B) {cells}; measured crossover B_hw = {bhw}"
@@ -465,16 +450,23 @@ def q6(by_batch: Sequence[Mapping[str, Any]] | None, batch_crossover: float | No
     return _row("Q6", vd.INCONCLUSIVE, vd.NA, ev + f"; {why}" + ref)
 
 
+def _batch_estimate(x: Mapping[str, Any]) -> Estimate:
+    """A by_batch row's speedup_hw: DecisionHW.by_batch keeps its rows as {"value", "ci"} dicts
+    (core/hardware/decision.py writes them so), hence this one read of that shape."""
+    ci = x.get("ci") or [None, None]
+    return Estimate(value=x.get("value"), ci=[ci[0], ci[1]])
+
+
 def _replicate_interval(reps: Mapping[str, np.ndarray] | None, hi: str | None, lo: str | None, op: str) -> Estimate | None:
     if reps is None or hi is None or lo is None or hi not in reps or lo not in reps:
         return None
     return extremes_interval(reps, hi, lo, op)
 
 
-def q_rows(sets: Mapping[str, Any], costs: Mapping[str, Mapping[str, Any]] | None = None,
+def q_rows(sets: Mapping[str, SetReport], costs: Mapping[str, Mapping[str, Any]] | None = None,
            realized: Mapping[str, float] | None = None,
-           replicates: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> list[dict[str, Any]]:
-    """Q1-Q6 from a report's sets (SPEC 7 shape; corpora = every set but "pooled").
+           replicates: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> list[ScoreRow]:
+    """Q1-Q6 from a report's sets (report.SetReport; corpora = every set but "pooled").
 
     costs: measured costs per corpus ({"c_decode", "c_verify": {g: s}, "c_draft"}, SPEC 6) for Q3;
     a corpus without them uses the memory-bound model at its r. realized: the realized speedups
@@ -482,34 +474,30 @@ def q_rows(sets: Mapping[str, Any], costs: Mapping[str, Mapping[str, Any]] | Non
     "E_true": (B, 32)} bootstrap replicates (the same resamples as every CI) for the CIs of Q2's spread
     and Q3's ratio; None: those CIs are undefined (size inconclusive).
     """
-    sets = vd.sets_view(sets)
     corpora = [name for name in sets if name != "pooled"]
-    conditional = {c: list(sets[c]["depth"]["conditional"]) for c in corpora}
-    gain = {c: sets[c]["depth"].get("c2_minus_c1") for c in corpora}
-    alphas = {c: {"value": sets[c]["alpha"], "ci": sets[c]["alpha_ci"]} for c in corpora}
+    conditional = {c: list(sets[c].depth.conditional) for c in corpora}
+    gain = {c: sets[c].depth.c2_minus_c1 for c in corpora}
+    alphas = {c: Estimate(value=sets[c].alpha, ci=list(sets[c].alpha_ci)) for c in corpora}
     speedups, speed_reps = {}, {}
     for c in corpora:
         factor, basis = speedup_factor(sets[c], (costs or {}).get(c))
-        speedups[c] = best_speedup(sets[c]["curve"]["E_true"], sets[c]["curve"]["E_true_ci"], factor, basis)
+        speedups[c] = best_speedup(sets[c].curve.E_true, sets[c].curve.E_true_ci, factor, basis)
         g = speedups[c].gamma
         if replicates is not None and c in replicates and g is not None:
             speed_reps[c] = np.asarray(replicates[c]["E_true"])[:, g - 1] * factor[g - 1]
-    a_est = {c: _as_estimate(e) for c, e in alphas.items()}
-    a_ends = _extremes(a_est) or (None, None)
+    a_ends = _extremes(alphas) or (None, None)
     a_reps = {c: replicates[c]["alpha"] for c in corpora if c in replicates} if replicates is not None else None
     spread = _replicate_interval(a_reps, a_ends[0], a_ends[1], "diff")
     s_ends = _extremes({c: b.speedup for c, b in speedups.items()}) or (None, None)
     ratio = _replicate_interval(speed_reps if replicates is not None else None, s_ends[0], s_ends[1], "ratio")
     pooled = sets.get("pooled")
-    decisions = {c: sets[c].get("decision_hw") for c in corpora}
-    dhw = pooled.get("decision_hw") if pooled is not None else None
-    # the roofline B* of the named preset: the memory-bound decision's (key "decide", "batch_crossover"),
-    # or the cost-ratio model's after SPEC 6's split (key "cost_ratio", "roofline_B_star")
-    ref = (pooled.get("decide") or pooled.get("cost_ratio")) if pooled is not None else None
-    b_star = (ref.get("batch_crossover") or ref.get("roofline_B_star")) if ref is not None else None
+    decisions = {c: sets[c].decision_hw for c in corpora}
+    dhw = pooled.decision_hw if pooled is not None else None
+    # the roofline B* of the named preset: the cost-ratio model's (SPEC 6)
+    ref = pooled.cost_ratio if pooled is not None else None
+    b_star = ref.roofline_B_star if ref is not None else None
     return [q1(conditional, gain), q2(alphas, spread), q3(speedups, realized, ratio),
-            q4(pooled.get("policies") or [] if pooled is not None else [],
-               {c: sets[c].get("policies") or [] for c in corpora}),
+            q4(pooled.policies if pooled is not None else [], {c: sets[c].policies for c in corpora}),
             q5(decisions),
-            q6(dhw.get("by_batch") if dhw is not None else None, dhw.get("batch_crossover") if dhw is not None else None,
-               b_star, ref.get("gamma_true") if ref is not None else None)]
+            q6(dhw.by_batch if dhw is not None else None, dhw.batch_crossover if dhw is not None else None,
+               b_star, ref.gamma_true if ref is not None else None)]

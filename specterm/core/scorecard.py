@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,7 @@ from specterm.core import economics
 from specterm.core import verdict as vd
 from specterm.core.fmt import fmt
 from specterm.core.params import R_GRID
-from specterm.core.report import MEASUREMENT, ScoreRow
+from specterm.core.report import MEASUREMENT, Estimate, ScoreRow, SetReport, SteadyState
 
 PREDICTIONS = {
     "P1": "acceptance is autocorrelated",
@@ -69,18 +69,18 @@ P5_ALPHA = 0.05
 STEADY_FROM = 32  # SPEC 4: the steady state is positions t >= 32
 
 
-def _f(x: Any) -> float:
+def _f(x: float | None) -> float:
     return float("nan") if x is None else float(x)
 
 
-def _ci(est: Any) -> tuple[float, float]:
+def _ci(est: Estimate | None) -> tuple[float, float]:
     if est is None:
         return float("nan"), float("nan")
-    lo, hi = est.get("ci") or (None, None)
+    lo, hi = est.ci or (None, None)
     return _f(lo), _f(hi)
 
 
-def _fmt(x: float, digits: int = 3) -> str:
+def _fmt(x: float | None, digits: int = 3) -> str:
     """x as a float through core/fmt.py's fmt (the one number formatter; MISSING when undefined)."""
     return fmt(None if x is None else float(x), digits)
 
@@ -151,17 +151,13 @@ def spearman_permutation(x: Sequence[float], y: Sequence[float]) -> tuple[float,
     return rho, (hits + 1) / (m + 1)
 
 
-row = vd.score_row
-
-
-def _row(pid: str, direction: str, size: str, evidence: str, steady: str | None = None) -> dict[str, Any]:
+def _row(pid: str, direction: str, size: str, evidence: str, steady: str | None = None) -> ScoreRow:
     return vd.score_row(pid, PREDICTIONS[pid], MEASUREMENT, direction, size, evidence, SEED_SIZE[pid], steady)
 
 
-def _steady(set_report: Any) -> Any:
-    """The set's steady_state (report.SteadyState or its JSON), read through verdict.Fields; None when absent."""
-    ss = set_report.get("steady_state") if set_report is not None else None
-    return vd.fields(ss)
+def _steady(set_report: SetReport) -> SteadyState | None:
+    """The set's steady_state (report.SteadyState); None when absent."""
+    return set_report.steady_state
 
 
 def _every_corpus(cis: Mapping[str, tuple[float, float]], bound: float) -> str:
@@ -188,20 +184,20 @@ def _steady_text(outcome: str | None, detail: str) -> str:
     return f"; steady state (t >= 32): {word} ({detail})"
 
 
-def _corpus_rule(sets: Mapping[str, Any], corpora: list[str], key: str, bound: float, what: str
-                 ) -> tuple[str, str, str | None, str]:
-    """(direction, text, steady outcome, steady text) of "`key` CI > bound in every corpus"."""
-    cis = {c: _ci(sets[c][key]) for c in corpora}
+def _corpus_rule(sets: Mapping[str, SetReport], corpora: list[str], key: Callable[[SetReport | SteadyState], Estimate],
+                 bound: float, what: str) -> tuple[str, str, str | None, str]:
+    """(direction, text, steady outcome, steady text) of "`key`'s CI > bound in every corpus"."""
+    cis = {c: _ci(key(sets[c])) for c in corpora}
     direction = _every_corpus(cis, bound)
-    steady_cis = {c: _ci(ss[key]) for c in corpora if (ss := _steady(sets[c])) is not None}
+    steady_cis = {c: _ci(key(ss)) for c in corpora if (ss := _steady(sets[c])) is not None}
     steady = _every_corpus(steady_cis, bound) if steady_cis and len(steady_cis) == len(corpora) else None
     return direction, _direction_text(what, cis, bound, direction), steady, _span(steady_cis)
 
 
-def p1(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
-    direction, text, steady, steady_detail = _corpus_rule(sets, corpora, "autocorr", 0.0, "per-stream p11-p10")
-    cis = {c: _ci(sets[c]["autocorr"]) for c in corpora}
-    pooled = _ci(sets["pooled"]["autocorr"]) if "pooled" in sets else (float("nan"), float("nan"))
+def p1(sets: Mapping[str, SetReport], corpora: list[str]) -> ScoreRow:
+    direction, text, steady, steady_detail = _corpus_rule(sets, corpora, lambda s: s.autocorr, 0.0, "per-stream p11-p10")
+    cis = {c: _ci(sets[c].autocorr) for c in corpora}
+    pooled = _ci(sets["pooled"].autocorr) if "pooled" in sets else (float("nan"), float("nan"))
     los = [lo for lo, _ in cis.values()]
     his = [hi for _, hi in cis.values()]
     span = (min(los), max(his)) if cis and all(map(np.isfinite, los + his)) else (float("nan"), float("nan"))
@@ -211,22 +207,22 @@ def p1(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
     return _row("P1", direction, size, f"{text}; {size_text}" + _steady_text(steady, steady_detail), steady)
 
 
-def p2(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
-    direction, text, steady, steady_detail = _corpus_rule(sets, corpora, "dispersion_ratio", 1.0, "D/D_geom")
-    cis = {c: _ci(sets[c]["dispersion_ratio"]) for c in corpora}
+def p2(sets: Mapping[str, SetReport], corpora: list[str]) -> ScoreRow:
+    direction, text, steady, steady_detail = _corpus_rule(sets, corpora, lambda s: s.dispersion_ratio, 1.0, "D/D_geom")
+    cis = {c: _ci(sets[c].dispersion_ratio) for c in corpora}
     size = vd.combine(vd.size(lo, hi, *P2_RANGE) for lo, hi in cis.values()) if cis else vd.INCONCLUSIVE
     off = [c for c, (lo, hi) in cis.items() if vd.size(lo, hi, *P2_RANGE) == vd.NOT_REPRODUCED]
     size_text = f"size {size}" + (f" (CI excludes 2.1 to 24 in {_names(off)})" if off else "") + f" (seed's size: {SEED_SIZE['P2']})"
     return _row("P2", direction, size, f"{text}; {size_text}" + _steady_text(steady, steady_detail), steady)
 
 
-def _optimum_diffs(s: Any) -> np.ndarray:
-    rows = [o for o in s.get("optimum", []) if round(o["r"], 2) == o["r"] and o["r"] in R_GRID]
-    rows = [o for o in rows if o["gamma_true"] is not None and o["gamma_iid"] is not None]
-    return np.array([o["gamma_true"] - o["gamma_iid"] for o in rows], dtype=np.int64)
+def _optimum_diffs(s: SetReport) -> np.ndarray:
+    rows = [o for o in s.optimum if round(o.r, 2) == o.r and o.r in R_GRID]
+    return np.array([o.gamma_true - o.gamma_iid for o in rows if o.gamma_true is not None and o.gamma_iid is not None],
+                    dtype=np.int64)
 
 
-def p3(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
+def p3(sets: Mapping[str, SetReport], corpora: list[str]) -> ScoreRow:
     grid = f"r in [{R_GRID[0]:g}, {R_GRID[-1]:g}]"
     d = _optimum_diffs(sets["pooled"]) if "pooled" in sets else np.zeros(0, np.int64)
     if d.size == 0:
@@ -254,14 +250,14 @@ def p3(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
                 f"g*_true vs g*_iid over {d.size} {grid}: above at {above}, equal at {equal}, below at {below}" + tail + size_text)
 
 
-def p4(sets: Mapping[str, Any]) -> dict[str, Any]:
+def p4(sets: Mapping[str, SetReport]) -> ScoreRow:
     if "pooled" not in sets:
         return _row("P4", vd.INCONCLUSIVE, vd.INCONCLUSIVE, "no pooled set")
-    dfc = sets["pooled"]["deficit"]
-    t = dfc["temporal"]
+    dfc = sets["pooled"].deficit
+    t = dfc.temporal
     lo, hi = _ci(t)
     direction = vd.direction(lo, hi, 0.0)
-    ev = f"pooled temporal deficit at gamma={dfc['gamma']} is {_fmt(_f(t['value']))} [{_fmt(lo)}, {_fmt(hi)}]"
+    ev = f"pooled temporal deficit at gamma={dfc.gamma} is {_fmt(_f(t.value))} [{_fmt(lo)}, {_fmt(hi)}]"
     ev += {vd.HOLDS: ", CI above 0", vd.NOT_REPRODUCED: ", CI below 0: shuffling lowers the yield"}.get(
         direction, ", CI contains 0 or is undefined")
     size = vd.size(lo, hi, *P4_RANGE)
@@ -269,10 +265,10 @@ def p4(sets: Mapping[str, Any]) -> dict[str, Any]:
     ss = _steady(sets["pooled"])
     steady, detail = None, ""
     if ss is not None:
-        st = ss["deficit"]["temporal"]
+        st = ss.deficit.temporal
         slo, shi = _ci(st)
         steady = vd.direction(slo, shi, 0.0)
-        detail = f"pooled temporal {_fmt(_f(st['value']))} [{_fmt(slo)}, {_fmt(shi)}]"
+        detail = f"pooled temporal {_fmt(_f(st.value))} [{_fmt(slo)}, {_fmt(shi)}]"
     return _row("P4", direction, size, ev + _steady_text(steady, detail), steady)
 
 
@@ -288,10 +284,10 @@ def _p5_direction(ac: np.ndarray, tm: np.ndarray) -> tuple[str, float, float, in
     return (vd.HOLDS if rho > 0 else vd.NOT_REPRODUCED if rho < 0 else vd.INCONCLUSIVE), rho, p, n
 
 
-def p5(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
-    ac = np.array([_f(sets[c]["autocorr"]["value"]) for c in corpora])
-    tm = np.array([_f(sets[c]["deficit"]["temporal"]["value"]) for c in corpora])
-    tcis = {c: _ci(sets[c]["deficit"]["temporal"]) for c in corpora}
+def p5(sets: Mapping[str, SetReport], corpora: list[str]) -> ScoreRow:
+    ac = np.array([_f(sets[c].autocorr.value) for c in corpora])
+    tm = np.array([_f(sets[c].deficit.temporal.value) for c in corpora])
+    tcis = {c: _ci(sets[c].deficit.temporal) for c in corpora}
     excl = [c for c, (lo, hi) in tcis.items() if lo > 0 or hi < 0]
     tail = f"; temporal CI excludes 0 in {len(excl)} of {len(corpora)} corpora"
     direction, rho, p, n = _p5_direction(ac, tm)
@@ -303,7 +299,7 @@ def p5(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
         if not np.isfinite(rho):
             ev += " (all values tied)"
     # size: significant temporal part exactly in the high-dispersion corpora
-    dcis = {c: _ci(sets[c]["dispersion_ratio"]) for c in corpora}
+    dcis = {c: _ci(sets[c].dispersion_ratio) for c in corpora}
     defined = all(np.isfinite(v).all() for v in list(tcis.values()) + list(dcis.values()))
     high = [c for c in corpora if dcis[c][0] > 1]
     signif = [c for c in corpora if tcis[c][0] > 0]
@@ -314,34 +310,32 @@ def p5(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
     ev += (f"; size {size}: temporal CI above 0 in {_names(signif) or 'none'}, D/D_geom CI above 1 in "
            f"{_names(high) or 'none'} (seed's size: {SEED_SIZE['P5']})")
     steady, detail = None, ""
-    sss = [_steady(sets[c]) for c in corpora]
-    if corpora and all(s is not None for s in sss):
-        sac = np.array([_f(s["autocorr"]["value"]) for s in sss])
-        stm = np.array([_f(s["deficit"]["temporal"]["value"]) for s in sss])
+    sss = [ss for c in corpora if (ss := _steady(sets[c])) is not None]
+    if corpora and len(sss) == len(corpora):
+        sac = np.array([_f(s.autocorr.value) for s in sss])
+        stm = np.array([_f(s.deficit.temporal.value) for s in sss])
         steady, srho, sp, sn = _p5_direction(sac, stm)
         detail = f"rho = {_fmt(srho, 2)}, p = {_fmt(sp, 3)} over {sn} corpora"
     return _row("P5", direction, size, ev + _steady_text(steady, detail), steady)
 
 
-def p_rows(sets: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The measurement seed's P1..P5 from the report's "sets" (SetReports or their JSON shape)."""
-    sets = vd.sets_view(sets)
+def p_rows(sets: Mapping[str, SetReport]) -> list[ScoreRow]:
+    """The measurement seed's P1..P5 from the report's sets (corpora: every set but "pooled")."""
     corpora = [name for name in sets if name != "pooled"]
     return [p1(sets, corpora), p2(sets, corpora), p3(sets, corpora), p4(sets), p5(sets, corpora)]
 
 
-def scorecard(sets: Mapping[str, Any], costs: dict[str, Any] | None = None,
+def scorecard(sets: Mapping[str, SetReport], costs: Mapping[str, Mapping[str, Any]] | None = None,
               realized: dict[str, float] | None = None,
               replicates: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> list[ScoreRow]:
-    """P1..P5 then Q1..Q6 from the report's "sets" (SetReports or their JSON shape), as report.ScoreRow
+    """P1..P5 then Q1..Q6 from the report's sets (report.SetReport), as report.ScoreRow
     ("id", "prediction", "verdict", "evidence", "seed", "direction", "size", "seed_size", "steady_state").
 
     costs, realized: measured costs and realized speedups per corpus for Q3 (economics.q_rows); None:
     Q3 uses the memory-bound model at each corpus's r. replicates: per corpus the bootstrap replicates
     of alpha and E_true (economics.q_rows: the CIs of Q2's spread and Q3's ratio).
     """
-    rows = p_rows(sets) + economics.q_rows(sets, costs=costs, realized=realized, replicates=replicates)
-    return [ScoreRow(**r) for r in rows]
+    return p_rows(sets) + economics.q_rows(sets, costs=costs, realized=realized, replicates=replicates)
 
 
 def mark_borderline(rows: list[ScoreRow], verdicts_by_seed: Mapping[int, Mapping[str, str]]) -> list[ScoreRow]:

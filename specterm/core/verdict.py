@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+
+from specterm.core.report import ScoreRow
 
 HOLDS = "holds"
 NOT_REPRODUCED = "not reproduced"
@@ -98,71 +99,11 @@ def verdict_of(direction_outcome: str, size_outcome: str) -> str:
 
 
 def score_row(pid: str, prediction: str, seed: str, direction_outcome: str, size_outcome: str, evidence: str,
-              seed_size: str, steady: str | None = None) -> dict[str, Any]:
-    """A scorecard row (SPEC 7: "id", "verdict", "evidence", "direction", "size", ...): the verdict from
-    (direction, size) by `verdict_of`, the evidence opening with it; `seed` says whose claim
+              seed_size: str, steady: str | None = None) -> ScoreRow:
+    """A scorecard row (report.ScoreRow, SPEC 7: "id", "verdict", "evidence", "direction", "size", ...): the
+    verdict from (direction, size) by `verdict_of`, the evidence opening with it; `seed` says whose claim
     (measurement / economics), `seed_size` the seed's stated size, `steady_state` the direction's
     outcome on positions t >= 32 (None where the row has no steady-state statistic)."""
     v = verdict_of(direction_outcome, size_outcome)
-    return {"id": pid, "prediction": prediction, "verdict": v, "evidence": f"{v}: {evidence}", "seed": seed,
-            "direction": direction_outcome, "size": size_outcome, "seed_size": seed_size, "steady_state": steady}
-
-
-class Fields:
-    """Read access to a report object (report.py dataclasses) or its SPEC 7 JSON shape alike:
-    `f["key"]`, `f.get("key")`, `"key" in f`, iteration and len, nested values wrapped the same way.
-    The scorecard's rules read sets through it, so they take a SetReport, the JSON dicts of an older
-    report, or the light sets the borderline check builds (analysis.verdict_set)."""
-
-    __slots__ = ("_obj",)
-
-    def __init__(self, obj: Any) -> None:
-        self._obj = obj.raw() if isinstance(obj, Fields) else obj
-
-    def raw(self) -> Any:
-        return self._obj
-
-    def __getitem__(self, key: Any) -> Any:
-        o = self._obj
-        if isinstance(o, (dict, list, tuple)):
-            return fields(o[key])
-        if not hasattr(o, key):
-            raise KeyError(key)
-        return fields(getattr(o, key))
-
-    def get(self, key: str, default: Any = None) -> Any:
-        o = self._obj
-        value = o.get(key, default) if isinstance(o, dict) else getattr(o, key, default)
-        return fields(value)
-
-    def __contains__(self, key: object) -> bool:
-        o = self._obj
-        return key in o if isinstance(o, (dict, list, tuple)) else isinstance(key, str) and hasattr(o, key)
-
-    def __iter__(self) -> Any:
-        o = self._obj
-        return iter(o) if isinstance(o, dict) else (fields(v) for v in o)
-
-    def __len__(self) -> int:
-        return len(self._obj)
-
-    def __bool__(self) -> bool:
-        o = self._obj
-        return bool(o) if isinstance(o, (dict, list, tuple)) else o is not None
-
-
-def sets_view(sets: Any) -> Any:
-    """A report's sets for the rules: a dict of dicts (the JSON shape) as it is, anything else (SetReports)
-    through Fields."""
-    if isinstance(sets, dict) and all(isinstance(v, (dict, Fields)) for v in sets.values()):
-        return sets
-    return fields(sets)
-
-
-def fields(value: Any) -> Any:
-    """`value` wrapped in Fields when it is a container or a report object; numbers and strings as they are."""
-    if value is None or isinstance(value, (str, int, float, bool, Fields)):
-        return value
-    if isinstance(value, (dict, list, tuple)) or hasattr(value, "__dataclass_fields__"):
-        return Fields(value)
-    return value
+    return ScoreRow(id=pid, prediction=prediction, verdict=v, evidence=f"{v}: {evidence}", seed=seed,
+                    direction=direction_outcome, size=size_outcome, seed_size=seed_size, steady_state=steady)
