@@ -25,7 +25,6 @@ costs as its "cost" (the old one kept in cost.earlier) when the device is the sa
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import threading
