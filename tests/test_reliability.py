@@ -17,7 +17,7 @@ from models_fixtures import tiny_model_dir  # noqa: F401  (fixture)
 from specterm import cli
 from specterm.core.errors import SpectermError
 from specterm.core.importer import import_jsonl
-from specterm.core.store import group_by_models, pool_runs, single_pair
+from specterm.core.store import group_runs, pool_runs, single_pair
 from specterm.core.store import (
     BOM,
     CHECKSUM_FIELD,
@@ -108,7 +108,7 @@ def test_identical_copy_counts_once_and_a_conflicting_copy_is_refused(tmp_path):
     copy = load_run(make_run(tmp_path / "copy", [stream(i) for i in range(1, 5)]))  # p1, p2 identical to a's
     pooled = pool_runs([a, copy])
     assert [s.id for r in pooled for s in r.streams] == ["p0", "p1", "p2", "p3", "p4"]
-    assert [sum(len(r.streams) for r in g) for g in group_by_models([a, copy])] == [5]  # what the TUI analyses
+    assert [sum(len(r.streams) for r in g) for g in group_runs([a, copy])] == [5]  # what the TUI analyses
     clash = load_run(make_run(tmp_path / "clash", [stream(1, seed=9)]))
     with pytest.raises(SpectermError, match="is in both .*a and .*clash with different records"):
         pool_runs([a, clash])

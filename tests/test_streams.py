@@ -24,10 +24,12 @@ from specterm.core.store import (
 
 def full_stream(rng, i: int, n: int) -> Stream:
     pieces = [f"t{k}" for k in range(n)]
+    bits = (rng.random(n) < 0.7).astype(np.uint8)
+    y = rng.integers(0, 150000, n).astype(np.int32)
     return Stream(
         id=f"p{i}", corpus="prose" if i % 2 else "code", prompt=f"prompt {i}",
-        bits=(rng.random(n) < 0.7).astype(np.uint8), gate=np.ones(n, np.uint8),
-        y=rng.integers(0, 150000, n).astype(np.int32), draft_argmax=rng.integers(0, 150000, n).astype(np.int32),
+        bits=bits, gate=np.ones(n, np.uint8),
+        y=y, draft_argmax=np.where(bits == 1, y, (y + 1 + rng.integers(0, 149999, n)) % 150000).astype(np.int32),
         draft_conf=rng.random(n).astype(np.float32), target_conf=rng.random(n).astype(np.float32),
         beta=rng.random(n).astype(np.float32), text="".join(pieces),
         piece_ends=np.cumsum([len(p) for p in pieces]).astype(np.int32), stop="length",
