@@ -40,8 +40,8 @@ from specterm.core.errors import SpectermError
 from specterm.core.hardware import (CONFIRMATIONS_KEY, cost_curve, decide_hw, refeed_counts, refeed_share,
                                     summarize_results)
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
-from specterm.core.store import (META_FILE, RunLock, Stream, hardware_info, load_run, model_key, model_location, new_meta,
-                                 read_meta, write_meta_atomic)
+from specterm.core.store import (META_FILE, RunLock, Stream, check_unlocked, hardware_info, load_run, model_key,
+                                 model_location, new_meta, read_meta, write_meta_atomic)
 from specterm.oracle.costs import GAMMAS as COST_GAMMAS, context_ids
 
 
@@ -230,6 +230,7 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
     t_start = time.perf_counter()
     run_dir = Path(config.run)
     run = load_run(run_dir)
+    check_unlocked(run_dir)  # before minutes of model loading and timing, as run --resume and repair do
     chosen = select_streams(run.streams, config.per_corpus, config.corpora)
     cost_gammas = np.array(sorted({int(g) for g in config.cost_gammas}), dtype=np.int64)
     extra = sorted({int(g) for g in config.gammas})
