@@ -88,14 +88,14 @@ def split_damaged_tail(raw: bytes) -> tuple[bytes, bytes] | None:
     """(record, stray bytes) when an unterminated final line is one whole JSON object followed by
     other bytes, else None. An interrupted write leaves only a prefix of a line, so a whole record
     with bytes after it is a damaged newline (a flipped bit), not a torn write."""
+    text = raw.decode("utf-8", "surrogateescape")  # stray bytes need not be UTF-8
     try:
-        text = raw.decode("utf-8")
         obj, end = json.JSONDecoder().raw_decode(text)
-    except (UnicodeDecodeError, ValueError, RecursionError):
+    except (ValueError, RecursionError):
         return None
     if not isinstance(obj, dict) or end >= len(text):
         return None
-    head = text[:end].encode("utf-8")
+    head = text[:end].encode("utf-8", "surrogateescape")
     return head, raw[len(head):]
 
 
