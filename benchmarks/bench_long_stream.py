@@ -17,8 +17,8 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-
 from _common import md_table, record
+
 from specterm.core.analysis import analyse
 from specterm.core.store import Stream, load_run, new_meta, write_run
 

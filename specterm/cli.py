@@ -259,7 +259,6 @@ def no_command(ctx: typer.Context) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from specterm.core.store import find_runs, load_runs_lenient
-    from specterm.core.text import printable
 
     paths = find_runs("streams")
     if not paths:

@@ -424,8 +424,11 @@ def test_model_location_override_recorded_path_then_search_by_name_and_hash(tmp_
     assert model_location(model, override="/elsewhere/m.gguf", search=[models]) == "/elsewhere/m.gguf"
     assert model_location({**model, "path": str(f)}, search=[]) == str(f)
     assert model_location({"spec": "layers:25", "source": "layers"}) == "layers:25"
-    with pytest.raises(SpectermError, match="was not found under .*--target/--draft"):
+    # same-named files with another sha256 exist: the sentence says so (issue 20, finding 10)
+    with pytest.raises(SpectermError, match="checksum differs.*--target/--draft"):
         model_location({**model, "sha256": "0" * 64}, search=[models])
+    with pytest.raises(SpectermError, match="was not found under .*--target/--draft"):
+        model_location({**model, "spec": "absent/none.gguf", "sha256": "0" * 64}, search=[models])
 
 
 def test_oracle_run_json_has_no_local_path_unless_asked(tiny_model_dir, tmp_path):

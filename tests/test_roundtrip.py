@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from models_fixtures import smollm2_pair  # noqa: F401  (fixture)
 from typer.testing import CliRunner
 
-from models_fixtures import smollm2_pair  # noqa: F401  (fixture)
 from specterm.cli import app
 from specterm.core.store import load_run, merge_runs, repair_run
 
@@ -34,7 +34,7 @@ def report_json(*runs: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def runs(smollm2_pair, tmp_path_factory):
+def runs(smollm2_pair, tmp_path_factory):  # noqa: F811  (the fixture imported above)
     """{name: run dir} for draft = target and layers:20, at batch sizes 1 and 3, plus two shards."""
     import torch
 
@@ -112,9 +112,8 @@ def test_import_of_the_oracle_streams_opens_with_the_same_alpha(runs, tmp_path):
     run = load_run(runs["l20-b1"])
     src = tmp_path / "streams.jsonl"
     with open(src, "w", encoding="utf-8") as fh:
-        for s in run.streams:
-            fh.write(json.dumps({"id": s.id, "corpus": s.corpus, "bits": "".join(map(str, s.bits.tolist())),
-                                 "draft_conf": s.draft_conf.tolist(), "tokens": s.pieces}) + "\n")
+        fh.writelines(json.dumps({"id": s.id, "corpus": s.corpus, "bits": "".join(map(str, s.bits.tolist())),
+                                 "draft_conf": s.draft_conf.tolist(), "tokens": s.pieces}) + "\n" for s in run.streams)
     res = runner.invoke(app, ["import", str(src), "--out", str(tmp_path / "imported"),
                               "--target", "smollm2-135m", "--draft", "layers:20"])
     assert res.exit_code == 0, res.output

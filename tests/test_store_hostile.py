@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from app_fixture import META, fixture_streams, make_fixture_run
 from typer.testing import CliRunner
 
-from app_fixture import META, fixture_streams, make_fixture_run
 from specterm.cli import app
 from specterm.core.errors import SpectermError
 from specterm.core.importer import import_jsonl
@@ -83,7 +83,7 @@ def test_unfinished_merge_and_import_directories_are_never_runs(tmp_path):
 
 def test_write_run_builds_in_a_hidden_directory_that_discovery_skips(tmp_path, monkeypatch):
     """A write killed half way leaves nothing discovery loads (the temp name is hidden)."""
-    import specterm.core.store.rewrite as rewrite
+    from specterm.core.store import rewrite
 
     def killed(tmp, target):
         raise KeyboardInterrupt  # as if the process died before the rename
@@ -141,9 +141,8 @@ def test_appends_never_follow_a_symlinked_records_file(tmp_path):
     (run / RECORDS_FILE).unlink()
     (run / RECORDS_FILE).symlink_to(victim)
     before = victim.read_bytes()
-    with pytest.raises(SpectermError):
-        with RunWriter(run, read_meta(run), resume=True) as w:
-            w.append(Stream(id="new", corpus="code", bits=np.array([1, 0], np.uint8)))
+    with pytest.raises(SpectermError), RunWriter(run, read_meta(run), resume=True) as w:
+        w.append(Stream(id="new", corpus="code", bits=np.array([1, 0], np.uint8)))
     assert victim.read_bytes() == before
 
 
@@ -355,9 +354,8 @@ def test_confirm_checks_the_lock_before_loading_models(tmp_path):
     from specterm.oracle.confirm import ConfirmConfig, confirm_run
 
     run = make_fixture_run(tmp_path)
-    with RunLock(run):
-        with pytest.raises(SpectermError, match="another specterm session"):
-            confirm_run(ConfirmConfig(run=run, target="/nonexistent/target.gguf", draft="layers:1"))
+    with RunLock(run), pytest.raises(SpectermError, match="another specterm session"):
+        confirm_run(ConfirmConfig(run=run, target="/nonexistent/target.gguf", draft="layers:1"))
 
 
 def test_a_recorded_model_with_another_checksum_says_checksum_differs(tmp_path):
@@ -546,8 +544,9 @@ async def test_the_tui_shows_runs_of_one_pair_with_different_n_as_two_groups(tmp
 
 def test_the_lock_still_refuses_a_second_session(tmp_path):
     run = make_fixture_run(tmp_path)
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from specterm.core.store import RunLock; "
-                               f"l = RunLock({str(run)!r}).acquire(); print('held', flush=True); time.sleep(30)"],
+    code = ("import sys, time; from specterm.core.store import RunLock; "
+            f"l = RunLock({str(run)!r}).acquire(); print('held', flush=True); time.sleep(30)")
+    holder = subprocess.Popen([sys.executable, "-c", code],
                               stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
     try:
         assert holder.stdout.readline().strip() == "held"

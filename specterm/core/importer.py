@@ -22,7 +22,15 @@ from typing import Any
 import numpy as np
 
 from specterm.core.errors import SpectermError
-from specterm.core.store import BOM, Stream, bits_from_str, check_corpus_name, check_unique, new_meta, write_run
+from specterm.core.store import (
+    BOM,
+    Stream,
+    bits_from_str,
+    check_corpus_name,
+    check_unique,
+    new_meta,
+    write_run,
+)
 
 
 def _check_text(value: str, name: str, where: str) -> None:

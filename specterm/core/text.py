@@ -4,7 +4,7 @@ from __future__ import annotations
 
 # C0 controls, DEL and C1 controls (Unicode category Cc): ESC starts ANSI sequences, CR rewrites a
 # line, C1 0x9b is a one-byte CSI. Each becomes a visible Python-style escape.
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), *range(0x7F, 0xA0))}
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
 # Bidirectional formatting characters: U+202E (RIGHT-TO-LEFT OVERRIDE) and its kin reorder
 # everything printed after them on the line ("Trojan Source"), so a name could make the numbers
 # beside it read backwards. ALM, LRM/RLM, the embeddings/overrides and the isolates.

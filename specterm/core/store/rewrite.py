@@ -67,10 +67,10 @@ def merge_runs(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[s
     The merged run lists its shards' directory names in "merged_from", so discovery under the same
     root skips the shards (discover_runs).
     """
-    paths = [Path(p) for p in paths]
-    if len({p.resolve() for p in paths}) < len(paths):
+    shard_paths = [Path(p) for p in paths]
+    if len({p.resolve() for p in shard_paths}) < len(shard_paths):
         raise SpectermError("a shard is named twice; it is in more than one shard position, and merge refuses to duplicate it.")
-    runs = load_runs(paths)
+    runs = load_runs(shard_paths)
     first = runs[0].meta
     for r in runs[1:]:
         for key in ("target", "draft"):
@@ -115,7 +115,7 @@ def repair_run(path: str | os.PathLike[str]) -> RepairResult:
     with RunLock(path):
         kept: list[bytes] = []
         dropped: list[str] = []
-        seen: dict[tuple[str, str], tuple[int, dict]] = {}
+        seen: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
         added = 0
         notes: list[str] = []
         lines = stored_lines(path)
@@ -128,15 +128,17 @@ def repair_run(path: str | os.PathLike[str]) -> RepairResult:
                 stream = decode_line(raw, where, require_checksum=require, bounds=bounds)
             except SpectermError as exc:
                 split = None if line.complete else split_damaged_tail(raw)
-                try:
-                    if split is None:
-                        raise exc
-                    stream = decode_line(split[0], where, require_checksum=require, bounds=bounds)
-                except SpectermError:
+                salvaged = None
+                if split is not None:
+                    try:
+                        salvaged = decode_line(split[0], where, require_checksum=require, bounds=bounds)
+                    except SpectermError:
+                        pass
+                if split is None or salvaged is None:
                     why = "torn (an interrupted write)" if not line.complete else str(exc).removeprefix(f"{where}: ")
                     dropped.append(f"{where}: {why}")
                     continue
-                raw = split[0]
+                stream, raw = salvaged, split[0]
                 notes.append(f"{where}: kept the record, dropped {len(split[1])} stray byte(s) where its newline should be")
             rec = json.loads(raw.decode("utf-8"))
             key = (stream.corpus, stream.id)

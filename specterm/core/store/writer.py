@@ -13,7 +13,7 @@ import platform
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self, TextIO
 
 from specterm import __version__
 from specterm.core.errors import SpectermError
@@ -62,7 +62,7 @@ class RunLock:
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
-        self._fh = None
+        self._fh: TextIO | None = None
 
     def acquire(self) -> RunLock:
         """Take the lock or refuse in one sentence. The lock file is opened with O_NOFOLLOW: a
@@ -108,10 +108,11 @@ class RunLock:
     def held(self) -> bool:
         return self._fh is not None
 
-    def __enter__(self) -> RunLock:
-        return self.acquire()
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 
@@ -279,10 +280,10 @@ class RunWriter:
     def close(self) -> None:
         self.lock.release()
 
-    def __enter__(self) -> RunWriter:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
