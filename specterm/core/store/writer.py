@@ -60,7 +60,7 @@ def lock_holder(path: Path) -> str:
 class RunLock:
     """Exclusive, non-blocking lock on a run directory; use as a context manager or call release()."""
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._fh: TextIO | None = None
 
