@@ -136,8 +136,10 @@ def import_cmd(
     file: Path = typer.Argument(..., help='JSON lines: {"id": str, "corpus": str, "bits": "0110..."}, optional "draft_conf" and "tokens".'),
     out: Path = typer.Option(..., "--out", "-o", help="Run directory to create, e.g. streams/NAME."),
     name: Optional[str] = typer.Option(None, "--name", help="Run name (default: the directory name)."),
-    target: Optional[str] = typer.Option(None, "--target", help="Name of the target model the streams come from (recorded; imports pool only with runs naming the same pair)."),
-    draft: Optional[str] = typer.Option(None, "--draft", help="Name of the draft model the streams come from (recorded; without --target/--draft an import is never pooled with another run)."),
+    target: Optional[str] = typer.Option(None, "--target", help=("Name of the target model the streams come from "
+                                                                "(recorded; imports pool only with runs naming the same pair).")),
+    draft: Optional[str] = typer.Option(None, "--draft", help=("Name of the draft model the streams come from "
+                                                              "(recorded; without --target/--draft an import is never pooled with another run).")),
 ) -> None:
     """Import accept/reject streams from another tool as a run (nothing is written if a line is bad)."""
     from specterm.core.importer import import_jsonl
