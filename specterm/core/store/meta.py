@@ -34,7 +34,7 @@ def read_meta(path: Path) -> dict[str, Any]:
         raise SpectermError(f"cannot read {meta_path} ({exc.strerror}); check its permissions.") from None
     except RecursionError:
         raise SpectermError(f"{meta_path} is nested too deeply to be run metadata; restore it or re-create the run.") from None
-    except Exception as exc:  # noqa: BLE001  (one sentence for anything else) bad UTF-8, bad JSON, an integer beyond the digit limit
+    except Exception as exc:  # one sentence for anything else: bad UTF-8, bad JSON, an integer beyond the digit limit
         detail = (getattr(exc, "msg", None) or str(exc)).splitlines()[0][:80]
         raise SpectermError(f"{meta_path} is not valid JSON ({detail}); restore it or re-create the run.") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
