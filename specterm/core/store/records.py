@@ -292,7 +292,7 @@ def decode_line(raw: bytes, where: str, run: str = "", require_checksum: bool = 
         raise SpectermError(f"{where}: the line is not UTF-8 text; the file is corrupt, restore it or drop the line with `specterm repair`.") from None
     except json.JSONDecodeError as exc:
         raise SpectermError(f"{where}: not valid JSON ({exc.msg}); the file is corrupt, restore it or drop the line with `specterm repair`.") from None
-    except Exception as exc:
+    except Exception as exc:  # one sentence for anything else, e.g. ValueError for an integer beyond Python's digit limit
         detail = str(exc).splitlines()[0][:80] if str(exc) else ""
         raise SpectermError(f"{where}: the line cannot be read ({type(exc).__name__}: {detail}); the file is corrupt.") from None
 
