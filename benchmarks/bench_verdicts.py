@@ -30,7 +30,7 @@ from specterm.core import analysis
 try:
     from specterm.core.store import load_run
 except ImportError:  # a base from before the store split
-    from specterm.core.streams import load_run
+    from specterm.core.store import load_run
 run = load_run(sys.argv[1])
 analysis.analyse([run], gamma=8, boot=2000, shuffles=20, seed=0)  # warm imports and caches
 t0 = time.process_time()

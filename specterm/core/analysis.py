@@ -49,7 +49,7 @@ from specterm.core.hardware.decision import verdict_sign_held
 from specterm.core.optimum import optimum_table, r_values
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
-from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
+from specterm.core.position import PositionSums, bin_width_for, bins_needed, position_report, position_sums
 from specterm.core.report import (
     POOLED, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, SetReport,
 )
@@ -284,7 +284,9 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         raise SpectermError("the runs hold no prompts yet; run `specterm run` or `specterm import` first.")
     corpora = sorted({s.corpus for s, _ in entries})
     run_r = [run.r_measured for run in runs]
-    n_bins = bins_needed(max(s.valid_len for s, _ in entries))  # one bin layout for every set, so they stack
+    longest = max(s.valid_len for s, _ in entries)
+    bin_width = bin_width_for(longest)  # 16, wider only past MAX_BINS bins (one 30M-position stream)
+    n_bins = bins_needed(longest, bin_width)  # one bin layout for every set, so they stack
 
     by_corpus = {c: [(s, i) for s, i in entries if s.corpus == c] for c in corpora}
     # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block.
@@ -299,7 +301,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         streams = [s for s, _ in by_corpus[c]]
         cseed = corpus_seed(seed, c)
         parts[c] = _sums(streams, gamma, depth_gamma, shuffles, cseed)
-        positions[c] = position_sums([s.a for s in streams], n_bins=n_bins)
+        positions[c] = position_sums([s.a for s in streams], bin_width=bin_width, n_bins=n_bins)
         steadies[c] = steady_sums([s.a for s in streams], gamma, shuffles, cseed)
         samplings[c] = sampling_sums([analysed_beta(s) for s in streams])
         weights[c] = multinomial_weights(len(streams), boot, cseed, out=W_pooled[:, lo:lo + len(streams)])

@@ -43,7 +43,22 @@ from specterm.core.report import Estimate, Position, PositionBin
 BIN_WIDTH = 16
 WARMUP_EARLY = 16  # alpha(t < WARMUP_EARLY)
 WARMUP_LATE = 32  # alpha(t >= WARMUP_LATE)
+MAX_BINS = 64  # bins of a report before the width grows past BIN_WIDTH (bin_width_for)
 WARMUP_COLUMNS = ("early_ones", "early_n", "late_ones", "late_n", "warmup", "gain")
+
+
+def bin_width_for(max_length: int, base: int = BIN_WIDTH, max_bins: int = MAX_BINS) -> int:
+    """The bin width of a report whose longest analysed stream has `max_length` positions: `base`
+    (16, SPEC 3) while ceil(max_length / base) <= max_bins, else the smallest multiple of `base`
+    that covers max_length in at most max_bins bins.
+
+    Choice where the SPEC is silent: the SPEC's width 16 assumes continuations of ~128 tokens. One
+    imported stream of 30M positions would otherwise make 1.9M bins, and the bootstrap of the bins
+    a dense B x 2K matrix (GBs, minutes) for a table no one can read; with the cap it costs what
+    many short streams of the same positions cost. Runs up to max_bins * base positions (1024)
+    keep width 16 exactly; the report states the width it used (bin_width).
+    """
+    return int(base) * max(1, -(-bins_needed(max_length, base) // int(max_bins)))
 
 
 def bins_needed(max_length: int, bin_width: int = BIN_WIDTH) -> int:
