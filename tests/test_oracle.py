@@ -13,6 +13,7 @@ from specterm.oracle.corpora import Prompt, load_builtin
 from specterm.core.errors import SpectermError
 from specterm.oracle.run import OracleConfig, load_pair, run_oracle
 from specterm.core.progress import Cancelled
+from specterm.core.hardware import cost_curve
 from specterm.core.store import load_run
 
 N_NEW = 24
@@ -129,8 +130,12 @@ def test_cost_ratio_is_stored(tiny_model_dir, tiny_pair, tmp_path):
     assert all(len(v) == 3 for v in cost["samples_s"].values())
     assert cost["c_verify_s"]["8"] == pytest.approx(float(np.median(cost["samples_s"]["verify:8"])))
     assert cost["c_verify_iqr_s"]["8"] >= 0
-    robust = [cost["c_decode_robust_s"]] + [cost["c_verify_robust_s"][g] for g in ("1", "4", "8")]
-    assert robust == sorted(robust)
+    # the stored robust curve is the documented fit of the stored samples (a violation beyond noise
+    # may survive by design, so monotonicity is not asserted: under load a tiny model's timings break it)
+    curve = cost_curve(cost)
+    assert curve is not None
+    assert cost["c_decode_robust_s"] == pytest.approx(curve.c_decode)
+    assert [cost["c_verify_robust_s"][str(int(g))] for g in curve.gammas] == pytest.approx(curve.c_verify.tolist())
     # one progress line per timed forward (decode, draft, draft2, 3 verifies; 1 warm-up + 3 rounds)
     assert len([m for m in seen if m.startswith("cost ")]) == 6 * 4
     assert cost["decision_clock"] == ("cpu" if torch.get_num_threads() == 1 else "wall")
