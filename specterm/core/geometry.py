@@ -9,8 +9,8 @@ and policies.py (the policy table) both build on these.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -59,7 +59,6 @@ def segment_runs(bits: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     """
     z = np.flatnonzero(bits == 0)
     seg = np.searchsorted(ends, z, side="right") if seg_of is None else seg_of(z)
-    n_seg = starts.size
     first = np.ones(z.size, dtype=bool)
     first[1:] = seg[1:] != seg[:-1]
     prev = np.empty_like(z)
@@ -71,8 +70,10 @@ def segment_runs(bits: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     last_zero = starts - 1
     last_zero[seg[last]] = z[last]
     trailing = ends - 1 - last_zero
-    i64 = dict(dtype=np.int64, copy=False)
-    return Runs(L=L.astype(**i64), seg=seg.astype(**i64), zero=z.astype(**i64), trailing=trailing.astype(**i64))
+    def i64(x: np.ndarray) -> np.ndarray:
+        return x.astype(np.int64, copy=False)
+
+    return Runs(L=i64(L), seg=i64(seg), zero=i64(z), trailing=i64(trailing))
 
 
 def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
@@ -85,6 +86,34 @@ def walk_blocks(runs: Runs, n_streams: int, gamma: int) -> np.ndarray:
     gp1 = gamma + 1
     closed = np.bincount(runs.seg, weights=_ceil_div(runs.L + 1, gp1), minlength=n_streams)
     return closed + _ceil_div(runs.trailing, gp1)
+
+
+def walk_blocks_many(runs: Runs, n_streams: int, gammas, dense: bool | None = None) -> np.ndarray:
+    """(n_streams x len(gammas)) blocks of the walk at each gamma: walk_blocks for many gammas at once.
+
+    The closed runs are first counted per (stream, L) pair (few distinct pairs: run lengths repeat),
+    so each gamma costs one pass over the distinct pairs instead of over every run. `dense` picks
+    the counting (a table of n_streams x (max L + 1), else a sort); None chooses by size."""
+    gammas = [int(g) for g in np.atleast_1d(gammas)]
+    out = np.empty((n_streams, len(gammas)))
+    if runs.L.size:
+        width = int(runs.L.max()) + 1
+        if dense is None:  # a dense table is cheaper than a sort unless it is much larger than the runs
+            dense = n_streams * width <= 4 * runs.L.size + (1 << 20)
+        if dense:
+            counts = np.bincount(runs.seg * width + runs.L, minlength=n_streams * width)
+            pair = np.flatnonzero(counts)
+            counts = counts[pair]
+        else:
+            pair, counts = np.unique(runs.seg * width + runs.L, return_counts=True)
+        seg, L = pair // width, pair % width
+    else:
+        seg = L = counts = np.zeros(0, dtype=np.int64)
+    for j, g in enumerate(gammas):
+        gp1 = g + 1
+        out[:, j] = np.bincount(seg, weights=counts * _ceil_div(L + 1, gp1), minlength=n_streams)
+        out[:, j] += _ceil_div(runs.trailing, gp1)
+    return out
 
 
 def block_starts_accepts(runs: Runs, starts: np.ndarray, ends: np.ndarray, gamma: int, ordered: bool = True):

@@ -27,6 +27,7 @@ Set names and their order live here too: `set_names` (corpora sorted, "pooled" l
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from dataclasses import dataclass
@@ -64,13 +65,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@functools.cache
+def _fields(cls: type) -> tuple[dict[str, Any], list[str]]:
+    """(type hints, field names) of a report dataclass, computed once per class (get_type_hints
+    evaluates the annotations' strings: slow enough to dominate reading a cached report)."""
+    return typing.get_type_hints(cls), [f.name for f in dataclasses.fields(cls)]
+
+
 class Record:
     """Base of the report's dataclasses: to_dict / from_dict in field order, and read access by key."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Any:
-        hints = typing.get_type_hints(cls)
-        names = [f.name for f in dataclasses.fields(cls)]
+        hints, names = _fields(cls)
         unknown = set(data) - set(names)
         if unknown:
             raise ValueError(f"{cls.__name__} has no field(s) {sorted(unknown)}; declare them in core/report.py")
