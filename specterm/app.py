@@ -57,6 +57,9 @@ class SpectermApp(App[Any]):
     """`analyse(runs)`: the typed report (core/report.py; None until ready)."""
     error: var[str | None] = var(None)
     """One sentence when loading or analysing failed."""
+    ci_pending: var[bool] = var(False)
+    """True while the report shown holds point estimates only (boot = 0) and the bootstrap runs;
+    the screens say "computing CIs" until the full report replaces it."""
     set_name: var[str] = var("pooled")
     """The corpus (or "pooled") shown by the per-set screens; `c` cycles it."""
 
@@ -71,12 +74,17 @@ class SpectermApp(App[Any]):
         shuffles: int = SHUFFLES,
         seed: int = 0,
         initial: str | None = None,
+        use_cache: bool = True,
     ) -> None:
         super().__init__()
         self.run_paths = [Path(p) for p in run_paths]
         self.oracle_config = oracle_config
         self.oracle = oracle
         self.analysis_params = {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed}
+        self.use_cache = use_cache
+        """Read and write the analysis cache (core/cache.py; SPECTERM_CACHE=0 also turns it off)."""
+        self.load_id = 0
+        """Bumped by every load: messages of an older load (other runs, another pair) are ignored."""
         self.model_group = 0
         """Which draft/target pair is shown when the runs hold several (`m` cycles)."""
         self.n_model_groups = 1
@@ -111,7 +119,7 @@ class SpectermApp(App[Any]):
     def on_mount(self) -> None:
         self.switch_mode(self.initial)
         if self.run_paths:
-            self.load(self.run_paths)
+            self.start_load()
 
     # -- loading and analysis -----------------------------------------------------------------
     def open_results(self, paths: Sequence[Path]) -> None:
@@ -119,15 +127,30 @@ class SpectermApp(App[Any]):
         self.run_paths = [Path(p) for p in paths]
         self.pair_cache = {}
         self.report = None  # first: a screen must never see the new runs with the old report
+        self.ci_pending = False
         self.runs = None
         self.error = None
-        self.load(self.run_paths)
+        self.start_load()
         self.action_switch_screen("overview")
 
+    def start_load(self) -> None:
+        """Load and analyse `run_paths` (the pair `model_group`) in the worker, as a new load."""
+        self.load_id += 1
+        self.load(self.run_paths, self.load_id)
+
     @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
-    def load(self, paths: Sequence[Path]) -> None:
-        """Load the runs, then analyse them; heavy imports happen here, off the UI thread."""
+    def load(self, paths: Sequence[Path], load_id: int = 0) -> None:
+        """Load the runs, then analyse them; heavy imports happen here, off the UI thread.
+
+        A cached report (core/cache.py) is shown at once. Otherwise the point estimates (boot = 0,
+        the same shuffles, so the same values) are shown first, then the full report with its CIs
+        replaces them whole: a value and a CI on screen always come from one report of one load."""
+        from textual.worker import get_current_worker
+
+        from specterm.core import cache
         from specterm.core.streams import group_by_models, load_runs
+
+        worker = get_current_worker()
 
         runs = [r for r in load_runs(paths) if r.streams]
         if not runs:
@@ -136,21 +159,41 @@ class SpectermApp(App[Any]):
         groups = group_by_models(runs)
         self.n_model_groups = len(groups)
         runs = groups[self.model_group % len(groups)]
-        self.post_message(messages.RunsLoaded(runs))
-        from specterm.core.analysis import analyse
+        self.post_message(messages.RunsLoaded(runs, load_id))
+        params = dict(self.analysis_params)
+        use_cache = self.use_cache and cache.enabled()
+        key = cache.cache_key(runs, params) if use_cache else None
+        report = cache.load(key) if key is not None else None
+        if report is None:
+            from specterm.core.analysis import analyse
 
-        report = analyse(runs, **self.analysis_params)
-        self.pair_cache[self.model_group % len(groups)] = (runs, report)
-        self.post_message(messages.ReportReady(report))
+            if params["boot"] > 0:
+                point = analyse(runs, **{**params, "boot": 0})
+                if worker.is_cancelled:
+                    return
+                self.post_message(messages.ReportReady(point, load_id, complete=False))
+            report = analyse(runs, **params)
+            if worker.is_cancelled:
+                return
+            if key is not None:
+                cache.store(key, report)
+        self.post_message(messages.ReportReady(report, load_id))
         prewarm_screens()
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
-        self.runs = message.runs
+        if message.load_id == self.load_id:
+            self.runs = message.runs
 
     def on_report_ready(self, message: messages.ReportReady) -> None:
+        if message.load_id != self.load_id:  # an older load's (other runs or another pair): never shown
+            return
         report = message.report
         self.set_name = report.set_or_default(self.set_name)
+        self.ci_pending = not message.complete  # read by the screens when `report` changes, just below
         self.report = report
+        if not message.complete:
+            return
+        self.pair_cache[self.pair_key] = (self.runs, report)
         if self.n_model_groups > 1:
             names = ", ".join(r.name for r in report.runs)
             self.notify(f"Showing {names} (model pair {self.model_group % self.n_model_groups + 1} of "
@@ -164,16 +207,18 @@ class SpectermApp(App[Any]):
         self.pair_sets[self.pair_key] = self.set_name
         self.model_group += 1
         self.report = None  # first: a screen must never see the new runs with the old report
+        self.ci_pending = False
         self.set_name = self.pair_sets.get(self.pair_key, "pooled")
         cached = self.pair_cache.get(self.pair_key)
         if cached is None:  # first visit: load and analyse in the worker (the screens show loading)
             self.runs = None
             self.error = None
-            self.load(self.run_paths)
+            self.start_load()
             return
+        self.load_id += 1  # a load still running for the pair left behind must not show its report
         runs, report = cached
         self.runs = runs
-        self.on_report_ready(messages.ReportReady(report))
+        self.on_report_ready(messages.ReportReady(report, self.load_id))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker errors surface: a SpectermError is one sentence, shown as is."""

@@ -134,6 +134,10 @@ def import_cmd(
 REPORT_FORMATS = ("md", "json", "text")
 
 
+NO_CACHE_HELP = ("Analyse again and leave the analysis cache ($XDG_CACHE_HOME/specterm, default ~/.cache/specterm) "
+                 "alone; SPECTERM_CACHE=0 does the same everywhere.")
+
+
 @app.command("report")
 def report_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (e.g. streams/NAME) of one model pair; corpora are pooled across them, each prompt once."),
@@ -143,9 +147,10 @@ def report_cmd(
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
     """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q4)."""
-    from specterm.core.analysis import analyse
+    from specterm.core.cache import cached_analyse
     from specterm.core.errors import SpectermError
     from specterm.core.export import to_json, to_markdown, to_text
     from specterm.core.pooling import single_pair
@@ -154,7 +159,8 @@ def report_cmd(
 
     if format not in REPORT_FORMATS:
         raise SpectermError(f"unknown --format '{format}'; use one of {', '.join(REPORT_FORMATS)}.")
-    report = analyse(single_pair(load_runs(runs)), gamma=gamma, boot=boot, shuffles=shuffles, seed=seed)
+    report = cached_analyse(single_pair(load_runs(runs)), use_cache=not no_cache, gamma=gamma, boot=boot,
+                            shuffles=shuffles, seed=seed)
     text = {"md": to_markdown, "json": to_json, "text": to_text}[format](report)
     if format != "json":  # JSON escapes control characters itself
         text = printable(text, keep="\n")
@@ -220,7 +226,8 @@ def repair_cmd(
 # ------------------------------------------------------------------------ open / no-argument ---
 
 
-def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0, shuffles: int = 20) -> None:
+def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0, shuffles: int = 20,
+             use_cache: bool = True) -> None:
     """Check the run directories (one clear sentence if one is wrong), then start the app on them."""
     from specterm.core.streams import read_meta
 
@@ -228,7 +235,7 @@ def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0, 
         read_meta(path)
     from specterm.app import make_app
 
-    tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles)
+    tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=use_cache)
     tui.run()
     if tui.return_code:  # Textual printed the traceback of an unhandled exception: the shell sees the failure
         raise SystemExit(tui.return_code)
@@ -260,9 +267,10 @@ def open_cmd(
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
+    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
     """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""
-    open_tui(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles)
+    open_tui(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=not no_cache)
 
 
 def main() -> None:

@@ -31,6 +31,9 @@ class ReportScreen(Screen):
     """Sections of `export.markdown_tables(report)` this screen shows (what `e` writes)."""
     NEEDS_REPORT: ClassVar[bool] = True
     """False for screens that only need the loaded runs (Streams)."""
+    NEEDS_CIS: ClassVar[bool] = False
+    """True for screens made of verdicts on CIs (Scorecard): they keep loading while the point
+    estimates show elsewhere and the bootstrap runs."""
     USES_SET: ClassVar[bool] = False
     """True when the screen shows one set (corpus or pooled) at a time and follows `app.set_name`."""
     PAIR_STATE: ClassVar[tuple[str, ...]] = ()
@@ -102,9 +105,13 @@ class ReportScreen(Screen):
         body = self.query_one("#body")
         status = self.query_one("#status", Static)
         ready = app.report if self.NEEDS_REPORT else app.runs
+        if self.NEEDS_CIS and app.ci_pending:
+            ready = None
         if ready is not None:
             body.loading = False
-            status.display = False
+            status.display = bool(self.NEEDS_REPORT and app.ci_pending)
+            if status.display:
+                status.update(ci_pending_text(app))
             self._switch_pair(app.pair_key)
             if self.NEEDS_REPORT:
                 self.show_report(app.report)
@@ -115,6 +122,9 @@ class ReportScreen(Screen):
         if app.error:
             body.loading = False
             status.update(f"[b $error]Cannot show this screen:[/] {app.error}")
+        elif self.NEEDS_CIS and app.ci_pending:
+            body.loading = True
+            status.update(ci_pending_text(app))
         elif not app.run_paths and app.has_oracle:
             body.loading = False
             status.update("No results yet: the oracle is running. Press [b]8[/] for the Run screen; "
@@ -250,6 +260,13 @@ class ReportScreen(Screen):
         r = self.crumb_r()
         r_text = f"r = {r:.3f}" if r is not None else "r not measured"
         return f"run: {names} · pair: {pair} · {r_text}"
+
+
+def ci_pending_text(app: SpectermApp) -> str:
+    """The status line while only point estimates are shown (the full report is on its way)."""
+    boot = app.analysis_params.get("boot")
+    return (f"[b]computing CIs[/] (bootstrap over streams, B = {boot}): point estimates shown, "
+            "every CI and verdict appears when it is done")
 
 
 def model_spec(meta: dict, role: str) -> Any:
