@@ -59,6 +59,13 @@ def synth() -> SimpleNamespace:
     return SimpleNamespace(iid=iid_bits, markov=markov_bits, streams=streams, run=make_run)
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (-n N), tests marked xdist_group run on one worker: the press-every-key
+    passes observe each (run set, size) once and three tests read that observation."""
+    if getattr(config.option, "dist", "no") == "load":
+        config.option.dist = "loadgroup"
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_analysis_cache(tmp_path_factory):
     """The analysis cache (core/cache.py) of this test session (of each pytest-xdist worker) lives in
