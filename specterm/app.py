@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.events import ScreenSuspend
 from textual.reactive import var
 from textual.worker import Worker, WorkerState
 
@@ -113,8 +114,50 @@ class SpectermApp(App[Any]):
 
     def _make_screen(self, info: ScreenInfo):
         if info.mode == "run":
-            return screen_class(info)(self.oracle_config, oracle=self.oracle)
-        return screen_class(info)()
+            screen = screen_class(info)(self.oracle_config, oracle=self.oracle)
+        else:
+            screen = screen_class(info)()
+        # A new screen styles itself from the current stylesheet when it mounts; left at -1, this
+        # counter makes Textual restyle every widget of the app on the screen's first visit.
+        if hasattr(screen, "_css_update_count") and hasattr(self, "_css_update_count"):
+            screen._css_update_count = self._css_update_count
+        return screen
+
+    # -- idle work: mount the screens not yet visited, redraw hidden screens that went stale --------
+    IDLE_STEP_S: ClassVar[float] = 0.05
+    """Pause between two pieces of idle work, so that keys are handled in between."""
+
+    def schedule_idle_work(self) -> None:
+        """Do one piece of idle work soon (then the next), unless a pass is already scheduled."""
+        if not getattr(self, "_idle_scheduled", False) and self.report is not None and not self.ci_pending:
+            self._idle_scheduled = True
+            self.set_timer(self.IDLE_STEP_S, self._idle_step)
+
+    def _idle_step(self) -> None:
+        """One screen per step: a hidden screen that is stale is redrawn, else an unvisited screen
+        is mounted (composed, filled from the report, its plots drawn) without being shown."""
+        self._idle_scheduled = False
+        if self.report is None or self.ci_pending or self.is_headless and not self.PREMOUNT_HEADLESS:
+            return
+        stacks = getattr(self, "_screen_stacks", {})
+        for stack in stacks.values():
+            for screen in stack:
+                if screen is not self.screen and getattr(screen, "stale", False):
+                    screen.catch_up()
+                    self.schedule_idle_work()
+                    return
+        init_mode = getattr(self, "_init_mode", None)  # Textual's own mode set-up (8.x), without switching
+        if init_mode is None:
+            return
+        for s in SCREENS:
+            if s.mode in self._modes and s.mode not in stacks and s.mode != "run":
+                init_mode(s.mode)
+                self._screen_stacks[s.mode][0].post_message(ScreenSuspend())
+                self.schedule_idle_work()
+                return
+
+    PREMOUNT_HEADLESS: ClassVar[bool] = False
+    """Headless (Pilot tests, snapshots) mounts screens on their visit only, as before."""
 
     def on_mount(self) -> None:
         self.switch_mode(self.initial)
@@ -194,6 +237,7 @@ class SpectermApp(App[Any]):
         if not message.complete:
             return
         self.pair_cache[self.pair_key] = (self.runs, report)
+        self.call_after_refresh(self.schedule_idle_work)  # after the first table is on screen
         if self.n_model_groups > 1:
             names = ", ".join(r.name for r in report.runs)
             self.notify(f"Showing {names} (model pair {self.model_group % self.n_model_groups + 1} of "

@@ -163,3 +163,62 @@ async def test_boot_zero_has_no_pending_state(tmp_path, monkeypatch):
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert gate.calls == [(["tiny-run"], 0)] and not app.ci_pending and status(app.screen) == ""
+
+
+class Premounting:
+    """The app with its idle pass on under Pilot (headless apps mount screens on their visit only)."""
+
+    PREMOUNT_HEADLESS = True
+
+
+async def test_idle_pass_mounts_every_screen_and_hidden_screens_catch_up_after_m(tmp_path):
+    from specterm.app import SCREENS, SpectermApp
+    from specterm.core.streams import write_run
+
+    class App(Premounting, SpectermApp):
+        pass
+
+    a = make_fixture_run(tmp_path, "pair-a")
+    other = [s for s in fixture_streams() if s.corpus == "code"]
+    b = write_run(tmp_path / "pair-b", {**META, "name": "pair-b", "target": {"spec": "other/bigtarget"}}, other)
+    app = App([a, b], **FAST)
+    modes = [s.mode for s in SCREENS if s.mode != "run"]
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await until(pilot, lambda: all(m in app._screen_stacks for m in modes), "every screen mounted")
+        assert app.current_mode == "overview"
+        crumbs = {m: str(app._screen_stacks[m][0].query_one("#crumb", Static).render()) for m in modes}
+        assert all("target" in c and "bigtarget" not in c for c in crumbs.values()), crumbs
+        await pilot.press("M")
+        await until(pilot, lambda: app.report is not None and not app.ci_pending, "pair b")
+        hidden = [app._screen_stacks[m][0] for m in modes if m != "overview"]
+        await until(pilot, lambda: not any(s.stale for s in hidden), "hidden screens redrawn in the idle pass")
+        for screen in hidden:
+            assert "bigtarget" in str(screen.query_one("#crumb", Static).render())
+        await pilot.press("4")
+        await pilot.pause()
+        assert "bigtarget" in str(app.screen.query_one("#crumb", Static).render())
+
+
+async def test_hidden_screen_redraws_when_shown(tmp_path):
+    from specterm.core.streams import write_run
+
+    a = make_fixture_run(tmp_path, "pair-a")
+    other = [s for s in fixture_streams() if s.corpus == "code"]
+    b = write_run(tmp_path / "pair-b", {**META, "name": "pair-b", "target": {"spec": "other/bigtarget"}}, other)
+    app = make_app([a, b], **FAST)  # headless: no idle pass, so the screen is stale until shown
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("4")
+        await pilot.pause()
+        optimum = app.screen
+        await pilot.press("1")
+        await pilot.press("M")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert optimum.stale and "bigtarget" not in str(optimum.query_one("#crumb", Static).render())
+        await pilot.press("4")
+        await pilot.pause()
+        assert app.screen is optimum and not optimum.stale
+        assert "bigtarget" in str(optimum.query_one("#crumb", Static).render())

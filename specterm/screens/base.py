@@ -92,13 +92,44 @@ class ReportScreen(Screen):
         self._shown_width: int | None = None
         self.title = "specterm"
         self.sub_title = self.SCREEN_TITLE
+        self._stale = False
         self.query_one("#body").loading = True
-        self.watch(self.app, "error", self._state_changed, init=False)
-        self.watch(self.app, "runs", self._state_changed, init=False)
-        self.watch(self.app, "report", self._state_changed, init=False)
+        self.watch(self.app, "error", self._app_changed, init=False)
+        self.watch(self.app, "runs", self._app_changed, init=False)
+        self.watch(self.app, "report", self._app_changed, init=False)
         if self.USES_SET:
-            self.watch(self.app, "set_name", self._set_changed, init=False)
-        self._state_changed()
+            self.watch(self.app, "set_name", self._app_set_changed, init=False)
+        self._state_changed()  # also when mounted hidden (the app's idle pass): that is the point
+
+    # -- hidden screens catch up when shown (or when the app is idle) ---------------------------------
+    def _app_changed(self, _: Any = None) -> None:
+        """The runs, the report or the error changed: redraw now if shown, else when shown."""
+        if self.is_current:
+            self._state_changed()
+        else:
+            self._stale = True
+            self.sapp.schedule_idle_work()
+
+    def _app_set_changed(self, _: Any = None) -> None:
+        if self.is_current:
+            self._set_changed()
+        else:
+            self._stale = True
+            self.sapp.schedule_idle_work()
+
+    @property
+    def stale(self) -> bool:
+        """True while a hidden screen shows older data than the app holds."""
+        return getattr(self, "_stale", False)
+
+    def catch_up(self) -> None:
+        """Redraw from the app's current runs and report (a hidden screen, before it is shown)."""
+        if self.stale:
+            self._stale = False
+            self._state_changed()
+
+    def _on_screen_resume(self) -> None:
+        self.catch_up()
 
     def _state_changed(self, _: Any = None) -> None:
         app = self.sapp
@@ -196,7 +227,7 @@ class ReportScreen(Screen):
         """Redraw at a new width: narrow layouts are chosen by width."""
         width = self.size.width
         if self._shown_width is not None and width != self._shown_width:
-            self._set_changed()
+            self._app_set_changed()
         self._shown_width = width
 
     def _set_changed(self, _: Any = None) -> None:
