@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _common import md_table, record  # noqa: E402
+from _common import md_table, record
 
 FIRST_PAINT_TARGET_S = 1.5
 SWITCH_TARGET_S = 0.3
@@ -65,7 +65,7 @@ class Marks:
         self.out.write_text(json.dumps(self.data))
 
 
-def painted(app) -> "asyncio.Future[float]":
+def painted(app) -> asyncio.Future[float]:
     """A future set to time.perf_counter() once the next frame has been painted."""
     fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
     app.call_after_refresh(lambda: fut.done() or fut.set_result(time.perf_counter()))
@@ -254,7 +254,6 @@ def baseline_tree(rev: str, where: Path) -> Path:
 
 def long_run(root: Path, n: int = 4096) -> Path:
     from app_fixture import META, make_stream
-
     from specterm.core.streams import write_run
 
     return write_run(root / f"long-{n}", {**META, "name": f"long-{n}"}, [make_stream("long", "code", n, 7)])
@@ -355,11 +354,11 @@ def main() -> None:
     table = md_table(["what", "cold cache ms", "warm cache ms", f"baseline {args.baseline} ms", "bare Textual ms",
                       "cold / bare", "warm / bare", f"cold / {args.baseline}", f"warm / {args.baseline}", "target"], rows)
     record("TUI: first table (cold and warm cache), every screen's first visit, M", table,
-           [f"each figure: median over {args.repeat} fresh processes on a {SIZE[0]}x{SIZE[1]} pseudo-terminal (real driver); "
-            f"per round: this tree with an empty analysis cache (cold), again with the cache it filled (warm), the baseline "
-            f"tree {args.baseline} (the commit before issue 21, a git worktree; no cache there), then a bare Textual app",
-            "times from process start (first paint, tables) or from the key (switches, M) to the frame painted after it "
-            "(call_after_refresh); the bare app's first visit of a screen is the switch baseline",
+           [(f"each figure: median over {args.repeat} fresh processes on a {SIZE[0]}x{SIZE[1]} pseudo-terminal (real driver); "
+             f"per round: this tree with an empty analysis cache (cold), again with the cache it filled (warm), the baseline "
+             f"tree {args.baseline} (the commit before issue 21, a git worktree; no cache there), then a bare Textual app"),
+            ("times from process start (first paint, tables) or from the key (switches, M) to the frame painted after it "
+             "(call_after_refresh); the bare app's first visit of a screen is the switch baseline"),
             f"after the full report (and after each M) the script waits {IDLE_S:.0f} s before the next key, as a person reading would",
             f"runs: {', '.join(Path(r).name for r in runs)} ({n_pos} positions, {pairs} model pair(s)); report with B = 2000, 20 shuffles",
             "the machine is shared with other jobs: compare the ratios, not the absolute times"],
