@@ -135,7 +135,8 @@ class SpectermApp(App[Any]):
 
     def _idle_step(self) -> None:
         """One screen per step: a hidden screen that is stale is redrawn, else an unvisited screen
-        is mounted (composed, filled from the report, its plots drawn) without being shown."""
+        is mounted (composed and filled from the report; laid out and painted on its visit) without
+        being shown."""
         self._idle_scheduled = False
         if self.report is None or self.ci_pending or self.is_headless and not self.PREMOUNT_HEADLESS:
             return
@@ -250,18 +251,22 @@ class SpectermApp(App[Any]):
             return
         self.pair_sets[self.pair_key] = self.set_name
         self.model_group += 1
-        self.report = None  # first: a screen must never see the new runs with the old report
         self.ci_pending = False
-        self.set_name = self.pair_sets.get(self.pair_key, "pooled")
+        self.load_id += 1  # a load still running for the pair left behind must not show its report
+        set_name = self.pair_sets.get(self.pair_key, "pooled")
         cached = self.pair_cache.get(self.pair_key)
         if cached is None:  # first visit: load and analyse in the worker (the screens show loading)
+            self.report = None  # first: a screen must never see the new runs with the old report
+            self.set_name = set_name
             self.runs = None
             self.error = None
             self.start_load()
             return
-        self.load_id += 1  # a load still running for the pair left behind must not show its report
+        # A pair shown before: runs, set and report change together and the screens redraw once
+        # (their watchers fire on `report`, after the runs and the set are already the new pair's).
         runs, report = cached
-        self.runs = runs
+        self.set_reactive(SpectermApp.runs, runs)
+        self.set_reactive(SpectermApp.set_name, report.set_or_default(set_name))
         self.on_report_ready(messages.ReportReady(report, self.load_id))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
