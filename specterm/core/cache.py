@@ -38,7 +38,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -144,7 +144,7 @@ def load(key: dict[str, Any]) -> Report | None:
         entry = json.loads(raw)
         if not isinstance(entry, dict) or entry.get("key") != key:
             raise ValueError("another key")
-        report = Report.from_dict(entry["report"])
+        report = cast("Report", Report.from_dict(entry["report"]))
     except Exception:  # noqa: BLE001  (corrupt, truncated, another layout: whatever fails, never trusted)
         _remove(path)
         return None
@@ -194,10 +194,11 @@ def cached_analyse(runs: Sequence[Run], *, use_cache: bool = True, **params: Any
     from specterm.core.analysis import analyse
 
     if not (use_cache and enabled()):
-        return analyse(list(runs), **params)
+        return cast("Report", analyse(list(runs), **params))
     key = cache_key(runs, params)
-    report = load(key)
-    if report is None:
-        report = analyse(list(runs), **params)
-        store(key, report)
+    cached = load(key)
+    if cached is not None:
+        return cached
+    report = cast("Report", analyse(list(runs), **params))
+    store(key, report)
     return report

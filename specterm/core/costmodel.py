@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from specterm.core.blockwalk import block_accepts
+from specterm.core.geometry import block_starts_accepts, concat_streams, segment_runs
 from specterm.core.params import GAMMAS, R_DEFAULT
 
 Array = NDArray[np.float64]
@@ -110,8 +111,6 @@ def refeed_share(streams_bits: Iterable[NDArray[np.generic]], gammas: ArrayLike)
 
     All streams at once (the walk's blocks of every stream from geometry.block_starts_accepts, in
     stream order): the same counts as summing `refeed_counts` stream by stream."""
-    from specterm.core.geometry import block_starts_accepts, concat_streams, segment_runs
-
     g_list = [int(g) for g in np.atleast_1d(np.asarray(gammas)).tolist()]
     c = concat_streams([np.asarray(b) for b in streams_bits])
     runs = segment_runs(c.bits, c.starts, c.ends)
