@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from specterm.core import analysis
-from specterm.core.streams import load_run, new_meta, write_run
+from specterm.core.store import load_run, new_meta, write_run
 
 from _common import md_table, record, synthetic_streams
 
@@ -37,7 +37,7 @@ BASELINE = "950a878"
 CHILD = r"""
 import json, sys, time
 from specterm.core import analysis
-from specterm.core.streams import load_run
+from specterm.core.store import load_run
 import specterm
 assert specterm.__file__.startswith(sys.argv[1]), specterm.__file__
 t0 = time.perf_counter()

@@ -27,7 +27,7 @@ from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 if TYPE_CHECKING:
     from specterm.core.report import Report
     from specterm.oracle.run import OracleConfig
-    from specterm.core.streams import Run
+    from specterm.core.store import Run
 
 
 class SpectermApp(App[Any]):
@@ -192,7 +192,7 @@ class SpectermApp(App[Any]):
         from textual.worker import get_current_worker
 
         from specterm.core import cache
-        from specterm.core.streams import group_by_models, load_runs
+        from specterm.core.store import group_by_models, load_runs
 
         worker = get_current_worker()
 

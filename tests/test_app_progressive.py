@@ -113,7 +113,7 @@ async def test_point_estimates_paint_first_then_cis(tmp_path, monkeypatch):
 
 
 async def test_no_stale_ci_when_m_leaves_a_pair_whose_bootstrap_runs(tmp_path, monkeypatch):
-    from specterm.core.streams import write_run
+    from specterm.core.store import write_run
 
     gate = Gate(monkeypatch, {"pair-a"})
     a = make_fixture_run(tmp_path, "pair-a")
@@ -173,7 +173,7 @@ class Premounting:
 
 async def test_idle_pass_mounts_every_screen_and_hidden_screens_catch_up_after_m(tmp_path):
     from specterm.app import SCREENS, SpectermApp
-    from specterm.core.streams import write_run
+    from specterm.core.store import write_run
 
     class App(Premounting, SpectermApp):
         pass
@@ -201,7 +201,7 @@ async def test_idle_pass_mounts_every_screen_and_hidden_screens_catch_up_after_m
 
 
 async def test_hidden_screen_redraws_when_shown(tmp_path):
-    from specterm.core.streams import write_run
+    from specterm.core.store import write_run
 
     a = make_fixture_run(tmp_path, "pair-a")
     other = [s for s in fixture_streams() if s.corpus == "code"]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from specterm.core import analysis, cache
-from specterm.core.streams import (
+from specterm.core.store import (
     CHECKSUM_FIELD,
     RECORDS_FILE,
     load_run,

@@ -25,8 +25,8 @@ SPECTERM_CACHE=0 (or `--no-cache`) turns the cache off.
 
 Never trusted: an entry that is not valid JSON, has another schema or key, or does not rebuild a
 Report is deleted and the report recomputed. Entries are JSON only (nothing is unpickled). Writes
-are atomic (a unique temp name in the directory, fsync, rename); at most MAX_ENTRIES are kept,
-least recently used first out.
+use the store's one writer idiom (core/store/atomic.py); at most MAX_ENTRIES are kept, least
+recently used first out.
 """
 
 from __future__ import annotations
@@ -36,16 +36,17 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from specterm.core.store.atomic import write_bytes_atomic
+
 if TYPE_CHECKING:
     from specterm.core.report import Report
-    from specterm.core.streams import Run
+    from specterm.core.store import Run
 
 CACHE_SCHEMA = 1
 MAX_ENTRIES = 64
@@ -143,7 +144,7 @@ def load(key: dict[str, Any]) -> Report | None:
         entry = json.loads(raw)
         if not isinstance(entry, dict) or entry.get("key") != key:
             raise ValueError("another key")
-        report = Report.from_dict(entry["report"])
+        report = cast("Report", Report.from_dict(entry["report"]))
     except Exception:  # noqa: BLE001  (corrupt, truncated, another layout: whatever fails, never trusted)
         _remove(path)
         return None
@@ -163,36 +164,11 @@ def store(key: dict[str, Any], report: Report) -> Path | None:
         return None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(path, text.encode("utf-8"))
+        write_bytes_atomic(path, text.encode("utf-8"))
     except OSError:
         return None
     _prune(path.parent)
     return path
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """A unique temp name in the target's directory (created O_EXCL: never follows a link), fsync,
-    rename over the target, fsync the directory."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(Path(tmp))
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
 
 
 def _remove(path: Path) -> None:
@@ -218,10 +194,11 @@ def cached_analyse(runs: Sequence[Run], *, use_cache: bool = True, **params: Any
     from specterm.core.analysis import analyse
 
     if not (use_cache and enabled()):
-        return analyse(list(runs), **params)
+        return cast("Report", analyse(list(runs), **params))
     key = cache_key(runs, params)
-    report = load(key)
-    if report is None:
-        report = analyse(list(runs), **params)
-        store(key, report)
+    cached = load(key)
+    if cached is not None:
+        return cached
+    report = cast("Report", analyse(list(runs), **params))
+    store(key, report)
     return report

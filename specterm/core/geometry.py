@@ -9,7 +9,7 @@ and policies.py (the policy table) both build on these.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,14 +88,15 @@ def walk_blocks(runs: Runs, n_streams: int, gamma: int) -> np.ndarray:
     return closed + _ceil_div(runs.trailing, gp1)
 
 
-def walk_blocks_many(runs: Runs, n_streams: int, gammas, dense: bool | None = None) -> np.ndarray:
+def walk_blocks_many(runs: Runs, n_streams: int, gammas: Iterable[int] | np.ndarray,
+                     dense: bool | None = None) -> np.ndarray:
     """(n_streams x len(gammas)) blocks of the walk at each gamma: walk_blocks for many gammas at once.
 
     The closed runs are first counted per (stream, L) pair (few distinct pairs: run lengths repeat),
     so each gamma costs one pass over the distinct pairs instead of over every run. `dense` picks
     the counting (a table of n_streams x (max L + 1), else a sort); None chooses by size."""
-    gammas = [int(g) for g in np.atleast_1d(gammas)]
-    out = np.empty((n_streams, len(gammas)))
+    g_list = [int(g) for g in np.atleast_1d(np.asarray(gammas))]
+    out = np.empty((n_streams, len(g_list)))
     if runs.L.size:
         width = int(runs.L.max()) + 1
         if dense is None:  # a dense table is cheaper than a sort unless it is much larger than the runs
@@ -109,7 +110,7 @@ def walk_blocks_many(runs: Runs, n_streams: int, gammas, dense: bool | None = No
         seg, L = pair // width, pair % width
     else:
         seg = L = counts = np.zeros(0, dtype=np.int64)
-    for j, g in enumerate(gammas):
+    for j, g in enumerate(g_list):
         gp1 = g + 1
         out[:, j] = np.bincount(seg, weights=counts * _ceil_div(L + 1, gp1), minlength=n_streams)
         out[:, j] += _ceil_div(runs.trailing, gp1)
