@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from specterm.core.store import Run
 
 
+CI_PENDING_EXPORT = "The CIs are still being computed; export when they show (the status line says when)."
+
+
 class SpectermApp(App[Any]):
     """Loads runs, analyses them once in a worker, and shows the report on lazily mounted screens."""
 
@@ -318,12 +321,18 @@ class SpectermApp(App[Any]):
         if self.report is None and getattr(screen, "NEEDS_REPORT", True):
             self.notify("The report is not ready yet; try again when the tables show.", severity="warning")
             return
+        if self.ci_pending and getattr(screen, "NEEDS_REPORT", True):
+            self.notify(CI_PENDING_EXPORT, severity="warning")
+            return
         self._ask_and_write(Path(f"specterm-{name}.md"), export)
 
     def action_export_all(self) -> None:
         """Ask where, then write every table (the same markdown as `specterm report --format md`)."""
         if self.report is None:
             self.notify("The report is not ready yet; try again when the tables show.", severity="warning")
+            return
+        if self.ci_pending:
+            self.notify(CI_PENDING_EXPORT, severity="warning")
             return
         from specterm.core.export import to_markdown
 

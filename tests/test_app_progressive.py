@@ -94,6 +94,10 @@ async def test_point_estimates_paint_first_then_cis(tmp_path, monkeypatch):
         assert "computing CIs" in status(screen) and "B = 200" in status(screen)
         shown = cells(screen)
         assert shown and not NUMERIC_CI.search(shown)  # values only ("[n/a]" at most), no "[lo, hi]"
+        await pilot.press("e")  # no export of a report without its CIs
+        await pilot.pause()
+        assert type(app.screen).__name__ != "ExportScreen"
+        assert any("still being computed" in n.message for n in app._notifications)
         await pilot.press("7")  # the Scorecard is verdicts on CIs: it waits
         await pilot.pause()
         assert app.screen.query_one("#body").loading and "computing CIs" in status(app.screen)
