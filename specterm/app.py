@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from textual import work
 from textual.app import App
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.events import ScreenSuspend
 from textual.reactive import var
 from textual.worker import Worker, WorkerState
@@ -21,13 +21,13 @@ from textual.worker import Worker, WorkerState
 from specterm import messages
 from specterm.commands import SpectermCommands
 from specterm.core.errors import SpectermError
-from specterm.core.params import BOOT, GAMMA_DEFAULT, SHUFFLES
+from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
+from specterm.core.report import POOLED
 from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 
 if TYPE_CHECKING:
     from specterm.core.report import Report
     from specterm.oracle.run import OracleConfig
-    from specterm.core.store import Run
 
 
 CI_PENDING_EXPORT = "The CIs are still being computed; export when they show (the status line says when)."
@@ -40,7 +40,7 @@ class SpectermApp(App[Any]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     COMMANDS = App.COMMANDS | {SpectermCommands}
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         *(
             Binding(s.key, f"switch_screen('{s.mode}')", s.title, id=f"screen.{s.mode}",
                     tooltip=s.help, group=Binding.Group("screens", compact=True))
@@ -64,7 +64,7 @@ class SpectermApp(App[Any]):
     ci_pending: var[bool] = var(False)
     """True while the report shown holds point estimates only (boot = 0) and the bootstrap runs;
     the screens say "computing CIs" until the full report replaces it."""
-    set_name: var[str] = var("pooled")
+    set_name: var[str] = var(POOLED)
     """The corpus (or "pooled") shown by the per-set screens; `c` cycles it."""
 
     def __init__(
@@ -76,7 +76,7 @@ class SpectermApp(App[Any]):
         gamma: int = GAMMA_DEFAULT,
         boot: int = BOOT,
         shuffles: int = SHUFFLES,
-        seed: int = 0,
+        seed: int = SEED,
         initial: str | None = None,
         use_cache: bool = True,
     ) -> None:
@@ -240,7 +240,8 @@ class SpectermApp(App[Any]):
         self.report = report
         if not message.complete:
             return
-        self.pair_cache[self.pair_key] = (self.runs, report)
+        if self.runs is not None:  # RunsLoaded of this load came first
+            self.pair_cache[self.pair_key] = (self.runs, report)
         self.call_after_refresh(self.schedule_idle_work)  # after the first table is on screen
         if self.n_model_groups > 1:
             names = ", ".join(r.name for r in report.runs)
@@ -256,7 +257,7 @@ class SpectermApp(App[Any]):
         self.model_group += 1
         self.ci_pending = False
         self.load_id += 1  # a load still running for the pair left behind must not show its report
-        set_name = self.pair_sets.get(self.pair_key, "pooled")
+        set_name = self.pair_sets.get(self.pair_key, POOLED)
         cached = self.pair_cache.get(self.pair_key)
         if cached is None:  # first visit: load and analyse in the worker (the screens show loading)
             self.report = None  # first: a screen must never see the new runs with the old report
@@ -283,7 +284,7 @@ class SpectermApp(App[Any]):
         self.notify(text, title="error", severity="error", timeout=10)
 
     # -- navigation -----------------------------------------------------------------------------
-    def action_switch_screen(self, mode: str) -> None:
+    def action_switch_screen(self, mode: str) -> None:  # type: ignore[override]  # sync: App.action_switch_screen is async
         if mode not in self._modes:
             self.notify("no run in progress: start one with `specterm run`", severity="warning")
             return
@@ -366,7 +367,7 @@ def prewarm_screens() -> None:
             importlib.import_module(s.module)
         except ImportError:  # the Run screen's oracle side may be absent; its visit will say so
             pass
-    import specterm.core.decide  # noqa: F401  (Decide imports it on first show)
+    import specterm.core.decide
     import specterm.core.optimum  # noqa: F401  (Optimum's throughput curves)
 
 

@@ -38,7 +38,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -144,8 +144,8 @@ def load(key: dict[str, Any]) -> Report | None:
         entry = json.loads(raw)
         if not isinstance(entry, dict) or entry.get("key") != key:
             raise ValueError("another key")
-        report = cast("Report", Report.from_dict(entry["report"]))
-    except Exception:  # noqa: BLE001  (corrupt, truncated, another layout: whatever fails, never trusted)
+        report = Report.from_dict(entry["report"])
+    except Exception:
         _remove(path)
         return None
     try:
@@ -194,11 +194,11 @@ def cached_analyse(runs: Sequence[Run], *, use_cache: bool = True, **params: Any
     from specterm.core.analysis import analyse
 
     if not (use_cache and enabled()):
-        return cast("Report", analyse(list(runs), **params))
+        return analyse(list(runs), **params)
     key = cache_key(runs, params)
     cached = load(key)
     if cached is not None:
         return cached
-    report = cast("Report", analyse(list(runs), **params))
+    report = analyse(list(runs), **params)
     store(key, report)
     return report

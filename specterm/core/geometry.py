@@ -25,7 +25,8 @@ class Concat:
 
     @property
     def lengths(self) -> np.ndarray:
-        return self.ends - self.starts
+        lengths: np.ndarray = self.ends - self.starts
+        return lengths
 
     @property
     def seg(self) -> np.ndarray:
@@ -70,10 +71,8 @@ def segment_runs(bits: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     last_zero = starts - 1
     last_zero[seg[last]] = z[last]
     trailing = ends - 1 - last_zero
-    def i64(x: np.ndarray) -> np.ndarray:
-        return x.astype(np.int64, copy=False)
-
-    return Runs(L=i64(L), seg=i64(seg), zero=i64(z), trailing=i64(trailing))
+    return Runs(L=L.astype(np.int64, copy=False), seg=seg.astype(np.int64, copy=False),
+                zero=z.astype(np.int64, copy=False), trailing=trailing.astype(np.int64, copy=False))
 
 
 def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
@@ -85,7 +84,8 @@ def walk_blocks(runs: Runs, n_streams: int, gamma: int) -> np.ndarray:
     sum over closed runs of ceil((L+1)/(gamma+1)) plus ceil(trailing/(gamma+1))."""
     gp1 = gamma + 1
     closed = np.bincount(runs.seg, weights=_ceil_div(runs.L + 1, gp1), minlength=n_streams)
-    return closed + _ceil_div(runs.trailing, gp1)
+    blocks: np.ndarray = closed + _ceil_div(runs.trailing, gp1)
+    return blocks
 
 
 def walk_blocks_many(runs: Runs, n_streams: int, gammas: Iterable[int] | np.ndarray,
@@ -117,7 +117,8 @@ def walk_blocks_many(runs: Runs, n_streams: int, gammas: Iterable[int] | np.ndar
     return out
 
 
-def block_starts_accepts(runs: Runs, starts: np.ndarray, ends: np.ndarray, gamma: int, ordered: bool = True):
+def block_starts_accepts(runs: Runs, starts: np.ndarray, ends: np.ndarray, gamma: int,
+                         ordered: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every block of the walk at gamma: (stream, start position s, accepted k, positions left n - s).
 
     Vectorised blockwalk.block_accepts. In a closed run of L ones starting at p, block b starts at

@@ -17,7 +17,8 @@ from specterm.core.export import hardware_table, markdown_table, text_table
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
 from specterm.core.report import Report
 from specterm.screens.base import ReportScreen, RStepping, r_bindings
-from specterm.widgets.tables import MISSING, fill_table, fmt_num, is_num, safe
+from specterm.core.fmt import MISSING, fmt, is_num
+from specterm.widgets.tables import fill_table, safe
 
 COLUMNS = [("set", "corpus"), ("g_true", "g"), ("s_true", "speedup"), ("g_iid", "iid g"), ("s_iid", "iid promise"),
            ("s_fact", "iid in fact"), ("bstar", "stop above batch")]
@@ -55,7 +56,7 @@ def hardware_verdicts(report: Report) -> str:
         hw = s.decision_hw
         if hw is None or not hw.measured:
             continue
-        best = f"g = {fmt_num(hw.gamma_hw)}: {speed(hw.speedup_hw)}"
+        best = f"g = {fmt(hw.gamma_hw)}: {speed(hw.speedup_hw)}"
         text = f"speculate with {best}" if hw.speculate else f"do not speculate (best {best})"
         done = hw.confirmed_at(hw.gamma_hw) or (hw.confirmed[0] if hw.confirmed else None)
         if done is not None:
@@ -130,8 +131,8 @@ class DecideScreen(RStepping, ReportScreen):
                 rows.append((name, [name] + [MISSING] * 6))
                 verdicts.append(f"[b]{safe(name)}[/]: {safe(exc)}")
                 continue
-            rows.append((name, [name, fmt_num(d.gamma_true), speed(d.speedup_true), fmt_num(d.gamma_iid),
-                                speed(d.speedup_iid), speed(d.speedup_true_at_gamma_iid), fmt_num(d.batch_crossover, 0)]))
+            rows.append((name, [name, fmt(d.gamma_true), speed(d.speedup_true), fmt(d.gamma_iid),
+                                speed(d.speedup_iid), speed(d.speedup_true_at_gamma_iid), fmt(d.batch_crossover, 0)]))
             verdicts.append(f"[b]{safe(name)}[/]: {safe(d.verdict)}")
         if self.ridge_custom is not None:
             acc = f"custom ridge I* = {self.ridge_custom:g} FLOP/byte"

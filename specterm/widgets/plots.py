@@ -22,10 +22,10 @@ class ReportPlot(PlotextPlot):
     """
 
     _data_version = 0
-    _built_key: tuple | None = None
+    _built_key: tuple[Any, ...] | None = None
     _built: Any = None
 
-    def start(self, title: str) -> object:
+    def start(self, title: str) -> Any:
         self._data_version += 1  # every draw goes through start: the figure is rebuilt at the next render
         plt = self.plt
         plt.clear_figure()
