@@ -11,7 +11,7 @@ import pytest
 from app_fixture import META, fixture_streams, make_fixture_run
 from textual.widgets import DataTable, Static
 
-from specterm.app import make_app
+from specterm.app import SpectermApp, make_app
 from specterm.core import analysis
 from specterm.core.report import Estimate
 
@@ -30,6 +30,16 @@ def anyio_backend():
 def own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("SPECTERM_CACHE", raising=False)
+
+
+class PointFirstApp(SpectermApp):
+    """Point estimates first under Pilot too (headless apps get the full report only)."""
+
+    POINT_FIRST_HEADLESS = True
+
+
+def point_first_app(paths, **kw):
+    return PointFirstApp(paths, **kw)
 
 
 class Gate:
@@ -83,7 +93,7 @@ async def until(pilot, cond, what: str, tries: int = 400) -> None:
 
 async def test_point_estimates_paint_first_then_cis(tmp_path, monkeypatch):
     gate = Gate(monkeypatch, {"tiny-run"})
-    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    app = point_first_app([make_fixture_run(tmp_path)], **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.report is not None, "the point estimates")
         await pilot.pause()
@@ -123,7 +133,7 @@ async def test_no_stale_ci_when_m_leaves_a_pair_whose_bootstrap_runs(tmp_path, m
     a = make_fixture_run(tmp_path, "pair-a")
     other = [s for s in fixture_streams() if s.corpus == "code"]
     b = write_run(tmp_path / "pair-b", {**META, "name": "pair-b", "target": {"spec": "other/target"}}, other)
-    app = make_app([a, b], **FAST)
+    app = point_first_app([a, b], **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.report is not None, "pair a's point estimates")
         assert app.ci_pending and [r.name for r in app.report.runs] == ["pair-a"]
@@ -176,10 +186,10 @@ class Premounting:
 
 
 async def test_idle_pass_mounts_every_screen_and_hidden_screens_catch_up_after_m(tmp_path):
-    from specterm.app import SCREENS, SpectermApp
+    from specterm.app import SCREENS
     from specterm.core.store import write_run
 
-    class App(Premounting, SpectermApp):
+    class App(Premounting, PointFirstApp):
         pass
 
     a = make_fixture_run(tmp_path, "pair-a")
