@@ -199,7 +199,7 @@ class SpectermApp(App[Any]):
         from textual.worker import get_current_worker
 
         from specterm.core import cache
-        from specterm.core.store import group_by_models, load_runs
+        from specterm.core.store import group_runs, load_runs
 
         worker = get_current_worker()
 
@@ -207,7 +207,7 @@ class SpectermApp(App[Any]):
         if not runs:
             names = ", ".join(str(p) for p in paths)
             raise SpectermError(f"{names} holds no finished prompts yet; run `specterm run` or `specterm import` first.")
-        groups = group_by_models(runs)
+        groups = group_runs(runs)  # one model pair with two settings (e.g. -n) is two groups
         self.n_model_groups = len(groups)
         runs = groups[self.model_group % len(groups)]
         self.post_message(messages.RunsLoaded(runs, load_id))
@@ -371,7 +371,7 @@ def prewarm_screens() -> None:
             importlib.import_module(s.module)
         except ImportError:  # the Run screen's oracle side may be absent; its visit will say so
             pass
-    import specterm.core.decide
+    import specterm.core.cost_ratio
     import specterm.core.optimum  # noqa: F401  (Optimum's throughput curves)
 
 
