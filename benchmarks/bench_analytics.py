@@ -1,13 +1,16 @@
-"""Analytics at scale: a full `analyse` (all corpora + pooled, B = 2000 bootstrap, 20 shuffles) on 1M and
-10M synthetic positions, against the point estimates alone (boot = 0: same shuffles, no resampling),
-and the growth ratio 10M / 1M (linear cost: ~10). Target: the full 1M report within 3 s on 2 cores.
+"""Analytics at scale, this tree against the commit before issue 21 (950a878, a git worktree) in one
+run: the full report (analyse: all corpora + pooled, B = 2000 bootstrap, 20 shuffles) and the point
+estimates (boot = 0, the same shuffles) on 1M and 10M synthetic positions, and the growth 10M / 1M.
+Targets (issue 21): full report 1M <= 0.7 s, 10M <= 3 s.
 
 Streams: two-state Markov chains of ~1000 positions (5 corpora, per-corpus acceptance and
-autocorrelation, draft_conf and beta set), written with `write_run` to a temporary run and loaded back with
-`load_run`; the load is timed separately. --profile runs cProfile on the full report at the first
-size and prints the top functions.
+autocorrelation, draft_conf and beta set), written once with this tree's `write_run`; both trees
+load the same stored run. Each round times, in a fresh subprocess per tree (baseline first, then
+this tree, alternating, so both see the same background load), the best of --repeats reports,
+wall and CPU (process) time, one thread. --profile runs cProfile on this tree's full report at the
+first size and prints the top functions.
 
-    python benchmarks/bench_analytics.py [--sizes 1000000,10000000] [--boot 2000] [--shuffles 20] [--repeats 3] [--profile] [--no-append]
+    python benchmarks/bench_analytics.py [--sizes 1000000,10000000] [--rounds 3] [--repeats 2] [--profile] [--no-append]
 """
 
 from __future__ import annotations
@@ -15,20 +18,54 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
+import statistics
+import subprocess
+import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _common import md_table, peak_rss_mb, record, synthetic_streams
 from specterm.core import analysis
 from specterm.core.store import load_run, new_meta, write_run
 
+from _common import md_table, record, synthetic_streams
 
-def timed_analyse(run, boot: int, shuffles: int) -> float:
-    t0 = time.perf_counter()
-    analysis.analyse([run], gamma=8, boot=boot, shuffles=shuffles, seed=0)
-    return time.perf_counter() - t0
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = "950a878"
+
+CHILD = r"""
+import json, sys, time
+from specterm.core import analysis
+from specterm.core.store import load_run
+import specterm
+assert specterm.__file__.startswith(sys.argv[1]), specterm.__file__
+t0 = time.perf_counter()
+run = load_run(sys.argv[2])
+out = {"load": time.perf_counter() - t0}
+analysis.analyse([run], gamma=8, boot=10, shuffles=2, seed=0)  # imports and first-call costs, not timed
+for name, boot in (("point", 0), ("full", int(sys.argv[4]))):
+    wall = cpu = float("inf")
+    for _ in range(int(sys.argv[3])):
+        t0, c0 = time.perf_counter(), time.process_time()
+        analysis.analyse([run], gamma=8, boot=boot, shuffles=int(sys.argv[5]), seed=0)
+        wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
+    out[name] = [wall, cpu]
+print(json.dumps(out))
+"""
+
+
+def time_tree(tree: Path, run: Path, repeats: int, boot: int, shuffles: int) -> dict:
+    """{"load": s, "point": [wall, cpu], "full": [wall, cpu]}: best of `repeats`, in a subprocess
+    that imports specterm from `tree` (one thread)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(run), str(repeats), str(boot), str(shuffles)],
+                         env=env, cwd=tree, capture_output=True, text=True, check=False)
+    if out.returncode:
+        sys.exit(out.stderr)
+    import json
+
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def profile_report(run, boot: int, shuffles: int, top: int) -> tuple[str, str]:
@@ -45,68 +82,81 @@ def profile_report(run, boot: int, shuffles: int, top: int) -> tuple[str, str]:
     return texts[0], texts[1]
 
 
+def baseline_tree(rev: str, where: Path) -> Path:
+    """A detached `git worktree` of `rev` at `where` (made once, kept for later runs)."""
+    if not (where / "specterm").is_dir():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), rev],
+                       check=True, capture_output=True)
+    return where
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1000000,10000000", help="comma list of position counts")
     ap.add_argument("--boot", type=int, default=2000)
     ap.add_argument("--shuffles", type=int, default=20)
-    ap.add_argument("--repeats", type=int, default=3, help="timings per size; the best (least disturbed) is reported")
-    ap.add_argument("--profile", action="store_true", help="cProfile the full report at the first size")
+    ap.add_argument("--rounds", type=int, default=3, help="subprocess pairs (baseline, this) per size")
+    ap.add_argument("--repeats", type=int, default=2, help="reports per subprocess; the best is kept")
+    ap.add_argument("--baseline", default=BASELINE, help="git revision timed as the baseline")
+    ap.add_argument("--baseline-tree", type=Path, default=Path(tempfile.gettempdir()) / f"specterm-{BASELINE}")
+    ap.add_argument("--profile", action="store_true", help="cProfile this tree's full report at the first size")
     ap.add_argument("--top", type=int, default=12, help="functions shown by --profile")
     ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
     args = ap.parse_args()
     sizes = [int(float(x)) for x in args.sizes.split(",")]
+    base = baseline_tree(args.baseline, args.baseline_tree)
+    med = statistics.median
 
-    rows, per_size, prof_text = [], [], None
+    rows, growth, prof_text = [], {}, None
     with tempfile.TemporaryDirectory(prefix="specterm-bench-analytics-") as tmp:
         for size in sizes:
-            t0 = time.perf_counter()
-            streams = synthetic_streams(size, seed=0, beta=True)
-            t_gen = time.perf_counter() - t0
-            path = write_run(Path(tmp) / f"run-{size}", {**new_meta(f"bench-{size}"), "cost": {"r_measured": 0.13}}, streams)
-            del streams
-            loads, bare, points, fulls = [], [], [], []
-            for _ in range(args.repeats):
-                run = None
-                t0 = time.perf_counter()
-                run = load_run(path)
-                loads.append(time.perf_counter() - t0)
-            n_pos = sum(s.n for s in run.streams)
-            for _ in range(args.repeats):  # interleaved so both see the same background load
-                bare.append(timed_analyse(run, 0, 0))
-                points.append(timed_analyse(run, 0, args.shuffles))
-                fulls.append(timed_analyse(run, args.boot, args.shuffles))
-            t_load = min(loads)
-            t_bare, t_point, t_full = min(bare), min(points), min(fulls)
-            if args.profile and not prof_text:
+            path = write_run(Path(tmp) / f"run-{size}", {**new_meta(f"bench-{size}"), "cost": {"r_measured": 0.13}},
+                             synthetic_streams(size, seed=0, beta=True))
+            run = load_run(path)
+            n_pos, n_streams = sum(s.n for s in run.streams), len(run.streams)
+            times: dict[str, list[dict]] = {"base": [], "this": []}
+            for i in range(args.rounds):
+                for key, tree in (("base", base), ("this", ROOT)):
+                    times[key].append(time_tree(tree, path, args.repeats, args.boot, args.shuffles))
+                print(f"{n_pos:,} round {i + 1}: full {times['base'][-1]['full'][0]:.2f} s (baseline) "
+                      f"vs {times['this'][-1]['full'][0]:.2f} s (this)", flush=True)
+            if args.profile and prof_text is None:
                 prof_text = profile_report(run, args.boot, args.shuffles, args.top)
-            per_size.append((n_pos, t_load, t_full, t_point))
-            rows.append([f"{n_pos:,}", len(run.streams), f"{t_load:.2f}", f"{t_bare:.2f}", f"{t_point:.2f}", f"{t_full:.2f}",
-                         f"{t_full / t_point:.2f}", f"{t_full - t_point:.2f}", f"{peak_rss_mb():.0f}"])
-            print(f"{n_pos:,} positions: generated {t_gen:.1f} s, load {t_load:.2f} s, point {t_point:.2f} s, "
-                  f"full {t_full:.2f} s", flush=True)
             del run
 
-    table = md_table(
-        ["positions", "streams", "load_run s", "no shuffles, no bootstrap s", "point estimates s (boot=0)", f"full report s (B={args.boot})",
-         "ratio full / point", "bootstrap cost s (full - point)", "peak RSS MB"],
-        rows,
-    )
-    if len(per_size) > 1:
-        (n0, l0, f0, p0), (n1, l1, f1, p1) = per_size[0], per_size[-1]
-        growth = md_table(
-            ["growth", "positions", "load_run", "point estimates", "full report"],
-            [[f"{n1:,} / {n0:,}", f"{n1 / n0:.2f}", f"{l1 / l0:.2f}", f"{p1 / p0:.2f}", f"{f1 / f0:.2f}"]],
-        )
-        table += "\n\n" + growth
-    notes = [f"best of {args.repeats} (the machine is shared; min is the least disturbed run), point and full interleaved",
-             f"analyse(gamma=8, shuffles={args.shuffles}, seed=0), all 5 corpora + pooled; point = boot=0 (same shuffles); "
-             "'no shuffles' = boot=0, shuffles=0 (no hetero/temporal split)",
-             "synthetic Markov streams of ~1000 positions, draft_conf and beta set (so the confidence policies and sampling statistics run)",
-             "target: full 1M report <= 3 s; linear growth means the 10M/1M ratio ~ the positions ratio"]
+            def m(key: str, what: str, i: int, times: dict[str, list[dict]] = times) -> float:
+                return med([t[what][i] for t in times[key]])
+
+            for what in ("full", "point"):
+                b_wall, t_wall, b_cpu, t_cpu = m("base", what, 0), m("this", what, 0), m("base", what, 1), m("this", what, 1)
+                growth[(size, what)] = (t_wall, b_wall)
+                label = f"full report (B = {args.boot})" if what == "full" else "point estimates (boot = 0)"
+                target = ""
+                if what == "full":
+                    limit = 0.7 if n_pos < 5_000_000 else 3.0
+                    target = f"<= {limit} s: {'yes' if t_wall <= limit else 'no'}"
+                rows.append([f"{n_pos:,}", n_streams, label, f"{b_wall:.2f}", f"{t_wall:.2f}", f"{t_wall / b_wall:.2f}",
+                             f"{b_cpu:.2f}", f"{t_cpu:.2f}", f"{t_cpu / b_cpu:.2f}", target])
+            rows.append([f"{n_pos:,}", n_streams, "load_run", f"{med([t['load'] for t in times['base']]):.2f}",
+                         f"{med([t['load'] for t in times['this']]):.2f}", "", "", "", "", ""])
+
+    table = md_table(["positions", "streams", "what", f"{args.baseline} wall s", "this wall s", "wall ratio",
+                      f"{args.baseline} CPU s", "this CPU s", "CPU ratio", "target (this, wall)"], rows)
+    if len(sizes) > 1:
+        s0, s1 = sizes[0], sizes[-1]
+        g = [[f"{s1:,} / {s0:,}", what, f"{growth[(s1, what)][1] / growth[(s0, what)][1]:.2f}",
+              f"{growth[(s1, what)][0] / growth[(s0, what)][0]:.2f}"] for what in ("full", "point")]
+        table += "\n\n" + md_table(["growth", "what", args.baseline, "this"], g)
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False).stdout.strip()
+    notes = [(f"this tree {head} (+ working changes) against {args.baseline} (the commit before issue 21) in a git worktree; "
+              f"{args.rounds} rounds per size, baseline then this tree, one subprocess each, best of {args.repeats} reports "
+              "per subprocess, median over rounds"),
+             f"analyse(gamma=8, shuffles={args.shuffles}, seed=0), all 5 corpora + pooled; point = boot=0 (same shuffles)",
+             "synthetic Markov streams of ~1000 positions, draft_conf and beta set; one thread (OMP_NUM_THREADS=1)",
+             "CPU = process time, less sensitive than wall time to the other jobs on this shared machine: compare ratios"]
     if prof_text:
-        table += f"\n\ncProfile of the full report at {per_size[0][0]:,} positions, top {args.top} by own time:\n\n```\n{prof_text[0]}\n```"
-    record("Analytics at scale: full report vs point estimates", table, notes, append=not args.no_append)
+        table += f"\n\ncProfile of this tree's full report at {sizes[0]:,} positions, top {args.top} by own time:\n\n```\n{prof_text[0]}\n```"
+    record("Analytics at scale: full report, this tree vs the commit before issue 21", table, notes, append=not args.no_append)
     if prof_text:
         print(prof_text[1])
 

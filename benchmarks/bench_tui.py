@@ -1,16 +1,17 @@
-"""The TUI's speed against a bare Textual app measured in the same run: cold start to first paint,
-a screen switch, `M` (the next model pair), and stepping the token cursor on a 4096-token stream.
+"""The TUI's speed in one run, as ratios against a bare Textual app and against the commit before
+issue 21 (950a878, checked out as a git worktree): first table with a cold and a warm analysis
+cache, all CIs painted, every screen's first visit, revisits, `M` to a new and to a cached pair,
+and (with --stepping) the token cursor on a 4096-token stream.
 
 Every measurement runs in a fresh Python process on a pseudo-terminal (120x36), as in a person's
 terminal, with Textual's real driver writing the frames. Times end when the frame after the action
-is painted (`call_after_refresh`). The baseline, in the same run and the same way, is a bare
-Textual app: a Header, a Static and a Footer on two screens (start-up, switching screens) whose
-Static is rewritten per key (stepping). Targets: first paint under 1.5 s, a switch under 300 ms.
+is painted (`call_after_refresh`). The bare app is a Header, a Static and a Footer on two screens.
+Targets (issue 21): first table <= 1.0 s without a cache, every table with CIs <= 0.5 s with one,
+every screen <= 200 ms, `M` to a cached pair <= 300 ms.
 
-    python benchmarks/bench_tui.py [RUN ...] [--repeat 3] [--no-append]
+    python benchmarks/bench_tui.py [RUN ...] [--repeat 3] [--stepping] [--no-append]
 
-Without RUN it uses the runs in ./streams (`M` is timed when they hold two model pairs); the
-stepping uses a synthetic 4096-token run written to a temporary directory.
+Without RUN it uses the runs in ./streams (`M` is timed when they hold two model pairs).
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ FIRST_PAINT_TARGET_S = 1.5
 SWITCH_TARGET_S = 0.3
 STEPS = 60
 SIZE = (120, 36)
+IDLE_S = 2.0
+"""Idle time after the full report (and after M) before the next key: a person reads first."""
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = "950a878"
+"""The commit before issue 21 (cache, point-first paint, idle mounting)."""
 
 
 # ------------------------------------------------------------------ inside the measured process ---
@@ -59,7 +65,7 @@ class Marks:
         self.out.write_text(json.dumps(self.data))
 
 
-def painted(app) -> "asyncio.Future[float]":
+def painted(app) -> asyncio.Future[float]:
     """A future set to time.perf_counter() once the next frame has been painted."""
     fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
     app.call_after_refresh(lambda: fut.done() or fut.set_result(time.perf_counter()))
@@ -67,6 +73,7 @@ def painted(app) -> "asyncio.Future[float]":
 
 
 def child_specterm(out_file: str, paths: list[str], stepping: bool) -> None:
+    """Works on this tree and on the baseline tree (no point-first paint there: its first report is full)."""
     from specterm.app import SCREENS, SpectermApp
     from specterm.widgets.tokens import TokenView
 
@@ -76,16 +83,23 @@ def child_specterm(out_file: str, paths: list[str], stepping: bool) -> None:
     class Instrumented(SpectermApp):
         def on_ready(self) -> None:
             marks.since_start("first_paint")
-            self._report_seen = 0
-            self._report_event = asyncio.Event()
+            self._complete = asyncio.Event()
+            self._started = False
             self.watch(self, "report", self._report_set)
             self.watch(self, "error", self._failed)
 
         def _report_set(self, report) -> None:
-            if report is not None:
-                self._report_seen += 1
-                self._report_event.set()
-                if self._report_seen == 1:
+            if report is None:
+                return
+            complete = not getattr(self, "ci_pending", False)
+            if "table" not in marks.data:
+                self.call_after_refresh(marks.since_start, "table")
+            if complete:
+                if "cis" not in marks.data:
+                    self.call_after_refresh(marks.since_start, "cis")
+                self._complete.set()
+                if not self._started:
+                    self._started = True
                     self.run_worker(self._sequence(), exclusive=True, group="bench")
 
         def _failed(self, error) -> None:
@@ -99,7 +113,7 @@ def child_specterm(out_file: str, paths: list[str], stepping: bool) -> None:
 
         async def _sequence(self) -> None:
             await self._after_paint()
-            marks.since_start("report_painted")
+            await asyncio.sleep(IDLE_S)  # a person reads the first table before pressing a key
             if stepping:
                 await self.switch_mode("streams")
                 await self._after_paint()
@@ -112,21 +126,22 @@ def child_specterm(out_file: str, paths: list[str], stepping: bool) -> None:
                 marks.data["step"] = times
             else:
                 for label in ("switch_first", "switch_again"):  # first visits mount the screens
-                    times = []
+                    times = {}
                     for mode in modes[1:] + modes[:1]:
                         t0 = time.perf_counter()
                         await self.switch_mode(mode)
-                        times.append(await self._after_paint() - t0)
+                        times[mode] = await self._after_paint() - t0
                     marks.data[label] = times
+                await self.switch_mode(modes[0])
+                await self._after_paint()
                 if self.n_model_groups > 1:
-                    times = []
-                    for _ in range(2):  # to the second pair and back to the first
-                        self._report_event.clear()
+                    for label in ("models_new", "models_cached"):  # to the second pair (analysed), back (cached)
+                        self._complete.clear()
                         t0 = time.perf_counter()
-                        self.action_next_models()  # sets report to None, then a worker analyses the pair
-                        await self._report_event.wait()
-                        times.append(await self._after_paint() - t0)
-                    marks.data["models"] = times
+                        self.action_next_models()
+                        await self._complete.wait()
+                        marks.data[label] = await self._after_paint() - t0
+                        await asyncio.sleep(IDLE_S)
             marks.save()
             self.exit()
 
@@ -212,10 +227,13 @@ def run_on_pty(argv: list[str], env: dict[str, str], timeout: float = 120.0) -> 
         proc.wait()
 
 
-def measure(kind: str, runs: list[str], tmp: Path, stepping: bool = False) -> dict:
+def measure(kind: str, runs: list[str], tmp: Path, stepping: bool = False, tree: Path = ROOT,
+            cache: Path | None = None) -> dict:
+    """One fresh process of `kind` ("specterm" from `tree`, or "bare") on the pty; its marks."""
     out = tmp / "marks.json"
     out.unlink(missing_ok=True)
-    env = {**os.environ, "TERM": os.environ.get("TERM", "xterm-256color"), "BENCH_T0": repr(time.time())}
+    env = {**os.environ, "TERM": os.environ.get("TERM", "xterm-256color"), "BENCH_T0": repr(time.time()),
+           "PYTHONPATH": str(tree), "XDG_CACHE_HOME": str(cache or tmp / "no-cache")}
     argv = [sys.executable, __file__, "--child", kind, "--out", str(out), *runs]
     if stepping:
         argv.append("--stepping")
@@ -224,6 +242,14 @@ def measure(kind: str, runs: list[str], tmp: Path, stepping: bool = False) -> di
     if "error" in marks:
         raise SystemExit(f"the app failed: {marks['error']}")
     return marks
+
+
+def baseline_tree(rev: str, where: Path) -> Path:
+    """A detached `git worktree` of `rev` at `where` (made once, kept for later runs)."""
+    if not (where / "specterm").is_dir():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), rev],
+                       check=True, capture_output=True)
+    return where
 
 
 def long_run(root: Path, n: int = 4096) -> Path:
@@ -242,10 +268,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="*")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", default=BASELINE, help="git revision timed as the baseline tree")
+    parser.add_argument("--baseline-tree", type=Path, default=Path(tempfile.gettempdir()) / f"specterm-{BASELINE}",
+                        help="where its worktree is (made when missing)")
+    parser.add_argument("--stepping", action="store_true", help="also time the cursor on a 4096-token stream")
     parser.add_argument("--no-append", action="store_true")
     parser.add_argument("--child", choices=("specterm", "bare"), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
-    parser.add_argument("--stepping", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "specterm":
         return child_specterm(args.out, args.runs, args.stepping)
@@ -254,59 +283,86 @@ def main() -> None:
 
     from specterm.core.store import find_runs, group_runs, load_run
 
-    runs = args.runs or [str(p) for p in find_runs("streams")]
+    runs = args.runs or [str(p.resolve()) for p in find_runs("streams")]
     if not runs:
         raise SystemExit("no runs in ./streams: pass run directories.")
     loaded = [load_run(r) for r in runs]
     n_pos = sum(s.n for r in loaded for s in r.streams)
     pairs = len(group_runs(loaded))
-    print(f"runs: {', '.join(runs)}  ({n_pos} positions, {pairs} model pair(s))")
+    base_tree = baseline_tree(args.baseline, args.baseline_tree)
+    print(f"runs: {', '.join(runs)}  ({n_pos} positions, {pairs} model pair(s)); baseline {args.baseline} at {base_tree}")
 
     med = statistics.median
-    cols: dict[str, list[float]] = {k: [] for k in (
-        "first", "bare_first", "report", "switch_first", "switch_again", "bare_switch_first",
-        "bare_switch_again", "models", "step", "bare_step")}
+    ours: dict[str, list] = {"cold": [], "warm": [], "base": [], "bare": []}
+    steps: dict[str, list[float]] = {"ours": [], "base": [], "bare": []}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        long = str(long_run(tmp))
-        for _ in range(args.repeat):  # interleaved, so drift in the machine's load hits both alike
-            ours = measure("specterm", runs, tmp)
-            bare = measure("bare", [], tmp)
-            cols["first"].append(ours["first_paint"])
-            cols["report"].append(ours["report_painted"])
-            cols["bare_first"].append(bare["first_paint"])
-            cols["switch_first"].append(med(ours["switch_first"]))
-            cols["switch_again"].append(med(ours["switch_again"]))
-            cols["bare_switch_first"].append(med(bare["switch_first"]))
-            cols["bare_switch_again"].append(med(bare["switch_again"]))
-            if "models" in ours:
-                cols["models"].append(med(ours["models"]))
-            cols["step"].append(med(measure("specterm", [long], tmp, stepping=True)["step"]))
-            cols["bare_step"].append(med(measure("bare", [], tmp, stepping=True)["step"]))
-    m = {k: med(v) for k, v in cols.items() if v}
+        long = str(long_run(tmp)) if args.stepping else ""
+        for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all alike
+            cache = tmp / f"cache-{i}"
+            ours["cold"].append(measure("specterm", runs, tmp, cache=cache))  # fills the cache
+            ours["warm"].append(measure("specterm", runs, tmp, cache=cache))
+            ours["base"].append(measure("specterm", runs, tmp, tree=base_tree))
+            ours["bare"].append(measure("bare", [], tmp))
+            print(f"round {i + 1}: first table cold {ours['cold'][-1]['table']:.2f} s, warm {ours['warm'][-1]['table']:.2f} s, "
+                  f"baseline {ours['base'][-1]['table']:.2f} s, bare first paint {ours['bare'][-1]['first_paint']:.2f} s", flush=True)
+            if args.stepping:
+                steps["ours"].append(med(measure("specterm", [long], tmp, stepping=True)["step"]))
+                steps["base"].append(med(measure("specterm", [long], tmp, stepping=True, tree=base_tree)["step"]))
+                steps["bare"].append(med(measure("bare", [], tmp, stepping=True)["step"]))
+
+    def m(kind: str, key: str, sub: str | None = None) -> float:
+        vals = [r[key][sub] if sub else r[key] for r in ours[kind] if key in r]
+        return med(vals) if vals else float("nan")
+
+    bare_first = m("bare", "first_paint")
+    bare_switch = med([med(list(r["switch_first"])) for r in ours["bare"]])
+    bare_again = med([med(list(r["switch_again"])) for r in ours["bare"]])
+
+    def row(what: str, cold: float, warm: float | None, base: float, bare: float, target: str) -> list[str]:
+        return [what, ms(cold), "" if warm is None else ms(warm), ms(base), ms(bare), f"{cold / bare:.2f}",
+                "" if warm is None else f"{warm / bare:.2f}", f"{cold / base:.2f}", "" if warm is None else f"{warm / base:.2f}", target]
+
+    def met(x: float, limit: float) -> str:
+        return f"<= {limit * 1000:.0f} ms: {'yes' if x <= limit else 'no'}"
+
     rows = [
-        ["start-up: first paint", ms(m["first"]), ms(m["bare_first"]), f"{m['first'] / m['bare_first']:.2f}",
-         f"< {FIRST_PAINT_TARGET_S} s: {'yes' if m['first'] < FIRST_PAINT_TARGET_S else 'no'}"],
-        ["start-up: report painted", ms(m["report"]), ms(m["bare_first"]), f"{m['report'] / m['bare_first']:.2f}", ""],
-        ["screen switch, first visit", ms(m["switch_first"]), ms(m["bare_switch_first"]),
-         f"{m['switch_first'] / m['bare_switch_first']:.2f}",
-         f"< {SWITCH_TARGET_S * 1000:.0f} ms: {'yes' if m['switch_first'] < SWITCH_TARGET_S else 'no'}"],
-        ["screen switch, again", ms(m["switch_again"]), ms(m["bare_switch_again"]),
-         f"{m['switch_again'] / m['bare_switch_again']:.2f}",
-         f"< {SWITCH_TARGET_S * 1000:.0f} ms: {'yes' if m['switch_again'] < SWITCH_TARGET_S else 'no'}"],
+        row("first paint (Loading...)", m("cold", "first_paint"), m("warm", "first_paint"), m("base", "first_paint"), bare_first, ""),
+        row("first table (cold: point estimates; warm: with CIs)", m("cold", "table"), m("warm", "table"), m("base", "table"),
+            bare_first, f"cold {met(m('cold', 'table'), 1.0)}"),
+        row("every table with CIs", m("cold", "cis"), m("warm", "cis"), m("base", "cis"), bare_first,
+            f"warm {met(m('warm', 'cis'), 0.5)}"),
     ]
-    if "models" in m:
-        rows.append(["M: next model pair, report painted", ms(m["models"]), ms(m["bare_switch_first"]),
-                     f"{m['models'] / m['bare_switch_first']:.2f}", "baseline: bare screen switch"])
-    rows.append([f"cursor step, 4096-token stream ({STEPS} steps)", f"{m['step'] * 1000:.1f}",
-                 f"{m['bare_step'] * 1000:.1f}", f"{m['step'] / m['bare_step']:.2f}", "baseline: bare Static update"])
-    table = md_table(["what", "specterm ms", "bare Textual ms", "ratio", "target"], rows)
-    record("TUI: start-up, screen switch, M, cursor stepping", table,
-           [f"each figure: median over {args.repeat} fresh processes on a {SIZE[0]}x{SIZE[1]} pseudo-terminal "
-            "(real driver), specterm and the bare app interleaved; switches: median over the 7 report screens",
-            "a time ends when the frame after the action is painted (call_after_refresh)",
-            f"runs: {', '.join(Path(r).name for r in runs)} ({n_pos} positions, {pairs} model pair(s)); "
-            "report with B = 2000, 20 shuffles"],
+    modes = list(ours["cold"][0]["switch_first"])
+    worst = 0.0
+    for mode in modes:
+        cold, warm = m("cold", "switch_first", mode), m("warm", "switch_first", mode)
+        worst = max(worst, cold, warm)
+        rows.append(row(f"first visit: {mode}", cold, warm, m("base", "switch_first", mode), bare_switch, met(max(cold, warm), 0.2)))
+    again = [m(k, "switch_again", mode) for k in ("cold", "warm") for mode in modes]
+    base_again = med([m("base", "switch_again", mode) for mode in modes])
+    rows.append(row("revisit (median over screens)", med(again[: len(modes)]), med(again[len(modes):]), base_again, bare_again,
+                    met(max(again), 0.2)))
+    if pairs > 1:
+        rows.append(row("M: to the other pair, first time (CIs painted)", m("cold", "models_new"), m("warm", "models_new"),
+                        m("base", "models_new"), bare_switch, ""))
+        rows.append(row("M: back to a pair already shown", m("cold", "models_cached"), m("warm", "models_cached"),
+                        m("base", "models_cached"), bare_switch, met(max(m("cold", "models_cached"), m("warm", "models_cached")), 0.3)))
+    if args.stepping:
+        o, b, bb = med(steps["ours"]), med(steps["base"]), med(steps["bare"])
+        rows.append([f"cursor step, 4096-token stream ({STEPS} steps)", f"{o * 1000:.1f}", "", f"{b * 1000:.1f}", f"{bb * 1000:.1f}",
+                     f"{o / bb:.2f}", "", f"{o / b:.2f}", "", "baseline: bare Static update"])
+    table = md_table(["what", "cold cache ms", "warm cache ms", f"baseline {args.baseline} ms", "bare Textual ms",
+                      "cold / bare", "warm / bare", f"cold / {args.baseline}", f"warm / {args.baseline}", "target"], rows)
+    record("TUI: first table (cold and warm cache), every screen's first visit, M", table,
+           [(f"each figure: median over {args.repeat} fresh processes on a {SIZE[0]}x{SIZE[1]} pseudo-terminal (real driver); "
+             f"per round: this tree with an empty analysis cache (cold), again with the cache it filled (warm), the baseline "
+             f"tree {args.baseline} (the commit before issue 21, a git worktree; no cache there), then a bare Textual app"),
+            ("times from process start (first paint, tables) or from the key (switches, M) to the frame painted after it "
+             "(call_after_refresh); the bare app's first visit of a screen is the switch baseline"),
+            f"after the full report (and after each M) the script waits {IDLE_S:.0f} s before the next key, as a person reading would",
+            f"runs: {', '.join(Path(r).name for r in runs)} ({n_pos} positions, {pairs} model pair(s)); report with B = 2000, 20 shuffles",
+            "the machine is shared with other jobs: compare the ratios, not the absolute times"],
            append=not args.no_append)
 
 

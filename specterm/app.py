@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.events import ScreenSuspend
 from textual.reactive import var
 from textual.worker import Worker, WorkerState
 
@@ -27,6 +28,9 @@ from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 if TYPE_CHECKING:
     from specterm.core.report import Report
     from specterm.oracle.run import OracleConfig
+
+
+CI_PENDING_EXPORT = "The CIs are still being computed; export when they show (the status line says when)."
 
 
 class SpectermApp(App[Any]):
@@ -57,6 +61,9 @@ class SpectermApp(App[Any]):
     """`analyse(runs)`: the typed report (core/report.py; None until ready)."""
     error: var[str | None] = var(None)
     """One sentence when loading or analysing failed."""
+    ci_pending: var[bool] = var(False)
+    """True while the report shown holds point estimates only (boot = 0) and the bootstrap runs;
+    the screens say "computing CIs" until the full report replaces it."""
     set_name: var[str] = var(POOLED)
     """The corpus (or "pooled") shown by the per-set screens; `c` cycles it."""
 
@@ -71,12 +78,17 @@ class SpectermApp(App[Any]):
         shuffles: int = SHUFFLES,
         seed: int = SEED,
         initial: str | None = None,
+        use_cache: bool = True,
     ) -> None:
         super().__init__()
         self.run_paths = [Path(p) for p in run_paths]
         self.oracle_config = oracle_config
         self.oracle = oracle
         self.analysis_params = {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed}
+        self.use_cache = use_cache
+        """Read and write the analysis cache (core/cache.py; SPECTERM_CACHE=0 also turns it off)."""
+        self.load_id = 0
+        """Bumped by every load: messages of an older load (other runs, another pair) are ignored."""
         self.model_group = 0
         """Which draft/target pair is shown when the runs hold several (`m` cycles)."""
         self.n_model_groups = 1
@@ -105,13 +117,60 @@ class SpectermApp(App[Any]):
 
     def _make_screen(self, info: ScreenInfo):
         if info.mode == "run":
-            return screen_class(info)(self.oracle_config, oracle=self.oracle)
-        return screen_class(info)()
+            screen = screen_class(info)(self.oracle_config, oracle=self.oracle)
+        else:
+            screen = screen_class(info)()
+        # A new screen styles itself from the current stylesheet when it mounts; left at -1, this
+        # counter makes Textual restyle every widget of the app on the screen's first visit.
+        if hasattr(screen, "_css_update_count") and hasattr(self, "_css_update_count"):
+            screen._css_update_count = self._css_update_count
+        return screen
+
+    # -- idle work: mount the screens not yet visited, redraw hidden screens that went stale --------
+    IDLE_STEP_S: ClassVar[float] = 0.05
+    """Pause between two pieces of idle work, so that keys are handled in between."""
+
+    def schedule_idle_work(self) -> None:
+        """Do one piece of idle work soon (then the next), unless a pass is already scheduled."""
+        if not getattr(self, "_idle_scheduled", False) and self.report is not None and not self.ci_pending:
+            self._idle_scheduled = True
+            self.set_timer(self.IDLE_STEP_S, self._idle_step)
+
+    def _idle_step(self) -> None:
+        """One screen per step: a hidden screen that is stale is redrawn, else an unvisited screen
+        is mounted (composed and filled from the report; laid out and painted on its visit) without
+        being shown."""
+        self._idle_scheduled = False
+        if self.report is None or self.ci_pending or self.is_headless and not self.PREMOUNT_HEADLESS:
+            return
+        stacks = getattr(self, "_screen_stacks", {})
+        for stack in stacks.values():
+            for screen in stack:
+                if screen is not self.screen and getattr(screen, "stale", False):
+                    screen.catch_up()
+                    self.schedule_idle_work()
+                    return
+        init_mode = getattr(self, "_init_mode", None)  # Textual's own mode set-up (8.x), without switching
+        if init_mode is None:
+            return
+        for s in SCREENS:
+            if s.mode in self._modes and s.mode not in stacks and s.mode != "run":
+                init_mode(s.mode)
+                self._screen_stacks[s.mode][0].post_message(ScreenSuspend())
+                self.schedule_idle_work()
+                return
+
+    POINT_FIRST_HEADLESS: ClassVar[bool] = False
+    """Headless (Pilot tests, snapshots) gets the full report only, as before: the Overview's
+    column widths after a point-then-full redraw depend on timing (found by the snapshots)."""
+
+    PREMOUNT_HEADLESS: ClassVar[bool] = False
+    """Headless (Pilot tests, snapshots) mounts screens on their visit only, as before."""
 
     def on_mount(self) -> None:
         self.switch_mode(self.initial)
         if self.run_paths:
-            self.load(self.run_paths)
+            self.start_load()
 
     # -- loading and analysis -----------------------------------------------------------------
     def open_results(self, paths: Sequence[Path]) -> None:
@@ -119,15 +178,30 @@ class SpectermApp(App[Any]):
         self.run_paths = [Path(p) for p in paths]
         self.pair_cache = {}
         self.report = None  # first: a screen must never see the new runs with the old report
+        self.ci_pending = False
         self.runs = None
         self.error = None
-        self.load(self.run_paths)
+        self.start_load()
         self.action_switch_screen("overview")
 
+    def start_load(self) -> None:
+        """Load and analyse `run_paths` (the pair `model_group`) in the worker, as a new load."""
+        self.load_id += 1
+        self.load(self.run_paths, self.load_id)
+
     @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
-    def load(self, paths: Sequence[Path]) -> None:
-        """Load the runs, then analyse them; heavy imports happen here, off the UI thread."""
+    def load(self, paths: Sequence[Path], load_id: int = 0) -> None:
+        """Load the runs, then analyse them; heavy imports happen here, off the UI thread.
+
+        A cached report (core/cache.py) is shown at once. Otherwise the point estimates (boot = 0,
+        the same shuffles, so the same values) are shown first, then the full report with its CIs
+        replaces them whole: a value and a CI on screen always come from one report of one load."""
+        from textual.worker import get_current_worker
+
+        from specterm.core import cache
         from specterm.core.store import group_runs, load_runs
+
+        worker = get_current_worker()
 
         runs = [r for r in load_runs(paths) if r.streams]
         if not runs:
@@ -136,21 +210,43 @@ class SpectermApp(App[Any]):
         groups = group_runs(runs)  # one model pair with two settings (e.g. -n) is two groups
         self.n_model_groups = len(groups)
         runs = groups[self.model_group % len(groups)]
-        self.post_message(messages.RunsLoaded(runs))
-        from specterm.core.analysis import analyse
+        self.post_message(messages.RunsLoaded(runs, load_id))
+        params = dict(self.analysis_params)
+        use_cache = self.use_cache and cache.enabled()
+        key = cache.cache_key(runs, params) if use_cache else None
+        report = cache.load(key) if key is not None else None
+        if report is None:
+            from specterm.core.analysis import analyse
 
-        report = analyse(runs, **self.analysis_params)
-        self.pair_cache[self.model_group % len(groups)] = (runs, report)
-        self.post_message(messages.ReportReady(report))
+            if params["boot"] > 0 and (not self.is_headless or self.POINT_FIRST_HEADLESS):
+                point = analyse(runs, **{**params, "boot": 0})
+                if worker.is_cancelled:
+                    return
+                self.post_message(messages.ReportReady(point, load_id, complete=False))
+            report = analyse(runs, **params)
+            if worker.is_cancelled:
+                return
+            if key is not None:
+                cache.store(key, report)
+        self.post_message(messages.ReportReady(report, load_id))
         prewarm_screens()
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
-        self.runs = message.runs
+        if message.load_id == self.load_id:
+            self.runs = message.runs
 
     def on_report_ready(self, message: messages.ReportReady) -> None:
+        if message.load_id != self.load_id:  # an older load's (other runs or another pair): never shown
+            return
         report = message.report
         self.set_name = report.set_or_default(self.set_name)
+        self.ci_pending = not message.complete  # read by the screens when `report` changes, just below
         self.report = report
+        if not message.complete:
+            return
+        if self.runs is not None:  # RunsLoaded of this load came first
+            self.pair_cache[self.pair_key] = (self.runs, report)
+        self.call_after_refresh(self.schedule_idle_work)  # after the first table is on screen
         if self.n_model_groups > 1:
             names = ", ".join(r.name for r in report.runs)
             self.notify(f"Showing {names} (model pair {self.model_group % self.n_model_groups + 1} of "
@@ -163,17 +259,23 @@ class SpectermApp(App[Any]):
             return
         self.pair_sets[self.pair_key] = self.set_name
         self.model_group += 1
-        self.report = None  # first: a screen must never see the new runs with the old report
-        self.set_name = self.pair_sets.get(self.pair_key, POOLED)
+        self.ci_pending = False
+        self.load_id += 1  # a load still running for the pair left behind must not show its report
+        set_name = self.pair_sets.get(self.pair_key, POOLED)
         cached = self.pair_cache.get(self.pair_key)
         if cached is None:  # first visit: load and analyse in the worker (the screens show loading)
+            self.report = None  # first: a screen must never see the new runs with the old report
+            self.set_name = set_name
             self.runs = None
             self.error = None
-            self.load(self.run_paths)
+            self.start_load()
             return
+        # A pair shown before: runs, set and report change together and the screens redraw once
+        # (their watchers fire on `report`, after the runs and the set are already the new pair's).
         runs, report = cached
-        self.runs = runs
-        self.on_report_ready(messages.ReportReady(report))
+        self.set_reactive(SpectermApp.runs, runs)
+        self.set_reactive(SpectermApp.set_name, report.set_or_default(set_name))
+        self.on_report_ready(messages.ReportReady(report, self.load_id))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker errors surface: a SpectermError is one sentence, shown as is."""
@@ -224,12 +326,18 @@ class SpectermApp(App[Any]):
         if self.report is None and getattr(screen, "NEEDS_REPORT", True):
             self.notify("The report is not ready yet; try again when the tables show.", severity="warning")
             return
+        if self.ci_pending and getattr(screen, "NEEDS_REPORT", True):
+            self.notify(CI_PENDING_EXPORT, severity="warning")
+            return
         self._ask_and_write(Path(f"specterm-{name}.md"), export)
 
     def action_export_all(self) -> None:
         """Ask where, then write every table (the same markdown as `specterm report --format md`)."""
         if self.report is None:
             self.notify("The report is not ready yet; try again when the tables show.", severity="warning")
+            return
+        if self.ci_pending:
+            self.notify(CI_PENDING_EXPORT, severity="warning")
             return
         from specterm.core.export import to_markdown
 

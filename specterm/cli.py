@@ -154,6 +154,10 @@ def import_cmd(
 REPORT_FORMATS = ("md", "json", "text")
 
 
+NO_CACHE_HELP = ("Analyse again and leave the analysis cache ($XDG_CACHE_HOME/specterm, default ~/.cache/specterm) "
+                 "alone; SPECTERM_CACHE=0 does the same everywhere.")
+
+
 @app.command("report")
 def report_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (e.g. streams/NAME) of one model pair; corpora are pooled across them, each prompt once."),
@@ -163,9 +167,10 @@ def report_cmd(
     seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
     """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q6)."""
-    from specterm.core.analysis import analyse
+    from specterm.core.cache import cached_analyse
     from specterm.core.errors import SpectermError
     from specterm.core.export import to_json, to_markdown, to_text
     from specterm.core.store import single_pair
@@ -178,7 +183,8 @@ def report_cmd(
     for run in loaded:
         for message in run.warnings:
             warn(message)
-    report = analyse(single_pair(loaded, note=lambda m: warn(m, "note")), gamma=gamma, boot=boot, shuffles=shuffles, seed=seed)
+    report = cached_analyse(single_pair(loaded, note=lambda m: warn(m, "note")), use_cache=not no_cache, gamma=gamma,
+                            boot=boot, shuffles=shuffles, seed=seed)
     text = {"md": to_markdown, "json": to_json, "text": to_text}[format](report)
     if format != "json":  # JSON escapes control characters itself
         text = printable(text, keep="\n")
@@ -249,7 +255,8 @@ def repair_cmd(
 # ------------------------------------------------------------------------ open / no-argument ---
 
 
-def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES) -> None:
+def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES,
+             use_cache: bool = True) -> None:
     """Check the run directories (one clear sentence if one is wrong), then start the app on them."""
     from specterm.core.store import read_meta
 
@@ -257,7 +264,7 @@ def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, see
         read_meta(path)
     from specterm.app import make_app
 
-    tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles)
+    tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=use_cache)
     tui.run()
     if tui.return_code:  # Textual printed the traceback of an unhandled exception: the shell sees the failure
         raise SystemExit(tui.return_code)
@@ -291,9 +298,10 @@ def open_cmd(
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
     seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
+    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
     """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""
-    open_tui(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles)
+    open_tui(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=not no_cache)
 
 
 def main() -> None:

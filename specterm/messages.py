@@ -54,13 +54,19 @@ class RunsLoaded(Message):
     """The runs given on the command line are loaded (streams available, report not yet)."""
 
     runs: list[Any]
+    load_id: int = 0
+    """Which load posted it (SpectermApp.load_id): a message of an older load is ignored."""
 
 
 @dataclass
 class ReportReady(Message):
-    """`analyse` finished: the typed report (core/report.py)."""
+    """`analyse` finished: the typed report (core/report.py). `complete` is False for the point
+    estimates that paint first (boot = 0: no CIs) while the bootstrap runs."""
 
     report: Report
+    load_id: int = 0
+    """Which load posted it (SpectermApp.load_id): a report of an older load is never shown."""
+    complete: bool = True
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -63,3 +64,23 @@ def anyio_backend() -> str:
 @pytest.fixture
 def synth() -> SimpleNamespace:
     return SimpleNamespace(iid=iid_bits, markov=markov_bits, streams=streams, run=make_run)
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (-n N), tests marked xdist_group run on one worker: the press-every-key
+    passes observe each (run set, size) once and three tests read that observation."""
+    if getattr(config.option, "dist", "no") == "load":
+        config.option.dist = "loadgroup"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_analysis_cache(tmp_path_factory):
+    """The analysis cache (core/cache.py) of this test session (of each pytest-xdist worker) lives in
+    its own temporary XDG_CACHE_HOME: never the user's ~/.cache, never shared between workers."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old

@@ -13,8 +13,8 @@ from specterm.core import stats as st
 from specterm.core.analysis import analyse, set_report
 from specterm.core.blockwalk import E_iid, block_walk_loop
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
-from specterm.core.params import R_GRID
 from specterm.core.optimum import best_gamma, optimum_table, r_values, throughput_curve
+from specterm.core.params import R_GRID
 from specterm.core.scorecard import spearman
 from specterm.core.store import Stream
 
@@ -189,3 +189,25 @@ def test_spearman_hand_computed():
     # ties take the average rank: x ranks (1.5, 1.5, 3), y ranks (1, 2, 3) -> Pearson of the ranks
     assert spearman(np.array([0.0, 0.0, 1.0]), np.array([1.0, 2.0, 3.0])) == pytest.approx(np.sqrt(3) / 2)
     assert np.isnan(spearman(np.ones(4), np.arange(4.0)))  # constant side: undefined
+
+
+def test_spearman_equals_scipy_with_ties():
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(8)
+    for n in (2, 3, 7, 40):
+        for _ in range(50):
+            x = rng.integers(0, 4, n).astype(float)
+            y = np.round(rng.normal(size=n), 1)
+            ours, ref = spearman(x, y), sps.spearmanr(x, y).statistic
+            assert (np.isnan(ours) and np.isnan(ref)) or ours == pytest.approx(ref, abs=1e-12)
+
+
+def test_walk_blocks_many_equals_walk_blocks_dense_and_sorted():
+    rng = np.random.default_rng(4)
+    arrays = [(rng.random(int(rng.integers(0, 300))) < rng.random()).astype(np.uint8) for _ in range(40)]
+    c = geo.concat_streams(arrays)
+    runs = geo.segment_runs(c.bits, c.starts, c.ends)
+    ref = np.stack([geo.walk_blocks(runs, c.starts.size, g) for g in range(1, 33)], axis=1)
+    for dense in (True, False, None):
+        assert np.array_equal(geo.walk_blocks_many(runs, c.starts.size, range(1, 33), dense=dense), ref)

@@ -28,7 +28,8 @@ from tui_checks import cut_cells
 
 from specterm.app import SCREENS, SpectermApp, make_app, screen_class
 
-pytestmark = pytest.mark.anyio
+# Each pass is ~40 s: out of the quick loop (-m "not slow"), selectable alone with -m tui.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.tui]
 FAST = {"boot": 50, "shuffles": 2}
 SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
 SHIPPED = Path(__file__).resolve().parents[1] / "streams"
@@ -170,6 +171,7 @@ def cases(known: dict) -> list:
             if label == "160x45" and name != "shipped" and not FULL:
                 continue
             marks = [pytest.mark.xfail(strict=True, reason=known[(name, label)])] if (name, label) in known else []
+            marks.append(pytest.mark.xdist_group(f"tui-pass-{name}-{label}"))  # one pass, one worker
             out.append(pytest.param(name, label, marks=marks, id=f"{name}-{label}"))
     return out
 

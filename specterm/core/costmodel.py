@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from specterm.core.blockwalk import block_accepts
+from specterm.core.geometry import block_starts_accepts, concat_streams, segment_runs
 from specterm.core.params import GAMMAS, R_DEFAULT
 
 Array = NDArray[np.float64]
@@ -106,13 +107,22 @@ def refeed_counts(bits: NDArray[np.generic], gammas: ArrayLike) -> tuple[NDArray
 
 
 def refeed_share(streams_bits: Iterable[NDArray[np.generic]], gammas: ArrayLike) -> Array:
-    """phi(g) = sum refeeds / sum blocks over the streams (ratio of sums); NaN where there are no blocks."""
-    tot_r = np.zeros(np.atleast_1d(np.asarray(gammas)).shape, dtype=np.float64)
+    """phi(g) = sum refeeds / sum blocks over the streams (ratio of sums); NaN where there are no blocks.
+
+    All streams at once (the walk's blocks of every stream from geometry.block_starts_accepts, in
+    stream order): the same counts as summing `refeed_counts` stream by stream."""
+    g_list = [int(g) for g in np.atleast_1d(np.asarray(gammas)).tolist()]
+    c = concat_streams([np.asarray(b) for b in streams_bits])
+    runs = segment_runs(c.bits, c.starts, c.ends)
+    tot_r = np.zeros(len(g_list), dtype=np.float64)
     tot_b = np.zeros_like(tot_r)
-    for bits in streams_bits:
-        r, b = refeed_counts(bits, gammas)
-        tot_r += r
-        tot_b += b
+    for j, g in enumerate(g_list):
+        bseg, _, k, _ = block_starts_accepts(runs, c.starts, c.ends, g, ordered=True)
+        not_last = np.ones(bseg.size, dtype=bool)  # a stream's last block is followed by nothing
+        not_last[:-1] = bseg[1:] == bseg[:-1]
+        not_last[-1:] = False
+        tot_r[j] = np.count_nonzero((k == g) & not_last)
+        tot_b[j] = bseg.size
     with np.errstate(invalid="ignore", divide="ignore"):
         out: Array = tot_r / tot_b
     return out

@@ -9,8 +9,8 @@ and policies.py (the policy table) both build on these.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -86,6 +86,35 @@ def walk_blocks(runs: Runs, n_streams: int, gamma: int) -> np.ndarray:
     closed = np.bincount(runs.seg, weights=_ceil_div(runs.L + 1, gp1), minlength=n_streams)
     blocks: np.ndarray = closed + _ceil_div(runs.trailing, gp1)
     return blocks
+
+
+def walk_blocks_many(runs: Runs, n_streams: int, gammas: Iterable[int] | np.ndarray,
+                     dense: bool | None = None) -> np.ndarray:
+    """(n_streams x len(gammas)) blocks of the walk at each gamma: walk_blocks for many gammas at once.
+
+    The closed runs are first counted per (stream, L) pair (few distinct pairs: run lengths repeat),
+    so each gamma costs one pass over the distinct pairs instead of over every run. `dense` picks
+    the counting (a table of n_streams x (max L + 1), else a sort); None chooses by size."""
+    g_list = [int(g) for g in np.atleast_1d(np.asarray(gammas))]
+    out = np.empty((n_streams, len(g_list)))
+    if runs.L.size:
+        width = int(runs.L.max()) + 1
+        if dense is None:  # a dense table is cheaper than a sort unless it is much larger than the runs
+            dense = n_streams * width <= 4 * runs.L.size + (1 << 20)
+        if dense:
+            counts = np.bincount(runs.seg * width + runs.L, minlength=n_streams * width)
+            pair = np.flatnonzero(counts)
+            counts = counts[pair]
+        else:
+            pair, counts = np.unique(runs.seg * width + runs.L, return_counts=True)
+        seg, L = pair // width, pair % width
+    else:
+        seg = L = counts = np.zeros(0, dtype=np.int64)
+    for j, g in enumerate(g_list):
+        gp1 = g + 1
+        out[:, j] = np.bincount(seg, weights=counts * _ceil_div(L + 1, gp1), minlength=n_streams)
+        out[:, j] += _ceil_div(runs.trailing, gp1)
+    return out
 
 
 def block_starts_accepts(runs: Runs, starts: np.ndarray, ends: np.ndarray, gamma: int,

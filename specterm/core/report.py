@@ -69,6 +69,18 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_FIELDS: dict[type, tuple[dict[str, Any], list[str]]] = {}
+
+
+def _fields(cls: type) -> tuple[dict[str, Any], list[str]]:
+    """(type hints, field names) of a report dataclass, computed once per class (get_type_hints
+    evaluates the annotations' strings: slow enough to dominate reading a cached report)."""
+    got = _FIELDS.get(cls)
+    if got is None:
+        got = _FIELDS[cls] = (typing.get_type_hints(cls), [f.name for f in dataclasses.fields(cls)])
+    return got
+
+
 class Record:
     """Base of the report's dataclasses: to_dict (the SPEC 7 JSON) and from_dict (reading it back), in field order."""
 
@@ -77,8 +89,7 @@ class Record:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
         """The object from its JSON (to_dict's output); a key the class does not declare is an error."""
-        hints = typing.get_type_hints(cls)
-        names = [f.name for f in dataclasses.fields(cls)]
+        hints, names = _fields(cls)
         unknown = set(data) - set(names)
         if unknown:
             raise ValueError(f"{cls.__name__} has no field(s) {sorted(unknown)}; declare them in core/report.py")

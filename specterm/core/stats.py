@@ -18,8 +18,11 @@ Columns of M (per stream i, on the analysed stream a = bits up to the first gate
 
 Choices and caveats (where the SPEC is silent):
 
-- Shuffles: each stream is permuted in place S times (rng.permuted over streams of equal length
-  stacked as rows; fixed seed). Tokens of a stream are n under any order, so the per-stream shuffle
+- Shuffles: each stream is permuted in place S times (fixed seed), all streams of a set at once:
+  one sort of random keys within streams per shuffle (Shuffler). This replaced rng.permuted
+  per group of equal-length streams (specterm <= 950a878): the law (a uniform permutation of each
+  stream) is the same, the random stream is not, so E_shuf, hetero and temporal moved by their
+  Monte Carlo error for a given seed. Tokens of a stream are n under any order, so the per-stream shuffle
   quantity is the mean block count over the S shuffles, and E_shuf = sum n / sum mean_blocks.
   hetero = 1 - E_shuf/E_iid and temporal = (E_shuf - E_true)/E_iid, so total = hetero + temporal
   holds exactly (in every bootstrap resample too).
@@ -35,13 +38,21 @@ Choices and caveats (where the SPEC is silent):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from specterm.core.blockwalk import E_iid
 from specterm.core.estimate import div
-from specterm.core.geometry import Concat, concat_streams, depth_counts, segment_runs, transition_counts, walk_blocks
+from specterm.core.geometry import (
+    Concat,
+    concat_streams,
+    depth_counts,
+    segment_runs,
+    transition_counts,
+    walk_blocks,
+    walk_blocks_many,
+)
 from specterm.core.params import GAMMA_DEFAULT, GAMMAS, SHUFFLES
 
 if TYPE_CHECKING:
@@ -51,34 +62,64 @@ if TYPE_CHECKING:
 # ------------------------------------------------------------------------- shuffles ---
 
 
-def _row_of(length: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Position -> row of a matrix of rows of `length` laid end to end (segment_runs' seg_of)."""
-    def row(z: np.ndarray) -> np.ndarray:
-        rows: np.ndarray = z // length
-        return rows
-    return row
+_CHUNK = 1 << 20
+"""Positions per sort in `Shuffler.copy` (whole streams; a longer stream is a chunk of its own)."""
 
 
-def _shuffled_groups(c: Concat, copies: int, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Yield (stream indices, matrix of copies*count rows x length): every stream of one length,
-    repeated `copies` times (copy-major), each row independently permuted in place."""
-    lengths = c.lengths
-    for length in np.unique(lengths):
-        if length == 0:
-            continue
-        rows = np.flatnonzero(lengths == length)
-        mat = c.bits[c.starts[rows][:, None] + np.arange(length)]
-        tiled = np.tile(mat, (copies, 1))
-        yield rows, rng.permuted(tiled, axis=1, out=tiled)
+def _chunks(lengths: np.ndarray, limit: int = _CHUNK) -> list[tuple[int, int]]:
+    """Consecutive stream ranges [lo, hi) of at most `limit` positions each (at least one stream)."""
+    ends = np.cumsum(lengths)
+    out, lo, base = [], 0, 0
+    while lo < lengths.size:
+        hi = max(int(np.searchsorted(ends, base + limit, side="right")), lo + 1)
+        out.append((lo, hi))
+        base, lo = int(ends[hi - 1]), hi
+    return out
+
+
+class Shuffler:
+    """In-place shuffles of every stream of `c` at once, one copy per `copy()` call.
+
+    Per chunk of streams, one sort per copy: key = (stream << (R + 1)) | (random R bits << 1) | bit,
+    so the sort orders positions by stream, then by an i.i.d. uniform key (a uniform permutation
+    within each stream), and the bit rides along in the key's lowest bit. R = 62 - bits of the
+    stream index (>= 42 for a chunk of <= 2^20 streams); two equal keys in one stream (probability
+    about n^2 / 2^(R+1) per stream and copy, < 1e-6 for n = 1000) keep their 0 before their 1.
+    The stream-and-bit part of the keys is built once (8 bytes per position).
+    """
+
+    def __init__(self, c: Concat, rng: np.random.Generator) -> None:
+        self.c, self.rng = c, rng
+        self.parts: list[tuple[int, int, int, np.ndarray]] = []
+        lengths = c.lengths
+        for lo, hi in _chunks(lengths):
+            a, b = int(c.starts[lo]), int(c.ends[hi - 1])
+            if b == a:
+                continue
+            rbits = 62 - max(int(hi - lo - 1).bit_length(), 1)
+            base = np.repeat(np.arange(hi - lo, dtype=np.uint64) << np.uint64(rbits + 1), lengths[lo:hi])
+            base |= c.bits[a:b]
+            self.parts.append((a, b, rbits, base))
+
+    def copy(self) -> np.ndarray:
+        """One shuffled copy of c.bits (a new uint8 array)."""
+        out = np.zeros(self.c.bits.size, dtype=np.uint8)
+        for a, b, rbits, base in self.parts:
+            key = self.rng.integers(0, 1 << rbits, b - a, dtype=np.uint64)
+            key <<= np.uint64(1)
+            key |= base
+            key.sort()
+            np.bitwise_and(key, np.uint64(1), out=key)
+            out[a:b] = key
+        return out
 
 
 def shuffle_streams(c: Concat, copies: int = 1, seed: int = 0) -> np.ndarray:
     """(copies x total positions): each copy permutes every stream in place (keeps its own alpha)."""
-    rng = np.random.default_rng(seed)
+    shuffler = Shuffler(c, np.random.default_rng(seed))
     out = np.empty((copies, c.bits.size), dtype=np.uint8)
-    for rows, mat in _shuffled_groups(c, copies, rng):
-        idx = c.starts[rows][:, None] + np.arange(mat.shape[1])
-        out[:, idx] = mat.reshape(copies, rows.size, -1)
+    for i in range(copies):
+        out[i] = shuffler.copy()
     return out
 
 
@@ -86,20 +127,19 @@ def shuffled_blocks(c: Concat, gamma: int, shuffles: int = SHUFFLES, seed: int =
     """Per stream: the mean, over S in-place shuffles, of the walk's blocks at gamma.
 
     Tokens of a stream are n under any order, so this mean is the only per-stream shuffle quantity:
-    E_shuf = sum n / sum mean_blocks (SPEC 3, yield deficit).
+    E_shuf = sum n / sum mean_blocks (SPEC 3, yield deficit). Each shuffle permutes every stream
+    at once (Shuffler: one sort of random keys within streams) and is walked like the streams.
     """
-    out = np.zeros(c.starts.size)
+    N = c.starts.size
+    out = np.zeros(N)
     if shuffles <= 0:
         return out * np.nan
-    rng = np.random.default_rng(seed)
-    for rows, mat in _shuffled_groups(c, shuffles, rng):
-        n_rows, length = mat.shape
-        starts = np.arange(n_rows, dtype=np.int64) * length
-        flat = mat.ravel()
-        runs = segment_runs(flat, starts, starts + length, seg_of=_row_of(length))
-        blocks = walk_blocks(runs, n_rows, gamma)
-        out[rows] = blocks.reshape(shuffles, rows.size).mean(axis=0)
-    return out
+    shuffler = Shuffler(c, np.random.default_rng(seed))
+    seg = c.seg
+    for _ in range(shuffles):
+        runs = segment_runs(shuffler.copy(), c.starts, c.ends, seg_of=lambda z: seg[z])
+        out += walk_blocks(runs, N, gamma)
+    return out / shuffles
 
 
 # ----------------------------------------------------------------- the sums matrix ---
@@ -120,7 +160,7 @@ class StreamSums:
         """(N x 32) int64 blocks of each stream's walk at g = 1..32 (the blocks_g columns)."""
         return self.M[:, [self.cols[f"blocks_{g}"] for g in GAMMAS]].astype(np.int64)
 
-    def rows(self, idx: np.ndarray) -> "StreamSums":
+    def rows(self, idx: np.ndarray) -> StreamSums:
         """The sums of a subset of streams (rows renumbered 0..len(idx)-1)."""
         idx = np.asarray(idx, dtype=np.int64)
         new = -np.ones(self.M.shape[0], dtype=np.int64)
@@ -171,8 +211,7 @@ def stream_sums(
     M[:, cols["runs"]] = np.bincount(runs.seg, minlength=N)
     M[:, cols["L"]] = np.bincount(runs.seg, weights=runs.L, minlength=N)
     M[:, cols["L2"]] = np.bincount(runs.seg, weights=runs.L.astype(np.float64) ** 2, minlength=N)
-    for g in GAMMAS:
-        M[:, cols[f"blocks_{g}"]] = walk_blocks(runs, N, int(g))
+    M[:, [cols[f"blocks_{g}"] for g in GAMMAS]] = walk_blocks_many(runs, N, GAMMAS)
     M[:, cols["shuf_blocks"]] = shuffled_blocks(c, gamma, shuffles, seed)
     acc, reach, uncut = depth_counts(runs, c.starts, c.ends, depth_gamma)
     for j in range(1, depth_gamma + 1):

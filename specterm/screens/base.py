@@ -31,6 +31,9 @@ class ReportScreen(Screen):
     """Sections of `export.markdown_tables(report)` this screen shows (what `e` writes)."""
     NEEDS_REPORT: ClassVar[bool] = True
     """False for screens that only need the loaded runs (Streams)."""
+    NEEDS_CIS: ClassVar[bool] = False
+    """True for screens made of verdicts on CIs (Scorecard): they keep loading while the point
+    estimates show elsewhere and the bootstrap runs."""
     USES_SET: ClassVar[bool] = False
     """True when the screen shows one set (corpus or pooled) at a time and follows `app.set_name`."""
     PAIR_STATE: ClassVar[tuple[str, ...]] = ()
@@ -89,22 +92,57 @@ class ReportScreen(Screen):
         self._shown_width: int | None = None
         self.title = "specterm"
         self.sub_title = self.SCREEN_TITLE
+        self._stale = False
         self.query_one("#body").loading = True
-        self.watch(self.app, "error", self._state_changed, init=False)
-        self.watch(self.app, "runs", self._state_changed, init=False)
-        self.watch(self.app, "report", self._state_changed, init=False)
+        self.watch(self.app, "error", self._app_changed, init=False)
+        self.watch(self.app, "runs", self._app_changed, init=False)
+        self.watch(self.app, "report", self._app_changed, init=False)
         if self.USES_SET:
-            self.watch(self.app, "set_name", self._set_changed, init=False)
-        self._state_changed()
+            self.watch(self.app, "set_name", self._app_set_changed, init=False)
+        self._state_changed()  # also when mounted hidden (the app's idle pass): that is the point
+
+    # -- hidden screens catch up when shown (or when the app is idle) ---------------------------------
+    def _app_changed(self, _: Any = None) -> None:
+        """The runs, the report or the error changed: redraw now if shown, else when shown."""
+        if self.is_current:
+            self._state_changed()
+        else:
+            self._stale = True
+            self.sapp.schedule_idle_work()
+
+    def _app_set_changed(self, _: Any = None) -> None:
+        if self.is_current:
+            self._set_changed()
+        else:
+            self._stale = True
+            self.sapp.schedule_idle_work()
+
+    @property
+    def stale(self) -> bool:
+        """True while a hidden screen shows older data than the app holds."""
+        return getattr(self, "_stale", False)
+
+    def catch_up(self) -> None:
+        """Redraw from the app's current runs and report (a hidden screen, before it is shown)."""
+        if self.stale:
+            self._stale = False
+            self._state_changed()
+
+    def _on_screen_resume(self) -> None:
+        self.catch_up()
 
     def _state_changed(self, _: Any = None) -> None:
         app = self.sapp
         body = self.query_one("#body")
         status = self.query_one("#status", Static)
         ready = app.report if self.NEEDS_REPORT else app.runs
+        if self.NEEDS_CIS and app.ci_pending:
+            ready = None
         if ready is not None:
             body.loading = False
-            status.display = False
+            status.display = bool(self.NEEDS_REPORT and app.ci_pending)
+            if status.display:
+                status.update(ci_pending_text(app))
             self._switch_pair(app.pair_key)
             if self.NEEDS_REPORT:
                 self.show_report(app.report)
@@ -115,6 +153,9 @@ class ReportScreen(Screen):
         if app.error:
             body.loading = False
             status.update(f"[b $error]Cannot show this screen:[/] {app.error}")
+        elif self.NEEDS_CIS and app.ci_pending:
+            body.loading = True
+            status.update(ci_pending_text(app))
         elif not app.run_paths and app.has_oracle:
             body.loading = False
             status.update("No results yet: the oracle is running. Press [b]8[/] for the Run screen; "
@@ -186,7 +227,7 @@ class ReportScreen(Screen):
         """Redraw at a new width: narrow layouts are chosen by width."""
         width = self.size.width
         if self._shown_width is not None and width != self._shown_width:
-            self._set_changed()
+            self._app_set_changed()
         self._shown_width = width
 
     def _set_changed(self, _: Any = None) -> None:
@@ -250,6 +291,13 @@ class ReportScreen(Screen):
         r = self.crumb_r()
         r_text = f"r = {r:.3f}" if r is not None else "r not measured"
         return f"run: {names} · pair: {pair} · {r_text}"
+
+
+def ci_pending_text(app: SpectermApp) -> str:
+    """The status line while only point estimates are shown (the full report is on its way)."""
+    boot = app.analysis_params.get("boot")
+    return (f"[b]computing CIs[/] (bootstrap over streams, B = {boot}): point estimates shown, "
+            "every CI and verdict appears when it is done")
 
 
 def model_spec(meta: dict, role: str) -> Any:

@@ -33,6 +33,7 @@ class ScorecardScreen(ReportScreen):
     SCREEN_TITLE = "Scorecard"
     EXPORT_NAME = "scorecard"
     EXPORT_SECTIONS = ("scorecard",)
+    NEEDS_CIS = True  # every row is a verdict on a CI: it waits for the bootstrap
 
     def compose_body(self) -> ComposeResult:
         yield DataTable(id="scorecard-table", cursor_type="row", zebra_stripes=True)

@@ -12,17 +12,32 @@ from specterm.core.report import OptimumRow, RunLengths
 
 
 class ReportPlot(PlotextPlot):
-    """A PlotextPlot that draws nothing until it has data, then says so in its title."""
+    """A PlotextPlot that draws nothing until it has data, then says so in its title.
+
+    The built figure is kept until the data (a new `start`), the size or the theme changes: a
+    revisit or a repaint of an unchanged plot costs no plotext build."""
 
     DEFAULT_CSS = """
     ReportPlot { height: 1fr; min-height: 8; }
     """
 
+    _data_version = 0
+    _built_key: tuple[Any, ...] | None = None
+    _built: Any = None
+
     def start(self, title: str) -> Any:
+        self._data_version += 1  # every draw goes through start: the figure is rebuilt at the next render
         plt = self.plt
         plt.clear_figure()
         plt.title(title)
         return plt
+
+    def render(self) -> Any:
+        key = (self.size.width, self.size.height, self.app.theme, self.theme, self._data_version)
+        if key != self._built_key or self._built is None:
+            self._built = super().render()
+            self._built_key = key
+        return self._built
 
 
 def finite(xs: Sequence, ys: Sequence) -> tuple[list, list]:

@@ -1,0 +1,204 @@
+"""Analysis cache: a finished report stored as its JSON (`Report.to_dict`, the `report --format json`
+form), found again by a key of everything the numbers depend on, so that a run set opened twice is
+analysed once.
+
+Key (all of it is stored in the entry and compared in full on every read; the file name is its hash):
+
+    cache schema    CACHE_SCHEMA, bumped when the entry layout changes
+    code            specterm's version, a hash of the source of specterm/core (the statistics, the
+                    report types, the constants), numpy's version (its random streams); any edit
+                    of the analysis code or an upgrade makes every older entry a miss
+    runs            per run, in order: its resolved path (the report names it), a hash of its
+                    metadata (costs, r, confirmations) and of every field of every stream (bits,
+                    gate, beta, draft_conf, ...: all dataclass fields, so a new field is covered),
+                    its stream and position counts
+    params          gamma, boot, shuffles, seed, depth_gamma
+
+The content hash is taken of the loaded runs, not of their files: the numbers are a function of
+what was loaded, so a file that changes while it is read cannot pair a report with other data.
+
+Where: $XDG_CACHE_HOME/specterm/reports (default ~/.cache/specterm/reports), the XDG convention
+for data that can be rebuilt. Not beside the run: run directories are data that people copy,
+commit and share (and may be read-only, e.g. the shipped runs in an installed package), and an
+entry beside the run would travel with it to machines where it can only be a miss.
+SPECTERM_CACHE=0 (or `--no-cache`) turns the cache off.
+
+Never trusted: an entry that is not valid JSON, has another schema or key, or does not rebuild a
+Report is deleted and the report recomputed. Entries are JSON only (nothing is unpickled). Writes
+use the store's one writer idiom (core/store/atomic.py); at most MAX_ENTRIES are kept, least
+recently used first out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from specterm.core.store.atomic import write_bytes_atomic
+
+if TYPE_CHECKING:
+    from specterm.core.report import Report
+    from specterm.core.store import Run
+
+CACHE_SCHEMA = 1
+MAX_ENTRIES = 64
+PARAM_NAMES = ("gamma", "boot", "shuffles", "seed", "depth_gamma")
+
+
+def cache_dir() -> Path:
+    """$XDG_CACHE_HOME/specterm/reports, or ~/.cache/specterm/reports (XDG's default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
+    return root / "specterm" / "reports"
+
+
+def enabled() -> bool:
+    """False when SPECTERM_CACHE is 0, off, no or false."""
+    return os.environ.get("SPECTERM_CACHE", "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+@functools.cache
+def code_version() -> str:
+    """specterm's version + a hash of every source file of specterm/core + numpy's version."""
+    import specterm
+
+    core = Path(__file__).resolve().parent
+    h = hashlib.blake2b(digest_size=16)
+    for path in sorted(core.rglob("*.py")):
+        h.update(str(path.relative_to(core)).encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return f"{getattr(specterm, '__version__', '?')}+{h.hexdigest()}+numpy{np.__version__}"
+
+
+def _update(h: Any, value: Any) -> None:
+    """Feed one field's value into the hash, typed (so 1, "1" and [1] differ)."""
+    if value is None:
+        h.update(b"N")
+    elif isinstance(value, np.ndarray):
+        h.update(f"A{value.dtype.str}{value.shape}".encode())
+        h.update(np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, (str, bytes)):
+        raw = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
+        h.update(f"S{len(raw)}:".encode())
+        h.update(raw)
+    else:
+        text = json.dumps(value, sort_keys=True, default=repr)
+        h.update(f"J{len(text)}:".encode())
+        h.update(text.encode())
+
+
+def run_digest(run: Run) -> dict[str, Any]:
+    """What the numbers of one run depend on: its path, and a hash of its metadata and of every
+    field of every stream, with the stream and position counts."""
+    h = hashlib.blake2b(digest_size=20)
+    _update(h, json.dumps(run.meta, sort_keys=True, default=repr))
+    positions = 0
+    for stream in run.streams:
+        for f in dataclasses.fields(stream):
+            h.update(f.name.encode())
+            _update(h, getattr(stream, f.name))
+        positions += int(np.asarray(stream.bits).size)
+    return {"path": str(Path(run.path).resolve()), "content": h.hexdigest(), "streams": len(run.streams),
+            "positions": positions}
+
+
+def cache_key(runs: Sequence[Run], params: dict[str, Any]) -> dict[str, Any]:
+    """The whole key of an analysis (see the module docstring); stored in the entry, compared in full."""
+    unknown = set(params) - set(PARAM_NAMES)
+    if unknown:
+        raise ValueError(f"cache_key: unknown parameter(s) {sorted(unknown)}")
+    return {
+        "cache_schema": CACHE_SCHEMA,
+        "code": code_version(),
+        "runs": [run_digest(r) for r in runs],
+        "params": {name: params.get(name) for name in PARAM_NAMES},
+    }
+
+
+def entry_path(key: dict[str, Any]) -> Path:
+    text = json.dumps(key, sort_keys=True)
+    return cache_dir() / f"{hashlib.blake2b(text.encode(), digest_size=20).hexdigest()}.json"
+
+
+def load(key: dict[str, Any]) -> Report | None:
+    """The cached report for `key`, or None (missing, unreadable, another key or schema, or not a
+    report: such an entry is deleted, to be rebuilt)."""
+    from specterm.core.report import Report
+
+    path = entry_path(key)
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        entry = json.loads(raw)
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            raise ValueError("another key")
+        report = Report.from_dict(entry["report"])
+    except Exception:
+        _remove(path)
+        return None
+    try:
+        os.utime(path)  # recently used: pruned last
+    except OSError:
+        pass
+    return report
+
+
+def store(key: dict[str, Any], report: Report) -> Path | None:
+    """Write the entry atomically; None when it cannot be written (a read-only home is not an error)."""
+    path = entry_path(key)
+    try:
+        text = json.dumps({"key": key, "report": report.to_dict()}, allow_nan=False, separators=(",", ":"))
+    except ValueError:  # a NaN that the report should have made null: do not cache what JSON cannot hold
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(path, text.encode("utf-8"))
+    except OSError:
+        return None
+    _prune(path.parent)
+    return path
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def _prune(folder: Path, keep: int = MAX_ENTRIES) -> None:
+    """Keep the `keep` most recently used entries."""
+    try:
+        entries = [(p.stat().st_mtime_ns, p) for p in folder.glob("*.json")]
+    except OSError:
+        return
+    for _, p in sorted(entries, reverse=True)[keep:]:
+        _remove(p)
+
+
+def cached_analyse(runs: Sequence[Run], *, use_cache: bool = True, **params: Any) -> Report:
+    """`analysis.analyse(runs, **params)`, read from the cache when an entry for exactly these runs,
+    parameters and code exists, else computed and stored."""
+    from specterm.core.analysis import analyse
+
+    if not (use_cache and enabled()):
+        return analyse(list(runs), **params)
+    key = cache_key(runs, params)
+    cached = load(key)
+    if cached is not None:
+        return cached
+    report = analyse(list(runs), **params)
+    store(key, report)
+    return report

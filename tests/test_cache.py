@@ -1,0 +1,196 @@
+"""The analysis cache (core/cache.py): a hit is the same report, a changed run or parameter or code
+is a miss, a corrupt or foreign entry is never trusted and is rebuilt, entries are JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from specterm.core import analysis, cache
+from specterm.core.store import (
+    CHECKSUM_FIELD,
+    RECORDS_FILE,
+    load_run,
+    new_meta,
+    record_checksum,
+    write_run,
+)
+
+PARAMS = {"gamma": 4, "boot": 60, "shuffles": 3, "seed": 1}
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("SPECTERM_CACHE", raising=False)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """analysis.analyse, counting its calls (a cache hit makes none)."""
+    calls = []
+    real = analysis.analyse
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(analysis, "analyse", counting)
+    return calls
+
+
+@pytest.fixture
+def run_path(tmp_path, synth):
+    rng = np.random.default_rng(0)
+    streams = synth.streams("code", [synth.markov(rng, 80, 0.8, 0.3) for _ in range(6)])
+    streams += synth.streams("prose", [synth.markov(rng, 70, 0.6, 0.4) for _ in range(5)])
+    return write_run(tmp_path / "run", new_meta("cache-test"), streams)
+
+
+def entries():
+    return sorted(cache.cache_dir().glob("*.json"))
+
+
+def test_hit_is_the_same_report_without_analysing(run_path, counted):
+    first = cache.cached_analyse([load_run(run_path)], **PARAMS)
+    assert len(counted) == 1 and len(entries()) == 1
+    second = cache.cached_analyse([load_run(run_path)], **PARAMS)
+    assert len(counted) == 1  # read back, not recomputed
+    assert second.to_dict() == first.to_dict()
+    assert second.to_dict() == analysis.analyse([load_run(run_path)], **PARAMS).to_dict()
+    entry = json.loads(entries()[0].read_text())  # JSON, nothing to unpickle
+    assert entry["key"]["params"] == {**PARAMS, "depth_gamma": None}
+    assert entry["key"]["runs"][0]["path"] == str(run_path.resolve())
+
+
+def test_cache_dir_follows_xdg(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert cache.cache_dir() == tmp_path / "x" / "specterm" / "reports"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # XDG: a relative value is ignored
+    assert cache.cache_dir() == cache.Path.home() / ".cache" / "specterm" / "reports"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache.cache_dir() == cache.Path.home() / ".cache" / "specterm" / "reports"
+
+
+def test_one_bit_edited_in_the_run_file_is_a_miss_and_the_numbers_change(run_path, counted):
+    before = cache.cached_analyse([load_run(run_path)], **PARAMS)
+    records = run_path / RECORDS_FILE
+    stat = records.stat()
+    lines = records.read_bytes().split(b"\n")
+    rec = json.loads(lines[0])
+    flipped = "1" if rec["bits"][3] == "0" else "0"
+    rec["bits"] = rec["bits"][:3] + flipped + rec["bits"][4:]
+    rec[CHECKSUM_FIELD] = record_checksum(rec)
+    new_line = json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode()
+    assert len(new_line) == len(lines[0])  # same size: only the content tells
+    records.write_bytes(b"\n".join([new_line, *lines[1:]]))
+    os.utime(records, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same mtime as well
+    after = cache.cached_analyse([load_run(run_path)], **PARAMS)
+    assert len(counted) == 2  # recomputed
+    code_before, code_after = before.sets["code"], after.sets["code"]
+    assert code_after.alpha != code_before.alpha
+    assert after.to_dict() == analysis.analyse([load_run(run_path)], **PARAMS).to_dict()
+
+
+@pytest.mark.parametrize("change", [{"seed": 2}, {"boot": 61}, {"shuffles": 4}, {"gamma": 5}, {"depth_gamma": 3}])
+def test_every_parameter_is_in_the_key(run_path, counted, change):
+    cache.cached_analyse([load_run(run_path)], **PARAMS)
+    other = cache.cached_analyse([load_run(run_path)], **{**PARAMS, **change})
+    assert len(counted) == 2 and len(entries()) == 2
+    assert other.params.to_dict() == analysis.analyse([load_run(run_path)], **{**PARAMS, **change}).params.to_dict()
+
+
+def test_costs_in_run_json_are_in_the_key(run_path, counted):
+    cache.cached_analyse([load_run(run_path)], **PARAMS)
+    run = load_run(run_path)
+    run.meta["cost"] = {"r_measured": 0.25}
+    report = cache.cached_analyse([run], **PARAMS)
+    assert len(counted) == 2
+    assert report.sets["pooled"].r_measured == pytest.approx(0.25)
+
+
+def test_other_code_version_is_a_miss(run_path, counted, monkeypatch):
+    cache.cached_analyse([load_run(run_path)], **PARAMS)
+    monkeypatch.setattr(cache, "code_version", lambda: "9.9.9+upgraded")
+    cache.cached_analyse([load_run(run_path)], **PARAMS)
+    assert len(counted) == 2
+
+
+def test_code_version_hashes_the_core_sources():
+    version = cache.code_version()
+    import specterm
+
+    assert version.startswith(f"{specterm.__version__}+") and f"numpy{np.__version__}" in version
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "other key", "not a report", "empty"])
+def test_corrupt_entry_is_rebuilt_never_trusted(run_path, counted, damage):
+    good = cache.cached_analyse([load_run(run_path)], **PARAMS)
+    (path,) = entries()
+    text = path.read_text()
+    entry = json.loads(text)
+    if damage == "garbage":
+        path.write_bytes(b"\x80\x04\x95 not json at all")
+    elif damage == "truncated":
+        path.write_text(text[: len(text) // 2])
+    elif damage == "other key":  # e.g. a hash collision or a hand-copied file: the full key must match
+        entry["key"]["params"]["seed"] = 99
+        entry["report"]["sets"]["pooled"]["alpha"] = 0.123
+        path.write_text(json.dumps(entry))
+    elif damage == "not a report":
+        entry["report"]["sets"]["pooled"]["no_such_field"] = 1
+        path.write_text(json.dumps(entry))
+    else:
+        path.write_text("")
+    again = cache.cached_analyse([load_run(run_path)], **PARAMS)
+    assert len(counted) == 2  # recomputed
+    assert again.to_dict() == good.to_dict()
+    assert json.loads(path.read_text())["key"] == entry["key"] if damage != "other key" else True
+    assert cache.load(cache.cache_key([load_run(run_path)], PARAMS)).to_dict() == good.to_dict()  # rebuilt
+
+
+def test_cache_off_writes_nothing(run_path, counted, monkeypatch):
+    monkeypatch.setenv("SPECTERM_CACHE", "0")
+    cache.cached_analyse([load_run(run_path)], **PARAMS)
+    cache.cached_analyse([load_run(run_path)], **PARAMS)
+    assert len(counted) == 2 and entries() == []
+    monkeypatch.delenv("SPECTERM_CACHE")
+    cache.cached_analyse([load_run(run_path)], use_cache=False, **PARAMS)
+    assert entries() == []
+
+
+def test_unwritable_cache_is_not_an_error(run_path, tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # a file where the folder should be
+    report = cache.cached_analyse([load_run(run_path)], **PARAMS)
+    assert report.sets["pooled"].n_streams == 11
+
+
+def test_prune_keeps_the_most_recent(run_path, monkeypatch):
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 3)
+    folder = cache.cache_dir()
+    folder.mkdir(parents=True)
+    for i in range(5):
+        p = folder / f"{i:040x}.json"
+        p.write_text("{}")
+        os.utime(p, ns=(i * 10**9, i * 10**9))
+    cache._prune(folder, keep=3)
+    assert [p.name for p in entries()] == [f"{i:040x}.json" for i in (2, 3, 4)]
+
+
+def test_report_cli_uses_the_cache(run_path, counted):
+    from typer.testing import CliRunner
+
+    from specterm.cli import app
+
+    args = ["report", str(run_path), "--format", "json", "--boot", "60", "--shuffles", "3", "--seed", "1", "-g", "4"]
+    first = CliRunner().invoke(app, args)
+    second = CliRunner().invoke(app, args)
+    assert first.exit_code == 0 and second.exit_code == 0
+    assert first.output == second.output and len(counted) == 1
+    third = CliRunner().invoke(app, [*args, "--no-cache"])
+    assert third.output == first.output and len(counted) == 2
