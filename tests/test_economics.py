@@ -285,7 +285,7 @@ def dhw(hw, mb, measured=True, **more):
     ({"code": dhw((0.95, 1.05), (1.4, 1.6)), "prose": dhw((1.05, 1.1), (1.2, 1.3))}, "inconclusive", "no corpus where"),
     ({"code": dhw((0.95, 1.05), (0.9, 1.1)), "prose": dhw((0.97, 1.1), (0.99, 1.3))}, "inconclusive", "no corpus where"),
     ({"code": dhw((0.75, 0.87), (1.2, 1.3), measured=False)}, "inconclusive", "no corpus has measured costs"),
-    ({"code": None, "prose": DecisionHW(measured=True, speedup_hw=1.2)}, "inconclusive", "no corpus where"),  # CIs undefined
+    ({"code": None, "prose": DecisionHW(measured=True, speedup_hw=1.2)}, "inconclusive", "no corpus has measured costs"),  # CIs undefined
 ])
 def test_q5(decisions, verdict, phrase):
     row = ec.q5(decisions)

@@ -386,6 +386,11 @@ def _side(ci: Sequence[float | None] | None) -> str:
     return {vd.HOLDS: "speculate", vd.NOT_REPRODUCED: "do not speculate"}.get(vd.direction(lo, hi, 1.0), "straddles")
 
 
+def _has_ci(ci: Sequence[float | None] | None) -> bool:
+    """A CI with both bounds defined ([None, None] is what --boot 0 gives: no interval)."""
+    return bool(ci) and all(x is not None for x in ci)  # type: ignore[union-attr]
+
+
 def q5(decisions: Mapping[str, DecisionHW | None]) -> ScoreRow:
     """Q5 from each corpus's decision on this hardware (report.DecisionHW: "measured", "gamma_hw",
     "speedup_hw", "speedup_hw_ci", "gamma_mb", "speedup_mb", "speedup_mb_ci").
@@ -396,7 +401,7 @@ def q5(decisions: Mapping[str, DecisionHW | None]) -> ScoreRow:
     reference told the side everywhere); inconclusive otherwise, and when no corpus has measured costs
     with both CIs (no measured costs, or every CI straddles). size: n/a (the seed states none)."""
     usable = {c: d for c, d in decisions.items()
-              if d is not None and d.measured and d.speedup_hw_ci and d.speedup_mb_ci}
+              if d is not None and d.measured and _has_ci(d.speedup_hw_ci) and _has_ci(d.speedup_mb_ci)}
     if not usable:
         return _row("Q5", vd.INCONCLUSIVE, vd.NA, "no corpus has measured costs with CIs of both the measured "
                                                   "decision and the memory-bound reference")
