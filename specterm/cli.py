@@ -66,12 +66,29 @@ def run_cmd(
         False, "--record-paths",
         help="Keep the models' absolute local paths in run.json (default: a local model is named by its file name and sha256, so a run can be shared).",
     ),
+    backend: str = typer.Option(
+        "torch", "--backend",
+        help="torch (default) or llama.cpp: GGUF files only, y and logits from llama.cpp's own kernels, llama.cpp costs "
+             "(needs the llamacpp extra: pip install -e \".[llamacpp]\").",
+    ),
+    threads: Optional[int] = typer.Option(None, "--threads", help="llama.cpp threads with --backend llama.cpp (default 1)."),
 ) -> None:
     """Run the exact oracle: greedy y from the target, one teacher-forced pass per model, a_t per position.
 
     Every argument is checked (prompts encoded with the tokenizer, layers:K against the config,
     --out writable, --resume settings unchanged) before any model is loaded."""
     params = dict(locals())
+    backend = params.pop("backend")
+    threads = params.pop("threads")
+    if backend == "llama.cpp":
+        from specterm.oracle.llamacpp.commands import run_command as run_llamacpp
+
+        run_llamacpp(**params, threads=threads)
+        return
+    if backend != "torch":
+        fail(f"unknown --backend {backend}; use torch or llama.cpp.")
+    if threads is not None:
+        fail("--threads is for --backend llama.cpp; torch picks its own threads.")
     from specterm.oracle.runner import run_command
 
     run_command(**params)
@@ -104,12 +121,58 @@ def confirm_cmd(
     repeats: int = typer.Option(5, "--repeats", help="Timed rounds of the cost measurement before the generations (one more follows every prompt)."),
     target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
     draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
+    engine: str = typer.Option(
+        "torch", "--engine",
+        help="torch (default: specterm's own decoder) or llama.cpp: llama.cpp's llama-speculative-simple against llama.cpp "
+             "greedy decoding (needs the llamacpp extra; the binary is built on first use, or give --llama-bin).",
+    ),
+    llama_bin: Optional[Path] = typer.Option(None, "--llama-bin", help="With --engine llama.cpp: directory holding llama-speculative-simple (default: build it into the cache)."),
+    llama_src: Optional[Path] = typer.Option(None, "--llama-src", help="With --engine llama.cpp: llama.cpp sources (a tree or the llama-cpp-python sdist) to build from."),
+    keep_logs: Optional[Path] = typer.Option(None, "--keep-logs", help="With --engine llama.cpp: copy every llama-speculative-simple -v log into this directory."),
 ) -> None:
     """Time plain greedy against real speculative decoding at g_hw, g_iid (and --gamma) on this hardware; record predicted vs realized in run.json."""
     params = dict(locals())
+    engine = params.pop("engine")
+    llama = {k: params.pop(k) for k in ("llama_bin", "llama_src", "keep_logs")}
+    if engine == "llama.cpp":
+        for key in ("device", "dtype"):
+            if params[key] is not None:
+                fail(f"--{key} does not apply to --engine llama.cpp (CPU, the GGUF's own weights); drop it.")
+        from specterm.oracle.llamacpp.confirm import confirm_command as confirm_llamacpp
+
+        confirm_llamacpp(**{k: v for k, v in params.items() if k not in ("device", "dtype")}, **llama)
+        return
+    if engine != "torch":
+        fail(f"unknown --engine {engine}; use torch or llama.cpp.")
+    if any(v is not None for v in llama.values()):
+        fail("--llama-bin, --llama-src and --keep-logs are for --engine llama.cpp.")
     from specterm.oracle.confirm import confirm_command
 
     confirm_command(**params)
+
+
+@app.command("crossstack")
+def crossstack_cmd(
+    run_a: Path = typer.Argument(..., help="The reference run (e.g. streams/qwen2.5-coder-0.5b-1.5b, torch)."),
+    run_b: Path = typer.Argument(..., help="The same pair and prompts in llama.cpp (e.g. streams/qwen2.5-coder-0.5b-1.5b-llamacpp)."),
+    format: str = typer.Option("md", "--format", "-f", help="md | json."),
+    hist_gamma: int = typer.Option(4, "--hist-gamma", min=1, help="Draft length of the accepted-run histogram table."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+) -> None:
+    """Side by side: alpha, tokens per target call, accepted-run histograms (real llama.cpp decoder vs the block walk on each engine's bits, chi-square test) and each engine's decision with its realized speedups."""
+    import json
+
+    from specterm.core.crossstack import cross_stack, cross_stack_markdown
+    from specterm.core.streams import load_run
+
+    if format not in ("md", "json"):
+        fail(f"unknown --format {format}; use md or json.")
+    cs = cross_stack(load_run(run_a), load_run(run_b), gammas=sorted({1, 4, 8, hist_gamma}))
+    text = json.dumps(cs, indent=2) + "\n" if format == "json" else cross_stack_markdown(cs, hist_gamma)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
 
 
 # ------------------------------------------------------------------- import / report / list ---
