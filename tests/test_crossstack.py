@@ -7,8 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specterm.core.crossstack import (cross_stack, cross_stack_markdown, decision_interval, histogram_test,
-                                      merge_sparse_bins)
+from specterm.core.crossstack import (
+    cross_stack,
+    cross_stack_markdown,
+    decision_interval,
+    histogram_test,
+    merge_sparse_bins,
+)
 from specterm.core.speclog import capped_walk_accepts, n_predict_for
 from specterm.core.streams import Run, Stream
 

@@ -9,7 +9,11 @@ import pytest
 
 from specterm.core.blockwalk import block_accepts
 from specterm.core.errors import SpectermError
-from specterm.core.speclog import capped_walk_accepts, n_predict_for, parse_speculative_log
+from specterm.core.speclog import (
+    capped_walk_accepts,
+    n_predict_for,
+    parse_speculative_log,
+)
 
 DATA = Path(__file__).parent / "data"
 

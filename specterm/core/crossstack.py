@@ -26,8 +26,9 @@ small; prompts are the independent unit.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -76,10 +77,10 @@ def merge_sparse_bins(a: Sequence[int], b: Sequence[int], min_column: int = MIN_
     return np.array(cols, dtype=np.int64).T.reshape(2, -1), groups
 
 
-def histogram_test(a: Sequence[int], b: Sequence[int]) -> Optional[HistTest]:
+def histogram_test(a: Sequence[int], b: Sequence[int]) -> HistTest | None:
     """Chi-square test of homogeneity of two K histograms (module docstring); None when there are
     fewer than 2 columns after merging or a histogram is empty."""
-    from scipy.stats import chi2_contingency
+    from scipy.stats import chi2_contingency  # type: ignore[import-untyped]
 
     table, groups = merge_sparse_bins(a, b)
     if table.shape[1] < 2 or table.sum(axis=1).min() == 0:
@@ -95,10 +96,11 @@ def histogram_test(a: Sequence[int], b: Sequence[int]) -> Optional[HistTest]:
 
 def histogram(ks: npt.NDArray[np.int64], gamma: int) -> list[int]:
     """Blocks with K = 0..gamma accepted drafts."""
-    return np.bincount(np.asarray(ks, dtype=np.int64), minlength=gamma + 1)[: gamma + 1].tolist()
+    counts = np.bincount(np.asarray(ks, dtype=np.int64), minlength=gamma + 1)[: gamma + 1]
+    return [int(c) for c in counts]
 
 
-def first_divergence(a: Optional[npt.NDArray[np.int32]], b: Optional[npt.NDArray[np.int32]]) -> Optional[int]:
+def first_divergence(a: npt.NDArray[np.int32] | None, b: npt.NDArray[np.int32] | None) -> int | None:
     """Index of the first token where two y differ (the shorter length when one is a prefix); None if equal."""
     if a is None or b is None:
         return 0
@@ -109,13 +111,13 @@ def first_divergence(a: Optional[npt.NDArray[np.int32]], b: Optional[npt.NDArray
     return None if a.size == b.size else n
 
 
-def pooled_alpha(streams: Sequence[Stream]) -> Optional[float]:
+def pooled_alpha(streams: Sequence[Stream]) -> float | None:
     """sum a / n over the gate-valid positions of the streams (SPEC 2's alpha)."""
     n = sum(s.valid_len for s in streams)
     return float(sum(int(s.a.sum()) for s in streams)) / n if n else None
 
 
-def walk_tokens_per_call(streams: Sequence[Stream], gamma: int) -> Optional[float]:
+def walk_tokens_per_call(streams: Sequence[Stream], gamma: int) -> float | None:
     """E_true(g) = sum tokens / sum blocks of the walk over the streams' analysed bits."""
     tok = blk = 0
     for s in streams:
@@ -126,7 +128,7 @@ def walk_tokens_per_call(streams: Sequence[Stream], gamma: int) -> Optional[floa
     return tok / blk if blk else None
 
 
-def confirmation_prompts(run: Run, engine: Optional[str]) -> list[dict[str, Any]]:
+def confirmation_prompts(run: Run, engine: str | None) -> list[dict[str, Any]]:
     """Per-prompt rows of the run's complete-or-latest confirmation records of `engine` ("llama.cpp",
     or None for records without an engine key, i.e. torch), newest record first per (corpus, id)."""
     records = run.meta.get(CONFIRMATIONS_KEY) or []
@@ -143,7 +145,7 @@ def confirmation_prompts(run: Run, engine: Optional[str]) -> list[dict[str, Any]
     return out
 
 
-def realized_rows(run: Run, engine: Optional[str], corpus: str) -> dict[int, dict[str, Any]]:
+def realized_rows(run: Run, engine: str | None, corpus: str) -> dict[int, dict[str, Any]]:
     """Per g: realized speedup (sum greedy s / sum speculative s) over the confirmed prompts of a corpus,
     the number of prompts, tokens per target call, and how many outputs equalled the stored y.
     Greedy is timed over the tokens the speculative run emitted when the record has per-token
@@ -169,7 +171,7 @@ def realized_rows(run: Run, engine: Optional[str], corpus: str) -> dict[int, dic
 
 
 def decision_interval(bits: Sequence[npt.NDArray[np.uint8]], k: int, gamma: int, cost: dict[str, Any],
-                      boot: int = BOOT, seed: int = 0) -> Optional[tuple[float, float]]:
+                      boot: int = BOOT, seed: int = 0) -> tuple[float, float] | None:
     """95% prediction interval of S_hw(g) for k new prompts (SPEC 6's decision check): per replicate,
     k prompts resampled from `bits` (the corpus without the timed prompts) give E(g) = tokens / blocks,
     and each cost's stored samples (the decision clock's) are resampled and their medians taken:
@@ -194,7 +196,7 @@ def decision_interval(bits: Sequence[npt.NDArray[np.uint8]], k: int, gamma: int,
     return float(lo), float(hi)
 
 
-def _decision(run: Run, corpus: str, streams: Sequence[Stream], engine: Optional[str]) -> dict[str, Any]:
+def _decision(run: Run, corpus: str, streams: Sequence[Stream], engine: str | None) -> dict[str, Any]:
     """The run's decision for the corpus with its stored costs, and its confirmations beside it."""
     from specterm.core.blockwalk import E_iid
 
@@ -235,7 +237,7 @@ def speedup_at(curve: Any, tok: npt.NDArray[np.float64], blk: npt.NDArray[np.flo
 
 
 def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
-                engine_a: Optional[str] = None, engine_b: Optional[str] = "llama.cpp") -> dict[str, Any]:
+                engine_a: str | None = None, engine_b: str | None = "llama.cpp") -> dict[str, Any]:
     """The side-by-side comparison of the module docstring; run A is the reference (e.g. torch),
     run B the other engine (e.g. llama.cpp, whose confirmations hold the real decoder's blocks)."""
     a_by = {(s.corpus, s.id): s for s in run_a.streams}
@@ -304,7 +306,7 @@ def _walk_like(bits: npt.NDArray[np.uint8], gamma: int, n_predict: int) -> npt.N
     return block_accepts(bits, gamma)
 
 
-def _test_dict(t: Optional[HistTest]) -> Optional[dict[str, Any]]:
+def _test_dict(t: HistTest | None) -> dict[str, Any] | None:
     if t is None:
         return None
     return {"chi2": t.statistic, "dof": t.dof, "p": t.p_value, "bins": t.merged_bins}
@@ -326,8 +328,9 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
         lines.append(f"| {name} | {e['prompts']} | {_f(e['alpha_a'])} | {_f(e['alpha_b'])} | {_f(e['gate_b'])} "
                      f"({e['gate_failed_b']}) | {e['same_y']}/{e['prompts']} |")
     gammas = sorted({int(g) for e in cs["corpora"].values() for g in e["by_gamma"]})
-    lines += ["", "Tokens per target call: walk on each engine's bits (all prompts), and llama.cpp's real decoder "
-              "against the walk on its bits over the prompts it ran (in brackets: prompts whose output equalled y).", "",
+    lines += ["", ("Tokens per target call: walk on each engine's bits (all prompts), and llama.cpp's real decoder "
+                   "against the walk on its bits over the prompts it ran (in brackets: prompts whose output equalled y)."),
+              "",
               "| corpus | g | walk " + a + " | walk " + b + " | real " + b + " | walk " + b + " (same prompts) | gap | prompts |",
               "|---|---|---|---|---|---|---|---|"]
     for name, e in cs["corpora"].items():
@@ -345,13 +348,14 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
         if "hist_real" not in r:
             continue
 
-        def t(x: Optional[dict[str, Any]]) -> str:
+        def t(x: dict[str, Any] | None) -> str:
             return "-" if x is None else f"{x['chi2']:.2f} ({x['dof']}), {x['p']:.3g}"
 
         lines.append(f"| {name} | {r['hist_real']} | {r['hist_walk_b']} | {r['hist_walk_a']} | "
                      f"{t(r['test_real_vs_walk_b'])} | {t(r['test_real_vs_walk_a'])} |")
-    lines += ["", "Decision on this hardware in each engine (stored costs, SPEC 6) and realized speedups of its "
-              "confirmations (95% prediction interval for the prompts timed; in = realized inside it).", "",
+    lines += ["", ("Decision on this hardware in each engine (stored costs, SPEC 6) and realized speedups of its "
+                   "confirmations (95% prediction interval for the prompts timed; in = realized inside it)."),
+              "",
               "| corpus | engine | g_hw | S_hw | verdict | g timed: realized (predicted [interval], in, sign) |",
               "|---|---|---|---|---|---|"]
     for name, e in cs["corpora"].items():

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 import numpy.typing as npt
@@ -58,10 +57,10 @@ class SpecLog:
     """Everything read from one `llama-speculative-simple -v` log."""
 
     blocks: tuple[SpecBlock, ...]
-    decoded_tokens: Optional[int] = None
-    decoded_s: Optional[float] = None
-    encoded_tokens: Optional[int] = None
-    encoded_s: Optional[float] = None
+    decoded_tokens: int | None = None
+    decoded_s: float | None = None
+    encoded_tokens: int | None = None
+    encoded_s: float | None = None
     counters: dict[str, int] = field(default_factory=dict)
 
     @property

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 from specterm.core.errors import SpectermError
 from specterm.core.progress import Cancelled
@@ -16,14 +15,14 @@ IGNORED_RUN_FLAGS = {"device": "auto", "dtype": "auto", "batch_size": 4, "shard"
 
 def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_tokens, device, dtype, batch_size, out,
                 resume, headless, spec_gamma, shard, cost, trust_remote_code, remeasure_cost=False, record_paths=False,
-                threads: Optional[int] = None) -> None:
+                threads: int | None = None) -> None:
     """`specterm run --backend llama.cpp`: checks (binding, GGUF files, --out, prompts), then the run."""
     from specterm.oracle.llamacpp import require_binding
-    from specterm.oracle.runner import _check_out, _prompts, _slug, headless_progress
     from specterm.oracle.run import OracleConfig
+    from specterm.oracle.runner import _check_out, _prompts, _slug, headless_progress
 
-    given = dict(device=device, dtype=dtype, batch_size=batch_size, shard=shard, trust_remote_code=trust_remote_code,
-                 dataset=dataset)
+    given = {"device": device, "dtype": dtype, "batch_size": batch_size, "shard": shard,
+             "trust_remote_code": trust_remote_code, "dataset": dataset}
     for key, default in IGNORED_RUN_FLAGS.items():
         if given[key] != default:
             flag = "--" + key.replace("_", "-")

@@ -32,22 +32,34 @@ run lock), rewritten after every prompt with "complete": false; it carries engin
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from specterm.core.blockwalk import E_iid as E_iid_formula
 from specterm.core.errors import SpectermError
-from specterm.core.hardware import cost_curve, decide_hw, refeed_counts, summarize_results
+from specterm.core.hardware import (
+    cost_curve,
+    decide_hw,
+    refeed_counts,
+    summarize_results,
+)
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
-from specterm.core.speclog import SpecLog, capped_walk_accepts, n_predict_for, parse_speculative_log
+from specterm.core.speclog import (
+    SpecLog,
+    capped_walk_accepts,
+    n_predict_for,
+    parse_speculative_log,
+)
 from specterm.core.streams import hardware_info, load_run, model_key, new_meta
-from specterm.oracle.costs import GAMMAS as COST_GAMMAS, context_ids
+from specterm.oracle.costs import GAMMAS as COST_GAMMAS
+from specterm.oracle.costs import context_ids
 from specterm.oracle.llamacpp import binaries as B
 from specterm.oracle.llamacpp import models as LM
 
@@ -60,17 +72,17 @@ class LlamaConfirmConfig:
     run: Path
     per_corpus: int = 2
     gammas: tuple[int, ...] = ()
-    corpora: Optional[tuple[str, ...]] = None
-    max_new_tokens: Optional[int] = None
+    corpora: tuple[str, ...] | None = None
+    max_new_tokens: int | None = None
     threads: int = 1
     cost_repeats: int = 5
     cost_gammas: tuple[int, ...] = COST_GAMMAS
-    target: Optional[str] = None
-    draft: Optional[str] = None
-    llama_bin: Optional[Path] = None
-    llama_src: Optional[Path] = None
+    target: str | None = None
+    draft: str | None = None
+    llama_bin: Path | None = None
+    llama_src: Path | None = None
     build_jobs: int = 1
-    keep_logs: Optional[Path] = None  # directory to copy every speculative -v log into
+    keep_logs: Path | None = None  # directory to copy every speculative -v log into
 
 
 def greedy_timed(model: LM.GGUFModel, ids: list[int], n: int, eog: set[int]) -> tuple[list[int], list[float], float]:
@@ -111,18 +123,21 @@ def run_speculative(cmd: list[str], timeout: float = 1800.0) -> tuple[SpecLog, f
     """Run it; (parsed log, wall seconds of the process, the raw stderr log)."""
     t0 = time.perf_counter()
     try:
-        res = subprocess.run(cmd, capture_output=True, timeout=timeout)
+        res = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise SpectermError(f"llama-speculative-simple ran longer than {timeout:.0f} s; check the models and -n.") from None
     wall = time.perf_counter() - t0
     log = res.stderr.decode("utf-8", "replace")
+    if res.returncode == -signal.SIGILL:
+        raise SpectermError(f"llama-speculative-simple stopped with an illegal instruction (its build uses CPU instructions "
+                            f"this machine refuses, e.g. AMX in a VM); rebuild it with {B.NO_AMX_HINT}.")
     if res.returncode != 0:
         last = [ln for ln in log.splitlines() if ln.strip()][-1:] or ["no output"]
         raise SpectermError(f"llama-speculative-simple failed (exit {res.returncode}: {last[0][:160]}).")
     return parse_speculative_log(log), wall, log
 
 
-def first_mismatch(a: list[int], b: list[int]) -> Optional[int]:
+def first_mismatch(a: list[int], b: list[int]) -> int | None:
     if a == b:
         return None
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
@@ -133,7 +148,7 @@ def histogram(ks: np.ndarray, gamma: int) -> list[int]:
     return np.bincount(np.asarray(ks, dtype=np.int64), minlength=gamma + 1)[: gamma + 1].tolist()
 
 
-def _resolve(meta: dict[str, Any], role: str, override: Optional[str]) -> Path:
+def _resolve(meta: dict[str, Any], role: str, override: str | None) -> Path:
     from specterm.core.streams import model_location
     from specterm.oracle import models as M
 
@@ -149,15 +164,15 @@ def _resolve(meta: dict[str, Any], role: str, override: Optional[str]) -> Path:
     return ms.path / ms.gguf_file
 
 
-def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: Optional[ProgressCallback] = None,
-                     cancel: Optional[threading.Event] = None) -> dict[str, Any]:
+def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback | None = None,
+                     cancel: threading.Event | None = None) -> dict[str, Any]:
     """Run the confirmation (module docstring); returns the record written to run.json."""
     from specterm.oracle.confirm import corpus_E, select_streams, write_confirmation
     from specterm.oracle.llamacpp.costs import LlamaCostSampler
     from specterm.oracle.llamacpp.run import context_size
 
     report = on_progress or (lambda p: None)
-    log = lambda msg: report(Progress("checking", msg))  # noqa: E731
+    log = lambda msg: report(Progress("checking", msg))
     t_start = time.perf_counter()
     run_dir = Path(config.run)
     run = load_run(run_dir)
@@ -185,19 +200,21 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: Optional[ProgressC
             continue
         ids = probe.tokenize(s.prompt)
         refeeds, blocks = refeed_counts(s.bits[:n_cmp], cost_gammas)
-        items.append(dict(stream=s, ids=ids, y=s.y[:n_cmp].tolist(), n=n_cmp,
-                          blocks={int(g): int(b) for g, b in zip(cost_gammas, blocks)},
-                          refeeds={int(g): int(r) for g, r in zip(cost_gammas, refeeds)}))
+        items.append({"stream": s, "ids": ids, "y": s.y[:n_cmp].tolist(), "n": n_cmp,
+                      "blocks": {int(g): int(b) for g, b in zip(cost_gammas, blocks)},
+                      "refeeds": {int(g): int(r) for g, r in zip(cost_gammas, refeeds)}})
     if not items:
         raise SpectermError("no stored stream has two or more tokens to time; check --max-new-tokens.")
     n_ctx = context_size([len(it["ids"]) for it in items], max(it["n"] for it in items))
+    LM.probe_decode(t_path)
+    LM.probe_decode(d_path)
     report(Progress("loading", f"loading {t_path.name} and {d_path.name} in llama.cpp ({config.threads} thread(s))"))
     target = LM.load_gguf(t_path, n_ctx, config.threads)
     draft = LM.load_gguf(d_path, n_ctx, config.threads)
     eog = LM.eog_ids(target)
     check_cancel(cancel)
 
-    ctx_len = int(round(float(np.mean([len(it["ids"]) + it["n"] / 2 for it in items]))))
+    ctx_len = round(float(np.mean([len(it["ids"]) + it["n"] / 2 for it in items])))
     ctx = context_ids(items[0]["ids"] + items[0]["y"], ctx_len)
     report(Progress("cost", f"measuring llama.cpp costs at context {ctx_len} ({config.cost_repeats} interleaved repeats)"))
 
@@ -381,10 +398,10 @@ def results(prompt_rows: list[dict[str, Any]], cost: dict[str, Any], E_table) ->
     return rows
 
 
-def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: Optional[str],
-                    max_new_tokens: Optional[int], threads: Optional[int], repeats: int, target: Optional[str] = None,
-                    draft: Optional[str] = None, llama_bin: Optional[Path] = None, llama_src: Optional[Path] = None,
-                    keep_logs: Optional[Path] = None) -> None:
+def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str | None,
+                    max_new_tokens: int | None, threads: int | None, repeats: int, target: str | None = None,
+                    draft: str | None = None, llama_bin: Path | None = None, llama_src: Path | None = None,
+                    keep_logs: Path | None = None) -> None:
     """CLI glue (headless progress); Ctrl-C keeps finished prompts."""
     import sys
 

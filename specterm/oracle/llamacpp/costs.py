@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from specterm.core.hardware import cost_curve, curve_summary
 from specterm.core.progress import check_cancel
-from specterm.oracle.costs import GAMMAS, REPEATS, R_GAMMA, MeasureCallback, context_ids
+from specterm.oracle.costs import GAMMAS, R_GAMMA, REPEATS, MeasureCallback, context_ids
 from specterm.oracle.llamacpp.models import GGUFModel
 
 METHOD = ("median of interleaved repeats (round-robin, order rotated each round, one warm-up round) of llama.cpp "
@@ -47,7 +47,7 @@ class LlamaCostSampler:
     """oracle/costs.CostSampler for llama.cpp models (same round/plan/summary protocol)."""
 
     def __init__(self, target: GGUFModel, draft: GGUFModel, ctx: Sequence[int], gammas: Sequence[int] = GAMMAS,
-                 on_measure: Optional[MeasureCallback] = None, cancel=None):
+                 on_measure: MeasureCallback | None = None, cancel=None):
         self.gammas = sorted({int(g) for g in gammas})
         if not self.gammas or self.gammas[0] < 1:
             raise ValueError("gammas must be draft lengths >= 1")
@@ -141,7 +141,7 @@ class LlamaCostSampler:
 
 
 def measure_costs(target: GGUFModel, draft: GGUFModel, ctx: Sequence[int], gammas: Sequence[int] = GAMMAS,
-                  repeats: int = REPEATS, on_measure: Optional[MeasureCallback] = None, cancel=None) -> dict:
+                  repeats: int = REPEATS, on_measure: MeasureCallback | None = None, cancel=None) -> dict:
     """One warm-up round and `repeats` timed rounds (see the module docstring)."""
     if repeats < 1:
         raise ValueError("repeats must be >= 1")

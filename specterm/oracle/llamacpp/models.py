@@ -10,10 +10,14 @@ beyond those rows.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +25,14 @@ from specterm.core.errors import SpectermError
 from specterm.oracle.llamacpp import require_binding
 
 PROMPT_ENCODING = "llama.cpp tokenize(text, add_special=True, parse_special=True), no chat template"
+REBUILD_HINT = ("reinstall the binding without those instructions, e.g. CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX2=ON "
+                "-DGGML_AVX512=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF\" pip install --force-reinstall --no-cache-dir "
+                "llama-cpp-python==0.3.36")
+ILLEGAL_INSTRUCTION = ("llama.cpp stopped with an illegal instruction on a first test decode of {name}: its build uses CPU "
+                       "instructions this machine advertises but refuses (AMX inside a VM does this); " + REBUILD_HINT + ".")
+_PROBE = ("import sys, llama_cpp; m = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_batch=64, n_threads=1, "
+          "verbose=False); m.eval(m.tokenize(b'def f(x):\\n    return x + 1\\n'))")
+_PROBED: set[str] = set()
 
 
 @dataclass
@@ -36,7 +48,7 @@ class GGUFModel:
     def n_vocab(self) -> int:
         return int(self.llm.n_vocab())
 
-    def layers(self) -> Optional[int]:
+    def layers(self) -> int | None:
         meta = getattr(self.llm, "metadata", {}) or {}
         arch = meta.get("general.architecture")
         value = meta.get(f"{arch}.block_count") if arch else None
@@ -50,7 +62,7 @@ class GGUFModel:
         """Drop cached positions from `keep` on."""
         self.llm._ctx.kv_cache_seq_rm(-1, keep, -1)
 
-    def decode(self, tokens: Sequence[int], n_past: int, rows: Optional[Sequence[int]] = None) -> np.ndarray:
+    def decode(self, tokens: Sequence[int], n_past: int, rows: Sequence[int] | None = None) -> np.ndarray:
         """Feed `tokens` at positions n_past.. (the cache must hold exactly n_past positions) and return
         the logits of the rows asked for (indices into `tokens`; default the last), float32 (k x V).
 
@@ -63,7 +75,7 @@ class GGUFModel:
         if n_past + n > self.n_ctx:
             raise SpectermError(f"prompt + continuation ({n_past + n} tokens) exceeds the llama.cpp context "
                                 f"({self.n_ctx}); shorten the prompt or lower -n.")
-        want = [n - 1] if rows is None else sorted(set(int(r) for r in rows))
+        want = [n - 1] if rows is None else sorted({int(r) for r in rows})
         b = self.llm._batch.batch
         flags = np.zeros(n, dtype=bool)
         flags[want] = True
@@ -94,6 +106,23 @@ class GGUFModel:
 
 
 _LOAD_LOCK = threading.Lock()
+
+
+def probe_decode(path: Path) -> None:
+    """Load `path` and decode a few tokens in a child process first, so that a llama.cpp build whose
+    kernels this CPU cannot run (SIGILL) gives one sentence instead of killing specterm. Once per
+    file and process."""
+    key = str(Path(path).resolve())
+    if key in _PROBED:
+        return
+    res = subprocess.run([sys.executable, "-c", _PROBE, str(path)], capture_output=True, timeout=600, check=False)
+    if res.returncode == -signal.SIGILL:
+        raise SpectermError(ILLEGAL_INSTRUCTION.format(name=Path(path).name))
+    if res.returncode != 0:
+        last = [ln for ln in res.stderr.decode("utf-8", "replace").splitlines() if ln.strip()][-1:] or ["no output"]
+        raise SpectermError(f"llama.cpp failed a first test decode of {Path(path).name} ({last[0][:160]}); check the "
+                            "file and the llama-cpp-python install.")
+    _PROBED.add(key)
 
 
 def load_gguf(path: Path, n_ctx: int, threads: int, vocab_only: bool = False) -> GGUFModel:
@@ -154,9 +183,16 @@ def engine_info(threads: int) -> dict[str, Any]:
         "library": str(lib_path) if lib_path else None,
         "library_override": os.environ.get("LLAMA_CPP_LIB_PATH"),
         "system_info": llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip(),
-        "build": ("pip install llama-cpp-python (its CMake defaults: Release, GGML_NATIVE on, CPU backend)"
-                  + (f"; CMAKE_ARGS={os.environ['CMAKE_ARGS']}" if os.environ.get("CMAKE_ARGS") else "")),
         "threads": threads,
         "device": "cpu",
     }
+    override = os.environ.get("LLAMA_CPP_LIB_PATH")
+    cache = Path(override).parent / "CMakeCache.txt" if override else None
+    if cache is not None and cache.is_file():
+        from specterm.oracle.llamacpp.binaries import cmake_flags
+
+        info["build"] = {"cmake_cache": str(cache), **cmake_flags(cache)}
+    else:
+        info["build"] = ("pip install llama-cpp-python (its CMake defaults: Release, GGML_NATIVE on, OpenMP, CPU backend)"
+                         + (f"; CMAKE_ARGS={os.environ['CMAKE_ARGS']}" if os.environ.get("CMAKE_ARGS") else ""))
     return info

@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +83,7 @@ def stream_columns(target_logits: np.ndarray, draft_logits: np.ndarray, y: np.nd
 
 
 def greedy_generate(model: LM.GGUFModel, prompt_ids: list[int], max_new_tokens: int, eog: set[int],
-                    on_token=None, cancel: Optional[threading.Event] = None) -> list[int]:
+                    on_token=None, cancel: threading.Event | None = None) -> list[int]:
     """Raw-argmax greedy decoding in llama.cpp (see the module docstring, step 1)."""
     model.clear(0)
     logits = model.decode(prompt_ids, 0)
@@ -147,6 +147,9 @@ def load_llama_pair(target: str, draft: str, threads: int, n_ctx: int,
     report(Progress("checking", "comparing the tokenizers in llama.cpp"))
     LM.check_vocabularies(LM.load_gguf(t_path, 64, threads, vocab_only=True),
                           LM.load_gguf(d_path, 64, threads, vocab_only=True))
+    report(Progress("checking", "a first test decode of each model in a child process (llama.cpp kernels run here?)"))
+    LM.probe_decode(t_path)
+    LM.probe_decode(d_path)
     report(Progress("loading", f"loading target {target} in llama.cpp"))
     tgt = LM.load_gguf(t_path, n_ctx, threads)
     report(Progress("loading", f"loading draft {draft} in llama.cpp"))
@@ -162,12 +165,12 @@ def load_llama_pair(target: str, draft: str, threads: int, n_ctx: int,
     return LlamaPair(tgt, dft, LM.eog_ids(tgt), meta)
 
 
-def run_oracle_llamacpp(config, on_progress: Optional[ProgressCallback] = None,
-                        cancel: Optional[threading.Event] = None, threads: int = 1,
-                        pair: Optional[LlamaPair] = None) -> Path:
+def run_oracle_llamacpp(config, on_progress: ProgressCallback | None = None,
+                        cancel: threading.Event | None = None, threads: int = 1,
+                        pair: LlamaPair | None = None) -> Path:
     """`run_oracle` in llama.cpp: same config (specterm.oracle.run.OracleConfig), same writer, same
     progress, same resume; batch_size and spec_gamma do not apply (y is serial greedy)."""
-    from specterm.oracle.run import _Tally, _prompts_to_run, decode_pieces
+    from specterm.oracle.run import _prompts_to_run, _Tally, decode_pieces
 
     report = on_progress or (lambda p: None)
     t_start = time.perf_counter()
@@ -213,7 +216,7 @@ def run_oracle_llamacpp(config, on_progress: Optional[ProgressCallback] = None,
             ids = pair.target.tokenize(prompt.text)
             if not ids:
                 raise SpectermError(f"prompt {prompt.id!r} ({prompt.corpus}) encodes to zero tokens; remove it or give it some text.")
-            where = dict(prompt_index=idx, prompt_id=prompt.id, corpus=prompt.corpus)
+            where = {"prompt_index": idx, "prompt_id": prompt.id, "corpus": prompt.corpus}
             tally.emit("generating", f"prompt {idx + 1}/{tally.n_todo}: {prompt.corpus}/{prompt.id}", **where)
             t0 = time.perf_counter()
             tok_before = tally.gen_tokens
