@@ -107,7 +107,7 @@ def test_bits_equal_a_hand_loop_over_the_bindings_logits(smol):
 
     path, m = smol
     ids = m.tokenize(PROMPT)
-    y = greedy_generate(m, ids, 16, LM.eog_ids(m))
+    y = greedy_generate(m, ids, 8, LM.eog_ids(m))
     mine_t = teacher_force_logits(m, ids, y)
     ref = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_batch=256, n_ubatch=256, n_threads=1, logits_all=True,
                           verbose=False)

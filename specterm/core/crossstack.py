@@ -253,6 +253,8 @@ def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
         entry: dict[str, Any] = {
             "prompts": len(keys),
             "alpha_a": pooled_alpha(sa), "alpha_b": pooled_alpha(sb),
+            "alpha_b_all": float(sum(int(s.bits.sum()) for s in sb)) / max(1, sum(s.n for s in sb)),
+            "positions_b_valid": sum(s.valid_len for s in sb), "positions_b": sum(s.n for s in sb),
             "gate_a": float(np.mean([s.gate_rate for s in sa])), "gate_b": float(np.mean([s.gate_rate for s in sb])),
             "gate_failed_b": sum(1 for s in sb if s.valid_len < s.n),
             "same_y": sum(1 for d in div if d is None),
@@ -322,11 +324,13 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
     """GitHub-flavoured tables of a `cross_stack` result, one per statistic."""
     a, b = cs["engine_a"], cs["engine_b"]
     lines = [f"Cross-stack: {cs['run_a']} ({a}) vs {cs['run_b']} ({b}).", "",
-             f"| corpus | prompts | alpha {a} | alpha {b} | gate {b} (failed streams) | same y |",
-             "|---|---|---|---|---|---|"]
+             (f"| corpus | prompts | alpha {a} | alpha {b} (gate-valid positions) | alpha {b}, every position | "
+              f"gate {b} (streams failing) | same y |"),
+             "|---|---|---|---|---|---|---|"]
     for name, e in cs["corpora"].items():
-        lines.append(f"| {name} | {e['prompts']} | {_f(e['alpha_a'])} | {_f(e['alpha_b'])} | {_f(e['gate_b'])} "
-                     f"({e['gate_failed_b']}) | {e['same_y']}/{e['prompts']} |")
+        lines.append(f"| {name} | {e['prompts']} | {_f(e['alpha_a'])} | {_f(e['alpha_b'])} ({e['positions_b_valid']}/"
+                     f"{e['positions_b']}) | {_f(e['alpha_b_all'])} | {_f(e['gate_b'])} ({e['gate_failed_b']}) | "
+                     f"{e['same_y']}/{e['prompts']} |")
     gammas = sorted({int(g) for e in cs["corpora"].values() for g in e["by_gamma"]})
     lines += ["", ("Tokens per target call: walk on each engine's bits (all prompts), and llama.cpp's real decoder "
                    "against the walk on its bits over the prompts it ran (in brackets: prompts whose output equalled y)."),

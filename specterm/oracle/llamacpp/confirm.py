@@ -148,6 +148,28 @@ def histogram(ks: np.ndarray, gamma: int) -> list[int]:
     return np.bincount(np.asarray(ks, dtype=np.int64), minlength=gamma + 1)[: gamma + 1].tolist()
 
 
+def select_streams_any_gate(streams, per_corpus: int, corpora: tuple[str, ...] | None = None) -> list:
+    """The first `per_corpus` streams of each corpus (sorted) with prompt text and y, whatever their gate.
+
+    Unlike the torch confirm (gate 1.000 required), a llama.cpp run's gate falls below 1 at
+    near-ties (batched teacher forcing vs serial decoding), and the speculative decoder verifies in
+    batches too, so those streams are exactly the ones to check: each output is compared with y
+    and the first divergence recorded beside the stream's first gate failure."""
+    if per_corpus < 1:
+        raise SpectermError("--per-corpus must be at least 1.")
+    usable = [s for s in streams if s.prompt is not None and s.y is not None and s.n > 0]
+    if not usable:
+        raise SpectermError("this run stores no prompt text and tokens y (imported bits?); confirm needs a run made by "
+                            "`specterm run`.")
+    names = sorted({s.corpus for s in usable})
+    if corpora is not None:
+        missing = [c for c in corpora if c not in names]
+        if missing:
+            raise SpectermError(f"corpus {', '.join(missing)} is not in this run; choose from {', '.join(names)}.")
+        names = [c for c in names if c in corpora]
+    return [s for name in names for s in [x for x in usable if x.corpus == name][:per_corpus]]
+
+
 def _resolve(meta: dict[str, Any], role: str, override: str | None) -> Path:
     from specterm.core.streams import model_location
     from specterm.oracle import models as M
@@ -167,7 +189,7 @@ def _resolve(meta: dict[str, Any], role: str, override: str | None) -> Path:
 def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback | None = None,
                      cancel: threading.Event | None = None) -> dict[str, Any]:
     """Run the confirmation (module docstring); returns the record written to run.json."""
-    from specterm.oracle.confirm import corpus_E, select_streams, write_confirmation
+    from specterm.oracle.confirm import corpus_E, write_confirmation
     from specterm.oracle.llamacpp.costs import LlamaCostSampler
     from specterm.oracle.llamacpp.run import context_size
 
@@ -176,7 +198,7 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
     t_start = time.perf_counter()
     run_dir = Path(config.run)
     run = load_run(run_dir)
-    chosen = select_streams(run.streams, config.per_corpus, config.corpora)
+    chosen = select_streams_any_gate(run.streams, config.per_corpus, config.corpora)
     cost_gammas = np.array(sorted({int(g) for g in config.cost_gammas}), dtype=np.int64)
     extra = sorted({int(g) for g in config.gammas})
     if any(g < 1 or g not in cost_gammas for g in extra):
@@ -294,6 +316,7 @@ def _time(config, items, choices, E_table, record, index, sampler, session_cost,
         if idx % 2:
             methods.reverse()
         row: dict[str, Any] = {"corpus": s.corpus, "id": s.id, "tokens": it["n"], "prompt_tokens": len(it["ids"]),
+                               "gate_valid_len": s.valid_len, "gate_rate": s.gate_rate,
                                "order": [str(m) for m in methods], "spec": {}}
         for m in methods:
             check_cancel(cancel)
