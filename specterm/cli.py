@@ -129,11 +129,12 @@ def confirm_cmd(
     llama_bin: Optional[Path] = typer.Option(None, "--llama-bin", help="With --engine llama.cpp: directory holding llama-speculative-simple (default: build it into the cache)."),
     llama_src: Optional[Path] = typer.Option(None, "--llama-src", help="With --engine llama.cpp: llama.cpp sources (a tree or the llama-cpp-python sdist) to build from."),
     keep_logs: Optional[Path] = typer.Option(None, "--keep-logs", help="With --engine llama.cpp: copy every llama-speculative-simple -v log into this directory."),
+    cost_max_gamma: int = typer.Option(16, "--cost-max-gamma", min=1, max=16, help="With --engine llama.cpp: time c_verify(g) for g = 1..this (fewer: a shorter cost measurement)."),
 ) -> None:
     """Time plain greedy against real speculative decoding at g_hw, g_iid (and --gamma) on this hardware; record predicted vs realized in run.json."""
     params = dict(locals())
     engine = params.pop("engine")
-    llama = {k: params.pop(k) for k in ("llama_bin", "llama_src", "keep_logs")}
+    llama = {k: params.pop(k) for k in ("llama_bin", "llama_src", "keep_logs", "cost_max_gamma")}
     if engine == "llama.cpp":
         for key in ("device", "dtype"):
             if params[key] is not None:
@@ -144,8 +145,8 @@ def confirm_cmd(
         return
     if engine != "torch":
         fail(f"unknown --engine {engine}; use torch or llama.cpp.")
-    if any(v is not None for v in llama.values()):
-        fail("--llama-bin, --llama-src and --keep-logs are for --engine llama.cpp.")
+    if any(llama[k] is not None for k in ("llama_bin", "llama_src", "keep_logs")) or llama["cost_max_gamma"] != 16:
+        fail("--llama-bin, --llama-src, --keep-logs and --cost-max-gamma are for --engine llama.cpp.")
     from specterm.oracle.confirm import confirm_command
 
     confirm_command(**params)

@@ -424,7 +424,7 @@ def results(prompt_rows: list[dict[str, Any]], cost: dict[str, Any], E_table) ->
 def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str | None,
                     max_new_tokens: int | None, threads: int | None, repeats: int, target: str | None = None,
                     draft: str | None = None, llama_bin: Path | None = None, llama_src: Path | None = None,
-                    keep_logs: Path | None = None) -> None:
+                    keep_logs: Path | None = None, cost_max_gamma: int = 16) -> None:
     """CLI glue (headless progress); Ctrl-C keeps finished prompts."""
     import sys
 
@@ -441,7 +441,8 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
                                 corpora=tuple(c.strip() for c in corpus.split(",")) if corpus else None,
                                 max_new_tokens=max_new_tokens, threads=1 if threads is None else threads,
                                 cost_repeats=repeats, target=target, draft=draft, llama_bin=llama_bin,
-                                llama_src=llama_src, keep_logs=keep_logs)
+                                llama_src=llama_src, keep_logs=keep_logs,
+                                cost_gammas=tuple(range(1, cost_max_gamma + 1)))
     on_progress, ctx, log = headless_progress()
     try:
         with ctx:
