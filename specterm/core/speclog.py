@@ -35,7 +35,8 @@ _SEQ = re.compile(r"- seq_id\s+(\d+), draft candidate")
 _ACCEPTED = re.compile(r"accepted (\d+)/(\d+) draft tokens, the last target token is: \((-?\d+)\)")
 _DECODED = re.compile(r"decoded\s+(\d+) tokens in\s+([0-9.]+) seconds")
 _ENCODED = re.compile(r"encoded\s+(\d+) tokens in\s+([0-9.]+) seconds")
-_COUNTER = re.compile(r"^\s*(n_draft|n_predict|n_drafted|n_accept)\s*=\s*(\d+)", re.MULTILINE)
+# with -v the log adds a "0.14.082.304 I " prefix (time, level) to every line
+_COUNTER = re.compile(r"^(?:[\d.]+ [A-Z] )?\s*(n_draft|n_predict|n_drafted|n_accept)\s*=\s*(\d+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
