@@ -15,6 +15,10 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -144,7 +148,7 @@ def synthetic_streams(positions: int, mean_len: int = 1000, seed: int = 0, full:
     """
     import numpy as np
 
-    from specterm.core.streams import Stream
+    from specterm.core.store import Stream
 
     rng = np.random.default_rng(seed)
     n = max(1, round(positions / mean_len))

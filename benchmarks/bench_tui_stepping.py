@@ -20,13 +20,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _common import md_table, record  # noqa: E402
+from _common import md_table, record
 
 
 def make_run(root: Path, n: int) -> Path:
     from app_fixture import META, make_stream
 
-    from specterm.core.streams import write_run
+    from specterm.core.store import write_run
 
     return write_run(root / f"long-{n}", {**META, "name": f"long-{n}"}, [make_stream("long", "code", n, 7)])
 

@@ -13,20 +13,20 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from textual import work
 from textual.app import App
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.reactive import var
 from textual.worker import Worker, WorkerState
 
 from specterm import messages
 from specterm.commands import SpectermCommands
 from specterm.core.errors import SpectermError
-from specterm.core.params import BOOT, GAMMA_DEFAULT, SHUFFLES
+from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
+from specterm.core.report import POOLED
 from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 
 if TYPE_CHECKING:
     from specterm.core.report import Report
     from specterm.oracle.run import OracleConfig
-    from specterm.core.streams import Run
 
 
 class SpectermApp(App[Any]):
@@ -36,7 +36,7 @@ class SpectermApp(App[Any]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     COMMANDS = App.COMMANDS | {SpectermCommands}
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         *(
             Binding(s.key, f"switch_screen('{s.mode}')", s.title, id=f"screen.{s.mode}",
                     tooltip=s.help, group=Binding.Group("screens", compact=True))
@@ -57,7 +57,7 @@ class SpectermApp(App[Any]):
     """`analyse(runs)`: the typed report (core/report.py; None until ready)."""
     error: var[str | None] = var(None)
     """One sentence when loading or analysing failed."""
-    set_name: var[str] = var("pooled")
+    set_name: var[str] = var(POOLED)
     """The corpus (or "pooled") shown by the per-set screens; `c` cycles it."""
 
     def __init__(
@@ -69,7 +69,7 @@ class SpectermApp(App[Any]):
         gamma: int = GAMMA_DEFAULT,
         boot: int = BOOT,
         shuffles: int = SHUFFLES,
-        seed: int = 0,
+        seed: int = SEED,
         initial: str | None = None,
     ) -> None:
         super().__init__()
@@ -127,7 +127,7 @@ class SpectermApp(App[Any]):
     @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
     def load(self, paths: Sequence[Path]) -> None:
         """Load the runs, then analyse them; heavy imports happen here, off the UI thread."""
-        from specterm.core.streams import group_by_models, load_runs
+        from specterm.core.store import group_by_models, load_runs
 
         runs = [r for r in load_runs(paths) if r.streams]
         if not runs:
@@ -164,7 +164,7 @@ class SpectermApp(App[Any]):
         self.pair_sets[self.pair_key] = self.set_name
         self.model_group += 1
         self.report = None  # first: a screen must never see the new runs with the old report
-        self.set_name = self.pair_sets.get(self.pair_key, "pooled")
+        self.set_name = self.pair_sets.get(self.pair_key, POOLED)
         cached = self.pair_cache.get(self.pair_key)
         if cached is None:  # first visit: load and analyse in the worker (the screens show loading)
             self.runs = None
@@ -186,7 +186,7 @@ class SpectermApp(App[Any]):
         self.notify(text, title="error", severity="error", timeout=10)
 
     # -- navigation -----------------------------------------------------------------------------
-    def action_switch_screen(self, mode: str) -> None:
+    def action_switch_screen(self, mode: str) -> None:  # type: ignore[override]  # sync: App.action_switch_screen is async
         if mode not in self._modes:
             self.notify("no run in progress: start one with `specterm run`", severity="warning")
             return
@@ -263,7 +263,7 @@ def prewarm_screens() -> None:
             importlib.import_module(s.module)
         except ImportError:  # the Run screen's oracle side may be absent; its visit will say so
             pass
-    import specterm.core.decide  # noqa: F401  (Decide imports it on first show)
+    import specterm.core.cost_ratio
     import specterm.core.optimum  # noqa: F401  (Optimum's throughput curves)
 
 

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from specterm.core.params import BOOT, GAMMA_DEFAULT, SHUFFLES
+from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
 
 app = typer.Typer(
     name="specterm",
@@ -58,7 +58,8 @@ def run_cmd(
         help="How y is built. 0 (default): batched raw-argmax greedy, --batch-size prompts at a time (fastest on CPU and GPU). "
              "G > 0: lossless speculative decoding with the draft at draft length G, one prompt at a time (live accept/reject view).",
     ),
-    shard: Optional[str] = typer.Option(None, "--shard", help="i/N: take the i-th of N deterministic shares of the prompts (0-based); merge with `specterm merge`."),
+    shard: Optional[str] = typer.Option(
+        None, "--shard", help="i/N: take the i-th of N deterministic shares of the prompts (0-based); merge with `specterm merge`."),
     cost: bool = typer.Option(True, "--cost/--no-cost", help="Measure the cost ratio r = c_draft / c_verify on this hardware."),
     remeasure_cost: bool = typer.Option(False, "--remeasure-cost", help="With --resume: measure r again, e.g. on an idle machine (earlier values are kept)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the hub (off by default)."),
@@ -110,7 +111,8 @@ def merge_cmd(
 
 @app.command("confirm")
 def confirm_cmd(
-    run: Path = typer.Argument(..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
+    run: Path = typer.Argument(
+        ..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
     per_corpus: int = typer.Option(2, "--per-corpus", "-k", help="Prompts per corpus (the first ones of the run whose gate held)."),
     gamma: List[int] = typer.Option([], "--gamma", "-g", help="Also time this draft length (repeatable); g_hw and g_iid are always timed."),
     corpus: Optional[str] = typer.Option(None, "--corpus", "-c", help="Only these corpora of the run, comma-separated. Default: all."),
@@ -121,6 +123,13 @@ def confirm_cmd(
     repeats: int = typer.Option(5, "--repeats", help="Timed rounds of the cost measurement before the generations (one more follows every prompt)."),
     target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
     draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
+    decision_only: bool = typer.Option(False, "--decision-only",
+                                       help="Time only the run's decision g_hw (and --gamma), not this session's choices."),
+    batch_costs: bool = typer.Option(False, "--batch-costs",
+                                     help="Also measure c_decode(B), c_verify(g, B), c_draft(B) for B = 1, 2, 4, 8 (stored with the run)."),
+    batch: int = typer.Option(1, "--batch", help="B > 1: a batched confirmation, B prompts of a corpus together at g_hw(B)."),
+    interleave_costs: bool = typer.Option(True, "--interleave-costs/--no-interleave-costs",
+                                          help="Time one more cost round after every prompt (off on a loaded machine)."),
     engine: str = typer.Option(
         "torch", "--engine",
         help="torch (default: specterm's own decoder) or llama.cpp: llama.cpp's llama-speculative-simple against llama.cpp "
@@ -131,7 +140,7 @@ def confirm_cmd(
     keep_logs: Optional[Path] = typer.Option(None, "--keep-logs", help="With --engine llama.cpp: copy every llama-speculative-simple -v log into this directory."),
     cost_max_gamma: int = typer.Option(16, "--cost-max-gamma", min=1, max=16, help="With --engine llama.cpp: time c_verify(g) for g = 1..this (fewer: a shorter cost measurement)."),
 ) -> None:
-    """Time plain greedy against real speculative decoding at g_hw, g_iid (and --gamma) on this hardware; record predicted vs realized in run.json."""
+    """Time plain greedy against real speculative decoding at the run's g_hw (always), this session's g_hw, g_iid; record it in run.json."""
     params = dict(locals())
     engine = params.pop("engine")
     llama = {k: params.pop(k) for k in ("llama_bin", "llama_src", "keep_logs", "cost_max_gamma")}
@@ -139,9 +148,13 @@ def confirm_cmd(
         for key in ("device", "dtype"):
             if params[key] is not None:
                 fail(f"--{key} does not apply to --engine llama.cpp (CPU, the GGUF's own weights); drop it.")
+        torch_only = {"decision_only": False, "batch_costs": False, "batch": 1, "interleave_costs": True}
+        for key, default in torch_only.items():
+            if params[key] != default:
+                fail(f"--{key.replace('_', '-')} is not available with --engine llama.cpp yet; drop it.")
         from specterm.oracle.llamacpp.confirm import confirm_command as confirm_llamacpp
 
-        confirm_llamacpp(**{k: v for k, v in params.items() if k not in ("device", "dtype")}, **llama)
+        confirm_llamacpp(**{k: v for k, v in params.items() if k not in ("device", "dtype", *torch_only)}, **llama)
         return
     if engine != "torch":
         fail(f"unknown --engine {engine}; use torch or llama.cpp.")
@@ -204,7 +217,7 @@ def report_cmd(
     format: str = typer.Option("md", "--format", "-f", help="md | json | text."),
     gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
+    seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ) -> None:
@@ -212,8 +225,8 @@ def report_cmd(
     from specterm.core.analysis import analyse
     from specterm.core.errors import SpectermError
     from specterm.core.export import to_json, to_markdown, to_text
-    from specterm.core.pooling import single_pair
-    from specterm.core.streams import load_runs
+    from specterm.core.store import single_pair
+    from specterm.core.store import load_runs
     from specterm.core.text import printable
 
     if format not in REPORT_FORMATS:
@@ -237,11 +250,11 @@ def list_cmd(
     root: Path = typer.Option(Path("streams"), "--root", help="Directory holding the runs."),
 ) -> None:
     """The runs under streams/: corpora, prompts, positions, alpha, gate (shards of a merged run are not counted)."""
-    import math
 
-    from specterm.core.export import MISSING, text_table
+    from specterm.core.export import text_table
+    from specterm.core.fmt import MISSING, fmt
     from specterm.core.stats import rates
-    from specterm.core.streams import discover_runs, load_runs_lenient
+    from specterm.core.store import discover_runs, load_runs_lenient
     from specterm.core.text import printable
 
     paths, shards = discover_runs(root)
@@ -249,11 +262,10 @@ def list_cmd(
         typer.echo(f"no runs under {printable(str(root))}/; make one with `specterm run` or `specterm import`.")
         return
     runs, problems = load_runs_lenient(paths)
-    rows = []
+    rows: list[list[str]] = []
     for run in runs:
         n, alpha, gate = rates(run.streams)
-        alpha, gate = (f"{x:.3f}" if math.isfinite(x) else MISSING for x in (alpha, gate))
-        rows.append([run.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), alpha, gate])
+        rows.append([run.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), fmt(alpha), fmt(gate)])
     rows = [[printable(cell) for cell in row] for row in rows]
     typer.echo(text_table(["run", "corpora", "prompts", "positions", "alpha", "gate"], rows))
     if shards:
@@ -267,7 +279,7 @@ def repair_cmd(
     run: Path = typer.Argument(..., help="Run directory whose prompts.jsonl holds duplicate, torn or corrupt lines."),
 ) -> None:
     """Rewrite a run keeping each valid record once (torn, corrupt and duplicate lines dropped, each reported)."""
-    from specterm.core.streams import RECORDS_FILE, repair_run
+    from specterm.core.store import RECORDS_FILE, repair_run
     from specterm.core.text import printable
 
     result = repair_run(run)
@@ -284,9 +296,9 @@ def repair_cmd(
 # ------------------------------------------------------------------------ open / no-argument ---
 
 
-def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0, shuffles: int = 20) -> None:
+def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES) -> None:
     """Check the run directories (one clear sentence if one is wrong), then start the app on them."""
-    from specterm.core.streams import read_meta
+    from specterm.core.store import read_meta
 
     for path in runs:
         read_meta(path)
@@ -303,7 +315,7 @@ def no_command(ctx: typer.Context) -> None:
     # No docstring on purpose: the Typer(help=...) text stays the --help text.
     if ctx.invoked_subcommand is not None:
         return
-    from specterm.core.streams import find_runs, load_runs_lenient
+    from specterm.core.store import find_runs, load_runs_lenient
     from specterm.core.text import printable
 
     paths = find_runs("streams")
@@ -322,7 +334,7 @@ def open_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (made by `specterm run` or `specterm import`)."),
     gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
+    seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
 ) -> None:
     """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""
@@ -338,7 +350,7 @@ def main() -> None:
         app()
     except SpectermError as exc:
         typer.secho(f"error: {printable(str(exc))}", err=True, fg=typer.colors.RED)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

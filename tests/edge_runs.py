@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 from app_fixture import META, fixture_streams, make_stream
 
-from specterm.core.streams import Stream, write_run
+from specterm.core.store import Stream, write_run
 
 
 def with_bits(stream: Stream, bits: np.ndarray) -> Stream:
@@ -82,4 +82,30 @@ EDGE_RUNS: dict[str, Callable[[Path], list[Path]]] = {
     "one-prompt-corpus": one_prompt_corpus,
     "two-pairs": two_pairs,
     "odd-names": odd_names,
+}
+
+
+# ----------------------------------------------------------- runs a person can get wrong ---
+# Each makes the TUI's load fail with an error the person caused; test_tui_keys checks that the
+# error is shown as one sentence (and that every key still works on the empty screens).
+
+
+def corrupt_line(root: Path) -> list[Path]:
+    """A run whose first record is not JSON (a hand edit gone wrong), beside an intact run."""
+    good = _write(root, "intact", fixture_streams()[:2])
+    bad = _write(root, "corrupt", fixture_streams())
+    path = bad / "prompts.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b'{"id": "p0", "corpus": "prose", "bits": \n' + b"".join(lines[1:]))
+    return [good, bad]
+
+
+def no_prompts(root: Path) -> list[Path]:
+    """A run that was created and stopped before its first prompt finished."""
+    return [_write(root, "empty", [])]
+
+
+ERROR_RUNS: dict[str, Callable[[Path], list[Path]]] = {
+    "corrupt-line": corrupt_line,
+    "no-prompts": no_prompts,
 }

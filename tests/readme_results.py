@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specterm.core.report import OptimumRow, Report
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "streams" / "qwen2.5-coder-0.5b-1.5b"
@@ -20,7 +24,7 @@ END = "<!-- results:end -->"
 def render() -> str:
     from specterm.core.analysis import analyse
     from specterm.core.export import TITLES, markdown_tables
-    from specterm.core.streams import load_run
+    from specterm.core.store import load_run
 
     report = analyse([load_run(RUN)], gamma=8, boot=2000, shuffles=20, seed=0)
     md = markdown_tables(report)
@@ -34,18 +38,16 @@ def render() -> str:
 
 
 def hardware_section(run_dir: Path) -> list[str]:
-    """The second run's Decision on this hardware (memory-bound | S_hw | refeed | realized), as in
-    `specterm report RUN --format md` (the table does not depend on the bootstrap)."""
+    """The second run's Decision section (the decision table with its CIs, S_hw by batch, the
+    confirmations), as `specterm report RUN --format md` prints it (B = 2000, seed 0)."""
     from specterm.core.analysis import analyse
-    from specterm.core.export import hardware_table, markdown_table
-    from specterm.core.streams import load_run
+    from specterm.core.export import markdown_tables
+    from specterm.core.store import load_run
 
-    table = hardware_table(analyse([load_run(run_dir)], gamma=8, boot=0, shuffles=0, seed=0))
-    if table is None:
+    md = markdown_tables(analyse([load_run(run_dir)], gamma=8, boot=2000, shuffles=20, seed=0))["decide"].strip()
+    if not md:
         return []
-    title, head, rows = table
-    return [f"#### Decision on this hardware, `{run_dir.relative_to(ROOT)}`", "",
-            f"**{title}**", "", markdown_table(head, rows).strip(), ""]
+    return [f"#### Decision on this hardware, `{run_dir.relative_to(ROOT)}`", "", md, ""]
 
 
 # Published figures for greedy Qwen2.5-0.5B draft / Qwen2.5-1.5B target (issue 5), quoted, not computed.
@@ -58,32 +60,33 @@ PUBLISHED = {
 }
 
 
-def _optimum_summary(rows: list[dict]) -> str:
-    grid = [r for r in rows if not r.get("measured")]
-    diffs = [r["gamma_iid"] - r["gamma_true"] for r in grid]
+def _optimum_summary(rows: list[OptimumRow]) -> str:
+    grid = [r for r in rows if not r.measured]
+    diffs = [r.gamma_iid - r.gamma_true for r in grid]
     lo, hi = min(diffs), max(diffs)
     where = "at every r" if lo >= 0 else f"at {sum(d > 0 for d in diffs)} of {len(diffs)} r"
-    return f"{lo} to {hi} below g*_iid {where} in [{grid[0]['r']:.2f}, {grid[-1]['r']:.2f}]"
+    return f"{lo} to {hi} below g*_iid {where} in [{grid[0].r:.2f}, {grid[-1].r:.2f}]"
 
 
-def comparison_table(report: dict) -> str:
-    from specterm.core.export import deficit_cell, est, fmt, markdown_table
+def comparison_table(report: Report) -> str:
+    from specterm.core.export import deficit_cell, markdown_table
+    from specterm.core.fmt import est, fmt
 
-    sets = report["sets"]
+    sets = report.sets
     pooled = sets["pooled"]
-    rows = [[f"alpha {c}", fmt(a, 2), fmt(sets[c]["alpha"], 2) if c in sets else "n/a"]
+    rows = [[f"alpha {c}", fmt(a, 2), fmt(sets[c].alpha, 2) if c in sets else "n/a"]
             for c, a in PUBLISHED["alpha"].items()]
-    rows.append(["pooled p11-p10 [CI]", PUBLISHED["autocorr"], est(pooled["autocorr"], sign=True)])
+    rows.append(["pooled p11-p10 [CI]", PUBLISHED["autocorr"], est(pooled.autocorr, sign=True)])
     rows.append(["pooled deficit at g=8 (total = hetero + temporal)", PUBLISHED["deficit"],
-                 deficit_cell(pooled["deficit"]).split(" [")[0]])
+                 deficit_cell(pooled.deficit).split(" [")[0]])
     for g, v in PUBLISHED["yield_ratio"].items():
-        rows.append([f"E_true/E_iid at g={g}", fmt(v), fmt(pooled["yield_ratio"][g]["value"])])
-    rows.append(["g*_true vs g*_iid (pooled)", PUBLISHED["optimum"], _optimum_summary(pooled["optimum"])])
+        rows.append([f"E_true/E_iid at g={g}", fmt(v), fmt(pooled.yield_ratio[g].value)])
+    rows.append(["g*_true vs g*_iid (pooled)", PUBLISHED["optimum"], _optimum_summary(pooled.optimum)])
     return markdown_table(["quantity", "published (Qwen2.5 0.5B -> 1.5B)", "this run (Coder-Instruct GGUF, CPU)"], rows).strip()
 
 
 def _span(values: list, digits: int = 2) -> str:
-    from specterm.core.export import fmt
+    from specterm.core.fmt import fmt
 
     vals = [v for v in values if v is not None]
     return f"{fmt(min(vals), digits)} to {fmt(max(vals), digits)}" if vals else "n/a"
@@ -92,7 +95,8 @@ def _span(values: list, digits: int = 2) -> str:
 def economics_table(report) -> str:
     """The economics seed's figures (economics.SEED_FIGURES, quoted) beside this run's, computed."""
     from specterm.core.economics import SEED_FIGURES, best_speedup, speedup_factor
-    from specterm.core.export import est, fmt, markdown_table
+    from specterm.core.export import markdown_table
+    from specterm.core.fmt import est, fmt
 
     sets, corpora = report.sets, report.corpora
     pooled = report.pooled
@@ -104,11 +108,12 @@ def economics_table(report) -> str:
     lo_d, hi_d = SEED_FIGURES["deeper_acceptance"]
     speed = {}
     for n in corpora:
-        factor, _ = speedup_factor(sets[n].to_dict())
+        factor, _ = speedup_factor(sets[n])
         speed[n] = best_speedup(sets[n].curve.E_true, sets[n].curve.E_true_ci, factor, "")
     worst = min(speed, key=lambda n: speed[n].speedup.value)
     best = max(speed, key=lambda n: speed[n].speedup.value)
     beta = {n: sets[n].sampling.beta_bar.value for n in corpora}
+    hw = {n: sets[n].decision_hw for n in corpora if sets[n].decision_hw is not None and sets[n].decision_hw.measured}
     rows = [
         ["first drafted token's acceptance c_1", f"~{SEED_FIGURES['first_token_acceptance']:.1f}",
          f"pooled {est(c[0], 2)}; corpora {_span(list(first.values()))}"],
@@ -117,10 +122,21 @@ def economics_table(report) -> str:
         ["acceptance by workload, prose to code", f"~{lo_a:.2f} to ~{hi_a:.2f} (at gamma 6)",
          f"greedy alpha {fmt(sets['prose'].alpha, 2)} to {fmt(sets['code'].alpha, 2)}; "
          f"sampling beta_bar {fmt(beta['prose'], 2)} to {fmt(beta['code'], 2)}"],
-        ["speedup by workload (memory-bound, at each corpus's best g)", f"~{lo_s:g}x to ~{hi_s:g}x",
+        ["speedup by workload (cost-ratio model T = E/(1+g r), r = c_draft/c_verify, at each corpus's best g)",
+         f"~{lo_s:g}x to ~{hi_s:g}x",
          f"{fmt(speed[worst].speedup.value, 2)}x ({worst}, g={speed[worst].gamma}) to "
          f"{fmt(speed[best].speedup.value, 2)}x ({best}, g={speed[best].gamma}) at r={fmt(sets[best].r_measured)}"],
     ]
+    if hw:
+        lo_n = min(hw, key=lambda n: hw[n].speedup_hw)
+        hi_n = max(hw, key=lambda n: hw[n].speedup_hw)
+
+        def cell(n: str) -> str:
+            d = hw[n]
+            return f"{fmt(d.speedup_hw, 2)}x [{fmt(d.speedup_hw_ci[0], 2)}, {fmt(d.speedup_hw_ci[1], 2)}] ({n}, g={d.gamma_hw})"
+
+        rows.append(["speedup on this hardware (S_hw at g_hw, 95% CI; SPEC 6)", f"~{lo_s:g}x to ~{hi_s:g}x",
+                     f"{cell(lo_n)} to {cell(hi_n)}"])
     return markdown_table(["quantity", "economics seed (published)", "this run"], rows).strip()
 
 

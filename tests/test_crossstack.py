@@ -15,7 +15,7 @@ from specterm.core.crossstack import (
     merge_sparse_bins,
 )
 from specterm.core.speclog import capped_walk_accepts, n_predict_for
-from specterm.core.streams import Run, Stream
+from specterm.core.store import Run, Stream
 
 
 def test_merge_sparse_bins_hand_case():

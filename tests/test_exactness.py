@@ -3,19 +3,17 @@ the oracle's stream predicts a real speculative decoder exactly, for every draft
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from models_fixtures import smollm2_pair  # noqa: F401  (fixture)
 from specterm.core import replay
 from specterm.oracle import specdec
 from specterm.core.blockwalk import block_accepts, block_counts
 from specterm.oracle.corpora import load_builtin
 from specterm.oracle.run import OracleConfig, run_oracle
-from specterm.core.streams import load_run
+from specterm.core.store import load_run
 
 pytestmark = pytest.mark.slow  # loads the real SmolLM2-135M checkpoint; `pytest -m "not slow"` skips it
 

@@ -135,7 +135,7 @@ def test_bits_equal_a_hand_loop_over_the_bindings_logits(smol):
 @pytest.mark.slow
 @pytest.mark.llamacpp
 def test_run_backend_llamacpp_writes_a_readable_run(tmp_path, smol):
-    from specterm.core.streams import load_run
+    from specterm.core.store import load_run
     from specterm.oracle.corpora import Prompt
     from specterm.oracle.llamacpp.run import run_oracle_llamacpp
     from specterm.oracle.run import OracleConfig

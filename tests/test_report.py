@@ -11,7 +11,7 @@ import pytest
 
 from specterm.core.analysis import analyse
 from specterm.core.export import SECTIONS, deficit_cell, markdown_tables, to_json, to_markdown, to_text
-from specterm.core.streams import new_meta, write_run
+from specterm.core.store import new_meta, write_run
 
 SET_KEYS = {"n_streams", "n_positions", "alpha", "gate_rate", "autocorr", "autocorr_pooled", "dispersion_ratio",
             "deficit", "yield_ratio", "optimum"}
@@ -75,7 +75,7 @@ def test_report_is_deterministic(report, synth):
     again = analyse([small_run(synth)], gamma=6, boot=100, shuffles=3, seed=1)
     assert to_json(again) == to_json(report)
     other = analyse([small_run(synth)], gamma=6, boot=100, shuffles=3, seed=2)
-    assert other["sets"]["prose"]["autocorr"]["ci"] != report["sets"]["prose"]["autocorr"]["ci"]
+    assert other.sets["prose"].autocorr.ci != report.sets["prose"].autocorr.ci
 
 
 SEP = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+$")
@@ -115,14 +115,14 @@ def test_markdown_tables_parse_as_github_tables(report):
 
 
 def test_published_cell_style(report):
-    d = report["sets"]["prose"]["deficit"]
-    t, h, m = (d[k]["value"] for k in ("total", "hetero", "temporal"))
-    lo, hi = d["temporal"]["ci"]
+    d = report.sets["prose"].deficit
+    t, h, m = (d.total.value, d.hetero.value, d.temporal.value)
+    lo, hi = d.temporal.ci
     sign = "-" if m < 0 else "+"
     assert deficit_cell(d) == f"{t:.3f} = {h:.3f} {sign} {abs(m):.3f} [{lo:.3f}, {hi:.3f}]"
     row = next(line for line in markdown_tables(report)["overview"].splitlines() if line.startswith("| prose |"))
-    ac = report["sets"]["prose"]["autocorr"]
-    assert f"{ac['value']:+.3f} [{ac['ci'][0]:.2f}, {ac['ci'][1]:.2f}]" in row
+    ac = report.sets["prose"].autocorr
+    assert f"{ac.value:+.3f} [{ac.ci[0]:.2f}, {ac.ci[1]:.2f}]" in row
 
 
 def test_text_has_every_section(report):
@@ -185,7 +185,7 @@ def test_cli_list(tmp_path, synth, monkeypatch, capsys):
     code, out, _ = cli(monkeypatch, capsys, "list", "--root", root)
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == ["run", "corpora", "prompts", "positions", "alpha", "gate"]
-    from specterm.core.streams import load_run
+    from specterm.core.store import load_run
 
     run = load_run(root / "demo")
     alpha = sum(int(s.bits.sum()) for s in run.streams) / sum(s.n for s in run.streams)
@@ -203,12 +203,12 @@ def test_several_runs_each_measured_r(synth):
     for s in two.streams:
         s.id = "two-" + s.id
     rep = analyse([one, two], boot=20, shuffles=2)
-    pooled = rep["sets"]["pooled"]
-    measured = [o["r"] for o in pooled["optimum"] if o["measured"]]
-    assert measured == [0.12, 0.33] and pooled["r_measured"] == pytest.approx(0.225)
-    assert [r["name"] for r in rep["runs"]] == ["one", "two"] and pooled["n_streams"] == 10
-    # the TUI's curve, from the report dict alone, agrees with the optimum table
-    for o in pooled["optimum"]:
-        curve = throughput_curve(pooled, o["r"])
-        assert curve["gamma"][int(np.argmax(curve["T_true"]))] == o["gamma_true"]
-        assert curve["gamma"][int(np.argmax(curve["T_iid"]))] == o["gamma_iid"]
+    pooled = rep.sets["pooled"]
+    measured = [o.r for o in pooled.optimum if o.measured]
+    assert measured == [0.12, 0.33] and pooled.r_measured == pytest.approx(0.225)
+    assert [r.name for r in rep.runs] == ["one", "two"] and pooled.n_streams == 10
+    # the TUI's curve, from the set's E curves alone, agrees with the optimum table
+    for o in pooled.optimum:
+        curve = throughput_curve(pooled.curve, o.r)
+        assert curve["gamma"][int(np.argmax(curve["T_true"]))] == o.gamma_true
+        assert curve["gamma"][int(np.argmax(curve["T_iid"]))] == o.gamma_iid

@@ -34,8 +34,8 @@ import numpy as np
 import numpy.typing as npt
 
 from specterm.core.blockwalk import block_accepts, block_counts
-from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve, decide_hw
-from specterm.core.streams import Run, Stream
+from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve, decision_hw
+from specterm.core.store import Run, Stream
 
 MIN_COLUMN = 10
 HIST_GAMMAS = (1, 4, 8)
@@ -215,7 +215,7 @@ def _decision(run: Run, corpus: str, streams: Sequence[Stream], engine: str | No
             tok += t
             blk += b
     alpha = pooled_alpha(streams) or 0.0
-    d = decide_hw(gammas, tok / blk, E_iid(alpha, gammas), curve)
+    d = decision_hw(gammas, tok / blk, E_iid(alpha, gammas), curve)
     out.update(gamma_hw=d.gamma_hw, speedup_hw=d.speedup_hw, verdict=d.verdict, clock=curve.clock,
                c_decode_s=curve.c_decode, c_draft_s=curve.c_draft, threads=(run.meta.get("cost") or {}).get("threads"))
     realized = realized_rows(run, engine, corpus)

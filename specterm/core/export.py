@@ -1,17 +1,20 @@
 """Headless export of a report (analysis.analyse): GitHub markdown tables, JSON, plain text.
 
 Tables are built once as (title, header, rows) and rendered as markdown or as aligned plain text.
-Cells follow the published style: a value then its 95% CI in brackets, e.g. `+0.233 [0.19, 0.27]`,
+Cells follow the published style (numbers through core/fmt.py, the one number formatter): a value
+then its 95% CI in brackets, e.g. `+0.233 [0.19, 0.27]`,
 and the deficit as `total = hetero + temporal [CI of temporal]`, e.g. `0.064 = 0.016 + 0.048 [0.030, 0.063]`.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from specterm.core.params import R_DEFAULT
-from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Estimate, Report
+from specterm.core.costmodel import r_or_default
+from specterm.core.fmt import MISSING, ci, est, fmt
+from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Report
 
 SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "scorecard")
 TITLES = {
@@ -29,34 +32,9 @@ TITLES = {
 HIST_MAX = 16  # run-length histogram rows L = 0..15, then one row for L >= 16
 
 Table = tuple[str, list[str], list[list[str]]]
-MISSING = "n/a"
-"""The one spelling of a missing or undefined value, in exported tables and on the screens."""
 
 
 # ------------------------------------------------------------------------- cells ---
-
-
-def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
-    if x is None:
-        return MISSING
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int):
-        return str(x)
-    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
-
-
-def ci(c: Any, digits: int = 3) -> str:
-    if not c or c[0] is None or c[1] is None:
-        return f"[{MISSING}]"
-    return f"[{fmt(c[0], digits)}, {fmt(c[1], digits)}]"
-
-
-def est(e: Estimate | None, digits: int = 3, ci_digits: int | None = None, sign: bool = False, suffix: str = "") -> str:
-    """`value[suffix] [lo, hi]` of an Estimate."""
-    if not e:
-        return MISSING
-    return f"{fmt(e.value, digits, sign)}{suffix if e.value is not None else ''} {ci(e.ci, ci_digits or digits)}"
 
 
 def deficit_cell(d: Deficit) -> str:
@@ -115,11 +93,11 @@ def runlength_tables(report: Report) -> list[Table]:
     return tables
 
 
-def _hist_bin(values: list, L: int) -> float:
-    """values[L], or the tail sum values[L:] for the last row (L = HIST_MAX)."""
+def _hist_bin(values: Sequence[float | None], L: int) -> float:
+    """values[L], or the tail sum values[L:] for the last row (L = HIST_MAX); an undefined value counts 0."""
     if L == HIST_MAX:
-        return sum(values[HIST_MAX:])
-    return values[L] if L < len(values) else 0
+        return sum(v or 0 for v in values[HIST_MAX:])
+    return (values[L] or 0) if L < len(values) else 0
 
 
 def yield_tables(report: Report) -> list[Table]:
@@ -149,10 +127,30 @@ def optimum_tables(report: Report) -> list[Table]:
         label = f"{r:.3f}" + (" (measured)" if rs[r] else "")
         row = [label]
         for _, s in sets:
-            o = next((o for o in s.optimum if o.r == r), None)
-            row.append("" if o is None else f"{fmt(o.gamma_true)} / {fmt(o.gamma_iid)}")
+            at_r = next((o for o in s.optimum if o.r == r), None)
+            row.append("" if at_r is None else f"{fmt(at_r.gamma_true)} / {fmt(at_r.gamma_iid)}")
         rows.append(row)
-    return [("g*_true and g*_iid = argmax over g of E(g) / (1 + g r)", head, rows)]
+    return [("g*_true and g*_iid = argmax over g of E(g) / (1 + g r)", head, rows)] + cost_ratio_tables(report)
+
+
+def cost_ratio_tables(report: Report) -> list[Table]:
+    """The cost-ratio model at each set's r (SPEC 6: the measurement seed's convention, not a decision),
+    with the roofline B* of the default preset as a labelled reference."""
+    head = ["set", "r = c_draft / c_verify", "g*_true", "T (tokens per verify-cost)", "g*_iid", "i.i.d. promise (true)",
+            "roofline B* (preset reference)"]
+    rows = []
+    ridge = None
+    for name, s in report.ordered_sets():
+        d = s.cost_ratio
+        if d is None:
+            continue
+        ridge = d.ridge
+        rows.append([name, fmt(d.r), fmt(d.gamma_true), fmt(d.T_true, 2), fmt(d.gamma_iid),
+                     f"{fmt(d.T_iid, 2)} ({fmt(d.T_true_at_gamma_iid, 2)})", fmt(d.roofline_B_star, 0)])
+    if not rows:
+        return []
+    return [(f"Cost-ratio model T = E(g) / (1 + g r), r = c_draft / c_verify (how the optimum moves with r; not a "
+             f"decision); roofline B* = I*/(g+1) at the preset ridge I* = {fmt(ridge, 0)} FLOP/byte", head, rows)]
 
 
 def depth_tables(report: Report) -> list[Table]:
@@ -184,14 +182,14 @@ def position_tables(report: Report) -> list[Table]:
 
 def sampling_tables(report: Report) -> list[Table]:
     """Per set: alpha beside beta_bar, E_iid(beta_bar, g), the lag-1 autocorrelation of beta."""
-    sets = [(name, s) for name, s in report.ordered_sets() if s.sampling is not None]
+    sets = [(name, s, s.sampling) for name, s in report.ordered_sets() if s.sampling is not None]
     if not sets:
         return []
-    gs = list(sets[0][1].sampling.E_iid_beta)
+    gs = list(sets[0][2].E_iid_beta)
     head = (["set", "alpha", "beta_bar [CI]"] + [f"E_iid(beta_bar, {g}) [CI]" for g in gs]
             + ["beta lag-1 autocorr [CI]", "streams with beta"])
-    rows = [[name, fmt(s.alpha, 3), est(s.sampling.beta_bar)] + [est(s.sampling.E_iid_beta[g], 2) for g in gs]
-            + [est(s.sampling.beta_autocorr, sign=True), fmt(s.sampling.streams)] for name, s in sets]
+    rows = [[name, fmt(s.alpha, 3), est(smp.beta_bar)] + [est(smp.E_iid_beta[g], 2) for g in gs]
+            + [est(smp.beta_autocorr, sign=True), fmt(smp.streams)] for name, s, smp in sets]
     return [("Sampling acceptance beta = 1 - TV(p, q) (temperature 1) beside greedy alpha", head, rows)]
 
 
@@ -210,48 +208,37 @@ def policy_tables(report: Report) -> list[Table]:
         head = ["policy", "params", "tokens/block", "drafted/block", "T [CI]", "vs best fixed [CI]", "vs clairvoyant [CI]"]
         rows = [[p.policy, _params(p.params), fmt(p.tokens_per_block, 2), fmt(p.drafted_per_block, 2),
                  est(p.throughput), est(p.vs_best_fixed), est(p.vs_clairvoyant)] for p in s.policies]
-        r = s.r_measured
-        tables.append((f"{name}, r={fmt(r) if r is not None else f'{R_DEFAULT} (default)'}", head, rows))
+        r = r_or_default(s.r_measured)
+        tables.append((f"{name}, r={fmt(r) if s.r_measured is not None else f'{r} (default)'}", head, rows))
     return tables
 
 
 def decide_tables(report: Report) -> list[Table]:
-    head = ["set", "r", "g_true", "speedup", "g_iid", "i.i.d. promise (true)", "stop above batch", "verdict"]
-    rows = []
-    for name, s in report.ordered_sets():
-        d = s.decide
-        if d is None:
-            continue
-        promise = f"{fmt(d.speedup_iid, 2)}x ({fmt(d.speedup_true_at_gamma_iid, 2)}x)"
-        rows.append([name, fmt(d.r), fmt(d.gamma_true), f"{fmt(d.speedup_true, 2)}x",
-                     fmt(d.gamma_iid), promise, fmt(d.batch_crossover, 0), d.verdict])
-    out = [("Speculate or not, per set (memory-bound model: verify = one decode step)", head, rows)] if rows else []
-    hw = hardware_table(report)
-    return out + ([hw] if hw is not None else [])
+    """The decision on this hardware (one table, first), then S_hw by batch, then the confirmations."""
+    out = [t for t in (decision_table(report), batch_table(report), confirmation_table(report)) if t is not None]
+    return out
 
 
-def _g_speedup(g: Any, s: Any) -> str:
-    return MISSING if g is None or s is None else f"g={g}: {fmt(s, 2)}x"
+def _x(value: Any) -> str:
+    return MISSING if value is None else f"{fmt(value, 2)}x"
 
 
-def confirmed_cells(d: Any) -> list[str]:
-    """realized (wall) | realized / predicted (SPEC 6; refeed) | realized CPU | outputs, at the
-    confirmed g = g_hw when it was timed, else the first confirmed g; n/a when never confirmed."""
-    row = d.confirmed_at(d.gamma_hw) or (d.confirmed[0] if d.confirmed else None)
-    if row is None:
-        return [MISSING, MISSING, MISSING, MISSING]
-    ratio = f"{fmt(row.ratio, 2)} (refeed {fmt(row.ratio_refeed, 2)})"
-    cpu = MISSING if row.realized_cpu is None else f"{fmt(row.realized_cpu, 2)}x ({fmt(row.ratio_cpu, 2)})"
-    n = f"{row.prompts} prompt" + ("s" if row.prompts != 1 else "")
-    return [f"g={row.gamma}: {fmt(row.realized, 2)}x ({n})", ratio, cpu,
-            "identical" if row.identical else "DIFFER"]
+def _x_ci(value: Any, ci_: Any) -> str:
+    if value is None:
+        return MISSING
+    lo, hi = (ci_ or [None, None])[:2]
+    return f"{fmt(value, 2)}x [{fmt(lo, 2)}, {fmt(hi, 2)}]"
 
 
-def hardware_table(report: Report) -> Table | None:
-    """Decision on this hardware (SPEC 6 measured costs): memory-bound model, S_hw, the refeed model,
-    and what `specterm confirm` realized, per set."""
-    head = ["set", "memory-bound (verify = 1 decode step)", "S_hw (this hardware)", "refeed model", "realized (wall)",
-            "realized / predicted (refeed)", "realized CPU (/ predicted)", "outputs", "verdict on this hardware"]
+VERDICT_WORDS = {"speculate": "speculate", "do_not_speculate": "do not speculate", "no_reliable_gain": "no reliable gain"}
+
+
+def decision_table(report: Report) -> Table | None:
+    """SPEC 6's one decision table: per set g_hw, S_hw(g_hw) [95% CI], the three-way verdict, the
+    break-even v* beside the measured c_verify(g_hw) / c_decode, and the memory-bound reference as a
+    labelled column; the verdict sentence last."""
+    head = ["set", "g_hw", "S_hw [95% CI]", "verdict", "break-even v* (verify here)",
+            "memory-bound ref. (verify = 1 decode step)", "verdict on this hardware"]
     rows, clocks = [], set()
     for name, s in report.ordered_sets():
         d = s.decision_hw
@@ -259,12 +246,69 @@ def hardware_table(report: Report) -> Table | None:
             continue
         if d.clock:
             clocks.add(d.clock)
-        rows.append([name, _g_speedup(d.gamma_mb, d.speedup_mb), _g_speedup(d.gamma_hw, d.speedup_hw),
-                     _g_speedup(d.gamma_hw_refeed, d.speedup_hw_refeed), *confirmed_cells(d), d.verdict])
+        be = MISSING if d.break_even_verify is None else f"{fmt(d.break_even_verify, 2)} ({fmt(d.verify_steps, 2)})"
+        mb = MISSING if d.gamma_mb is None else f"g={d.gamma_mb}: {_x_ci(d.speedup_mb, d.speedup_mb_ci)}"
+        rows.append([name, fmt(d.gamma_hw), _x_ci(d.speedup_hw, d.speedup_hw_ci),
+                     VERDICT_WORDS.get(d.verdict_kind or "", MISSING), be, mb, d.verdict])
     if not rows:
         return None
     clock = f", costs on the {'/'.join(sorted(clocks))} clock" if clocks else ""
-    return (f"Decision on this hardware: S_hw = E c_decode / (c_verify(g) + g c_draft){clock}", head, rows)
+    return (f"Decision on this hardware: S_hw = E c_decode / (c_verify(g) + g c_draft), 95% CI over prompts and "
+            f"cost samples{clock}; v* = E - g c_draft / c_decode decode steps", head, rows)
+
+
+def batch_table(report: Report) -> Table | None:
+    """S_hw(g_hw(B), B) [95% CI] per measured batch B and the measured crossover B_hw, per set."""
+    batches = sorted({r["batch"] for _, s in report.ordered_sets() if s.decision_hw for r in s.decision_hw.by_batch})
+    if not batches:
+        return None
+    head = ["set"] + [f"B={B}: g, S_hw [CI]" for B in batches] + ["B_hw (measured)", "roofline B* (preset reference)"]
+    rows = []
+    for name, s in report.ordered_sets():
+        d = s.decision_hw
+        if d is None or not d.by_batch:
+            continue
+        by = {r["batch"]: r for r in d.by_batch}
+        cells = []
+        for B in batches:
+            r = by.get(B)
+            cells.append(MISSING if r is None else f"g={r['gamma_hw']}: {_x_ci(r['speedup_hw']['value'], r['speedup_hw']['ci'])}")
+        roof = d.roofline_reference or {}
+        ref = MISSING if not roof else f"{fmt(roof.get('B_star'), 0)} ({roof.get('preset')}, g={roof.get('gamma')})"
+        rows.append([name, *cells, d.batch_crossover_text or MISSING if d.batch_crossover is None else str(d.batch_crossover), ref])
+    return ("S_hw by batch on this device: S_hw(g, B) = E c_decode(B) / (c_verify(g, B) + g c_draft(B)); "
+            "B_hw = largest measured B whose CI lies above 1", head, rows)
+
+
+def confirmation_table(report: Report) -> Table | None:
+    """Per set and confirmed g: the cost-model check (realized / predicted with this session's costs)
+    and the decision check (leave-out E, the run's costs, 95% prediction interval for K prompts)."""
+    head = ["set", "g", "prompts", "realized", "cost-model check (real / pred)", "decision predicts [95% PI]",
+            "in PI", "sign held", "cost drift % (decode, verify, draft)", "with this session's costs",
+            "context timed / costs"]
+    rows = []
+    for name, s in report.ordered_sets():
+        d = s.decision_hw
+        if d is None:
+            continue
+        for c in d.confirmed:
+            dp = c.decision_predicted
+            drift = c.cost_drift_pct or {}
+            dr = (MISSING if not drift else
+                  f"{fmt(drift.get('c_decode'), 0, sign=True)}, {fmt(drift.get('c_verify'), 0, sign=True)}, "
+                  f"{fmt(drift.get('c_draft'), 0, sign=True)}")
+            ctx = f"{fmt(c.timed_context, 0)} / {fmt(c.cost_context, 0)} (run {fmt(c.run_cost_context, 0)})"
+            yes = {True: "yes", False: "no", None: MISSING}
+            rows.append([name, str(c.gamma), str(c.prompts), _x(c.realized), fmt(c.ratio, 2),
+                         MISSING if dp is None else _x_ci(dp.value, dp.ci), yes[c.in_ci], yes[c.sign_held], dr,
+                         _x(c.predicted_session_costs), ctx])
+        for b in d.confirmed_batch:
+            rows.append([name, f"{b.get('gamma')} (B={b.get('batch')})", str(len(b.get("ids", []))), _x(b.get("realized")),
+                         fmt(b.get("ratio"), 2), MISSING, MISSING, MISSING, MISSING, MISSING, MISSING])
+    if not rows:
+        return None
+    return ("Confirmations (`specterm confirm`): realized = greedy time / speculative time, same prompts, alternating",
+            head, rows)
 
 
 def scorecard_tables(report: Report) -> list[Table]:

@@ -3,24 +3,26 @@
     Report        sets (name -> SetReport, corpora sorted then "pooled"), scorecard, runs, params
     SetReport     every number of one set (a corpus or the pooled set), SPEC 7 keys
     Estimate      a point value and its 95% percentile-bootstrap CI [lo, hi]
-    Deficit, RunLengths, Curve, Depth, OptimumRow, PolicyRow, Decision, DecisionHW, ConfirmedRow, Position,
+    Deficit, RunLengths, Curve, Depth, OptimumRow, PolicyRow, CostRatioOptimum, DecisionHW, ConfirmedRow, Position,
     PositionBin, Sampling,
     ScoreRow, RunSummary, Params
 
 `Report.to_dict()` is exactly the SPEC 7 JSON (export.to_json dumps it): each dataclass writes its
 fields in declaration order, nested objects recursively, and `from_dict` reads that JSON back
 (unknown keys are an error, so the JSON and the classes cannot drift apart). Undefined numbers are
-None (JSON null). For code written against the JSON shape, every object also answers `obj["key"]`
-and `obj.get("key")` and `"key" in obj`; new code reads attributes.
+None (JSON null). Code reads attributes: `analysis.analyse` builds these objects directly, and there
+is no access by key.
 
 Adding a field (e.g. `decision_hw`, `confirmed`; `position` and `sampling` were added this way):
 1. declare it on the class, at the place its key should appear in the JSON, with its type (a
    dataclass of its own when it has parts) and `= None` when older reports may lack it;
-2. fill it where the numbers are computed (analysis.set_report or analysis.analyse);
+2. fill it where the numbers are computed (analysis.set_report or analysis.analyse), as a
+   Python value (float/int/None, never numpy: `num` makes NaN None);
 3. read it as an attribute in export.py / the screens. Nothing else needs to know: to_dict and
    from_dict follow the declared fields.
 
-Set names and their order live here too: `set_names` (corpora sorted, "pooled" last) and
+Set names and their order live here too: POOLED ("pooled", the name of the pooled set, used
+everywhere instead of the literal), `set_names` (corpora sorted, "pooled" last) and
 `set_or_default` (the one fallback: a set that is not in the report shows "pooled", else the first).
 """
 
@@ -30,7 +32,7 @@ import dataclasses
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, ClassVar, Iterable, Self
 
 POOLED = "pooled"
 
@@ -43,7 +45,7 @@ def _convert(tp: Any, value: Any) -> Any:
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         return _convert(args[0], value) if len(args) == 1 else value
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and issubclass(tp, Record):
         return value if isinstance(value, tp) else tp.from_dict(value)
     if origin is list:
         (item,) = typing.get_args(tp)
@@ -65,10 +67,13 @@ def _plain(value: Any) -> Any:
 
 
 class Record:
-    """Base of the report's dataclasses: to_dict / from_dict in field order, and read access by key."""
+    """Base of the report's dataclasses: to_dict (the SPEC 7 JSON) and from_dict (reading it back), in field order."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # every subclass is a dataclass
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Any:
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """The object from its JSON (to_dict's output); a key the class does not declare is an error."""
         hints = typing.get_type_hints(cls)
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = set(data) - set(names)
@@ -78,17 +83,6 @@ class Record:
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in {f.name for f in dataclasses.fields(self)}
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key) if key in self else default
 
 
 @dataclass(kw_only=True)
@@ -109,15 +103,6 @@ class Estimate(Record):
     def bounds(self) -> tuple[float, float]:
         """(lo, hi) as floats, NaN where undefined (so that a comparison with a bound is simply False)."""
         return (float("nan") if self.lo is None else float(self.lo), float("nan") if self.hi is None else float(self.hi))
-
-    @classmethod
-    def of(cls, obj: Any) -> "Estimate":
-        """An Estimate from an Estimate, a report's {"value", "ci"} dict, or None (undefined)."""
-        if isinstance(obj, Estimate):
-            return obj
-        if obj is None:
-            return cls()
-        return cls.from_dict(obj)
 
 
 @dataclass(kw_only=True)
@@ -206,20 +191,20 @@ class PolicyRow(Record):
 
 
 @dataclass(kw_only=True)
-class Decision(Record):
-    """Speculate or not, with which g, at cost ratio r and ridge I* (SPEC 6; decide.decision)."""
+class CostRatioOptimum(Record):
+    """The cost-ratio model's optimum at r = c_draft / c_verify, with the roofline reference B* of a
+    preset ridge I* (SPEC 6 "Cost-ratio model"; cost_ratio.cost_ratio_optimum). Not a decision."""
 
     r: float
     ridge: float
     alpha: float | None = None
     gamma_true: int | None = None
-    speedup_true: float | None = None
+    T_true: float | None = None
     gamma_iid: int | None = None
-    speedup_iid: float | None = None
-    speedup_true_at_gamma_iid: float | None = None
-    batch_crossover: float | None = None
-    speculate: bool = False
-    verdict: str = ""
+    T_iid: float | None = None
+    T_true_at_gamma_iid: float | None = None
+    roofline_B_star: float | None = None
+    summary: str = ""
 
 
 @dataclass(kw_only=True)
@@ -240,6 +225,19 @@ class ConfirmedRow(Record):
     ratio_cpu_refeed: float | None = None
     tokens_per_call: float | None = None
     date: str | None = None
+    # SPEC 6 decision check (hardware.decision_check): leave-out E, the run's costs, a 95% prediction
+    # interval for K prompts; in_ci / sign_held; the cost drift since the run; contexts.
+    decision_predicted: Estimate | None = None
+    in_ci: bool | None = None
+    sign_held: bool | None = None
+    leave_out_streams: int | None = None
+    K: int | None = None
+    excluded: list[str] = dataclasses.field(default_factory=list)
+    cost_drift_pct: dict[str, Any] | None = None
+    timed_context: float | None = None
+    cost_context: float | None = None
+    run_cost_context: float | None = None
+    predicted_session_costs: float | None = None  # leave-out E with this session's costs (what the drift explains)
 
 
 @dataclass(kw_only=True)
@@ -271,6 +269,20 @@ class DecisionHW(Record):
     speedup_refeed_at_gamma_hw: float | None = None
     clock: str | None = None
     curve_hw: dict[str, list[float | None]] = dataclasses.field(default_factory=dict)
+    # SPEC 6/7 (issue 18): S_hw(g_hw) 95% CI, the three-way verdict, break-even, batch.
+    speedup_hw_ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
+    verdict_kind: str | None = None        # speculate | do_not_speculate | no_reliable_gain
+    break_even_verify: float | None = None  # v* = E(g_hw) - g_hw c_draft / c_decode, in decode steps
+    verify_steps: float | None = None      # c_verify(g_hw) / c_decode measured here
+    speedup_mb_ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
+    memory_bound_label: str | None = None
+    by_batch: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    batch_crossover: int | None = None     # B_hw: the largest measured B whose S_hw CI lies above 1
+    batch_crossover_text: str | None = None
+    roofline_reference: dict[str, Any] | None = None
+    cost_context: int | None = None
+    batch_fit: dict[str, Any] | None = None
+    confirmed_batch: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def confirmed_at(self, gamma: int | None) -> ConfirmedRow | None:
         """The confirmed row at draft length `gamma` (None when that g was not timed)."""
@@ -333,7 +345,7 @@ class SetReport(Record):
     r_measured: float | None = None
     r_measured_values: list[float] = dataclasses.field(default_factory=list)
     policies: list[PolicyRow] = dataclasses.field(default_factory=list)
-    decide: Decision | None = None
+    cost_ratio: CostRatioOptimum | None = None
     position: Position | None = None
     sampling: Sampling | None = None
     decision_hw: DecisionHW | None = None

@@ -17,7 +17,8 @@ from specterm.core import navigate
 from specterm.screens.base import ReportScreen
 from specterm.core.export import markdown_table
 from specterm.widgets.columns import table_width
-from specterm.widgets.tables import fill_table, fmt_num, safe
+from specterm.core.fmt import fmt
+from specterm.widgets.tables import fill_table, safe
 from specterm.widgets.tokens import TokenView, token_labels
 
 ROLLING_WINDOW = 16
@@ -65,7 +66,7 @@ def prompt_cells(stream: Any) -> list[Any]:
     """Cells of one prompt-list row: id, corpus, alpha, n, gate rate (a failed gate is flagged)."""
     gate = stream.gate_rate
     gate_cell = Text(f"{gate:.3f}", style="bold red" if gate < 1.0 else "")
-    return [Text(stream.id), fmt_num(navigate.stream_alpha(stream.a)), str(stream.n), Text(stream.corpus), gate_cell]
+    return [Text(stream.id), fmt(navigate.stream_alpha(stream.a)), str(stream.n), Text(stream.corpus), gate_cell]
 
 
 class StreamsScreen(ReportScreen):
@@ -213,7 +214,7 @@ class StreamsScreen(ReportScreen):
         view = self.query_one(TokenView)
         view.set_stream(token_labels(s.pieces, s.bits), s.bits, s.valid_len, prompt=s.prompt)
         where = f"{safe(s.run)}: " if len({st.run for st in self.streams}) > 1 else ""
-        head = (f"[b]{where}{safe(s.corpus)}/{safe(s.id)}[/]  alpha {fmt_num(navigate.stream_alpha(s.a))}"
+        head = (f"[b]{where}{safe(s.corpus)}/{safe(s.id)}[/]  alpha {fmt(navigate.stream_alpha(s.a))}"
                 f"  n {s.n}  gate {s.gate_rate:.3f}")
         if s.valid_len < s.n:
             head += f"  [b $error]gate fails at t = {s.valid_len}: later positions excluded[/]"

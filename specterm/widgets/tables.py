@@ -1,6 +1,7 @@
-"""Formatting report values for tables, and filling a DataTable in place (keyed rows, no flicker).
-A missing value is spelled MISSING ("n/a", core/export.py) here as in the exported tables; markdown
-is export.markdown_table."""
+"""Filling a DataTable in place (keyed rows, no flicker) and making user strings safe for it.
+Numbers are formatted by core/fmt.py (MISSING "n/a" as in the exported tables; `fmt_ci` there is
+fmt.est with the screens' choice: the value alone when its CI is undefined); markdown is
+export.markdown_table."""
 
 from __future__ import annotations
 
@@ -11,35 +12,17 @@ from textual.widgets import DataTable
 
 from rich.text import Text
 
-from specterm.core.export import MISSING
+from specterm.core.fmt import MISSING, est, fmt
 from specterm.core.report import Estimate
 from specterm.core.text import printable
 from specterm.widgets.columns import fit_columns
 
-
-def is_num(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
-
-
-def fmt_num(x: Any, digits: int = 3, sign: bool = False) -> str:
-    """A number with `digits` decimals (MISSING, "n/a", when missing or not finite)."""
-    if not is_num(x):
-        return MISSING if x is None or isinstance(x, float) else str(x)
-    if isinstance(x, int):
-        return f"{x:+d}" if sign else f"{x:d}"
-    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
-
-
 def fmt_ci(stat: Estimate | float | None, digits: int = 3, sign: bool = False) -> str:
-    """An Estimate as 'value [lo, hi]' (the SPEC's bracket style; the value alone when the CI is
-    undefined); plain numbers pass to fmt_num."""
+    """An Estimate as 'value [lo, hi]' (fmt.est; the value alone when the CI is undefined); plain
+    numbers as fmt."""
     if isinstance(stat, Estimate):
-        value = fmt_num(stat.value, digits, sign)
-        ci = stat.ci
-        if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_num(c) for c in ci):
-            return f"{value} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
-        return value
-    return fmt_num(stat, digits, sign)
+        return est(stat, digits, sign=sign, missing_ci="")
+    return fmt(stat, digits, sign)
 
 
 def fmt_duration(seconds: float | None) -> str:

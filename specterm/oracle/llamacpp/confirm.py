@@ -6,7 +6,7 @@ speedup predicted for it? (SPEC 6, Confirmation, in the engine people deploy.)
    gate held are taken.
 2. Costs are measured in this session (llamacpp/costs.py) at the mean context of the timed
    generations: `cost_repeats` rounds first, one more after every prompt.
-3. Per corpus: g_hw, g_iid and g_hw_refeed from decide_hw with this session's costs and the corpus's
+3. Per corpus: g_hw, g_iid and g_hw_refeed from decision_hw with this session's costs and the corpus's
    E_true (as oracle/confirm.py chooses), plus every --gamma.
 4. Per prompt, methods alternating (order reversed every other prompt):
    - plain greedy: llama.cpp decoding through the binding, the prompt but its last token prefilled
@@ -44,12 +44,8 @@ import numpy as np
 
 from specterm.core.blockwalk import E_iid as E_iid_formula
 from specterm.core.errors import SpectermError
-from specterm.core.hardware import (
-    cost_curve,
-    decide_hw,
-    refeed_counts,
-    summarize_results,
-)
+from specterm.core.costmodel import refeed_counts
+from specterm.core.hardware import cost_curve, decision_hw, summarize_results
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
 from specterm.core.speclog import (
     SpecLog,
@@ -57,8 +53,8 @@ from specterm.core.speclog import (
     n_predict_for,
     parse_speculative_log,
 )
-from specterm.core.streams import hardware_info, load_run, model_key, new_meta
-from specterm.oracle.costs import GAMMAS as COST_GAMMAS
+from specterm.core.store import hardware_info, load_run, model_key, new_meta
+from specterm.oracle.costs import COST_GAMMAS
 from specterm.oracle.costs import context_ids
 from specterm.oracle.llamacpp import binaries as B
 from specterm.oracle.llamacpp import models as LM
@@ -171,7 +167,7 @@ def select_streams_any_gate(streams, per_corpus: int, corpora: tuple[str, ...] |
 
 
 def _resolve(meta: dict[str, Any], role: str, override: str | None) -> Path:
-    from specterm.core.streams import model_location
+    from specterm.core.store import model_location
     from specterm.oracle import models as M
 
     entry = meta.get(role)
@@ -260,7 +256,7 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
     choices: dict[str, dict[str, Any]] = {}
     for name in sorted({it["stream"].corpus for it in items}):
         E_true, alpha, phi = by_corpus[name]
-        d = decide_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve, phi_true=phi)
+        d = decision_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve, phi_true=phi)
         gammas = sorted({d.gamma_hw, d.gamma_iid_hw, d.gamma_hw_refeed, *extra} - {None})
         choices[name] = {"gamma_hw": d.gamma_hw, "speedup_hw": d.speedup_hw, "gamma_hw_refeed": d.gamma_hw_refeed,
                          "speedup_hw_refeed": d.speedup_hw_refeed, "gamma_iid_hw": d.gamma_iid_hw,
@@ -429,7 +425,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     import sys
 
     from specterm.core.progress import Cancelled
-    from specterm.core.streams import read_meta
+    from specterm.core.store import read_meta
     from specterm.oracle.llamacpp import require_binding
     from specterm.oracle.runner import headless_progress
 

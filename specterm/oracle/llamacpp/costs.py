@@ -29,7 +29,8 @@ import numpy as np
 
 from specterm.core.hardware import cost_curve, curve_summary
 from specterm.core.progress import check_cancel
-from specterm.oracle.costs import GAMMAS, R_GAMMA, REPEATS, MeasureCallback, context_ids
+from specterm.oracle.costs import COST_GAMMAS as GAMMAS
+from specterm.oracle.costs import R_GAMMA, REPEATS, MeasureCallback, context_ids
 from specterm.oracle.llamacpp.models import GGUFModel
 
 METHOD = ("median of interleaved repeats (round-robin, order rotated each round, one warm-up round) of llama.cpp "

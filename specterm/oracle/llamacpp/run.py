@@ -31,7 +31,7 @@ import numpy as np
 
 from specterm.core.errors import SpectermError
 from specterm.core.progress import Cancelled, Progress, ProgressCallback, check_cancel
-from specterm.core.streams import RunWriter, Stream, new_meta, public_model
+from specterm.core.store import RunWriter, Stream, new_meta, public_model
 from specterm.oracle.llamacpp import models as LM
 
 POSITION_CHUNK = 32  # rows per float64 softmax chunk: 32 x 152k x 8 B x 2 ~ 78 MB

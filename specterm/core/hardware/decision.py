@@ -1,0 +1,275 @@
+"""The decision on this hardware (SPEC 6 "Decision on this hardware"): `decision_hw`, the one function
+behind the report's `decision_hw` key and `specterm confirm`'s choice of g. Pure numpy.
+
+    S_hw(g) = E(g) c_decode / (c_verify(g) + g c_draft)     g_hw = argmax S_hw (ties: smallest g)
+    S_mb(g) = E(g) / (1 + g c_draft / c_decode)             the memory-bound reference (a column)
+
+(formulas in core/costmodel.py). The refeed model adds phi(g) (c_draft2 - c_draft)+ per block and is
+shown beside S_hw, never instead of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from specterm.core import costmodel
+from specterm.core.bootstrap import percentile_ci
+from specterm.core.estimate import num
+from specterm.core.hardware.batch import BatchCosts
+from specterm.core.hardware.curve import CostCurve, CostReplicates
+from specterm.core.optimum import best_gamma
+from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR
+from specterm.core.report import ConfirmedRow, DecisionHW
+
+MEMORY_BOUND_LABEL = "memory-bound reference: if a (g+1)-token verify cost one decode step (a GPU at small batch)"
+SPECULATE, DO_NOT, NO_GAIN = "speculate", "do_not_speculate", "no_reliable_gain"
+NEVER = "never on this device"
+NO_COSTS_NOTE = "no measured costs on this hardware (imported bits or a run measured before c_decode was timed), as before"
+MIXED_COSTS_NOTE = "the pooled runs measured different cost curves: no single hardware decision"
+
+Array = NDArray[np.float64]
+
+
+def _on_grid(gammas: ArrayLike, E: ArrayLike, grid: ArrayLike) -> Array:
+    """E at each g of grid (NaN where the E curve has no value)."""
+    lookup = {int(g): float(e) for g, e in zip(np.asarray(gammas).tolist(), np.asarray(E, dtype=np.float64).tolist())}
+    return np.array([lookup.get(int(g), np.nan) for g in np.asarray(grid).tolist()], dtype=np.float64)
+
+
+def _best(S: Array, gammas: NDArray[np.int64]) -> tuple[int | None, float | None]:
+    g = best_gamma(S, gammas)
+    if g is None:
+        return None, None
+    return g, float(S[np.flatnonzero(gammas == g)[0]])
+
+
+def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, curve: CostCurve | None,
+                r_fallback: float | None = None, phi_true: ArrayLike | None = None,
+                confirmed: Sequence[ConfirmedRow | dict[str, Any]] = (), note: str | None = None,
+                E_boot: ArrayLike | None = None, reps: CostReplicates | None = None,
+                batch: BatchCosts | None = None,
+                batch_reps: tuple[Array, Array, Array] | None = None) -> DecisionHW:
+    """SPEC 7 `decision_hw` of one set (report.DecisionHW) from its E curves (over `gammas`) and the
+    run's robust cost curve; undefined numbers are None.
+
+    With a curve: g_hw = argmax S_hw over the draft lengths both the E curve and the cost curve
+    have, S_hw exactly as SPEC 6 writes it (no refeed term); the memory-bound reference uses
+    r_mb = c_draft / c_decode over all of `gammas`; *_iid the same with E_iid(alpha, g), and
+    speedup_true_at_gamma_iid_hw = S_hw(g_iid_hw) with E_true (what the i.i.d. choice really gives).
+    The refeed model (phi_true given) is reported beside it and named in the verdict when it falls
+    on the other side of 1.0. Without a curve: measured False, the memory-bound model at r_fallback,
+    and the verdict starts with `note` (default NO_COSTS_NOTE). confirmed: the set's confirmed rows.
+
+    Uncertainty (SPEC 6): E_boot (R x len(gammas)) holds E_true(g) in the report's bootstrap
+    replicates (the same prompt resamples as every other statistic); reps the run's cost replicates
+    (each cost's stored samples resampled independently, medians, `curve.cost_replicates`). Replicate
+    b pairs E_boot[b] with cost replicate b; speedup_hw_ci is the percentile interval of
+    S_hw(g_hw) over them, g_hw fixed at the point estimate (speedup_mb_ci likewise at g_mb, with
+    r_mb = c_draft / c_decode per replicate). Without replicates the intervals are [None, None] and
+    the verdict says so; its kind then follows the point estimate.
+    Batch (SPEC 6 "Batch"): with `batch` (the run's costs by batch, BatchCosts) and its replicates,
+    by_batch lists S_hw(g_hw(B), B) with its CI per measured B (g over batch.gammas), and
+    batch_crossover is the largest B whose CI lies above 1 (None: "never on this device").
+    """
+    gammas = np.asarray(gammas, dtype=np.int64)
+    order = np.argsort(gammas, kind="stable")
+    gammas = gammas[order]
+    E_t_all = np.asarray(E_true, dtype=np.float64)[order]
+    E_i_all = None if E_iid is None else np.asarray(E_iid, dtype=np.float64)[order]
+    phi_all = None if phi_true is None else np.asarray(phi_true, dtype=np.float64)[order]
+    r_mb = curve.r_mb if curve is not None else r_fallback
+    g_mb = s_mb = g_imb = s_imb = None
+    if r_mb is not None and np.isfinite(r_mb) and r_mb >= 0:
+        g_mb, s_mb = _best(costmodel.speedup_mb(E_t_all, r_mb, gammas), gammas)
+        if E_i_all is not None:
+            g_imb, s_imb = _best(costmodel.speedup_mb(E_i_all, r_mb, gammas), gammas)
+    else:
+        r_mb = None
+    mb_text = (f"{MEMORY_BOUND_LABEL}: g = {g_mb}, {s_mb:.2f}x" if g_mb is not None
+               else f"{MEMORY_BOUND_LABEL}: no cost ratio")
+    out: dict[str, Any] = {
+        "measured": curve is not None, "gamma_hw": None, "speedup_hw": None, "gamma_mb": g_mb, "speedup_mb": s_mb,
+        "verdict": "", "confirmed": list(confirmed), "speculate": False, "r_mb": r_mb,
+        "gamma_iid_hw": None, "speedup_iid_hw": None, "speedup_true_at_gamma_iid_hw": None,
+        "gamma_iid_mb": g_imb, "speedup_iid_mb": s_imb,
+        "gamma_hw_refeed": None, "speedup_hw_refeed": None, "speedup_refeed_at_gamma_hw": None, "clock": None,
+        "curve_hw": {},
+        "speedup_hw_ci": [None, None], "verdict_kind": None, "break_even_verify": None, "verify_steps": None,
+        "speedup_mb_ci": [None, None], "memory_bound_label": MEMORY_BOUND_LABEL,
+        "by_batch": [], "batch_crossover": None, "batch_crossover_text": None, "roofline_reference": None,
+        "cost_context": None,
+    }
+    if curve is None:
+        out["speculate"] = bool(s_mb is not None and s_mb > 1.0)
+        out["verdict_kind"] = verdict_kind(s_mb, [None, None])
+        out["verdict"] = f"{note or NO_COSTS_NOTE}: {mb_text}"
+        return _typed(out)
+    grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
+    c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
+    E_t = _on_grid(gammas, E_t_all, grid)
+    S_true = costmodel.speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid)
+    g_hw, s_hw = _best(S_true, grid)
+    g_rf = s_rf = s_rf_at = None
+    S_refeed = np.full(grid.shape, np.nan)
+    if phi_all is not None:
+        S_refeed = costmodel.speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid,
+                                        _on_grid(gammas, phi_all, grid), curve.refeed_extra)
+        g_rf, s_rf = _best(S_refeed, grid)
+        s_rf_at = None if g_hw is None else float(S_refeed[np.flatnonzero(grid == g_hw)[0]])
+    g_ihw = s_ihw = s_true_at = None
+    S_iid = np.full(grid.shape, np.nan)
+    if E_i_all is not None:
+        S_iid = costmodel.speedup_hw(_on_grid(gammas, E_i_all, grid), curve.c_decode, c_ver, curve.c_draft, grid)
+        g_ihw, s_ihw = _best(S_iid, grid)
+        s_true_at = None if g_ihw is None else float(S_true[np.flatnonzero(grid == g_ihw)[0]])
+    E_b = None if E_boot is None else np.asarray(E_boot, dtype=np.float64)[:, order]
+    ci_hw: list[float | None] = [None, None]
+    ci_mb: list[float | None] = [None, None]
+    if g_hw is not None and E_b is not None and reps is not None and E_b.shape[0]:
+        n = min(E_b.shape[0], reps.c_decode.size)
+        j = int(np.flatnonzero(gammas == g_hw)[0])
+        k = int(np.flatnonzero(reps.gammas == g_hw)[0])
+        S_rep = costmodel.speedup_hw(E_b[:n, j], reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g_hw)
+        ci_hw = _ci(S_rep)
+        if g_mb is not None:
+            jm = int(np.flatnonzero(gammas == g_mb)[0])
+            ci_mb = _ci(costmodel.speedup_mb(E_b[:n, jm], reps.c_draft[:n] / reps.c_decode[:n], g_mb))
+    kind = verdict_kind(s_hw, ci_hw)
+    speculate = kind == SPECULATE
+    v_star = steps = None
+    if g_hw is None or s_hw is None:
+        verdict = f"no positions in this set: nothing to decide; {mb_text}"
+    else:
+        E_at = float(E_t[np.flatnonzero(grid == g_hw)[0]])
+        v_star = float(costmodel.break_even_verify(E_at, curve.c_draft, curve.c_decode, g_hw))
+        steps = curve.verify_at(g_hw) / curve.c_decode
+        verdict = verdict_text(kind, g_hw, float(s_hw), ci_hw) + (
+            f"; speculation at g = {g_hw} pays when a verify of {g_hw + 1} tokens costs less than "
+            f"v* = {v_star:.2f} decode steps (measured here: {steps:.2f})")
+        if s_rf is not None and (s_rf > 1.0) != (s_hw > 1.0):
+            verdict += f" (with the 2-token draft step: {s_rf:.2f}x at g = {g_rf})"
+    out.update(speedup_hw_ci=ci_hw, speedup_mb_ci=ci_mb, verdict_kind=kind, break_even_verify=v_star,
+               verify_steps=steps, cost_context=curve.context)
+    if batch is not None and E_boot is not None:
+        out.update(_by_batch(gammas, E_t_all, E_b, batch, batch_reps, g_hw))
+    out.update(gamma_hw=g_hw, speedup_hw=s_hw, verdict=verdict, speculate=speculate,
+               gamma_iid_hw=g_ihw, speedup_iid_hw=s_ihw, speedup_true_at_gamma_iid_hw=s_true_at,
+               gamma_hw_refeed=g_rf, speedup_hw_refeed=s_rf, speedup_refeed_at_gamma_hw=s_rf_at, clock=curve.clock,
+               curve_hw={"gamma": grid.tolist(), "S_true": S_true.tolist(), "S_iid": S_iid.tolist(),
+                         "S_true_refeed": S_refeed.tolist()})
+    return _typed(out)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays to Python, NaN and inf to None, recursively (the typed report holds plain values)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return num(float(value))
+    return value
+
+
+def _typed(out: dict[str, Any]) -> DecisionHW:
+    """The decision as report.DecisionHW (confirmed rows given as dicts become ConfirmedRow)."""
+    confirmed = out.pop("confirmed")
+    d: DecisionHW = DecisionHW.from_dict(_plain(out))
+    d.confirmed = [c if isinstance(c, ConfirmedRow) else ConfirmedRow.from_dict(_plain(c)) for c in confirmed]
+    return d
+
+
+def _ci(samples: Array) -> list[float | None]:
+    lo, hi = percentile_ci(samples)
+    return [float(lo), float(hi)] if np.isfinite(lo) and np.isfinite(hi) else [None, None]
+
+
+def verdict_kind(S: float | None, ci: Sequence[float | None]) -> str | None:
+    """SPEC 6's three-way verdict from S_hw(g_hw) and its 95% CI [lo, hi]: "speculate" when lo > 1,
+    "do_not_speculate" when hi < 1, "no_reliable_gain" otherwise. Without an interval (bootstrap
+    off) the point estimate decides between the first two. None when there is nothing to decide."""
+    if S is None or not np.isfinite(S):
+        return None
+    lo, hi = ci
+    if lo is None or hi is None:
+        return SPECULATE if S > 1.0 else DO_NOT
+    if lo > 1.0:
+        return SPECULATE
+    if hi < 1.0:
+        return DO_NOT
+    return NO_GAIN
+
+
+def verdict_sign_held(kind: str | None, realized: float) -> bool | None:
+    """Whether realized lies on the verdict's side of 1: speculate -> realized > 1, do not speculate ->
+    realized < 1; None for "no reliable gain" (that verdict claims no side) or no verdict."""
+    if kind == SPECULATE:
+        return realized > 1.0
+    if kind == DO_NOT:
+        return realized < 1.0
+    return None
+
+
+def verdict_text(kind: str | None, g: int, S: float, ci: Sequence[float | None]) -> str:
+    """SPEC 6's wording of a verdict, e.g. "speculate with g = 7 on this hardware: 1.24x [1.10, 1.38]"."""
+    lo, hi = ci
+    interval = (f"{S:.2f}x [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None
+                else f"{S:.2f}x (no interval: bootstrap off)")
+    if kind == SPECULATE:
+        return f"speculate with g = {g} on this hardware: {interval}"
+    if kind == DO_NOT:
+        return f"do not speculate on this hardware: the best draft length, g = {g}, gives {interval}"
+    return f"no reliable gain on this hardware: g = {g} gives {interval}"
+
+
+def _by_batch(gammas: NDArray[np.int64], E_all: Array, E_b: Array | None, batch: BatchCosts,
+              batch_reps: tuple[Array, Array, Array] | None, g_hw1: int | None) -> dict[str, Any]:
+    """by_batch rows, the measured crossover B_hw and the roofline reference (see decision_hw)."""
+    present = set(gammas.tolist())
+    bg = np.array([g for g in batch.gammas.tolist() if g in present], dtype=np.int64)
+    cols = [int(np.flatnonzero(gammas == g)[0]) for g in bg.tolist()]
+    jj = [int(np.flatnonzero(batch.gammas == g)[0]) for g in bg.tolist()]
+    rows: list[dict[str, Any]] = []
+    crossover = None
+    for i, B in enumerate(batch.batches.tolist()):
+        S = costmodel.speedup_hw(E_all[cols], batch.c_decode[i], batch.c_verify[i, jj], batch.c_draft[i], bg)
+        g_b, s_b = _best(S, bg)
+        ci: list[float | None] = [None, None]
+        if g_b is not None and E_b is not None and batch_reps is not None and E_b.shape[0]:
+            dec, ver, dra = batch_reps
+            n = min(E_b.shape[0], dec.shape[0])
+            j = int(np.flatnonzero(gammas == g_b)[0])
+            k = int(np.flatnonzero(batch.gammas == g_b)[0])
+            ci = _ci(costmodel.speedup_hw(E_b[:n, j], dec[:n, i], ver[:n, i, k], dra[:n, i], g_b))
+        rows.append({"batch": int(B), "gamma_hw": g_b, "speedup_hw": {"value": s_b, "ci": ci},
+                     "c_decode": float(batch.c_decode[i]), "c_draft": float(batch.c_draft[i])})
+        if ci[0] is not None and ci[0] > 1.0:
+            crossover = int(B)
+    preset = ACCELERATORS[DEFAULT_ACCELERATOR]
+    g_ref = g_hw1 if g_hw1 is not None else 5
+    roofline = {"preset": DEFAULT_ACCELERATOR, "label": preset.label, "ridge": preset.ridge, "gamma": g_ref,
+                "B_star": float(preset.ridge / (g_ref + 1)),
+                "note": "roofline reference for a named accelerator, B* = I*/(g+1); not measured on this device"}
+    return {"by_batch": rows, "batch_crossover": crossover,
+            "batch_crossover_text": NEVER if crossover is None else f"speculation pays up to batch {crossover}",
+            "roofline_reference": roofline,
+            "batch_fit": {"held_back": batch.held_back, "fit_rms_rel": batch.fit_rms_rel, "wall_s": batch.wall_s,
+                          "clock": batch.clock, "context": batch.context}}
+
+
+def q3_costs(curve: CostCurve | None) -> dict[str, Any] | None:
+    """The measured costs in economics.speedup_factor's shape (the robust curve), or None."""
+    if curve is None:
+        return None
+    return {"c_decode": curve.c_decode, "c_draft": curve.c_draft,
+            "c_verify": {int(g): float(c) for g, c in zip(curve.gammas, curve.c_verify)}}
