@@ -135,10 +135,15 @@ def confirm_cmd(
         help="torch (default: specterm's own decoder) or llama.cpp: llama.cpp's llama-speculative-simple against llama.cpp "
              "greedy decoding (needs the llamacpp extra; the binary is built on first use, or give --llama-bin).",
     ),
-    llama_bin: Optional[Path] = typer.Option(None, "--llama-bin", help="With --engine llama.cpp: directory holding llama-speculative-simple (default: build it into the cache)."),
-    llama_src: Optional[Path] = typer.Option(None, "--llama-src", help="With --engine llama.cpp: llama.cpp sources (a tree or the llama-cpp-python sdist) to build from."),
-    keep_logs: Optional[Path] = typer.Option(None, "--keep-logs", help="With --engine llama.cpp: copy every llama-speculative-simple -v log into this directory."),
-    cost_max_gamma: int = typer.Option(16, "--cost-max-gamma", min=1, max=16, help="With --engine llama.cpp: time c_verify(g) for g = 1..this (fewer: a shorter cost measurement)."),
+    llama_bin: Optional[Path] = typer.Option(
+        None, "--llama-bin", help="With --engine llama.cpp: directory holding llama-speculative-simple (default: build it into the cache)."),
+    llama_src: Optional[Path] = typer.Option(
+        None, "--llama-src", help="With --engine llama.cpp: llama.cpp sources (a tree or the llama-cpp-python sdist) to build from."),
+    keep_logs: Optional[Path] = typer.Option(
+        None, "--keep-logs", help="With --engine llama.cpp: copy every llama-speculative-simple -v log into this directory."),
+    cost_max_gamma: int = typer.Option(
+        16, "--cost-max-gamma", min=1, max=16,
+        help="With --engine llama.cpp: time c_verify(g) for g = 1..this (fewer: a shorter cost measurement)."),
 ) -> None:
     """Time plain greedy against real speculative decoding at the run's g_hw (always), this session's g_hw, g_iid; record it in run.json."""
     params = dict(locals())
@@ -173,11 +178,12 @@ def crossstack_cmd(
     hist_gamma: int = typer.Option(4, "--hist-gamma", min=1, help="Draft length of the accepted-run histogram table."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ) -> None:
-    """Side by side: alpha, tokens per target call, accepted-run histograms (real llama.cpp decoder vs the block walk on each engine's bits, chi-square test) and each engine's decision with its realized speedups."""
+    """Side by side: alpha, tokens per target call, accepted-run histograms (real llama.cpp decoder vs the
+    block walk on each engine's bits, chi-square test) and each engine's decision with its realized speedups."""
     import json
 
     from specterm.core.crossstack import cross_stack, cross_stack_markdown
-    from specterm.core.streams import load_run
+    from specterm.core.store import load_run
 
     if format not in ("md", "json"):
         fail(f"unknown --format {format}; use md or json.")

@@ -80,7 +80,7 @@ def merge_sparse_bins(a: Sequence[int], b: Sequence[int], min_column: int = MIN_
 def histogram_test(a: Sequence[int], b: Sequence[int]) -> HistTest | None:
     """Chi-square test of homogeneity of two K histograms (module docstring); None when there are
     fewer than 2 columns after merging or a histogram is empty."""
-    from scipy.stats import chi2_contingency  # type: ignore[import-untyped]
+    from scipy.stats import chi2_contingency
 
     table, groups = merge_sparse_bins(a, b)
     if table.shape[1] < 2 or table.sum(axis=1).min() == 0:

@@ -51,6 +51,6 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
             path = run_oracle_llamacpp(config, on_progress, threads=threads)
     except (Cancelled, KeyboardInterrupt):
         print(f"interrupted: finished prompts are kept in {out}; continue with --resume.", file=sys.stderr)
-        raise SystemExit(130)
+        raise SystemExit(130) from None
     log(f"done: {path}")
     print(f"open it with: specterm open {path}   or   specterm report {path}")

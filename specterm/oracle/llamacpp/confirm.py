@@ -179,7 +179,7 @@ def _resolve(meta: dict[str, Any], role: str, override: str | None) -> Path:
     if model_key({"sha256": ms.sha256}) != model_key(entry):
         raise SpectermError(f"the {role} model found now is not the one this run was made with (checksum differs); "
                             "restore the original file or re-run `specterm run`.")
-    return ms.path / ms.gguf_file
+    return LM.gguf_path(ms)
 
 
 def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback | None = None,
@@ -257,7 +257,7 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
     for name in sorted({it["stream"].corpus for it in items}):
         E_true, alpha, phi = by_corpus[name]
         d = decision_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve, phi_true=phi)
-        gammas = sorted({d.gamma_hw, d.gamma_iid_hw, d.gamma_hw_refeed, *extra} - {None})
+        gammas = sorted(g for g in {d.gamma_hw, d.gamma_iid_hw, d.gamma_hw_refeed, *extra} if g is not None)
         choices[name] = {"gamma_hw": d.gamma_hw, "speedup_hw": d.speedup_hw, "gamma_hw_refeed": d.gamma_hw_refeed,
                          "speedup_hw_refeed": d.speedup_hw_refeed, "gamma_iid_hw": d.gamma_iid_hw,
                          "speedup_iid_hw": d.speedup_iid_hw, "gamma_mb": d.gamma_mb, "speedup_mb": d.speedup_mb,
@@ -390,6 +390,7 @@ def results(prompt_rows: list[dict[str, Any]], cost: dict[str, Any], E_table) ->
     tokens_per_call_walk = the walk's tokens / its target calls, the gap of the real count to it,
     the histograms, predicted_engine."""
     curve = cost_curve(cost)
+    assert curve is not None  # the session's costs were just measured
     rows = summarize_results(timing_rows(prompt_rows), curve, E_table)
     clock_sfx = "_cpu_s" if curve.clock == "cpu" else "_s"
     fwd = cost.get("c_draft_fwd" + clock_sfx) or {}
@@ -446,7 +447,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     except (Cancelled, KeyboardInterrupt):
         print(f"interrupted: the finished prompts are kept in {Path(run) / 'run.json'} (confirmation marked incomplete).",
               file=sys.stderr)
-        raise SystemExit(130)
+        raise SystemExit(130) from None
     for r in record["results"]:
         log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted']:.2f}x (engine {r['predicted_engine'] or 0:.2f}x)  "
             f"realized {r['realized']:.2f}x  tokens/call {r['tokens_per_call']:.3f} (walk {r['tokens_per_call_walk'] or 0:.3f})  "

@@ -137,7 +137,9 @@ class LlamaCostSampler:
             "method": METHOD,
             "decision_clock": "cpu" if threads == 1 else "wall",
         }
-        cost.update(curve_summary(cost_curve(cost)))
+        curve = cost_curve(cost)
+        assert curve is not None  # c_decode_s was just measured
+        cost.update(curve_summary(curve))
         return cost
 
 

@@ -108,6 +108,12 @@ class GGUFModel:
 _LOAD_LOCK = threading.Lock()
 
 
+def gguf_path(ms: Any) -> Path:
+    """The file of a resolved GGUF model spec (oracle.models.ModelSpec of kind 'gguf')."""
+    assert ms.path is not None and ms.gguf_file is not None
+    return Path(ms.path) / ms.gguf_file
+
+
 def probe_decode(path: Path) -> None:
     """Load `path` and decode a few tokens in a child process first, so that a llama.cpp build whose
     kernels this CPU cannot run (SIGILL) gives one sentence instead of killing specterm. Once per

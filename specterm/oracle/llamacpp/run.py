@@ -143,7 +143,7 @@ def load_llama_pair(target: str, draft: str, threads: int, n_ctx: int,
     for flag, spec in (("--target", t_spec), ("--draft", d_spec)):
         if spec.kind != "gguf":
             raise SpectermError(f"--backend llama.cpp needs GGUF files; {flag} {spec.spec} is not a .gguf file.")
-    t_path, d_path = t_spec.path / t_spec.gguf_file, d_spec.path / d_spec.gguf_file
+    t_path, d_path = LM.gguf_path(t_spec), LM.gguf_path(d_spec)
     report(Progress("checking", "comparing the tokenizers in llama.cpp"))
     LM.check_vocabularies(LM.load_gguf(t_path, 64, threads, vocab_only=True),
                           LM.load_gguf(d_path, 64, threads, vocab_only=True))
@@ -216,7 +216,7 @@ def run_oracle_llamacpp(config, on_progress: ProgressCallback | None = None,
             ids = pair.target.tokenize(prompt.text)
             if not ids:
                 raise SpectermError(f"prompt {prompt.id!r} ({prompt.corpus}) encodes to zero tokens; remove it or give it some text.")
-            where = {"prompt_index": idx, "prompt_id": prompt.id, "corpus": prompt.corpus}
+            where: dict[str, Any] = {"prompt_index": idx, "prompt_id": prompt.id, "corpus": prompt.corpus}
             tally.emit("generating", f"prompt {idx + 1}/{tally.n_todo}: {prompt.corpus}/{prompt.id}", **where)
             t0 = time.perf_counter()
             tok_before = tally.gen_tokens
@@ -232,7 +232,7 @@ def run_oracle_llamacpp(config, on_progress: ProgressCallback | None = None,
                 raise
             tally.gen_time += time.perf_counter() - t0
             tally.emit("teacher-forcing", f"teacher-forcing {prompt.id}", **where)
-            cols = stream_columns(teacher_force_logits(pair.target, ids, y), teacher_force_logits(pair.draft, ids, y),
+            cols: dict[str, Any] = stream_columns(teacher_force_logits(pair.target, ids, y), teacher_force_logits(pair.draft, ids, y),
                                   np.asarray(y))
             text, ends = decode_pieces(pieces, y)
             stream = Stream(id=prompt.id, corpus=prompt.corpus, prompt=prompt.text, y=np.asarray(y, dtype=np.int32),
@@ -256,7 +256,7 @@ def _gguf_path(spec: str) -> Path:
     ms = M.resolve_spec(spec, hash_files=False)
     if ms.kind != "gguf":
         raise SpectermError(f"--backend llama.cpp needs GGUF files; {spec} is not a .gguf file.")
-    return ms.path / ms.gguf_file
+    return LM.gguf_path(ms)
 
 
 def _measure_cost(config, pair: LlamaPair, writer: RunWriter, prompt, tally, cancel, threads: int) -> None:
