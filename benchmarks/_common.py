@@ -174,7 +174,7 @@ def synthetic_streams(positions: int, mean_len: int = 1000, seed: int = 0, full:
                 y = rng.integers(0, 151_000, L).astype(np.int32)
                 kw.update(
                     gate=np.ones(L, np.uint8), y=y,
-                    draft_argmax=np.where(b == 1, y, rng.integers(0, 151_000, L)).astype(np.int32),
+                    draft_argmax=np.where(b == 1, y, (y + 1 + rng.integers(0, 150_999, L)) % 151_000).astype(np.int32),
                     target_conf=rng.random(L).astype(np.float32), beta=rng.random(L).astype(np.float32),
                     text="".join(rng.choice(list("abcdefgh (){};=\n"), L * 4)),
                     piece_ends=np.arange(4, 4 * L + 1, 4, dtype=np.int32), stop="length",

@@ -252,14 +252,14 @@ def main() -> None:
     if args.child == "bare":
         return child_bare(args.out, args.stepping)
 
-    from specterm.core.store import find_runs, group_by_models, load_run
+    from specterm.core.store import find_runs, group_runs, load_run
 
     runs = args.runs or [str(p) for p in find_runs("streams")]
     if not runs:
         raise SystemExit("no runs in ./streams: pass run directories.")
     loaded = [load_run(r) for r in runs]
     n_pos = sum(s.n for r in loaded for s in r.streams)
-    pairs = len(group_by_models(loaded))
+    pairs = len(group_runs(loaded))
     print(f"runs: {', '.join(runs)}  ({n_pos} positions, {pairs} model pair(s))")
 
     med = statistics.median

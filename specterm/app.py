@@ -127,13 +127,13 @@ class SpectermApp(App[Any]):
     @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
     def load(self, paths: Sequence[Path]) -> None:
         """Load the runs, then analyse them; heavy imports happen here, off the UI thread."""
-        from specterm.core.store import group_by_models, load_runs
+        from specterm.core.store import group_runs, load_runs
 
         runs = [r for r in load_runs(paths) if r.streams]
         if not runs:
             names = ", ".join(str(p) for p in paths)
             raise SpectermError(f"{names} holds no finished prompts yet; run `specterm run` or `specterm import` first.")
-        groups = group_by_models(runs)
+        groups = group_runs(runs)  # one model pair with two settings (e.g. -n) is two groups
         self.n_model_groups = len(groups)
         runs = groups[self.model_group % len(groups)]
         self.post_message(messages.RunsLoaded(runs))

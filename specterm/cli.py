@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
+from specterm.core.params import BOOT, GAMMA_DEFAULT, GAMMA_MAX, SEED, SHUFFLES
 
 app = typer.Typer(
     name="specterm",
@@ -30,6 +30,13 @@ def fail(message: str, code: int = 2) -> None:
     """Print one sentence to stderr and exit (no traceback)."""
     typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
     raise typer.Exit(code)
+
+
+def warn(message: str, prefix: str = "warning") -> None:
+    """One line on stderr, control and bidi characters escaped (text.printable)."""
+    from specterm.core.text import printable
+
+    typer.secho(f"{prefix}: {printable(message)}", err=True, fg=typer.colors.YELLOW)
 
 
 # ------------------------------------------------------------------------------ run / merge ---
@@ -203,12 +210,16 @@ def import_cmd(
     file: Path = typer.Argument(..., help='JSON lines: {"id": str, "corpus": str, "bits": "0110..."}, optional "draft_conf" and "tokens".'),
     out: Path = typer.Option(..., "--out", "-o", help="Run directory to create, e.g. streams/NAME."),
     name: Optional[str] = typer.Option(None, "--name", help="Run name (default: the directory name)."),
+    target: Optional[str] = typer.Option(None, "--target", help=("Name of the target model the streams come from "
+                                                                "(recorded; imports pool only with runs naming the same pair).")),
+    draft: Optional[str] = typer.Option(None, "--draft", help=("Name of the draft model the streams come from "
+                                                              "(recorded; without --target/--draft an import is never pooled with another run).")),
 ) -> None:
     """Import accept/reject streams from another tool as a run (nothing is written if a line is bad)."""
     from specterm.core.importer import import_jsonl
     from specterm.core.text import printable
 
-    path, streams = import_jsonl(file, out, name)
+    path, streams = import_jsonl(file, out, name, target=target, draft=draft)
     corpora = sorted({s.corpus for s in streams})
     positions = sum(s.n for s in streams)
     typer.echo(printable(f"imported {len(streams)} prompts, {positions} positions ({', '.join(corpora)}) into {path}"))
@@ -221,13 +232,13 @@ REPORT_FORMATS = ("md", "json", "text")
 def report_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (e.g. streams/NAME) of one model pair; corpora are pooled across them, each prompt once."),
     format: str = typer.Option("md", "--format", "-f", help="md | json | text."),
-    gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
+    gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", min=1, max=GAMMA_MAX, help="Draft length of the yield deficit and the per-depth table (1..32)."),
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
     seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ) -> None:
-    """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q4)."""
+    """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q6)."""
     from specterm.core.analysis import analyse
     from specterm.core.errors import SpectermError
     from specterm.core.export import to_json, to_markdown, to_text
@@ -237,7 +248,11 @@ def report_cmd(
 
     if format not in REPORT_FORMATS:
         raise SpectermError(f"unknown --format '{format}'; use one of {', '.join(REPORT_FORMATS)}.")
-    report = analyse(single_pair(load_runs(runs)), gamma=gamma, boot=boot, shuffles=shuffles, seed=seed)
+    loaded = load_runs(runs)
+    for run in loaded:
+        for message in run.warnings:
+            warn(message)
+    report = analyse(single_pair(loaded, note=lambda m: warn(m, "note")), gamma=gamma, boot=boot, shuffles=shuffles, seed=seed)
     text = {"md": to_markdown, "json": to_json, "text": to_text}[format](report)
     if format != "json":  # JSON escapes control characters itself
         text = printable(text, keep="\n")
@@ -271,13 +286,17 @@ def list_cmd(
     rows: list[list[str]] = []
     for run in runs:
         n, alpha, gate = rates(run.streams)
-        rows.append([run.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), fmt(alpha), fmt(gate)])
+        # the folder, not run.json's name: a copy of a run is another folder with the same name inside
+        rows.append([run.path.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), fmt(alpha), fmt(gate)])
     rows = [[printable(cell) for cell in row] for row in rows]
     typer.echo(text_table(["run", "corpora", "prompts", "positions", "alpha", "gate"], rows))
     if shards:
         typer.echo(f"not counted again: {len(shards)} shard run(s) already merged ({printable(', '.join(p.name for p in shards))}).")
+    for run in runs:
+        for message in run.warnings:
+            warn(message)
     for problem in problems:
-        typer.secho(f"warning: skipped {printable(problem)}", err=True, fg=typer.colors.YELLOW)
+        warn(f"skipped {problem}")
 
 
 @app.command("repair")
@@ -291,12 +310,14 @@ def repair_cmd(
     result = repair_run(run)
     for line in result.dropped:
         typer.echo(f"dropped {printable(line)}")
+    for note in result.notes:
+        typer.echo(printable(note))
     if result.mended_tail:
         typer.echo("kept the last record, which had lost only its final newline")
     if result.checksummed:
         typer.echo(f"added checksums to {result.checksummed} record(s) written before checksums existed")
     verb = "rewrote" if result.changed else "checked"
-    typer.echo(f"{verb} {run / RECORDS_FILE}: {result.kept} record(s) kept, {len(result.dropped)} line(s) dropped")
+    typer.echo(printable(f"{verb} {run / RECORDS_FILE}: {result.kept} record(s) kept, {len(result.dropped)} line(s) dropped"))
 
 
 # ------------------------------------------------------------------------ open / no-argument ---
@@ -322,14 +343,16 @@ def no_command(ctx: typer.Context) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from specterm.core.store import find_runs, load_runs_lenient
-    from specterm.core.text import printable
 
     paths = find_runs("streams")
     if not paths:
         fail("there are no runs in ./streams; make one with `specterm run` or `specterm import`, or pass them with `specterm open RUN...`.")
     runs, problems = load_runs_lenient(paths)  # one corrupt run must not hide the others
+    for run in runs:
+        for message in run.warnings:
+            warn(message)
     for problem in problems:
-        typer.secho(f"warning: skipped {printable(problem)}", err=True, fg=typer.colors.YELLOW)
+        warn(f"skipped {problem}")
     if not runs:
         fail("no run in ./streams could be read (see the warnings above); fix them with `specterm repair RUN` or re-create them.")
     open_tui([r.path for r in runs])
@@ -338,7 +361,7 @@ def no_command(ctx: typer.Context) -> None:
 @app.command("open")
 def open_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (made by `specterm run` or `specterm import`)."),
-    gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
+    gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", min=1, max=GAMMA_MAX, help="Draft length of the yield deficit and the per-depth table (1..32)."),
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
     seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),

@@ -232,7 +232,7 @@ def test_batch_costs_batched_confirmation_and_the_decision_check(smollm2_pair, t
     # the decision's g_hw: the run's stored costs and the corpus's E_true, computed here independently
     gam = np.arange(1, 5)  # the confirmation's cost_gammas (_config)
     E, _ = set_yield([s.a for s in run.streams if s.corpus == "code"], gam)
-    g_decision = decision_hw(gam, E, None, cost_curve(meta["cost"]))["gamma_hw"]
+    g_decision = decision_hw(gam, E, None, cost_curve(meta["cost"])).gamma_hw
     assert record["choices"]["code"]["gammas"] == [g_decision]
     (check,) = record["decision_checks"]
     assert check["excluded"] == ["code-01"] and check["leave_out_streams"] == 15 and check["K"] == 1

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from specterm import cli
 from specterm.core.errors import SpectermError
 from specterm.core.importer import import_jsonl
-from specterm.core.store import group_by_models, pool_runs, single_pair
+from specterm.core.store import group_runs, pool_runs, single_pair
 from specterm.core.store import (
     BOM,
     CHECKSUM_FIELD,
@@ -107,7 +107,7 @@ def test_identical_copy_counts_once_and_a_conflicting_copy_is_refused(tmp_path):
     copy = load_run(make_run(tmp_path / "copy", [stream(i) for i in range(1, 5)]))  # p1, p2 identical to a's
     pooled = pool_runs([a, copy])
     assert [s.id for r in pooled for s in r.streams] == ["p0", "p1", "p2", "p3", "p4"]
-    assert [sum(len(r.streams) for r in g) for g in group_by_models([a, copy])] == [5]  # what the TUI analyses
+    assert [sum(len(r.streams) for r in g) for g in group_runs([a, copy])] == [5]  # what the TUI analyses
     clash = load_run(make_run(tmp_path / "clash", [stream(1, seed=9)]))
     with pytest.raises(SpectermError, match="is in both .*a and .*clash with different records"):
         pool_runs([a, clash])
@@ -423,8 +423,11 @@ def test_model_location_override_recorded_path_then_search_by_name_and_hash(tmp_
     assert model_location(model, override="/elsewhere/m.gguf", search=[models]) == "/elsewhere/m.gguf"
     assert model_location({**model, "path": str(f)}, search=[]) == str(f)
     assert model_location({"spec": "layers:25", "source": "layers"}) == "layers:25"
-    with pytest.raises(SpectermError, match="was not found under .*--target/--draft"):
+    # same-named files with another sha256 exist: the sentence says so (issue 20, finding 10)
+    with pytest.raises(SpectermError, match="checksum differs.*--target/--draft"):
         model_location({**model, "sha256": "0" * 64}, search=[models])
+    with pytest.raises(SpectermError, match="was not found under .*--target/--draft"):
+        model_location({**model, "spec": "absent/none.gguf", "sha256": "0" * 64}, search=[models])
 
 
 def test_oracle_run_json_has_no_local_path_unless_asked(tiny_model_dir, tmp_path):

@@ -15,6 +15,7 @@ from specterm.core.store import (
     RECORDS_FILE,
     RunWriter,
     Stream,
+    encode_array,
     find_runs,
     load_run,
     new_meta,
@@ -24,10 +25,12 @@ from specterm.core.store import (
 
 def full_stream(rng, i: int, n: int) -> Stream:
     pieces = [f"t{k}" for k in range(n)]
+    bits = (rng.random(n) < 0.7).astype(np.uint8)
+    y = rng.integers(0, 150000, n).astype(np.int32)
     return Stream(
         id=f"p{i}", corpus="prose" if i % 2 else "code", prompt=f"prompt {i}",
-        bits=(rng.random(n) < 0.7).astype(np.uint8), gate=np.ones(n, np.uint8),
-        y=rng.integers(0, 150000, n).astype(np.int32), draft_argmax=rng.integers(0, 150000, n).astype(np.int32),
+        bits=bits, gate=np.ones(n, np.uint8),
+        y=y, draft_argmax=np.where(bits == 1, y, (y + 1 + rng.integers(0, 149999, n)) % 150000).astype(np.int32),
         draft_conf=rng.random(n).astype(np.float32), target_conf=rng.random(n).astype(np.float32),
         beta=rng.random(n).astype(np.float32), text="".join(pieces),
         piece_ends=np.cumsum([len(p) for p in pieces]).astype(np.int32), stop="length",
@@ -140,16 +143,39 @@ def test_find_runs(tmp_path):
 
 @settings(max_examples=150, deadline=None)
 @given(pos=st.integers(0, 10_000), byte=st.integers(0, 255))
-def test_any_corruption_is_a_clear_error_or_loads(tmp_path_factory, pos, byte):
-    """Flip one byte anywhere in a real stored file: loading either succeeds or raises SpectermError."""
+def test_any_corruption_is_a_clear_error_or_loads_the_same_streams(tmp_path_factory, pos, byte):
+    """Flip one byte anywhere in a real stored file: loading either raises SpectermError (one
+    sentence) or gives back exactly the streams that were written, every field. A load that
+    succeeds with any stored number changed is a silent wrong load, and fails this test."""
     rng = np.random.default_rng(1)
     path = tmp_path_factory.mktemp("c") / "r"
-    write_run(path, new_meta("r"), [full_stream(rng, i, 6) for i in range(3)])
+    written = [full_stream(rng, i, 6) for i in range(3)]
+    write_run(path, new_meta("r"), written)
     target = path / (RECORDS_FILE if pos % 4 else META_FILE)
     data = bytearray(target.read_bytes())
     data[pos % len(data)] = byte
     target.write_bytes(bytes(data))
     try:
-        load_run(path)
+        run = load_run(path)
     except SpectermError as exc:
         assert str(exc) and "\n" not in str(exc)
+        return
+    assert [s.to_record() for s in run.streams] == [s.to_record() for s in written]
+
+
+def test_the_corruption_check_catches_a_silent_wrong_load(tmp_path, monkeypatch):
+    """The check above can fail: with record checksums made blind, a changed probability loads,
+    and the equality the test asserts sees the difference."""
+    import specterm.core.store.records as records
+
+    rng = np.random.default_rng(1)
+    written = [full_stream(rng, i, 6) for i in range(3)]
+    path = write_run(tmp_path / "r", new_meta("r"), written)
+    lines = (path / RECORDS_FILE).read_bytes().splitlines()
+    rec = json.loads(lines[0])
+    rec["target_conf"] = encode_array(np.full(6, 0.5, np.float32), "<f4")  # still probabilities
+    lines[0] = json.dumps(rec, separators=(",", ":")).encode()
+    (path / RECORDS_FILE).write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setattr(records, "record_checksum", lambda rec: rec.get("checksum"))
+    run = load_run(path)  # a silent wrong load
+    assert [s.to_record() for s in run.streams] != [s.to_record() for s in written]

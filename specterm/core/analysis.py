@@ -17,8 +17,14 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 - Acceptance by position (position.py) and sampling acceptance (sampling.py) use the same weights
   W per set; every set shares one bin layout (enough bins for the longest analysed stream), and
   the pooled resampled sums are the corpora's added up (W_pooled is their blocks side by side).
-- The scorecard is P1-P5 then Q1-Q4 (scorecard.scorecard, economics.q_rows); Q3 uses the
-  memory-bound model at each corpus's r until the call below passes measured costs.
+- The scorecard is P1-P5 then Q1-Q6 (scorecard.scorecard, economics.q_rows). Borderline (SPEC 4):
+  the verdicts are recomputed with the bootstrap weights of seeds 0..4 (and the report's seed) on
+  the same per-stream sums (the shuffles keep the report's seed: only the weights change, so the
+  sums matrices are reused); a row whose verdict differs across them is marked borderline. Q5 and
+  Q6 read the decision on this hardware, whose CIs also resample the costs; they are judged at the
+  report's seed only and never marked borderline.
+- Steady state (steady.py): every set's autocorrelation, D/D_geom and deficit split on t >= 32,
+  bootstrapped with the set's W.
 """
 
 from __future__ import annotations
@@ -42,14 +48,17 @@ from specterm.core.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, R
 from specterm.core.hardware.decision import verdict_sign_held
 from specterm.core.optimum import optimum_table, r_values
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
-from specterm.core.policies import PolicyTable, policy_summary, policy_table
-from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
+from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
+from specterm.core.position import PositionSums, bin_width_for, bins_needed, position_report, position_sums
 from specterm.core.report import (
     POOLED, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, SetReport,
 )
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
-from specterm.core.scorecard import scorecard
+from specterm.core.scorecard import mark_borderline, scorecard
+from specterm.core.borderline import BORDERLINE_SEEDS, best_gammas, replicates, seed_verdicts
+from specterm.core.steady import SteadySums, steady_report, steady_sums
 from specterm.core.store import Run, Stream
+
 
 
 def corpus_seed(seed: int, corpus: str) -> int:
@@ -275,7 +284,9 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         raise SpectermError("the runs hold no prompts yet; run `specterm run` or `specterm import` first.")
     corpora = sorted({s.corpus for s, _ in entries})
     run_r = [run.r_measured for run in runs]
-    n_bins = bins_needed(max(s.valid_len for s, _ in entries))  # one bin layout for every set, so they stack
+    longest = max(s.valid_len for s, _ in entries)
+    bin_width = bin_width_for(longest)  # 16, wider only past MAX_BINS bins (one 30M-position stream)
+    n_bins = bins_needed(longest, bin_width)  # one bin layout for every set, so they stack
 
     by_corpus = {c: [(s, i) for s, i in entries if s.corpus == c] for c in corpora}
     # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block.
@@ -284,12 +295,14 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     weights: dict[str, np.ndarray] = {}
     positions: dict[str, PositionSums] = {}
     samplings: dict[str, SamplingSums] = {}
+    steadies: dict[str, SteadySums] = {}
     lo = 0
     for c in corpora:
         streams = [s for s, _ in by_corpus[c]]
         cseed = corpus_seed(seed, c)
         parts[c] = _sums(streams, gamma, depth_gamma, shuffles, cseed)
-        positions[c] = position_sums([s.a for s in streams], n_bins=n_bins)
+        positions[c] = position_sums([s.a for s in streams], bin_width=bin_width, n_bins=n_bins)
+        steadies[c] = steady_sums([s.a for s in streams], gamma, shuffles, cseed)
         samplings[c] = sampling_sums([analysed_beta(s) for s in streams])
         weights[c] = multinomial_weights(len(streams), boot, cseed, out=W_pooled[:, lo:lo + len(streams)])
         lo += len(streams)
@@ -298,6 +311,8 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     groups[POOLED] = (_stack([parts[c] for c in corpora]), W_pooled, [e for c in corpora for e in by_corpus[c]])
     first = positions[corpora[0]]
     positions[POOLED] = PositionSums(np.vstack([positions[c].M for c in corpora]), first.cols, first.bin_width, n_bins)
+    first_ss = steadies[corpora[0]]
+    steadies[POOLED] = SteadySums(np.vstack([steadies[c].M for c in corpora]), first_ss.cols, first_ss.gamma, first_ss.start)
     samplings[POOLED] = SamplingSums(np.vstack([samplings[c].M for c in corpora]), samplings[corpora[0]].cols)
     # Resampled sums R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = sum of R_corpus.
     resampled_position = {c: weights[c] @ positions[c].M for c in corpora}
@@ -322,12 +337,27 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         rep.position = position_report(positions[name], W, resampled_position[name])
         rep.sampling = sampling_report(samplings[name], W, resampled_sampling[name])
         rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed)
+        rep.steady_state = steady_report(steadies[name], W)
         sets[name] = rep
 
+    # P1-P5, then Q1-Q6; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
+    q3c, real = _q3_costs(corpora, by_corpus, hw), _realized(sets, corpora)
+    best = best_gammas(sets, q3c)
+    rows = scorecard(sets, costs=q3c, realized=real,
+                     replicates={c: replicates(parts[c], weights[c], best[c]) for c in corpora} if boot > 0 else None)
+    if boot > 0:
+        by_seed = {seed: {r.id: r.verdict for r in rows if r.id not in ("Q5", "Q6")}}
+        pol = {}  # per set: the policies and their per-stream sums, built once, resampled per seed
+        for name, (_, _, members) in groups.items():
+            if members:
+                r = r_or_default(sets[name].r_measured)
+                pol[name] = (*policy_sums([s for s, _ in members], r, table=tables[name]), r)
+        for other in sorted(set(BORDERLINE_SEEDS) - {seed}):
+            by_seed[other] = seed_verdicts(other, corpus_seed, corpora, groups, sets, pol, boot, q3c, real, best)
+        rows = mark_borderline(rows, by_seed)
     return Report(
         sets=sets,
-        # P1-P5, then Q1-Q4; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
-        scorecard=scorecard(sets, costs=_q3_costs(corpora, by_corpus, hw), realized=_realized(sets, corpora)),
+        scorecard=rows,
         runs=[run_summary(run) for run in runs],
         params=Params(gamma=gamma, boot=boot, shuffles=shuffles, seed=seed, depth_gamma=depth_gamma,
                       r_default=R_DEFAULT, ridge=DEFAULT_RIDGE),

@@ -32,6 +32,9 @@ TITLES = {
 HIST_MAX = 16  # run-length histogram rows L = 0..15, then one row for L >= 16
 
 Table = tuple[str, list[str], list[list[str]]]
+BETA_ALONG = "along the greedy continuation y"
+"""Where beta is measured (SPEC 1.4): on the target's greedy y, not on a temperature-1 sampled trajectory;
+said wherever beta is shown."""
 
 
 # ------------------------------------------------------------------------- cells ---
@@ -42,6 +45,14 @@ def deficit_cell(d: Deficit) -> str:
     t, h, m = d.total.value, d.hetero.value, d.temporal.value
     op, m = ("-", -m) if m is not None and m < 0 else ("+", m)
     return f"{fmt(t)} = {fmt(h)} {op} {fmt(m)} {ci(d.temporal.ci)}"
+
+
+def steady_cells(s: Any) -> list[str]:
+    """The steady state (t >= 32) beside the full-stream numbers: per-stream p11-p10 [CI] and D/D_geom [CI]."""
+    ss = getattr(s, "steady_state", None)
+    if ss is None:
+        return [MISSING, MISSING]
+    return [est(ss.autocorr, 3, 2, sign=True), est(ss.dispersion_ratio, 1, 2, suffix="x")]
 
 
 def _cell(x: Any) -> str:
@@ -55,9 +66,10 @@ def overview_tables(report: Report) -> list[Table]:
     g = report.params.gamma
     sets = report.ordered_sets()
     head = ["set", "streams", "positions", "alpha", "gate", "p11-p10 [CI]", "D/D_geom",
-            f"deficit at g={g}: total = hetero + temporal [CI]"]
+            f"deficit at g={g}: total = hetero + temporal [CI]", "t >= 32: p11-p10 [CI]", "t >= 32: D/D_geom"]
     rows = [[name, fmt(s.n_streams), fmt(s.n_positions), fmt(s.alpha, 2), fmt(s.gate_rate, 3),
-             est(s.autocorr, 3, 2, sign=True), est(s.dispersion_ratio, 1, 2, suffix="x"), deficit_cell(s.deficit)]
+             est(s.autocorr, 3, 2, sign=True), est(s.dispersion_ratio, 1, 2, suffix="x"), deficit_cell(s.deficit),
+             *steady_cells(s)]
             for name, s in sets]
     tables: list[Table] = [("Headline numbers", head, rows)]
     head = ["set", "per-stream p11-p10 [CI]", "pooled p11-p10 [CI]", "Simpson inflation [CI]", "streams defined"]
@@ -106,8 +118,10 @@ def yield_tables(report: Report) -> list[Table]:
     head = ["set"] + [f"E_true/E_iid g={g} [CI]" for g in gs]
     rows = [[name] + [est(s.yield_ratio[g]) for g in gs] for name, s in sets]
     tables: list[Table] = [("Yield ratio", head, rows)]
-    head = ["set", "E_true", "E_iid", "E_shuf", "total [CI]", "hetero [CI]", "temporal [CI]"]
-    rows = [[name, fmt(d.E_true), fmt(d.E_iid), fmt(d.E_shuf), est(d.total), est(d.hetero), est(d.temporal)]
+    head = ["set", "E_true", "E_iid", "E_shuf", "total [CI]", "hetero [CI]", "temporal [CI]",
+            "t >= 32: total = hetero + temporal [CI]"]
+    rows = [[name, fmt(d.E_true), fmt(d.E_iid), fmt(d.E_shuf), est(d.total), est(d.hetero), est(d.temporal),
+             deficit_cell(s.steady_state.deficit) if s.steady_state is not None else MISSING]
             for name, s in sets for d in [s.deficit]]
     tables.append((f"Yield deficit at g={report.params.gamma} (total = hetero + temporal)", head, rows))
     return tables
@@ -175,7 +189,8 @@ def position_tables(report: Report) -> list[Table]:
     head = ["t"] + [name for name, _ in sets]
     rows = [[f"{k * width}-{(k + 1) * width - 1}"] + [est(p.bins[k].alpha, 2) if k < len(p.bins) else MISSING for _, p in sets]
             for k in range(n_bins)]
-    rows.append(["warm-up gain alpha(t >= 32) - alpha(t < 16)"] + [est(p.warmup_gain, 3, 2, sign=True) for _, p in sets])
+    rows.append(["warm-up gain: mean over streams of alpha_s(t >= 32) - alpha_s(t < 16)"]
+                + [est(p.warmup_gain, 3, 2, sign=True) for _, p in sets])
     rows.append(["streams reaching t = 32 (the gain's)"] + [fmt(p.warmup_streams) for _, p in sets])
     return [(f"alpha by position t in y, bins of {width}, over the streams that reach the bin", head, rows)]
 
@@ -190,7 +205,7 @@ def sampling_tables(report: Report) -> list[Table]:
             + ["beta lag-1 autocorr [CI]", "streams with beta"])
     rows = [[name, fmt(s.alpha, 3), est(smp.beta_bar)] + [est(smp.E_iid_beta[g], 2) for g in gs]
             + [est(smp.beta_autocorr, sign=True), fmt(smp.streams)] for name, s, smp in sets]
-    return [("Sampling acceptance beta = 1 - TV(p, q) (temperature 1) beside greedy alpha", head, rows)]
+    return [(f"Sampling acceptance beta = 1 - TV(p, q) (temperature 1) {BETA_ALONG}, beside greedy alpha", head, rows)]
 
 
 def _params(p: Any) -> str:
@@ -313,14 +328,22 @@ def confirmation_table(report: Report) -> Table | None:
 
 def scorecard_tables(report: Report) -> list[Table]:
     """One table per seed: the measurement seed's P rows, then the economics seed's Q rows."""
-    titles = {MEASUREMENT: ("P1-P5, computed from the numbers above", "prediction"),
-              ECONOMICS: (f"Q1-Q4, the {SEEDS[ECONOMICS]}'s claims, computed from the numbers above", "claim")}
+    titles = {MEASUREMENT: "P1-P5, computed from the numbers above", ECONOMICS: f"the {SEEDS[ECONOMICS]}'s claims, computed from the numbers above"}
+    whats = {MEASUREMENT: "prediction", ECONOMICS: "claim"}
     tables: list[Table] = []
-    for seed, (title, what) in titles.items():
-        rows = [[p.id, p.prediction, p.verdict, p.evidence] for p in report.scorecard if p.seed == seed]
+    for seed, title in titles.items():
+        entries = [p for p in report.scorecard if p.seed == seed]
+        if seed == ECONOMICS and entries:
+            title = f"{entries[0].id}-{entries[-1].id}, {title}"
+        rows = [[p.id, p.prediction, verdict_cell(p), p.direction, p.size, p.seed_size or MISSING, p.evidence] for p in entries]
         if rows:
-            tables.append((title, ["id", what, "verdict", "evidence"], rows))
+            tables.append((title, ["id", whats[seed], "verdict", "direction", "size", "seed's size", "evidence"], rows))
     return tables
+
+
+def verdict_cell(row: Any) -> str:
+    """The verdict, with "(borderline)" when it differs across bootstrap seeds 0..4."""
+    return f"{row.verdict} (borderline)" if getattr(row, "borderline", False) else row.verdict
 
 
 BUILDERS = {

@@ -7,7 +7,8 @@
 Other keys are ignored. Every line is validated before anything is written (any failure is one
 sentence naming FILE:LINE); the run is then written atomically (store.write_run, a unique
 hidden temporary directory renamed into place), so a bad line leaves nothing behind. A UTF-8 BOM is read. Imported streams have
-no gate (the oracle's gate was not checked here) and no models in their metadata.
+no gate (the oracle's gate was not checked here); their models are the names given with
+--target/--draft, if any. A corpus may not take a name the report uses for itself ("pooled").
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ from typing import Any
 import numpy as np
 
 from specterm.core.errors import SpectermError
-from specterm.core.store import BOM, Stream, bits_from_str, check_unique, new_meta, write_run
+from specterm.core.store import (
+    BOM,
+    Stream,
+    bits_from_str,
+    check_corpus_name,
+    check_unique,
+    new_meta,
+    write_run,
+)
 
 
 def _check_text(value: str, name: str, where: str) -> None:
@@ -46,6 +55,7 @@ def stream_from_line(obj: Any, where: str) -> Stream:
         if not obj[key].strip():
             raise SpectermError(f"{where}: field '{key}' is empty; give every prompt an id and a corpus.")
         _check_text(obj[key], key, where)
+    check_corpus_name(obj["corpus"], where, "rename the corpus and import again.")
     try:
         bits = bits_from_str(obj["bits"])
     except (ValueError, UnicodeEncodeError):
@@ -118,11 +128,29 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Stream]:
     return streams
 
 
-def import_jsonl(path: str | os.PathLike[str], out: str | os.PathLike[str], name: str | None = None) -> tuple[Path, list[Stream]]:
-    """Validate the whole file, then write the run directory `out` atomically. Returns (out, streams)."""
+def named_model(name: str | None, flag: str) -> dict[str, Any] | None:
+    """The run.json entry of a model an import names (`--target`/`--draft`): {"spec": name,
+    "source": "named"}; model_key is then the name, so imports naming the same pair pool together.
+    None when not named."""
+    if name is None:
+        return None
+    if not name.strip():
+        raise SpectermError(f"{flag} is empty; name the model the streams come from, or leave {flag} out.")
+    _check_text(name, flag, "the command line")
+    return {"spec": name, "source": "named"}
+
+
+def import_jsonl(path: str | os.PathLike[str], out: str | os.PathLike[str], name: str | None = None,
+                 target: str | None = None, draft: str | None = None) -> tuple[Path, list[Stream]]:
+    """Validate the whole file, then write the run directory `out` atomically. Returns (out, streams).
+
+    `target`/`draft` name the models the streams come from (named_model). An import that names
+    neither is a pair of its own (store.pair_key), never pooled with another run: two files from
+    unrelated tools must not pool just because neither says what it measured."""
     out = Path(out)
     if out.exists():
         raise SpectermError(f"{out} already exists; choose another --out or remove it first.")
+    models = {"target": named_model(target, "--target"), "draft": named_model(draft, "--draft")}
     streams = read_jsonl(path)
-    meta = new_meta(name or out.name, imported_from=Path(path).name, target=None, draft=None)
+    meta = new_meta(name or out.name, imported_from=Path(path).name, **models)
     return write_run(out, meta, streams), streams

@@ -153,17 +153,24 @@ def replay_heuristic(bits: np.ndarray, g0: int = 5, g_min: int = 1) -> PolicyCou
     ones = _ones_ahead(a).tolist()
     accepts: list[int] = []
     drafts: list[int] = []
-    s, g, tokens = 0, max(g0, g_min), 0
+    put_k, put_g = accepts.append, drafts.append
+    s, g = 0, max(g0, g_min)
+    # heuristic_next inlined: this loop is the one sequential path of a long stream (one step per block)
     while s < n:
-        k = min(ones[s], g)
-        accepts.append(k)
-        drafts.append(g)
-        tokens += min(k + 1, n - s)
-        s += k + 1
-        g = heuristic_next(g, k, g_min)
+        o = ones[s]
+        put_g(g)
+        if o >= g:  # fully accepted: k = g
+            put_k(g)
+            s += g + 1
+            g += 2
+        else:
+            put_k(o)
+            s += o + 1
+            g = g - 1 if g - 1 > g_min else g_min
     acc = np.asarray(accepts, dtype=np.int64)
     dr = np.asarray(drafts, dtype=np.int64)
-    return PolicyCounts(tokens=tokens, blocks=acc.size, drafted=int(dr.sum()), accepts=acc, drafts=dr)
+    # every position is emitted exactly once (sum of min(k + 1, n - s) over the blocks)
+    return PolicyCounts(tokens=int(n), blocks=acc.size, drafted=int(dr.sum()), accepts=acc, drafts=dr)
 
 
 def replay_confidence(bits: np.ndarray, draft_conf: np.ndarray, tau: float, g_max: int = 16,

@@ -24,6 +24,9 @@ Adding a field (e.g. `decision_hw`, `confirmed`; `position` and `sampling` were 
 Set names and their order live here too: POOLED ("pooled", the name of the pooled set, used
 everywhere instead of the literal), `set_names` (corpora sorted, "pooled" last) and
 `set_or_default` (the one fallback: a set that is not in the report shows "pooled", else the first).
+
+Length: one dataclass per part of the SPEC 7 JSON (the report is one schema, read and written in one
+place), each with its fields' meaning beside them.
 """
 
 from __future__ import annotations
@@ -322,6 +325,21 @@ class Sampling(Record):
 
 
 @dataclass(kw_only=True)
+class SteadyState(Record):
+    """The set's autocorrelation, run-length dispersion and deficit split on positions t >= start (32)
+    only (SPEC 4 steady state; core/steady.py): a warm-up trend feeds the full-stream numbers too."""
+
+    start: int
+    n_streams: int  # streams with positions at t >= start
+    n_positions: int
+    alpha: float | None = None
+    autocorr: Estimate
+    autocorr_pooled: Estimate
+    dispersion_ratio: Estimate
+    deficit: Deficit
+
+
+@dataclass(kw_only=True)
 class SetReport(Record):
     """Every number of one set of streams (a corpus or the pooled set); see SPEC 7."""
 
@@ -349,6 +367,7 @@ class SetReport(Record):
     position: Position | None = None
     sampling: Sampling | None = None
     decision_hw: DecisionHW | None = None
+    steady_state: SteadyState | None = None
 
 
 MEASUREMENT, ECONOMICS = "measurement", "economics"
@@ -358,13 +377,19 @@ SEEDS = {MEASUREMENT: "measurement seed", ECONOMICS: "economics seed"}
 @dataclass(kw_only=True)
 class ScoreRow(Record):
     """One row of the scorecard: a prediction of the measurement seed (P1-P5) or a claim of the
-    economics seed (Q1-Q4), with its verdict and evidence; `seed` says whose."""
+    economics seed (Q1-Q6), with its verdict and evidence; `seed` says whose."""
 
     id: str
     prediction: str
-    verdict: str
+    verdict: str  # holds | holds in direction, not in size | inconclusive | falsified (core/verdict.py)
     evidence: str
     seed: str = MEASUREMENT
+    direction: str = "n/a"  # holds | not reproduced | inconclusive | n/a
+    size: str = "n/a"  # holds | not reproduced | inconclusive | n/a
+    seed_size: str = ""  # the seed's stated size (SPEC 4's table)
+    steady_state: str | None = None  # the direction's outcome on positions t >= 32 (None: no such statistic)
+    borderline: bool = False  # the verdict differs across bootstrap seeds 0..4
+    seed_verdicts: dict[str, str] = dataclasses.field(default_factory=dict)  # bootstrap seed -> verdict
 
 
 @dataclass(kw_only=True)

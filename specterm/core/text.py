@@ -4,14 +4,19 @@ from __future__ import annotations
 
 # C0 controls, DEL and C1 controls (Unicode category Cc): ESC starts ANSI sequences, CR rewrites a
 # line, C1 0x9b is a one-byte CSI. Each becomes a visible Python-style escape.
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), *range(0x7F, 0xA0))}
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+# Bidirectional formatting characters: U+202E (RIGHT-TO-LEFT OVERRIDE) and its kin reorder
+# everything printed after them on the line ("Trojan Source"), so a name could make the numbers
+# beside it read backwards. ALM, LRM/RLM, the embeddings/overrides and the isolates.
+_BIDI = {c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
 
 
 def printable(text: str, keep: str = "") -> str:
     """`text` with every control character except those in `keep` replaced by its escape
-    (ESC -> '\\x1b'), so printing it cannot move the cursor, recolour or clear the terminal.
+    (ESC -> '\\x1b'), and every bidirectional formatting character too (U+202E -> '\\u202e'),
+    so printing it cannot move the cursor, recolour, clear the terminal or reorder the line.
     Lone surrogates become '\\udXXX' escapes as well (they cannot be encoded for output)."""
-    table = {c: v for c, v in _CONTROL.items() if chr(c) not in keep}
+    table = {c: v for c, v in {**_CONTROL, **_BIDI}.items() if chr(c) not in keep}
     out = text.translate(table)
     try:
         out.encode("utf-8")

@@ -54,6 +54,7 @@ from specterm.core.store import (
     META_FILE,
     RunLock,
     Stream,
+    check_unlocked,
     hardware_info,
     load_run,
     model_key,
@@ -249,6 +250,7 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
     t_start = time.perf_counter()
     run_dir = Path(config.run)
     run = load_run(run_dir)
+    check_unlocked(run_dir)  # before minutes of model loading and timing, as run --resume and repair do
     chosen = select_streams(run.streams, config.per_corpus, config.corpora)
     cost_gammas = np.array(sorted({int(g) for g in config.cost_gammas}), dtype=np.int64)
     extra = sorted({int(g) for g in config.gammas})

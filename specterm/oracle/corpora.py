@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from specterm.core.errors import SpectermError
-from specterm.core.store import check_unique
+from specterm.core.store import check_corpus_name, check_unique
 
 BUILTIN = ("prose", "code", "json", "math", "multilingual")
 
@@ -58,6 +58,10 @@ def _parse_text(lines: list[str], stem: str, corpus: str) -> list[Prompt]:
 
 
 def _check_unique(prompts: list[Prompt], source: str) -> list[Prompt]:
+    """The prompts of `source`, refused (one sentence) when an id repeats within a corpus or a
+    corpus takes a name the report uses for itself ("pooled")."""
+    for p in prompts:
+        check_corpus_name(p.corpus, source, "rename the corpus in the prompts file.")
     check_unique(prompts, lambda i: source, "give every prompt a unique id within its corpus.")
     return prompts
 
@@ -149,7 +153,7 @@ def load_dataset_prompts(spec: str, limit: int | None = None) -> list[Prompt]:
         ) from None
     if not prompts:
         raise SpectermError(f"dataset {name} split {split} gave no non-empty {field!r} values; pick another field.")
-    return prompts
+    return _check_unique(prompts, f"dataset {name}")
 
 
 def shard(prompts: list[Prompt], index: int, count: int) -> list[Prompt]:

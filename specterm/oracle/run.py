@@ -138,6 +138,24 @@ def _head(model, h):
     return logits
 
 
+def acceptance_beta(target_logits, draft_logits):
+    """beta_t = sum_v min(p_t(v), q_t(v)) per row, computed in float64 from the logits.
+
+    In float32 the softmaxes themselves sum to 1 only within a few ulps per entry, and over a
+    49k-150k vocabulary the sum of minima of two equal distributions lands up to ~1e-5 above 1
+    (1.0000112 seen with draft = target): the loader, strict on probabilities, would then refuse
+    the run. In float64 the excess is ~1e-12, below float32 resolution, so the stored float32 beta
+    is <= 1 and a draft equal to its target stores exactly 1.
+    """
+    import torch
+
+    if target_logits.device.type == "mps":  # no float64 on MPS
+        target_logits, draft_logits = target_logits.cpu(), draft_logits.cpu()
+    pt = torch.softmax(target_logits.to(torch.float64), dim=-1)
+    pd = torch.softmax(draft_logits.to(torch.float64), dim=-1)
+    return torch.minimum(pt, pd).sum(dim=-1)
+
+
 def teacher_force(pair: LoadedPair, prompt_ids: list[list[int]], ys: list[list[int]]) -> list[dict[str, np.ndarray]]:
     """One teacher-forced pass of each model over prompt + y[:-1] for a batch (right padding).
 
@@ -178,7 +196,7 @@ def teacher_force(pair: LoadedPair, prompt_ids: list[list[int]], ys: list[list[i
             dmax, darg = pd.max(dim=-1)
             cols["target_conf"][c0:c1] = tmax.cpu().numpy()
             cols["draft_conf"][c0:c1] = dmax.cpu().numpy()
-            cols["beta"][c0:c1] = torch.minimum(pt, pd).sum(dim=-1).cpu().numpy()
+            cols["beta"][c0:c1] = acceptance_beta(lt[:, :v], ld[:, :v]).cpu().numpy()
             t_arg[c0:c1] = targ.cpu().numpy()
             d_arg[c0:c1] = darg.cpu().numpy()
         yv = y_next.cpu().numpy()

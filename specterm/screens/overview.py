@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from specterm.core.export import deficit_cell
+from specterm.core.export import deficit_cell, steady_cells
 from specterm.core.fmt import est, fmt
 from specterm.core.report import POOLED, SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen
@@ -24,22 +24,28 @@ COLUMNS = [
     ("autocorr", "p11-p10 [CI]"),
     ("dispersion", "D/D_geom [CI]"),
     ("deficit", "deficit = hetero + temporal [CI]"),
+    ("steady", "t >= 32: p11-p10 [CI]"),
 ]
 NARROW = [("set", "corpus"), ("streams", "n"), ("alpha", "alpha"), ("autocorr", "p11-p10"),
           ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp")]
-"""At widths where COLUMNS do not fit: tokens, beta_bar and gate left out, CIs on a second line."""
+"""At widths where COLUMNS do not fit: tokens, beta_bar, gate and the steady-state p11-p10 left out,
+CIs on a second line (80 columns hold no more)."""
 
 
 def narrow_row(cells: list[str]) -> list[str]:
     """A COLUMNS row cut down to NARROW (name, n, alpha, then the three estimates, CI below)."""
-    name, n, _tokens, alpha, _beta, _gate, autocorr, dispersion, deficit = cells
+    name, n, _tokens, alpha, _beta, _gate, autocorr, dispersion, deficit, _steady = cells
     return [name, n, alpha, ci_below(autocorr), ci_below(dispersion), ci_below(deficit)]
 
 
 def layout(rows: list[tuple[str, list[str]]], width: int) -> tuple[list, list]:
-    """(columns, rows): the wide table when it fits in `width` cells, else the narrow one."""
+    """(columns, rows): the wide table with the steady-state column when it fits in `width` cells,
+    else the wide table without it, else the narrow one."""
     if table_width([label for _, label in COLUMNS], [cells for _, cells in rows]) <= width:
         return COLUMNS, rows
+    wide = [(key, cells[:-1]) for key, cells in rows]
+    if table_width([label for _, label in COLUMNS[:-1]], [cells for _, cells in wide]) <= width:
+        return COLUMNS[:-1], wide
     return NARROW, [(key, narrow_row(cells)) for key, cells in rows]
 
 
@@ -54,6 +60,7 @@ def set_row(s: SetReport) -> list[str]:
         est(s.autocorr, 3, 2, sign=True),
         est(s.dispersion_ratio, 2, 2, suffix="x"),
         deficit_cell(s.deficit),
+        steady_cells(s)[0],
     ]
 
 
@@ -105,8 +112,9 @@ class OverviewScreen(ReportScreen):
         self.query_one("#overview-meta", Static).update("\n".join(run_lines(report)))
         pooled = report.pooled
         note = [
-            "n: prompts; beta_bar: sampling acceptance 1 - TV(p, q) (temperature 1; n/a: no beta stored);",
-            "p11-p10: within-prompt autocorrelation (mean over prompts);",
+            "n: prompts; beta_bar: sampling acceptance 1 - TV(p, q) (temperature 1) along the greedy continuation y"
+            " (n/a: no beta stored);",
+            "p11-p10: within-prompt autocorrelation (mean over prompts); t >= 32: the same past the warm-up;",
             "D/D_geom > 1: run lengths over-dispersed vs geometric;",
             f"deficit at g = {report.params.gamma}: 1 - E_true/E_iid = hetero (across prompts)"
             " + temporal (within; its CI in brackets).",

@@ -22,7 +22,7 @@ import secrets
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from specterm.core.errors import SpectermError
 
@@ -72,6 +72,21 @@ def open_new_file(path: Path) -> int:
     """A file descriptor of a new file at `path` for writing: O_EXCL and O_NOFOLLOW, so neither an
     existing file nor a symlink is ever written through."""
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)
+
+
+def open_append(path: str | os.PathLike[str], truncate_to: int | None = None) -> BinaryIO:
+    """`path` opened for appending (created with FILE_MODE if missing), never through a symlink
+    (O_NOFOLLOW); with `truncate_to`, first cut the file to that many bytes. Raises OSError."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC, FILE_MODE)
+    fh = os.fdopen(fd, "r+b")
+    try:
+        if truncate_to is not None:
+            fh.truncate(truncate_to)
+        fh.seek(0, os.SEEK_END)
+    except BaseException:
+        fh.close()
+        raise
+    return fh
 
 
 def write_atomic(target: str | os.PathLike[str], chunks: Iterable[bytes]) -> None:

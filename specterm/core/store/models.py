@@ -58,13 +58,22 @@ def models_dirs() -> list[Path]:
     return [Path(p) for p in env.split(os.pathsep) if p] + [Path("models")]
 
 
+def _file_matches(cand: Path, want_size: Any, want_sha: Any) -> bool:
+    """True when a file has the recorded size and sha256 (each checked when recorded)."""
+    if want_size is not None and cand.stat().st_size != want_size:
+        return False
+    return want_sha is None or sha256_file(cand) == want_sha
+
+
 def model_location(model: Any, override: str | None = None, search: Sequence[Path] | None = None) -> str:
     """The argument to load a run's model with (a path, a hub id or layers:K).
 
     `override` (e.g. --target/--draft) wins. Otherwise: a hub id or layers:K as recorded; a local
-    model at its recorded path when the run kept one (--record-paths) and it still exists; else the
-    file/directory found by its recorded name ('parent/file') or file name under the `search`
-    directories (default models_dirs()), checked against the recorded sha256 for a file.
+    model at its recorded path when the run kept one (--record-paths), it still exists and (a file)
+    has the recorded size and sha256; else the file/directory found by its recorded name
+    ('parent/file') or file name under the `search` directories (default models_dirs()), checked
+    the same way. Every file is checked before it is returned, so nothing with another checksum is
+    ever loaded; when only such files exist the sentence says "checksum differs" and where.
     """
     if override:
         return override
@@ -73,13 +82,16 @@ def model_location(model: Any, override: str | None = None, search: Sequence[Pat
     source, spec = model.get("source"), model.get("spec")
     if source in ("hub", "layers") and isinstance(spec, str):
         return spec
+    want_size, want_sha = model.get("size"), model.get("sha256")
+    differs: list[Path] = []
     path = model.get("path")
     if isinstance(path, str) and Path(path).exists():
-        return path
+        if not Path(path).is_file() or _file_matches(Path(path), want_size, want_sha):
+            return path
+        differs.append(Path(path))
     if not isinstance(spec, str):
         raise SpectermError("the run does not say where its model came from; pass --target and --draft.")
     rel = Path(spec)
-    want_size, want_sha = model.get("size"), model.get("sha256")
     for root in (models_dirs() if search is None else list(search)):
         if not root.is_dir():
             continue
@@ -87,11 +99,12 @@ def model_location(model: Any, override: str | None = None, search: Sequence[Pat
         for cand in dict.fromkeys(candidates):
             if not cand.exists():
                 continue
-            if cand.is_file():
-                if want_size is not None and cand.stat().st_size != want_size:
-                    continue
-                if want_sha is not None and sha256_file(cand) != want_sha:
-                    continue
+            if cand.is_file() and not _file_matches(cand, want_size, want_sha):
+                differs.append(cand)
+                continue
             return str(cand)
+    if differs:
+        raise SpectermError(f"model {spec} was found at {differs[0]} but its checksum differs from the one this run was made "
+                            "with; restore the original file or pass its location with --target/--draft.")
     dirs = ", ".join(str(d) for d in (models_dirs() if search is None else search))
     raise SpectermError(f"model {spec} was not found under {dirs}; pass its location with --target/--draft or set SPECTERM_MODELS.")

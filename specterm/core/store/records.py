@@ -37,10 +37,13 @@ from typing import Any
 import numpy as np
 
 from specterm.core.errors import SpectermError
+from specterm.core.report import POOLED
 
 CHECKSUM_FIELD = "checksum"
 BOM = b"\xef\xbb\xbf"
 PROB_SLACK = 1e-5  # float32 rounding: a sum of min(p, q) over 150k entries may land a few ulps above 1
+
+RESERVED_CORPUS_NAMES = (POOLED,)  # the report's own set names: a corpus may not take one
 
 _INT_FIELDS = ("y", "draft_argmax", "piece_ends")
 _FLOAT_FIELDS = ("draft_conf", "target_conf", "beta")
@@ -174,10 +177,33 @@ def _check_text(value: Any, name: str, where: str) -> None:
             raise SpectermError(f"{where}: '{name}' holds a lone surrogate, which is not text; the file is corrupt.") from None
 
 
-def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bool = False) -> Stream:
+def check_corpus_name(corpus: str, where: str, advice: str) -> None:
+    """Refuse a corpus named like one of the report's own sets (RESERVED_CORPUS_NAMES: "pooled"),
+    which would collide with the set of every corpus together; `where` starts the sentence."""
+    if corpus in RESERVED_CORPUS_NAMES:
+        raise SpectermError(f"{where}: the corpus name {corpus!r} is reserved for the set of all corpora together; {advice}")
+
+
+@dataclass(frozen=True)
+class RecordBounds:
+    """What a run's metadata says every record of it must satisfy (None: not known, not checked).
+
+    max_n: the run's max_new_tokens (a continuation is never longer);
+    vocab: the target's vocabulary size (every y and draft_argmax id lies in [0, vocab)).
+    """
+
+    max_n: int | None = None
+    vocab: int | None = None
+
+
+def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bool = False,
+                       bounds: RecordBounds | None = None) -> Stream:
     """Validate one record (a parsed JSON object) and build its Stream; `where` names it in errors.
 
-    The checksum is verified when present and required when `require_checksum`.
+    The checksum is verified when present and required when `require_checksum`. Beside each field's
+    own type and length: the corpus is not a reserved name; n <= bounds.max_n; y and draft_argmax
+    ids in [0, bounds.vocab) (ids are never negative); and where both are stored, bits agree with
+    them: a_t = 1 iff draft_argmax_t == y_{t+1} (stored 0-based: bits[t] == (draft_argmax[t] == y[t])).
     """
     if not isinstance(rec, dict):
         raise SpectermError(f"{where}: expected a JSON object per line; this is not a specterm stream file.")
@@ -198,6 +224,10 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
     n = bits.size
     if "n" in rec and (type(rec["n"]) is not int or rec["n"] != n):
         raise SpectermError(f"{where}: 'n' is {str(rec['n'])[:20]} but 'bits' has {n} positions; the file is corrupt.")
+    if bounds is not None and bounds.max_n is not None and n > bounds.max_n:
+        raise SpectermError(f"{where}: the record has {n} positions but its run generated at most {bounds.max_n} "
+                            "(max_new_tokens); it belongs to another run, drop it with `specterm repair`.")
+    check_corpus_name(rec["corpus"], where, "re-import the run with another corpus name.")
     kw: dict[str, Any] = {}
     if rec.get("gate") is not None:
         try:
@@ -218,7 +248,19 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
             raise SpectermError(f"{where}: '{name}' has {arr.size} values, 'bits' has {n}; the file is corrupt.")
         if name in _FLOAT_FIELDS and not bool(np.all((arr >= 0.0) & (arr <= 1.0 + PROB_SLACK))):  # NaN fails both
             raise SpectermError(f"{where}: '{name}' holds values that are not probabilities (NaN, infinite or outside [0, 1]); the file is corrupt.")
+        if name in ("y", "draft_argmax") and arr.size:
+            lo, hi = int(arr.min()), int(arr.max())
+            vocab = None if bounds is None else bounds.vocab
+            if lo < 0 or (vocab is not None and hi >= vocab):
+                limit = f"[0, {vocab})" if vocab is not None else "[0, ...)"
+                bad = lo if lo < 0 else hi
+                raise SpectermError(f"{where}: '{name}' holds token id {bad}, outside the vocabulary {limit}; "
+                                    "the record belongs to another run or is corrupt.")
         kw[name] = arr
+    if "y" in kw and "draft_argmax" in kw and not np.array_equal(bits, kw["draft_argmax"] == kw["y"]):
+        t = int(np.flatnonzero(bits != (kw["draft_argmax"] == kw["y"]))[0])
+        raise SpectermError(f"{where}: 'bits' disagrees with the stored argmaxes at t = {t} (a_t must be 1 exactly "
+                            "when draft_argmax_t == y_t+1); the file is corrupt.")
     text = rec.get("text")
     if text is not None:
         if not isinstance(text, str) or "piece_ends" not in kw:
@@ -235,12 +277,13 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
     return Stream(id=rec["id"], corpus=rec["corpus"], bits=bits, prompt=prompt, text=text, stop=stop, run=run, **kw)
 
 
-def decode_line(raw: bytes, where: str, run: str = "", require_checksum: bool = False) -> Stream:
+def decode_line(raw: bytes, where: str, run: str = "", require_checksum: bool = False,
+                bounds: RecordBounds | None = None) -> Stream:
     """Parse and validate one stored line. The one error path: whatever goes wrong (bad UTF-8, bad
     JSON, a 5000-digit integer, nesting too deep for the parser, a bad field) is a SpectermError
     that starts with `where` ("FILE:LINE")."""
     try:
-        return stream_from_record(json.loads(raw.decode("utf-8")), where, run, require_checksum)
+        return stream_from_record(json.loads(raw.decode("utf-8")), where, run, require_checksum, bounds)
     except SpectermError:
         raise
     except RecursionError:
@@ -249,7 +292,7 @@ def decode_line(raw: bytes, where: str, run: str = "", require_checksum: bool = 
         raise SpectermError(f"{where}: the line is not UTF-8 text; the file is corrupt, restore it or drop the line with `specterm repair`.") from None
     except json.JSONDecodeError as exc:
         raise SpectermError(f"{where}: not valid JSON ({exc.msg}); the file is corrupt, restore it or drop the line with `specterm repair`.") from None
-    except Exception as exc:  # e.g. ValueError for an integer beyond Python's digit limit
+    except Exception as exc:  # one sentence for anything else, e.g. ValueError for an integer beyond Python's digit limit
         detail = str(exc).splitlines()[0][:80] if str(exc) else ""
         raise SpectermError(f"{where}: the line cannot be read ({type(exc).__name__}: {detail}); the file is corrupt.") from None
 

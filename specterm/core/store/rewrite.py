@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from specterm.core.store.atomic import (
     write_atomic,
     write_failure,
 )
+from specterm.core.store.meta import META_FILE, RECORDS_FILE, read_meta, record_bounds
 from specterm.core.store.models import model_key
 from specterm.core.store.records import (
     CHECKSUM_FIELD,
@@ -31,14 +32,8 @@ from specterm.core.store.records import (
     record_checksum,
     record_line,
 )
-from specterm.core.store.runs import (
-    META_FILE,
-    RECORDS_FILE,
-    load_runs,
-    read_meta,
-    stored_lines,
-)
-from specterm.core.store.writer import RunLock, write_meta_atomic
+from specterm.core.store.runs import load_runs, split_damaged_tail, stored_lines
+from specterm.core.store.writer import RunLock, resume_conflict, write_meta_atomic
 
 
 def write_run(path: str | os.PathLike[str], meta: dict[str, Any], streams: Iterable[Stream]) -> Path:
@@ -72,15 +67,18 @@ def merge_runs(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[s
     The merged run lists its shards' directory names in "merged_from", so discovery under the same
     root skips the shards (discover_runs).
     """
-    shards = [Path(p) for p in paths]
-    if len({p.resolve() for p in shards}) < len(shards):
+    shard_paths = [Path(p) for p in paths]
+    if len({p.resolve() for p in shard_paths}) < len(shard_paths):
         raise SpectermError("a shard is named twice; it is in more than one shard position, and merge refuses to duplicate it.")
-    runs = load_runs(shards)
+    runs = load_runs(shard_paths)
     first = runs[0].meta
     for r in runs[1:]:
         for key in ("target", "draft"):
             if model_key(first.get(key)) != model_key(r.meta.get(key)):
                 raise SpectermError(f"{r.path} was run with a different {key}; merge only shards of the same run.")
+        conflict = resume_conflict(first, r.meta)
+        if conflict:
+            raise SpectermError(f"{r.path} {conflict}; merge only shards of the same run.")
     streams = [s for r in runs for s in r.streams]
     origin = [str(r.path) for r in runs for _ in r.streams]
     check_unique(streams, lambda i: origin[i], "it is in more than one shard; merge refuses to duplicate it.")
@@ -99,10 +97,11 @@ class RepairResult:
     dropped: list[str]  # "line N: why"
     checksummed: int  # records that got a checksum they lacked
     mended_tail: bool = False
+    notes: list[str] = field(default_factory=list)  # "line N: what was kept although the line was damaged"
 
     @property
     def changed(self) -> bool:
-        return bool(self.dropped or self.checksummed or self.mended_tail)
+        return bool(self.dropped or self.checksummed or self.mended_tail or self.notes)
 
 
 def repair_run(path: str | os.PathLike[str]) -> RepairResult:
@@ -118,17 +117,30 @@ def repair_run(path: str | os.PathLike[str]) -> RepairResult:
         dropped: list[str] = []
         seen: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
         added = 0
+        notes: list[str] = []
         lines = stored_lines(path)
         mended = bool(lines) and not lines[-1].complete
+        bounds = record_bounds(meta)
         for line in lines:
             where = f"line {line.lineno}"
+            raw = line.raw
             try:
-                stream = decode_line(line.raw, where, require_checksum=require)
+                stream = decode_line(raw, where, require_checksum=require, bounds=bounds)
             except SpectermError as exc:
-                why = "torn (an interrupted write)" if not line.complete else str(exc).removeprefix(f"{where}: ")
-                dropped.append(f"{where}: {why}")
-                continue
-            rec = json.loads(line.raw.decode("utf-8"))
+                split = None if line.complete else split_damaged_tail(raw)
+                salvaged = None
+                if split is not None:
+                    try:
+                        salvaged = decode_line(split[0], where, require_checksum=require, bounds=bounds)
+                    except SpectermError:
+                        pass
+                if split is None or salvaged is None:
+                    why = "torn (an interrupted write)" if not line.complete else str(exc).removeprefix(f"{where}: ")
+                    dropped.append(f"{where}: {why}")
+                    continue
+                stream, raw = salvaged, split[0]
+                notes.append(f"{where}: kept the record, dropped {len(split[1])} stray byte(s) where its newline should be")
+            rec = json.loads(raw.decode("utf-8"))
             key = (stream.corpus, stream.id)
             if key in seen:
                 first_line, first_rec = seen[key]
@@ -143,11 +155,15 @@ def repair_run(path: str | os.PathLike[str]) -> RepairResult:
                 kept.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
                 added += 1
             else:
-                kept.append(line.raw)
+                kept.append(raw)
         result = RepairResult(kept=len(kept), dropped=dropped, checksummed=added,
-                              mended_tail=mended and not any(d.startswith(f"line {lines[-1].lineno}:") for d in dropped))
+                              mended_tail=mended and not any(d.startswith(f"line {lines[-1].lineno}:") for d in dropped + notes),
+                              notes=notes)
         if result.changed or not require:
-            write_atomic(rec_path, (line + b"\n" for line in kept))
+            try:
+                write_atomic(rec_path, (line + b"\n" for line in kept))
+            except OSError as exc:
+                raise write_failure(rec_path, exc, "the run is unchanged") from None
             if not require:
                 write_meta_atomic(path, {**meta, "checksums": True})
     return result

@@ -1,55 +1,51 @@
-"""Runs: reading a run directory, finding the runs under a folder, and which runs pool together.
+"""Runs: reading a run directory (run.json + prompts.jsonl) and finding the runs under a folder.
 
 Layout of `streams/NAME/`:
 
-- `run.json`: human-readable metadata, `{"format": "specterm-run", "schema_version": 1, ...}`:
-  specterm version, models (spec, source, sha256 where a file), dtype, device, hardware,
-  generation parameters, measured cost ratio, creation time.
+- `run.json`: human-readable metadata (store/meta.py), `{"format": "specterm-run",
+  "schema_version": 1, ...}`: specterm version, models (spec, source, sha256 where a file), dtype,
+  device, hardware, generation parameters, measured cost ratio, creation time.
 - `prompts.jsonl`: one record (store/records.py) per completed prompt, appended and fsync'ed one
   prompt at a time, so an interrupted run never loses or corrupts a finished prompt. A final line
-  without its newline is kept when it is a whole valid record (only the newline was lost);
-  otherwise it is an interrupted write: loading ignores it and `RunWriter` cuts it away on resume.
+  without its newline is kept when it is a whole valid record (only the newline was lost), kept
+  with a warning when it is a whole record followed by stray bytes (a corrupted newline: an
+  interrupted write only ever leaves a prefix of a record), and otherwise it is an interrupted
+  write: loading ignores it and `RunWriter` cuts it away on resume.
 - `run.lock`: the advisory lock of the session writing the run (store/writer.py).
 
-Pooling (SPEC: a prompt counts once; model pairs are never pooled):
-
-- Runs of different model pairs (model_key of target and draft) are never pooled: the TUI shows one
-  pair at a time (group_by_models), `specterm report` refuses a mix (single_pair).
-- Within one pair, a (corpus, id) counts once: the same run opened twice is opened once, and a
-  prompt stored in two runs is kept from the first when the records are identical and refused
-  when they differ (pool_runs).
+Discovery never loads a hidden entry (store/atomic.py `is_temp_name`): the unfinished temporary
+directories of a killed `import` or `merge` are not runs.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from specterm.core.errors import SpectermError
-from specterm.core.store.models import model_key, model_label
+from specterm.core.store.atomic import is_temp_name
+from specterm.core.store.meta import META_FILE, RECORDS_FILE, read_meta, record_bounds
 from specterm.core.store.records import BOM, Stream, check_unique, decode_line
-
-FORMAT = "specterm-run"
-SCHEMA_VERSION = 1
-META_FILE = "run.json"
-RECORDS_FILE = "prompts.jsonl"
 
 
 @dataclass
 class Run:
-    """A stored run: its directory, metadata and streams (in the order they were written)."""
+    """A stored run: its directory, metadata, streams (in the order they were written) and the
+    warnings its loading raised (a record kept although its line was damaged)."""
 
     path: Path
     meta: dict[str, Any]
     streams: list[Stream] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
-        return self.meta.get("name") or self.path.name
+        name = self.meta.get("name")
+        return name if isinstance(name, str) and name else self.path.name
 
     @property
     def corpora(self) -> list[str]:
@@ -59,35 +55,7 @@ class Run:
     def r_measured(self) -> float | None:
         cost = self.meta.get("cost") or {}
         r = cost.get("r_measured")
-        return float(r) if isinstance(r, (int, float)) else None
-
-
-def read_meta(path: Path) -> dict[str, Any]:
-    path = Path(path)
-    meta_path = path / META_FILE
-    if not path.is_dir():
-        raise SpectermError(f"{path} is not a run directory; pass a directory under streams/ (see `specterm list`).")
-    if not meta_path.is_file():
-        raise SpectermError(f"{path} has no {META_FILE}, so it is not a specterm run; pass a directory made by `specterm run` or `specterm import`.")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8-sig"))
-    except OSError as exc:
-        raise SpectermError(f"cannot read {meta_path} ({exc.strerror}); check its permissions.") from None
-    except RecursionError:
-        raise SpectermError(f"{meta_path} is nested too deeply to be run metadata; restore it or re-create the run.") from None
-    except Exception as exc:  # bad UTF-8, bad JSON, an integer beyond the digit limit
-        detail = (getattr(exc, "msg", None) or str(exc)).splitlines()[0][:80]
-        raise SpectermError(f"{meta_path} is not valid JSON ({detail}); restore it or re-create the run.") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise SpectermError(f"{meta_path} is not a specterm run file (no \"format\": \"{FORMAT}\"); pass a run made by specterm.")
-    version = meta.get("schema_version")
-    if type(version) is not int:
-        raise SpectermError(f"{meta_path} has no integer schema_version; the file is corrupt.")
-    if version > SCHEMA_VERSION:
-        raise SpectermError(
-            f"{meta_path} was written with stream schema {version}, newer than this specterm reads ({SCHEMA_VERSION}); upgrade specterm."
-        )
-    return meta
+        return float(r) if isinstance(r, (int, float)) and not isinstance(r, bool) else None
 
 
 @dataclass
@@ -116,36 +84,61 @@ def stored_lines(path: Path) -> list[StoredLine]:
     return [line for line in out if line.raw.strip()]
 
 
-def iter_records(path: Path, meta: dict[str, Any] | None = None) -> Iterator[tuple[int, Stream]]:
-    """(line number, Stream) for each record of a run's prompts.jsonl (`meta`: its run.json, read
-    when not given).
+def split_damaged_tail(raw: bytes) -> tuple[bytes, bytes] | None:
+    """(record, stray bytes) when an unterminated final line is one whole JSON object followed by
+    other bytes, else None. An interrupted write leaves only a prefix of a line, so a whole record
+    with bytes after it is a damaged newline (a flipped bit), not a torn write."""
+    text = raw.decode("utf-8", "surrogateescape")  # stray bytes need not be UTF-8
+    try:
+        obj, end = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or end >= len(text):
+        return None
+    head = text[:end].encode("utf-8", "surrogateescape")
+    return head, raw[len(head):]
 
-    A final line without its newline is kept when it is a whole valid record and skipped when it
-    is not (an interrupted write); any other bad line raises SpectermError naming FILE:LINE.
+
+def iter_records(path: Path, meta: dict[str, Any] | None = None,
+                 warn: Callable[[str], None] | None = None) -> Iterator[tuple[int, Stream]]:
+    """(line number, Stream) for each record of a run's prompts.jsonl (`meta`: its run.json, read
+    when not given), each checked against the run's bounds (meta.record_bounds).
+
+    A final line without its newline is kept when it is a whole valid record; kept with a warning
+    (passed to `warn`) when it is a whole valid record followed by stray bytes; and skipped when it
+    is neither (an interrupted write). Any other bad line raises SpectermError naming FILE:LINE.
     """
     path = Path(path)
     meta = read_meta(path) if meta is None else meta
     rec_path = path / RECORDS_FILE
     name = str(meta.get("name") or path.name)
     require = meta.get("checksums") is True
+    bounds = record_bounds(meta)
     for line in stored_lines(path):
         where = f"{rec_path}:{line.lineno}"
         if line.complete:
-            yield line.lineno, decode_line(line.raw, where, name, require)
+            yield line.lineno, decode_line(line.raw, where, name, require, bounds)
             continue
         try:
-            stream = decode_line(line.raw, where, name, require)
+            stream = decode_line(line.raw, where, name, require, bounds)
         except SpectermError:
-            continue  # torn by an interrupted write: the prompt was never finished
+            split = split_damaged_tail(line.raw)
+            if split is None:
+                continue  # torn by an interrupted write: the prompt was never finished
+            stream = decode_line(split[0], where, name, require, bounds)
+            if warn is not None:
+                warn(f"{where}: the last record is whole but {len(split[1])} stray byte(s) follow it where its newline "
+                     "should be; it is kept, and `specterm repair` rewrites the line.")
         yield line.lineno, stream
 
 
 def load_run(path: str | os.PathLike[str]) -> Run:
-    """Load and validate a run directory. Raises SpectermError with one sentence on any problem."""
+    """Load and validate a run directory. Raises SpectermError with one sentence on any problem;
+    a record kept from a damaged line is named in `Run.warnings`."""
     path = Path(path)
     run = Run(path=path, meta=read_meta(path))
     lines: list[int] = []
-    for lineno, stream in iter_records(path, run.meta):
+    for lineno, stream in iter_records(path, run.meta, run.warnings.append):
         run.streams.append(stream)
         lines.append(lineno)
     rec_path = path / RECORDS_FILE
@@ -160,7 +153,8 @@ def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[Run]:
 
 def load_runs_lenient(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Run], list[str]]:
     """(the runs that load, one sentence per run that does not): one corrupt run hides no other."""
-    runs, problems = [], []
+    runs: list[Run] = []
+    problems: list[str] = []
     for p in paths:
         try:
             runs.append(load_run(p))
@@ -181,7 +175,8 @@ def merged_shard_names(metas: dict[Path, dict[str, Any]]) -> set[str]:
 
 
 def discover_runs(root: str | os.PathLike[str] = "streams") -> tuple[list[Path], list[Path]]:
-    """(runs, merged shards) directly under `root`, sorted by name.
+    """(runs, merged shards) directly under `root`, sorted by name; hidden entries (temporary
+    directories of an unfinished write) are never runs.
 
     A shard run (run.json "shard": [i, N]) whose directory a merged run under the same root lists in
     "merged_from" is left out of the runs: its prompts are already in the merged run, and counting
@@ -196,6 +191,8 @@ def discover_runs(root: str | os.PathLike[str] = "streams") -> tuple[list[Path],
     except OSError as exc:
         raise SpectermError(f"cannot list {root} ({exc.strerror}); check its permissions.") from None
     for p in entries:
+        if is_temp_name(p.name):
+            continue  # an unfinished import/merge (or any hidden entry) is never a run
         if (p / META_FILE).is_file():
             try:
                 metas[p] = read_meta(p)
@@ -211,73 +208,3 @@ def find_runs(root: str | os.PathLike[str] = "streams") -> list[Path]:
     """Run directories directly under `root` (those with a run.json), sorted by name, without the
     shards of a merged run there (see discover_runs)."""
     return discover_runs(root)[0]
-
-
-# ----------------------------------------------------------------------------------- pooling ---
-
-
-def pair_key(run: Run) -> tuple[str, str]:
-    """The model pair of a run: (target, draft) identities (model_key)."""
-    return (repr(model_key(run.meta.get("target"))), repr(model_key(run.meta.get("draft"))))
-
-
-def pair_label(run: Run) -> str:
-    return f"target {model_label(run.meta.get('target'))}, draft {model_label(run.meta.get('draft'))}"
-
-
-def same_record(a: Stream, b: Stream) -> bool:
-    """True when two streams hold the same stored record (every field, arrays compared exactly)."""
-    ra, rb = a.to_record(), b.to_record()
-    return ra == rb
-
-
-def pool_runs(runs: list[Run]) -> list[Run]:
-    """The runs of one pair with every (corpus, id) kept once, in order.
-
-    A run directory given twice is kept once; a prompt already kept from an earlier run is dropped
-    from a later one when its record is identical, and refused (SpectermError naming both runs)
-    when it differs. Returns new Run objects; the inputs are not changed.
-    """
-    out: list[Run] = []
-    seen_paths: set[Any] = set()
-    kept: dict[tuple[str, str], tuple[Stream, Run]] = {}
-    for run in runs:
-        where = run.path.resolve()
-        if where in seen_paths:
-            continue
-        seen_paths.add(where)
-        streams = []
-        for s in run.streams:
-            key = (s.corpus, s.id)
-            if key in kept:
-                first, first_run = kept[key]
-                if not same_record(first, s):
-                    raise SpectermError(
-                        f"prompt {s.id!r} ({s.corpus}) is in both {first_run.path} and {run.path} with different "
-                        "records; a prompt of one model pair counts once, so open only one of these runs."
-                    )
-                continue
-            kept[key] = (s, run)
-            streams.append(s)
-        out.append(replace(run, streams=streams))
-    return out
-
-
-def group_by_models(runs: list[Run]) -> list[list[Run]]:
-    """Runs split by model pair in first-seen order, each group pooled (pool_runs)."""
-    groups: dict[tuple[str, str], list[Run]] = {}
-    for run in runs:
-        groups.setdefault(pair_key(run), []).append(run)
-    return [pool_runs(g) for g in groups.values()]
-
-
-def single_pair(runs: list[Run]) -> list[Run]:
-    """The runs pooled (pool_runs), or one sentence naming runs of different model pairs."""
-    groups: dict[tuple[str, str], list[Run]] = {}
-    for run in runs:
-        groups.setdefault(pair_key(run), []).append(run)
-    if len(groups) > 1:
-        firsts = [g[0] for g in groups.values()]
-        names = " and ".join(f"{r.path} ({pair_label(r)})" for r in firsts[:3])
-        raise SpectermError(f"{names} are runs of different model pairs, which are never pooled; report each pair on its own.")
-    return pool_runs(runs)

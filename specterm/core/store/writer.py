@@ -7,28 +7,39 @@ can say who holds it. Where `fcntl` does not exist (Windows) the lock is a no-op
 
 from __future__ import annotations
 
+import errno
 import os
 import platform
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Self, TextIO
 
 from specterm import __version__
 from specterm.core.errors import SpectermError
-from specterm.core.store.atomic import write_json_atomic
-from specterm.core.store.models import model_key, model_label
-from specterm.core.store.records import BOM, Stream, decode_line, record_line
-from specterm.core.store.runs import (
+from specterm.core.store.atomic import (
+    FILE_MODE,
+    open_append,
+    write_failure,
+    write_json_atomic,
+)
+from specterm.core.store.meta import (
     FORMAT,
     META_FILE,
     RECORDS_FILE,
+    RESUME_SETTINGS,
     SCHEMA_VERSION,
-    load_run,
+    SETTING_FLAGS,
+    generation_settings,
     read_meta,
+    record_bounds,
 )
+from specterm.core.store.models import model_key, model_label
+from specterm.core.store.records import BOM, Stream, decode_line, record_line
+from specterm.core.store.runs import load_run, split_damaged_tail
 
 LOCK_FILE = "run.lock"
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 try:
     import fcntl
@@ -39,7 +50,9 @@ except ImportError:  # pragma: no cover - not on POSIX
 def lock_holder(path: Path) -> str:
     """The pid written by the session holding the lock (or '?' when unreadable)."""
     try:
-        return (Path(path) / LOCK_FILE).read_text(encoding="ascii").strip() or "?"
+        fd = os.open(Path(path) / LOCK_FILE, os.O_RDONLY | _O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read(64).decode("ascii").strip() or "?"
     except (OSError, UnicodeDecodeError):
         return "?"
 
@@ -49,13 +62,21 @@ class RunLock:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._fh: IO[str] | None = None
+        self._fh: TextIO | None = None
 
     def acquire(self) -> RunLock:
+        """Take the lock or refuse in one sentence. The lock file is opened with O_NOFOLLOW: a
+        run.lock that is a symlink (which would make the pid land in a file outside the run) is
+        refused, never followed."""
+        lock_path = self.path / LOCK_FILE
         try:
-            fh = open(self.path / LOCK_FILE, "a+", encoding="ascii")
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
         except OSError as exc:
+            if exc.errno == errno.ELOOP or lock_path.is_symlink():
+                raise SpectermError(f"{lock_path} is a symbolic link, which specterm never writes through; "
+                                    "remove it and try again.") from None
             raise SpectermError(f"cannot lock {self.path} for writing ({exc.strerror}); check that the directory is writable.") from None
+        fh = os.fdopen(fd, "r+", encoding="ascii")
         if fcntl is not None:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -65,10 +86,14 @@ class RunLock:
                     f"{self.path} is being written by another specterm session (pid {lock_holder(self.path)}); "
                     "wait for it to finish or stop it, then try again."
                 ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()}\n")
-        fh.flush()
+        try:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}\n")
+            fh.flush()
+        except OSError as exc:
+            fh.close()
+            raise write_failure(lock_path, exc) from None
         self._fh = fh
         return self
 
@@ -83,8 +108,9 @@ class RunLock:
     def held(self) -> bool:
         return self._fh is not None
 
-    def __enter__(self) -> RunLock:
-        return self.acquire()
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
@@ -93,7 +119,7 @@ class RunLock:
 def check_unlocked(path: str | os.PathLike[str]) -> None:
     """Refuse (one sentence) when another session holds the lock of an existing run directory."""
     path = Path(path)
-    if (path / LOCK_FILE).exists():
+    if (path / LOCK_FILE).exists() or (path / LOCK_FILE).is_symlink():
         RunLock(path).acquire().release()
 
 
@@ -130,41 +156,6 @@ def hardware_info() -> dict[str, Any]:
         pass
     return info
 
-# ------------------------------------------------------------------------- generation settings ---
-
-RESUME_SETTINGS = ("max_new_tokens", "y_method", "dtype", "decoding", "prompt_encoding")
-
-
-def y_method(generation: dict[str, Any]) -> str | None:
-    """How y was built, without the batch size (which does not change y): 'batched greedy' or
-    'speculative decoding, gamma=G'. Older runs only have the free text y_built_with."""
-    method = generation.get("y_method")
-    if isinstance(method, str):
-        return method
-    text = generation.get("y_built_with")
-    if not isinstance(text, str):
-        return None
-    if text.startswith("speculative"):
-        return "speculative decoding, gamma=" + text.rsplit("gamma=", 1)[-1]
-    return "batched greedy"
-
-
-def generation_settings(meta: dict[str, Any]) -> dict[str, Any]:
-    """The settings that change what a stored stream means; a resumed run must keep them all."""
-    gen = meta.get("generation") or {}
-    return {
-        "max_new_tokens": gen.get("max_new_tokens"),
-        "y_method": y_method(gen),
-        "dtype": meta.get("dtype"),
-        "decoding": gen.get("decoding"),
-        "prompt_encoding": gen.get("prompt_encoding"),
-    }
-
-
-SETTING_FLAGS = {"max_new_tokens": "-n", "y_method": "--spec-gamma", "dtype": "--dtype",
-                 "decoding": "the decoding rule", "prompt_encoding": "the prompt encoding"}
-
-
 def resume_conflict(old: dict[str, Any], new: dict[str, Any], keys: Iterable[str] = ("target", "draft")) -> str | None:
     """One sentence saying how `new` differs from the stored run `old` (models, then generation
     settings), or None. Settings missing on either side are not compared."""
@@ -192,6 +183,7 @@ class RunWriter:
                  check_keys: tuple[str, ...] = ("target", "draft")):
         self.path = Path(path)
         self.done: set[tuple[str, str]] = set()
+        self.warnings: list[str] = []
         self.lock = RunLock(self.path)
         meta_path = self.path / META_FILE
         if meta_path.exists():
@@ -217,31 +209,51 @@ class RunWriter:
             self.lock.acquire()
             self.meta = {**meta, "checksums": True}  # every line this writer appends carries one
             self.write_meta()
-            (self.path / RECORDS_FILE).touch()
+            try:
+                open_append(self.path / RECORDS_FILE).close()
+            except OSError as exc:
+                raise write_failure(self.path / RECORDS_FILE, exc) from None
 
     def _mend_tail(self) -> None:
-        """Cut a torn final line; give a whole final record its missing newline."""
+        """Cut a torn final line (an interrupted write: a prefix of a record); give a whole final
+        record its missing newline; and keep a whole final record followed by stray bytes (a
+        damaged newline, never an interrupted write): the stray bytes are replaced by the newline
+        and `warnings` says so. Nothing is opened through a symlink."""
         rec_path = self.path / RECORDS_FILE
-        if not rec_path.exists():
-            rec_path.touch()
-            return
-        data = rec_path.read_bytes()
-        if not data or data.endswith(b"\n"):
-            return
-        keep = data.rfind(b"\n") + 1
         try:
-            decode_line(data[keep:].removeprefix(BOM), "tail", require_checksum=self.meta.get("checksums") is True)
-        except SpectermError:
-            with open(rec_path, "r+b") as fh:
-                fh.truncate(keep)
+            data = rec_path.read_bytes() if rec_path.exists() else b""
+            if data.endswith(b"\n"):
+                return
+            keep = data.rfind(b"\n") + 1
+            tail = data[keep:].removeprefix(BOM) if keep == 0 else data[keep:]
+            bounds = record_bounds(self.meta)
+            require = self.meta.get("checksums") is True
+            cut, newline = keep, False
+            if tail.strip():
+                try:
+                    decode_line(tail, "tail", require_checksum=require, bounds=bounds)
+                    cut, newline = len(data), True
+                except SpectermError:
+                    split = split_damaged_tail(tail)
+                    if split is not None:
+                        try:
+                            decode_line(split[0], "tail", require_checksum=require, bounds=bounds)
+                        except SpectermError:
+                            split = None
+                    if split is not None:
+                        cut, newline = len(data) - len(split[1]), True
+                        self.warnings.append(f"{rec_path}: the last record was whole but {len(split[1])} stray byte(s) "
+                                             "followed it where its newline should be; the record is kept, the bytes replaced by a newline.")
+            with open_append(rec_path, truncate_to=cut) as fh:
+                if newline:
+                    fh.write(b"\n")
+                fh.flush()
                 os.fsync(fh.fileno())
-            return
-        with open(rec_path, "ab") as fh:
-            fh.write(b"\n")
-            os.fsync(fh.fileno())
+        except OSError as exc:
+            raise write_failure(rec_path, exc) from None
 
     def write_meta(self) -> None:
-        """Atomically replace run.json (write a temp file, then rename)."""
+        """Atomically replace run.json (store/atomic.py)."""
         write_meta_atomic(self.path, self.meta)
 
     def update_meta(self, **fields: Any) -> None:
@@ -255,16 +267,20 @@ class RunWriter:
         if key in self.done:
             raise SpectermError(f"prompt '{stream.id}' ({stream.corpus}) is already in {self.path}; it was not written twice.")
         line = record_line(stream)
-        with open(self.path / RECORDS_FILE, "ab") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        rec_path = self.path / RECORDS_FILE
+        try:
+            with open_append(rec_path) as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise write_failure(rec_path, exc, "nothing of this prompt was kept") from None
         self.done.add(key)
 
     def close(self) -> None:
         self.lock.release()
 
-    def __enter__(self) -> RunWriter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -273,5 +289,8 @@ class RunWriter:
 
 def write_meta_atomic(path: Path, meta: dict[str, Any]) -> None:
     """Replace `path`/run.json atomically (store/atomic.py: a unique temp file beside it, fsync'ed,
-    renamed, the directory fsync'ed)."""
-    write_json_atomic(Path(path) / META_FILE, meta)
+    renamed, the directory fsync'ed); a failure (a full disk) is one sentence, the old file intact."""
+    try:
+        write_json_atomic(Path(path) / META_FILE, meta)
+    except OSError as exc:
+        raise write_failure(Path(path) / META_FILE, exc) from None

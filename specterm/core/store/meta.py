@@ -1,0 +1,189 @@
+"""Run metadata (`run.json`): read, validated field by field, and what it says about the records.
+
+A run.json whose fields have the wrong types is refused with one sentence naming the field (so
+`list`, `report` and the TUI skip that run with a warning instead of crashing on it). Unknown
+fields are allowed (later versions add some); known ones must have their type or be null.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from specterm.core.errors import SpectermError
+from specterm.core.store.records import RecordBounds
+
+FORMAT = "specterm-run"
+SCHEMA_VERSION = 1
+META_FILE = "run.json"
+RECORDS_FILE = "prompts.jsonl"
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """The validated run.json of the run directory `path`; SpectermError (one sentence) on any problem."""
+    path = Path(path)
+    meta_path = path / META_FILE
+    if not path.is_dir():
+        raise SpectermError(f"{path} is not a run directory; pass a directory under streams/ (see `specterm list`).")
+    if not meta_path.is_file():
+        raise SpectermError(f"{path} has no {META_FILE}, so it is not a specterm run; pass a directory made by `specterm run` or `specterm import`.")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8-sig"))
+    except OSError as exc:
+        raise SpectermError(f"cannot read {meta_path} ({exc.strerror}); check its permissions.") from None
+    except RecursionError:
+        raise SpectermError(f"{meta_path} is nested too deeply to be run metadata; restore it or re-create the run.") from None
+    except Exception as exc:  # one sentence for anything else: bad UTF-8, bad JSON, an integer beyond the digit limit
+        detail = (getattr(exc, "msg", None) or str(exc)).splitlines()[0][:80]
+        raise SpectermError(f"{meta_path} is not valid JSON ({detail}); restore it or re-create the run.") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise SpectermError(f"{meta_path} is not a specterm run file (no \"format\": \"{FORMAT}\"); pass a run made by specterm.")
+    version = meta.get("schema_version")
+    if type(version) is not int:
+        raise SpectermError(f"{meta_path} has no integer schema_version; the file is corrupt.")
+    if version > SCHEMA_VERSION:
+        raise SpectermError(
+            f"{meta_path} was written with stream schema {version}, newer than this specterm reads ({SCHEMA_VERSION}); upgrade specterm."
+        )
+    validate_meta(meta, meta_path)
+    return meta
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else {dict: "an object", list: "a list", str: "a string", bool: "true/false"}.get(
+        type(value), "a number" if _is_number(value) else type(value).__name__)
+
+
+# Known top-level fields: (check, what it must be). Each may also be null or absent.
+_META_FIELDS: dict[str, tuple[Any, str]] = {
+    "name": (lambda v: isinstance(v, str), "a string"),
+    "created": (lambda v: isinstance(v, str), "a string"),
+    "specterm_version": (lambda v: isinstance(v, str), "a string"),
+    "device": (lambda v: isinstance(v, str), "a string"),
+    "dtype": (lambda v: isinstance(v, str), "a string"),
+    "imported_from": (lambda v: isinstance(v, str), "a string"),
+    "target": (lambda v: isinstance(v, (dict, str)), "an object"),
+    "draft": (lambda v: isinstance(v, (dict, str)), "an object"),
+    "generation": (lambda v: isinstance(v, dict), "an object"),
+    "hardware": (lambda v: isinstance(v, dict), "an object"),
+    "cost": (lambda v: isinstance(v, dict), "an object"),
+    "sessions": (lambda v: isinstance(v, list), "a list"),
+    "confirmations": (lambda v: isinstance(v, list), "a list"),
+    "merged_from": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of directory names"),
+    "checksums": (lambda v: isinstance(v, bool), "true or false"),
+    "tokenizer_vocab": (lambda v: _is_int(v) and v > 0, "a positive integer"),
+    "shard": (lambda v: isinstance(v, list) and len(v) == 2 and all(_is_int(x) for x in v) and 0 <= v[0] < v[1],
+              "[i, N] with 0 <= i < N"),
+}
+_MODEL_FIELDS: dict[str, tuple[Any, str]] = {
+    "spec": (lambda v: isinstance(v, str), "a string"),
+    "source": (lambda v: isinstance(v, str), "a string"),
+    "sha256": (lambda v: isinstance(v, str), "a string"),
+    "path": (lambda v: isinstance(v, str), "a string"),
+    "vocab_size": (lambda v: _is_int(v) and v > 0, "a positive integer"),
+    "size": (lambda v: _is_int(v) and v >= 0, "an integer"),
+    "layers": (lambda v: _is_int(v) and v > 0, "a positive integer"),
+}
+_GENERATION_FIELDS: dict[str, tuple[Any, str]] = {
+    "max_new_tokens": (lambda v: _is_int(v) and v > 0, "a positive integer"),
+    "batch_size": (lambda v: _is_int(v) and v > 0, "a positive integer"),
+    "y_method": (lambda v: isinstance(v, str), "a string"),
+    "y_built_with": (lambda v: isinstance(v, str), "a string"),
+    "decoding": (lambda v: isinstance(v, str), "a string"),
+    "prompt_encoding": (lambda v: isinstance(v, str), "a string"),
+    "eos_token_ids": (lambda v: isinstance(v, list) and all(_is_int(x) for x in v), "a list of token ids"),
+}
+
+
+def _cost_value_ok(key: str, value: Any) -> bool:
+    """A cost entry: seconds and ratios are numbers, per-gamma tables map names to numbers, samples
+    map names to lists of numbers; anything else (notes, methods, earlier records) is free."""
+    if key == "earlier":
+        return isinstance(value, list) and all(isinstance(x, dict) for x in value)
+    if key.startswith("samples"):
+        return isinstance(value, dict) and all(isinstance(v, list) and all(_is_number(x) for x in v) for v in value.values())
+    if key in ("context", "repeats", "threads", "r_gamma"):
+        return _is_int(value)
+    if key == "r_measured" or (key.startswith("c_") and key.endswith("_s")):
+        return _is_number(value) or (isinstance(value, dict) and all(_is_number(v) for v in value.values()))
+    if key == "r_by_gamma":
+        return isinstance(value, dict) and all(_is_number(v) for v in value.values())
+    return True
+
+
+def _check_fields(obj: dict[str, Any], fields: dict[str, tuple[Any, str]], prefix: str, where: Path) -> None:
+    for key, (ok, what) in fields.items():
+        value = obj.get(key)
+        if value is not None and not ok(value):
+            raise SpectermError(f"{where}: '{prefix}{key}' must be {what}, not {_type_name(value)}; "
+                                "the file is corrupt, restore it or re-create the run.")
+
+
+def validate_meta(meta: dict[str, Any], where: Path) -> None:
+    """Check every known field of a run.json (`where` names it); SpectermError naming the first bad one."""
+    _check_fields(meta, _META_FIELDS, "", where)
+    for role in ("target", "draft"):
+        if isinstance(meta.get(role), dict):
+            _check_fields(meta[role], _MODEL_FIELDS, f"{role}.", where)
+    if isinstance(meta.get("generation"), dict):
+        _check_fields(meta["generation"], _GENERATION_FIELDS, "generation.", where)
+    cost = meta.get("cost")
+    if isinstance(cost, dict):
+        for key, value in cost.items():
+            if value is not None and not _cost_value_ok(key, value):
+                raise SpectermError(f"{where}: 'cost.{key}' holds {_type_name(value)}, which is not a measured cost; "
+                                    "the file is corrupt, restore it or re-measure with `specterm run --resume --remeasure-cost`.")
+
+
+def record_bounds(meta: dict[str, Any]) -> RecordBounds:
+    """What run.json says each record must satisfy: n <= generation.max_new_tokens, ids below the
+    target's vocab_size (None where the run does not say, e.g. an import)."""
+    gen = meta.get("generation")
+    max_n = gen.get("max_new_tokens") if isinstance(gen, dict) else None
+    target = meta.get("target")
+    vocab = target.get("vocab_size") if isinstance(target, dict) else None
+    return RecordBounds(max_n=max_n if _is_int(max_n) else None, vocab=vocab if _is_int(vocab) else None)
+
+
+# ------------------------------------------------------------------------------ generation settings ---
+
+RESUME_SETTINGS = ("max_new_tokens", "y_method", "dtype", "decoding", "prompt_encoding")
+
+
+def y_method(generation: dict[str, Any]) -> str | None:
+    """How y was built, without the batch size (which does not change y): 'batched greedy' or
+    'speculative decoding, gamma=G'. Older runs only have the free text y_built_with."""
+    method = generation.get("y_method")
+    if isinstance(method, str):
+        return method
+    text = generation.get("y_built_with")
+    if not isinstance(text, str):
+        return None
+    if text.startswith("speculative"):
+        return "speculative decoding, gamma=" + text.rsplit("gamma=", 1)[-1]
+    return "batched greedy"
+
+
+def generation_settings(meta: dict[str, Any]) -> dict[str, Any]:
+    """The settings that change what a stored stream means; a resumed run must keep them all."""
+    gen = meta.get("generation") or {}
+    return {
+        "max_new_tokens": gen.get("max_new_tokens"),
+        "y_method": y_method(gen),
+        "dtype": meta.get("dtype"),
+        "decoding": gen.get("decoding"),
+        "prompt_encoding": gen.get("prompt_encoding"),
+    }
+
+
+SETTING_FLAGS = {"max_new_tokens": "-n", "y_method": "--spec-gamma", "dtype": "--dtype",
+                 "decoding": "the decoding rule", "prompt_encoding": "the prompt encoding"}
