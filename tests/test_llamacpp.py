@@ -117,9 +117,11 @@ def test_bits_equal_a_hand_loop_over_the_bindings_logits(smol):
     draft_scores[3, y[3]] -= 100.0  # and one position where the draft's argmax is not y
     cols = stream_columns(mine_t, draft_scores.astype(np.float32), np.asarray(y))
     for t in range(len(y)):
-        p_row = [math.exp(v - max(scores[t])) for v in scores[t]]
+        row_p, row_q = scores[t].tolist(), draft_scores[t].tolist()
+        mp, mq = max(row_p), max(row_q)
+        p_row = [math.exp(v - mp) for v in row_p]
         zp = sum(p_row)
-        q_row = [math.exp(v - max(draft_scores[t])) for v in draft_scores[t]]
+        q_row = [math.exp(v - mq) for v in row_q]
         zq = sum(q_row)
         t_arg = max(range(len(p_row)), key=lambda v: (p_row[v], -v))
         d_arg = max(range(len(q_row)), key=lambda v: (q_row[v], -v))
