@@ -74,12 +74,29 @@ def run_cmd(
         False, "--record-paths",
         help="Keep the models' absolute local paths in run.json (default: a local model is named by its file name and sha256, so a run can be shared).",
     ),
+    backend: str = typer.Option(
+        "torch", "--backend",
+        help="torch (default) or llama.cpp: GGUF files only, y and logits from llama.cpp's own kernels, llama.cpp costs "
+             "(needs the llamacpp extra: pip install -e \".[llamacpp]\").",
+    ),
+    threads: Optional[int] = typer.Option(None, "--threads", help="llama.cpp threads with --backend llama.cpp (default 1)."),
 ) -> None:
     """Run the exact oracle: greedy y from the target, one teacher-forced pass per model, a_t per position.
 
     Every argument is checked (prompts encoded with the tokenizer, layers:K against the config,
     --out writable, --resume settings unchanged) before any model is loaded."""
     params = dict(locals())
+    backend = params.pop("backend")
+    threads = params.pop("threads")
+    if backend == "llama.cpp":
+        from specterm.oracle.llamacpp.commands import run_command as run_llamacpp
+
+        run_llamacpp(**params, threads=threads)
+        return
+    if backend != "torch":
+        fail(f"unknown --backend {backend}; use torch or llama.cpp.")
+    if threads is not None:
+        fail("--threads is for --backend llama.cpp; torch picks its own threads.")
     from specterm.oracle.runner import run_command
 
     run_command(**params)
@@ -120,12 +137,69 @@ def confirm_cmd(
     batch: int = typer.Option(1, "--batch", help="B > 1: a batched confirmation, B prompts of a corpus together at g_hw(B)."),
     interleave_costs: bool = typer.Option(True, "--interleave-costs/--no-interleave-costs",
                                           help="Time one more cost round after every prompt (off on a loaded machine)."),
+    engine: str = typer.Option(
+        "torch", "--engine",
+        help="torch (default: specterm's own decoder) or llama.cpp: llama.cpp's llama-speculative-simple against llama.cpp "
+             "greedy decoding (needs the llamacpp extra; the binary is built on first use, or give --llama-bin).",
+    ),
+    llama_bin: Optional[Path] = typer.Option(
+        None, "--llama-bin", help="With --engine llama.cpp: directory holding llama-speculative-simple (default: build it into the cache)."),
+    llama_src: Optional[Path] = typer.Option(
+        None, "--llama-src", help="With --engine llama.cpp: llama.cpp sources (a tree or the llama-cpp-python sdist) to build from."),
+    keep_logs: Optional[Path] = typer.Option(
+        None, "--keep-logs", help="With --engine llama.cpp: copy every llama-speculative-simple -v log into this directory."),
+    cost_max_gamma: int = typer.Option(
+        16, "--cost-max-gamma", min=1, max=16,
+        help="With --engine llama.cpp: time c_verify(g) for g = 1..this (fewer: a shorter cost measurement)."),
 ) -> None:
     """Time plain greedy against real speculative decoding at the run's g_hw (always), this session's g_hw, g_iid; record it in run.json."""
     params = dict(locals())
+    engine = params.pop("engine")
+    llama = {k: params.pop(k) for k in ("llama_bin", "llama_src", "keep_logs", "cost_max_gamma")}
+    if engine == "llama.cpp":
+        for key in ("device", "dtype"):
+            if params[key] is not None:
+                fail(f"--{key} does not apply to --engine llama.cpp (CPU, the GGUF's own weights); drop it.")
+        torch_only = {"decision_only": False, "batch_costs": False, "batch": 1, "interleave_costs": True}
+        for key, default in torch_only.items():
+            if params[key] != default:
+                fail(f"--{key.replace('_', '-')} is not available with --engine llama.cpp yet; drop it.")
+        from specterm.oracle.llamacpp.confirm import confirm_command as confirm_llamacpp
+
+        confirm_llamacpp(**{k: v for k, v in params.items() if k not in ("device", "dtype", *torch_only)}, **llama)
+        return
+    if engine != "torch":
+        fail(f"unknown --engine {engine}; use torch or llama.cpp.")
+    if any(llama[k] is not None for k in ("llama_bin", "llama_src", "keep_logs")) or llama["cost_max_gamma"] != 16:
+        fail("--llama-bin, --llama-src, --keep-logs and --cost-max-gamma are for --engine llama.cpp.")
     from specterm.oracle.confirm import confirm_command
 
     confirm_command(**params)
+
+
+@app.command("crossstack")
+def crossstack_cmd(
+    run_a: Path = typer.Argument(..., help="The reference run (e.g. streams/qwen2.5-coder-0.5b-1.5b, torch)."),
+    run_b: Path = typer.Argument(..., help="The same pair and prompts in llama.cpp (e.g. streams/qwen2.5-coder-0.5b-1.5b-llamacpp)."),
+    format: str = typer.Option("md", "--format", "-f", help="md | json."),
+    hist_gamma: int = typer.Option(4, "--hist-gamma", min=1, help="Draft length of the accepted-run histogram table."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+) -> None:
+    """Side by side: alpha, tokens per target call, accepted-run histograms (real llama.cpp decoder vs the
+    block walk on each engine's bits, chi-square test) and each engine's decision with its realized speedups."""
+    import json
+
+    from specterm.core.crossstack import cross_stack, cross_stack_markdown
+    from specterm.core.store import load_run
+
+    if format not in ("md", "json"):
+        fail(f"unknown --format {format}; use md or json.")
+    cs = cross_stack(load_run(run_a), load_run(run_b), gammas=sorted({1, 4, 8, hist_gamma}))
+    text = json.dumps(cs, indent=2) + "\n" if format == "json" else cross_stack_markdown(cs, hist_gamma)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
 
 
 # ------------------------------------------------------------------- import / report / list ---

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "specterm"
-FORBIDDEN_IN_CORE = ("torch", "transformers", "textual", "textual_plotext")
+FORBIDDEN_IN_CORE = ("torch", "transformers", "textual", "textual_plotext", "llama_cpp")
 UI_FILES = sorted([*ROOT.joinpath("screens").glob("*.py"), *ROOT.joinpath("widgets").glob("*.py"),
                    ROOT / "app.py", ROOT / "commands.py"])
 

@@ -1,0 +1,381 @@
+"""The cross-stack check: the same draft/target pair and prompts measured in two engines (e.g. torch
+float32 and llama.cpp on the quantized GGUF), side by side. Pure: runs in, tables out.
+
+Per corpus (prompts matched by (corpus, id)):
+
+- alpha in each run (pooled, gate-valid positions), gate rates, and how many prompts have the same y
+  in both runs (token identity; the first divergence otherwise);
+- tokens per target call at each g: the block walk (SPEC 2, E_true = tokens / blocks) on each run's
+  bits, and what a real speculative decoder measured (a confirmation record that kept per-block
+  accepted counts: sum tokens / sum target calls);
+- the accepted-run histogram at g (blocks with K = 0..g accepted drafts) of the real decoder, the
+  walk on run B's bits and the walk on run A's bits over the same prompts, with a two-sample test
+  (`histogram_test`);
+- the decision on this hardware in each run (its stored costs, SPEC 6) with a prediction interval for
+  the prompts timed, beside the realized speedups of its confirmations.
+
+The histogram test is Pearson's chi-square test of homogeneity on the 2 x (g+1) table of block
+counts (scipy.stats.chi2_contingency), sparse K bins merged upward until every column holds at least
+MIN_COLUMN blocks. Why not Kolmogorov-Smirnov: K is a bounded count with g+1 values and thousands of
+ties, where the KS null distribution (continuous data) does not hold and the test is conservative;
+the chi-square test compares the whole categorical distribution. Caveat stated with every p-value:
+blocks of one prompt are not independent (acceptance is clustered), so the nominal p-value is too
+small; prompts are the independent unit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from specterm.core.blockwalk import block_accepts, block_counts
+from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve, decision_hw
+from specterm.core.store import Run, Stream
+
+MIN_COLUMN = 10
+HIST_GAMMAS = (1, 4, 8)
+BOOT = 2000
+
+
+@dataclass(frozen=True)
+class HistTest:
+    """A chi-square test of homogeneity of two K histograms."""
+
+    statistic: float
+    dof: int
+    p_value: float
+    merged_bins: list[list[int]]  # the K values pooled into each column
+
+
+def merge_sparse_bins(a: Sequence[int], b: Sequence[int], min_column: int = MIN_COLUMN) -> tuple[np.ndarray, list[list[int]]]:
+    """2 x m table from two histograms over K = 0..g: bins are merged from K = 0 upward until a
+    column holds at least `min_column` blocks (a short last column joins the one before it)."""
+    a_arr, b_arr = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    cols: list[list[int]] = []
+    groups: list[list[int]] = []
+    cur = [0, 0]
+    ks: list[int] = []
+    for k in range(a_arr.size):
+        cur = [cur[0] + int(a_arr[k]), cur[1] + int(b_arr[k])]
+        ks.append(k)
+        if sum(cur) >= min_column:
+            cols.append(cur)
+            groups.append(ks)
+            cur, ks = [0, 0], []
+    if ks:
+        if cols:
+            cols[-1] = [cols[-1][0] + cur[0], cols[-1][1] + cur[1]]
+            groups[-1] = groups[-1] + ks
+        else:
+            cols.append(cur)
+            groups.append(ks)
+    return np.array(cols, dtype=np.int64).T.reshape(2, -1), groups
+
+
+def histogram_test(a: Sequence[int], b: Sequence[int]) -> HistTest | None:
+    """Chi-square test of homogeneity of two K histograms (module docstring); None when there are
+    fewer than 2 columns after merging or a histogram is empty."""
+    from scipy.stats import chi2_contingency
+
+    table, groups = merge_sparse_bins(a, b)
+    if table.shape[1] < 2 or table.sum(axis=1).min() == 0:
+        return None
+    keep = table.sum(axis=0) > 0
+    table = table[:, keep]
+    groups = [g for g, k in zip(groups, keep.tolist()) if k]
+    if table.shape[1] < 2:
+        return None
+    stat, p, dof, _ = chi2_contingency(table, correction=False)
+    return HistTest(statistic=float(stat), dof=int(dof), p_value=float(p), merged_bins=groups)
+
+
+def histogram(ks: npt.NDArray[np.int64], gamma: int) -> list[int]:
+    """Blocks with K = 0..gamma accepted drafts."""
+    counts = np.bincount(np.asarray(ks, dtype=np.int64), minlength=gamma + 1)[: gamma + 1]
+    return [int(c) for c in counts]
+
+
+def first_divergence(a: npt.NDArray[np.int32] | None, b: npt.NDArray[np.int32] | None) -> int | None:
+    """Index of the first token where two y differ (the shorter length when one is a prefix); None if equal."""
+    if a is None or b is None:
+        return 0
+    n = min(a.size, b.size)
+    diff = np.flatnonzero(a[:n] != b[:n])
+    if diff.size:
+        return int(diff[0])
+    return None if a.size == b.size else n
+
+
+def pooled_alpha(streams: Sequence[Stream]) -> float | None:
+    """sum a / n over the gate-valid positions of the streams (SPEC 2's alpha)."""
+    n = sum(s.valid_len for s in streams)
+    return float(sum(int(s.a.sum()) for s in streams)) / n if n else None
+
+
+def walk_tokens_per_call(streams: Sequence[Stream], gamma: int, every_position: bool = False) -> float | None:
+    """E_true(g) = sum tokens / sum blocks of the walk over the streams' analysed bits (SPEC 1: up to
+    the first gate failure), or over every position with `every_position` (gate ignored)."""
+    tok = blk = 0
+    for s in streams:
+        bits = s.bits if every_position else s.a
+        if bits.size:
+            t, b, _ = block_counts(bits, gamma)
+            tok += int(t)
+            blk += int(b)
+    return tok / blk if blk else None
+
+
+def confirmation_prompts(run: Run, engine: str | None) -> list[dict[str, Any]]:
+    """Per-prompt rows of the run's complete-or-latest confirmation records of `engine` ("llama.cpp",
+    or None for records without an engine key, i.e. torch), newest record first per (corpus, id)."""
+    records = run.meta.get(CONFIRMATIONS_KEY) or []
+    seen: set[tuple[str, str]] = set()
+    out: list[dict[str, Any]] = []
+    for rec in reversed(records if isinstance(records, list) else []):
+        if not isinstance(rec, dict) or rec.get("engine") != engine:
+            continue
+        for row in rec.get("prompts") or []:
+            key = (row.get("corpus"), row.get("id"))
+            if key not in seen:
+                seen.add(key)
+                out.append({**row, "_record_date": rec.get("date"), "_cost": rec.get("cost")})
+    return out
+
+
+def realized_rows(run: Run, engine: str | None, corpus: str) -> dict[int, dict[str, Any]]:
+    """Per g: realized speedup (sum greedy s / sum speculative s) over the confirmed prompts of a corpus,
+    the number of prompts, tokens per target call, and how many outputs equalled the stored y.
+    Greedy is timed over the tokens the speculative run emitted when the record has per-token
+    stamps (llama.cpp: greedy_cum_s), else over the whole row (torch: both emit the same tokens)."""
+    acc: dict[int, dict[str, Any]] = {}
+    for row in confirmation_prompts(run, engine):
+        if row.get("corpus") != corpus:
+            continue
+        for g_key, sp in (row.get("spec") or {}).items():
+            a = acc.setdefault(int(g_key), {"greedy_s": 0.0, "spec_s": 0.0, "prompts": 0, "tokens": 0, "calls": 0,
+                                            "identical": 0})
+            tokens = int(sp.get("tokens_out", row["tokens"]))
+            cum = row.get("greedy_cum_s")
+            a["greedy_s"] += float(cum[min(tokens, len(cum)) - 1]) if cum else float(row["greedy_s"])
+            a["spec_s"] += float(sp["s"])
+            a["prompts"] += 1
+            a["tokens"] += tokens
+            a["calls"] += int(sp["target_calls"])
+            a["identical"] += int(bool(sp.get("identical")) and bool(row.get("greedy_identical", True)))
+    return {g: {"realized": a["greedy_s"] / a["spec_s"], "prompts": a["prompts"], "identical": a["identical"],
+                "tokens_per_call": a["tokens"] / a["calls"] if a["calls"] else None}
+            for g, a in sorted(acc.items())}
+
+
+def decision_interval(bits: Sequence[npt.NDArray[np.uint8]], k: int, gamma: int, cost: dict[str, Any],
+                      boot: int = BOOT, seed: int = 0) -> tuple[float, float] | None:
+    """95% prediction interval of S_hw(g) for k new prompts (SPEC 6's decision check): per replicate,
+    k prompts resampled from `bits` (the corpus without the timed prompts) give E(g) = tokens / blocks,
+    and each cost's stored samples (the decision clock's) are resampled and their medians taken:
+    S = E c_decode / (c_verify(g) + g c_draft). Uses the raw medians (no isotonic step). None when the
+    cost record has no samples for these quantities or there are no streams."""
+    clock = "samples_cpu_s" if cost.get("decision_clock") == "cpu" else "samples_s"
+    samples = cost.get(clock) or {}
+    need = ("decode", "draft", f"verify:{gamma}")
+    if not bits or any(not samples.get(q) for q in need):
+        return None
+    rng = np.random.default_rng(seed)
+    tb = np.array([[int(x) for x in block_counts(b, gamma)[:2]] for b in bits], dtype=np.float64)
+    idx = rng.integers(0, len(bits), size=(boot, k))
+    E = tb[idx, 0].sum(axis=1) / tb[idx, 1].sum(axis=1)
+
+    def med(q: str) -> npt.NDArray[np.float64]:
+        v = np.asarray(samples[q], dtype=np.float64)
+        return np.median(v[rng.integers(0, v.size, size=(boot, v.size))], axis=1)
+
+    S = E * med("decode") / (med(f"verify:{gamma}") + gamma * med("draft"))
+    lo, hi = np.percentile(S, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def _decision(run: Run, corpus: str, streams: Sequence[Stream], engine: str | None) -> dict[str, Any]:
+    """The run's decision for the corpus with its stored costs, and its confirmations beside it."""
+    from specterm.core.blockwalk import E_iid
+
+    curve = cost_curve(run.meta.get("cost"))
+    out: dict[str, Any] = {"measured": curve is not None}
+    if curve is None:
+        return out
+    gammas = curve.gammas
+    tok = np.zeros(gammas.shape)
+    blk = np.zeros(gammas.shape)
+    for s in streams:
+        if s.valid_len:
+            t, b, _ = block_counts(s.a, gammas)
+            tok += t
+            blk += b
+    alpha = pooled_alpha(streams) or 0.0
+    d = decision_hw(gammas, tok / blk, E_iid(alpha, gammas), curve)
+    out.update(gamma_hw=d.gamma_hw, speedup_hw=d.speedup_hw, verdict=d.verdict, clock=curve.clock,
+               c_decode_s=curve.c_decode, c_draft_s=curve.c_draft, threads=(run.meta.get("cost") or {}).get("threads"))
+    realized = realized_rows(run, engine, corpus)
+    timed_ids = {r["id"] for r in confirmation_prompts(run, engine) if r.get("corpus") == corpus}
+    leave_out = [s.a for s in streams if s.id not in timed_ids and s.valid_len]
+    rows = []
+    for g, r in realized.items():
+        pi = decision_interval(leave_out, max(1, r["prompts"]), g, run.meta.get("cost") or {})
+        pred = float(speedup_at(curve, tok, blk, g))
+        rows.append({"gamma": g, **r, "predicted": pred, "interval": list(pi) if pi else None,
+                     "in_interval": bool(pi[0] <= r["realized"] <= pi[1]) if pi else None,
+                     "sign_held": (r["realized"] > 1) == (pred > 1)})
+    out["confirmed"] = rows
+    return out
+
+
+def speedup_at(curve: Any, tok: npt.NDArray[np.float64], blk: npt.NDArray[np.float64], gamma: int) -> float:
+    """S_hw(g) = E(g) c_decode / (c_verify(g) + g c_draft) on a cost curve, E from the walk's sums."""
+    i = int(np.flatnonzero(curve.gammas == gamma)[0])
+    return float(tok[i] / blk[i] * curve.c_decode / (curve.c_verify[i] + gamma * curve.c_draft))
+
+
+def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
+                engine_a: str | None = None, engine_b: str | None = "llama.cpp") -> dict[str, Any]:
+    """The side-by-side comparison of the module docstring; run A is the reference (e.g. torch),
+    run B the other engine (e.g. llama.cpp, whose confirmations hold the real decoder's blocks)."""
+    a_by = {(s.corpus, s.id): s for s in run_a.streams}
+    b_by = {(s.corpus, s.id): s for s in run_b.streams}
+    shared = sorted(set(a_by) & set(b_by))
+    real = {(r["corpus"], r["id"]): r for r in confirmation_prompts(run_b, engine_b)}
+    corpora: dict[str, Any] = {}
+    for name in sorted({c for c, _ in shared}):
+        keys = [k for k in shared if k[0] == name]
+        sa = [a_by[k] for k in keys]
+        sb = [b_by[k] for k in keys]
+        div = [first_divergence(a_by[k].y, b_by[k].y) for k in keys]
+        entry: dict[str, Any] = {
+            "prompts": len(keys),
+            "alpha_a": pooled_alpha(sa), "alpha_b": pooled_alpha(sb),
+            "alpha_b_all": float(sum(int(s.bits.sum()) for s in sb)) / max(1, sum(s.n for s in sb)),
+            "positions_b_valid": sum(s.valid_len for s in sb), "positions_b": sum(s.n for s in sb),
+            "gate_a": float(np.mean([s.gate_rate for s in sa])), "gate_b": float(np.mean([s.gate_rate for s in sb])),
+            "gate_failed_b": sum(1 for s in sb if s.valid_len < s.n),
+            "same_y": sum(1 for d in div if d is None),
+            "first_divergence_median": (float(np.median([d for d in div if d is not None]))
+                                        if any(d is not None for d in div) else None),
+            "by_gamma": {},
+        }
+        for g in gammas:
+            row: dict[str, Any] = {"walk_a": walk_tokens_per_call(sa, g), "walk_b": walk_tokens_per_call(sb, g),
+                                   "walk_b_all": walk_tokens_per_call(sb, g, every_position=True)}
+            confirmed = [(k, real[k]) for k in keys if k in real and str(g) in (real[k].get("spec") or {})]
+            if confirmed:
+                sp = [r["spec"][str(g)] for _, r in confirmed]
+                tokens = sum(int(x["tokens_out"]) for x in sp)
+                real_k = np.concatenate([np.asarray(x["accepted"], dtype=np.int64) for x in sp])
+                walk_b_k = np.concatenate([np.asarray(x["walk_accepted"], dtype=np.int64) for x in sp])
+                walk_a_k = np.concatenate([_walk_like(a_by[k].bits, g, int(x["n_predict"])) for (k, _), x in zip(confirmed, sp)])
+                h_real, h_wb, h_wa = histogram(real_k, g), histogram(walk_b_k, g), histogram(walk_a_k, g)
+                agree = [x for x in sp if x.get("identical")]
+                row.update(
+                    real_prompts=len(confirmed), real_identical=len(agree),
+                    real_tokens_per_call=tokens / sum(int(x["target_calls"]) for x in sp),
+                    walk_b_same_prompts=sum(int(x["walk_tokens"]) for x in sp) / sum(int(x["walk_calls"]) for x in sp),
+                    walk_a_same_prompts=(int(walk_a_k.sum()) + walk_a_k.size) / walk_a_k.size if walk_a_k.size else None,
+                    agree_real=(sum(int(x["tokens_out"]) for x in agree) / sum(int(x["target_calls"]) for x in agree)
+                                if agree else None),
+                    agree_walk=(sum(int(x["walk_tokens"]) for x in agree) / sum(int(x["walk_calls"]) for x in agree)
+                                if agree else None),
+                    hist_real=h_real, hist_walk_b=h_wb, hist_walk_a=h_wa,
+                    test_real_vs_walk_b=_test_dict(histogram_test(h_real, h_wb)),
+                    test_real_vs_walk_a=_test_dict(histogram_test(h_real, h_wa)),
+                    test_walk_b_vs_walk_a=_test_dict(histogram_test(h_wb, h_wa)),
+                )
+            entry["by_gamma"][str(g)] = row
+        entry["decision_a"] = _decision(run_a, name, sa if len(sa) == len([s for s in run_a.streams if s.corpus == name])
+                                        else [s for s in run_a.streams if s.corpus == name], engine_a)
+        entry["decision_b"] = _decision(run_b, name, [s for s in run_b.streams if s.corpus == name], engine_b)
+        corpora[name] = entry
+    return {"run_a": run_a.name, "run_b": run_b.name, "engine_a": engine_a or "torch", "engine_b": engine_b or "torch",
+            "backend_b": (run_b.meta.get("backend") or {}).get("name", "torch"), "corpora": corpora,
+            "test": "Pearson chi-square test of homogeneity, sparse K bins merged upward to >= "
+                    f"{MIN_COLUMN} blocks per column; blocks within a prompt are dependent, so p is nominal"}
+
+
+def _walk_like(bits: npt.NDArray[np.uint8], gamma: int, n_predict: int) -> npt.NDArray[np.int64]:
+    """The walk llama-speculative-simple -n n_predict makes on `bits` (core/speclog), or SPEC 2's walk
+    over the first n_predict + gamma + 1 positions when the stream is shorter than that walk needs."""
+    from specterm.core.speclog import capped_walk_accepts
+
+    if bits.size >= n_predict + gamma + 1:
+        return capped_walk_accepts(bits, gamma, n_predict)
+    return block_accepts(bits, gamma)
+
+
+def _test_dict(t: HistTest | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {"chi2": t.statistic, "dof": t.dof, "p": t.p_value, "bins": t.merged_bins}
+
+
+def _f(x: Any, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:.{digits}f}"
+
+
+def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
+    """GitHub-flavoured tables of a `cross_stack` result, one per statistic."""
+    a, b = cs["engine_a"], cs["engine_b"]
+    lines = [f"Cross-stack: {cs['run_a']} ({a}) vs {cs['run_b']} ({b}).", "",
+             (f"| corpus | prompts | alpha {a} | alpha {b} (gate-valid positions) | alpha {b}, every position | "
+              f"gate {b} (streams failing) | same y |"),
+             "|---|---|---|---|---|---|---|"]
+    for name, e in cs["corpora"].items():
+        lines.append(f"| {name} | {e['prompts']} | {_f(e['alpha_a'])} | {_f(e['alpha_b'])} ({e['positions_b_valid']}/"
+                     f"{e['positions_b']}) | {_f(e['alpha_b_all'])} | {_f(e['gate_b'])} ({e['gate_failed_b']}) | "
+                     f"{e['same_y']}/{e['prompts']} |")
+    gammas = sorted({int(g) for e in cs["corpora"].values() for g in e["by_gamma"]})
+    lines += ["", ("Tokens per target call: walk on each engine's bits (all prompts), and llama.cpp's real decoder "
+                   "against the walk on its bits over the prompts it ran (in brackets: prompts whose output equalled y)."),
+              "",
+              "| corpus | g | walk " + a + " | walk " + b + " (gate-valid) | walk " + b + " (every position) | real " + b
+              + " | walk " + b + " (same prompts) | gap | prompts |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for name, e in cs["corpora"].items():
+        for g in gammas:
+            r = e["by_gamma"].get(str(g), {})
+            gap = (r["real_tokens_per_call"] / r["walk_b_same_prompts"] - 1) * 100 if r.get("real_tokens_per_call") else None
+            lines.append(f"| {name} | {g} | {_f(r.get('walk_a'))} | {_f(r.get('walk_b'))} | {_f(r.get('walk_b_all'))} "
+                         f"| {_f(r.get('real_tokens_per_call'))} "
+                         f"| {_f(r.get('walk_b_same_prompts'))} | {_f(gap, 1) + '%' if gap is not None else '-'} "
+                         f"| {r.get('real_prompts', 0)} ({r.get('real_identical', 0)}) |")
+    lines += ["", f"Accepted-run histogram at g = {hist_gamma} (blocks with K = 0..{hist_gamma}); {cs['test']}.", "",
+              f"| corpus | real {b} | walk on {b} bits | walk on {a} bits | real vs walk {b}: chi2 (dof), p | real vs walk {a}: chi2 (dof), p |",
+              "|---|---|---|---|---|---|"]
+    for name, e in cs["corpora"].items():
+        r = e["by_gamma"].get(str(hist_gamma), {})
+        if "hist_real" not in r:
+            continue
+
+        def t(x: dict[str, Any] | None) -> str:
+            return "-" if x is None else f"{x['chi2']:.2f} ({x['dof']}), {x['p']:.3g}"
+
+        lines.append(f"| {name} | {r['hist_real']} | {r['hist_walk_b']} | {r['hist_walk_a']} | "
+                     f"{t(r['test_real_vs_walk_b'])} | {t(r['test_real_vs_walk_a'])} |")
+    lines += ["", ("Decision on this hardware in each engine (stored costs, SPEC 6) and realized speedups of its "
+                   "confirmations (95% prediction interval for the prompts timed; in = realized inside it)."),
+              "",
+              "| corpus | engine | g_hw | S_hw | verdict | g timed: realized (predicted [interval], in, sign) |",
+              "|---|---|---|---|---|---|"]
+    for name, e in cs["corpora"].items():
+        for eng, d in ((a, e["decision_a"]), (b, e["decision_b"])):
+            if not d.get("measured"):
+                lines.append(f"| {name} | {eng} | - | - | no measured costs | - |")
+                continue
+            conf = "; ".join(
+                f"g={c['gamma']}: {c['realized']:.2f}x ({c['predicted']:.2f}x "
+                f"[{_f(c['interval'][0], 2) if c['interval'] else '-'}, {_f(c['interval'][1], 2) if c['interval'] else '-'}], "
+                f"{'in' if c['in_interval'] else 'out'}, {'sign held' if c['sign_held'] else 'sign wrong'}; {c['prompts']} prompts)"
+                for c in d.get("confirmed", [])) or "not confirmed"
+            lines.append(f"| {name} | {eng} | {d['gamma_hw']} | {_f(d['speedup_hw'], 2)} | {d['verdict']} | {conf} |")
+    return "\n".join(lines) + "\n"

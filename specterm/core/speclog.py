@@ -1,0 +1,157 @@
+"""Parse the `-v` log of llama.cpp's `llama-speculative-simple` (draft-simple, greedy). Pure.
+
+What the example prints per block (stderr, debug level; the draft-simple implementation logs the
+top-3 candidates of each drafted position, candidate 0 being the token it drafts):
+
+    spec        draft:  - seq_id 0, draft candidate   0, pos   0:    198 (   0.991) '<piece>'
+    ...
+    accepted K/N draft tokens, the last target token is: (ID)
+
+and at the end
+
+    decoded  128 tokens in    6.931 seconds, speed:   18.469 t/s
+    n_predict = 128, n_drafted = ..., n_accept = ...
+
+A block's emitted tokens are its first K drafted tokens and then the target's token ID (the
+correction after a rejection, or the bonus token after a fully accepted block). A block whose emitted
+tokens contain an end-of-generation token stops the loop; the example still logs its "accepted"
+line, so the log gives every token llama.cpp emitted. Token pieces may contain newlines or quotes,
+so only the fixed-format prefix of each line is read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from specterm.core.errors import SpectermError
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_CANDIDATE = re.compile(r"draft candidate\s+(\d+), pos\s+(\d+):\s+(-?\d+) \(")
+_SEQ = re.compile(r"- seq_id\s+(\d+), draft candidate")
+_ACCEPTED = re.compile(r"accepted (\d+)/(\d+) draft tokens, the last target token is: \((-?\d+)\)")
+_DECODED = re.compile(r"decoded\s+(\d+) tokens in\s+([0-9.]+) seconds")
+_ENCODED = re.compile(r"encoded\s+(\d+) tokens in\s+([0-9.]+) seconds")
+# with -v the log adds a "0.14.082.304 I " prefix (time, level) to every line
+_COUNTER = re.compile(r"^(?:[\d.]+ [A-Z] )?\s*(n_draft|n_predict|n_drafted|n_accept)\s*=\s*(\d+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class SpecBlock:
+    """One verification block: the tokens drafted, how many the target accepted, its own token."""
+
+    drafted: tuple[int, ...]
+    accepted: int
+    target_token: int
+
+    @property
+    def tokens(self) -> tuple[int, ...]:
+        """What the block emitted: the accepted drafts, then the target's token."""
+        return self.drafted[: self.accepted] + (self.target_token,)
+
+
+@dataclass(frozen=True)
+class SpecLog:
+    """Everything read from one `llama-speculative-simple -v` log."""
+
+    blocks: tuple[SpecBlock, ...]
+    decoded_tokens: int | None = None
+    decoded_s: float | None = None
+    encoded_tokens: int | None = None
+    encoded_s: float | None = None
+    counters: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> list[int]:
+        """Every emitted token in order (up to and including an end-of-generation token)."""
+        return [t for b in self.blocks for t in b.tokens]
+
+    @property
+    def accepted(self) -> npt.NDArray[np.int64]:
+        """K of every block (the accepted-run histogram's raw data)."""
+        return np.array([b.accepted for b in self.blocks], dtype=np.int64)
+
+    @property
+    def drafted(self) -> npt.NDArray[np.int64]:
+        """N of every block (g, or fewer near the n_predict limit)."""
+        return np.array([len(b.drafted) for b in self.blocks], dtype=np.int64)
+
+    @property
+    def target_calls(self) -> int:
+        """Target forwards of the decode loop: one verification per block."""
+        return len(self.blocks)
+
+
+def parse_speculative_log(text: str, seq_id: int = 0) -> SpecLog:
+    """Blocks, emitted tokens and summary counters of a `llama-speculative-simple -v` log.
+
+    Raises SpectermError when the log has no "accepted K/N" line (not run with -v, or it failed
+    before decoding) or when a block's K exceeds its N or its logged drafts are fewer than N.
+    """
+    text = _ANSI.sub("", text)
+    blocks: list[SpecBlock] = []
+    pending: dict[int, int] = {}  # pos -> candidate-0 token id of the block being drafted
+    for line in text.splitlines():
+        m = _CANDIDATE.search(line)
+        if m:
+            s = _SEQ.search(line)
+            if (s is None or int(s.group(1)) == seq_id) and int(m.group(1)) == 0:
+                pending[int(m.group(2))] = int(m.group(3))
+            continue
+        m = _ACCEPTED.search(line)
+        if m:
+            k, n, last = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            drafted = tuple(pending[p] for p in sorted(pending))[:n]
+            if k > n or len(drafted) < n:
+                raise SpectermError(f"the speculative log's block {len(blocks) + 1} says {k}/{n} accepted but logs "
+                                    f"{len(drafted)} drafted tokens; rerun llama-speculative-simple with -v.")
+            blocks.append(SpecBlock(drafted=drafted, accepted=k, target_token=last))
+            pending = {}
+    if not blocks:
+        raise SpectermError("the log has no 'accepted K/N draft tokens' line; run llama-speculative-simple with -v "
+                            "and check that it decoded.")
+    dec = _DECODED.search(text)
+    enc = _ENCODED.search(text)
+    return SpecLog(blocks=tuple(blocks),
+                   decoded_tokens=int(dec.group(1)) if dec else None, decoded_s=float(dec.group(2)) if dec else None,
+                   encoded_tokens=int(enc.group(1)) if enc else None, encoded_s=float(enc.group(2)) if enc else None,
+                   counters={m.group(1): int(m.group(2)) for m in _COUNTER.finditer(text)})
+
+
+def capped_walk_accepts(bits: npt.NDArray[np.uint8], gamma: int, n_predict: int) -> npt.NDArray[np.int64]:
+    """K per block of the walk that `llama-speculative-simple -n n_predict` makes over stream `bits`.
+
+    At emitted-token count s the example asks for b = min(gamma, n_predict - s - 1) drafts; a budget
+    b <= 0 means "no limit" to the speculator (common_speculative_draft truncates only when n_max > 0),
+    so that block drafts gamma. It stops once s > n_predict. Each block: K = leading ones of
+    a_s .. a_{s+d-1}, s += K + 1 (SPEC 2's walk otherwise). The last block starts at s <= n_predict
+    and may draft gamma, so the walk needs n_predict + gamma + 1 positions: with
+    n_predict = n - 1 - gamma every block lies inside a stream of n, and the example emits between
+    n - gamma and n tokens. Raises ValueError when `bits` is too short for that.
+    """
+    a = np.asarray(bits, dtype=np.uint8)
+    n = a.size
+    if n < n_predict + gamma + 1:
+        raise ValueError(f"the walk of -n {n_predict} at g = {gamma} needs {n_predict + gamma + 1} positions, "
+                         f"the stream has {n}")
+    zeros = np.flatnonzero(a == 0)
+    out: list[int] = []
+    s = 0
+    while s <= n_predict:
+        budget = min(gamma, n_predict - s - 1)
+        d = budget if budget > 0 else gamma
+        nxt = zeros[np.searchsorted(zeros, s):]
+        run = int(nxt[0] - s) if nxt.size else n - s  # leading ones from s
+        k = min(run, d)
+        out.append(k)
+        s += k + 1
+    return np.array(out, dtype=np.int64)
+
+
+def n_predict_for(n: int, gamma: int) -> int:
+    """The -n that keeps every block of llama-speculative-simple inside a stored stream of n tokens
+    (see capped_walk_accepts): n - 1 - gamma (0 or less: the stream is too short for this g)."""
+    return n - 1 - gamma

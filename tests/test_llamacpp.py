@@ -1,0 +1,166 @@
+"""The llama.cpp backend on SmolLM2-135M (GGUF) through llama-cpp-python (the `llamacpp` extra).
+
+- a model drafting for itself gives alpha 1 (bits equal the gate at every position);
+- bits, gate, top-1 probabilities and beta equal a hand loop over the binding's own logits
+  (Llama.eval with logits_all=True: another code path of the binding than the backend's);
+- `specterm run --backend llama.cpp` writes a run the store reads back (beta in [0, 1], gate reported);
+- without the binding: one sentence naming the extra.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+from models_fixtures import require_smollm2
+
+from specterm.core.errors import SpectermError
+
+HAVE_BINDING = importlib.util.find_spec("llama_cpp") is not None
+
+
+def require_binding():
+    if not HAVE_BINDING:
+        msg = 'llama-cpp-python missing: pip install -e ".[llamacpp]"'
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+PROMPT = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
+
+
+@pytest.fixture(scope="module")
+def smol():
+    require_binding()
+    from specterm.oracle.llamacpp import models as LM
+
+    path = require_smollm2()
+    try:
+        LM.probe_decode(path)  # a build this CPU cannot run fails here with its one sentence, not with SIGILL
+    except SpectermError as exc:
+        pytest.fail(str(exc))
+    return path, LM.load_gguf(path, 256, 1)
+
+
+def test_missing_binding_gives_one_sentence_naming_the_extra(monkeypatch):
+    from specterm.oracle.llamacpp import require_binding as req
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` raise ImportError
+    with pytest.raises(SpectermError) as info:
+        req()
+    msg = str(info.value)
+    assert 'pip install -e ".[llamacpp]"' in msg and msg.count(". ") == 0 and msg.endswith(".")
+
+
+def test_missing_binding_from_the_cli(monkeypatch, tmp_path, capsys):
+    from specterm import cli
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    monkeypatch.setattr(sys, "argv", ["specterm", "run", "--backend", "llama.cpp", "-t", "x.gguf", "-d", "x.gguf",
+                                      "-o", str(tmp_path / "r")])
+    with pytest.raises(SystemExit) as info:
+        cli.main()
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "llamacpp" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_self_draft_gives_alpha_one(smol):
+    from specterm.oracle.llamacpp import models as LM
+    from specterm.oracle.llamacpp.run import (
+        greedy_generate,
+        stream_columns,
+        teacher_force_logits,
+    )
+
+    _, m = smol
+    ids = m.tokenize(PROMPT)
+    y = greedy_generate(m, ids, 24, LM.eog_ids(m))
+    lt = teacher_force_logits(m, ids, y)
+    cols = stream_columns(lt, teacher_force_logits(m, ids, y), np.asarray(y))
+    assert (cols["bits"] == cols["gate"]).all()
+    valid = int(np.argmin(cols["gate"])) if not cols["gate"].all() else len(y)
+    assert valid > 0 and cols["bits"][:valid].mean() == 1.0  # alpha over the gate-valid positions
+    np.testing.assert_allclose(cols["beta"], 1.0, atol=1e-6)  # p = q: sum min(p, q) = 1
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_bits_equal_a_hand_loop_over_the_bindings_logits(smol):
+    """Target = SmolLM2, draft = the same GGUF with its context's logits read through Llama.eval
+    (another path through the binding); the draft is perturbed by a fixed temperature so q != p."""
+    import llama_cpp
+
+    from specterm.oracle.llamacpp import models as LM
+    from specterm.oracle.llamacpp.run import (
+        greedy_generate,
+        stream_columns,
+        teacher_force_logits,
+    )
+
+    path, m = smol
+    ids = m.tokenize(PROMPT)
+    y = greedy_generate(m, ids, 8, LM.eog_ids(m))
+    mine_t = teacher_force_logits(m, ids, y)
+    ref = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_batch=256, n_ubatch=256, n_threads=1, logits_all=True,
+                          verbose=False)
+    ref.eval(ids + y[:-1])
+    scores = np.array(ref.scores[len(ids) - 1: len(ids) - 1 + len(y)], dtype=np.float64)
+    draft_scores = scores / 1.7  # a different distribution with the same argmax
+    draft_scores[3, y[3]] -= 100.0  # and one position where the draft's argmax is not y
+    cols = stream_columns(mine_t, draft_scores.astype(np.float32), np.asarray(y))
+    for t in range(len(y)):
+        row_p, row_q = scores[t].tolist(), draft_scores[t].tolist()
+        mp, mq = max(row_p), max(row_q)
+        p_row = [math.exp(v - mp) for v in row_p]
+        zp = sum(p_row)
+        q_row = [math.exp(v - mq) for v in row_q]
+        zq = sum(q_row)
+        t_arg = max(range(len(p_row)), key=lambda v: (p_row[v], -v))
+        d_arg = max(range(len(q_row)), key=lambda v: (q_row[v], -v))
+        assert cols["gate"][t] == int(t_arg == y[t])
+        assert cols["bits"][t] == int(d_arg == y[t])
+        assert cols["target_conf"][t] == pytest.approx(max(p_row) / zp, rel=1e-4)
+        assert cols["draft_conf"][t] == pytest.approx(max(q_row) / zq, rel=1e-4)
+        beta = sum(min(a / zp, b / zq) for a, b in zip(p_row, q_row))
+        assert cols["beta"][t] == pytest.approx(min(1.0, beta), rel=1e-4)
+    assert cols["bits"][3] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_run_backend_llamacpp_writes_a_readable_run(tmp_path, smol):
+    from specterm.core.store import load_run
+    from specterm.oracle.corpora import Prompt
+    from specterm.oracle.llamacpp.run import run_oracle_llamacpp
+    from specterm.oracle.run import OracleConfig
+
+    path, _ = smol
+    prompts = [Prompt(id="p1", corpus="code", text=PROMPT), Prompt(id="p2", corpus="prose", text="The river was")]
+    cfg = OracleConfig(target=str(path), draft=str(path), prompts=prompts, out=tmp_path / "run", max_new_tokens=12,
+                       measure_cost=True, cost_repeats=2, cost_gammas=(1, 2, 4))
+    run_oracle_llamacpp(cfg, threads=1)
+    run = load_run(tmp_path / "run")
+    assert run.meta["backend"]["name"] == "llama.cpp" and run.meta["backend"]["binding_version"]
+    assert run.meta["generation"]["y_method"] == "llama.cpp serial greedy"
+    assert {s.id for s in run.streams} == {"p1", "p2"}
+    for s in run.streams:
+        assert s.n == 12 or s.stop == "eos"
+        assert (s.beta >= 0).all() and (s.beta <= 1).all()
+        assert s.gate is not None and 0 <= s.gate_rate <= 1
+    cost = run.meta["cost"]
+    assert cost["engine"] == "llama.cpp" and set(cost["c_verify_s"]) == {"1", "2", "4"} and cost["threads"] == 1
+    from specterm.core.hardware import cost_curve
+
+    assert cost_curve(cost) is not None  # the core's decision reads it unchanged
+    # resume skips what is stored
+    cfg.resume = True
+    run_oracle_llamacpp(cfg, threads=1)
+    assert len(load_run(tmp_path / "run").streams) == 2
