@@ -66,6 +66,7 @@ class SpectermApp(App[Any]):
         *,
         oracle_config: "OracleConfig | None" = None,
         oracle: Callable[..., Path] | None = None,
+        check: Callable[[Any], None] | None = None,
         gamma: int = GAMMA_DEFAULT,
         boot: int = BOOT,
         shuffles: int = SHUFFLES,
@@ -76,6 +77,8 @@ class SpectermApp(App[Any]):
         self.run_paths = [Path(p) for p in run_paths]
         self.oracle_config = oracle_config
         self.oracle = oracle
+        self.oracle_check = check
+        """Checks of the run's arguments (runner.check_run_arguments), run by the Run screen's worker first."""
         self.analysis_params = {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed}
         self.model_group = 0
         """Which draft/target pair is shown when the runs hold several (`m` cycles)."""
@@ -105,7 +108,7 @@ class SpectermApp(App[Any]):
 
     def _make_screen(self, info: ScreenInfo):
         if info.mode == "run":
-            return screen_class(info)(self.oracle_config, oracle=self.oracle)
+            return screen_class(info)(self.oracle_config, oracle=self.oracle, check=self.oracle_check)
         return screen_class(info)()
 
     def on_mount(self) -> None:
@@ -272,9 +275,10 @@ def make_app(run_paths: Sequence[Path] = (), **kwargs: Any) -> SpectermApp:
     return SpectermApp(run_paths, **kwargs)
 
 
-def run_tui_oracle(config: "OracleConfig") -> Path | None:
-    """`specterm run` without --headless: the Run screen drives the oracle; returns the run's path
-    when it finished or was cancelled with prompts kept (None when nothing was written)."""
-    app = make_app(oracle_config=config)
+def run_tui_oracle(config: "OracleConfig", check: Callable[[Any], None] | None = None) -> Path | None:
+    """`specterm run` without --headless: the Run screen runs `check(config)`, then drives the oracle;
+    returns the run's path when it finished or was cancelled with prompts kept (None when nothing
+    was written)."""
+    app = make_app(oracle_config=config, check=check)
     app.run()
     return app.oracle_result

@@ -11,12 +11,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Input, Sparkline, Static
+from textual.widgets import DataTable, Input, Static
 
 from specterm.core import navigate
 from specterm.screens.base import ReportScreen
 from specterm.core.export import markdown_table
 from specterm.widgets.columns import table_width
+from specterm.widgets.sparkline import ScaledSparkline
 from specterm.widgets.tables import fill_table, fmt_num, safe
 from specterm.widgets.tokens import TokenView, token_labels
 
@@ -125,8 +126,8 @@ class StreamsScreen(ReportScreen):
                 yield Input(placeholder=": position t, +k, -k, p% or $", id="jump-input")
                 yield TokenView(id="tokens")
                 yield Static("", id="cursor-info")
-                yield Static("rolling alpha (window 16)", id="rolling-label", classes="dim")
-                yield Sparkline([], id="rolling", summary_function=lambda v: float(np.mean(v)))
+                yield Static("rolling alpha (window 16, scale 0 to 1)", id="rolling-label", classes="dim")
+                yield ScaledSparkline(id="rolling")
 
     # -- data -----------------------------------------------------------------------------------
     def show_runs(self, runs: list) -> None:
@@ -220,7 +221,7 @@ class StreamsScreen(ReportScreen):
         if s.stop:
             head += f"  stop {s.stop}"
         self.query_one("#stream-head", Static).update(head)
-        self.query_one("#rolling", Sparkline).data = navigate.rolling_alpha(s.a, ROLLING_WINDOW).tolist()
+        self.query_one("#rolling", ScaledSparkline).data = navigate.rolling_alpha(s.a, ROLLING_WINDOW).tolist()
 
     # -- events and keys ------------------------------------------------------------------------
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
