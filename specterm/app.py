@@ -88,6 +88,8 @@ class SpectermApp(App[Any]):
         self.streams_request = False
         """True once Enter on an Overview/Decide row asked Streams to show `streams_corpus` only."""
         self.streams_corpus: str | None = None
+        self.drill_from: str | None = None
+        """The mode whose row Enter drilled into Streams from; Escape on Streams goes back to it."""
         self.pair_sets: dict[int, str] = {}
         """The corpus shown for each pair when M left it."""
         self.oracle_result: Path | None = None
@@ -154,10 +156,8 @@ class SpectermApp(App[Any]):
         report = message.report
         self.set_name = report.set_or_default(self.set_name)
         self.report = report
-        if self.n_model_groups > 1:
-            names = ", ".join(r.name for r in report.runs)
-            self.notify(f"Showing {names} (model pair {self.model_group % self.n_model_groups + 1} of "
-                        f"{self.n_model_groups}); press M for the next pair.", title="runs")
+        # No toast for "pair k of m": the breadcrumb says it on every screen, and a toast here
+        # covered the pooled row's CIs at start-up.
 
     def action_next_models(self) -> None:
         """Runs of different draft/target pairs are never pooled: show the next pair's runs."""
@@ -189,7 +189,16 @@ class SpectermApp(App[Any]):
         self.notify(text, title="error", severity="error", timeout=10)
 
     # -- navigation -----------------------------------------------------------------------------
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """One toast at a time, and short: a new one replaces the last (nine `n` presses never stack
+        nine), and it leaves after 3 s (an error after 6 s); app.tcss keeps it on the footer line."""
+        limit = 6.0 if severity == "error" else 3.0
+        self.clear_notifications()
+        super().notify(message, title=title, severity=severity, timeout=min(timeout or limit, limit), markup=markup)
+
     def action_switch_screen(self, mode: str) -> None:
+        self.drill_from = None  # a screen chosen by its key: Escape on Streams has nothing to go back to
         if mode not in self._modes:
             self.notify("no run in progress: start one with `specterm run`", severity="warning")
             return

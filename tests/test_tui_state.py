@@ -174,3 +174,143 @@ async def test_run_screen_check_failure_is_one_sentence(tmp_path):
         await pilot.pause()
         assert "failed" in text(app.screen, "#run-phase") and "no prompts to run" in text(app.screen, "#run-phase")
         assert not (tmp_path / "live").exists()
+
+
+# -- the breadcrumb follows the filter; Escape goes back after a drill-down ------------------------
+
+async def test_breadcrumb_follows_the_streams_filter(tmp_path):
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(app, pilot)
+        await pilot.press("2")
+        await ready(app, pilot)
+        assert " · all corpora · " in text(app.screen, "#crumb")
+        await pilot.press("c")  # corpora sorted: code first
+        await pilot.pause()
+        assert app.screen.corpus_filter == "code"
+        assert " · code · " in text(app.screen, "#crumb")
+        await pilot.press("c", "c")  # prose, then all again
+        await pilot.pause()
+        assert " · all corpora · " in text(app.screen, "#crumb")
+
+
+async def test_enter_on_a_row_then_escape_goes_back(tmp_path):
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(app, pilot)
+        for mode, table_id in (("overview", "#overview-table"), ("decide", "#decide-table")):
+            await pilot.press("1" if mode == "overview" else "6")
+            await ready(app, pilot)
+            table = app.screen.query_one(table_id, DataTable)
+            table.focus()
+            table.move_cursor(row=[str(r.key.value) for r in table.ordered_rows].index("prose"))
+            await pilot.press("enter")
+            await ready(app, pilot)
+            assert app.current_mode == "streams" and app.screen.corpus_filter == "prose"
+            assert " · prose · " in text(app.screen, "#crumb")  # the crumb says the filter Enter set
+            await pilot.press("escape")  # help: "esc back"
+            await ready(app, pilot)
+            assert app.current_mode == mode
+        # a screen reached by its number key: Escape stays (nothing to go back to)
+        await pilot.press("2")
+        await ready(app, pilot)
+        await pilot.press("escape")
+        await ready(app, pilot)
+        assert app.current_mode == "streams"
+
+
+# -- F1, the jump box, ids with control characters ---------------------------------------------
+
+async def test_help_lists_every_screen_key_the_footer_shows(tmp_path):
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(app, pilot)
+        footer_keys = {b.key for b in app.BINDINGS if b.action.startswith("switch_screen")}
+        assert footer_keys == set("12345678")
+        await pilot.press("f1")
+        await pilot.pause()
+        table = app.screen.query_one("#help-table", DataTable)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert footer_keys <= {r[0] for r in rows}
+        eight = next(r[1] for r in rows if r[0] == "8")
+        assert "Run" in eight and "specterm run" in eight.replace("\n", " ")
+
+
+async def test_jump_past_the_end_goes_there_and_says_so(tmp_path):
+    from specterm.widgets.tokens import TokenView
+
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(app, pilot)
+        await pilot.press("2")
+        await ready(app, pilot)
+        view = app.screen.query_one(TokenView)
+        n = app.screen.streams[app.screen.selected].n
+        for typed in ("500", "150%"):
+            await pilot.press("colon", "0", "enter")
+            assert view.cursor == 0
+            await pilot.press("colon", *typed.replace("%", ""), *(["percent_sign"] if "%" in typed else []), "enter")
+            await pilot.pause()
+            assert view.cursor == n - 1, typed
+            said = [m.message for m in app._notifications]
+            assert said and said[-1] == (f"{typed} is outside this stream (t = 0..{n - 1}): the cursor went to the "
+                                         f"last position, t = {n - 1}.").replace("500 is", "t = 500 is")
+
+
+async def test_an_id_with_tab_and_newline_is_one_row(tmp_path):
+    streams = fixture_streams()[:2]
+    streams[0].id = "tab\there\nnewline"
+    path = write_run(tmp_path / "r", {**META, "name": "r"}, streams)
+    app = make_app([path], **FAST)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(app, pilot)
+        await pilot.press("2")
+        await ready(app, pilot)
+        table = app.screen.query_one("#prompts", DataTable)
+        assert table.row_count == 2
+        assert [table.rows[r.key].height for r in table.ordered_rows] == [1, 1]
+        assert "\n" not in str(table.get_row_at(0)[0]) and "\t" not in str(table.get_row_at(0)[0])
+
+
+# -- toasts: one at a time, short, off the tables --------------------------------------------------
+
+async def test_match_count_is_a_status_not_a_stack_of_toasts(tmp_path):
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(app, pilot)
+        await pilot.press("2")
+        await ready(app, pilot)
+        await pilot.press("slash", *"prompt", "enter")  # every prompt's text: 6 matches
+        await pilot.pause()
+        for k in range(9):
+            await pilot.press("n")
+        await pilot.pause()
+        assert len(app._notifications) <= 1
+        assert "match 4 of 6" in text(app.screen, "#prompt-filter")  # 1 + 9 presses, wrapping at 6
+
+
+async def test_no_toast_over_the_tables_at_start_with_two_pairs(tmp_path):
+    from edge_runs import two_pairs
+
+    app = make_app(two_pairs(tmp_path), **FAST)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(app, pilot)
+        assert len(app._notifications) == 0
+        assert "(pair 1/2, M next)" in text(app.screen, "#crumb")
+
+
+async def test_a_toast_sits_on_the_footer_line_and_leaves_soon(tmp_path):
+    from textual.widgets._toast import Toast
+
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=NARROW, notifications=True) as pilot:
+        await ready(app, pilot)
+        await pilot.press("2")
+        await ready(app, pilot)
+        await pilot.press("colon", "dollar_sign", "enter", "r", "r")  # no rejection after the end, twice
+        await pilot.pause(0.3)
+        toasts = list(app.screen.query(Toast))
+        assert len(toasts) == 1
+        region = toasts[0].region
+        assert region.bottom == NARROW[1] and region.height == 1, region  # the footer line only
+        assert all(n.timeout <= 3 for n in app._notifications)

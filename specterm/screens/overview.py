@@ -60,7 +60,9 @@ def open_streams_for(screen: ReportScreen, corpus: str | None) -> None:
     app = screen.sapp
     app.streams_corpus = None if corpus in (None, "pooled") else corpus
     app.streams_request = True
+    back = app.current_mode
     app.action_switch_screen("streams")
+    app.drill_from = back  # Escape on Streams goes back here
 
 
 def run_lines(report: Report) -> list[str]:
