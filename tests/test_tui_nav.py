@@ -76,7 +76,7 @@ async def test_jump_box_moves_the_token_cursor(tmp_path):
         assert view.cursor == (n - 1) // 2
         await pilot.press("colon", *"999", "enter")  # past the end: the cursor goes there, and a sentence says so
         await pilot.pause()
-        assert view.cursor == n - 1 and "outside this stream" in app._notifications[-1].message
+        assert view.cursor == n - 1 and "outside this stream" in list(app._notifications)[-1].message
         assert app._exception is None
 
 
