@@ -70,7 +70,7 @@ async def test_overview_rows_and_alpha(run_path):
             ones = sum(int(s.bits[: (GATE_FAIL_AT if s.id == "p2" else s.n)].sum()) for s in members)
             n = sum(GATE_FAIL_AT if s.id == "p2" else s.n for s in members)
             assert row[1] == str(len(members))
-            assert row[3] == f"{ones / n:.3f}"
+            assert row[3].startswith(f"{ones / n:.3f} [")  # alpha with its CI
         assert "layers:1" in static_text(app.screen, "#overview-meta")
         assert "r = 0.150" in static_text(app.screen, "#overview-meta")
 
@@ -181,13 +181,13 @@ async def test_set_cycling_follows_across_screens(run_path):
         assert app.set_name == "code"
         await pilot.press("4")
         await pilot.pause()
-        assert "r = 0.150 (measured)" in static_text(app.screen, "#set-bar")
+        assert "c_draft/c_verify = 0.150 (measured)" in static_text(app.screen, "#set-bar")
         await pilot.press("plus")
         await pilot.pause()
-        assert "r = 0.200" in static_text(app.screen, "#set-bar")
+        assert "c_draft/c_verify = 0.200 (chosen; measured 0.150)" in static_text(app.screen, "#set-bar")
         await pilot.press("m")
         await pilot.pause()
-        assert "r = 0.150" in static_text(app.screen, "#set-bar")
+        assert "c_draft/c_verify = 0.150 (measured)" in static_text(app.screen, "#set-bar")
 
 
 async def test_decide_accelerator_changes_batch_crossover(run_path, tmp_path, monkeypatch):

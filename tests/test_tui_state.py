@@ -314,3 +314,42 @@ async def test_a_toast_sits_on_the_footer_line_and_leaves_soon(tmp_path):
         region = toasts[0].region
         assert region.bottom == NARROW[1] and region.height == 1, region  # the footer line only
         assert all(n.timeout <= 3 for n in app._notifications)
+
+
+# -- every r says which it is; alpha with its CI ------------------------------------------------
+
+async def test_optimum_and_decide_say_which_r_they_show(tmp_path):
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("4", "plus")
+        await ready(app, pilot)
+        bar = text(app.screen, "#set-bar")
+        assert "cost-ratio model r = c_draft/c_verify = 0.200 (chosen; measured 0.150)" in bar, bar
+        assert text(app.screen, "#crumb").endswith("r = 0.200 (chosen)")
+        await pilot.press("6")
+        await ready(app, pilot)
+        acc = text(app.screen, "#accelerator")
+        assert "r = 0.150 (from the measured costs c_draft/c_verify)" in acc, acc
+        assert text(app.screen, "#crumb").endswith("r = 0.150 (measured)")
+        for key in "12357":
+            await pilot.press(key)
+            await ready(app, pilot)
+            assert text(app.screen, "#crumb").endswith("r = 0.150 (measured)"), key
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)], ids=["80x24", "160x45"])
+async def test_overview_shows_alpha_with_its_ci_and_names_the_deficit_bracket(tmp_path, size):
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=size) as pilot:
+        await ready(app, pilot)
+        table = app.screen.query_one("#overview-table", DataTable)
+        labels = [str(c.label) for c in table.ordered_columns]
+        alpha_col = next(i for i, label in enumerate(labels) if label.startswith("alpha"))
+        assert any("temp" in label and "CI]" in label for label in labels if label.startswith("deficit")), labels
+        for row in table.ordered_rows:
+            s = app.report.sets[str(row.key.value)]
+            lo, hi = s.alpha_ci
+            assert lo <= s.alpha <= hi
+            cell = " ".join(str(table.get_cell(row.key, table.ordered_columns[alpha_col].key)).split())
+            assert cell == f"{s.alpha:.3f} [{lo:.3f}, {hi:.3f}]"

@@ -4,6 +4,7 @@ report is ready, the chosen set (corpus or pooled), and markdown export of its s
 from __future__ import annotations
 
 import functools
+import math
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from textual.app import ComposeResult
@@ -155,6 +156,27 @@ class ReportScreen(Screen):
         report = self.sapp.report
         return report.pooled.r_measured if report is not None and report.pooled is not None else None
 
+    def crumb_measured_r(self) -> float | None:
+        """The measured r the shown r is compared with (the pooled set's; an RStepping screen's own)."""
+        report = self.sapp.report
+        if report is None:
+            return None
+        measured = getattr(self, "measured_r", None)
+        if callable(measured):
+            return measured(report)
+        return report.pooled.r_measured if report.pooled is not None else None
+
+    def crumb_r_text(self) -> str:
+        """'r = 0.177 (measured)' or 'r = 0.600 (chosen)': an r never shows without saying which it is
+        (Optimum and Decide step r apart, so two screens may show two r at once)."""
+        r = self.crumb_r()
+        if r is None:
+            return "r not measured"
+        measured = self.crumb_measured_r()
+        what = "measured" if measured is not None and math.isclose(r, measured, rel_tol=1e-9, abs_tol=1e-12) else (
+            "chosen" if measured is not None or getattr(self, "r", None) is not None else "default")
+        return f"r = {r:.3f} ({what})"
+
     def crumb_corpus(self) -> str:
         return self.sapp.set_name if self.USES_SET else "all corpora"
 
@@ -168,9 +190,7 @@ class ReportScreen(Screen):
             pair = f"{short_model(model_spec(meta, 'draft'))} -> {short_model(model_spec(meta, 'target'))}"
         if app.n_model_groups > 1:
             pair += f" (pair {app.pair_key + 1}/{app.n_model_groups}, M next)"
-        r = self.crumb_r()
-        r_text = f"r = {r:.3f}" if r is not None else "r not measured"
-        tail = f" · {self.crumb_corpus()} · {r_text}"
+        tail = f" · {self.crumb_corpus()} · {self.crumb_r_text()}"
         room = self.avail_width - len(tail)
         if len(pair) > room:  # the pair is free text: it gives way, the corpus and r never do
             pair = pair[: max(room - 1, 1)] + "…"

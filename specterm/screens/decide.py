@@ -138,7 +138,10 @@ class DecideScreen(RStepping, ReportScreen):
         else:
             acc = f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte"
         measured = self.measured_r(report)
-        r_text = f"r = [b]{self.r:.3f}[/]" + (" (measured)" if measured is not None and abs(self.r - measured) < 1e-12 else "")
+        if measured is not None and abs(self.r - measured) < 1e-12:
+            r_text = f"r = [b]{self.r:.3f}[/] (from the measured costs c_draft/c_verify)"
+        else:
+            r_text = f"r = [b]{self.r:.3f}[/] (chosen" + (f"; measured {measured:.3f})" if measured is not None else ")")
         r_text += f"   {MEMORY_BOUND_LABEL}"
         with self.app.batch_update():
             self.query_one("#accelerator", Static).update(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from specterm.core.export import deficit_cell, est, fmt
+from specterm.core.export import ci, deficit_cell, est, fmt
 from specterm.core.report import SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen
 from specterm.widgets.columns import ci_below, table_width
@@ -16,22 +16,22 @@ COLUMNS = [
     ("set", "corpus"),
     ("streams", "n"),
     ("positions", "tokens"),
-    ("alpha", "alpha"),
+    ("alpha", "alpha [CI]"),
     ("beta", "beta_bar"),
     ("gate", "gate"),
     ("autocorr", "p11-p10 [CI]"),
     ("dispersion", "D/D_geom [CI]"),
-    ("deficit", "deficit = hetero + temporal [CI]"),
+    ("deficit", "deficit = hetero + temporal [temporal CI]"),
 ]
 NARROW = [("set", "corpus"), ("streams", "n"), ("alpha", "alpha"), ("autocorr", "p11-p10"),
-          ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp")]
+          ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp [temp CI]")]
 """At widths where COLUMNS do not fit: tokens, beta_bar and gate left out, CIs on a second line."""
 
 
 def narrow_row(cells: list[str]) -> list[str]:
     """A COLUMNS row cut down to NARROW (name, n, alpha, then the three estimates, CI below)."""
     name, n, _tokens, alpha, _beta, _gate, autocorr, dispersion, deficit = cells
-    return [name, n, alpha, ci_below(autocorr), ci_below(dispersion), ci_below(deficit)]
+    return [name, n, ci_below(alpha), ci_below(autocorr), ci_below(dispersion), ci_below(deficit)]
 
 
 def layout(rows: list[tuple[str, list[str]]], width: int) -> tuple[list, list]:
@@ -46,13 +46,21 @@ def set_row(s: SetReport) -> list[str]:
     return [
         fmt(s.n_streams),
         fmt(s.n_positions),
-        fmt(s.alpha, 3),
+        alpha_cell(s),
         fmt(s.sampling.beta_bar.value if s.sampling is not None else None, 3),
         fmt(s.gate_rate, 3),
         est(s.autocorr, 3, 2, sign=True),
         est(s.dispersion_ratio, 2, 2, suffix="x"),
         deficit_cell(s.deficit),
     ]
+
+
+def alpha_cell(s: SetReport) -> str:
+    """alpha with its 95% CI (the report's alpha_ci), in the bracket style of the other columns."""
+    lo, hi = s.alpha_ci if s.alpha_ci else (None, None)
+    if s.alpha is None:
+        return fmt(None)
+    return f"{fmt(s.alpha, 3)} {ci([lo, hi], 3)}"
 
 
 def open_streams_for(screen: ReportScreen, corpus: str | None) -> None:
