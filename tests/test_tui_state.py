@@ -353,3 +353,27 @@ async def test_overview_shows_alpha_with_its_ci_and_names_the_deficit_bracket(tm
             assert lo <= s.alpha <= hi
             cell = " ".join(str(table.get_cell(row.key, table.ordered_columns[alpha_col].key)).split())
             assert cell == f"{s.alpha:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+# -- a long corpus name gives way at 80x24; the numbers stay on screen --------------------------------
+
+async def test_a_long_corpus_name_gives_way_not_the_numbers(tmp_path):
+    from edge_runs import LONG_CORPUS, long_name
+    from tui_checks import cut_cells, overflowing
+
+    app = make_app(long_name(tmp_path), **FAST)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(app, pilot)
+        for key, table_id in (("1", "#overview-table"), ("6", "#decide-table"), ("3", "#runlengths-table")):
+            await pilot.press(key)
+            await ready(app, pilot)
+            table = app.screen.query_one(table_id, DataTable)
+            assert overflowing(table) == [], (key, overflowing(table))
+            assert [c for c in cut_cells(app) if c.screen == type(app.screen).__name__] == []
+            names = [str(table.get_cell(r.key, table.ordered_columns[0].key)) for r in table.ordered_rows]
+            long = next(n for n in names if n.startswith(LONG_CORPUS[:6]))
+            assert long.endswith("…") and LONG_CORPUS.startswith(long[:-1]), (key, names)
+            last = str(table.ordered_columns[-1].label)
+            assert last in {"deficit = het + temp\n[temp CI]", "stop above batch", "D/D_geom [CI]"}, last
+            crumb = text(app.screen, "#crumb")
+            assert crumb.endswith("r = 0.150 (measured)") and len(crumb) <= NARROW[0] - 2, crumb

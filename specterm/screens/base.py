@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from specterm.core.params import R_DEFAULT
 from specterm.core.text import printable
+from specterm.widgets.columns import fit_text
 from specterm.widgets.tables import safe
 
 if TYPE_CHECKING:
@@ -190,7 +191,9 @@ class ReportScreen(Screen):
             pair = f"{short_model(model_spec(meta, 'draft'))} -> {short_model(model_spec(meta, 'target'))}"
         if app.n_model_groups > 1:
             pair += f" (pair {app.pair_key + 1}/{app.n_model_groups}, M next)"
-        tail = f" · {self.crumb_corpus()} · {self.crumb_r_text()}"
+        r_text = f" · {self.crumb_r_text()}"
+        corpus = fit_text(printable(self.crumb_corpus()), max(self.avail_width - len(r_text) - 12, 8))
+        tail = f" · {corpus}{r_text}"  # a corpus name too long gives way too (an ellipsis), r never does
         room = self.avail_width - len(tail)
         if len(pair) > room:  # the pair is free text: it gives way, the corpus and r never do
             pair = pair[: max(room - 1, 1)] + "…"

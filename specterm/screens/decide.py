@@ -147,7 +147,7 @@ class DecideScreen(RStepping, ReportScreen):
             self.query_one("#accelerator", Static).update(
                 f"{escape(acc)}   {r_text}"
             )
-            fill_table(self.query_one("#decide-table", DataTable), COLUMNS, rows)
+            fill_table(self.query_one("#decide-table", DataTable), COLUMNS, rows, width=self.avail_width)
             hw_lines = hardware_verdicts(report)
             self.query_one("#hw-verdicts", Static).update(hw_lines)
             if hw_lines:
