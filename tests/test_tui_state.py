@@ -377,3 +377,26 @@ async def test_a_long_corpus_name_gives_way_not_the_numbers(tmp_path):
             assert last in {"deficit = het + temp\n[temp CI]", "stop above batch", "D/D_geom [CI]"}, last
             crumb = text(app.screen, "#crumb")
             assert crumb.endswith("r = 0.150 (measured)") and len(crumb) <= NARROW[0] - 2, crumb
+
+
+# -- Scorecard: the evidence pane follows the selected row ----------------------------------------
+
+async def test_scorecard_evidence_follows_the_selected_row(tmp_path):
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(app, pilot)
+        await pilot.press("7")
+        await ready(app, pilot)
+        table = app.screen.query_one("#scorecard-table", DataTable)
+        pane = app.screen.query_one("#evidence-scroll")
+        ids = [str(r.key.value) for r in table.ordered_rows]
+        assert len(ids) > 3
+        for key, pid in (("G", ids[-1]), ("g", ids[0]), ("j", ids[1])):
+            await pilot.press(key)
+            await pilot.pause(0.1)
+            await pilot.pause()
+            selected = [w for w in pane.query(".evidence") if w.has_class("-selected")]
+            assert [w.name for w in selected] == [pid], key
+            region, view = selected[0].region, pane.scrollable_content_region
+            assert view.y <= region.y < view.bottom, (key, region, view)  # on screen, at the top
+            assert str(selected[0].render()).startswith(pid)
