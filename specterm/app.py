@@ -236,7 +236,7 @@ class SpectermApp(App[Any]):
         if self.report is None and getattr(screen, "NEEDS_REPORT", True):
             self.notify("The report is not ready yet; try again when the tables show.", severity="warning")
             return
-        self._ask_and_write(Path(f"specterm-{name}.md"), export)
+        self._ask_and_write(Path(f"{screen.export_stem()}.md"), export)
 
     def action_export_all(self) -> None:
         """Ask where, then write every table (the same markdown as `specterm report --format md`)."""
@@ -244,9 +244,10 @@ class SpectermApp(App[Any]):
             self.notify("The report is not ready yet; try again when the tables show.", severity="warning")
             return
         from specterm.core.export import to_markdown
+        from specterm.screens.base import pair_slug
 
         report = self.report
-        self._ask_and_write(Path("specterm-report.md"), lambda: to_markdown(report))
+        self._ask_and_write(Path(f"specterm-report-{pair_slug(self.runs or [])}.md"), lambda: to_markdown(report))
 
     def _ask_and_write(self, default: Path, text: Callable[[], str]) -> None:
         from specterm.screens.export import ExportScreen

@@ -224,9 +224,10 @@ async def test_decide_accelerator_changes_batch_crossover(run_path, tmp_path, mo
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-decide.md").read_text()
-        assert markdown_tables(app.report)["decide"] in written
-        assert "custom ridge" in written and "= 100 FLOP/byte" in written and f"| pooled | {row[1]} |" in written
+        written = (tmp_path / "specterm-decide-layers-1-target.md").read_text()
+        # the decisions shown (the custom ridge throughout), not the report's H100 table beside them
+        assert markdown_tables(app.report)["decide"] not in written
+        assert "custom ridge I\\* = 100 FLOP/byte" in written and f"| pooled | 0.150 | {row[1]} |" in written
 
 
 async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatch):
@@ -241,14 +242,15 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-overview.md").read_text()
-        assert written == f"## {TITLES['overview']}\n\n{md['overview']}\n"
+        written = (tmp_path / "specterm-overview-layers-1-target.md").read_text()
+        context = "run: tiny-run · pair: layers:1 -> tiny/target · r = 0.150 (measured)"
+        assert written == f"## {TITLES['overview']}\n\n{context}\n\n{md['overview']}\n"
 
         await pilot.press("4", "e")
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-optimum.md").read_text()
+        written = (tmp_path / "specterm-optimum-layers-1-target.md").read_text()
         assert md["optimum"] in written and md["yield"] in written
 
         # a path typed in the dialog
@@ -256,6 +258,9 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         box = app.screen.query_one("#export-path")
         box.value = str(tmp_path / "out" / "card.md")
+        await pilot.press("enter")  # the folder "out" is missing: asked first, created on the second Enter
+        await pilot.pause()
+        assert not (tmp_path / "out").exists()
         await pilot.press("enter")
         await pilot.pause()
         assert md["scorecard"] in (tmp_path / "out" / "card.md").read_text()
@@ -265,7 +270,7 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         await pilot.press("escape")
         await pilot.pause()
-        assert not (tmp_path / "specterm-policies.md").exists()
+        assert not (tmp_path / "specterm-policies-layers-1-target.md").exists()
 
         # everything, via the command palette: the same text as `specterm report --format md`
         await pilot.press("ctrl+p")
@@ -276,7 +281,7 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        assert (tmp_path / "specterm-report.md").read_text() == to_markdown(app.report)
+        assert (tmp_path / "specterm-report-layers-1-target.md").read_text() == to_markdown(app.report)
 
 
 async def test_command_palette_switches_screens(run_path):

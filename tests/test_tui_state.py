@@ -400,3 +400,112 @@ async def test_scorecard_evidence_follows_the_selected_row(tmp_path):
             region, view = selected[0].region, pane.scrollable_content_region
             assert view.y <= region.y < view.bottom, (key, region, view)  # on screen, at the top
             assert str(selected[0].render()).startswith(pid)
+
+
+# -- export: the dialog answers every path; every export names run · pair · r --------------------------
+
+PAIR = "layers-1-target"  # the fixture's draft "layers:1" and target "tiny/target", as a file name part
+
+
+async def open_export(app, pilot, path: str | None = None):
+    await pilot.press("e")
+    await pilot.pause()
+    if path is not None:
+        app.screen.query_one("#export-path").value = path
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def test_export_dialog_answers_every_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = make_app([make_fixture_run(tmp_path / "runs")], **FAST)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(app, pilot)
+        # a folder: refused with one sentence, the dialog stays
+        (tmp_path / "out").mkdir()
+        await open_export(app, pilot, str(tmp_path / "out"))
+        assert type(app.screen).__name__ == "ExportScreen"
+        warning = text(app.screen, "#export-warning")
+        assert "is a folder" in warning and "exists" not in warning
+        await pilot.press("enter")  # a second Enter does not write into a folder either
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ExportScreen" and list((tmp_path / "out").iterdir()) == []
+        # an empty path: said so, nothing closes silently
+        app.screen.query_one("#export-path").value = "  "
+        await pilot.press("enter")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ExportScreen" and "No path given" in text(app.screen, "#export-warning")
+        # a missing folder: asked first, created on the second Enter
+        target = tmp_path / "new" / "deeper" / "x.md"
+        app.screen.query_one("#export-path").value = str(target)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "does not exist" in text(app.screen, "#export-warning") and not (tmp_path / "new").exists()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "OverviewScreen" and target.is_file()
+        # a file where a folder should be: refused
+        await open_export(app, pilot, str(target / "y.md"))
+        assert type(app.screen).__name__ == "ExportScreen" and "is a file, not a folder" in text(app.screen, "#export-warning")
+        await pilot.press("escape")
+        await pilot.pause()
+
+
+async def test_every_export_names_run_pair_and_r_and_its_file_the_pair(tmp_path, monkeypatch):
+    from specterm.screens.registry import SCREENS
+
+    monkeypatch.chdir(tmp_path)
+    app = make_app([make_fixture_run(tmp_path / "runs")], **FAST)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(app, pilot)
+        for s in [s for s in SCREENS if s.mode != "run"]:
+            await pilot.press(s.key)
+            await ready(app, pilot)
+            await pilot.press("e")
+            await pilot.pause()
+            default = app.screen.query_one("#export-path").value
+            assert default == f"specterm-{s.mode}-{PAIR}.md", default
+            await pilot.press("enter")
+            await pilot.pause()
+            written = (tmp_path / default).read_text()
+            assert "run: tiny-run · pair: layers:1 -> tiny/target · r = 0.150 (measured)" in written, s.mode
+        await pilot.press("E")
+        await pilot.pause()
+        assert app.screen.query_one("#export-path").value == f"specterm-report-{PAIR}.md"
+        await pilot.press("escape")
+
+
+async def test_decide_export_calls_the_export_module_with_one_preset(tmp_path, monkeypatch):
+    from specterm.core import export
+    from specterm.core.decide import decision
+    from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR
+
+    calls = []
+    real = export.decide_tables
+
+    def spy(report, *args, **kwargs):
+        calls.append(kwargs)
+        return real(report, *args, **kwargs)
+
+    monkeypatch.setattr(export, "decide_tables", spy)
+    monkeypatch.chdir(tmp_path)
+    app = make_app([make_fixture_run(tmp_path / "runs")], **FAST)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(app, pilot)
+        await pilot.press("6", "a")  # the preset after the default
+        await ready(app, pilot)
+        preset = app.screen.preset
+        assert preset != DEFAULT_ACCELERATOR
+        calls.clear()
+        await open_export(app, pilot)
+        written = (tmp_path / f"specterm-decide-{PAIR}.md").read_text()
+    assert calls and calls[-1]["decisions"] is not None
+    label = ACCELERATORS[preset].label
+    assert written.count(label) == 1 and ACCELERATORS[DEFAULT_ACCELERATOR].label not in written
+    rows = [line for line in written.splitlines() if line.startswith("| ") and not line.startswith("| set")]
+    pooled = next(line for line in rows if line.startswith("| pooled |"))
+    d = decision(app.report.sets["pooled"], 0.15, ACCELERATORS[preset].ridge)
+    cells = [c.strip() for c in pooled.strip("|").split("|")]
+    assert cells[1] == "0.150" and cells[2] == str(d.gamma_true) and cells[6] == f"{d.batch_crossover:.0f}"
+    # no markup or screen text leaks in, and no line runs two verdicts together
+    assert "[b]" not in written and "\n[" not in written

@@ -8,10 +8,10 @@ and the deficit as `total = hetero + temporal [CI of temporal]`, e.g. `0.064 = 0
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from specterm.core.params import R_DEFAULT
-from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Estimate, Report
+from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Decision, Deficit, Estimate, Report
 
 SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "scorecard")
 TITLES = {
@@ -215,17 +215,24 @@ def policy_tables(report: Report) -> list[Table]:
     return tables
 
 
-def decide_tables(report: Report) -> list[Table]:
+def decide_tables(report: Report, decisions: Mapping[str, Decision] | None = None,
+                  setting: str | None = None) -> list[Table]:
+    """The decision per set (memory-bound model), then the decision on this hardware.
+
+    `decisions` (set name -> Decision) replace each set's report.decide: the Decide screen's `e`
+    passes the ones it shows (its r and accelerator), and `setting` names them in the title, so one
+    export holds one accelerator and one r throughout."""
     head = ["set", "r", "g_true", "speedup", "g_iid", "i.i.d. promise (true)", "stop above batch", "verdict"]
     rows = []
     for name, s in report.ordered_sets():
-        d = s.decide
+        d = s.decide if decisions is None else decisions.get(name)
         if d is None:
             continue
         promise = f"{fmt(d.speedup_iid, 2)}x ({fmt(d.speedup_true_at_gamma_iid, 2)}x)"
         rows.append([name, fmt(d.r), fmt(d.gamma_true), f"{fmt(d.speedup_true, 2)}x",
                      fmt(d.gamma_iid), promise, fmt(d.batch_crossover, 0), d.verdict])
-    out = [("Speculate or not, per set (memory-bound model: verify = one decode step)", head, rows)] if rows else []
+    where = f", {setting}" if setting else ""
+    out = [(f"Speculate or not, per set{where} (memory-bound model: verify = one decode step)", head, rows)] if rows else []
     hw = hardware_table(report)
     return out + ([hw] if hw is not None else [])
 

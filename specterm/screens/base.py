@@ -258,8 +258,12 @@ class ReportScreen(Screen):
 
     def export_markdown(self) -> str:
         """What `e` writes: this screen's sections of export.markdown_tables, each under its title
-        as in `specterm report --format md` (the report's own context is its parameters)."""
-        return screen_markdown(self.sapp.report, self.EXPORT_SECTIONS)
+        as in `specterm report --format md`, the first headed by the context (run · pair · r)."""
+        return screen_markdown(self.sapp.report, self.EXPORT_SECTIONS, self.export_context())
+
+    def export_stem(self) -> str:
+        """The default file name for `e` (without .md): specterm-<screen>-<draft>-<target>."""
+        return f"specterm-{self.EXPORT_NAME}-{pair_slug(self.sapp.runs or [])}"
 
     def export_context(self) -> str:
         """One markdown line: the runs, the model pair and the r the shown numbers were computed at."""
@@ -270,9 +274,7 @@ class ReportScreen(Screen):
         if runs:
             meta = runs[0].meta
             pair = f"{printable(str(model_spec(meta, 'draft') or '?'))} -> {printable(str(model_spec(meta, 'target') or '?'))}"
-        r = self.crumb_r()
-        r_text = f"r = {r:.3f}" if r is not None else "r not measured"
-        return f"run: {names} · pair: {pair} · {r_text}"
+        return f"run: {names} · pair: {pair} · {self.crumb_r_text()}"
 
 
 def model_spec(meta: dict, role: str) -> Any:
@@ -288,12 +290,30 @@ def short_model(spec: Any) -> str:
     return parts[-1] if parts else text
 
 
-def screen_markdown(report: Report, sections: tuple[str, ...]) -> str:
-    """`## Title` then export.markdown_tables(report)[section], for each section, blank-line separated."""
+def screen_markdown(report: Report, sections: tuple[str, ...], context: str = "") -> str:
+    """`## Title` then export.markdown_tables(report)[section], for each section, blank-line
+    separated; `context` (one line: run · pair · r) under the first title."""
     from specterm.core.export import TITLES, markdown_tables
 
     tables = markdown_tables(report)
-    return "\n\n".join(f"## {TITLES[s]}\n\n{tables[s]}" for s in sections) + "\n"
+    parts = []
+    for i, s in enumerate(sections):
+        head = f"## {TITLES[s]}\n\n" + (f"{context}\n\n" if context and i == 0 else "")
+        parts.append(head + tables[s])
+    return "\n\n".join(parts) + "\n"
+
+
+def pair_slug(runs: Sequence[Any]) -> str:
+    """<draft>-<target> for file names: short_model of each, characters other than letters, digits,
+    '.', '_' and '-' as '-' ("pair" when no run is loaded)."""
+    import re
+
+    if not runs:
+        return "pair"
+    meta = runs[0].meta
+    parts = [re.sub(r"[^A-Za-z0-9._-]+", "-", short_model(model_spec(meta, role))).strip("-.") or "model"
+             for role in ("draft", "target")]
+    return "-".join(parts)
 
 
 def set_bindings(screen: str) -> list[Binding]:

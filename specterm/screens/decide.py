@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Input, Static
 from specterm.core.errors import SpectermError
 from specterm.core.hardware import MEMORY_BOUND_LABEL
 from specterm.core.export import hardware_table, markdown_table, text_table
+from specterm.core.text import printable
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
 from specterm.core.report import Report
 from specterm.screens.base import ReportScreen, RStepping, r_bindings
@@ -87,6 +88,10 @@ class DecideScreen(RStepping, ReportScreen):
         self.preset: str = DEFAULT_ACCELERATOR
         self.ridge_custom: float | None = None
         self.r: float | None = None
+        self.decisions: dict = {}
+        """Set name -> the Decision shown (at this screen's r and ridge); `e` exports exactly these."""
+        self.refused: dict[str, str] = {}
+        """Set name -> the sentence shown where no decision could be made."""
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="decide-bar"):
@@ -123,13 +128,17 @@ class DecideScreen(RStepping, ReportScreen):
         if self.r is None:
             self.r = self.initial_r(report)
         rows, verdicts = [], []
+        self.decisions = {}
+        self.refused = {}
         for name, s in report.ordered_sets():
             try:
                 d = decision(s, self.r, self.ridge)
             except SpectermError as exc:
+                self.refused[name] = str(exc)
                 rows.append((name, [name] + [MISSING] * 6))
                 verdicts.append(f"[b]{safe(name)}[/]: {safe(exc)}")
                 continue
+            self.decisions[name] = d
             rows.append((name, [name, fmt_num(d.gamma_true), speed(d.speedup_true), fmt_num(d.gamma_iid),
                                 speed(d.speedup_iid), speed(d.speedup_true_at_gamma_iid), fmt_num(d.batch_crossover, 0)]))
             verdicts.append(f"[b]{safe(name)}[/]: {safe(d.verdict)}")
@@ -155,19 +164,31 @@ class DecideScreen(RStepping, ReportScreen):
             self.query_one("#verdicts", Static).update("\n".join(verdicts))
             self.query_one("#hw-card", Static).update(hardware_card(report))
 
-    def export_markdown(self) -> str:
-        """The report's decide table (params.DEFAULT_RIDGE, the run's r: as `specterm report`), then the
-        table as shown here when another accelerator, ridge or r is chosen."""
-        text = super().export_markdown()
+    def setting_text(self) -> str:
+        """The r and accelerator the shown decisions were made at, in words (no markup)."""
         report = self.sapp.report
-        if self.ridge_custom is None and self.preset == DEFAULT_ACCELERATOR and self.r == self.initial_r(report):
-            return text
-        table = self.query_one("#decide-table", DataTable)
-        headers = [str(c.label) for c in table.ordered_columns]
-        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        title = escape_md(str(self.query_one("#accelerator", Static).render()))
-        verdicts = str(self.query_one("#verdicts", Static).render())
-        return f"{text}\n**As shown: {title}**\n\n{markdown_table(headers, rows)}\n\n{verdicts}\n"
+        measured = self.measured_r(report) if report is not None else None
+        r = self.r if self.r is not None else float("nan")
+        which = "measured" if measured is not None and abs(r - measured) < 1e-12 else "chosen"
+        if self.ridge_custom is not None:
+            acc = f"custom ridge I* = {self.ridge_custom:g} FLOP/byte"
+        else:
+            acc = f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte"
+        return f"at r = {r:.3f} ({which}) and {acc}"
+
+    def export_markdown(self) -> str:
+        """What `e` writes: export.decide_tables with the decisions shown here (this screen's r and
+        one accelerator preset or ridge throughout, named in the title), under the context line;
+        sets that could not be decided follow as a list, one item each."""
+        from specterm.core.export import TITLES, decide_tables
+
+        report = self.sapp.report
+        parts = [f"## {TITLES['decide']}", "", self.export_context()]
+        for title, head, rows in decide_tables(report, decisions=self.decisions, setting=self.setting_text()):
+            parts += ["", f"**{escape_md(title)}**", "", markdown_table(head, rows)]
+        if self.refused:
+            parts += ["", "Not decided:", ""] + [f"- **{escape_md(printable(k))}**: {escape_md(v)}" for k, v in self.refused.items()]
+        return "\n".join(parts) + "\n"
 
     def _redraw(self) -> None:
         if self.sapp.report is not None:

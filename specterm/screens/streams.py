@@ -413,5 +413,5 @@ class StreamsScreen(ReportScreen):
         headers = [label for _, label in PROMPT_COLUMNS]
         rows = [[str(c) for c in prompt_cells(self.streams[i])] for i in self.shown]
         corpus = self.corpus_filter or "all corpora"
-        return (f"## Streams: prompt list\n\n{self.export_context()} · corpus: {corpus} · sort: {SORTS[self.sort]}\n\n"
+        return (f"## Streams: prompt list\n\n{self.export_context()} · corpus: {printable(corpus)} · sort: {SORTS[self.sort]}\n\n"
                 + markdown_table(headers, rows) + "\n")
