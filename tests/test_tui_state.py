@@ -509,3 +509,48 @@ async def test_decide_export_calls_the_export_module_with_one_preset(tmp_path, m
     assert cells[1] == "0.150" and cells[2] == str(d.gamma_true) and cells[6] == f"{d.batch_crossover:.0f}"
     # no markup or screen text leaks in, and no line runs two verdicts together
     assert "[b]" not in written and "\n[" not in written
+
+
+# -- cosmetics: no -0.000, sums that add up, integer count ticks, the legend off the bars ---------------
+
+def test_no_negative_zero_and_sums_that_add_up():
+    from specterm.core.export import deficit_cell, fmt
+    from specterm.core.report import Deficit, Estimate
+    from specterm.widgets.tables import fmt_ci, fmt_num
+
+    assert fmt(-0.0004) == "0.000" and fmt(-0.0004, sign=True) == "+0.000" and fmt(-0.0006) == "-0.001"
+    assert fmt_num(-0.0004) == "0.000" and fmt_num(-0.0004, sign=True) == "+0.000"
+    assert fmt_ci(Estimate(value=-0.0001, ci=[-0.0004, 0.2])) == "0.000 [0.000, 0.200]"
+
+    def deficit(t, h, m):
+        return Deficit(gamma=8, total=Estimate(value=t, ci=[None, None]), hetero=Estimate(value=h, ci=[None, None]),
+                       temporal=Estimate(value=m, ci=[0.01, 0.02]))
+
+    # 0.0064 - 0.0006 = 0.0058: printed 0.006 = 0.006 - 0.001 did not add up; "≈" says the rounding
+    assert deficit_cell(deficit(0.0058, 0.0064, -0.0006)) == "0.006 ≈ 0.006 - 0.001 [0.010, 0.020]"
+    assert deficit_cell(deficit(0.064, 0.016, 0.048)) == "0.064 = 0.016 + 0.048 [0.010, 0.020]"
+    assert deficit_cell(deficit(0.0002, 0.0006, -0.0004)) == "0.000 ≈ 0.001 + 0.000 [0.010, 0.020]"
+
+
+def plot_lines(widget) -> list[str]:
+    return drawn(widget)
+
+
+async def test_runlength_histogram_counts_are_integers_and_the_legend_is_off_the_bars(tmp_path):
+    import re
+
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(app, pilot)
+        for keys in (["3"], ["y"]):  # linear, then log counts
+            await pilot.press(*keys)
+            await ready(app, pilot)
+            lines = plot_lines(app.screen.query_one("#runlengths-plot"))
+            ticks = [m.group(1) for line in lines if (m := re.match(r"^\s*([0-9][0-9.e+]*)\s*[┤├┼│]", line))]
+            assert ticks, lines
+            assert all(float(t) == int(float(t)) and "." not in t for t in ticks), ticks
+            assert float(min(ticks, key=float)) >= (1 if keys == ["y"] else 0)
+            # the key is the x label under the axis, never a legend drawn inside the canvas
+            body = [line for line in lines if line.strip()]
+            assert not any("observed" in line or "geometric" in line for line in body[:-1]), lines
+            assert "bars: observed, line: geometric" in body[-1]

@@ -11,7 +11,7 @@ from textual.widgets import DataTable
 
 from rich.text import Text
 
-from specterm.core.export import MISSING
+from specterm.core.export import MISSING, unsigned_zero
 from specterm.core.report import Estimate
 from specterm.core.text import printable
 from specterm.widgets.columns import fit_columns, names_give_way
@@ -27,6 +27,7 @@ def fmt_num(x: Any, digits: int = 3, sign: bool = False) -> str:
         return MISSING if x is None or isinstance(x, float) else str(x)
     if isinstance(x, int):
         return f"{x:+d}" if sign else f"{x:d}"
+    x = unsigned_zero(x, digits)
     return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
 
 
@@ -37,7 +38,7 @@ def fmt_ci(stat: Estimate | float | None, digits: int = 3, sign: bool = False) -
         value = fmt_num(stat.value, digits, sign)
         ci = stat.ci
         if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_num(c) for c in ci):
-            return f"{value} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+            return f"{value} [{fmt_num(float(ci[0]), digits)}, {fmt_num(float(ci[1]), digits)}]"
         return value
     return fmt_num(stat, digits, sign)
 
