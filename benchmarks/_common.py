@@ -144,7 +144,7 @@ def synthetic_streams(positions: int, mean_len: int = 1000, seed: int = 0, full:
     """
     import numpy as np
 
-    from specterm.core.streams import Stream
+    from specterm.core.store import Stream
 
     rng = np.random.default_rng(seed)
     n = max(1, round(positions / mean_len))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from _common import md_table, peak_rss_mb, record, synthetic_streams
 from specterm.core import analysis
-from specterm.core.streams import load_run, new_meta, write_run
+from specterm.core.store import load_run, new_meta, write_run
 
 
 def timed_analyse(run, boot: int, shuffles: int) -> float:

@@ -21,14 +21,14 @@ import tempfile
 from pathlib import Path
 
 from _common import md_table, record, synthetic_streams
-from specterm.core.streams import new_meta, write_run
+from specterm.core.store import new_meta, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import sys, time
 from specterm.core import analysis
-from specterm.core.streams import load_run
+from specterm.core.store import load_run
 import specterm
 assert specterm.__file__.startswith(sys.argv[1]), specterm.__file__
 run = load_run(sys.argv[2])

@@ -22,7 +22,7 @@ def tables(run_dir: Path) -> list[tuple[str, list[str]]]:
     """One (table, notes) per confirmation record of the run, oldest first."""
     from specterm.core.errors import SpectermError
     from specterm.core.hardware import confirmations
-    from specterm.core.streams import read_meta
+    from specterm.core.store import read_meta
 
     meta = read_meta(run_dir)
     confs = confirmations(meta, where=str(run_dir / "run.json"))

@@ -115,7 +115,7 @@ def main() -> None:
     from specterm.oracle.corpora import load_builtin
     from specterm.oracle.run import OracleConfig, encode_prompt, load_pair
     from specterm.oracle.specdec import FixedGamma, greedy_generate, speculative_generate
-    from specterm.core.streams import load_run
+    from specterm.core.store import load_run
 
     transformers.logging.set_verbosity_error()
     names = [c.strip() for c in args.corpora.split(",")]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 from _common import md_table, record, synthetic_streams
-from specterm.core.streams import RECORDS_FILE, load_run, new_meta, write_run
+from specterm.core.store import RECORDS_FILE, load_run, new_meta, write_run
 
 
 def plain_record(s) -> dict:

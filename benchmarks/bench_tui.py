@@ -229,7 +229,7 @@ def measure(kind: str, runs: list[str], tmp: Path, stepping: bool = False) -> di
 def long_run(root: Path, n: int = 4096) -> Path:
     from app_fixture import META, make_stream
 
-    from specterm.core.streams import write_run
+    from specterm.core.store import write_run
 
     return write_run(root / f"long-{n}", {**META, "name": f"long-{n}"}, [make_stream("long", "code", n, 7)])
 
@@ -252,7 +252,7 @@ def main() -> None:
     if args.child == "bare":
         return child_bare(args.out, args.stepping)
 
-    from specterm.core.streams import find_runs, group_by_models, load_run
+    from specterm.core.store import find_runs, group_by_models, load_run
 
     runs = args.runs or [str(p) for p in find_runs("streams")]
     if not runs:

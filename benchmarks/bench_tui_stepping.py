@@ -26,7 +26,7 @@ from _common import md_table, record  # noqa: E402
 def make_run(root: Path, n: int) -> Path:
     from app_fixture import META, make_stream
 
-    from specterm.core.streams import write_run
+    from specterm.core.store import write_run
 
     return write_run(root / f"long-{n}", {**META, "name": f"long-{n}"}, [make_stream("long", "code", n, 7)])
 

@@ -26,7 +26,7 @@ from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 if TYPE_CHECKING:
     from specterm.core.report import Report
     from specterm.oracle.run import OracleConfig
-    from specterm.core.streams import Run
+    from specterm.core.store import Run
 
 
 class SpectermApp(App[Any]):
@@ -132,7 +132,7 @@ class SpectermApp(App[Any]):
     @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
     def load(self, paths: Sequence[Path]) -> None:
         """Load the runs, then analyse them; heavy imports happen here, off the UI thread."""
-        from specterm.core.streams import group_by_models, load_runs
+        from specterm.core.store import group_by_models, load_runs
 
         runs = [r for r in load_runs(paths) if r.streams]
         if not runs:

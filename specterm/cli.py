@@ -148,8 +148,8 @@ def report_cmd(
     from specterm.core.analysis import analyse
     from specterm.core.errors import SpectermError
     from specterm.core.export import to_json, to_markdown, to_text
-    from specterm.core.pooling import single_pair
-    from specterm.core.streams import load_runs
+    from specterm.core.store import single_pair
+    from specterm.core.store import load_runs
     from specterm.core.text import printable
 
     if format not in REPORT_FORMATS:
@@ -177,7 +177,7 @@ def list_cmd(
 
     from specterm.core.export import MISSING, text_table
     from specterm.core.stats import rates
-    from specterm.core.streams import discover_runs, load_runs_lenient
+    from specterm.core.store import discover_runs, load_runs_lenient
     from specterm.core.text import printable
 
     paths, shards = discover_runs(root)
@@ -203,7 +203,7 @@ def repair_cmd(
     run: Path = typer.Argument(..., help="Run directory whose prompts.jsonl holds duplicate, torn or corrupt lines."),
 ) -> None:
     """Rewrite a run keeping each valid record once (torn, corrupt and duplicate lines dropped, each reported)."""
-    from specterm.core.streams import RECORDS_FILE, repair_run
+    from specterm.core.store import RECORDS_FILE, repair_run
     from specterm.core.text import printable
 
     result = repair_run(run)
@@ -222,7 +222,7 @@ def repair_cmd(
 
 def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0, shuffles: int = 20) -> None:
     """Check the run directories (one clear sentence if one is wrong), then start the app on them."""
-    from specterm.core.streams import read_meta
+    from specterm.core.store import read_meta
 
     for path in runs:
         read_meta(path)
@@ -239,7 +239,7 @@ def no_command(ctx: typer.Context) -> None:
     # No docstring on purpose: the Typer(help=...) text stays the --help text.
     if ctx.invoked_subcommand is not None:
         return
-    from specterm.core.streams import find_runs, load_runs_lenient
+    from specterm.core.store import find_runs, load_runs_lenient
     from specterm.core.text import printable
 
     paths = find_runs("streams")

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from conftest import markov_bits
-from specterm.core.streams import FORMAT, SCHEMA_VERSION, Stream, write_run
+from specterm.core.store import FORMAT, SCHEMA_VERSION, Stream, write_run
 
 VOCAB = [" the", " cat", " sat", " on", " mat", ".", "\n", " def", " f", "(x", "):", " return", " x", " +", " 1",
          " a", " dog", " ran", ",", " and"]
@@ -86,7 +86,7 @@ class FakeOracle:
 
     def __call__(self, config, on_progress, cancel):
         from specterm.core.progress import Progress, check_cancel
-        from specterm.core.streams import RunWriter, bits_to_str
+        from specterm.core.store import RunWriter, bits_to_str
 
         writer = RunWriter(config.out, {**META, "name": Path(config.out).name})
         n = len(self.streams)

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from specterm.core.streams import Run, Stream
+from specterm.core.store import Run, Stream
 
 
 def iid_bits(rng: np.random.Generator, length: int, alpha: float) -> np.ndarray:

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 from app_fixture import META, fixture_streams, make_stream
 
-from specterm.core.streams import Stream, write_run
+from specterm.core.store import Stream, write_run
 
 
 def with_bits(stream: Stream, bits: np.ndarray) -> Stream:

@@ -20,7 +20,7 @@ END = "<!-- results:end -->"
 def render() -> str:
     from specterm.core.analysis import analyse
     from specterm.core.export import TITLES, markdown_tables
-    from specterm.core.streams import load_run
+    from specterm.core.store import load_run
 
     report = analyse([load_run(RUN)], gamma=8, boot=2000, shuffles=20, seed=0)
     md = markdown_tables(report)
@@ -38,7 +38,7 @@ def hardware_section(run_dir: Path) -> list[str]:
     `specterm report RUN --format md` (the table does not depend on the bootstrap)."""
     from specterm.core.analysis import analyse
     from specterm.core.export import hardware_table, markdown_table
-    from specterm.core.streams import load_run
+    from specterm.core.store import load_run
 
     table = hardware_table(analyse([load_run(run_dir)], gamma=8, boot=0, shuffles=0, seed=0))
     if table is None:

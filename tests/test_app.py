@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Static
 
 from specterm.app import make_app
 from specterm.screens.registry import SCREENS
-from specterm.core.streams import load_run
+from specterm.core.store import load_run
 
 SIZE = (120, 36)
 FAST = {"boot": 200, "shuffles": 4}
@@ -409,7 +409,7 @@ async def test_oracle_error_is_one_sentence(tmp_path):
 async def test_runs_of_different_model_pairs_are_never_pooled(tmp_path):
     from app_fixture import META, fixture_streams
 
-    from specterm.core.streams import write_run
+    from specterm.core.store import write_run
 
     a = make_fixture_run(tmp_path, "pair-a")
     other = [s for s in fixture_streams() if s.corpus == "code"]
@@ -427,7 +427,7 @@ async def test_runs_of_different_model_pairs_are_never_pooled(tmp_path):
 
 async def test_decide_shows_the_hardware_decision_and_predicted_vs_realized(tmp_path):
     from app_fixture import META
-    from specterm.core.streams import write_run
+    from specterm.core.store import write_run
 
     cost = {"r_measured": 0.2, "c_decode_s": 0.5, "c_draft_s": 0.1,
             "c_verify_s": {str(g): 5.0 for g in range(1, 17)}}  # verify = 10 decode steps: no speedup here

@@ -11,7 +11,7 @@ from textual.widgets import Static
 from specterm.app import make_app
 from specterm.oracle.corpora import load_builtin
 from specterm.oracle.run import OracleConfig, run_oracle
-from specterm.core.streams import load_run
+from specterm.core.store import load_run
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,7 @@ from specterm.core.blockwalk import block_counts
 from specterm.core.errors import SpectermError
 from specterm.core.hardware import latest_confirmation, parse_confirmation
 from specterm.core.progress import Cancelled
-from specterm.core.streams import load_run, read_meta
+from specterm.core.store import load_run, read_meta
 
 SHIPPED = Path(__file__).resolve().parent.parent / "streams" / "smollm2-135m-selfdraft-l25"
 N_NEW = 12
@@ -162,7 +162,7 @@ def test_confirm_cli_refuses_a_missing_run_and_imported_bits(tmp_path):
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert "is not a run directory" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
     from specterm.oracle.confirm import select_streams
-    from specterm.core.streams import Stream
+    from specterm.core.store import Stream
 
     with pytest.raises(SpectermError, match="imported bits"):
         select_streams([Stream(id="a", corpus="c", bits=np.array([1, 0], dtype=np.uint8))], 2)
@@ -178,7 +178,7 @@ def _one_sentence(msg: str) -> None:
 
 
 def test_confirmation_is_written_under_the_run_lock(tmp_path):
-    from specterm.core.lock import RunLock
+    from specterm.core.store import RunLock
     from specterm.oracle.confirm import write_confirmation
 
     run = tmp_path / "smol"

@@ -12,7 +12,7 @@ from app_fixture import META, fixture_streams
 from specterm.core.analysis import analyse
 from specterm.core.errors import SpectermError
 from specterm.core.export import to_json, to_markdown, to_text
-from specterm.core.streams import load_runs, write_run
+from specterm.core.store import load_runs, write_run
 
 G = list(range(1, 17))
 

@@ -15,7 +15,7 @@ from specterm.oracle import specdec
 from specterm.core.blockwalk import block_accepts, block_counts
 from specterm.oracle.corpora import load_builtin
 from specterm.oracle.run import OracleConfig, run_oracle
-from specterm.core.streams import load_run
+from specterm.core.store import load_run
 
 pytestmark = pytest.mark.slow  # loads the real SmolLM2-135M checkpoint; `pytest -m "not slow"` skips it
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from specterm.core.errors import SpectermError
 from specterm.core.importer import import_jsonl, read_jsonl
-from specterm.core.streams import load_run
+from specterm.core.store import load_run
 
 GOOD = [
     {"id": "a", "corpus": "prose", "bits": "0110", "draft_conf": [0.1, 0.9, 0.8, 0.2], "tokens": ["He", "llo", ",", " w"]},

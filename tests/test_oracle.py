@@ -14,7 +14,7 @@ from specterm.oracle.corpora import Prompt, load_builtin
 from specterm.core.errors import SpectermError
 from specterm.oracle.run import OracleConfig, load_pair, run_oracle
 from specterm.core.progress import Cancelled
-from specterm.core.streams import load_run
+from specterm.core.store import load_run
 
 N_NEW = 24
 

@@ -15,7 +15,7 @@ from specterm.core import analysis, policies
 from specterm.core.params import GAMMAS
 from specterm.core.policies import best_fixed_gamma, fixed_sums, has_draft_conf, policy_sums, policy_summary, policy_table
 from specterm.core.replay import PolicyCounts, replay_clairvoyant, replay_confidence, replay_fixed, replay_heuristic
-from specterm.core.streams import Run, Stream, bits_from_str
+from specterm.core.store import Run, Stream, bits_from_str
 
 
 def iid_stream(rng, n, alpha):

@@ -17,8 +17,8 @@ from models_fixtures import tiny_model_dir  # noqa: F401  (fixture)
 from specterm import cli
 from specterm.core.errors import SpectermError
 from specterm.core.importer import import_jsonl
-from specterm.core.pooling import group_by_models, pool_runs, single_pair
-from specterm.core.streams import (
+from specterm.core.store import group_by_models, pool_runs, single_pair
+from specterm.core.store import (
     BOM,
     CHECKSUM_FIELD,
     META_FILE,
@@ -185,7 +185,7 @@ def test_second_writer_is_refused_naming_the_holder(tmp_path):
 def test_resume_while_another_process_writes_is_refused_before_loading(tiny_model_dir, tmp_path, no_model_loads):
     path = make_run(tmp_path / "r", [stream(0)])
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from specterm.core.lock import RunLock; "
+        [sys.executable, "-c", "import sys, time; from specterm.core.store import RunLock; "
          f"held = RunLock({str(path)!r}).acquire(); print('held', flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     try:

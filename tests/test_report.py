@@ -11,7 +11,7 @@ import pytest
 
 from specterm.core.analysis import analyse
 from specterm.core.export import SECTIONS, deficit_cell, markdown_tables, to_json, to_markdown, to_text
-from specterm.core.streams import new_meta, write_run
+from specterm.core.store import new_meta, write_run
 
 SET_KEYS = {"n_streams", "n_positions", "alpha", "gate_rate", "autocorr", "autocorr_pooled", "dispersion_ratio",
             "deficit", "yield_ratio", "optimum"}
@@ -185,7 +185,7 @@ def test_cli_list(tmp_path, synth, monkeypatch, capsys):
     code, out, _ = cli(monkeypatch, capsys, "list", "--root", root)
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == ["run", "corpora", "prompts", "positions", "alpha", "gate"]
-    from specterm.core.streams import load_run
+    from specterm.core.store import load_run
 
     run = load_run(root / "demo")
     alpha = sum(int(s.bits.sum()) for s in run.streams) / sum(s.n for s in run.streams)

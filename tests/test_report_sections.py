@@ -15,7 +15,7 @@ from specterm.core.export import to_json, to_markdown, to_text
 from specterm.core.importer import import_jsonl
 from specterm.core.params import GAMMAS
 from specterm.core.scorecard import scorecard
-from specterm.core.streams import Stream, load_run
+from specterm.core.store import Stream, load_run
 
 
 def warming(rng, n_streams: int, length: int = 96) -> list[np.ndarray]:

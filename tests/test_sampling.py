@@ -11,7 +11,7 @@ from specterm.core import sampling as sa
 from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights
 from specterm.core.importer import import_jsonl
-from specterm.core.streams import Stream, load_run
+from specterm.core.store import Stream, load_run
 
 # Hand-computed streams (see each value):
 # A [0.5, 1.0, 0.0, 0.5]: x = (.5, 1, 0), y = (1, 0, .5), both means .5; dx = (0, .5, -.5),

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from models_fixtures import tiny_model_dir  # noqa: F401  (fixture)
 from specterm.cli import app
-from specterm.core.streams import load_run
+from specterm.core.store import load_run
 
 ARGS = ["--draft", "layers:2", "--corpus", "code,math", "--limit", "3", "-n", "16", "--no-cost", "--headless"]
 

@@ -15,7 +15,7 @@ from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.params import R_GRID
 from specterm.core.optimum import best_gamma, optimum_table, r_values, throughput_curve
 from specterm.core.scorecard import spearman
-from specterm.core.streams import Stream
+from specterm.core.store import Stream
 
 
 def bits(text: str) -> np.ndarray:

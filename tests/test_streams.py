@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specterm.core.errors import SpectermError
-from specterm.core.streams import (
+from specterm.core.store import (
     META_FILE,
     RECORDS_FILE,
     RunWriter,

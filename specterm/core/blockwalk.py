@@ -92,3 +92,29 @@ def E_iid(alpha: float | np.ndarray, gamma: int | np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         e = (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
     return np.where(alpha >= 1.0, gamma + 1, e)
+
+
+def walk_table(streams_bits: list[np.ndarray], gammas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens, blocks), each (N streams x G draft lengths): the walk of every stream at every g in `gammas`.
+
+    A set's E_true(g) = tokens.sum(0) / blocks.sum(0) (ratio of sums, SPEC 2); a bootstrap replicate
+    with prompt weights w takes (w @ tokens) / (w @ blocks).
+    """
+    g = np.asarray(gammas, dtype=np.int64)
+    tokens = np.zeros((len(streams_bits), g.size), dtype=np.float64)
+    blocks = np.zeros_like(tokens)
+    for i, bits in enumerate(streams_bits):
+        t, b, _ = block_counts(bits, g)
+        tokens[i], blocks[i] = t, b
+    return tokens, blocks
+
+
+def set_yield(streams_bits: list[np.ndarray], gammas: np.ndarray) -> tuple[np.ndarray, float]:
+    """(E_true over `gammas`, alpha) of a set of streams: sum tokens / sum blocks of the walk, and
+    sum a / n (SPEC 2; NaN where the set has no positions)."""
+    tokens, blocks = walk_table(streams_bits, gammas)
+    n = sum(int(np.asarray(b).size) for b in streams_bits)
+    ones = sum(int(np.asarray(b).sum()) for b in streams_bits)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        E = tokens.sum(axis=0) / blocks.sum(axis=0)
+    return E, (ones / n if n else float("nan"))

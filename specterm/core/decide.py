@@ -18,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from specterm.core.blockwalk import E_iid as E_iid_formula
+from specterm.core.costmodel import curve_throughput
 from specterm.core.errors import SpectermError
-from specterm.core.optimum import best_index, curve_throughput
+from specterm.core.optimum import best_index
 from specterm.core.params import ACCELERATORS, DEFAULT_RIDGE
 from specterm.core.report import Decision
 
@@ -49,7 +50,7 @@ def batch_crossover(ridge: float, gamma):
 
 def speedup(E, gamma, r: float):
     """E / (1 + gamma r): tokens per verify-cost relative to plain decoding's one token per step
-    (`optimum.curve_throughput`, the one throughput formula)."""
+    (`costmodel.curve_throughput`, the one throughput formula)."""
     return curve_throughput(E, r, gamma)
 
 

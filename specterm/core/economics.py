@@ -33,15 +33,18 @@ Rules, and the choices where the SPEC is silent:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from specterm.core import costmodel
 from specterm.core import stats as st
+from specterm.core.costmodel import curve_throughput, r_or_default
 from specterm.core.export import MISSING
 from specterm.core.optimum import best_gamma
-from specterm.core.params import GAMMAS, R_DEFAULT
+from specterm.core.params import GAMMAS
 from specterm.core.report import ECONOMICS, Estimate
 
 CLAIMS = {
@@ -71,19 +74,16 @@ def depth_gain(c, cols):
 
 
 def memory_bound_factor(r: float, gammas: np.ndarray = GAMMAS) -> np.ndarray:
-    """1 / (1 + g r): a (g+1)-token verify costs one decode step, a draft step r of one (SPEC 2)."""
-    return 1.0 / (1.0 + np.asarray(gammas, dtype=np.float64) * float(r))
+    """The cost-ratio model's speedup per unit of E at r: costmodel.curve_throughput(1, r, g) (SPEC 2)."""
+    return curve_throughput(1.0, float(r), gammas)
 
 
 def measured_factor(c_decode: float, c_verify: Mapping[int, float], c_draft: float,
                     gammas: np.ndarray = GAMMAS) -> np.ndarray:
     """c_decode / (c_verify(g) + g c_draft) for each g (S_hw / E, SPEC 6); NaN where c_verify(g) is not measured."""
-    out = np.full(np.asarray(gammas).shape, np.nan)
-    for i, g in enumerate(np.asarray(gammas).tolist()):
-        cv = c_verify.get(int(g))
-        if cv is not None and np.isfinite(cv):
-            out[i] = c_decode / (cv + g * c_draft)
-    return out
+    g = np.asarray(gammas)
+    cv = np.array([np.nan if c_verify.get(int(x)) is None else float(c_verify[int(x)]) for x in g.tolist()])
+    return costmodel.speedup_hw(1.0, c_decode, cv, c_draft, g)
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,7 @@ def speedup_factor(set_report: Mapping[str, Any], costs: Mapping[str, Any] | Non
     when given (S_hw, SPEC 6), else the memory-bound model at the set's r (measured, else R_DEFAULT)."""
     if costs is not None:
         return measured_factor(costs["c_decode"], costs["c_verify"], costs["c_draft"]), "measured costs c_decode / (c_verify(g) + g c_draft)"
-    r = set_report.get("r_measured")
-    r = R_DEFAULT if r is None else float(r)
+    r = r_or_default(set_report.get("r_measured"))
     return memory_bound_factor(r), f"memory-bound E_true(g)/(1+g r) at r={r:.3f}"
 
 

@@ -8,9 +8,10 @@ and the deficit as `total = hetero + temporal [CI of temporal]`, e.g. `0.064 = 0
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from specterm.core.params import R_DEFAULT
+from specterm.core.costmodel import r_or_default
 from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Decision, Deficit, Estimate, Report
 
 SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "scorecard")
@@ -222,8 +223,8 @@ def policy_tables(report: Report) -> list[Table]:
         head = ["policy", "params", "tokens/block", "drafted/block", "T [CI]", "vs best fixed [CI]", "vs clairvoyant [CI]"]
         rows = [[p.policy, _params(p.params), fmt(p.tokens_per_block, 2), fmt(p.drafted_per_block, 2),
                  est(p.throughput), est(p.vs_best_fixed), est(p.vs_clairvoyant)] for p in s.policies]
-        r = s.r_measured
-        tables.append((f"{name}, r={fmt(r) if r is not None else f'{R_DEFAULT} (default)'}", head, rows))
+        r = r_or_default(s.r_measured)
+        tables.append((f"{name}, r={fmt(r) if s.r_measured is not None else f'{r} (default)'}", head, rows))
     return tables
 
 

@@ -5,8 +5,8 @@
     "tokens": [str, ...]                                optional, same length as bits (stored as text + piece_ends)
 
 Other keys are ignored. Every line is validated before anything is written (any failure is one
-sentence naming FILE:LINE); the run is then written atomically (streams.write_run, a unique
-temporary directory renamed into place), so a bad line leaves nothing behind. A UTF-8 BOM is read. Imported streams have
+sentence naming FILE:LINE); the run is then written atomically (store.write_run, a unique
+hidden temporary directory renamed into place), so a bad line leaves nothing behind. A UTF-8 BOM is read. Imported streams have
 no gate (the oracle's gate was not checked here) and no models in their metadata.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from specterm.core.errors import SpectermError
-from specterm.core.streams import BOM, Stream, bits_from_str, check_unique, new_meta, write_run
+from specterm.core.store import BOM, Stream, bits_from_str, check_unique, new_meta, write_run
 
 
 def _check_text(value: str, name: str, where: str) -> None:

@@ -6,34 +6,24 @@
 
 on r = 0.05, 0.10, ..., 0.60 plus every distinct measured r of the runs in the set.
 
-`throughput` and `best_gamma` are the one throughput formula and the one tie rule of specterm:
-the optimum table, the decision (decide.py), the policies and the screens all use them.
+`best_gamma` is the one tie rule of specterm; the throughput formula is costmodel.throughput /
+costmodel.curve_throughput (re-exported here for the policies and the screens).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
+from specterm.core.costmodel import curve_throughput, throughput
 from specterm.core.params import GAMMAS, R_GRID
+
+__all__ = ["best_gamma", "best_index", "curve_throughput", "optimum_table", "r_values", "throughput", "throughput_curve"]
 
 # Relative slack under which two throughputs count as tied (then the smaller gamma wins).
 TIE = 1e-12
-
-
-def throughput(tokens, blocks, drafted, r: float) -> np.ndarray:
-    """T = tokens / (blocks + r * drafted): tokens per verify-cost, r = c_draft / c_verify (NaN where
-    the cost is 0). Per block of a fixed draft length g (tokens/blocks = E(g), drafted/blocks = g)
-    this is T(g, r) = E(g) / (1 + g r), the speedup over plain decoding."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.asarray(tokens, dtype=np.float64) / (
-            np.asarray(blocks, dtype=np.float64) + r * np.asarray(drafted, dtype=np.float64))
-
-
-def curve_throughput(E, r: float, gammas=GAMMAS) -> np.ndarray:
-    """T(g, r) = E(g) / (1 + g r) for a curve E over `gammas`: `throughput(E, 1, g, r)`."""
-    return throughput(E, 1.0, gammas, r)
 
 
 def best_index(T) -> int | None:

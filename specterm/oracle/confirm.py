@@ -32,19 +32,36 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
-from specterm.core.blockwalk import E_iid as E_iid_formula, block_counts
+from specterm.core import costmodel
+from specterm.core.blockwalk import E_iid as E_iid_formula
+from specterm.core.blockwalk import set_yield
+from specterm.core.costmodel import refeed_counts, refeed_share
 from specterm.core.errors import SpectermError
-from specterm.core.hardware import (CONFIRMATIONS_KEY, cost_curve, decide_hw, refeed_counts, refeed_share,
-                                    summarize_results)
+from specterm.core.hardware import (
+    CONFIRMATIONS_KEY,
+    cost_curve,
+    decision_hw,
+    summarize_results,
+)
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
-from specterm.core.lock import RunLock
-from specterm.core.streams import (META_FILE, Stream, hardware_info, load_run, model_key, model_location, new_meta,
-                                     read_meta)
-from specterm.oracle.costs import GAMMAS as COST_GAMMAS, context_ids
+from specterm.core.store import (
+    META_FILE,
+    RunLock,
+    Stream,
+    hardware_info,
+    load_run,
+    model_key,
+    model_location,
+    new_meta,
+    read_meta,
+    write_meta_atomic,
+)
+from specterm.oracle.costs import GAMMAS as COST_GAMMAS
+from specterm.oracle.costs import context_ids
 
 
 @dataclass
@@ -52,15 +69,15 @@ class ConfirmConfig:
     run: Path
     per_corpus: int = 2
     gammas: tuple[int, ...] = ()          # timed in every corpus besides g_hw and g_iid
-    corpora: Optional[tuple[str, ...]] = None  # None: every corpus of the run
-    device: Optional[str] = None          # None: the run's device
-    dtype: Optional[str] = None           # None: the run's dtype
-    max_new_tokens: Optional[int] = None  # None: the whole stored y
-    threads: Optional[int] = None         # torch CPU threads (None: torch's default)
+    corpora: tuple[str, ...] | None = None  # None: every corpus of the run
+    device: str | None = None          # None: the run's device
+    dtype: str | None = None           # None: the run's dtype
+    max_new_tokens: int | None = None  # None: the whole stored y
+    threads: int | None = None         # torch CPU threads (None: torch's default)
     cost_repeats: int = 5                 # timed cost rounds before the generations (one more after each prompt)
     cost_gammas: tuple[int, ...] = COST_GAMMAS
-    target: Optional[str] = None          # None: the run's target, found by streams.model_location
-    draft: Optional[str] = None           # None: the run's draft, likewise
+    target: str | None = None          # None: the run's target, found by streams.model_location
+    draft: str | None = None           # None: the run's draft, likewise
 
 
 @dataclass
@@ -75,7 +92,7 @@ class _Timed:
     forwards: list = field(default_factory=list)  # ForwardTimer records of this generation
 
 
-def _model_spec(entry: Any, role: str, override: Optional[str] = None) -> str:
+def _model_spec(entry: Any, role: str, override: str | None = None) -> str:
     """What to load the run's `role` model from: `override` (--target/--draft), else
     streams.model_location (a hub id or layers:K as recorded, or the file found by name and
     checksum under $SPECTERM_MODELS / ./models)."""
@@ -84,7 +101,7 @@ def _model_spec(entry: Any, role: str, override: Optional[str] = None) -> str:
     return model_location(entry, override)
 
 
-def select_streams(streams: list[Stream], per_corpus: int, corpora: Optional[tuple[str, ...]] = None) -> list[Stream]:
+def select_streams(streams: list[Stream], per_corpus: int, corpora: tuple[str, ...] | None = None) -> list[Stream]:
     """The first `per_corpus` streams of each corpus (sorted) that have prompt text, y and a gate of 1.000."""
     if per_corpus < 1:
         raise SpectermError("--per-corpus must be at least 1.")
@@ -105,28 +122,18 @@ def select_streams(streams: list[Stream], per_corpus: int, corpora: Optional[tup
 
 
 def corpus_E(streams: list[Stream], gammas: np.ndarray) -> dict[str, tuple[np.ndarray, float, np.ndarray]]:
-    """Per corpus: (E_true over gammas = sum tokens / sum blocks of the analysed streams, pooled alpha,
-    phi over gammas = the share of blocks after a fully accepted one)."""
+    """Per corpus: (E_true over gammas, alpha, phi over gammas) of its analysed streams, from the core's
+    block walk (blockwalk.set_yield) and refeed share (costmodel.refeed_share)."""
     out = {}
     for name in sorted({s.corpus for s in streams}):
-        tok = np.zeros(gammas.shape)
-        blk = np.zeros(gammas.shape)
-        ones = n = 0
-        for s in streams:
-            if s.corpus != name or s.valid_len == 0:
-                continue
-            t, b, _ = block_counts(s.a, gammas)
-            tok += t
-            blk += b
-            ones += int(s.a.sum())
-            n += s.valid_len
-        if n:
-            phi = refeed_share([s.a for s in streams if s.corpus == name and s.valid_len], gammas)
-            out[name] = (tok / blk, ones / n, phi)
+        bits = [s.a for s in streams if s.corpus == name and s.valid_len]
+        if bits:
+            E, alpha = set_yield(bits, gammas)
+            out[name] = (E, alpha, refeed_share(bits, gammas))
     return out
 
 
-def write_confirmation(run_dir: Path, record: dict[str, Any], index: Optional[int], cost: Optional[dict] = None) -> int:
+def write_confirmation(run_dir: Path, record: dict[str, Any], index: int | None, cost: dict | None = None) -> int:
     """Put `record` at `index` of run.json's confirmations (append when None), atomically; returns its index.
 
     With `cost`, also make it the run's "cost" (the previous one is kept in cost.earlier).
@@ -138,7 +145,7 @@ def write_confirmation(run_dir: Path, record: dict[str, Any], index: Optional[in
         return _write_confirmation(run_dir, record, index, cost)
 
 
-def _write_confirmation(run_dir: Path, record: dict[str, Any], index: Optional[int], cost: Optional[dict]) -> int:
+def _write_confirmation(run_dir: Path, record: dict[str, Any], index: int | None, cost: dict | None) -> int:
     meta = read_meta(run_dir)
     records = meta.get(CONFIRMATIONS_KEY)
     if not isinstance(records, list):
@@ -155,13 +162,11 @@ def _write_confirmation(run_dir: Path, record: dict[str, Any], index: Optional[i
         if old:
             new["earlier"] = [*old.pop("earlier", []), old]
         meta["cost"] = new
-    tmp = run_dir / (META_FILE + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, run_dir / META_FILE)
+    write_meta_atomic(run_dir, meta)
     return index
 
 
-def _first_mismatch(a: list[int], b: list[int]) -> Optional[int]:
+def _first_mismatch(a: list[int], b: list[int]) -> int | None:
     if a == b:
         return None
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
@@ -214,13 +219,13 @@ class ForwardTimer:
             h.remove()
 
 
-def _median_of(records, role: str, tokens: int) -> Optional[float]:
+def _median_of(records, role: str, tokens: int) -> float | None:
     vals = [dt for r, n, dt in records if r == role and n == tokens]
     return statistics.median(vals) if vals else None
 
 
-def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] = None,
-                cancel: Optional[threading.Event] = None, pair=None) -> dict[str, Any]:
+def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = None,
+                cancel: threading.Event | None = None, pair=None) -> dict[str, Any]:
     """Run the confirmation (see the module docstring); returns the record written to run.json.
 
     Raises `Cancelled` when `cancel` is set: the record on disk then holds every finished prompt.
@@ -294,12 +299,11 @@ def confirm_run(config: ConfirmConfig, on_progress: Optional[ProgressCallback] =
     choices: dict[str, dict[str, Any]] = {}
     for name in sorted({it["stream"].corpus for it in items}):
         E_true, alpha, phi = by_corpus[name]
-        d = decide_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve, phi_true=phi)
-        gammas = sorted({d.gamma_hw, d.gamma_iid_hw, d.gamma_hw_refeed, *extra} - {None})
-        choices[name] = {"gamma_hw": d.gamma_hw, "speedup_hw": d.speedup_hw, "gamma_hw_refeed": d.gamma_hw_refeed,
-                         "speedup_hw_refeed": d.speedup_hw_refeed, "gamma_iid_hw": d.gamma_iid_hw,
-                         "speedup_iid_hw": d.speedup_iid_hw, "gamma_mb": d.gamma_mb, "speedup_mb": d.speedup_mb,
-                         "gammas": gammas, "verdict": d.verdict}
+        d = decision_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve, phi_true=phi)
+        gammas = sorted({d["gamma_hw"], d["gamma_iid_hw"], d["gamma_hw_refeed"], *extra} - {None})
+        choices[name] = {k: d[k] for k in ("gamma_hw", "speedup_hw", "gamma_hw_refeed", "speedup_hw_refeed",
+                                           "gamma_iid_hw", "speedup_iid_hw", "gamma_mb", "speedup_mb")}
+        choices[name].update(gammas=gammas, verdict=d["verdict"])
     E_table = {name: {int(g): (float(e), float(p)) for g, e, p in zip(cost_gammas, by_corpus[name][0], by_corpus[name][2])}
                for name in choices}
 
@@ -473,8 +477,8 @@ def _results(prompt_rows, cost, E_table) -> list[dict[str, Any]]:
         r["decode_forward_s_median"], r["verify_forward_s_median"] = t1, tv
         r["draft_forward_s_median"], r["draft_2token_forward_s_median"] = d1, d2
         if None not in (t1, tv, d1):
-            extra = r["refeed_share"] * max(0.0, d2 - d1) if d2 is not None else 0.0
-            r["predicted_insitu"] = r["E_prompts"] * t1 / (tv + r["gamma"] * d1 + extra)
+            r["predicted_insitu"] = float(costmodel.speedup_hw(r["E_prompts"], t1, tv, d1, r["gamma"], r["refeed_share"],
+                                                               costmodel.refeed_extra(d1, d2)))
         else:
             r["predicted_insitu"] = None
         r["draft_2token_forwards"] = sum(x["draft_2token_forwards"] for x in sp)
@@ -495,9 +499,9 @@ def _cross_check(prompt_rows, cost) -> dict[str, Any]:
     }
 
 
-def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: Optional[str], device: Optional[str],
-                    dtype: Optional[str], max_new_tokens: Optional[int], threads: Optional[int], repeats: int,
-                    target: Optional[str] = None, draft: Optional[str] = None) -> None:
+def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str | None, device: str | None,
+                    dtype: str | None, max_new_tokens: int | None, threads: int | None, repeats: int,
+                    target: str | None = None, draft: str | None = None) -> None:
     """CLI glue: headless progress (a bar on a terminal, log lines otherwise); Ctrl-C keeps finished prompts."""
     import sys
 

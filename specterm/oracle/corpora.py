@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from specterm.core.errors import SpectermError
-from specterm.core.streams import check_unique
+from specterm.core.store import check_unique
 
 BUILTIN = ("prose", "code", "json", "math", "multilingual")
 

@@ -26,7 +26,7 @@ import numpy as np
 from specterm.oracle.corpora import Prompt
 from specterm.core.errors import SpectermError
 from specterm.core.progress import Cancelled, Progress, ProgressCallback, check_cancel
-from specterm.core.streams import RunWriter, Stream, new_meta, public_model
+from specterm.core.store import RunWriter, Stream, new_meta, public_model
 
 POSITION_CHUNK = 64  # positions per softmax chunk: 64 x 152k x 4 B x 2 models ~ 78 MB
 

@@ -60,8 +60,8 @@ def _check_out(out: Path, resume: bool) -> None:
     """--out must be a new path we can create, or (with --resume) an existing run; nothing is created."""
     import tempfile
 
-    from specterm.core.lock import check_unlocked
-    from specterm.core.streams import META_FILE
+    from specterm.core.store import check_unlocked
+    from specterm.core.store import META_FILE
 
     if out.exists() and not out.is_dir():
         raise SpectermError(f"--out {out} is a file, not a run directory; choose another --out.")
@@ -109,7 +109,7 @@ def check_run_arguments(config) -> None:
     every prompt encoded (a prompt of zero tokens is named), layers:K against the target's config.
     Raises SpectermError (one sentence); creates nothing on disk.
     """
-    from specterm.core.streams import META_FILE, load_run, public_model, read_meta, resume_conflict
+    from specterm.core.store import META_FILE, load_run, public_model, read_meta, resume_conflict
     from specterm.oracle import models as M
     from specterm.oracle.corpora import shard as take_shard
 
@@ -251,8 +251,8 @@ def _barrier_and_merge(sh: tuple[int, int], final_out: Path) -> None:
 
 
 def merge_command(*, shards: list[Path], out: Path) -> None:
-    """`specterm merge`: streams.merge_runs, then one line saying what was merged."""
-    from specterm.core.streams import merge_runs
+    """`specterm merge`: store.merge_runs, then one line saying what was merged."""
+    from specterm.core.store import merge_runs
 
     path, streams = merge_runs(shards, out)
     print(f"merged {len(streams)} prompts from {len(shards)} shard(s) into {path}", file=sys.stderr)

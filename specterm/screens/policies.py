@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
+from specterm.core.costmodel import r_or_default
 from specterm.core.report import Depth, PolicyRow, Report
 from specterm.screens.base import ReportScreen, set_bindings
 from specterm.widgets.columns import ci_below, table_width
@@ -81,15 +82,15 @@ class PoliciesScreen(ReportScreen):
         if report is None:
             return None
         _, s = self.current_set(report)
-        return s.r_measured if is_num(s.r_measured) else report.params.r_default
+        return r_or_default(s.r_measured)
 
     def show_report(self, report: Report) -> None:
         name, s = self.current_set(report)
         rows = [(f"{i}", policy_row(row)) for i, row in enumerate(s.policies)]
         depth = s.depth
         # analyse() replays the policies at the set's measured r, else at its default r.
-        r = s.r_measured
-        r_text = f"at r = {r:.3f} (measured)" if is_num(r) else f"at r = {report.params.r_default:.2f} (no measured r)"
+        r = r_or_default(s.r_measured)
+        r_text = f"at r = {r:.3f} (measured)" if is_num(s.r_measured) else f"at r = {r:.2f} (no measured r)"
         with self.app.batch_update():
             self.query_one("#set-bar", Static).update(
                 f"{self.set_label()}   T = tokens / (blocks + r drafted) {r_text}"

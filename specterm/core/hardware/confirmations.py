@@ -1,0 +1,226 @@
+"""Confirmation records of run.json (`specterm confirm`, SPEC 6 "Confirmation"): parsing, and the
+per (corpus, g) rows the report shows. Pure numpy."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from specterm.core import costmodel
+from specterm.core.errors import SpectermError
+from specterm.core.hardware.curve import CostCurve, cost_curve
+
+CONFIRMATIONS_KEY = "confirmations"
+_RESULT_FIELDS = {"corpus": str, "gamma": int, "prompts": int, "tokens": int, "greedy_s": float, "spec_s": float,
+                  "realized": float, "predicted": float, "tokens_per_call": float, "identical": bool}
+
+
+@dataclass(frozen=True)
+class ConfirmedResult:
+    """One (corpus, g) row of a confirmation: predicted S_hw beside the realized speedup."""
+
+    corpus: str
+    gamma: int
+    prompts: int
+    tokens: int
+    greedy_s: float
+    spec_s: float
+    realized: float             # greedy_s / spec_s (same prompts, same session, alternating)
+    predicted: float            # S_hw(g) with E = tokens / blocks of these prompts and this session's costs
+    tokens_per_call: float      # tokens / target forwards of the speculative runs (= E of these prompts)
+    identical: bool             # every output equalled the stored y
+    predicted_corpus: float | None = None  # S_hw(g) with the corpus's E_true (all its streams)
+
+    @property
+    def ratio(self) -> float:
+        """realized / predicted."""
+        return self.realized / self.predicted
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    date: str
+    device: str
+    threads: int
+    complete: bool
+    results: list[ConfirmedResult]
+    record: dict[str, Any]
+
+
+def _check_type(value: Any, kind: type) -> bool:
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def parse_confirmation(record: Any, where: str = "run.json") -> Confirmation:
+    """Validate one confirmation record; raises SpectermError (one sentence) when it is corrupt."""
+    bad = f"{where}: the confirmation record is corrupt"
+    fix = "; delete it from run.json and re-run `specterm confirm`."
+    if not isinstance(record, dict):
+        raise SpectermError(f"{bad} (not a JSON object){fix}")
+    for key, kind in (("date", str), ("device", str), ("threads", int), ("results", list)):
+        if not _check_type(record.get(key), kind):
+            raise SpectermError(f"{bad} ('{key}' missing or not a {kind.__name__}){fix}")
+    results = []
+    for i, row in enumerate(record["results"]):
+        if not isinstance(row, dict):
+            raise SpectermError(f"{bad} (results[{i}] is not an object){fix}")
+        for key, kind in _RESULT_FIELDS.items():
+            if not _check_type(row.get(key), kind):
+                raise SpectermError(f"{bad} (results[{i}].{key} missing or not a {kind.__name__}){fix}")
+        if row["gamma"] < 1 or row["prompts"] < 1 or row["spec_s"] <= 0 or row["greedy_s"] <= 0 or row["predicted"] <= 0:
+            raise SpectermError(f"{bad} (results[{i}] has a non-positive gamma, prompt count, time or prediction){fix}")
+        pc = row.get("predicted_corpus")
+        results.append(ConfirmedResult(**{k: row[k] for k in _RESULT_FIELDS},
+                                       predicted_corpus=float(pc) if _check_type(pc, float) else None))
+    return Confirmation(date=record["date"], device=record["device"], threads=record["threads"],
+                        complete=bool(record.get("complete", True)), results=results, record=record)
+
+
+def latest_confirmation(meta: dict[str, Any], required: bool = False, where: str = "run.json") -> Confirmation | None:
+    """The newest confirmation record of a run's metadata (validated), or None when there is none.
+
+    required=True: a run without one is refused (SpectermError) instead.
+    """
+    records = meta.get(CONFIRMATIONS_KEY)
+    if records is None or records == []:
+        if required:
+            raise SpectermError(f"{where} has no confirmation record; run `specterm confirm RUN` first.")
+        return None
+    if not isinstance(records, list):
+        raise SpectermError(f"{where}: '{CONFIRMATIONS_KEY}' must be a list of confirmation records; delete it and re-run `specterm confirm`.")
+    return parse_confirmation(records[-1], where)
+
+
+def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
+                      corpus_curves: dict[str, dict[int, tuple[float, float]]] | None = None) -> list[dict[str, Any]]:
+    """Per (corpus, g) rows of a confirmation from its per-prompt rows (ratio of sums over prompts).
+
+    Each prompt row: {"corpus", "tokens", "greedy_s", ["greedy_cpu_s"], "spec": {"<g>": {"s", ["cpu_s"],
+    "target_calls", "blocks_walk", ["refeeds_walk"], "identical"}}}: blocks_walk / refeeds_walk are the
+    blocks (and the blocks after a fully accepted one) of the exact walk of the stored stream at g.
+
+        realized  = sum greedy_s / sum spec_s (wall time, SPEC 6); realized_cpu the same in CPU time
+        E, phi    = sum tokens / sum blocks_walk, sum refeeds_walk / sum blocks_walk
+        predicted = S_hw(g) with that E and phi on the curve's clock; ratio = realized / predicted,
+                    ratio_cpu = realized_cpu / predicted
+        predicted_corpus = S_hw(g) with the corpus's (E_true(g), phi(g)) from `corpus_curves`
+    """
+    acc: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in prompt_rows:
+        for g_key, sp in row["spec"].items():
+            a = acc.setdefault((row["corpus"], int(g_key)), dict(prompts=0, tokens=0, greedy_s=0.0, spec_s=0.0,
+                                                                greedy_cpu=0.0, spec_cpu=0.0, cpu=True,
+                                                                calls=0, blocks=0, refeeds=0, identical=True))
+            a["prompts"] += 1
+            a["tokens"] += row["tokens"]
+            a["greedy_s"] += row["greedy_s"]
+            a["spec_s"] += sp["s"]
+            if row.get("greedy_cpu_s") is not None and sp.get("cpu_s") is not None:
+                a["greedy_cpu"] += row["greedy_cpu_s"]
+                a["spec_cpu"] += sp["cpu_s"]
+            else:
+                a["cpu"] = False
+            a["calls"] += sp["target_calls"]
+            a["blocks"] += sp["blocks_walk"]
+            a["refeeds"] += sp.get("refeeds_walk", 0)
+            a["identical"] = a["identical"] and bool(sp["identical"]) and bool(row.get("greedy_identical", True))
+
+    def s_hw(E: float, phi: float, g: int) -> float:
+        return float(costmodel.speedup_hw(np.array([E]), curve.c_decode, np.array([curve.verify_at(g)]), curve.c_draft,
+                                np.array([g]), np.array([phi]), curve.refeed_extra)[0])
+
+    out = []
+    for (corpus, g), a in sorted(acc.items()):
+        E = a["tokens"] / a["blocks"]
+        phi = a["refeeds"] / a["blocks"]
+        pred = s_hw(E, phi, g)
+        pc = None
+        if corpus_curves and g in corpus_curves.get(corpus, {}):
+            pc = s_hw(*corpus_curves[corpus][g], g)
+        realized = a["greedy_s"] / a["spec_s"]
+        realized_cpu = a["greedy_cpu"] / a["spec_cpu"] if a["cpu"] and a["spec_cpu"] > 0 else None
+        out.append({
+            "corpus": corpus, "gamma": g, "prompts": int(a["prompts"]), "tokens": int(a["tokens"]),
+            "greedy_s": a["greedy_s"], "spec_s": a["spec_s"], "realized": realized,
+            "predicted": pred, "ratio": realized / pred, "clock": curve.clock,
+            "realized_cpu": realized_cpu, "ratio_cpu": None if realized_cpu is None else realized_cpu / pred,
+            "predicted_corpus": pc,
+            "predicted_spec6": s_hw(E, 0.0, g),
+            "predicted_mb": float(costmodel.speedup_mb(np.array([E]), curve.r_mb, np.array([g]))[0]),
+            "E_prompts": E, "refeed_share": phi, "tokens_per_call": a["tokens"] / a["calls"],
+            "identical": bool(a["identical"]),
+            "block_model_s": float(costmodel.block_cost(curve.verify_at(g), curve.c_draft, g, phi, curve.refeed_extra)),
+        })
+    return out
+
+
+def _row(r: dict[str, Any]) -> dict[str, Any]:
+    """A SPEC 7 confirmed row from a stored result row: "predicted" is S_hw as SPEC 6 writes it
+    (stored as predicted_spec6 by confirm; older rows: their "predicted"), "predicted_refeed" the
+    refeed model (confirm's "predicted"); ratios realized / predicted, in wall and CPU time."""
+    spec = r.get("predicted_spec6") if _check_type(r.get("predicted_spec6"), float) else r["predicted"]
+    refeed = r["predicted"]
+    cpu = r.get("realized_cpu") if _check_type(r.get("realized_cpu"), float) else None
+    return {"gamma": int(r["gamma"]), "predicted": float(spec), "realized": float(r["realized"]),
+            "prompts": int(r["prompts"]), "identical": bool(r["identical"]),
+            "ratio": float(r["realized"]) / float(spec), "predicted_refeed": float(refeed),
+            "ratio_refeed": float(r["realized"]) / float(refeed), "realized_cpu": cpu,
+            "ratio_cpu": None if cpu is None else cpu / float(spec),
+            "ratio_cpu_refeed": None if cpu is None else cpu / float(refeed),
+            "tokens_per_call": float(r["tokens_per_call"])}
+
+
+def confirmed_rows(conf: Confirmation, set_name: str) -> list[dict[str, Any]]:
+    """SPEC 7 `decision_hw.confirmed` of one set: [{"gamma", "predicted", "realized", "prompts",
+    "identical"} + ratio, predicted_refeed, ratio_refeed, realized_cpu, ratio_cpu, ...], sorted by gamma.
+
+    A corpus takes its rows of the record; "pooled" sums every prompt of the record timed at each g
+    (ratio of sums, the prediction from the pooled E and phi and the record's own cost curve).
+    """
+    if set_name != "pooled":
+        rows = [r for r in conf.record["results"] if r["corpus"] == set_name]
+        return [{**_row(r), "date": conf.date} for r in sorted(rows, key=lambda r: r["gamma"])]
+    prompts = conf.record.get("prompts")
+    curve = cost_curve(conf.record.get("cost"))
+    if not isinstance(prompts, list) or not prompts or curve is None:
+        return []
+    try:
+        pooled = summarize_results([{**p, "corpus": "pooled"} for p in prompts], curve)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        raise SpectermError("the confirmation record's prompts are corrupt; delete the record from run.json and "
+                            "re-run `specterm confirm`.") from None
+    return [{**_row(r), "date": conf.date} for r in pooled]
+
+
+def confirmations(meta: dict[str, Any], where: str = "run.json") -> list[Confirmation]:
+    """Every confirmation record of a run's metadata, validated, oldest first ([] when none)."""
+    records = meta.get(CONFIRMATIONS_KEY)
+    if records is None or records == []:
+        return []
+    if not isinstance(records, list):
+        raise SpectermError(f"{where}: '{CONFIRMATIONS_KEY}' must be a list of confirmation records; delete it and re-run `specterm confirm`.")
+    return [parse_confirmation(r, where) for r in records]
+
+
+def confirmed_for_set(confs: list[Confirmation], set_name: str) -> list[dict[str, Any]]:
+    """The confirmed rows of a set from a run's records: a corpus takes the newest record that timed
+    it (a later `confirm --corpus X` supersedes X only); "pooled" takes the newest record's prompts."""
+    for conf in reversed(confs):
+        rows = confirmed_rows(conf, set_name)
+        if rows:
+            return rows
+    return []
+
+
+
+def run_curve_and_confirmations(meta: dict[str, Any], where: str = "run.json") -> tuple[CostCurve | None, list[Confirmation]]:
+    """A run's robust cost curve (None without measured c_decode) and its confirmation records."""
+    return cost_curve(meta.get("cost")), confirmations(meta, where)
+

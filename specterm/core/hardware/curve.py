@@ -1,0 +1,216 @@
+"""The robust cost curve a decision uses (SPEC 6 "Costs"), from a run.json "cost" dict. Pure numpy.
+
+Medians of interleaved repeats are still noisy on a
+shared machine (the first shipped curve had c_verify(2) = 1.33 s > c_verify(4) = 0.99 s), so the
+forward costs are put on one axis, m = tokens per target forward (m = 1: c_decode; m = g + 1:
+c_verify(g)), and adjacent violators of monotonicity are pooled (pool-adjacent-violators, the
+isotonic least-squares fit) -- but only where the violation is within noise:
+
+    pool blocks a < b (in m) when  median_a - median_b  <=  z * sqrt(se_a^2 + se_b^2),   z = 2
+    se = 0.929 * IQR / sqrt(n)   (standard error of a median of n samples, normal approximation)
+    pooled value = precision-weighted mean (weights 1/se^2), pooled se = (sum of weights)^(-1/2)
+
+Assumption: a target forward of more tokens does not cost less, unless the measurements say so
+by more than two standard errors: CPU matrix kernels do have such steps (Qwen2.5-1.5B on this
+CPU: a 3-token forward 1.23 s, a 4-token one 0.87 s, in CPU time, over 7 rounds each), and
+pooling them would mispredict both draft lengths. With fewer than 3 samples per quantity (no
+usable spread) every violation is pooled (the plain isotonic fit). A straight line c(m) = a + b m
+(least squares over the same medians) is stored beside it with its RMS residual as a check of how
+far the curve is from linear; it is not used for decisions because CPU kernels make the real curve
+step-shaped. c_draft and c_draft2 are single quantities: medians as they are.
+
+Clock: a run stores wall-time and process-CPU-time medians; `decision_clock` says which the curve
+uses: "cpu" on a CPU with one torch thread (then CPU time is the time a forward takes when it has
+the core to itself, unmoved by other processes time-sharing the machine), "wall" otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from specterm.core import costmodel
+from specterm.core.errors import SpectermError
+
+ROBUST_METHOD = ("pool-adjacent-violators over m = tokens per target forward (m = 1: c_decode, m = g + 1: "
+                 "c_verify(g)), pooling a violation only when it is within 2 standard errors of the medians "
+                 "(se = 0.929 IQR / sqrt(n)); c_draft, c_draft2: medians")
+NOISE_Z = 2.0
+
+
+# ------------------------------------------------------------------------------ robust curve ---
+
+
+def _pool_adjacent(y: np.ndarray, w: np.ndarray, z: float) -> np.ndarray:
+    """Pool adjacent violators: scan left to right, merge the last two blocks into their weighted mean
+    while the earlier one is higher by at most z * sqrt(1/w_a + 1/w_b) (z = inf: every violation)."""
+    means: list[float] = []
+    weights: list[float] = []
+    sizes: list[int] = []
+    for yi, wi in zip(y.tolist(), w.tolist()):
+        means.append(yi)
+        weights.append(wi)
+        sizes.append(1)
+        while len(means) > 1 and means[-2] > means[-1] and (z == math.inf or
+                means[-2] - means[-1] <= z * math.sqrt(1.0 / weights[-2] + 1.0 / weights[-1])):
+            wt = weights[-2] + weights[-1]
+            mean = (means[-2] * weights[-2] + means[-1] * weights[-1]) / wt
+            size = sizes[-2] + sizes[-1]
+            del means[-1], weights[-1], sizes[-1]
+            means[-1], weights[-1], sizes[-1] = mean, wt, size
+    return np.repeat(np.asarray(means), np.asarray(sizes, dtype=np.int64))
+
+
+def isotonic_increasing(y: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+    """Least-squares non-decreasing fit of y (in the given order): argmin_f sum w_i (f_i - y_i)^2
+    subject to f_1 <= f_2 <= ... (pool adjacent violators; each pooled block takes its weighted mean)."""
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones_like(y) if w is None else np.asarray(w, dtype=np.float64)
+    return _pool_adjacent(y, w, math.inf)
+
+
+def median_se(samples) -> float:
+    """Standard error of the median of n samples: 1.2533 sigma / sqrt(n), sigma = IQR / 1.349."""
+    x = np.asarray(samples, dtype=np.float64)
+    q25, q75 = np.percentile(x, [25, 75])
+    return float(0.929 * (q75 - q25) / math.sqrt(x.size))
+
+
+def pool_violators_within_noise(y: np.ndarray, se: np.ndarray | None = None, z: float = NOISE_Z) -> np.ndarray:
+    """Pool-adjacent-violators where the violation is within noise (see the module docstring).
+
+    se None: every violation is pooled with equal weights, i.e. the plain isotonic fit
+    (`isotonic_increasing`). A kept (significant) violation leaves the result non-monotone there.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    if se is None:
+        return isotonic_increasing(y)
+    se = np.maximum(np.asarray(se, dtype=np.float64), 1e-12 * np.maximum(np.abs(y), 1e-12))
+    return _pool_adjacent(y, 1.0 / se ** 2, z)  # weights 1 / se^2
+
+
+def fit_line(m: np.ndarray, c: np.ndarray) -> tuple[float, float, float]:
+    """(a, b, rms): least-squares c = a + b m and the root mean square of its residuals."""
+    m = np.asarray(m, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    X = np.column_stack([np.ones_like(m), m])
+    (a, b), *_ = np.linalg.lstsq(X, c, rcond=None)
+    rms = float(np.sqrt(np.mean((c - (a + b * m)) ** 2)))
+    return float(a), float(b), rms
+
+
+def robust_forward_costs(c_decode: float, gammas: np.ndarray, c_verify: np.ndarray,
+                         se_decode: float | None = None, se_verify: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    """(c_decode, c_verify(g)) after pooling violators within noise over m = 1, g + 1 (module docstring).
+
+    gammas need not be sorted or contiguous; the result is in the order of `gammas`. Without
+    standard errors (se_decode or se_verify None) this is the plain isotonic fit.
+    """
+    gammas = np.asarray(gammas, dtype=np.int64)
+    order = np.argsort(gammas, kind="stable")
+    y = np.concatenate([[float(c_decode)], np.asarray(c_verify, dtype=np.float64)[order]])
+    se = None
+    if se_decode is not None and se_verify is not None:
+        se = np.concatenate([[float(se_decode)], np.asarray(se_verify, dtype=np.float64)[order]])
+    fit = pool_violators_within_noise(y, se)
+    out = np.empty(gammas.size, dtype=np.float64)
+    out[order] = fit[1:]
+    return float(fit[0]), out
+
+
+@dataclass(frozen=True)
+class CostCurve:
+    """The measured costs a decision uses (robust curve), in seconds; gammas ascending."""
+
+    gammas: np.ndarray
+    c_decode: float
+    c_verify: np.ndarray
+    c_draft: float
+    context: int | None = None
+    raw_c_decode: float | None = None
+    raw_c_verify: np.ndarray | None = None
+    c_draft2: float | None = None  # a 2-token draft forward (None: not measured, taken as c_draft)
+    clock: str = "wall"
+
+    @property
+    def refeed_extra(self) -> float:
+        """(c_draft2 - c_draft)+: what a 2-token draft step costs beyond a 1-token one."""
+        return costmodel.refeed_extra(self.c_draft, self.c_draft2)
+
+    @property
+    def r_mb(self) -> float:
+        """r of the memory-bound model: c_draft / c_decode."""
+        return self.c_draft / self.c_decode
+
+    def verify_at(self, gamma: int) -> float:
+        i = np.flatnonzero(self.gammas == gamma)
+        if i.size == 0:
+            raise SpectermError(f"the cost curve has no c_verify({gamma}); measure draft lengths {self.gammas.min()}..{self.gammas.max()} only.")
+        return float(self.c_verify[i[0]])
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def cost_curve(cost: dict | None) -> CostCurve | None:
+    """The robust curve from a run.json "cost" dict, or None when the run has no measured c_decode
+    (imported bits, or a run measured before c_decode was timed: re-measure with --remeasure-cost).
+
+    Uses the stored medians (c_decode_s, c_verify_s, c_draft_s) and recomputes the isotonic fit, so
+    a hand-edited or older "c_verify_robust_s" is never trusted. A malformed dict raises SpectermError.
+    """
+    if not cost or cost.get("c_decode_s") is None:
+        return None
+    clock = "cpu" if cost.get("decision_clock") == "cpu" else "wall"
+    sfx = "_cpu_s" if clock == "cpu" else "_s"
+    c_decode = cost.get("c_decode" + sfx)
+    c_draft = cost.get("c_draft" + sfx)
+    verify = cost.get("c_verify" + sfx)
+    c_draft2 = cost.get("c_draft2" + sfx)
+    if not (_positive(c_decode) and _positive(c_draft) and isinstance(verify, dict) and verify):
+        raise SpectermError("the run's cost record is malformed (c_decode_s, c_draft_s and c_verify_s must be positive "
+                            "numbers); re-measure with `specterm run --resume --remeasure-cost`.")
+    try:
+        pairs = sorted((int(g), float(c)) for g, c in verify.items() if _positive(c))
+    except (TypeError, ValueError):
+        pairs = []
+    if len(pairs) != len(verify) or any(g < 1 for g, _ in pairs):
+        raise SpectermError("the run's c_verify_s must map draft lengths >= 1 to positive seconds; "
+                            "re-measure with `specterm run --resume --remeasure-cost`.")
+    gammas = np.array([g for g, _ in pairs], dtype=np.int64)
+    raw = np.array([c for _, c in pairs], dtype=np.float64)
+    samples = cost.get("samples_cpu_s" if clock == "cpu" else "samples_s")
+    se_dec = se_ver = None
+    if isinstance(samples, dict):
+        keys = ["decode"] + [f"verify:{g}" for g in gammas.tolist()]
+        vals = [samples.get(k) for k in keys]
+        if all(isinstance(v, list) and len(v) >= 3 and all(_positive(x) for x in v) for v in vals):
+            ses = [median_se(v) for v in vals]
+            se_dec, se_ver = ses[0], np.array(ses[1:])
+    c_dec, c_ver = robust_forward_costs(float(c_decode), gammas, raw, se_dec, se_ver)
+    ctx = cost.get("context")
+    return CostCurve(gammas=gammas, c_decode=c_dec, c_verify=c_ver, c_draft=float(c_draft),
+                     context=int(ctx) if isinstance(ctx, int) else None,
+                     raw_c_decode=float(c_decode), raw_c_verify=raw,
+                     c_draft2=float(c_draft2) if _positive(c_draft2) else None, clock=clock)
+
+
+def curve_summary(curve: CostCurve) -> dict[str, Any]:
+    """What run.json stores about the robust curve: the fitted values, the line check, the method."""
+    m = np.concatenate([[1], curve.gammas + 1])
+    raw = np.concatenate([[curve.raw_c_decode if curve.raw_c_decode is not None else curve.c_decode],
+                          curve.raw_c_verify if curve.raw_c_verify is not None else curve.c_verify])
+    a, b, rms = fit_line(m, raw)
+    return {
+        "c_decode_robust_s": curve.c_decode,
+        "c_verify_robust_s": {str(int(g)): float(c) for g, c in zip(curve.gammas, curve.c_verify)},
+        "c_verify_line": {"a_s": a, "b_s_per_token": b, "rms_s": rms,
+                          "formula": "c(m) = a + b m, m = tokens per target forward (least squares over the medians)"},
+        "robust_method": ROBUST_METHOD,
+        "decision_clock": curve.clock,
+    }
+

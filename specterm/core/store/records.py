@@ -1,0 +1,268 @@
+"""Records: the codec and validation of one line of `prompts.jsonl` (one prompt's stream).
+
+Record fields (per prompt, n = number of positions of the continuation y_1..y_n):
+
+    id, corpus, prompt        str (prompt may be null for imported runs)
+    n                         int
+    bits                      "0110..." a_t = 1 iff draft argmax at t == y_{t+1}, t = 0..n-1
+    gate                      "1111..." target argmax at t == y_{t+1} (null: not checked, i.e. imported)
+    y, draft_argmax           base64 of little-endian int32 arrays of length n (or null)
+    text, piece_ends          decoded pieces of y concatenated, and base64 int32 end offsets (or null)
+    draft_conf, target_conf   base64 float32: top-1 probability of draft / target at each t (or null)
+    beta                      base64 float32: sum_v min(p_t(v), q_t(v)) (or null)
+    stop                      "eos" | "length" | null
+    checksum                  16 hex digits (see below; absent in runs written before checksums)
+
+Every record written since checksums exist carries `checksum`, the first 16 hex digits of the
+sha256 of its canonical JSON (sorted keys, ASCII, no spaces) without that field, and run.json says
+`"checksums": true`; such a run refuses a record without one.
+
+Probabilities (draft_conf, target_conf, beta) must be finite and within [0, 1] (up to float32
+rounding, PROB_SLACK).
+
+Arrays are base64 rather than JSON lists so that loading 1M positions stays well under a second.
+Nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from specterm.core.errors import SpectermError
+
+CHECKSUM_FIELD = "checksum"
+BOM = b"\xef\xbb\xbf"
+PROB_SLACK = 1e-5  # float32 rounding: a sum of min(p, q) over 150k entries may land a few ulps above 1
+
+_INT_FIELDS = ("y", "draft_argmax", "piece_ends")
+_FLOAT_FIELDS = ("draft_conf", "target_conf", "beta")
+_STR_FIELDS = ("id", "corpus", "prompt", "text", "stop")
+
+
+def encode_array(values: np.ndarray, dtype: str) -> str:
+    """Base64 of the little-endian bytes of `values` as `dtype` ('<i4' or '<f4')."""
+    return base64.b64encode(np.ascontiguousarray(values, dtype=dtype).tobytes()).decode("ascii")
+
+
+def decode_array(text: str, dtype: str) -> np.ndarray:
+    """Inverse of `encode_array`; raises ValueError on bad base64 or a size that is not whole items."""
+    raw = base64.b64decode(text.encode("ascii"), validate=True)
+    item = np.dtype(dtype).itemsize
+    if len(raw) % item:
+        raise ValueError(f"{len(raw)} bytes is not a whole number of {dtype} items")
+    return np.frombuffer(raw, dtype=dtype)
+
+
+def bits_from_str(text: str) -> np.ndarray:
+    """'0110' -> array([0, 1, 1, 0], uint8); raises ValueError on any other character."""
+    arr = np.frombuffer(text.encode("ascii"), dtype=np.uint8) - ord("0")
+    if arr.size and arr.max() > 1:
+        raise ValueError("bits must contain only the characters 0 and 1")
+    return arr
+
+
+def bits_to_str(bits: np.ndarray) -> str:
+    return (np.asarray(bits, dtype=np.uint8) + ord("0")).tobytes().decode("ascii")
+
+
+@dataclass
+class Stream:
+    """One prompt's accept/reject stream and what the oracle kept per position."""
+
+    id: str
+    corpus: str
+    bits: np.ndarray  # uint8, a_t for t = 0..n-1
+    prompt: str | None = None
+    gate: np.ndarray | None = None  # uint8, 1 where target argmax == y_{t+1}
+    y: np.ndarray | None = None
+    draft_argmax: np.ndarray | None = None
+    draft_conf: np.ndarray | None = None
+    target_conf: np.ndarray | None = None
+    beta: np.ndarray | None = None
+    text: str | None = None
+    piece_ends: np.ndarray | None = None
+    stop: str | None = None
+    run: str = ""
+
+    @property
+    def n(self) -> int:
+        return int(self.bits.size)
+
+    @property
+    def valid_len(self) -> int:
+        """Positions before the first gate failure (all of them when the gate held or was not checked)."""
+        if self.gate is None:
+            return self.n
+        bad = np.flatnonzero(self.gate == 0)
+        return int(bad[0]) if bad.size else self.n
+
+    @property
+    def a(self) -> np.ndarray:
+        """The analysed stream: bits up to the first gate failure."""
+        return self.bits[: self.valid_len]
+
+    @property
+    def gate_rate(self) -> float:
+        if self.gate is None or self.gate.size == 0:
+            return 1.0
+        return float(self.gate.mean())
+
+    @property
+    def pieces(self) -> list[str] | None:
+        """Decoded text of each token of y (None when the run did not keep tokens)."""
+        if self.text is None or self.piece_ends is None:
+            return None
+        starts = np.concatenate([[0], self.piece_ends[:-1]])
+        return [self.text[s:e] for s, e in zip(starts.tolist(), self.piece_ends.tolist())]
+
+    def to_record(self) -> dict[str, Any]:
+        rec: dict[str, Any] = {
+            "id": self.id,
+            "corpus": self.corpus,
+            "prompt": self.prompt,
+            "n": self.n,
+            "bits": bits_to_str(self.bits),
+            "gate": None if self.gate is None else bits_to_str(self.gate),
+            "text": self.text,
+            "stop": self.stop,
+        }
+        for name in _INT_FIELDS:
+            val = getattr(self, name)
+            rec[name] = None if val is None else encode_array(val, "<i4")
+        for name in _FLOAT_FIELDS:
+            val = getattr(self, name)
+            rec[name] = None if val is None else encode_array(val, "<f4")
+        return rec
+
+
+def record_checksum(rec: dict[str, Any]) -> str:
+    """First 16 hex digits of sha256(canonical JSON of `rec` without its checksum field).
+
+    Canonical = sorted keys, ASCII escapes, no spaces: the same payload always gives the same bytes,
+    however the line itself was spaced or escaped.
+    """
+    payload = {k: v for k, v in rec.items() if k != CHECKSUM_FIELD}
+    canon = json.dumps(payload, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(canon.encode("ascii")).hexdigest()[:16]
+
+
+def record_line(stream: Stream) -> bytes:
+    """The stored line of `stream`: its record plus checksum, compact JSON, newline-terminated."""
+    rec = stream.to_record()
+    rec[CHECKSUM_FIELD] = record_checksum(rec)
+    try:
+        return (json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        raise SpectermError(
+            f"prompt {stream.id!r} ({stream.corpus!r}) holds a lone surrogate, which is not text; fix its strings."
+        ) from None
+
+
+def _check_text(value: Any, name: str, where: str) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SpectermError(f"{where}: '{name}' holds a lone surrogate, which is not text; the file is corrupt.") from None
+
+
+def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bool = False) -> Stream:
+    """Validate one record (a parsed JSON object) and build its Stream; `where` names it in errors.
+
+    The checksum is verified when present and required when `require_checksum`.
+    """
+    if not isinstance(rec, dict):
+        raise SpectermError(f"{where}: expected a JSON object per line; this is not a specterm stream file.")
+    if CHECKSUM_FIELD in rec:
+        if rec[CHECKSUM_FIELD] != record_checksum(rec):
+            raise SpectermError(f"{where}: the record does not match its checksum; the file is corrupt, restore it or drop the line with `specterm repair`.")
+    elif require_checksum:
+        raise SpectermError(f"{where}: the record has no checksum although its run stores them; the file is corrupt.")
+    for key in ("id", "corpus", "bits"):
+        if not isinstance(rec.get(key), str):
+            raise SpectermError(f"{where}: field '{key}' must be a string; re-create or re-import the run.")
+    for key in _STR_FIELDS:
+        _check_text(rec.get(key), key, where)
+    try:
+        bits = bits_from_str(rec["bits"])
+    except (ValueError, UnicodeEncodeError):
+        raise SpectermError(f"{where}: 'bits' must be a string of 0 and 1 only; fix or re-import the file.") from None
+    n = bits.size
+    if "n" in rec and (type(rec["n"]) is not int or rec["n"] != n):
+        raise SpectermError(f"{where}: 'n' is {str(rec['n'])[:20]} but 'bits' has {n} positions; the file is corrupt.")
+    kw: dict[str, Any] = {}
+    if rec.get("gate") is not None:
+        try:
+            kw["gate"] = bits_from_str(rec["gate"])
+        except (ValueError, UnicodeEncodeError, AttributeError):
+            raise SpectermError(f"{where}: 'gate' must be a string of 0 and 1 only; the file is corrupt.") from None
+        if kw["gate"].size != n:
+            raise SpectermError(f"{where}: 'gate' has {kw['gate'].size} positions, 'bits' has {n}; the file is corrupt.")
+    for name, dtype in [(f, "<i4") for f in _INT_FIELDS] + [(f, "<f4") for f in _FLOAT_FIELDS]:
+        val = rec.get(name)
+        if val is None:
+            continue
+        try:
+            arr = decode_array(val, dtype)
+        except (ValueError, binascii.Error, AttributeError, UnicodeEncodeError):
+            raise SpectermError(f"{where}: field '{name}' is not valid base64 {dtype}; the file is corrupt.") from None
+        if arr.size != n:
+            raise SpectermError(f"{where}: '{name}' has {arr.size} values, 'bits' has {n}; the file is corrupt.")
+        if name in _FLOAT_FIELDS and not bool(np.all((arr >= 0.0) & (arr <= 1.0 + PROB_SLACK))):  # NaN fails both
+            raise SpectermError(f"{where}: '{name}' holds values that are not probabilities (NaN, infinite or outside [0, 1]); the file is corrupt.")
+        kw[name] = arr
+    text = rec.get("text")
+    if text is not None:
+        if not isinstance(text, str) or "piece_ends" not in kw:
+            raise SpectermError(f"{where}: 'text' needs 'piece_ends' beside it; the file is corrupt.")
+        ends = kw["piece_ends"]
+        if n and (ends[-1] != len(text) or np.any(np.diff(ends) < 0) or ends[0] < 0):
+            raise SpectermError(f"{where}: 'piece_ends' does not match 'text'; the file is corrupt.")
+    prompt = rec.get("prompt")
+    if prompt is not None and not isinstance(prompt, str):
+        raise SpectermError(f"{where}: 'prompt' must be a string; the file is corrupt.")
+    stop = rec.get("stop")
+    if stop is not None and not isinstance(stop, str):
+        raise SpectermError(f"{where}: 'stop' must be a string or null; the file is corrupt.")
+    return Stream(id=rec["id"], corpus=rec["corpus"], bits=bits, prompt=prompt, text=text, stop=stop, run=run, **kw)
+
+
+def decode_line(raw: bytes, where: str, run: str = "", require_checksum: bool = False) -> Stream:
+    """Parse and validate one stored line. The one error path: whatever goes wrong (bad UTF-8, bad
+    JSON, a 5000-digit integer, nesting too deep for the parser, a bad field) is a SpectermError
+    that starts with `where` ("FILE:LINE")."""
+    try:
+        return stream_from_record(json.loads(raw.decode("utf-8")), where, run, require_checksum)
+    except SpectermError:
+        raise
+    except RecursionError:
+        raise SpectermError(f"{where}: the line is nested too deeply to be a record; the file is corrupt.") from None
+    except UnicodeDecodeError:
+        raise SpectermError(f"{where}: the line is not UTF-8 text; the file is corrupt, restore it or drop the line with `specterm repair`.") from None
+    except json.JSONDecodeError as exc:
+        raise SpectermError(f"{where}: not valid JSON ({exc.msg}); the file is corrupt, restore it or drop the line with `specterm repair`.") from None
+    except Exception as exc:  # e.g. ValueError for an integer beyond Python's digit limit
+        detail = str(exc).splitlines()[0][:80] if str(exc) else ""
+        raise SpectermError(f"{where}: the line cannot be read ({type(exc).__name__}: {detail}); the file is corrupt.") from None
+
+
+def check_unique(items: Sequence[Any], where: Callable[[int], str], advice: str) -> None:
+    """The one uniqueness rule of the store: (corpus, id) names a prompt once.
+
+    `items` have `.corpus` and `.id` (streams or prompts); `where(i)` names item i in the message.
+    """
+    seen: dict[tuple[str, str], int] = {}
+    for i, item in enumerate(items):
+        key = (item.corpus, item.id)
+        if key in seen:
+            raise SpectermError(f"{where(i)}: prompt {item.id!r} ({item.corpus}) appears twice (first at {where(seen[key])}); {advice}")
+        seen[key] = i
+

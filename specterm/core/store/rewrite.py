@@ -1,0 +1,153 @@
+"""Whole-run writing: a run written at once (import), shards merged into one run, a run repaired.
+
+Each is built beside its target and renamed into place (store/atomic.py): a killed command leaves
+at most a hidden temporary name, which discovery never loads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from specterm.core.errors import SpectermError
+from specterm.core.store.atomic import (
+    discard_dir,
+    json_text,
+    make_temp_dir,
+    publish_dir,
+    write_atomic,
+    write_failure,
+)
+from specterm.core.store.models import model_key
+from specterm.core.store.records import (
+    CHECKSUM_FIELD,
+    Stream,
+    check_unique,
+    decode_line,
+    record_checksum,
+    record_line,
+)
+from specterm.core.store.runs import (
+    META_FILE,
+    RECORDS_FILE,
+    load_runs,
+    read_meta,
+    stored_lines,
+)
+from specterm.core.store.writer import RunLock, write_meta_atomic
+
+
+def write_run(path: str | os.PathLike[str], meta: dict[str, Any], streams: Iterable[Stream]) -> Path:
+    """Write a complete run at once, atomically: built in a unique temporary directory beside
+    `path` (store/atomic.py, a hidden `.NAME.XXXX.partial` that discovery never loads), then
+    renamed. Nothing else is ever deleted."""
+    path = Path(path)
+    if path.exists():
+        raise SpectermError(f"{path} already exists; choose another --out or remove it first.")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = make_temp_dir(path)
+    except OSError as exc:
+        raise SpectermError(f"cannot create {path} ({exc.strerror}); choose another --out.") from None
+    try:
+        meta = {**meta, "checksums": True}
+        write_atomic(tmp / META_FILE, (json_text(meta).encode("utf-8"),))
+        write_atomic(tmp / RECORDS_FILE, (record_line(s) for s in streams))
+        publish_dir(tmp, path)
+    except BaseException as exc:
+        discard_dir(tmp)
+        if isinstance(exc, OSError):
+            raise write_failure(path, exc, "choose another --out") from None
+        raise
+    return path
+
+
+def merge_runs(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]) -> tuple[Path, list[Stream]]:
+    """Merge shard runs of one model pair into a new run `out` (each prompt exactly once).
+
+    The merged run lists its shards' directory names in "merged_from", so discovery under the same
+    root skips the shards (discover_runs).
+    """
+    paths = [Path(p) for p in paths]
+    if len({p.resolve() for p in paths}) < len(paths):
+        raise SpectermError("a shard is named twice; it is in more than one shard position, and merge refuses to duplicate it.")
+    runs = load_runs(paths)
+    first = runs[0].meta
+    for r in runs[1:]:
+        for key in ("target", "draft"):
+            if model_key(first.get(key)) != model_key(r.meta.get(key)):
+                raise SpectermError(f"{r.path} was run with a different {key}; merge only shards of the same run.")
+    streams = [s for r in runs for s in r.streams]
+    origin = [str(r.path) for r in runs for _ in r.streams]
+    check_unique(streams, lambda i: origin[i], "it is in more than one shard; merge refuses to duplicate it.")
+    meta = dict(first)
+    meta["name"] = Path(out).name
+    meta["shard"] = None
+    meta["merged_from"] = [r.path.name for r in runs]
+    return write_run(out, meta, streams), streams
+
+
+# ------------------------------------------------------------------------------------ repair ---
+
+@dataclass
+class RepairResult:
+    kept: int
+    dropped: list[str]  # "line N: why"
+    checksummed: int  # records that got a checksum they lacked
+    mended_tail: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.dropped or self.checksummed or self.mended_tail)
+
+
+def repair_run(path: str | os.PathLike[str]) -> RepairResult:
+    """Rewrite prompts.jsonl keeping each valid record once: drops torn and invalid lines and later
+    copies of a (corpus, id) already kept, gives every kept record a checksum, and replaces the file
+    atomically (a temp file beside it, fsync'ed, renamed) under the run's lock."""
+    path = Path(path)
+    meta = read_meta(path)
+    rec_path = path / RECORDS_FILE
+    require = meta.get("checksums") is True
+    with RunLock(path):
+        kept: list[bytes] = []
+        dropped: list[str] = []
+        seen: dict[tuple[str, str], tuple[int, dict]] = {}
+        added = 0
+        lines = stored_lines(path)
+        mended = bool(lines) and not lines[-1].complete
+        for line in lines:
+            where = f"line {line.lineno}"
+            try:
+                stream = decode_line(line.raw, where, require_checksum=require)
+            except SpectermError as exc:
+                why = "torn (an interrupted write)" if not line.complete else str(exc).removeprefix(f"{where}: ")
+                dropped.append(f"{where}: {why}")
+                continue
+            rec = json.loads(line.raw.decode("utf-8"))
+            key = (stream.corpus, stream.id)
+            if key in seen:
+                first_line, first_rec = seen[key]
+                same = {k: v for k, v in first_rec.items() if k != CHECKSUM_FIELD} == \
+                       {k: v for k, v in rec.items() if k != CHECKSUM_FIELD}
+                what = "a copy" if same else "a different record"
+                dropped.append(f"{where}: {what} of prompt {stream.id!r} ({stream.corpus}) kept from line {first_line}")
+                continue
+            seen[key] = (line.lineno, rec)
+            if CHECKSUM_FIELD not in rec:
+                rec[CHECKSUM_FIELD] = record_checksum(rec)
+                kept.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+                added += 1
+            else:
+                kept.append(line.raw)
+        result = RepairResult(kept=len(kept), dropped=dropped, checksummed=added,
+                              mended_tail=mended and not any(d.startswith(f"line {lines[-1].lineno}:") for d in dropped))
+        if result.changed or not require:
+            write_atomic(rec_path, (line + b"\n" for line in kept))
+            if not require:
+                write_meta_atomic(path, {**meta, "checksums": True})
+    return result
