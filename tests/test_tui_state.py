@@ -11,7 +11,7 @@ from rich.console import Console
 from textual.widgets import DataTable, Static
 
 from specterm.app import make_app
-from specterm.core.streams import write_run
+from specterm.core.store import write_run
 
 pytestmark = pytest.mark.anyio
 FAST = {"boot": 50, "shuffles": 2}
