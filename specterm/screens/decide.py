@@ -148,7 +148,7 @@ class DecideScreen(RStepping, ReportScreen):
             acc = f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte"
         measured = self.measured_r(report)
         if measured is not None and abs(self.r - measured) < 1e-12:
-            r_text = f"r = [b]{self.r:.3f}[/] (from the measured costs c_draft/c_verify)"
+            r_text = f"r = [b]{self.r:.3f}[/] (measured costs)"
         else:
             r_text = f"r = [b]{self.r:.3f}[/] (chosen" + (f"; measured {measured:.3f})" if measured is not None else ")")
         r_text += f"   {MEMORY_BOUND_LABEL}"

@@ -23,24 +23,31 @@ COLUMNS = [
     ("dispersion", "D/D_geom [CI]"),
     ("deficit", "deficit = hetero + temporal [temporal CI]"),
 ]
-NARROW = [("set", "corpus"), ("streams", "n"), ("alpha", "alpha"), ("autocorr", "p11-p10"),
-          ("deficit", "deficit = het + temp\n[temp CI]")]
-"""At widths where COLUMNS do not fit: tokens, beta_bar, gate and D/D_geom (Run lengths, key 3,
-shows it) left out, CIs on a second line, the header on two lines. The alpha CI made the five
-numeric columns too wide for 80 columns; D/D_geom is the one with a screen of its own."""
+MIDDLE = [("set", "corpus"), ("streams", "n"), ("alpha", "alpha"), ("autocorr", "p11-p10"),
+          ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp\n[temp CI]")]
+"""Where COLUMNS do not fit: tokens, beta_bar and gate left out, CIs on a second line, the header
+on two lines."""
+NARROW = [c for c in MIDDLE if c[0] != "dispersion"]
+"""Where MIDDLE does not fit either (80 columns): D/D_geom left out too (Run lengths, key 3, shows
+it): the alpha CI made the five numeric columns too wide for 80 columns."""
 
 
-def narrow_row(cells: list[str]) -> list[str]:
-    """A COLUMNS row cut down to NARROW (name, n, alpha, then the three estimates, CI below)."""
-    name, n, _tokens, alpha, _beta, _gate, autocorr, _dispersion, deficit = cells
-    return [name, n, ci_below(alpha), ci_below(autocorr), ci_below(deficit)]
+def narrow_row(cells: list[str], dispersion: bool = True) -> list[str]:
+    """A COLUMNS row cut down to MIDDLE (or NARROW without D/D_geom): name, n, alpha, then the
+    estimates, each CI below its value."""
+    name, n, _tokens, alpha, _beta, _gate, autocorr, disp, deficit = cells
+    return [name, n, ci_below(alpha), ci_below(autocorr), *([ci_below(disp)] if dispersion else []), ci_below(deficit)]
 
 
 def layout(rows: list[tuple[str, list[str]]], width: int) -> tuple[list, list]:
-    """(columns, rows): the wide table when it fits in `width` cells, else the narrow one."""
+    """(columns, rows): the wide table when it fits in `width` cells, else MIDDLE, else NARROW (a
+    name too long for NARROW then gives way in fill_table)."""
     if table_width([label for _, label in COLUMNS], [cells for _, cells in rows]) <= width:
         return COLUMNS, rows
-    return NARROW, [(key, narrow_row(cells)) for key, cells in rows]
+    middle = [(key, narrow_row(cells)) for key, cells in rows]
+    if table_width([label.split("\n")[0] for _, label in MIDDLE], [cells for _, cells in middle]) <= width:
+        return MIDDLE, middle
+    return NARROW, [(key, narrow_row(cells, dispersion=False)) for key, cells in rows]
 
 
 def set_row(s: SetReport) -> list[str]:
