@@ -15,6 +15,10 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 

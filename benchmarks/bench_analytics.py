@@ -100,9 +100,10 @@ def main() -> None:
         )
         table += "\n\n" + growth
     notes = [f"best of {args.repeats} (the machine is shared; min is the least disturbed run), point and full interleaved",
-             f"analyse(gamma=8, shuffles={args.shuffles}, seed=0), all 5 corpora + pooled; point = boot=0 (same shuffles); 'no shuffles' = boot=0, shuffles=0 (no hetero/temporal split)",
+             f"analyse(gamma=8, shuffles={args.shuffles}, seed=0), all 5 corpora + pooled; point = boot=0 (same shuffles); "
+             "'no shuffles' = boot=0, shuffles=0 (no hetero/temporal split)",
              "synthetic Markov streams of ~1000 positions, draft_conf and beta set (so the confidence policies and sampling statistics run)",
-             f"target: full 1M report <= 3 s; linear growth means the 10M/1M ratio ~ the positions ratio"]
+             "target: full 1M report <= 3 s; linear growth means the 10M/1M ratio ~ the positions ratio"]
     if prof_text:
         table += f"\n\ncProfile of the full report at {per_size[0][0]:,} positions, top {args.top} by own time:\n\n```\n{prof_text[0]}\n```"
     record("Analytics at scale: full report vs point estimates", table, notes, append=not args.no_append)

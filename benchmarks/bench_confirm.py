@@ -64,7 +64,8 @@ def _table(run_dir: Path, meta: dict, conf) -> tuple[str, list[str]]:
         f"run {run_dir}: target {meta['target'].get('spec')}, draft {meta['draft'].get('spec')}, "
         f"{rec['device']} {rec.get('dtype')}, {rec['threads']} torch thread(s)",
         f"confirmation of {rec['date']} ({'complete' if conf.complete else 'INCOMPLETE: interrupted, finished prompts kept'}), "
-        f"corpora {', '.join(sorted({r['corpus'] for r in rec['results']}))}, {rec['per_corpus']} prompt(s) per corpus, load avg at start {rec.get('load_avg_start', [None])[0]}, "
+        f"corpora {', '.join(sorted({r['corpus'] for r in rec['results']}))}, {rec['per_corpus']} prompt(s) per corpus, "
+        f"load avg at start {rec.get('load_avg_start', [None])[0]}, "
         f"at end {(rec.get('load_avg_end') or [None])[0]}",
         f"costs at context {cost['context']} ({cost['repeats']} interleaved rounds): c_decode {cost['c_decode_s']:.3f} s "
         f"(IQR {cost['c_decode_iqr_s']:.3f}), c_draft {cost['c_draft_s']:.3f} s (IQR {cost['c_draft_iqr_s']:.3f}), "

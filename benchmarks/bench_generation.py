@@ -10,7 +10,6 @@ prompt by prompt. Speedup = greedy time / speculative time (target: >= 1.8x on c
 from __future__ import annotations
 
 import argparse
-import copy
 import time
 from pathlib import Path
 

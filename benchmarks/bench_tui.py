@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _common import md_table, record  # noqa: E402
+from _common import md_table, record
 
 FIRST_PAINT_TARGET_S = 1.5
 SWITCH_TARGET_S = 0.3

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _common import md_table, record  # noqa: E402
+from _common import md_table, record
 
 
 def make_run(root: Path, n: int) -> Path:

@@ -13,20 +13,20 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from textual import work
 from textual.app import App
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.reactive import var
 from textual.worker import Worker, WorkerState
 
 from specterm import messages
 from specterm.commands import SpectermCommands
 from specterm.core.errors import SpectermError
-from specterm.core.params import BOOT, GAMMA_DEFAULT, SHUFFLES
+from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
+from specterm.core.report import POOLED
 from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 
 if TYPE_CHECKING:
     from specterm.core.report import Report
     from specterm.oracle.run import OracleConfig
-    from specterm.core.store import Run
 
 
 class SpectermApp(App[Any]):
@@ -36,7 +36,7 @@ class SpectermApp(App[Any]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     COMMANDS = App.COMMANDS | {SpectermCommands}
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         *(
             Binding(s.key, f"switch_screen('{s.mode}')", s.title, id=f"screen.{s.mode}",
                     tooltip=s.help, group=Binding.Group("screens", compact=True))
@@ -57,7 +57,7 @@ class SpectermApp(App[Any]):
     """`analyse(runs)`: the typed report (core/report.py; None until ready)."""
     error: var[str | None] = var(None)
     """One sentence when loading or analysing failed."""
-    set_name: var[str] = var("pooled")
+    set_name: var[str] = var(POOLED)
     """The corpus (or "pooled") shown by the per-set screens; `c` cycles it."""
 
     def __init__(
@@ -70,7 +70,7 @@ class SpectermApp(App[Any]):
         gamma: int = GAMMA_DEFAULT,
         boot: int = BOOT,
         shuffles: int = SHUFFLES,
-        seed: int = 0,
+        seed: int = SEED,
         initial: str | None = None,
     ) -> None:
         super().__init__()
@@ -167,7 +167,7 @@ class SpectermApp(App[Any]):
         self.pair_sets[self.pair_key] = self.set_name
         self.model_group += 1
         self.report = None  # first: a screen must never see the new runs with the old report
-        self.set_name = self.pair_sets.get(self.pair_key, "pooled")
+        self.set_name = self.pair_sets.get(self.pair_key, POOLED)
         cached = self.pair_cache.get(self.pair_key)
         if cached is None:  # first visit: load and analyse in the worker (the screens show loading)
             self.runs = None
@@ -197,7 +197,7 @@ class SpectermApp(App[Any]):
         self.clear_notifications()
         super().notify(message, title=title, severity=severity, timeout=min(timeout or limit, limit), markup=markup)
 
-    def action_switch_screen(self, mode: str) -> None:
+    def action_switch_screen(self, mode: str) -> None:  # type: ignore[override]  # sync: App.action_switch_screen is async
         self.drill_from = None  # a screen chosen by its key: Escape on Streams has nothing to go back to
         if mode not in self._modes:
             self.notify("no run in progress: start one with `specterm run`", severity="warning")
@@ -236,7 +236,8 @@ class SpectermApp(App[Any]):
         if self.report is None and getattr(screen, "NEEDS_REPORT", True):
             self.notify("The report is not ready yet; try again when the tables show.", severity="warning")
             return
-        self._ask_and_write(Path(f"{screen.export_stem()}.md"), export)
+        stem = getattr(screen, "export_stem", lambda: f"specterm-{name}")()
+        self._ask_and_write(Path(f"{stem}.md"), export)
 
     def action_export_all(self) -> None:
         """Ask where, then write every table (the same markdown as `specterm report --format md`)."""
@@ -276,7 +277,7 @@ def prewarm_screens() -> None:
             importlib.import_module(s.module)
         except ImportError:  # the Run screen's oracle side may be absent; its visit will say so
             pass
-    import specterm.core.decide  # noqa: F401  (Decide imports it on first show)
+    import specterm.core.decide
     import specterm.core.optimum  # noqa: F401  (Optimum's throughput curves)
 
 

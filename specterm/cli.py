@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from specterm.core.params import BOOT, GAMMA_DEFAULT, SHUFFLES
+from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
 
 app = typer.Typer(
     name="specterm",
@@ -58,7 +58,8 @@ def run_cmd(
         help="How y is built. 0 (default): batched raw-argmax greedy, --batch-size prompts at a time (fastest on CPU and GPU). "
              "G > 0: lossless speculative decoding with the draft at draft length G, one prompt at a time (live accept/reject view).",
     ),
-    shard: Optional[str] = typer.Option(None, "--shard", help="i/N: take the i-th of N deterministic shares of the prompts (0-based); merge with `specterm merge`."),
+    shard: Optional[str] = typer.Option(
+        None, "--shard", help="i/N: take the i-th of N deterministic shares of the prompts (0-based); merge with `specterm merge`."),
     cost: bool = typer.Option(True, "--cost/--no-cost", help="Measure the cost ratio r = c_draft / c_verify on this hardware."),
     remeasure_cost: bool = typer.Option(False, "--remeasure-cost", help="With --resume: measure r again, e.g. on an idle machine (earlier values are kept)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model code from the hub (off by default)."),
@@ -93,7 +94,8 @@ def merge_cmd(
 
 @app.command("confirm")
 def confirm_cmd(
-    run: Path = typer.Argument(..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
+    run: Path = typer.Argument(
+        ..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
     per_corpus: int = typer.Option(2, "--per-corpus", "-k", help="Prompts per corpus (the first ones of the run whose gate held)."),
     gamma: List[int] = typer.Option([], "--gamma", "-g", help="Also time this draft length (repeatable); g_hw and g_iid are always timed."),
     corpus: Optional[str] = typer.Option(None, "--corpus", "-c", help="Only these corpora of the run, comma-separated. Default: all."),
@@ -140,7 +142,7 @@ def report_cmd(
     format: str = typer.Option("md", "--format", "-f", help="md | json | text."),
     gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
+    seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ) -> None:
@@ -173,9 +175,9 @@ def list_cmd(
     root: Path = typer.Option(Path("streams"), "--root", help="Directory holding the runs."),
 ) -> None:
     """The runs under streams/: corpora, prompts, positions, alpha, gate (shards of a merged run are not counted)."""
-    import math
 
-    from specterm.core.export import MISSING, text_table
+    from specterm.core.export import text_table
+    from specterm.core.fmt import MISSING, fmt
     from specterm.core.stats import rates
     from specterm.core.store import discover_runs, load_runs_lenient
     from specterm.core.text import printable
@@ -185,11 +187,10 @@ def list_cmd(
         typer.echo(f"no runs under {printable(str(root))}/; make one with `specterm run` or `specterm import`.")
         return
     runs, problems = load_runs_lenient(paths)
-    rows = []
+    rows: list[list[str]] = []
     for run in runs:
         n, alpha, gate = rates(run.streams)
-        alpha, gate = (f"{x:.3f}" if math.isfinite(x) else MISSING for x in (alpha, gate))
-        rows.append([run.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), alpha, gate])
+        rows.append([run.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), fmt(alpha), fmt(gate)])
     rows = [[printable(cell) for cell in row] for row in rows]
     typer.echo(text_table(["run", "corpora", "prompts", "positions", "alpha", "gate"], rows))
     if shards:
@@ -220,7 +221,7 @@ def repair_cmd(
 # ------------------------------------------------------------------------ open / no-argument ---
 
 
-def open_tui(runs: List[Path], gamma: int = 8, boot: int = 2000, seed: int = 0, shuffles: int = 20) -> None:
+def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES) -> None:
     """Check the run directories (one clear sentence if one is wrong), then start the app on them."""
     from specterm.core.store import read_meta
 
@@ -258,7 +259,7 @@ def open_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (made by `specterm run` or `specterm import`)."),
     gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", help="Draft length of the yield deficit and the per-depth table (1..32)."),
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
+    seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
 ) -> None:
     """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""
@@ -274,7 +275,7 @@ def main() -> None:
         app()
     except SpectermError as exc:
         typer.secho(f"error: {printable(str(exc))}", err=True, fg=typer.colors.RED)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from models_fixtures import smollm2_pair, tiny_model_dir  # noqa: F401  (fixtures for every test module)
 from specterm.core.store import Run, Stream
 
 
@@ -51,6 +52,12 @@ def make_run(stream_list: list[Stream], r: float | None = None, name: str = "syn
     if r is not None:
         meta["cost"] = {"r_measured": r}
     return Run(path=Path(name), meta=meta, streams=stream_list)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The async tests (textual's Pilot) run on asyncio."""
+    return "asyncio"
 
 
 @pytest.fixture

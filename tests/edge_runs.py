@@ -104,3 +104,29 @@ EDGE_RUNS: dict[str, Callable[[Path], list[Path]]] = {
     "long-name": long_name,
     "tab-id": tab_id,
 }
+
+
+# ----------------------------------------------------------- runs a person can get wrong ---
+# Each makes the TUI's load fail with an error the person caused; test_tui_keys checks that the
+# error is shown as one sentence (and that every key still works on the empty screens).
+
+
+def corrupt_line(root: Path) -> list[Path]:
+    """A run whose first record is not JSON (a hand edit gone wrong), beside an intact run."""
+    good = _write(root, "intact", fixture_streams()[:2])
+    bad = _write(root, "corrupt", fixture_streams())
+    path = bad / "prompts.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b'{"id": "p0", "corpus": "prose", "bits": \n' + b"".join(lines[1:]))
+    return [good, bad]
+
+
+def no_prompts(root: Path) -> list[Path]:
+    """A run that was created and stopped before its first prompt finished."""
+    return [_write(root, "empty", [])]
+
+
+ERROR_RUNS: dict[str, Callable[[Path], list[Path]]] = {
+    "corrupt-line": corrupt_line,
+    "no-prompts": no_prompts,
+}

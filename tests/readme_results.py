@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specterm.core.report import OptimumRow, Report
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "streams" / "qwen2.5-coder-0.5b-1.5b"
@@ -58,32 +62,33 @@ PUBLISHED = {
 }
 
 
-def _optimum_summary(rows: list[dict]) -> str:
-    grid = [r for r in rows if not r.get("measured")]
-    diffs = [r["gamma_iid"] - r["gamma_true"] for r in grid]
+def _optimum_summary(rows: list[OptimumRow]) -> str:
+    grid = [r for r in rows if not r.measured]
+    diffs = [r.gamma_iid - r.gamma_true for r in grid]
     lo, hi = min(diffs), max(diffs)
     where = "at every r" if lo >= 0 else f"at {sum(d > 0 for d in diffs)} of {len(diffs)} r"
-    return f"{lo} to {hi} below g*_iid {where} in [{grid[0]['r']:.2f}, {grid[-1]['r']:.2f}]"
+    return f"{lo} to {hi} below g*_iid {where} in [{grid[0].r:.2f}, {grid[-1].r:.2f}]"
 
 
-def comparison_table(report: dict) -> str:
-    from specterm.core.export import deficit_cell, est, fmt, markdown_table
+def comparison_table(report: Report) -> str:
+    from specterm.core.export import deficit_cell, markdown_table
+    from specterm.core.fmt import est, fmt
 
-    sets = report["sets"]
+    sets = report.sets
     pooled = sets["pooled"]
-    rows = [[f"alpha {c}", fmt(a, 2), fmt(sets[c]["alpha"], 2) if c in sets else "n/a"]
+    rows = [[f"alpha {c}", fmt(a, 2), fmt(sets[c].alpha, 2) if c in sets else "n/a"]
             for c, a in PUBLISHED["alpha"].items()]
-    rows.append(["pooled p11-p10 [CI]", PUBLISHED["autocorr"], est(pooled["autocorr"], sign=True)])
+    rows.append(["pooled p11-p10 [CI]", PUBLISHED["autocorr"], est(pooled.autocorr, sign=True)])
     rows.append(["pooled deficit at g=8 (total = hetero + temporal)", PUBLISHED["deficit"],
-                 deficit_cell(pooled["deficit"]).split(" [")[0]])
+                 deficit_cell(pooled.deficit).split(" [")[0]])
     for g, v in PUBLISHED["yield_ratio"].items():
-        rows.append([f"E_true/E_iid at g={g}", fmt(v), fmt(pooled["yield_ratio"][g]["value"])])
-    rows.append(["g*_true vs g*_iid (pooled)", PUBLISHED["optimum"], _optimum_summary(pooled["optimum"])])
+        rows.append([f"E_true/E_iid at g={g}", fmt(v), fmt(pooled.yield_ratio[g].value)])
+    rows.append(["g*_true vs g*_iid (pooled)", PUBLISHED["optimum"], _optimum_summary(pooled.optimum)])
     return markdown_table(["quantity", "published (Qwen2.5 0.5B -> 1.5B)", "this run (Coder-Instruct GGUF, CPU)"], rows).strip()
 
 
 def _span(values: list, digits: int = 2) -> str:
-    from specterm.core.export import fmt
+    from specterm.core.fmt import fmt
 
     vals = [v for v in values if v is not None]
     return f"{fmt(min(vals), digits)} to {fmt(max(vals), digits)}" if vals else "n/a"
@@ -92,7 +97,8 @@ def _span(values: list, digits: int = 2) -> str:
 def economics_table(report) -> str:
     """The economics seed's figures (economics.SEED_FIGURES, quoted) beside this run's, computed."""
     from specterm.core.economics import SEED_FIGURES, best_speedup, speedup_factor
-    from specterm.core.export import est, fmt, markdown_table
+    from specterm.core.export import markdown_table
+    from specterm.core.fmt import est, fmt
 
     sets, corpora = report.sets, report.corpora
     pooled = report.pooled
@@ -104,7 +110,7 @@ def economics_table(report) -> str:
     lo_d, hi_d = SEED_FIGURES["deeper_acceptance"]
     speed = {}
     for n in corpora:
-        factor, _ = speedup_factor(sets[n].to_dict())
+        factor, _ = speedup_factor(sets[n])
         speed[n] = best_speedup(sets[n].curve.E_true, sets[n].curve.E_true_ci, factor, "")
     worst = min(speed, key=lambda n: speed[n].speedup.value)
     best = max(speed, key=lambda n: speed[n].speedup.value)

@@ -18,11 +18,6 @@ pytestmark = pytest.mark.anyio  # anyio's pytest plugin runs the async tests (no
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 def run_path(tmp_path):
     return make_fixture_run(tmp_path)
 
@@ -83,7 +78,7 @@ async def test_stream_cursor_steps_through_tokens(run_path):
         await pilot.press("2")
         await pilot.pause()
         screen = app.screen
-        info = lambda: static_text(screen, "#cursor-info")  # noqa: E731
+        info = lambda: static_text(screen, "#cursor-info")
         assert info().startswith(f"t 0/{s.n}")
         await pilot.press("right", "right", "right")
         await pilot.pause()
@@ -203,13 +198,13 @@ async def test_decide_accelerator_changes_batch_crossover(run_path, tmp_path, mo
         await pilot.press("6")
         await pilot.pause()
         table = app.screen.query_one("#decide-table", DataTable)
-        pooled = app.report["sets"]["pooled"]
+        pooled = app.report.sets["pooled"]
         names = list(ACCELERATORS)
         for _ in range(len(names)):
             preset = app.screen.preset
             d = decision(pooled, 0.15, ACCELERATORS[preset].ridge)
             row = next(r for r in table_rows(table) if r[0] == "pooled")
-            assert row[-1] == f"{d['batch_crossover']:.0f}"
+            assert row[-1] == f"{d.batch_crossover:.0f}"
             # B* = I*/(g+1), checked by hand from the preset's ridge
             assert float(row[-1]) == pytest.approx(ACCELERATORS[preset].ridge / (int(row[1]) + 1), abs=0.5)
             await pilot.press("a")
@@ -371,7 +366,7 @@ async def test_cancel_keeps_finished_prompts(tmp_path):
         await pilot.press("enter")
         await ready(app, pilot)
         assert type(app.screen).__name__ == "OverviewScreen"
-        assert app.report["sets"]["pooled"]["n_streams"] == 2
+        assert app.report.sets["pooled"].n_streams == 2
         assert app.oracle_result == out
 
 
@@ -389,7 +384,7 @@ async def test_finished_run_opens_results(tmp_path):
         await pilot.press("8", "enter")
         await ready(app, pilot)
         assert type(app.screen).__name__ == "OverviewScreen"
-        assert app.report["sets"]["pooled"]["n_streams"] == len(fixture_streams())
+        assert app.report.sets["pooled"].n_streams == len(fixture_streams())
 
 
 async def test_oracle_error_is_one_sentence(tmp_path):
@@ -417,12 +412,12 @@ async def test_runs_of_different_model_pairs_are_never_pooled(tmp_path):
     app = make_app([a, b], **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await ready(app, pilot)
-        assert [r["name"] for r in app.report["runs"]] == ["pair-a"]
-        assert app.report["sets"]["pooled"]["n_streams"] == len(fixture_streams())
+        assert [r.name for r in app.report.runs] == ["pair-a"]
+        assert app.report.sets["pooled"].n_streams == len(fixture_streams())
         await pilot.press("M")
         await ready(app, pilot)
-        assert [r["name"] for r in app.report["runs"]] == ["pair-b"]
-        assert app.report["sets"]["pooled"]["n_streams"] == len(other)
+        assert [r.name for r in app.report.runs] == ["pair-b"]
+        assert app.report.sets["pooled"].n_streams == len(other)
 
 
 async def test_decide_shows_the_hardware_decision_and_predicted_vs_realized(tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-from models_fixtures import tiny_model_dir  # noqa: F401  (fixture)
 from textual.widgets import Static
 
 from specterm.app import make_app
@@ -16,16 +15,11 @@ from specterm.core.store import load_run
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def phase(app) -> str:
     return str(app.screen.query_one("#run-phase", Static).render())
 
 
-async def test_escape_cancels_the_real_oracle_and_keeps_finished_prompts(tiny_model_dir, tmp_path):  # noqa: F811
+async def test_escape_cancels_the_real_oracle_and_keeps_finished_prompts(tiny_model_dir, tmp_path):
     out = tmp_path / "live"
     prompts = load_builtin(["code", "prose"], limit=2)
     config = OracleConfig(target=str(tiny_model_dir), draft="layers:1", prompts=prompts, out=out,

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from specterm.core import geometry as geo
-from specterm.core import stats as st
 from specterm.core.blockwalk import E_iid, block_accepts, block_counts, block_walk_loop, run_lengths
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models_fixtures import smollm2_pair  # noqa: F401  (fixture)
 from specterm.core.blockwalk import block_counts
 from specterm.core.errors import SpectermError
 from specterm.core.hardware import latest_confirmation, parse_confirmation

@@ -29,7 +29,7 @@ def test_builtin_corpus_shape(name):
 
 def test_builtin_all_and_limit():
     everything = load_builtin()
-    assert [c for c in BUILTIN] == list(dict.fromkeys(p.corpus for p in everything))
+    assert list(BUILTIN) == list(dict.fromkeys(p.corpus for p in everything))
     limited = load_builtin(limit=3)
     assert len(limited) == 3 * len(BUILTIN)
     assert limited[:3] == load_builtin(["prose"])[:3]

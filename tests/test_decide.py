@@ -4,61 +4,57 @@ from __future__ import annotations
 
 import pytest
 
+from report_factory import curve, make_set
 from specterm.core.decide import batch_crossover, decision, ridge_of
-from specterm.core.params import ACCELERATORS
 from specterm.core.errors import SpectermError
+from specterm.core.params import ACCELERATORS
 
 ALPHA = 0.8
 GAMMA = list(range(1, 9))
 # E_iid(0.8, g) = (1 - 0.8^(g+1)) / 0.2 = 5 (1 - 0.8^(g+1))
 E_IID = [1.8, 2.44, 2.952, 3.3616, 3.68928, 3.951424, 4.1611392, 4.32891136]
 E_TRUE = [1.7, 2.2, 2.6, 2.9, 3.1, 3.2, 3.25, 3.28]
-REPORT = {"alpha": ALPHA, "curve": {"gamma": GAMMA, "E_true": E_TRUE, "E_iid": E_IID}}
+REPORT = make_set(alpha=ALPHA, curve=curve(GAMMA, E_TRUE, E_IID))
 
 
 def test_decision_hand_computed():
     # r = 0.1. True speedups E/(1 + 0.1 g): 1.545, 1.833, 2.000, 2.071 (g=4), 2.067, 2.000, 1.912, 1.822
     # i.i.d.: 1.636, 2.033, 2.271, 2.401, 2.4595, 2.4696 (g=6), 2.4477, 2.4049
     d = decision(REPORT, r=0.1, ridge=295.0)
-    assert d["gamma_true"] == 4
-    assert d["speedup_true"] == pytest.approx(2.9 / 1.4)
-    assert d["gamma_iid"] == 6
-    assert d["speedup_iid"] == pytest.approx(3.951424 / 1.6)
-    assert d["speedup_true_at_gamma_iid"] == pytest.approx(3.2 / 1.6)
-    assert d["batch_crossover"] == pytest.approx(295.0 / 5)
-    assert d["speculate"] is True
-    v = d["verdict"]
+    assert d.gamma_true == 4
+    assert d.speedup_true == pytest.approx(2.9 / 1.4)
+    assert d.gamma_iid == 6
+    assert d.speedup_iid == pytest.approx(3.951424 / 1.6)
+    assert d.speedup_true_at_gamma_iid == pytest.approx(3.2 / 1.6)
+    assert d.batch_crossover == pytest.approx(295.0 / 5)
+    assert d.speculate is True
+    v = d.verdict
     assert v.startswith("speculate with g = 4: 2.07x expected")
     assert "pick g = 6 and promise 2.47x" in v and "2.00x in fact" in v and "stop above batch ~59" in v
 
 
-def test_decision_computes_E_iid_from_alpha_when_missing():
-    report = {"alpha": ALPHA, "curve": {"gamma": GAMMA, "E_true": E_TRUE}}
-    d = decision(report, r=0.1)
-    assert d["gamma_iid"] == 6 and d["speedup_iid"] == pytest.approx(3.951424 / 1.6)
-
-
 def test_decision_unsorted_curve_and_ties_pick_smallest_g():
     # r = 0.5: g=1 -> 1.5/1.5 = 1.0, g=2 -> 2.0/2.0 = 1.0, g=3 -> 2.4/2.5 = 0.96: tie, smallest g = 1; not > 1
-    report = {"alpha": 0.5, "curve": {"gamma": [3, 2, 1], "E_true": [2.4, 2.0, 1.5]}}
+    # i.i.d. at alpha 0.5: E = 1.5, 1.75, 1.875 at g = 1, 2, 3
+    report = make_set(alpha=0.5, curve=curve([3, 2, 1], [2.4, 2.0, 1.5], [1.875, 1.75, 1.5]))
     d = decision(report, r=0.5, ridge=153.0)
-    assert d["gamma_true"] == 1 and d["speedup_true"] == pytest.approx(1.0)
-    assert d["speculate"] is False
-    assert d["verdict"].startswith("do not speculate: the best draft length, g = 1, gives 1.00x")
+    assert d.gamma_true == 1 and d.speedup_true == pytest.approx(1.0)
+    assert d.speculate is False
+    assert d.verdict.startswith("do not speculate: the best draft length, g = 1, gives 1.00x")
     # i.i.d. at alpha 0.5: E = 1.5, 1.75, 1.875 -> 1.0, 0.875, 0.75: g = 1, the same g
-    assert d["gamma_iid"] == 1 and "picks the same g" in d["verdict"]
+    assert d.gamma_iid == 1 and "picks the same g" in d.verdict
 
 
 def test_decision_same_g_verdict():
-    report = {"alpha": ALPHA, "curve": {"gamma": [1, 2], "E_true": [1.8, 2.44], "E_iid": [1.8, 2.44]}}
+    report = make_set(alpha=ALPHA, curve=curve([1, 2], [1.8, 2.44], [1.8, 2.44]))
     d = decision(report, r=0.1)
-    assert d["gamma_true"] == d["gamma_iid"] == 2
-    assert d["verdict"] == "speculate with g = 2: 2.03x expected; the i.i.d. formula picks the same g and promises 2.03x; stop above batch ~98"
+    assert d.gamma_true == d.gamma_iid == 2
+    assert d.verdict == "speculate with g = 2: 2.03x expected; the i.i.d. formula picks the same g and promises 2.03x; stop above batch ~98"
 
 
 def test_decision_empty_set_and_bad_inputs():
-    d = decision({"alpha": None, "curve": {"gamma": [], "E_true": []}}, r=0.1)
-    assert d["speculate"] is False and "nothing to decide" in d["verdict"]
+    d = decision(make_set(alpha=None, curve=curve([], [])), r=0.1)
+    assert d.speculate is False and "nothing to decide" in d.verdict
     with pytest.raises(SpectermError):
         decision(REPORT, r=None)
     with pytest.raises(SpectermError):

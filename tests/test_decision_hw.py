@@ -41,7 +41,7 @@ def E_true(set_report) -> np.ndarray:
 def test_free_verify_gives_spec6s_number(tmp_path):
     # c_verify(g) = c_decode: S_hw(g) = E(g) / (1 + g r), r = c_draft / c_decode (SPEC 6).
     rep = report_of(tmp_path, cost(0.5, 0.5, 0.1))
-    for name, s in rep.ordered_sets():
+    for _name, s in rep.ordered_sets():
         d = s.decision_hw
         S = E_true(s) / (1 + np.array(G) * 0.2)
         assert d.measured is True
@@ -64,7 +64,7 @@ def test_verify_at_two_decode_steps_halves_it(tmp_path):
 
 def test_without_measured_costs_measured_is_false_and_said(tmp_path):
     rep = report_of(tmp_path, {"r_measured": 0.15})
-    for name, s in rep.ordered_sets():
+    for _name, s in rep.ordered_sets():
         d = s.decision_hw
         assert d.measured is False and d.gamma_hw is None and d.speedup_hw is None
         assert "no measured costs on this hardware" in d.verdict
@@ -75,13 +75,13 @@ def test_without_measured_costs_measured_is_false_and_said(tmp_path):
 
 def test_verdict_sign_follows_s_hw(tmp_path):
     slow = report_of(tmp_path, cost(0.5, 5.0, 0.1), "slow")  # verify = 10 decode steps: E / 10 < 1 here
-    for name, s in slow.ordered_sets():
+    for _name, s in slow.ordered_sets():
         d = s.decision_hw
         assert d.speedup_hw < 1 and d.speculate is False
         assert d.verdict.startswith(f"do not speculate on this hardware: the best draft length, g = {d.gamma_hw}")
         assert "memory-bound model: verify = one decode step" in d.verdict
     fast = report_of(tmp_path, cost(0.5, 0.5, 0.01), "fast")
-    for name, s in fast.ordered_sets():
+    for _name, s in fast.ordered_sets():
         assert s.decision_hw.speculate is True
         assert s.decision_hw.verdict.startswith(f"speculate with g = {s.decision_hw.gamma_hw} on this hardware")
 
@@ -89,7 +89,7 @@ def test_verdict_sign_follows_s_hw(tmp_path):
 def test_refeed_model_in_extra_keys_and_named_when_it_flips_the_sign(tmp_path):
     # Verify is cheap only for g <= 2, where most blocks follow a fully accepted one (alpha ~0.8 here);
     # a 2-token draft step of 40 s then sinks the refeed model below 1 at every g, SPEC 6's S_hw stays > 1.
-    dear = lambda g: 0.5 if g <= 2 else 50.0  # noqa: E731
+    dear = lambda g: 0.5 if g <= 2 else 50.0
     rep = report_of(tmp_path, cost(0.5, dear, 0.01, c_draft2=40.0))
     spec = report_of(tmp_path, cost(0.5, dear, 0.01), "spec")
     for name, s in rep.ordered_sets():

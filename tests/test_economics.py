@@ -13,6 +13,8 @@ from specterm.core.bootstrap import multinomial_weights
 from specterm.core.estimate import Estimate, bootstrap_estimate
 from specterm.core.params import GAMMAS
 from specterm.core.policies import policy_summary
+from report_factory import est
+from report_factory import policy as prow
 
 
 def bits(text: str) -> np.ndarray:
@@ -32,8 +34,8 @@ def test_depth_gain_by_hand():
 
 def best_of(S, W, factor, basis):
     """economics.best_speedup on the set's curve as the report has it (analysis.set_report)."""
-    curve = set_report(S, W, [])["curve"]
-    return ec.best_speedup(curve["E_true"], curve["E_true_ci"], factor, basis)
+    curve = set_report(S, W, []).curve
+    return ec.best_speedup(curve.E_true, curve.E_true_ci, factor, basis)
 
 
 def test_best_speedup_memory_bound_by_hand():
@@ -90,11 +92,11 @@ def test_q1_holds_on_clustered_chains(synth):
     corpora = {name: [synth.markov(rng, 200, 0.95, 0.5) for _ in range(30)] for name in ("code", "prose")}
     cond, gain = depth_inputs(corpora)
     row = ec.q1(cond, gain)
-    assert row["verdict"] == "holds", row
+    assert row.verdict == "holds", row
     assert all(0.93 < cond[c][2] < 0.97 for c in corpora)
     deeper = " ".join(f"{x:.2f}" for x in cond["code"][1:])
-    assert f"code: c_1 = {cond['code'][0]:.2f}, c_2..c_6 = {deeper}, c_2 - c_1 = +" in row["evidence"]
-    assert row["id"] == "Q1" and row["seed"] == "economics" and row["evidence"].startswith("holds: ")
+    assert f"code: c_1 = {cond['code'][0]:.2f}, c_2..c_6 = {deeper}, c_2 - c_1 = +" in row.evidence
+    assert row.id == "Q1" and row.seed == "economics" and row.evidence.startswith("holds: ")
 
 
 def test_q1_falsified_by_an_anti_correlated_corpus(synth):
@@ -103,7 +105,7 @@ def test_q1_falsified_by_an_anti_correlated_corpus(synth):
     corpora = {"code": [synth.markov(rng, 200, 0.95, 0.5) for _ in range(30)],
                "json": [synth.markov(rng, 200, 0.6, 0.95) for _ in range(30)]}
     row = ec.q1(*depth_inputs(corpora))
-    assert row["verdict"] == "falsified" and "below 0 in json" in row["evidence"]
+    assert row.verdict == "falsified" and "below 0 in json" in row.evidence
 
 
 def test_q1_inconclusive_on_iid_streams(synth):
@@ -112,12 +114,12 @@ def test_q1_inconclusive_on_iid_streams(synth):
     corpora = {"prose": [synth.iid(rng, 200, 0.8) for _ in range(30)]}
     cond, gain = depth_inputs(corpora)
     assert gain["prose"].lo < 0 < gain["prose"].hi
-    assert ec.q1(cond, gain)["verdict"] == "inconclusive"
+    assert ec.q1(cond, gain).verdict == "inconclusive"
 
 
 def test_q1_needs_depth_2_and_a_corpus():
-    assert ec.q1({}, {})["verdict"] == "inconclusive"
-    assert "depth 2" in ec.q1({"a": [0.5]}, {"a": Estimate()})["evidence"]
+    assert ec.q1({}, {}).verdict == "inconclusive"
+    assert "depth 2" in ec.q1({"a": [0.5]}, {"a": Estimate()}).evidence
 
 
 # ------------------------------------------------------------------- Q2, Q3 ---
@@ -130,11 +132,11 @@ def test_q1_needs_depth_2_and_a_corpus():
     ({"prose": (0.85, None, None), "code": (0.95, 0.93, 0.97)}, "inconclusive"),  # undefined CI
 ])
 def test_q2(alphas, verdict):
-    row = ec.q2({c: {"value": v, "ci": [lo, hi]} for c, (v, lo, hi) in alphas.items()})
-    assert row["verdict"] == verdict, row
+    row = ec.q2({c: est(v, lo, hi) for c, (v, lo, hi) in alphas.items()})
+    assert row.verdict == verdict, row
     if verdict == "holds":
-        assert "0.79 [0.74, 0.83] (prose) to 0.92 [0.90, 0.94] (code)" in row["evidence"]
-        assert "spread of 0.13" in row["evidence"]
+        assert "0.79 [0.74, 0.83] (prose) to 0.92 [0.90, 0.94] (code)" in row.evidence
+        assert "spread of 0.13" in row.evidence
 
 
 def test_q2_real_alphas_separate(synth):
@@ -143,7 +145,7 @@ def test_q2_real_alphas_separate(synth):
     for name, a in (("prose", 0.6), ("code", 0.9)):
         S = st.stream_sums([synth.iid(rng, 100, a) for _ in range(20)], gamma=2, shuffles=0)
         ests[name] = bootstrap_estimate(st.alpha, S.M.sum(0), multinomial_weights(20, 1000, 0) @ S.M, S.cols)
-    assert ec.q2(ests)["verdict"] == "holds"
+    assert ec.q2(ests).verdict == "holds"
 
 
 def bs(g, v, lo, hi, basis="memory-bound E_true(g)/(1+g r) at r=0.185"):
@@ -152,16 +154,16 @@ def bs(g, v, lo, hi, basis="memory-bound E_true(g)/(1+g r) at r=0.185"):
 
 def test_q3_holds_with_ratio_basis_and_realized():
     row = ec.q3({"prose": bs(4, 1.9, 1.75, 2.05), "code": bs(7, 2.95, 2.8, 3.1)}, realized={"code": 1.05, "prose": 0.8})
-    assert row["verdict"] == "holds"
-    ev = row["evidence"]
+    assert row.verdict == "holds"
+    ev = row.evidence
     assert "best code 2.95x [2.80, 3.10] at g=7, worst prose 1.90x [1.75, 2.05] at g=4: ratio 1.55" in ev
     assert "at r=0.185" in ev and "realized (specterm confirm): code 1.05x, prose 0.80x" in ev
 
 
 def test_q3_inconclusive():
-    assert ec.q3({"prose": bs(4, 2.5, 2.2, 2.8), "code": bs(6, 2.7, 2.4, 3.0)})["verdict"] == "inconclusive"
-    assert ec.q3({"prose": bs(4, 2.5, 2.2, 2.8)})["verdict"] == "inconclusive"
-    assert ec.q3({"a": bs(None, None, None, None), "b": bs(3, 2.0, 1.9, 2.1)})["verdict"] == "inconclusive"
+    assert ec.q3({"prose": bs(4, 2.5, 2.2, 2.8), "code": bs(6, 2.7, 2.4, 3.0)}).verdict == "inconclusive"
+    assert ec.q3({"prose": bs(4, 2.5, 2.2, 2.8)}).verdict == "inconclusive"
+    assert ec.q3({"a": bs(None, None, None, None), "b": bs(3, 2.0, 1.9, 2.1)}).verdict == "inconclusive"
 
 
 def test_q3_from_real_sums(synth):
@@ -171,14 +173,10 @@ def test_q3_from_real_sums(synth):
         S = st.stream_sums([synth.iid(rng, 150, a) for _ in range(20)], gamma=2, shuffles=0)
         out[name] = best_of(S, multinomial_weights(20, 1000, 0), ec.memory_bound_factor(0.1), "mb")
     assert out["code"].gamma > out["prose"].gamma
-    assert ec.q3(out)["verdict"] == "holds"
+    assert ec.q3(out).verdict == "holds"
 
 
 # ------------------------------------------------------------------------- Q4 ---
-
-
-def prow(policy, params, v, lo, hi):
-    return {"policy": policy, "params": params, "vs_best_fixed": {"value": v, "ci": [lo, hi]}}
 
 
 BASE = [prow("best-fixed", {"gamma": 6, "r": 0.185}, 1.0, 1.0, 1.0), prow("clairvoyant", {}, 1.3, 1.25, 1.35)]
@@ -197,12 +195,12 @@ BASE = [prow("best-fixed", {"gamma": 6, "r": 0.185}, 1.0, 1.0, 1.0), prow("clair
 ])
 def test_q4(adaptive, verdict, phrase):
     row = ec.q4(BASE[:1] + adaptive + BASE[1:])
-    assert row["verdict"] == verdict and phrase in row["evidence"], row
+    assert row.verdict == verdict and phrase in row.evidence, row
 
 
 def test_q4_best_tau_ties_take_the_smallest():
     rows = [prow("confidence", {"tau": t, "g_max": 16}, 1.02, 1.01, 1.03) for t in (0.9, 0.3, 0.5)]
-    assert ec.adaptive_candidates(rows)[0]["params"]["tau"] == 0.3
+    assert ec.adaptive_candidates(rows)[0].params["tau"] == 0.3
 
 
 def test_q4_from_policy_summary_with_a_perfect_confidence(synth):
@@ -210,9 +208,9 @@ def test_q4_from_policy_summary_with_a_perfect_confidence(synth):
     # (0.01, 0.99] drafts exactly up to the first rejection (clairvoyant) and beats every fixed g at r > 0.
     rng = np.random.default_rng(5)
     arrays = [synth.markov(rng, 200, 0.9, 0.4) for _ in range(30)]
-    streams = [s for s in synth.streams("x", arrays)]
+    streams = list(synth.streams("x", arrays))
     for s in streams:
         s.draft_conf = np.where(s.bits == 1, 0.99, 0.01).astype(np.float32)
     rows = policy_summary(streams, 0.185, multinomial_weights(30, 500, 0))
     row = ec.q4(rows)
-    assert row["verdict"] == "holds" and "confidence stop tau=0.3" in row["evidence"]
+    assert row.verdict == "holds" and "confidence stop tau=0.3" in row.evidence

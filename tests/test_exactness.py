@@ -3,13 +3,11 @@ the oracle's stream predicts a real speculative decoder exactly, for every draft
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from models_fixtures import smollm2_pair  # noqa: F401  (fixture)
 from specterm.core import replay
 from specterm.oracle import specdec
 from specterm.core.blockwalk import block_accepts, block_counts

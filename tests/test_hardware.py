@@ -3,7 +3,6 @@ rule, the verdict's sign, stored cost dicts, and per-(corpus, g) confirmation ro
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -30,11 +29,6 @@ from specterm.core.hardware import (
 )
 
 G = np.arange(1, 9)
-
-
-def decide_hw(*args, **kwargs) -> SimpleNamespace:
-    """decision_hw's dict as attributes (the tests read it like the typed report does)."""
-    return SimpleNamespace(**decision_hw(*args, **kwargs))
 
 
 def _curve(c_decode, c_verify, c_draft, gammas=G):
@@ -104,7 +98,7 @@ def test_robust_costs_keep_the_order_of_unsorted_gammas():
 
 def test_g_hw_ties_go_to_the_smallest_g():
     E = np.array([1.5, 2.0, 2.0, 1.9, 1.9, 1.9, 1.9, 1.9])
-    d = decide_hw(G, E, None, _curve(1.0, np.ones(8), 0.0))  # S_hw = E exactly
+    d = decision_hw(G, E, None, _curve(1.0, np.ones(8), 0.0))  # S_hw = E exactly
     assert d.gamma_hw == 2 and d.speedup_hw == pytest.approx(2.0)
 
 
@@ -112,7 +106,7 @@ def test_verdict_sign_and_the_memory_bound_number_beside_it():
     alpha = 0.6
     E = E_iid(alpha, G)
     # verify costs 3 decode steps: max S_hw < 1 although the memory-bound model promises > 1
-    slow = decide_hw(G, E, E, _curve(0.5, np.full(8, 1.5), 0.05))
+    slow = decision_hw(G, E, E, _curve(0.5, np.full(8, 1.5), 0.05))
     S = E * 0.5 / (1.5 + G * 0.05)
     assert slow.speedup_hw == pytest.approx(S.max()) and slow.gamma_hw == int(G[np.argmax(S)])
     assert S.max() < 1 and not slow.speculate
@@ -121,7 +115,7 @@ def test_verdict_sign_and_the_memory_bound_number_beside_it():
     assert slow.gamma_mb == int(G[np.argmax(S_mb)]) and slow.speedup_mb == pytest.approx(S_mb.max()) and S_mb.max() > 1
     assert f"{MEMORY_BOUND_LABEL}: g = {slow.gamma_mb}, {slow.speedup_mb:.2f}x" in slow.verdict
     # verify as cheap as a decode step: speculate, and S_hw is the memory-bound number
-    fast = decide_hw(G, E, E, _curve(0.5, np.full(8, 0.5), 0.05))
+    fast = decision_hw(G, E, E, _curve(0.5, np.full(8, 0.5), 0.05))
     assert fast.speculate and fast.verdict.startswith(f"speculate with g = {fast.gamma_hw} on this hardware")
     assert fast.speedup_hw == pytest.approx(fast.speedup_mb) and fast.gamma_hw == fast.gamma_mb
     assert "the i.i.d. formula picks the same g" in fast.verdict  # E_true = E_iid here
@@ -131,7 +125,7 @@ def test_iid_promise_in_hardware_terms():
     E_true = np.array([1.7, 2.2, 2.5, 2.6, 2.65, 2.66, 2.66, 2.66])
     E_i = E_iid(0.75, G)
     curve = _curve(1.0, 1.0 + 0.05 * G, 0.1)
-    d = decide_hw(G, E_true, E_i, curve)
+    d = decision_hw(G, E_true, E_i, curve)
     S_i = E_i / (1.0 + 0.05 * G + 0.1 * G)
     S_t = E_true / (1.0 + 0.05 * G + 0.1 * G)
     assert d.gamma_iid_hw == int(G[np.argmax(S_i)]) and d.speedup_iid_hw == pytest.approx(S_i.max())
@@ -142,14 +136,14 @@ def test_iid_promise_in_hardware_terms():
 def test_hw_decision_only_over_measured_draft_lengths():
     gam = np.arange(1, 33)
     E = E_iid(0.95, gam)
-    d = decide_hw(gam, E, None, _curve(1.0, np.ones(4), 0.01, gammas=[1, 2, 4, 8]))
+    d = decision_hw(gam, E, None, _curve(1.0, np.ones(4), 0.01, gammas=[1, 2, 4, 8]))
     assert d.curve_hw["gamma"] == [1, 2, 4, 8] and d.gamma_hw == 8
     assert d.gamma_mb > 8  # the memory-bound model uses the whole E curve
 
 
 def test_without_measured_costs_the_memory_bound_model_is_kept_and_said_so():
     E = E_iid(0.8, G)
-    d = decide_hw(G, E, E, None, r_fallback=0.2)
+    d = decision_hw(G, E, E, None, r_fallback=0.2)
     assert not d.measured and d.gamma_hw is None and d.speedup_hw is None
     assert d.speedup_mb == pytest.approx((E / (1 + 0.2 * G)).max())
     assert d.verdict.startswith("no measured costs on this hardware")
@@ -208,7 +202,7 @@ def test_confirmed_rows_per_corpus_and_pooled():
     ]
     curve = cost_curve(cost)
     rec = {"date": "d", "device": "cpu", "threads": 1, "cost": cost, "prompts": prompts,
-           "results": [{k: v for k, v in r.items()} for r in summarize_results(prompts, curve)]}
+           "results": [dict(r.items()) for r in summarize_results(prompts, curve)]}
     conf = parse_confirmation(rec)
     code = confirmed_rows(conf, "code")
     assert [r["gamma"] for r in code] == [4] and code[0]["realized"] == pytest.approx(50 / 40)
@@ -222,8 +216,10 @@ def test_confirmed_rows_per_corpus_and_pooled():
 
 
 def test_decision_hw_dict_has_the_spec7_keys():
+    from specterm.core.report import ConfirmedRow
+
     out = decision_hw(G, E_iid(0.7, G), E_iid(0.7, G), _curve(0.5, np.full(8, 1.0), 0.1),
-                      confirmed=[{"gamma": 2, "predicted": 0.9, "realized": 0.88, "prompts": 2, "identical": True}])
+                      confirmed=[ConfirmedRow(gamma=2, predicted=0.9, realized=0.88, prompts=2, identical=True)]).to_dict()
     assert list(out)[:7] == ["measured", "gamma_hw", "speedup_hw", "gamma_mb", "speedup_mb", "verdict", "confirmed"]
     assert out["measured"] and out["gamma_hw"] is not None and out["confirmed"][0]["realized"] == 0.88
     import json
@@ -259,7 +255,7 @@ def test_two_token_draft_steps_add_their_extra_cost():
     assert cheaper.refeed_extra == 0.0  # a 2-token step never counts as cheaper than a 1-token one
     dear = CostCurve(gammas=G, c_decode=0.5, c_verify=np.ones(8), c_draft=0.2, c_draft2=0.5)
     E8 = E_iid(0.9, G)
-    d = decide_hw(G, E8, E8, dear, phi_true=np.full(8, 0.5))
+    d = decision_hw(G, E8, E8, dear, phi_true=np.full(8, 0.5))
     S = E8 * 0.5 / (1.0 + G * 0.2 + 0.5 * 0.3)  # the refeed model, in the extra keys
     assert d.speedup_hw_refeed == pytest.approx(S.max()) and d.gamma_hw_refeed == int(G[np.argmax(S)])
     S6 = E8 * 0.5 / (1.0 + G * 0.2)  # SPEC 6 to the letter: the decision's S_hw and the i.i.d. promise

@@ -70,7 +70,7 @@ def test_bad_line_named_and_nothing_written(tmp_path, line, message):
     out = tmp_path / "streams" / "imp"
     with pytest.raises(SpectermError) as err:
         import_jsonl(src, out)
-    assert f"in.jsonl:3: " in str(err.value) and message in str(err.value)
+    assert "in.jsonl:3: " in str(err.value) and message in str(err.value)
     assert not out.exists() and not (tmp_path / "streams").exists()
 
 
@@ -155,7 +155,8 @@ def test_valid_files_round_trip(tmp_path_factory, recs, seed):
 junk = st.one_of(
     st.text(max_size=30).filter(lambda t: "\n" not in t and "\r" not in t and t.strip() != ""),
     st.fixed_dictionaries({"id": st.integers(), "corpus": st.just("c"), "bits": st.just("01")}).map(json.dumps),
-    st.fixed_dictionaries({"id": st.just("z"), "corpus": st.just("c"), "bits": st.text(alphabet="012 ", min_size=1).filter(lambda b: set(b) - {"0", "1"})}).map(json.dumps),
+    st.fixed_dictionaries({"id": st.just("z"), "corpus": st.just("c"),
+                           "bits": st.text(alphabet="012 ", min_size=1).filter(lambda b: set(b) - {"0", "1"})}).map(json.dumps),
 )
 
 

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from models_fixtures import tiny_model_dir  # noqa: F401  (fixture)
 from specterm.oracle.corpora import Prompt, load_builtin
 from specterm.core.errors import SpectermError
 from specterm.oracle.run import OracleConfig, load_pair, run_oracle

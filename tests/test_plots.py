@@ -11,11 +11,6 @@ from specterm.widgets.plots import ReportPlot, draw_runlengths, log_bars, log_ti
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def test_log_bars_keeps_positive_values_and_floors_below_them():
     L = [1, 2, 3, 4]
     count = [8, 0, 2, 0]

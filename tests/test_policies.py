@@ -12,7 +12,6 @@ from specterm.core.blockwalk import block_walk_loop
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.errors import SpectermError
 from specterm.core import analysis, policies
-from specterm.core.params import GAMMAS
 from specterm.core.policies import best_fixed_gamma, fixed_sums, has_draft_conf, policy_sums, policy_summary, policy_table
 from specterm.core.replay import PolicyCounts, replay_clairvoyant, replay_confidence, replay_fixed, replay_heuristic
 from specterm.core.store import Run, Stream, bits_from_str
@@ -236,23 +235,23 @@ def test_summary_rows_best_fixed_and_cis():
     r = 0.15
     W = multinomial_weights(len(streams), 400, seed=1)
     rows = policy_summary(streams, r, W, gammas=(4,), taus=(0.5, 0.9))
-    assert [row["policy"] for row in rows] == ["fixed", "best-fixed", "heuristic", "confidence", "confidence", "clairvoyant"]
+    assert [row.policy for row in rows] == ["fixed", "best-fixed", "heuristic", "confidence", "confidence", "clairvoyant"]
 
     # best fixed g by brute force over the SPEC loop
     tot = np.array([[sum(block_walk_loop(s.bits, g)[k] for s in streams) for k in range(3)] for g in range(1, 33)])
     T = tot[:, 0] / (tot[:, 1] + r * tot[:, 2])
-    assert rows[1]["params"]["gamma"] == int(np.argmax(T)) + 1
-    assert rows[1]["throughput"]["value"] == pytest.approx(T.max())
-    assert rows[0]["throughput"]["value"] == pytest.approx(T[3])
-    assert rows[1]["vs_best_fixed"]["value"] == pytest.approx(1.0)
-    assert rows[-1]["vs_clairvoyant"]["value"] == pytest.approx(1.0)
+    assert rows[1].params["gamma"] == int(np.argmax(T)) + 1
+    assert rows[1].throughput.value == pytest.approx(T.max())
+    assert rows[0].throughput.value == pytest.approx(T[3])
+    assert rows[1].vs_best_fixed.value == pytest.approx(1.0)
+    assert rows[-1].vs_clairvoyant.value == pytest.approx(1.0)
 
     for row in rows:
         for key in ("throughput", "vs_best_fixed", "vs_clairvoyant"):
-            lo, hi = row[key]["ci"]
-            assert lo - 1e-12 <= row[key]["value"] <= hi + 1e-12, (row["policy"], key)
-        assert row["vs_clairvoyant"]["ci"][1] <= 1.0 + 1e-12
-        assert row["vs_clairvoyant"]["value"] <= 1.0 + 1e-12
+            lo, hi = getattr(row, key).ci
+            assert lo - 1e-12 <= getattr(row, key).value <= hi + 1e-12, (row.policy, key)
+        assert row.vs_clairvoyant.ci[1] <= 1.0 + 1e-12
+        assert row.vs_clairvoyant.value <= 1.0 + 1e-12
 
 
 def test_summary_ci_is_the_resampled_ratio():
@@ -260,7 +259,7 @@ def test_summary_ci_is_the_resampled_ratio():
     r = 0.3
     W = multinomial_weights(len(streams), 200, seed=2)
     rows = policy_summary(streams, r, W, taus=(0.7,))
-    heur = next(row for row in rows if row["policy"] == "heuristic")
+    heur = next(row for row in rows if row.policy == "heuristic")
     h = np.array([[c.tokens, c.blocks, c.drafted] for c in (replay_heuristic(s.bits, 5) for s in streams)], float)
     cl = np.array([[c.tokens, c.blocks, c.drafted] for c in (replay_clairvoyant(s.bits) for s in streams)], float)
     Th, Tc = [], []
@@ -268,10 +267,10 @@ def test_summary_ci_is_the_resampled_ratio():
         hs, cs = (w[:, None] * h).sum(0), (w[:, None] * cl).sum(0)
         Th.append(hs[0] / (hs[1] + r * hs[2]))
         Tc.append(cs[0] / (cs[1] + r * cs[2]))
-    assert heur["throughput"]["ci"] == pytest.approx(list(percentile_ci(np.array(Th))))
-    assert heur["vs_clairvoyant"]["ci"] == pytest.approx(list(percentile_ci(np.array(Th) / np.array(Tc))))
-    assert heur["tokens_per_block"] == pytest.approx(h[:, 0].sum() / h[:, 1].sum())
-    assert heur["drafted_per_block"] == pytest.approx(h[:, 2].sum() / h[:, 1].sum())
+    assert heur.throughput.ci == pytest.approx(list(percentile_ci(np.array(Th))))
+    assert heur.vs_clairvoyant.ci == pytest.approx(list(percentile_ci(np.array(Th) / np.array(Tc))))
+    assert heur.tokens_per_block == pytest.approx(h[:, 0].sum() / h[:, 1].sum())
+    assert heur.drafted_per_block == pytest.approx(h[:, 2].sum() / h[:, 1].sum())
 
 
 def test_summary_without_draft_conf_omits_confidence_rows():
@@ -279,8 +278,8 @@ def test_summary_without_draft_conf_omits_confidence_rows():
     streams[2].draft_conf = None
     assert not has_draft_conf(streams)
     rows = policy_summary(streams, 0.1, multinomial_weights(6, 50))
-    assert "confidence" not in {row["policy"] for row in rows}
-    assert {"best-fixed", "heuristic", "clairvoyant"} <= {row["policy"] for row in rows}
+    assert "confidence" not in {row.policy for row in rows}
+    assert {"best-fixed", "heuristic", "clairvoyant"} <= {row.policy for row in rows}
 
 
 def test_summary_uses_the_gated_prefix_only():
@@ -292,7 +291,7 @@ def test_summary_uses_the_gated_prefix_only():
     rows = policy_summary([s], 0.1, multinomial_weights(1, 10))
     clair = rows[-1]
     c = replay_clairvoyant(a[:50])
-    assert clair["tokens_per_block"] == pytest.approx(50 / c.blocks)
+    assert clair.tokens_per_block == pytest.approx(50 / c.blocks)
 
 
 def test_summary_rejects_a_bad_r():
@@ -403,7 +402,7 @@ def test_sets_take_their_rows_of_one_table():
     table = policy_table(streams)
     W = multinomial_weights(len(streams), 100, seed=3)
     assert policy_summary(streams, 0.2, W, table=table) == policy_summary(streams, 0.2, W)
-    assert "confidence" not in {row["policy"] for row in policy_summary(streams, 0.2, W, table=table)}
+    assert "confidence" not in {row.policy for row in policy_summary(streams, 0.2, W, table=table)}
     for corpus in "abc":
         idx = np.array([i for i, s in enumerate(streams) if s.corpus == corpus])
         members = [streams[i] for i in idx]
@@ -450,8 +449,8 @@ def test_analyse_gives_each_set_the_summary_of_its_own_streams(monkeypatch):
     # the straightforward way: every set replays its own streams, no shared table (nor the stats' block counts)
     monkeypatch.setattr(analysis, "policy_summary", lambda s, r, W, table=None: summary(s, r, W))
     slow = analysis.analyse(runs, boot=50, shuffles=2, seed=5)
-    assert set(fast["sets"]) == {"a", "b", "c", "pooled"}
-    for name in fast["sets"]:
-        assert fast["sets"][name]["policies"] == slow["sets"][name]["policies"], name
-    with_conf = {name for name, rep in fast["sets"].items() if any(row["policy"] == "confidence" for row in rep["policies"])}
+    assert set(fast.sets) == {"a", "b", "c", "pooled"}
+    for name in fast.sets:
+        assert fast.sets[name].policies == slow.sets[name].policies, name
+    with_conf = {name for name, rep in fast.sets.items() if any(row.policy == "confidence" for row in rep.policies)}
     assert with_conf == {"a", "c"}  # stream 4 (corpus b) has no draft_conf: b and pooled lack the rows

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from models_fixtures import tiny_model_dir  # noqa: F401  (fixture)
 from specterm import cli
 from specterm.core.errors import SpectermError
 from specterm.core.importer import import_jsonl

@@ -75,7 +75,7 @@ def test_report_is_deterministic(report, synth):
     again = analyse([small_run(synth)], gamma=6, boot=100, shuffles=3, seed=1)
     assert to_json(again) == to_json(report)
     other = analyse([small_run(synth)], gamma=6, boot=100, shuffles=3, seed=2)
-    assert other["sets"]["prose"]["autocorr"]["ci"] != report["sets"]["prose"]["autocorr"]["ci"]
+    assert other.sets["prose"].autocorr.ci != report.sets["prose"].autocorr.ci
 
 
 SEP = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+$")
@@ -115,14 +115,14 @@ def test_markdown_tables_parse_as_github_tables(report):
 
 
 def test_published_cell_style(report):
-    d = report["sets"]["prose"]["deficit"]
-    t, h, m = (d[k]["value"] for k in ("total", "hetero", "temporal"))
-    lo, hi = d["temporal"]["ci"]
+    d = report.sets["prose"].deficit
+    t, h, m = (d.total.value, d.hetero.value, d.temporal.value)
+    lo, hi = d.temporal.ci
     sign = "-" if m < 0 else "+"
     assert deficit_cell(d) == f"{t:.3f} = {h:.3f} {sign} {abs(m):.3f} [{lo:.3f}, {hi:.3f}]"
     row = next(line for line in markdown_tables(report)["overview"].splitlines() if line.startswith("| prose |"))
-    ac = report["sets"]["prose"]["autocorr"]
-    assert f"{ac['value']:+.3f} [{ac['ci'][0]:.2f}, {ac['ci'][1]:.2f}]" in row
+    ac = report.sets["prose"].autocorr
+    assert f"{ac.value:+.3f} [{ac.ci[0]:.2f}, {ac.ci[1]:.2f}]" in row
 
 
 def test_text_has_every_section(report):
@@ -203,12 +203,12 @@ def test_several_runs_each_measured_r(synth):
     for s in two.streams:
         s.id = "two-" + s.id
     rep = analyse([one, two], boot=20, shuffles=2)
-    pooled = rep["sets"]["pooled"]
-    measured = [o["r"] for o in pooled["optimum"] if o["measured"]]
-    assert measured == [0.12, 0.33] and pooled["r_measured"] == pytest.approx(0.225)
-    assert [r["name"] for r in rep["runs"]] == ["one", "two"] and pooled["n_streams"] == 10
-    # the TUI's curve, from the report dict alone, agrees with the optimum table
-    for o in pooled["optimum"]:
-        curve = throughput_curve(pooled, o["r"])
-        assert curve["gamma"][int(np.argmax(curve["T_true"]))] == o["gamma_true"]
-        assert curve["gamma"][int(np.argmax(curve["T_iid"]))] == o["gamma_iid"]
+    pooled = rep.sets["pooled"]
+    measured = [o.r for o in pooled.optimum if o.measured]
+    assert measured == [0.12, 0.33] and pooled.r_measured == pytest.approx(0.225)
+    assert [r.name for r in rep.runs] == ["one", "two"] and pooled.n_streams == 10
+    # the TUI's curve, from the set's E curves alone, agrees with the optimum table
+    for o in pooled.optimum:
+        curve = throughput_curve(pooled.curve, o.r)
+        assert curve["gamma"][int(np.argmax(curve["T_true"]))] == o.gamma_true
+        assert curve["gamma"][int(np.argmax(curve["T_iid"]))] == o.gamma_iid

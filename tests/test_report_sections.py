@@ -101,12 +101,12 @@ def test_q3_takes_measured_costs(synth):
     rng = np.random.default_rng(3)
     corpora = {"a": [synth.iid(rng, 300, 0.6) for _ in range(20)], "b": [synth.iid(rng, 300, 0.9) for _ in range(20)]}
     rep = analyse([synth.run([s for c, arr in corpora.items() for s in synth.streams(c, arr)], r=0.1)], boot=200, shuffles=1)
-    sets = rep.to_dict()["sets"]
+    sets = rep.sets
     # verify costs only at g = 1, 2: the best g must be 1 or 2, S_hw = E(g) c_decode / (c_verify(g) + g c_draft)
     costs = {c: {"c_decode": 1.0, "c_verify": {1: 1.1, 2: 1.2}, "c_draft": 0.05} for c in corpora}
     q3 = scorecard(sets, costs=costs)[7]
-    assert q3["id"] == "Q3" and "measured costs" in q3["evidence"] and "memory-bound" not in q3["evidence"]
-    E = sets["b"]["curve"]["E_true"]
+    assert q3.id == "Q3" and "measured costs" in q3.evidence and "memory-bound" not in q3.evidence
+    E = sets["b"].curve.E_true
     s_hw = [E[0] / 1.15, E[1] / 1.3]
     g = 1 + int(np.argmax(s_hw))
-    assert f"best b {max(s_hw):.2f}x" in q3["evidence"] and f"at g={g}" in q3["evidence"]
+    assert f"best b {max(s_hw):.2f}x" in q3.evidence and f"at g={g}" in q3.evidence

@@ -10,7 +10,6 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from models_fixtures import tiny_model_dir  # noqa: F401  (fixture)
 from specterm.cli import app
 from specterm.core.store import load_run
 

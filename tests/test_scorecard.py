@@ -5,14 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from report_factory import est3, make_set, optimum
 from specterm.core.analysis import analyse
 from specterm.core.params import R_GRID
+from specterm.core.report import Deficit, Estimate, Report
 from specterm.core.scorecard import p_rows
 
 
 def verdicts(report_or_sets) -> dict[str, str]:
-    rows = report_or_sets["scorecard"] if "scorecard" in report_or_sets else p_rows(report_or_sets)
-    return {row["id"]: row["verdict"] for row in rows}
+    rows = report_or_sets.scorecard if isinstance(report_or_sets, Report) else p_rows(report_or_sets)
+    return {row.id: row.verdict for row in rows}
 
 
 # --------------------------------------------------------- synthetic streams, end to end ---
@@ -30,15 +32,15 @@ def test_clustered_markov_corpora(synth):
     rep = analyse([run_of(synth, corpora)], boot=200, shuffles=4)
     v = verdicts(rep)
     assert (v["P1"], v["P2"], v["P4"], v["P5"]) == ("holds",) * 4
-    assert "3 of 3" in next(r for r in rep["scorecard"] if r["id"] == "P5")["evidence"]
+    assert "3 of 3" in next(r for r in rep.scorecard if r.id == "P5").evidence
 
 
 def test_markov_alone_falsifies_p3(synth):
     """One clustered corpus whose exact g*_true is below g*_iid at several r (see test_synthetic)."""
     rng = np.random.default_rng(1)
     rep = analyse([run_of(synth, {"m": [synth.markov(rng, 2000, 0.95, 0.2) for _ in range(100)]})], boot=100, shuffles=2)
-    row = next(r for r in rep["scorecard"] if r["id"] == "P3")
-    assert row["verdict"] == "falsified" and row["evidence"].startswith("falsified: g*_true")
+    row = next(r for r in rep.scorecard if r.id == "P3")
+    assert row.verdict == "falsified" and row.evidence.startswith("falsified: g*_true")
 
 
 def test_anti_correlated_chain_falsifies(synth):
@@ -74,14 +76,13 @@ def test_regular_runs_make_p3_hold(synth):
 
 
 def fake_set(ac=(0.2, 0.1, 0.3), disp=(2.0, 1.5, 2.5), temporal=(0.05, 0.03, 0.07), diffs=(0,) * 12):
-    e = lambda v: {"value": v[0], "ci": [v[1], v[2]]}  # noqa: E731
-    return {
-        "autocorr": e(ac),
-        "dispersion_ratio": e(disp),
-        "deficit": {"gamma": 8, "temporal": e(temporal)},
-        "optimum": [{"r": r, "gamma_true": 4 + d, "gamma_iid": 4, "measured": False} for r, d in zip(R_GRID, diffs)]
-        + [{"r": 0.123, "gamma_true": 30, "gamma_iid": 1, "measured": True}],  # measured r: not in the verdict
-    }
+    return make_set(
+        autocorr=est3(ac),
+        dispersion_ratio=est3(disp),
+        deficit=Deficit(gamma=8, total=Estimate(), hetero=Estimate(), temporal=est3(temporal)),
+        optimum=[optimum(r, 4 + d, 4) for r, d in zip(R_GRID, diffs)]
+        + [optimum(0.123, 30, 1, measured=True)],  # measured r: not in the verdict
+    )
 
 
 def sets_of(**corpora):
@@ -120,8 +121,8 @@ def test_p2(cis, verdict):
     ((-1,) * 11 + (1,), "inconclusive", "above at 1"),
 ])
 def test_p3(diffs, verdict, phrase):
-    row = next(r for r in p_rows(sets_of(c=fake_set(), pooled=fake_set(diffs=diffs))) if r["id"] == "P3")
-    assert row["verdict"] == verdict and phrase in row["evidence"]
+    row = next(r for r in p_rows(sets_of(c=fake_set(), pooled=fake_set(diffs=diffs))) if r.id == "P3")
+    assert row.verdict == verdict and phrase in row.evidence
 
 
 @pytest.mark.parametrize("ci,verdict", [
@@ -148,5 +149,5 @@ def test_p5(pairs, verdict):
 
 def test_every_row_has_numbers_in_its_evidence():
     for row in p_rows(sets_of(a=fake_set(), b=fake_set(), c=fake_set())):
-        assert row["evidence"].startswith(row["verdict"] + ":")
-        assert any(ch.isdigit() for ch in row["evidence"])
+        assert row.evidence.startswith(row.verdict + ":")
+        assert any(ch.isdigit() for ch in row.evidence)

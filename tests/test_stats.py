@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
+from report_factory import curve
 from specterm.core import geometry as geo
 from specterm.core import stats as st
 from specterm.core.analysis import analyse, set_report
@@ -75,11 +76,11 @@ def test_gate_cut_and_gate_rate(synth):
     s = Stream(id="x", corpus="c", bits=bits("111011"), gate=bits("111011"))  # gate fails at t = 3
     assert s.a.tolist() == [1, 1, 1]
     rep = analyse([synth.run([s, Stream(id="y", corpus="c", bits=bits("0101"))])], boot=20, shuffles=2)
-    pooled = rep["sets"]["pooled"]
-    assert pooled["n_positions"] == 3 + 4
-    assert pooled["alpha"] == pytest.approx((3 + 2) / 7)
-    assert pooled["gate_rate"] == pytest.approx((5 + 4) / (6 + 4))
-    assert pooled["n_positions_gated_out"] == 3
+    pooled = rep.sets["pooled"]
+    assert pooled.n_positions == 3 + 4
+    assert pooled.alpha == pytest.approx((3 + 2) / 7)
+    assert pooled.gate_rate == pytest.approx((5 + 4) / (6 + 4))
+    assert pooled.n_positions_gated_out == 3
 
 
 def brute_force_ci(arrays, W, stat):
@@ -114,9 +115,9 @@ def test_bootstrap_ci_equals_brute_force_resampling():
     S = st.stream_sums(arrays, gamma=3, shuffles=1)
     W = multinomial_weights(len(arrays), 150, seed=11)
     rep = set_report(S, W, [None])
-    assert rep["alpha_ci"] == pytest.approx(list(brute_force_ci(arrays, W, direct_alpha)))
-    assert rep["curve"]["E_true_ci"][2] == pytest.approx(list(brute_force_ci(arrays, W, direct_E_true)))
-    assert rep["autocorr"]["ci"] == pytest.approx(list(brute_force_ci(arrays, W, direct_autocorr)))
+    assert rep.alpha_ci == pytest.approx(list(brute_force_ci(arrays, W, direct_alpha)))
+    assert rep.curve.E_true_ci[2] == pytest.approx(list(brute_force_ci(arrays, W, direct_E_true)))
+    assert rep.autocorr.ci == pytest.approx(list(brute_force_ci(arrays, W, direct_autocorr)))
 
 
 def test_multinomial_weights_law():
@@ -143,7 +144,7 @@ def test_shuffle_preserves_each_streams_alpha_exactly():
 def test_shuffled_blocks_mean_matches_enumeration():
     # exact E[blocks] over all C(10, 6) arrangements of six ones and four zeros, by enumeration
     g = 2
-    arrangements = {p for p in itertools.permutations("1111110000")}
+    arrangements = set(itertools.permutations("1111110000"))
     exact = np.mean([block_walk_loop(np.array([int(x) for x in p]), g)[1] for p in arrangements])
     c = geo.concat_streams([bits("1111110000")] * 50)
     got = st.shuffled_blocks(c, g, shuffles=400, seed=2)
@@ -171,13 +172,12 @@ def test_optimum_brute_force_and_ties():
     assert best_gamma(np.full(32, np.nan)) is None
     assert r_values([None, 0.123, 0.123, 0.1]) == sorted(set(R_GRID) | {0.123})
     rows = optimum_table(E, E_iid(0.8, gam), [0.1, 0.123], measured=[0.123])
-    assert [row["measured"] for row in rows] == [False, True]
-    assert all(row["gamma_true"] == row["gamma_iid"] for row in rows)
+    assert [row.measured for row in rows] == [False, True]
+    assert all(row.gamma_true == row.gamma_iid for row in rows)
 
 
-def test_throughput_curve_from_report_dict():
-    set_report_dict = {"curve": {"gamma": [1, 2, 3], "E_true": [1.5, 2.0, None], "E_iid": [1.8, 2.4, 2.9]}}
-    out = throughput_curve(set_report_dict, 0.5)
+def test_throughput_curve_from_the_e_curves():
+    out = throughput_curve(curve([1, 2, 3], [1.5, 2.0, None], [1.8, 2.4, 2.9]), 0.5)
     assert out["gamma"] == [1, 2, 3]
     assert out["T_true"][:2] == pytest.approx([1.0, 1.0]) and out["T_true"][2] is None
     assert out["T_iid"] == pytest.approx([1.8 / 1.5, 2.4 / 2.0, 2.9 / 2.5])

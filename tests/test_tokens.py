@@ -12,11 +12,6 @@ from specterm.widgets.tokens import TokenView, wrap_prompt
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def test_wrap_prompt_keeps_breaks_and_indentation():
     assert wrap_prompt("def f(x):\n    return x + 1", 12) == ["def f(x):", "    return x", "+ 1"]
     assert wrap_prompt("abcdefghijk l", 5) == ["abcde", "fghij", "k l"]

@@ -23,11 +23,6 @@ FAST = {"boot": 50, "shuffles": 2}
 SHIPPED = Path(__file__).resolve().parents[1] / "streams"
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 # -- the helper --------------------------------------------------------------------------------
 
 def test_cell_width_and_column_widths():
@@ -121,7 +116,7 @@ async def test_next_pair_shows_its_own_measured_r(tmp_path):
         await settle(app, pilot)
         await pilot.press("4")
         await settle(app, pilot)
-        bar = lambda: str(app.screen.query_one("#set-bar", Static).render())  # noqa: E731
+        bar = lambda: str(app.screen.query_one("#set-bar", Static).render())
         assert "c_draft/c_verify = 0.150 (measured)" in bar()
         await pilot.press("plus")  # step r on the first pair
         await settle(app, pilot)

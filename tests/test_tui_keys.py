@@ -6,7 +6,10 @@
   key (so after `M`, the next model pair, too), and on Decide at the lowest r; at 80x24 the
   Overview, Decide and Run lengths tables have every column on screen (a long name gives way);
 - the breadcrumb names the corpus the screen shows after every key (Streams: its filter; the
-  per-set screens: the chosen set; the others: all corpora) (issue 20).
+  per-set screens: the chosen set; the others: all corpora) (issue 20);
+- an error a person causes (a corrupt run, a run without prompts: edge_runs.ERROR_RUNS) is shown as
+  one sentence, and valid runs show none; a programming error injected into the analysis is seen
+  and rejected by the same check, so the check cannot pass by seeing nothing.
 
 One pass per (run set, size) observes both; the two tests read it. Cases that fail on today's app
 are xfail(strict=True) with what was found: a fix turns them into XPASS failures, the sign to drop
@@ -17,11 +20,12 @@ SPECTERM_TUI_MATRIX=full adds every run set at 160x45 (about 40 s per pass on a 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from edge_runs import EDGE_RUNS
+from edge_runs import EDGE_RUNS, ERROR_RUNS
 from textual.widgets import DataTable, Input
 from tui_checks import FIT_AT_80, cut_cells, overflowing
 
@@ -39,15 +43,10 @@ LOWEST_R = "minus x12"  # a step of its own on Decide: r down to the bottom of i
 MODES = [s for s in SCREENS if s.mode != "run"]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def run_set(name: str, root: Path) -> list[Path]:
     if name == "shipped":
         return sorted(p for p in SHIPPED.iterdir() if (p / "run.json").is_file())
-    return EDGE_RUNS[name](root)
+    return {**EDGE_RUNS, **ERROR_RUNS}[name](root)
 
 
 def screen_keys(app: SpectermApp, mode: str) -> list[str]:
@@ -128,8 +127,9 @@ def crumb_mismatch(app) -> str | None:
     return f"{type(screen).__name__}: the crumb says {shown!r}, the screen shows {expected!r}"
 
 
-async def one_pass(paths: list[Path], size: tuple[int, int], start: int, seen: Observed) -> int | None:
-    """Press every key of every screen from step `start` on; returns the crashing step or None."""
+async def one_pass(paths: list[Path], size: tuple[int, int], start: int, seen: Observed, every_key: bool = True) -> int | None:
+    """Press every key of every screen from step `start` on (only the screen keys when not
+    `every_key`); returns the crashing step or None."""
     app = make_app(paths, **FAST)
     step = -1
     crashed = None
@@ -153,7 +153,7 @@ async def one_pass(paths: list[Path], size: tuple[int, int], start: int, seen: O
                 await pilot.press(info.key)
                 await settle(app, pilot)
                 scan(f"{info.title}")
-                for key in screen_keys(app, info.mode):
+                for key in screen_keys(app, info.mode) if every_key else []:
                     step += 1
                     if step < start:
                         continue
@@ -180,15 +180,18 @@ async def one_pass(paths: list[Path], size: tuple[int, int], start: int, seen: O
 _OBSERVED: dict[tuple[str, str], Observed] = {}
 
 
-async def observe(name: str, label: str, root: Path) -> Observed:
-    """Every crash and every cut cell of one run set at one size (cached: both tests read it)."""
-    if (name, label) not in _OBSERVED:
+async def observe(name: str, label: str, root: Path, key: tuple[str, str] | None = None,
+                  every_key: bool = True) -> Observed:
+    """Every crash, cut cell and shown error of one run set at one size (cached under `key`, by
+    default (name, label): the tests read one pass)."""
+    key = key or (name, label)
+    if key not in _OBSERVED:
         paths = run_set(name, root)
         seen, start = Observed(), 0
-        while (crashed := await one_pass(paths, SIZES[label], start, seen)) is not None:
+        while (crashed := await one_pass(paths, SIZES[label], start, seen, every_key)) is not None:
             start = crashed + 1
-        _OBSERVED[(name, label)] = seen
-    return _OBSERVED[(name, label)]
+        _OBSERVED[key] = seen
+    return _OBSERVED[key]
 
 
 # What the passes found before issue 11's fix (phase 1): cut cells on every run set at 80x24 (the
@@ -227,8 +230,55 @@ async def test_breadcrumb_names_what_the_screen_shows(name, label, tmp_path_fact
     assert sorted(seen.crumbs) == [], "\n".join(sorted(seen.crumbs))
 
 
-@pytest.mark.parametrize("name,label", cases({}))
-async def test_errors_are_one_sentence(name, label, tmp_path_factory):
-    """A failed load or analysis shows a SpectermError sentence, never 'SomeError: ...'."""
-    seen = await observe(name, label, tmp_path_factory.mktemp(name))
-    assert not any(e.split(":")[0].endswith(("Error", "Exception")) for e in seen.errors), seen.errors
+def one_sentence(text: str) -> bool:
+    """One line ending in a full stop, with no exception type in front (`ValueError: ...`) and no
+    traceback: how specterm shows an error a person caused (a SpectermError's text)."""
+    head = text.split(":")[0].strip()
+    return ("\n" not in text.strip() and "Traceback" not in text and text.rstrip().endswith(".")
+            and re.fullmatch(r"[\w.]*(Error|Exception|Exit|Interrupt)", head) is None)
+
+
+def test_one_sentence_check():
+    assert one_sentence("streams/x/prompts.jsonl:3: not valid JSON (Expecting value); drop the line with `specterm repair`.")
+    assert not one_sentence("ValueError: boom")
+    assert not one_sentence("KeyError: 'alpha'")
+    assert not one_sentence("numpy.linalg.LinAlgError: singular matrix.")
+    assert not one_sentence("Traceback (most recent call last):\n  File ...\nValueError: boom")
+    assert not one_sentence("no full stop")
+
+
+BUG = "injected-bug"  # the all-ones runs, with analysis.analyse replaced by one that raises ValueError
+
+
+def error_cases() -> list:
+    ok = [pytest.param(name, "80x24", id=f"{name}-80x24") for name in [*EDGE_RUNS, "shipped"]]
+    errors = [pytest.param(name, "80x24", id=f"{name}-80x24") for name in ERROR_RUNS]
+    return ok + errors + [pytest.param(BUG, "80x24", id=f"{BUG}-80x24")]
+
+
+@pytest.mark.parametrize("name,label", error_cases())
+async def test_errors_are_one_sentence(name, label, tmp_path_factory, monkeypatch):
+    """Valid runs show no error; runs a person got wrong show one, as one sentence (not 'SomeError: ...')."""
+    if name == BUG:
+        from specterm.core import analysis
+
+        def broken(*args, **kwargs):
+            raise ValueError("injected failure inside the analysis")
+
+        monkeypatch.setattr(analysis, "analyse", broken)
+        _OBSERVED.pop((BUG, label), None)
+        seen = await observe("all-ones", label, tmp_path_factory.mktemp(BUG), key=(BUG, label), every_key=False)
+    elif name in ERROR_RUNS:  # load, then visit every screen (nothing to press on screens without a report)
+        seen = await observe(name, label, tmp_path_factory.mktemp(name), every_key=False)
+    else:
+        seen = await observe(name, label, tmp_path_factory.mktemp(name))
+    assert seen.crashes == []
+    if name in EDGE_RUNS or name == "shipped":
+        assert seen.errors == set()
+        return
+    assert seen.errors, f"{name} was built to fail to load, but no error was shown"
+    if name == BUG:  # the check sees what a programming error looks like, so it cannot pass by seeing nothing
+        assert seen.errors == {"ValueError: injected failure inside the analysis"}
+        assert not any(one_sentence(e) for e in seen.errors)
+        return
+    assert all(one_sentence(e) for e in seen.errors), seen.errors

@@ -18,11 +18,6 @@ FAST = {"boot": 50, "shuffles": 2}
 NARROW = (80, 24)
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 async def ready(app, pilot):
     await pilot.pause()
     await app.workers.wait_for_complete()
@@ -44,7 +39,7 @@ async def test_search_then_n_and_N_cycle_the_matches(tmp_path):
         # "c" matches the ids c0, c1, c2 and (by text: "prompt c..") nothing else; ranked id first
         await pilot.press("slash", "c", "enter")
         await ready(app, pilot)
-        shown = lambda: screen.streams[screen.selected].id  # noqa: E731
+        shown = lambda: screen.streams[screen.selected].id
         assert [screen.streams[i].id for i in screen.matches] == ["c0", "c1", "c2"]
         assert shown() == "c0"
         await pilot.press("n")

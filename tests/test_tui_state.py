@@ -282,7 +282,7 @@ async def test_match_count_is_a_status_not_a_stack_of_toasts(tmp_path):
         await ready(app, pilot)
         await pilot.press("slash", *"prompt", "enter")  # every prompt's text: 6 matches
         await pilot.pause()
-        for k in range(9):
+        for _ in range(9):
             await pilot.press("n")
         await pilot.pause()
         assert len(app._notifications) <= 1

@@ -24,7 +24,7 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -36,32 +36,19 @@ from specterm.core.decide import decision
 from specterm.core.economics import depth_gain
 from specterm.core.errors import SpectermError
 from specterm.core.estimate import num
-from specterm.core.hardware import MIXED_COSTS_NOTE, confirmed_for_set, decision_hw, q3_costs, run_curve_and_confirmations
+from specterm.core.hardware import (
+    MIXED_COSTS_NOTE, Confirmation, CostCurve, confirmed_for_set, decision_hw, q3_costs, run_curve_and_confirmations,
+)
 from specterm.core.optimum import optimum_table, r_values
-from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SHUFFLES, YIELD_GAMMAS
-from specterm.core.policies import policy_summary, policy_table
+from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
+from specterm.core.policies import PolicyTable, policy_summary, policy_table
 from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
-from specterm.core.report import Report
+from specterm.core.report import (
+    POOLED, ConfirmedRow, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, SetReport,
+)
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import scorecard
 from specterm.core.store import Run, Stream
-
-
-def jsonable(obj: Any) -> Any:
-    """numpy scalars/arrays -> Python, NaN/inf -> None, recursively."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return jsonable(obj.tolist())
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return num(obj)
-    return obj
 
 
 def corpus_seed(seed: int, corpus: str) -> int:
@@ -69,16 +56,17 @@ def corpus_seed(seed: int, corpus: str) -> int:
     return int(np.random.SeedSequence([seed, zlib.crc32(corpus.encode("utf-8"))]).generate_state(1)[0])
 
 
-def _model_name(model: Any) -> str | None:
+def _model_name(model: object) -> str | None:
     if isinstance(model, dict):
         for key in ("spec", "name", "id", "source", "path"):
-            if isinstance(model.get(key), str):
-                return model[key]
+            value = model.get(key)
+            if isinstance(value, str):
+                return value
         return None
     return model if isinstance(model, str) else None
 
 
-def _meta(meta: dict, key: str) -> Any:
+def _meta(meta: dict[str, Any], key: str) -> Any:
     if key in meta:
         return meta[key]
     for nest in ("generation", "oracle", "hardware"):
@@ -88,18 +76,18 @@ def _meta(meta: dict, key: str) -> Any:
     return None
 
 
-def run_summary(run: Run) -> dict[str, Any]:
-    return {
-        "name": run.name,
-        "path": str(run.path),
-        "target": _model_name(run.meta.get("target")),
-        "draft": _model_name(run.meta.get("draft")),
-        "device": _meta(run.meta, "device"),
-        "dtype": _meta(run.meta, "dtype"),
-        "r_measured": run.r_measured,
-        "n_streams": len(run.streams),
-        "corpora": run.corpora,
-    }
+def run_summary(run: Run) -> RunSummary:
+    return RunSummary(
+        name=run.name,
+        path=str(run.path),
+        target=_model_name(run.meta.get("target")),
+        draft=_model_name(run.meta.get("draft")),
+        device=_meta(run.meta, "device"),
+        dtype=_meta(run.meta, "dtype"),
+        r_measured=num(run.r_measured),
+        n_streams=len(run.streams),
+        corpora=list(run.corpora),
+    )
 
 
 def _sums(streams: list[Stream], gamma: int, depth_gamma: int, shuffles: int, seed: int) -> st.StreamSums:
@@ -121,78 +109,91 @@ def _stack(parts: list[st.StreamSums]) -> st.StreamSums:
     )
 
 
-def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -> dict[str, Any]:
-    """Every number of one set from its sums matrix and bootstrap weights (see module docstring)."""
+def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -> SetReport:
+    """Every number of one set from its sums matrix and bootstrap weights (see module docstring);
+    policies, decide, position, sampling and decision_hw are filled by `analyse`."""
     cols, gamma, dg = sums.cols, sums.gamma, sums.depth_gamma
     c = sums.M.sum(axis=0)
     R = W @ sums.M
 
-    def est(fn, *args) -> dict[str, Any]:
+    def est(fn: Callable[..., Any], *args: Any) -> Estimate:
         lo, hi = percentile_ci(fn(R, cols, *args)) if R.shape[0] else (np.nan, np.nan)
-        return {"value": num(fn(c, cols, *args)), "ci": [num(lo), num(hi)]}
+        return Estimate(value=num(fn(c, cols, *args)), ci=[num(lo), num(hi)])
 
     alpha = float(st.alpha(c, cols))
-    def part(k: int):
+
+    def part(k: int) -> Callable[[np.ndarray, dict[str, Any]], np.ndarray]:
         return lambda cc, cl: st.deficit(cc, cl, gamma)[k]
 
     total, hetero, temporal = part(0), part(1), part(2)
-    e_true = st.E_true(c, cols, gamma)
-    e_iid = E_iid(alpha, gamma)
     curve_true = np.array([st.E_true(c, cols, int(g)) for g in GAMMAS])
     curve_iid = E_iid(alpha, GAMMAS)
     measured = sorted({float(r) for r in r_list if r is not None})
-    n_runs = int(c[cols["runs"]])
-    return {
-        "n_streams": int(sums.M.shape[0]),
-        "n_positions": int(c[cols["n"]]),
-        "n_positions_gated_out": int(c[cols["gate_n"]] - c[cols["n"]]),
-        "alpha": num(alpha),
-        "alpha_ci": est(st.alpha)["ci"],
-        "gate_rate": num(st.gate_rate(c, cols)),
-        "autocorr": est(st.autocorr),
-        "autocorr_pooled": est(st.autocorr_pooled),
-        "autocorr_simpson": est(st.autocorr_simpson),
-        "autocorr_defined_streams": int(c[cols["ac_def"]]),
-        "dispersion_ratio": est(st.dispersion_ratio),
-        "runlengths": {
-            **st.run_length_histogram(sums.run_L, alpha if np.isfinite(alpha) else 0.0),
-            "D": num(st.dispersion(c, cols)),
-            "D_geom": num(st.dispersion_geom(c, cols)),
-            "n_runs": n_runs,
-        },
-        "deficit": {
-            "gamma": gamma,
-            "total": est(total),
-            "hetero": est(hetero),
-            "temporal": est(temporal),
-            "E_true": num(e_true),
-            "E_iid": num(e_iid),
-            "E_shuf": num(st.E_shuf(c, cols)),
-        },
-        "yield_ratio": {str(g): est(st.yield_ratio, g) for g in YIELD_GAMMAS},
-        "curve": {
-            "gamma": GAMMAS.tolist(),
-            "E_true": [num(x) for x in curve_true],
-            "E_iid": [num(x) for x in curve_iid],
-            "E_true_ci": [est(st.E_true, int(g))["ci"] for g in GAMMAS],
-        },
-        "depth": {
-            "gamma": dg,
-            "conditional": [est(st.depth_conditional, j) for j in range(1, dg + 1)],
-            "conditional_iid": [num(alpha)] * dg,
-            "unconditional": [est(st.depth_unconditional, j) for j in range(1, dg + 1)],
-            "unconditional_iid": [num(alpha**j) for j in range(1, dg + 1)],
-            "blocks": [int(c[cols[f"uncut_{j}"]]) for j in range(1, dg + 1)],
-            "c2_minus_c1": est(depth_gain) if dg >= 2 else None,
-        },
-        "optimum": optimum_table(curve_true, curve_iid, r_values(measured), measured),
-        "r_measured": num(np.median(measured)) if measured else None,
-        "r_measured_values": measured,
-    }
+    hist = st.run_length_histogram(sums.run_L, alpha if np.isfinite(alpha) else 0.0)
+    return SetReport(
+        n_streams=int(sums.M.shape[0]),
+        n_positions=int(c[cols["n"]]),
+        n_positions_gated_out=int(c[cols["gate_n"]] - c[cols["n"]]),
+        alpha=num(alpha),
+        alpha_ci=est(st.alpha).ci,
+        gate_rate=num(st.gate_rate(c, cols)),
+        autocorr=est(st.autocorr),
+        autocorr_pooled=est(st.autocorr_pooled),
+        autocorr_simpson=est(st.autocorr_simpson),
+        autocorr_defined_streams=int(c[cols["ac_def"]]),
+        dispersion_ratio=est(st.dispersion_ratio),
+        runlengths=RunLengths(
+            L=[int(x) for x in hist["L"]],
+            count=[int(x) for x in hist["count"]],
+            geom_expected=[num(x) for x in hist["geom_expected"]],
+            D=num(st.dispersion(c, cols)),
+            D_geom=num(st.dispersion_geom(c, cols)),
+            n_runs=int(c[cols["runs"]]),
+        ),
+        deficit=Deficit(
+            gamma=gamma,
+            total=est(total),
+            hetero=est(hetero),
+            temporal=est(temporal),
+            E_true=num(st.E_true(c, cols, gamma)),
+            E_iid=num(E_iid(alpha, gamma)),
+            E_shuf=num(st.E_shuf(c, cols)),
+        ),
+        yield_ratio={str(g): est(st.yield_ratio, g) for g in YIELD_GAMMAS},
+        curve=Curve(
+            gamma=[int(g) for g in GAMMAS],
+            E_true=[num(x) for x in curve_true],
+            E_iid=[num(x) for x in curve_iid],
+            E_true_ci=[est(st.E_true, int(g)).ci for g in GAMMAS],
+        ),
+        depth=Depth(
+            gamma=dg,
+            conditional=[est(st.depth_conditional, j) for j in range(1, dg + 1)],
+            conditional_iid=[num(alpha)] * dg,
+            unconditional=[est(st.depth_unconditional, j) for j in range(1, dg + 1)],
+            unconditional_iid=[num(alpha**j) for j in range(1, dg + 1)],
+            blocks=[int(c[cols[f"uncut_{j}"]]) for j in range(1, dg + 1)],
+            c2_minus_c1=est(depth_gain) if dg >= 2 else None,
+        ),
+        optimum=optimum_table(curve_true, curve_iid, r_values(measured), measured),
+        r_measured=num(np.median(measured)) if measured else None,
+        r_measured_values=measured,
+    )
 
 
-def _set_decision_hw(rep: dict[str, Any], name: str, members: list[tuple[Stream, int]], runs: list[Run],
-                     hw: list[tuple[Any, list[Any]]]) -> dict[str, Any]:
+def _added(arrays: list[np.ndarray]) -> np.ndarray:
+    """a_1 + a_2 + ... in this order (the pooled resampled sums, added as the corpora come)."""
+    out = arrays[0].copy()
+    for a in arrays[1:]:
+        out += a
+    return out
+
+
+Hardware = tuple[CostCurve | None, list[Confirmation]]
+
+
+def _decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]], runs: list[Run],
+                 hw: list[Hardware]) -> DecisionHW:
     """hardware.decision_hw of a set from the cost curve of the run(s) its streams come from (streams
     of runs with different measured costs get no hardware decision: measured False), the refeed
     share phi(g) of its streams, and its confirmed rows."""
@@ -203,24 +204,23 @@ def _set_decision_hw(rep: dict[str, Any], name: str, members: list[tuple[Stream,
         confs = []
         if any(c != costs[0] for c in costs[1:]):
             curve, note = None, MIXED_COSTS_NOTE
-    curve_report = rep["curve"]
-    gammas = np.asarray(curve_report["gamma"], dtype=np.int64)
-    E_true = np.array([np.nan if v is None else float(v) for v in curve_report["E_true"]])
-    E_i = np.array([np.nan if v is None else float(v) for v in curve_report["E_iid"]])
+    gammas = np.asarray(rep.curve.gamma, dtype=np.int64)
+    E_true = np.array([np.nan if v is None else float(v) for v in rep.curve.E_true])
+    E_i = np.array([np.nan if v is None else float(v) for v in rep.curve.E_iid])
     phi = None
     if curve is not None:
         common = [g for g in gammas.tolist() if g in set(curve.gammas.tolist())]
         phi_c = refeed_share([s.a for s, _ in members], np.array(common, dtype=np.int64)) if common else np.array([])
         lookup = dict(zip(common, phi_c.tolist()))
         phi = np.array([lookup.get(int(g), np.nan) for g in gammas])
-    confirmed = confirmed_for_set(confs, name) if curve is not None or confs else []
+    confirmed = [ConfirmedRow(**row) for row in confirmed_for_set(confs, name)] if curve is not None or confs else []
     return decision_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve,
-                       r_fallback=r_or_default(rep["r_measured"]) if curve is None else None,
+                       r_fallback=r_or_default(rep.r_measured) if curve is None else None,
                        phi_true=phi, confirmed=confirmed, note=note)
 
 
 def _q3_costs(corpora: list[str], by_corpus: dict[str, list[tuple[Stream, int]]],
-              hw: list[tuple[Any, list[Any]]]) -> dict[str, Any]:
+              hw: list[Hardware]) -> dict[str, dict[str, Any]]:
     """Q3's measured costs per corpus: the robust curve of the corpus's run (one run only)."""
     out = {}
     for c in corpora:
@@ -230,20 +230,21 @@ def _q3_costs(corpora: list[str], by_corpus: dict[str, list[tuple[Stream, int]]]
     return out
 
 
-def _realized(sets: dict[str, Any], corpora: list[str]) -> dict[str, float]:
+def _realized(sets: dict[str, SetReport], corpora: list[str]) -> dict[str, float]:
     """Q3's realized speedups: per corpus the confirmed one at g_hw (else the first confirmed g)."""
     out = {}
     for c in corpora:
-        d = sets[c].get("decision_hw") or {}
-        rows = d.get("confirmed") or []
-        row = next((r for r in rows if r["gamma"] == d.get("gamma_hw")), rows[0] if rows else None)
+        d = sets[c].decision_hw
+        if d is None:
+            continue
+        row = d.confirmed_at(d.gamma_hw) or (d.confirmed[0] if d.confirmed else None)
         if row is not None:
-            out[c] = row["realized"]
+            out[c] = row.realized
     return out
 
 
-def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = 0,
-            depth_gamma: int | None = None) -> dict[str, Any]:
+def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = SEED,
+            depth_gamma: int | None = None) -> Report:
     """The report (core/report.py): sets (corpora sorted, then "pooled"), scorecard, runs, params;
     `report.to_dict()` is the SPEC 7 JSON."""
     depth_gamma = gamma if depth_gamma is None else depth_gamma
@@ -262,7 +263,11 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     by_corpus = {c: [(s, i) for s, i in entries if s.corpus == c] for c in corpora}
     # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block.
     W_pooled = np.empty((boot, len(entries)))
-    parts, weights, positions, samplings, lo = {}, {}, {}, {}, 0
+    parts: dict[str, st.StreamSums] = {}
+    weights: dict[str, np.ndarray] = {}
+    positions: dict[str, PositionSums] = {}
+    samplings: dict[str, SamplingSums] = {}
+    lo = 0
     for c in corpora:
         streams = [s for s, _ in by_corpus[c]]
         cseed = corpus_seed(seed, c)
@@ -273,40 +278,39 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         lo += len(streams)
 
     groups = {c: (parts[c], weights[c], by_corpus[c]) for c in corpora}
-    groups["pooled"] = (_stack([parts[c] for c in corpora]), W_pooled, [e for c in corpora for e in by_corpus[c]])
+    groups[POOLED] = (_stack([parts[c] for c in corpora]), W_pooled, [e for c in corpora for e in by_corpus[c]])
     first = positions[corpora[0]]
-    positions["pooled"] = PositionSums(np.vstack([positions[c].M for c in corpora]), first.cols, first.bin_width, n_bins)
-    samplings["pooled"] = SamplingSums(np.vstack([samplings[c].M for c in corpora]), samplings[corpora[0]].cols)
+    positions[POOLED] = PositionSums(np.vstack([positions[c].M for c in corpora]), first.cols, first.bin_width, n_bins)
+    samplings[POOLED] = SamplingSums(np.vstack([samplings[c].M for c in corpora]), samplings[corpora[0]].cols)
     # Resampled sums R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = sum of R_corpus.
-    resampled = {}
-    for kind, sums in (("position", positions), ("sampling", samplings)):
-        resampled[kind] = {c: weights[c] @ sums[c].M for c in corpora}
-        resampled[kind]["pooled"] = sum(resampled[kind][c] for c in corpora)
+    resampled_position = {c: weights[c] @ positions[c].M for c in corpora}
+    resampled_position[POOLED] = _added([resampled_position[c] for c in corpora])
+    resampled_sampling = {c: weights[c] @ samplings[c].M for c in corpora}
+    resampled_sampling[POOLED] = _added([resampled_sampling[c] for c in corpora])
     # Every stream is replayed once (pooled order); each corpus takes its block of rows.
-    pooled_sums, _, pooled_members = groups["pooled"]
-    tables: dict[str, Any] = {"pooled": policy_table([s for s, _ in pooled_members], blocks=pooled_sums.blocks())}
+    pooled_sums, _, pooled_members = groups[POOLED]
+    tables: dict[str, PolicyTable] = {POOLED: policy_table([s for s, _ in pooled_members], blocks=pooled_sums.blocks())}
     lo = 0
     for c in corpora:
-        tables[c] = tables["pooled"].rows(slice(lo, lo + len(by_corpus[c])))
+        tables[c] = tables[POOLED].rows(slice(lo, lo + len(by_corpus[c])))
         lo += len(by_corpus[c])
     hw = [run_curve_and_confirmations(run.meta, f"{run.path}/run.json") for run in runs]
-    sets: dict[str, Any] = {}
+    sets: dict[str, SetReport] = {}
     for name, (sums, W, members) in groups.items():
         rep = set_report(sums, W, [run_r[i] for _, i in members])
-        r = r_or_default(rep["r_measured"])
-        rep["policies"] = policy_summary([s for s, _ in members], r, W, table=tables[name])
-        rep["decide"] = decision(rep, r, ridge=DEFAULT_RIDGE).to_dict()
-        rep["position"] = position_report(positions[name], W, resampled["position"][name]).to_dict()
-        rep["sampling"] = sampling_report(samplings[name], W, resampled["sampling"][name]).to_dict()
-        rep["decision_hw"] = _set_decision_hw(rep, name, members, runs, hw)
+        r = r_or_default(rep.r_measured)
+        rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name])
+        rep.decide = decision(rep, r, ridge=DEFAULT_RIDGE)
+        rep.position = position_report(positions[name], W, resampled_position[name])
+        rep.sampling = sampling_report(samplings[name], W, resampled_sampling[name])
+        rep.decision_hw = _decision_hw(rep, name, members, runs, hw)
         sets[name] = rep
 
-    sets = jsonable(sets)
-    return Report.from_dict({
-        "sets": sets,
+    return Report(
+        sets=sets,
         # P1-P5, then Q1-Q4; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
-        "scorecard": scorecard(sets, costs=_q3_costs(corpora, by_corpus, hw), realized=_realized(sets, corpora)),
-        "runs": jsonable([run_summary(run) for run in runs]),
-        "params": {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed, "depth_gamma": depth_gamma,
-                   "r_default": R_DEFAULT, "ridge": DEFAULT_RIDGE},
-    })
+        scorecard=scorecard(sets, costs=_q3_costs(corpora, by_corpus, hw), realized=_realized(sets, corpora)),
+        runs=[run_summary(run) for run in runs],
+        params=Params(gamma=gamma, boot=boot, shuffles=shuffles, seed=seed, depth_gamma=depth_gamma,
+                      r_default=R_DEFAULT, ridge=DEFAULT_RIDGE),
+    )

@@ -56,7 +56,8 @@ def block_counts(bits: np.ndarray, gamma: int | np.ndarray) -> tuple[np.ndarray,
     return block_counts_from_runs(closed, trailing, gamma)
 
 
-def block_counts_from_runs(closed: np.ndarray, trailing: int, gamma: int | np.ndarray):
+def block_counts_from_runs(closed: np.ndarray, trailing: int,
+                           gamma: int | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Closed form of the walk from run lengths; see the module docstring."""
     g = np.asarray(gamma, dtype=np.int64)
     gp1 = g[..., None] + 1

@@ -42,10 +42,11 @@ import numpy as np
 from specterm.core import costmodel
 from specterm.core import stats as st
 from specterm.core.costmodel import curve_throughput, r_or_default
-from specterm.core.export import MISSING
+from specterm.core.fmt import est as est_text
+from specterm.core.fmt import fmt
 from specterm.core.optimum import best_gamma
 from specterm.core.params import GAMMAS
-from specterm.core.report import ECONOMICS, Estimate
+from specterm.core.report import ECONOMICS, POOLED, Estimate, PolicyRow, ScoreRow, SetReport
 
 CLAIMS = {
     "Q1": "the first drafted token is the hard one; once on the rails, deeper tokens accept at 0.9-1.0",
@@ -55,7 +56,7 @@ CLAIMS = {
 }
 
 # The economics seed's published figures, for comparison tables (README, export).
-SEED_FIGURES = {
+SEED_FIGURES: dict[str, Any] = {
     "first_token_acceptance": 0.4,
     "deeper_acceptance": (0.9, 1.0),
     "alpha_range": (0.40, 0.97),  # prose .. code, at gamma 6
@@ -68,9 +69,10 @@ ADAPTIVE = ("heuristic", "confidence")
 # ------------------------------------------------ statistics of column sums c (..., K) ---
 
 
-def depth_gain(c, cols):
+def depth_gain(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """c_2 - c_1: conditional acceptance at block depth 2 minus depth 1 (uncut blocks, SPEC 3)."""
-    return st.depth_conditional(c, cols, 2) - st.depth_conditional(c, cols, 1)
+    gain: np.ndarray = st.depth_conditional(c, cols, 2) - st.depth_conditional(c, cols, 1)
+    return gain
 
 
 def memory_bound_factor(r: float, gammas: np.ndarray = GAMMAS) -> np.ndarray:
@@ -111,45 +113,35 @@ def best_speedup(E_true: Sequence[float | None], E_true_ci: Sequence[Sequence[fl
     return BestSpeedup(g, Estimate(value=float(E[g - 1] * f[g - 1]), ci=[lo, hi]), basis)
 
 
-def speedup_factor(set_report: Mapping[str, Any], costs: Mapping[str, Any] | None = None) -> tuple[np.ndarray, str]:
+def speedup_factor(set_report: SetReport, costs: Mapping[str, Any] | None = None) -> tuple[np.ndarray, str]:
     """(factor over GAMMAS, basis) for a set: measured costs {"c_decode", "c_verify": {g: s}, "c_draft"}
     when given (S_hw, SPEC 6), else the memory-bound model at the set's r (measured, else R_DEFAULT)."""
     if costs is not None:
         return measured_factor(costs["c_decode"], costs["c_verify"], costs["c_draft"]), "measured costs c_decode / (c_verify(g) + g c_draft)"
-    r = r_or_default(set_report.get("r_measured"))
+    r = r_or_default(set_report.r_measured)
     return memory_bound_factor(r), f"memory-bound E_true(g)/(1+g r) at r={r:.3f}"
 
 
 # --------------------------------------------------------------------------- the rows ---
 
 
-def _fmt(x: float | None, digits: int = 3, sign: bool = False) -> str:
-    if x is None or not np.isfinite(x):
-        return MISSING
-    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+def _row(qid: str, verdict: str, evidence: str) -> ScoreRow:
+    return ScoreRow(id=qid, prediction=CLAIMS[qid], verdict=verdict, evidence=f"{verdict}: {evidence}", seed=ECONOMICS)
 
 
-def _est(e: Estimate, digits: int = 3, sign: bool = False, unit: str = "") -> str:
-    return f"{_fmt(e.value, digits, sign)}{unit} [{_fmt(e.lo, digits)}, {_fmt(e.hi, digits)}]"
-
-
-def _row(qid: str, verdict: str, evidence: str) -> dict[str, str]:
-    return {"id": qid, "prediction": CLAIMS[qid], "verdict": verdict, "evidence": f"{verdict}: {evidence}", "seed": ECONOMICS}
-
-
-def q1(conditional: Mapping[str, Sequence[float | None]], gain: Mapping[str, Any]) -> dict[str, str]:
+def q1(conditional: Mapping[str, Sequence[float | None]], gain: Mapping[str, Estimate | None]) -> ScoreRow:
     """Q1 from each corpus's conditional acceptance c_1..c_g (values) and its c_2 - c_1 estimate."""
     corpora = list(conditional)
     if not corpora:
         return _row("Q1", "inconclusive", "no corpus to test")
     if any(len(conditional[c]) < 2 for c in corpora):
         return _row("Q1", "inconclusive", "needs conditional acceptance at depth 2 (depth gamma >= 2)")
-    est = {c: Estimate.of(gain.get(c)) for c in corpora}
+    est = {c: gain.get(c) or Estimate() for c in corpora}
 
     def part(c: str) -> str:
         cs = [None if x is None else float(x) for x in conditional[c]]
-        deeper = " ".join(_fmt(x, 2) for x in cs[1:])
-        return f"{c}: c_1 = {_fmt(cs[0], 2)}, c_2..c_{len(cs)} = {deeper}, c_2 - c_1 = {_est(est[c], sign=True)}"
+        deeper = " ".join(fmt(x, 2) for x in cs[1:])
+        return f"{c}: c_1 = {fmt(cs[0], 2)}, c_2..c_{len(cs)} = {deeper}, c_2 - c_1 = {est_text(est[c], sign=True)}"
 
     detail = "; ".join(part(c) for c in corpora)
     above = [c for c in corpora if est[c].bounds()[0] > 0]
@@ -172,23 +164,25 @@ def _extremes(values: Mapping[str, Estimate]) -> tuple[str, str] | None:
     return hi, lo
 
 
-def q2(alphas: Mapping[str, Any]) -> dict[str, str]:
+def q2(alphas: Mapping[str, Estimate]) -> ScoreRow:
     """Q2 from each corpus's alpha estimate (value and CI)."""
-    est = {c: Estimate.of(e) for c, e in alphas.items()}
+    est = dict(alphas)
     ends = _extremes(est)
     seed = f"seed: ~{SEED_FIGURES['alpha_range'][0]:.2f} to ~{SEED_FIGURES['alpha_range'][1]:.2f}"
     if ends is None:
         return _row("Q2", "inconclusive", f"needs at least 2 corpora with a defined alpha ({seed})")
     hi, lo = ends
-    rng = est[hi].value - est[lo].value
-    ev = (f"alpha ranges from {_est(est[lo], 2)} ({lo}) to {_est(est[hi], 2)} ({hi}), "
-          f"a spread of {_fmt(rng, 2)} ({seed})")
+    top, bottom = est[hi].value, est[lo].value
+    assert top is not None and bottom is not None  # _extremes picks defined values
+    rng = top - bottom
+    ev = (f"alpha ranges from {est_text(est[lo], 2)} ({lo}) to {est_text(est[hi], 2)} ({hi}), "
+          f"a spread of {fmt(rng, 2)} ({seed})")
     if est[hi].bounds()[0] > est[lo].bounds()[1]:
         return _row("Q2", "holds", ev + "; the two CIs do not overlap")
     return _row("Q2", "inconclusive", ev + "; the two CIs overlap or are undefined")
 
 
-def q3(speedups: Mapping[str, BestSpeedup], realized: Mapping[str, float] | None = None) -> dict[str, str]:
+def q3(speedups: Mapping[str, BestSpeedup], realized: Mapping[str, float] | None = None) -> ScoreRow:
     """Q3 from each corpus's best speedup (BestSpeedup) and, where `specterm confirm` ran, realized speedups."""
     est = {c: b.speedup for c, b in speedups.items()}
     seed = (f"seed: ~{SEED_FIGURES['speedup_range'][0]:g}x to ~{SEED_FIGURES['speedup_range'][1]:g}x, "
@@ -198,56 +192,61 @@ def q3(speedups: Mapping[str, BestSpeedup], realized: Mapping[str, float] | None
     if bases:
         tail += "; " + ("; ".join(bases))
     if realized:
-        parts = ", ".join(f"{c} {_fmt(v, 2)}x" for c, v in realized.items())
+        parts = ", ".join(f"{c} {fmt(v, 2)}x" for c, v in realized.items())
         tail += f"; realized (specterm confirm): {parts}"
     ends = _extremes(est)
     if ends is None:
         return _row("Q3", "inconclusive", f"needs at least 2 corpora with a defined speedup ({seed}){tail}")
     hi, lo = ends
-    ratio = est[hi].value / est[lo].value if est[lo].value else float("nan")
-    ev = (f"best {hi} {_est(est[hi], 2, unit='x')} at g={speedups[hi].gamma}, worst {lo} "
-          f"{_est(est[lo], 2, unit='x')} at g={speedups[lo].gamma}: ratio {_fmt(ratio, 2)} ({seed})")
+    top, bottom = est[hi].value, est[lo].value
+    assert top is not None and bottom is not None  # _extremes picks defined values
+    ratio = top / bottom if bottom else float("nan")
+    ev = (f"best {hi} {est_text(est[hi], 2, suffix='x')} at g={speedups[hi].gamma}, worst {lo} "
+          f"{est_text(est[lo], 2, suffix='x')} at g={speedups[lo].gamma}: ratio {fmt(ratio, 2)} ({seed})")
     if est[hi].bounds()[0] > est[lo].bounds()[1]:
         return _row("Q3", "holds", ev + "; the best corpus's CI lies above the worst's" + tail)
     return _row("Q3", "inconclusive", ev + "; the two CIs overlap or are undefined" + tail)
 
 
-def _describe(row: Mapping[str, Any]) -> str:
-    params = row.get("params") or {}
-    if row["policy"] == "confidence":
-        return f"confidence stop tau={params.get('tau'):g}"
-    if row["policy"] == "heuristic":
-        return f"heuristic from g0={params.get('g0')}"
-    return str(row["policy"])
+def _describe(row: PolicyRow) -> str:
+    if row.policy == "confidence":
+        return f"confidence stop tau={row.params.get('tau'):g}"
+    if row.policy == "heuristic":
+        return f"heuristic from g0={row.params.get('g0')}"
+    return str(row.policy)
 
 
-def adaptive_candidates(policies: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _vs_best_fixed(row: PolicyRow) -> Estimate:
+    return row.vs_best_fixed or Estimate()
+
+
+def adaptive_candidates(policies: Sequence[PolicyRow]) -> list[PolicyRow]:
     """The heuristic row(s) and the confidence row with the best point T / T_best_fixed (ties: smallest tau)."""
-    heur = [p for p in policies if p["policy"] == "heuristic"]
-    conf = [p for p in policies if p["policy"] == "confidence" and Estimate.of(p["vs_best_fixed"]).value is not None]
+    heur = [p for p in policies if p.policy == "heuristic"]
+    conf = [p for p in policies if p.policy == "confidence" and _vs_best_fixed(p).value is not None]
     if conf:
-        conf = [max(sorted(conf, key=lambda p: p["params"]["tau"]), key=lambda p: Estimate.of(p["vs_best_fixed"]).value)]
+        conf = [max(sorted(conf, key=lambda p: float(p.params["tau"])),
+                    key=lambda p: _vs_best_fixed(p).value or 0.0)]
     return heur + conf
 
 
-def q4(policies: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Q4 from the pooled set's policy rows (policies.policy_summary: "policy", "params", "vs_best_fixed")."""
+def q4(policies: Sequence[PolicyRow]) -> ScoreRow:
+    """Q4 from the pooled set's policy rows (policies.policy_summary)."""
     cands = adaptive_candidates(policies)
     if not cands:
         return _row("Q4", "inconclusive", "no adaptive policy was replayed")
-    est = [Estimate.of(p["vs_best_fixed"]) for p in cands]
-    order = sorted(range(len(cands)), key=lambda i: -(est[i].value if est[i].value is not None else -np.inf))
+    est = [_vs_best_fixed(p) for p in cands]
+    order = sorted(range(len(cands)), key=lambda i: -(v if (v := est[i].value) is not None else -np.inf))
     best = order[0]
-    fixed = next((p for p in policies if p["policy"] == "best-fixed"), None)
+    fixed = next((p for p in policies if p.policy == "best-fixed"), None)
     ref = ""
     if fixed is not None:
-        fp = fixed.get("params") or {}
-        ref = f" (best fixed g={fp.get('gamma')} at r={_fmt(fp.get('r'), 3)})"
-    ev = f"best adaptive policy: {_describe(cands[best])}, T / T_best_fixed = {_est(est[best])}{ref}"
-    others = [f"{_describe(cands[i])} {_est(est[i])}" for i in order[1:]]
+        ref = f" (best fixed g={fixed.params.get('gamma')} at r={fmt(fixed.params.get('r'), 3)})"
+    ev = f"best adaptive policy: {_describe(cands[best])}, T / T_best_fixed = {est_text(est[best])}{ref}"
+    others = [f"{_describe(cands[i])} {est_text(est[i])}" for i in order[1:]]
     if others:
         ev += "; also " + ", ".join(others)
-    if not any(p["policy"] == "confidence" for p in policies):
+    if not any(p.policy == "confidence" for p in policies):
         ev += "; no confidence stop (a stream lacks draft_conf)"
     above = [_describe(cands[i]) for i in order if est[i].bounds()[0] > 1]
     if above:
@@ -257,22 +256,22 @@ def q4(policies: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return _row("Q4", "inconclusive", ev + "; a CI contains 1 or is undefined")
 
 
-def q_rows(sets: Mapping[str, Any], costs: Mapping[str, Mapping[str, Any]] | None = None,
-         realized: Mapping[str, float] | None = None) -> list[dict[str, str]]:
-    """Q1-Q4 from a report's sets (SPEC 7 dicts; corpora = every set but "pooled").
+def q_rows(sets: Mapping[str, SetReport], costs: Mapping[str, Mapping[str, Any]] | None = None,
+           realized: Mapping[str, float] | None = None) -> list[ScoreRow]:
+    """Q1-Q4 from a report's sets (corpora = every set but POOLED).
 
     costs: measured costs per corpus ({"c_decode", "c_verify": {g: s}, "c_draft"}, SPEC 6) for Q3;
     a corpus without them uses the memory-bound model at its r. realized: the realized speedups
     (`specterm confirm`) per corpus, printed in Q3's evidence.
     """
-    corpora = [name for name in sets if name != "pooled"]
-    conditional = {c: [e["value"] for e in sets[c]["depth"]["conditional"]] for c in corpora}
-    gain = {c: sets[c]["depth"].get("c2_minus_c1") for c in corpora}
-    alphas = {c: {"value": sets[c]["alpha"], "ci": sets[c]["alpha_ci"]} for c in corpora}
+    corpora = [name for name in sets if name != POOLED]
+    conditional = {c: [e.value for e in sets[c].depth.conditional] for c in corpora}
+    gain = {c: sets[c].depth.c2_minus_c1 for c in corpora}
+    alphas = {c: Estimate(value=sets[c].alpha, ci=sets[c].alpha_ci) for c in corpora}
     speedups = {}
     for c in corpora:
         factor, basis = speedup_factor(sets[c], (costs or {}).get(c))
-        speedups[c] = best_speedup(sets[c]["curve"]["E_true"], sets[c]["curve"]["E_true_ci"], factor, basis)
-    pooled = sets.get("pooled")
+        speedups[c] = best_speedup(sets[c].curve.E_true, sets[c].curve.E_true_ci, factor, basis)
+    pooled = sets.get(POOLED)
     return [q1(conditional, gain), q2(alphas), q3(speedups, realized),
-            q4(pooled.get("policies") or [] if pooled is not None else [])]
+            q4(pooled.policies if pooled is not None else [])]

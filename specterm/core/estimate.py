@@ -11,9 +11,17 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from specterm.core.bootstrap import percentile_ci
 from specterm.core.report import Estimate
+
+
+def div(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """a / b elementwise as float64, NaN (0/0) or inf (x/0) without a warning: an undefined ratio
+    of column sums stays undefined and becomes None in the report (num)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(a, dtype=np.float64) / np.asarray(b, dtype=np.float64)
 
 
 def num(x: Any) -> float | None:

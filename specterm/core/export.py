@@ -1,18 +1,20 @@
 """Headless export of a report (analysis.analyse): GitHub markdown tables, JSON, plain text.
 
 Tables are built once as (title, header, rows) and rendered as markdown or as aligned plain text.
-Cells follow the published style: a value then its 95% CI in brackets, e.g. `+0.233 [0.19, 0.27]`,
+Cells follow the published style (numbers through core/fmt.py, the one number formatter): a value
+then its 95% CI in brackets, e.g. `+0.233 [0.19, 0.27]`,
 and the deficit as `total = hetero + temporal [CI of temporal]`, e.g. `0.064 = 0.016 + 0.048 [0.030, 0.063]`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from specterm.core.costmodel import r_or_default
-from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Decision, Deficit, Estimate, Report
+from specterm.core.fmt import MISSING, ci, est, fmt
+from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, ConfirmedRow, Decision, DecisionHW, Deficit, Report
 
 SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "scorecard")
 TITLES = {
@@ -30,40 +32,9 @@ TITLES = {
 HIST_MAX = 16  # run-length histogram rows L = 0..15, then one row for L >= 16
 
 Table = tuple[str, list[str], list[list[str]]]
-MISSING = "n/a"
-"""The one spelling of a missing or undefined value, in exported tables and on the screens."""
 
 
 # ------------------------------------------------------------------------- cells ---
-
-
-def unsigned_zero(x: float, digits: int) -> float:
-    """x, or +0.0 when x rounds to zero at `digits` decimals (so "-0.000" is never printed)."""
-    return 0.0 if round(x, digits) == 0 else x
-
-
-def fmt(x: Any, digits: int = 3, sign: bool = False) -> str:
-    if x is None:
-        return MISSING
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int):
-        return str(x)
-    x = unsigned_zero(x, digits)
-    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
-
-
-def ci(c: Any, digits: int = 3) -> str:
-    if not c or c[0] is None or c[1] is None:
-        return f"[{MISSING}]"
-    return f"[{fmt(c[0], digits)}, {fmt(c[1], digits)}]"
-
-
-def est(e: Estimate | None, digits: int = 3, ci_digits: int | None = None, sign: bool = False, suffix: str = "") -> str:
-    """`value[suffix] [lo, hi]` of an Estimate."""
-    if not e:
-        return MISSING
-    return f"{fmt(e.value, digits, sign)}{suffix if e.value is not None else ''} {ci(e.ci, ci_digits or digits)}"
 
 
 def deficit_cell(d: Deficit) -> str:
@@ -128,11 +99,11 @@ def runlength_tables(report: Report) -> list[Table]:
     return tables
 
 
-def _hist_bin(values: list, L: int) -> float:
-    """values[L], or the tail sum values[L:] for the last row (L = HIST_MAX)."""
+def _hist_bin(values: Sequence[float | None], L: int) -> float:
+    """values[L], or the tail sum values[L:] for the last row (L = HIST_MAX); an undefined value counts 0."""
     if L == HIST_MAX:
-        return sum(values[HIST_MAX:])
-    return values[L] if L < len(values) else 0
+        return sum(v or 0 for v in values[HIST_MAX:])
+    return (values[L] or 0) if L < len(values) else 0
 
 
 def yield_tables(report: Report) -> list[Table]:
@@ -162,8 +133,8 @@ def optimum_tables(report: Report) -> list[Table]:
         label = f"{r:.3f}" + (" (measured)" if rs[r] else "")
         row = [label]
         for _, s in sets:
-            o = next((o for o in s.optimum if o.r == r), None)
-            row.append("" if o is None else f"{fmt(o.gamma_true)} / {fmt(o.gamma_iid)}")
+            at_r = next((o for o in s.optimum if o.r == r), None)
+            row.append("" if at_r is None else f"{fmt(at_r.gamma_true)} / {fmt(at_r.gamma_iid)}")
         rows.append(row)
     return [("g*_true and g*_iid = argmax over g of E(g) / (1 + g r)", head, rows)]
 
@@ -197,14 +168,14 @@ def position_tables(report: Report) -> list[Table]:
 
 def sampling_tables(report: Report) -> list[Table]:
     """Per set: alpha beside beta_bar, E_iid(beta_bar, g), the lag-1 autocorrelation of beta."""
-    sets = [(name, s) for name, s in report.ordered_sets() if s.sampling is not None]
+    sets = [(name, s, s.sampling) for name, s in report.ordered_sets() if s.sampling is not None]
     if not sets:
         return []
-    gs = list(sets[0][1].sampling.E_iid_beta)
+    gs = list(sets[0][2].E_iid_beta)
     head = (["set", "alpha", "beta_bar [CI]"] + [f"E_iid(beta_bar, {g}) [CI]" for g in gs]
             + ["beta lag-1 autocorr [CI]", "streams with beta"])
-    rows = [[name, fmt(s.alpha, 3), est(s.sampling.beta_bar)] + [est(s.sampling.E_iid_beta[g], 2) for g in gs]
-            + [est(s.sampling.beta_autocorr, sign=True), fmt(s.sampling.streams)] for name, s in sets]
+    rows = [[name, fmt(s.alpha, 3), est(smp.beta_bar)] + [est(smp.E_iid_beta[g], 2) for g in gs]
+            + [est(smp.beta_autocorr, sign=True), fmt(smp.streams)] for name, s, smp in sets]
     return [("Sampling acceptance beta = 1 - TV(p, q) (temperature 1) beside greedy alpha", head, rows)]
 
 
@@ -250,14 +221,14 @@ def decide_tables(report: Report, decisions: Mapping[str, Decision] | None = Non
     return out + ([hw] if hw is not None else [])
 
 
-def _g_speedup(g: Any, s: Any) -> str:
+def _g_speedup(g: int | None, s: float | None) -> str:
     return MISSING if g is None or s is None else f"g={g}: {fmt(s, 2)}x"
 
 
-def confirmed_cells(d: Any) -> list[str]:
+def confirmed_cells(d: DecisionHW) -> list[str]:
     """realized (wall) | realized / predicted (SPEC 6; refeed) | realized CPU | outputs, at the
     confirmed g = g_hw when it was timed, else the first confirmed g; n/a when never confirmed."""
-    row = d.confirmed_at(d.gamma_hw) or (d.confirmed[0] if d.confirmed else None)
+    row: ConfirmedRow | None = d.confirmed_at(d.gamma_hw) or (d.confirmed[0] if d.confirmed else None)
     if row is None:
         return [MISSING, MISSING, MISSING, MISSING]
     ratio = f"{fmt(row.ratio, 2)} (refeed {fmt(row.ratio_refeed, 2)})"

@@ -25,7 +25,8 @@ class Concat:
 
     @property
     def lengths(self) -> np.ndarray:
-        return self.ends - self.starts
+        lengths: np.ndarray = self.ends - self.starts
+        return lengths
 
     @property
     def seg(self) -> np.ndarray:
@@ -59,7 +60,6 @@ def segment_runs(bits: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     """
     z = np.flatnonzero(bits == 0)
     seg = np.searchsorted(ends, z, side="right") if seg_of is None else seg_of(z)
-    n_seg = starts.size
     first = np.ones(z.size, dtype=bool)
     first[1:] = seg[1:] != seg[:-1]
     prev = np.empty_like(z)
@@ -71,8 +71,8 @@ def segment_runs(bits: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     last_zero = starts - 1
     last_zero[seg[last]] = z[last]
     trailing = ends - 1 - last_zero
-    i64 = dict(dtype=np.int64, copy=False)
-    return Runs(L=L.astype(**i64), seg=seg.astype(**i64), zero=z.astype(**i64), trailing=trailing.astype(**i64))
+    return Runs(L=L.astype(np.int64, copy=False), seg=seg.astype(np.int64, copy=False),
+                zero=z.astype(np.int64, copy=False), trailing=trailing.astype(np.int64, copy=False))
 
 
 def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
@@ -84,10 +84,12 @@ def walk_blocks(runs: Runs, n_streams: int, gamma: int) -> np.ndarray:
     sum over closed runs of ceil((L+1)/(gamma+1)) plus ceil(trailing/(gamma+1))."""
     gp1 = gamma + 1
     closed = np.bincount(runs.seg, weights=_ceil_div(runs.L + 1, gp1), minlength=n_streams)
-    return closed + _ceil_div(runs.trailing, gp1)
+    blocks: np.ndarray = closed + _ceil_div(runs.trailing, gp1)
+    return blocks
 
 
-def block_starts_accepts(runs: Runs, starts: np.ndarray, ends: np.ndarray, gamma: int, ordered: bool = True):
+def block_starts_accepts(runs: Runs, starts: np.ndarray, ends: np.ndarray, gamma: int,
+                         ordered: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every block of the walk at gamma: (stream, start position s, accepted k, positions left n - s).
 
     Vectorised blockwalk.block_accepts. In a closed run of L ones starting at p, block b starts at

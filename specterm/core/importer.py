@@ -29,7 +29,8 @@ def _check_text(value: str, name: str, where: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise SpectermError(f"{where}: '{name}' holds a lone surrogate (an unpaired \\ud800-\\udfff escape), which is not text; fix the line and import again.") from None
+        raise SpectermError(f"{where}: '{name}' holds a lone surrogate (an unpaired \\ud800-\\udfff escape), which is not text; "
+                            "fix the line and import again.") from None
 
 
 def stream_from_line(obj: Any, where: str) -> Stream:

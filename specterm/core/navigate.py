@@ -120,7 +120,7 @@ def cycle_match(matches: Sequence[int], current: int | None, step: int = 1) -> i
     `current` is not among them, None when there is no match (n / N after a search)."""
     if not matches:
         return None
-    if current not in matches:
+    if current is None or current not in matches:
         return matches[0] if step >= 0 else matches[-1]
     return matches[(list(matches).index(current) + step) % len(matches)]
 

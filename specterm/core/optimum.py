@@ -16,9 +16,12 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from specterm.core.estimate import num
 from specterm.core.costmodel import curve_throughput, throughput
 from specterm.core.params import GAMMAS, R_GRID
+from specterm.core.report import Curve, OptimumRow
 
 __all__ = ["best_gamma", "best_index", "curve_throughput", "optimum_table", "r_values", "throughput", "throughput_curve"]
 
@@ -26,7 +29,7 @@ __all__ = ["best_gamma", "best_index", "curve_throughput", "optimum_table", "r_v
 TIE = 1e-12
 
 
-def best_index(T) -> int | None:
+def best_index(T: ArrayLike) -> int | None:
     """Index of the largest finite T, the first among ties (within TIE relative); None when none is finite."""
     T = np.asarray(T, dtype=np.float64)
     finite = np.isfinite(T)
@@ -36,7 +39,7 @@ def best_index(T) -> int | None:
     return int(np.flatnonzero(finite & (T >= top - abs(top) * TIE))[0])
 
 
-def best_gamma(values, gammas=GAMMAS) -> int | None:
+def best_gamma(values: ArrayLike, gammas: ArrayLike = GAMMAS) -> int | None:
     """argmax of `values` over ascending `gammas`, the smallest gamma among ties (SPEC 2); None when
     no value is finite."""
     i = best_index(values)
@@ -50,7 +53,7 @@ def r_values(measured: Iterable[float | None]) -> list[float]:
 
 
 def optimum_table(E_true: np.ndarray, E_iid: np.ndarray, rs: Iterable[float],
-                  measured: Iterable[float | None] = ()) -> list[dict[str, Any]]:
+                  measured: Iterable[float | None] = ()) -> list[OptimumRow]:
     """One row per r: g*_true, g*_iid, the best throughputs, and the true throughput at g*_iid
     (what following the i.i.d. formula actually gets). `measured` marks rows that are a run's r."""
     marked = {float(r) for r in measured if r is not None}
@@ -58,31 +61,30 @@ def optimum_table(E_true: np.ndarray, E_iid: np.ndarray, rs: Iterable[float],
     for r in rs:
         Tt, Ti = curve_throughput(E_true, r), curve_throughput(E_iid, r)
         gt, gi = best_gamma(Tt), best_gamma(Ti)
-        rows.append({
-            "r": float(r),
-            "gamma_true": gt,
-            "gamma_iid": gi,
-            "T_true": None if gt is None else float(Tt[gt - 1]),
-            "T_iid": None if gi is None else float(Ti[gi - 1]),
-            "T_true_at_gamma_iid": None if gi is None or gt is None else float(Tt[gi - 1]),
-            "measured": float(r) in marked,
-        })
+        rows.append(OptimumRow(
+            r=float(r),
+            gamma_true=gt,
+            gamma_iid=gi,
+            T_true=None if gt is None else num(Tt[gt - 1]),
+            T_iid=None if gi is None else num(Ti[gi - 1]),
+            T_true_at_gamma_iid=None if gi is None or gt is None else num(Tt[gi - 1]),
+            measured=float(r) in marked,
+        ))
     return rows
 
 
-def _floats(values: Iterable[Any]) -> np.ndarray:
+def _floats(values: Iterable[float | None]) -> np.ndarray:
     return np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
 
 
-def throughput_curve(set_report: dict, r: float) -> dict[str, list]:
-    """T_true and T_iid against gamma at cost ratio r, from a set of the report alone (its "curve").
+def throughput_curve(curve: Curve, r: float) -> dict[str, list[Any]]:
+    """T_true and T_iid against gamma at cost ratio r, from a set's E curves alone (SetReport.curve).
 
     Returns {"gamma": [1..32], "T_true": [...], "T_iid": [...]} (None where undefined).
     """
-    curve = set_report["curve"]
-    gammas = np.asarray(curve["gamma"], dtype=np.float64)
-    out = {"gamma": [int(g) for g in curve["gamma"]]}
-    for key, name in (("E_true", "T_true"), ("E_iid", "T_iid")):
-        T = curve_throughput(_floats(curve[key]), r, gammas)
-        out[name] = [float(t) if np.isfinite(t) else None for t in T]
+    gammas = np.asarray(curve.gamma, dtype=np.float64)
+    out: dict[str, list[Any]] = {"gamma": [int(g) for g in curve.gamma]}
+    for values, name in ((curve.E_true, "T_true"), (curve.E_iid, "T_iid")):
+        T = curve_throughput(_floats(values), r, gammas)
+        out[name] = [num(t) for t in T]
     return out

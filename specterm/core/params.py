@@ -6,6 +6,7 @@
     R_DEFAULT     r = 0.2 when no run measured one (policies, decide, the screens' starting r)
     GAMMA_DEFAULT the deficit's draft length g = 8 (SPEC 3)
     BOOT, SHUFFLES bootstrap resamples B = 2000 and in-place shuffles S = 20 (SPEC 3)
+    SEED          the default seed 0 of the bootstrap and the shuffles (`--seed`)
     ACCELERATORS  presets for the batch crossover B* = I*/(g+1) (SPEC 6); DEFAULT_ACCELERATOR "h100"
     DEFAULT_RIDGE the report's ridge, 295 FLOP/byte: the default preset's I* = 295.3, rounded (the
                   report's B* are computed with it)
@@ -25,6 +26,7 @@ R_DEFAULT = 0.2
 GAMMA_DEFAULT = 8
 BOOT = 2000
 SHUFFLES = 20
+SEED = 0
 
 
 @dataclass(frozen=True)

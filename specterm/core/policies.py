@@ -13,35 +13,40 @@ Throughput T = tokens / (blocks + r * drafted) (`optimum.throughput`); best fixe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from specterm.core.bootstrap import percentile_ci
 from specterm.core.errors import SpectermError
+from specterm.core.estimate import num
 from specterm.core.geometry import Concat, concat_streams, segment_runs, walk_blocks
 from specterm.core.optimum import best_gamma, throughput
 from specterm.core.params import GAMMAS
 from specterm.core.replay import block_starts, check_gamma, heuristic_next, replay_heuristic
+from specterm.core.report import Estimate, PolicyRow
+
+if TYPE_CHECKING:
+    from specterm.core.store import Stream
 
 # Below this many streams still walking, a lockstep walk finishes the rest one stream at a time:
 # each lockstep round costs a fixed numpy overhead, which a few long streams would pay per block.
 LOCKSTEP_MIN = 16
 
 
-def _analysed(stream) -> tuple[np.ndarray, np.ndarray | None]:
+def _analysed(stream: Stream) -> tuple[np.ndarray, np.ndarray | None]:
     """The analysed stream (bits before the first gate failure) and its draft_conf, cut alike."""
     n = stream.valid_len
     conf = None if stream.draft_conf is None else np.asarray(stream.draft_conf)[:n]
     return np.asarray(stream.bits)[:n], conf
 
 
-def has_draft_conf(streams: Sequence) -> bool:
+def has_draft_conf(streams: Sequence[Stream]) -> bool:
     """True when every stream kept the draft's confidences (needed by the confidence stop)."""
     return all(s.draft_conf is not None for s in streams)
 
 
-def _stacked(streams: Sequence, with_conf: bool = True) -> tuple[Concat, np.ndarray | None, np.ndarray]:
+def _stacked(streams: Sequence[Stream], with_conf: bool = True) -> tuple[Concat, np.ndarray | None, np.ndarray]:
     """The analysed streams end to end (geometry.Concat), their draft_conf end to end as float64
     (NaN where a stream has none; None when none has any or with_conf is False), and per stream
     whether it has draft_conf."""
@@ -65,7 +70,7 @@ def _next_true(mask: np.ndarray) -> np.ndarray:
     return np.repeat(np.append(hits, mask.size), np.diff(hits, prepend=-1, append=mask.size - 1))
 
 
-def fixed_blocks(c: Concat, gammas=GAMMAS) -> np.ndarray:
+def fixed_blocks(c: Concat, gammas: np.ndarray = GAMMAS) -> np.ndarray:
     """(N x G) int64 blocks of every stream at each fixed g: `geometry.walk_blocks` over the runs of
     all streams (tokens = n, drafted = g * blocks). stats.stream_sums holds the same counts for
     g = 1..32 (its blocks_g columns); `policy_table` takes them from there when given."""
@@ -147,7 +152,7 @@ class PolicyTable:
     def __len__(self) -> int:
         return int(self.n.size)
 
-    def rows(self, index) -> PolicyTable:
+    def rows(self, index: slice | np.ndarray) -> PolicyTable:
         """The table of a subset of the streams (a slice or index array), in that order."""
         return PolicyTable(n=self.n[index], fixed=self.fixed[index], heuristic=self.heuristic[index],
                            confidence=self.confidence[index], has_conf=self.has_conf[index],
@@ -159,7 +164,7 @@ class PolicyTable:
         return np.stack([n, self.fixed, GAMMAS * self.fixed], axis=-1)
 
 
-def policy_table(streams: Sequence, *, taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5,
+def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5,
                  g_max: int = 16, blocks: np.ndarray | None = None) -> PolicyTable:
     """Every stream replayed once under fixed g = 1..32, heuristic from g0, confidence stop at each tau
     (streams with draft_conf) and clairvoyant; all streams at once, equal to the one-stream replays.
@@ -203,7 +208,7 @@ def policy_table(streams: Sequence, *, taus: Sequence[float] = (0.3, 0.5, 0.7, 0
     )
 
 
-def fixed_sums(streams: Sequence, gammas: Sequence[int] | np.ndarray = GAMMAS) -> np.ndarray:
+def fixed_sums(streams: Sequence[Stream], gammas: Sequence[int] | np.ndarray = GAMMAS) -> np.ndarray:
     """(N x G x 3) int64: tokens, blocks, drafted of each stream at each fixed draft length."""
     g = np.asarray(gammas, dtype=np.int64)
     c, _, _ = _stacked(streams, with_conf=False)
@@ -221,8 +226,8 @@ def best_fixed_gamma(sums: np.ndarray, r: float, gammas: Sequence[int] | np.ndar
     return int(np.asarray(gammas)[0]) if g is None else g
 
 
-def policy_sums(streams: Sequence, r: float, *, gammas: Sequence[int] = (), taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9),
-                g0: int = 5, g_max: int = 16, table: PolicyTable | None = None) -> tuple[list[tuple[str, dict]], np.ndarray]:
+def policy_sums(streams: Sequence[Stream], r: float, *, gammas: Sequence[int] = (), taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9),
+                g0: int = 5, g_max: int = 16, table: PolicyTable | None = None) -> tuple[list[tuple[str, dict[str, Any]]], np.ndarray]:
     """The policies and their per-stream sums: ([(policy, params), ...], N x P x 3 int64 of tokens, blocks, drafted).
 
     Order: fixed g for each of `gammas`, best-fixed (argmax over g = 1..32 at r on the whole
@@ -242,7 +247,7 @@ def policy_sums(streams: Sequence, r: float, *, gammas: Sequence[int] = (), taus
                          f"was not built for these {len(streams)} streams and parameters")
     fsums = table.fixed_sums()
     g_best = best_fixed_gamma(fsums, r, GAMMAS)
-    policies: list[tuple[str, dict]] = [("fixed", {"gamma": int(g)}) for g in gammas]
+    policies: list[tuple[str, dict[str, Any]]] = [("fixed", {"gamma": int(g)}) for g in gammas]
     policies.append(("best-fixed", {"gamma": g_best, "r": float(r)}))
     policies.append(("heuristic", {"g0": int(g0)}))
     with_conf = bool(table.has_conf.all())
@@ -261,18 +266,18 @@ def policy_sums(streams: Sequence, r: float, *, gammas: Sequence[int] = (), taus
     return policies, out.astype(np.int64, copy=False)
 
 
-def _value_ci(point: float, samples: np.ndarray) -> dict:
+def _value_ci(point: float, samples: np.ndarray) -> Estimate:
     lo, hi = percentile_ci(samples)
-    return {"value": float(point), "ci": [lo, hi]}
+    return Estimate(value=num(point), ci=[num(lo), num(hi)])
 
 
-def policy_summary(streams: Sequence, r: float, weights: np.ndarray, *, gammas: Sequence[int] = (),
+def policy_summary(streams: Sequence[Stream], r: float, weights: np.ndarray, *, gammas: Sequence[int] = (),
                    taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5, g_max: int = 16,
-                   table: PolicyTable | None = None) -> list[dict]:
+                   table: PolicyTable | None = None) -> list[PolicyRow]:
     """One row per policy (order of `policy_sums`) for a set of streams at cost ratio r.
 
-    Row: {"policy", "params", "tokens_per_block", "drafted_per_block",
-          "throughput": {"value", "ci"}, "vs_best_fixed": {"value", "ci"}, "vs_clairvoyant": {"value", "ci"}}
+    Row: report.PolicyRow (policy, params, tokens_per_block, drafted_per_block, and the Estimates
+    throughput, vs_best_fixed, vs_clairvoyant; undefined numbers None)
     with T = sum tokens / (sum blocks + r sum drafted) and the ratios T / T_best-fixed, T / T_clairvoyant.
     CIs: percentile bootstrap over streams, one matrix product weights (B x N) @ sums (N x 3P);
     the best fixed g is the one chosen on the whole set. Confidence rows are omitted when any
@@ -293,16 +298,16 @@ def policy_summary(streams: Sequence, r: float, weights: np.ndarray, *, gammas: 
     Tb = throughput(boot[..., 0], boot[..., 1], boot[..., 2], r)
     names = [name for name, _ in policies]
     i_best, i_clair = names.index("best-fixed"), names.index("clairvoyant")
-    rows = []
+    rows: list[PolicyRow] = []
     with np.errstate(divide="ignore", invalid="ignore"):
         for j, (name, params) in enumerate(policies):
-            rows.append({
-                "policy": name,
-                "params": params,
-                "tokens_per_block": float(tot[j, 0] / tot[j, 1]) if tot[j, 1] else float("nan"),
-                "drafted_per_block": float(tot[j, 2] / tot[j, 1]) if tot[j, 1] else float("nan"),
-                "throughput": _value_ci(T[j], Tb[:, j]),
-                "vs_best_fixed": _value_ci(T[j] / T[i_best], Tb[:, j] / Tb[:, i_best]),
-                "vs_clairvoyant": _value_ci(T[j] / T[i_clair], Tb[:, j] / Tb[:, i_clair]),
-            })
+            rows.append(PolicyRow(
+                policy=name,
+                params=params,
+                tokens_per_block=num(tot[j, 0] / tot[j, 1]) if tot[j, 1] else None,
+                drafted_per_block=num(tot[j, 2] / tot[j, 1]) if tot[j, 1] else None,
+                throughput=_value_ci(T[j], Tb[:, j]),
+                vs_best_fixed=_value_ci(T[j] / T[i_best], Tb[:, j] / Tb[:, i_best]),
+                vs_clairvoyant=_value_ci(T[j] / T[i_clair], Tb[:, j] / Tb[:, i_clair]),
+            ))
     return rows

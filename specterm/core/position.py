@@ -32,18 +32,13 @@ from typing import Sequence
 
 import numpy as np
 
-from specterm.core.estimate import bootstrap_estimate, null, num, percentile_cis
+from specterm.core.estimate import bootstrap_estimate, div, null, num, percentile_cis
 from specterm.core.report import Estimate, Position, PositionBin
 
 BIN_WIDTH = 16
 WARMUP_EARLY = 16  # alpha(t < WARMUP_EARLY)
 WARMUP_LATE = 32  # alpha(t >= WARMUP_LATE)
 WARMUP_COLUMNS = ("early_ones", "early_n", "late_ones", "late_n", "warmup")
-
-
-def _div(a, b):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.asarray(a, dtype=np.float64) / np.asarray(b, dtype=np.float64)
 
 
 def bins_needed(max_length: int, bin_width: int = BIN_WIDTH) -> int:
@@ -104,19 +99,20 @@ def position_sums(a: Sequence[np.ndarray], bin_width: int = BIN_WIDTH, n_bins: i
 # ------------------------------------------------ statistics of column sums c (..., K) ---
 
 
-def bin_alpha(c, cols, k: int):
+def bin_alpha(c: np.ndarray, cols: dict[str, int], k: int) -> np.ndarray:
     """alpha_k = sum ones_k / sum n_k: acceptance at positions t in [k w, (k+1) w)."""
-    return _div(c[..., cols[f"ones_{k}"]], c[..., cols[f"n_{k}"]])
+    return div(c[..., cols[f"ones_{k}"]], c[..., cols[f"n_{k}"]])
 
 
-def bin_alphas(c, n_bins: int):
+def bin_alphas(c: np.ndarray, n_bins: int) -> np.ndarray:
     """alpha_k for every bin k at once, (..., n_bins): columns ones_0.. over columns n_0.. (position_columns order)."""
-    return _div(c[..., :n_bins], c[..., n_bins:2 * n_bins])
+    return div(c[..., :n_bins], c[..., n_bins:2 * n_bins])
 
 
-def warmup_gain(c, cols):
+def warmup_gain(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """alpha(t >= 32) - alpha(t < 16) over the streams that reach t = 32 (paired)."""
-    return _div(c[..., cols["late_ones"]], c[..., cols["late_n"]]) - _div(c[..., cols["early_ones"]], c[..., cols["early_n"]])
+    gain: np.ndarray = div(c[..., cols["late_ones"]], c[..., cols["late_n"]]) - div(c[..., cols["early_ones"]], c[..., cols["early_n"]])
+    return gain
 
 
 # ----------------------------------------------------------------------- the report ---

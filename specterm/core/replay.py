@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import overload
+
 import numpy as np
 
 from specterm.core.blockwalk import block_accepts, block_counts, run_lengths
@@ -75,7 +77,11 @@ def check_gamma(gamma: int, name: str = "gamma") -> int:
     return int(gamma)
 
 
-def heuristic_next(g, k, g_min: int = 1):
+@overload
+def heuristic_next(g: int, k: int, g_min: int = 1) -> int: ...
+@overload
+def heuristic_next(g: np.ndarray, k: np.ndarray, g_min: int = 1) -> np.ndarray: ...
+def heuristic_next(g: int | np.ndarray, k: int | np.ndarray, g_min: int = 1) -> int | np.ndarray:
     """The Hugging Face `heuristic` schedule (num_assistant_tokens_schedule="heuristic"): after a
     block that drafted g and had k accepted, the next block drafts
 

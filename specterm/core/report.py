@@ -10,17 +10,19 @@
 `Report.to_dict()` is exactly the SPEC 7 JSON (export.to_json dumps it): each dataclass writes its
 fields in declaration order, nested objects recursively, and `from_dict` reads that JSON back
 (unknown keys are an error, so the JSON and the classes cannot drift apart). Undefined numbers are
-None (JSON null). For code written against the JSON shape, every object also answers `obj["key"]`
-and `obj.get("key")` and `"key" in obj`; new code reads attributes.
+None (JSON null). Code reads attributes: `analysis.analyse` builds these objects directly, and there
+is no access by key.
 
 Adding a field (e.g. `decision_hw`, `confirmed`; `position` and `sampling` were added this way):
 1. declare it on the class, at the place its key should appear in the JSON, with its type (a
    dataclass of its own when it has parts) and `= None` when older reports may lack it;
-2. fill it where the numbers are computed (analysis.set_report or analysis.analyse);
+2. fill it where the numbers are computed (analysis.set_report or analysis.analyse), as a
+   Python value (float/int/None, never numpy: `num` makes NaN None);
 3. read it as an attribute in export.py / the screens. Nothing else needs to know: to_dict and
    from_dict follow the declared fields.
 
-Set names and their order live here too: `set_names` (corpora sorted, "pooled" last) and
+Set names and their order live here too: POOLED ("pooled", the name of the pooled set, used
+everywhere instead of the literal), `set_names` (corpora sorted, "pooled" last) and
 `set_or_default` (the one fallback: a set that is not in the report shows "pooled", else the first).
 """
 
@@ -30,7 +32,7 @@ import dataclasses
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, ClassVar, Iterable, Self
 
 POOLED = "pooled"
 
@@ -43,7 +45,7 @@ def _convert(tp: Any, value: Any) -> Any:
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         return _convert(args[0], value) if len(args) == 1 else value
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and issubclass(tp, Record):
         return value if isinstance(value, tp) else tp.from_dict(value)
     if origin is list:
         (item,) = typing.get_args(tp)
@@ -65,10 +67,13 @@ def _plain(value: Any) -> Any:
 
 
 class Record:
-    """Base of the report's dataclasses: to_dict / from_dict in field order, and read access by key."""
+    """Base of the report's dataclasses: to_dict (the SPEC 7 JSON) and from_dict (reading it back), in field order."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # every subclass is a dataclass
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Any:
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """The object from its JSON (to_dict's output); a key the class does not declare is an error."""
         hints = typing.get_type_hints(cls)
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = set(data) - set(names)
@@ -78,17 +83,6 @@ class Record:
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in {f.name for f in dataclasses.fields(self)}
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key) if key in self else default
 
 
 @dataclass(kw_only=True)
@@ -109,15 +103,6 @@ class Estimate(Record):
     def bounds(self) -> tuple[float, float]:
         """(lo, hi) as floats, NaN where undefined (so that a comparison with a bound is simply False)."""
         return (float("nan") if self.lo is None else float(self.lo), float("nan") if self.hi is None else float(self.hi))
-
-    @classmethod
-    def of(cls, obj: Any) -> "Estimate":
-        """An Estimate from an Estimate, a report's {"value", "ci"} dict, or None (undefined)."""
-        if isinstance(obj, Estimate):
-            return obj
-        if obj is None:
-            return cls()
-        return cls.from_dict(obj)
 
 
 @dataclass(kw_only=True)

@@ -35,17 +35,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from specterm.core.blockwalk import E_iid
-from specterm.core.estimate import bootstrap_estimate, null
+from specterm.core.estimate import bootstrap_estimate, div, null
 from specterm.core.params import YIELD_GAMMAS
 from specterm.core.report import Sampling
 
 SAMPLING_COLUMNS = ("beta_sum", "beta_n", "bac_val", "bac_def")
 COLS = {name: i for i, name in enumerate(SAMPLING_COLUMNS)}
-
-
-def _div(a, b):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.asarray(a, dtype=np.float64) / np.asarray(b, dtype=np.float64)
 
 
 def analysed_beta(stream: Any) -> np.ndarray | None:
@@ -144,17 +139,17 @@ def sampling_sums(betas: Sequence[np.ndarray | None]) -> SamplingSums:
 # ------------------------------------------------ statistics of column sums c (..., K) ---
 
 
-def beta_bar(c, cols):
+def beta_bar(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """beta_bar = sum beta_t / sum n over the positions that have beta."""
-    return _div(c[..., cols["beta_sum"]], c[..., cols["beta_n"]])
+    return div(c[..., cols["beta_sum"]], c[..., cols["beta_n"]])
 
 
-def beta_autocorr(c, cols):
+def beta_autocorr(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """Mean over defined streams of the per-stream lag-1 Pearson correlation of beta."""
-    return _div(c[..., cols["bac_val"]], c[..., cols["bac_def"]])
+    return div(c[..., cols["bac_val"]], c[..., cols["bac_def"]])
 
 
-def E_iid_beta(c, cols, gamma: int):
+def E_iid_beta(c: np.ndarray, cols: dict[str, int], gamma: int) -> np.ndarray:
     """E_iid(beta_bar, gamma): the yield per block i.i.d. sampling acceptance at rate beta_bar promises."""
     return E_iid(beta_bar(c, cols), gamma)
 

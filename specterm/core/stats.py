@@ -35,18 +35,31 @@ Choices and caveats (where the SPEC is silent):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from specterm.core.blockwalk import E_iid
+from specterm.core.estimate import div
 from specterm.core.geometry import Concat, concat_streams, depth_counts, segment_runs, transition_counts, walk_blocks
 from specterm.core.params import GAMMA_DEFAULT, GAMMAS, SHUFFLES
+
+if TYPE_CHECKING:
+    from specterm.core.store import Stream
 
 
 # ------------------------------------------------------------------------- shuffles ---
 
 
-def _shuffled_groups(c: Concat, copies: int, rng: np.random.Generator):
+def _row_of(length: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Position -> row of a matrix of rows of `length` laid end to end (segment_runs' seg_of)."""
+    def row(z: np.ndarray) -> np.ndarray:
+        rows: np.ndarray = z // length
+        return rows
+    return row
+
+
+def _shuffled_groups(c: Concat, copies: int, rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield (stream indices, matrix of copies*count rows x length): every stream of one length,
     repeated `copies` times (copy-major), each row independently permuted in place."""
     lengths = c.lengths
@@ -83,7 +96,7 @@ def shuffled_blocks(c: Concat, gamma: int, shuffles: int = SHUFFLES, seed: int =
         n_rows, length = mat.shape
         starts = np.arange(n_rows, dtype=np.int64) * length
         flat = mat.ravel()
-        runs = segment_runs(flat, starts, starts + length, seg_of=lambda z: z // length)
+        runs = segment_runs(flat, starts, starts + length, seg_of=_row_of(length))
         blocks = walk_blocks(runs, n_rows, gamma)
         out[rows] = blocks.reshape(shuffles, rows.size).mean(axis=0)
     return out
@@ -169,7 +182,7 @@ def stream_sums(
     return StreamSums(M=M, cols=cols, gamma=gamma, depth_gamma=depth_gamma, run_L=runs.L, run_seg=runs.seg)
 
 
-def gate_counts(streams) -> tuple[np.ndarray, np.ndarray]:
+def gate_counts(streams: Sequence[Stream]) -> tuple[np.ndarray, np.ndarray]:
     """Per stream (gate ones, positions) over the whole stream, before the cut at the first gate
     failure (a stream without a gate counts as held everywhere)."""
     gate_ones = np.array([s.n if s.gate is None else int(s.gate.sum()) for s in streams], dtype=np.float64)
@@ -177,7 +190,7 @@ def gate_counts(streams) -> tuple[np.ndarray, np.ndarray]:
     return gate_ones, gate_n
 
 
-def rates(streams) -> tuple[int, float, float]:
+def rates(streams: Sequence[Stream]) -> tuple[int, float, float]:
     """(positions, alpha, gate_rate) of stored streams without building the sums matrix (`specterm
     list`, the oracle's running figures), as the report defines them: alpha = sum ones / sum n over
     the analysed streams (cut at the first gate failure), gate_rate = sum gate ones / sum positions
@@ -185,99 +198,96 @@ def rates(streams) -> tuple[int, float, float]:
     gate_ones, gate_n = gate_counts(streams)
     analysed = sum(s.valid_len for s in streams)
     ones = sum(int(s.a.sum()) for s in streams)
-    return int(gate_n.sum()), float(_div(ones, analysed)), float(_div(gate_ones.sum(), gate_n.sum()))
+    return int(gate_n.sum()), float(div(ones, analysed)), float(div(gate_ones.sum(), gate_n.sum()))
 
 
 # ------------------------------------------------ statistics of column sums c (..., K) ---
-
-
-def _div(a, b):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.asarray(a, dtype=np.float64) / np.asarray(b, dtype=np.float64)
 
 
 def col(c: np.ndarray, cols: dict[str, int], name: str) -> np.ndarray:
     return c[..., cols[name]]
 
 
-def alpha(c, cols):
+def alpha(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """alpha = sum a / sum n (pooled marginal acceptance)."""
-    return _div(col(c, cols, "ones"), col(c, cols, "n"))
+    return div(col(c, cols, "ones"), col(c, cols, "n"))
 
 
-def gate_rate(c, cols):
+def gate_rate(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """gate_rate = sum gate ones / sum positions (whole streams, before the cut at the first failure)."""
-    return _div(col(c, cols, "gate_ones"), col(c, cols, "gate_n"))
+    return div(col(c, cols, "gate_ones"), col(c, cols, "gate_n"))
 
 
-def autocorr(c, cols):
+def autocorr(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """Per-stream p11 - p10, unweighted mean over the streams where both conditioning counts are > 0."""
-    return _div(col(c, cols, "ac_val"), col(c, cols, "ac_def"))
+    return div(col(c, cols, "ac_val"), col(c, cols, "ac_def"))
 
 
-def autocorr_pooled(c, cols):
+def autocorr_pooled(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """p11 - p10 from one transition table summed over streams: N11/N1x - N01/N0x."""
-    return _div(col(c, cols, "n11"), col(c, cols, "n1x")) - _div(col(c, cols, "n01"), col(c, cols, "n0x"))
+    p11_minus_p10: np.ndarray = div(col(c, cols, "n11"), col(c, cols, "n1x")) - div(col(c, cols, "n01"), col(c, cols, "n0x"))
+    return p11_minus_p10
 
 
-def autocorr_simpson(c, cols):
+def autocorr_simpson(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """Simpson inflation = pooled - per-stream mean: autocorrelation created by mixing prompts of different alpha."""
-    return autocorr_pooled(c, cols) - autocorr(c, cols)
+    inflation: np.ndarray = autocorr_pooled(c, cols) - autocorr(c, cols)
+    return inflation
 
 
-def dispersion(c, cols):
+def dispersion(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """D = var(L) / mean(L), population variance over all closed runs: (sum L^2/R - m^2)/m, m = sum L/R."""
     R = col(c, cols, "runs")
-    m = _div(col(c, cols, "L"), R)
-    return _div(_div(col(c, cols, "L2"), R) - m**2, m)
+    m = div(col(c, cols, "L"), R)
+    return div(div(col(c, cols, "L2"), R) - m**2, m)
 
 
-def dispersion_geom(c, cols):
+def dispersion_geom(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """D_geom = 1/(1 - alpha): D of a geometric run length under i.i.d. acceptance."""
-    return _div(1.0, 1.0 - alpha(c, cols))
+    return div(1.0, 1.0 - alpha(c, cols))
 
 
-def dispersion_ratio(c, cols):
+def dispersion_ratio(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """D / D_geom = D (1 - alpha)."""
     return dispersion(c, cols) * (1.0 - alpha(c, cols))
 
 
-def E_true(c, cols, gamma: int):
+def E_true(c: np.ndarray, cols: dict[str, int], gamma: int) -> np.ndarray:
     """E_true(gamma) = sum tokens / sum blocks (tokens of a stream = n)."""
-    return _div(col(c, cols, "n"), col(c, cols, f"blocks_{gamma}"))
+    return div(col(c, cols, "n"), col(c, cols, f"blocks_{gamma}"))
 
 
-def yield_ratio(c, cols, gamma: int):
+def yield_ratio(c: np.ndarray, cols: dict[str, int], gamma: int) -> np.ndarray:
     """E_true(gamma) / E_iid(alpha, gamma)."""
-    return _div(E_true(c, cols, gamma), E_iid(alpha(c, cols), gamma))
+    return div(E_true(c, cols, gamma), E_iid(alpha(c, cols), gamma))
 
 
-def E_shuf(c, cols):
+def E_shuf(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """E_shuf = sum n / sum (mean blocks over the in-place shuffles), at the deficit's gamma."""
-    return _div(col(c, cols, "n"), col(c, cols, "shuf_blocks"))
+    return div(col(c, cols, "n"), col(c, cols, "shuf_blocks"))
 
 
-def deficit(c, cols, gamma: int):
+def deficit(c: np.ndarray, cols: dict[str, int], gamma: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(total, hetero, temporal) at gamma, with e = E_iid(alpha, gamma):
 
     total = 1 - E_true/e, hetero = 1 - E_shuf/e, temporal = (E_shuf - E_true)/e; total = hetero + temporal.
     """
     e = E_iid(alpha(c, cols), gamma)
     et, es = E_true(c, cols, gamma), E_shuf(c, cols)
-    return 1.0 - _div(et, e), 1.0 - _div(es, e), _div(es - et, e)
+    return 1.0 - div(et, e), 1.0 - div(es, e), div(es - et, e)
 
 
-def depth_conditional(c, cols, j: int):
+def depth_conditional(c: np.ndarray, cols: dict[str, int], j: int) -> np.ndarray:
     """P(draft token j accepted | tokens 1..j-1 accepted) = acc_j / reach_j (uncut blocks only)."""
-    return _div(col(c, cols, f"acc_{j}"), col(c, cols, f"reach_{j}"))
+    return div(col(c, cols, f"acc_{j}"), col(c, cols, f"reach_{j}"))
 
 
-def depth_unconditional(c, cols, j: int):
+def depth_unconditional(c: np.ndarray, cols: dict[str, int], j: int) -> np.ndarray:
     """P(accepted length >= j) = acc_j / uncut_j (uncut blocks only)."""
-    return _div(col(c, cols, f"acc_{j}"), col(c, cols, f"uncut_{j}"))
+    return div(col(c, cols, f"acc_{j}"), col(c, cols, f"uncut_{j}"))
 
 
-def run_length_histogram(L: np.ndarray, alpha_value: float) -> dict:
+def run_length_histogram(L: np.ndarray, alpha_value: float) -> dict[str, list[Any]]:
     """Histogram of closed run lengths against the geometric prediction n_runs * alpha^L (1 - alpha)."""
     L = np.asarray(L, dtype=np.int64)
     count = np.bincount(L) if L.size else np.zeros(1, dtype=np.int64)

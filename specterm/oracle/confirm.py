@@ -25,7 +25,6 @@ costs as its "cost" (the old one kept in cost.earlier) when the device is the sa
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import threading
@@ -60,8 +59,7 @@ from specterm.core.store import (
     read_meta,
     write_meta_atomic,
 )
-from specterm.oracle.costs import GAMMAS as COST_GAMMAS
-from specterm.oracle.costs import context_ids
+from specterm.oracle.costs import COST_GAMMAS, context_ids
 
 
 @dataclass
@@ -266,6 +264,7 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
     # What each generation compares against, and the exact walk's blocks at every measured g.
     items = []
     for s in chosen:
+        assert s.prompt is not None and s.y is not None  # select_streams keeps only streams that have both
         n_cmp = s.n if config.max_new_tokens is None else min(s.n, config.max_new_tokens)
         ids = encode_prompt(pair.tokenizer, s.prompt)
         refeeds, blocks = refeed_counts(s.bits[:n_cmp], cost_gammas)
@@ -300,10 +299,10 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
     for name in sorted({it["stream"].corpus for it in items}):
         E_true, alpha, phi = by_corpus[name]
         d = decision_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve, phi_true=phi)
-        gammas = sorted({d["gamma_hw"], d["gamma_iid_hw"], d["gamma_hw_refeed"], *extra} - {None})
-        choices[name] = {k: d[k] for k in ("gamma_hw", "speedup_hw", "gamma_hw_refeed", "speedup_hw_refeed",
-                                           "gamma_iid_hw", "speedup_iid_hw", "gamma_mb", "speedup_mb")}
-        choices[name].update(gammas=gammas, verdict=d["verdict"])
+        gammas = sorted(g for g in {d.gamma_hw, d.gamma_iid_hw, d.gamma_hw_refeed, *extra} if g is not None)
+        choices[name] = {k: getattr(d, k) for k in ("gamma_hw", "speedup_hw", "gamma_hw_refeed", "speedup_hw_refeed",
+                                                    "gamma_iid_hw", "speedup_iid_hw", "gamma_mb", "speedup_mb")}
+        choices[name].update(gammas=gammas, verdict=d.verdict)
     E_table = {name: {int(g): (float(e), float(p)) for g, e, p in zip(cost_gammas, by_corpus[name][0], by_corpus[name][2])}
                for name in choices}
 
@@ -459,7 +458,9 @@ def _results(prompt_rows, cost, E_table) -> list[dict[str, Any]]:
     (g+1)-token verify, 1-token draft), timed inside these very generations (wall time);
     draft_2token_forwards, python_overhead_s (speculative wall time outside forwards); block_s_median.
     """
-    rows = summarize_results(prompt_rows, cost_curve(cost), E_table)
+    curve = cost_curve(cost)
+    assert curve is not None  # the session's own cost rounds measured c_decode
+    rows = summarize_results(prompt_rows, curve, E_table)
     for r in rows:
         g = str(r["gamma"])
         mine = [p for p in prompt_rows if p["corpus"] == r["corpus"] and g in p["spec"]]
@@ -522,7 +523,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     except (Cancelled, KeyboardInterrupt):
         print(f"interrupted: the finished prompts are kept in {Path(run) / META_FILE} (confirmation marked incomplete).",
               file=sys.stderr)
-        raise SystemExit(130)
+        raise SystemExit(130) from None
     for r in record["results"]:
         log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted']:.2f}x  realized {r['realized']:.2f}x  "
             f"ratio {r['ratio']:.2f}  tokens/call {r['tokens_per_call']:.2f}  "

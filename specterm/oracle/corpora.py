@@ -129,7 +129,7 @@ def load_dataset_prompts(spec: str, limit: int | None = None) -> list[Prompt]:
     try:
         rows = datasets.load_dataset(name, split=split, streaming=True)
         corpus = name.rstrip("/").split("/")[-1]
-        prompts = []
+        prompts: list[Prompt] = []
         for index, row in enumerate(rows):
             if limit is not None and len(prompts) >= limit:
                 break

@@ -34,7 +34,7 @@ from specterm.core.hardware import cost_curve, curve_summary
 from specterm.core.progress import check_cancel
 from specterm.oracle.models import crop_cache, forward_logits, new_cache
 
-GAMMAS = tuple(range(1, 17))
+COST_GAMMAS = tuple(range(1, 17))  # draft lengths whose verify cost c_verify(g) is timed (params.GAMMAS: the analysis range 1..32)
 R_GAMMA = 4
 REPEATS = 7
 METHOD = ("median wall time of interleaved repeats (round-robin, order rotated each round, one warm-up round); "
@@ -84,7 +84,7 @@ class CostSampler:
     `summary()` gives the stored dict from every timed round so far.
     """
 
-    def __init__(self, target, draft, ctx: Sequence[int], gammas: Sequence[int] = GAMMAS,
+    def __init__(self, target, draft, ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS,
                  on_measure: Optional[MeasureCallback] = None, cancel=None):
         import torch
 
@@ -172,11 +172,13 @@ class CostSampler:
             "method": METHOD,
             "decision_clock": "cpu" if self.cpu_only and torch.get_num_threads() == 1 else "wall",
         }
-        cost.update(curve_summary(cost_curve(cost)))
+        curve = cost_curve(cost)
+        assert curve is not None  # c_decode_s was just measured
+        cost.update(curve_summary(curve))
         return cost
 
 
-def measure_costs(target, draft, ctx: Sequence[int], gammas: Sequence[int] = GAMMAS, repeats: int = REPEATS,
+def measure_costs(target, draft, ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS, repeats: int = REPEATS,
                   on_measure: Optional[MeasureCallback] = None, cancel=None) -> dict:
     """Time c_decode, c_verify(g) for g in gammas and c_draft with caches holding `ctx`: one warm-up
     round and `repeats` timed rounds (see the module docstring)."""
@@ -190,7 +192,7 @@ def measure_costs(target, draft, ctx: Sequence[int], gammas: Sequence[int] = GAM
 
 
 def measure_cost_ratio(target, draft, prompt_ids: list[int], extra: int = 128, repeats: int = REPEATS,
-                       gammas: Sequence[int] = GAMMAS, on_measure: Optional[MeasureCallback] = None, cancel=None) -> dict:
+                       gammas: Sequence[int] = COST_GAMMAS, on_measure: Optional[MeasureCallback] = None, cancel=None) -> dict:
     """`measure_costs` at the context SPEC 1.7 names: the prompt (repeated if short) + `extra` tokens."""
     ctx = context_ids(prompt_ids, len(prompt_ids) + extra)
     return measure_costs(target, draft, ctx, gammas=gammas, repeats=repeats, on_measure=on_measure, cancel=cancel)

@@ -12,7 +12,7 @@ import hashlib
 import inspect
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 

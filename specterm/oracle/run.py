@@ -14,7 +14,6 @@ prompt + y (batched over prompts, right-padded) gives, for t = 0..n-1,
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass, field

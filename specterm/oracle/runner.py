@@ -231,7 +231,7 @@ def run_headless(config) -> Optional[Path]:
             path = run_oracle(config, on_progress)
     except (Cancelled, KeyboardInterrupt):
         print(f"interrupted: finished prompts are kept in {config.out}; continue with --resume.", file=sys.stderr)
-        raise SystemExit(130)
+        raise SystemExit(130) from None
     log(f"done: {path}")
     return path
 

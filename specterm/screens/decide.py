@@ -18,7 +18,8 @@ from specterm.core.text import printable
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
 from specterm.core.report import Report
 from specterm.screens.base import ReportScreen, RStepping, r_bindings
-from specterm.widgets.tables import MISSING, fill_table, fmt_num, is_num, safe
+from specterm.core.fmt import MISSING, fmt, is_num
+from specterm.widgets.tables import fill_table, safe
 
 COLUMNS = [("set", "corpus"), ("g_true", "g"), ("s_true", "speedup"), ("g_iid", "iid g"), ("s_iid", "iid promise"),
            ("s_fact", "iid in fact"), ("bstar", "stop above batch")]
@@ -56,7 +57,7 @@ def hardware_verdicts(report: Report) -> str:
         hw = s.decision_hw
         if hw is None or not hw.measured:
             continue
-        best = f"g = {fmt_num(hw.gamma_hw)}: {speed(hw.speedup_hw)}"
+        best = f"g = {fmt(hw.gamma_hw)}: {speed(hw.speedup_hw)}"
         text = f"speculate with {best}" if hw.speculate else f"do not speculate (best {best})"
         done = hw.confirmed_at(hw.gamma_hw) or (hw.confirmed[0] if hw.confirmed else None)
         if done is not None:
@@ -139,8 +140,8 @@ class DecideScreen(RStepping, ReportScreen):
                 verdicts.append(f"[b]{safe(name)}[/]: {safe(exc)}")
                 continue
             self.decisions[name] = d
-            rows.append((name, [name, fmt_num(d.gamma_true), speed(d.speedup_true), fmt_num(d.gamma_iid),
-                                speed(d.speedup_iid), speed(d.speedup_true_at_gamma_iid), fmt_num(d.batch_crossover, 0)]))
+            rows.append((name, [name, fmt(d.gamma_true), speed(d.speedup_true), fmt(d.gamma_iid),
+                                speed(d.speedup_iid), speed(d.speedup_true_at_gamma_iid), fmt(d.batch_crossover, 0)]))
             verdicts.append(f"[b]{safe(name)}[/]: {safe(d.verdict)}")
         if self.ridge_custom is not None:
             acc = f"custom ridge I* = {self.ridge_custom:g} FLOP/byte"
@@ -183,6 +184,8 @@ class DecideScreen(RStepping, ReportScreen):
         from specterm.core.export import TITLES, decide_tables
 
         report = self.sapp.report
+        if report is None:  # app.action_export checks this first
+            return ""
         parts = [f"## {TITLES['decide']}", "", self.export_context()]
         for title, head, rows in decide_tables(report, decisions=self.decisions, setting=self.setting_text()):
             parts += ["", f"**{escape_md(title)}**", "", markdown_table(head, rows)]

@@ -14,7 +14,8 @@ from specterm.core.report import Report
 from specterm.core.text import printable
 from specterm.screens.base import ReportScreen, RStepping, r_bindings, set_bindings
 from specterm.widgets.plots import ReportPlot, draw_optimum, draw_throughput
-from specterm.widgets.tables import fill_table, fmt_ci, fmt_num
+from specterm.core.fmt import fmt
+from specterm.widgets.tables import fill_table, fmt_ci
 
 COLUMNS = [("g", "g"), ("E_true", "E_true"), ("E_iid", "E_iid"), ("ratio", "E_true/E_iid [CI]")]
 
@@ -63,7 +64,7 @@ class OptimumScreen(RStepping, ReportScreen):
         curve = s.curve
         rows = []
         for g in YIELD_GAMMAS:
-            rows.append((str(g), [str(g), fmt_num(curve.at("E_true", g)), fmt_num(curve.at("E_iid", g)),
+            rows.append((str(g), [str(g), fmt(curve.at("E_true", g)), fmt(curve.at("E_iid", g)),
                                   fmt_ci(s.yield_ratio.get(str(g)))]))
         with self.app.batch_update():
             fill_table(self.query_one("#yield-table", DataTable), COLUMNS, rows)
@@ -76,4 +77,4 @@ class OptimumScreen(RStepping, ReportScreen):
             )
             draw_optimum(self.query_one("#gstar-plot", ReportPlot), printable(name), s.optimum, measured, r)
             if curve.gamma:
-                draw_throughput(self.query_one("#curve-plot", ReportPlot), throughput_curve(s, r), r)
+                draw_throughput(self.query_one("#curve-plot", ReportPlot), throughput_curve(s.curve, r), r)

@@ -5,12 +5,14 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from specterm.core.export import ci, deficit_cell, est, fmt
-from specterm.core.report import SEEDS, Report, SetReport
+from specterm.core.export import deficit_cell
+from specterm.core.fmt import ci, est, fmt
+from specterm.core.report import POOLED, SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen
 from specterm.widgets.columns import ci_below, table_width
 from specterm.widgets.styles import verdict_markup
-from specterm.widgets.tables import fill_table, is_num, safe
+from specterm.core.fmt import is_num
+from specterm.widgets.tables import fill_table, safe
 
 COLUMNS = [
     ("set", "corpus"),
@@ -75,7 +77,7 @@ def alpha_cell(s: SetReport) -> str:
 def open_streams_for(screen: ReportScreen, corpus: str | None) -> None:
     """Switch to Streams with its list filtered to `corpus` (None or "pooled": every corpus)."""
     app = screen.sapp
-    app.streams_corpus = None if corpus in (None, "pooled") else corpus
+    app.streams_corpus = None if corpus in (None, POOLED) else corpus
     app.streams_request = True
     back = app.current_mode
     app.action_switch_screen("streams")

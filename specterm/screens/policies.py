@@ -13,7 +13,8 @@ from specterm.core.costmodel import r_or_default
 from specterm.core.report import Depth, PolicyRow, Report
 from specterm.screens.base import ReportScreen, set_bindings
 from specterm.widgets.columns import ci_below, table_width
-from specterm.widgets.tables import MISSING, fill_table, fmt_ci, fmt_num, is_num
+from specterm.core.fmt import MISSING, fmt, is_num
+from specterm.widgets.tables import fill_table, fmt_ci
 
 POLICY_COLUMNS = [
     ("policy", "policy"), ("params", "params"), ("tpb", "tok/block"), ("dpb", "drafted/block"),
@@ -28,7 +29,7 @@ DEPTH_COLUMNS = [("j", "depth j"), ("cond", "P(j acc | 1..j-1 acc)"), ("cond_iid
 
 def params_text(params: Any) -> str:
     if isinstance(params, dict):
-        return " ".join(f"{k}={fmt_num(v, 2) if isinstance(v, float) else v}" for k, v in params.items())
+        return " ".join(f"{k}={fmt(v, 2) if isinstance(v, float) else v}" for k, v in params.items())
     return "" if params is None else str(params)
 
 
@@ -36,8 +37,8 @@ def policy_row(row: PolicyRow) -> list[Any]:
     return [
         Text(row.policy),
         Text(params_text(row.params)),
-        fmt_num(row.tokens_per_block, 2),
-        fmt_num(row.drafted_per_block, 2),
+        fmt(row.tokens_per_block, 2),
+        fmt(row.drafted_per_block, 2),
         fmt_ci(row.throughput, 2),
         fmt_ci(row.vs_best_fixed, 2),
         fmt_ci(row.vs_clairvoyant, 2),

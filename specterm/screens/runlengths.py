@@ -12,7 +12,8 @@ from specterm.core.text import printable
 from specterm.screens.base import ReportScreen, set_bindings
 from specterm.widgets.plots import ReportPlot, draw_runlengths
 from specterm.widgets.position import draw_position
-from specterm.widgets.tables import fill_table, fmt_ci, fmt_num
+from specterm.core.fmt import fmt
+from specterm.widgets.tables import fill_table, fmt_ci
 
 COLUMNS = [("set", "corpus"), ("runs", "closed runs"), ("D", "D = var/mean"), ("D_geom", "D_geom"),
            ("ratio", "D/D_geom [CI]")]
@@ -46,7 +47,7 @@ class RunLengthsScreen(ReportScreen):
         rows = []
         for name, s in report.ordered_sets():
             rl = s.runlengths
-            rows.append((name, [name, fmt_num(rl.n_runs), fmt_num(rl.D, 2), fmt_num(rl.D_geom, 2),
+            rows.append((name, [name, fmt(rl.n_runs), fmt(rl.D, 2), fmt(rl.D_geom, 2),
                                 fmt_ci(s.dispersion_ratio, 2)]))
         table = self.query_one("#runlengths-table", DataTable)
         with self.app.batch_update():

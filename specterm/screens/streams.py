@@ -18,8 +18,9 @@ from specterm.core.text import printable
 from specterm.screens.base import ReportScreen
 from specterm.core.export import markdown_table
 from specterm.widgets.columns import table_width
+from specterm.core.fmt import fmt
 from specterm.widgets.sparkline import ScaledSparkline
-from specterm.widgets.tables import fill_table, fmt_num, safe
+from specterm.widgets.tables import fill_table, safe
 from specterm.widgets.tokens import TokenView, token_labels
 
 ROLLING_WINDOW = 16
@@ -68,7 +69,7 @@ def prompt_cells(stream: Any) -> list[Any]:
     gate = stream.gate_rate
     gate_cell = Text(f"{gate:.3f}", style="bold red" if gate < 1.0 else "")
     # printable() first: a tab or newline in an id would otherwise draw a second, phantom line
-    return [Text(printable(stream.id)), fmt_num(navigate.stream_alpha(stream.a)), str(stream.n),
+    return [Text(printable(stream.id)), fmt(navigate.stream_alpha(stream.a)), str(stream.n),
             Text(printable(stream.corpus)), gate_cell]
 
 
@@ -229,7 +230,7 @@ class StreamsScreen(ReportScreen):
         view = self.query_one(TokenView)
         view.set_stream(token_labels(s.pieces, s.bits), s.bits, s.valid_len, prompt=s.prompt)
         where = f"{safe(s.run)}: " if len({st.run for st in self.streams}) > 1 else ""
-        head = (f"[b]{where}{safe(s.corpus)}/{safe(s.id)}[/]  alpha {fmt_num(navigate.stream_alpha(s.a))}"
+        head = (f"[b]{where}{safe(s.corpus)}/{safe(s.id)}[/]  alpha {fmt(navigate.stream_alpha(s.a))}"
                 f"  n {s.n}  gate {s.gate_rate:.3f}")
         if s.valid_len < s.n:
             head += f"  [b $error]gate fails at t = {s.valid_len}: later positions excluded[/]"

@@ -4,7 +4,7 @@ so a resize needs no extra work). Drawing only: the numbers come from the report
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 from textual_plotext import PlotextPlot
 
@@ -18,7 +18,7 @@ class ReportPlot(PlotextPlot):
     ReportPlot { height: 1fr; min-height: 8; }
     """
 
-    def start(self, title: str) -> object:
+    def start(self, title: str) -> Any:
         plt = self.plt
         plt.clear_figure()
         plt.title(title)

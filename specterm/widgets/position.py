@@ -4,7 +4,7 @@ the report's `position` of one set."""
 
 from __future__ import annotations
 
-from specterm.core.export import MISSING, est
+from specterm.core.fmt import MISSING, est
 from specterm.core.report import Position
 from specterm.widgets.plots import ReportPlot
 

@@ -8,7 +8,8 @@ from rich.text import Text
 from textual.widget import Widget
 
 from specterm.core.progress import Progress
-from specterm.widgets.tables import MISSING, fmt_duration
+from specterm.core.fmt import MISSING
+from specterm.widgets.tables import fmt_duration
 
 
 RUNS = re.compile(r"1+|0+|[^01]+")

@@ -1,6 +1,7 @@
-"""Formatting report values for tables, and filling a DataTable in place (keyed rows, no flicker).
-A missing value is spelled MISSING ("n/a", core/export.py) here as in the exported tables; markdown
-is export.markdown_table."""
+"""Filling a DataTable in place (keyed rows, no flicker) and making user strings safe for it.
+Numbers are formatted by core/fmt.py (MISSING "n/a" as in the exported tables; `fmt_ci` there is
+fmt.est with the screens' choice: the value alone when its CI is undefined); markdown is
+export.markdown_table."""
 
 from __future__ import annotations
 
@@ -11,36 +12,18 @@ from textual.widgets import DataTable
 
 from rich.text import Text
 
-from specterm.core.export import MISSING, unsigned_zero
+from specterm.core.fmt import MISSING, est, fmt
 from specterm.core.report import Estimate
 from specterm.core.text import printable
 from specterm.widgets.columns import fit_columns, names_give_way
 
 
-def is_num(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
-
-
-def fmt_num(x: Any, digits: int = 3, sign: bool = False) -> str:
-    """A number with `digits` decimals (MISSING, "n/a", when missing or not finite)."""
-    if not is_num(x):
-        return MISSING if x is None or isinstance(x, float) else str(x)
-    if isinstance(x, int):
-        return f"{x:+d}" if sign else f"{x:d}"
-    x = unsigned_zero(x, digits)
-    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
-
-
 def fmt_ci(stat: Estimate | float | None, digits: int = 3, sign: bool = False) -> str:
-    """An Estimate as 'value [lo, hi]' (the SPEC's bracket style; the value alone when the CI is
-    undefined); plain numbers pass to fmt_num."""
+    """An Estimate as 'value [lo, hi]' (fmt.est; the value alone when the CI is undefined); plain
+    numbers as fmt."""
     if isinstance(stat, Estimate):
-        value = fmt_num(stat.value, digits, sign)
-        ci = stat.ci
-        if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(is_num(c) for c in ci):
-            return f"{value} [{fmt_num(float(ci[0]), digits)}, {fmt_num(float(ci[1]), digits)}]"
-        return value
-    return fmt_num(stat, digits, sign)
+        return est(stat, digits, sign=sign, missing_ci="")
+    return fmt(stat, digits, sign)
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -89,9 +72,10 @@ def fill_table(table: DataTable, columns: Sequence[tuple[str, str]], rows: Itera
     With `width` (the cells the table may use), a first column of names too long for it gives way
     (columns.names_give_way: an ellipsis on the name), so the numbers stay on screen.
     """
-    rows = [(key, [plain(c) for c in cells]) for key, cells in rows]
+    cells_of: list[tuple[str, list[Any]]] = [(key, [plain(c) for c in cells]) for key, cells in rows]
     if width is not None:
-        rows = names_give_way([label for _, label in columns], rows, width)
+        cells_of = names_give_way([label for _, label in columns], cells_of, width)
+    rows = cells_of
     table.fixed_columns = pinned
     col_keys = [key for key, _ in columns]
     current = [str(c.key.value) for c in table.ordered_columns]

@@ -14,7 +14,7 @@ from specterm.core.errors import SpectermError
 from specterm.core.hardware.curve import CostCurve, cost_curve
 
 CONFIRMATIONS_KEY = "confirmations"
-_RESULT_FIELDS = {"corpus": str, "gamma": int, "prompts": int, "tokens": int, "greedy_s": float, "spec_s": float,
+_RESULT_FIELDS: dict[str, type] = {"corpus": str, "gamma": int, "prompts": int, "tokens": int, "greedy_s": float, "spec_s": float,
                   "realized": float, "predicted": float, "tokens_per_call": float, "identical": bool}
 
 
@@ -71,12 +71,12 @@ def parse_confirmation(record: Any, where: str = "run.json") -> Confirmation:
     for i, row in enumerate(record["results"]):
         if not isinstance(row, dict):
             raise SpectermError(f"{bad} (results[{i}] is not an object){fix}")
-        for key, kind in _RESULT_FIELDS.items():
-            if not _check_type(row.get(key), kind):
-                raise SpectermError(f"{bad} (results[{i}].{key} missing or not a {kind.__name__}){fix}")
+        for key, field_type in _RESULT_FIELDS.items():
+            if not _check_type(row.get(key), field_type):
+                raise SpectermError(f"{bad} (results[{i}].{key} missing or not a {field_type.__name__}){fix}")
         if row["gamma"] < 1 or row["prompts"] < 1 or row["spec_s"] <= 0 or row["greedy_s"] <= 0 or row["predicted"] <= 0:
             raise SpectermError(f"{bad} (results[{i}] has a non-positive gamma, prompt count, time or prediction){fix}")
-        pc = row.get("predicted_corpus")
+        pc: Any = row.get("predicted_corpus")
         results.append(ConfirmedResult(**{k: row[k] for k in _RESULT_FIELDS},
                                        predicted_corpus=float(pc) if _check_type(pc, float) else None))
     return Confirmation(date=record["date"], device=record["device"], threads=record["threads"],
@@ -165,9 +165,9 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
     """A SPEC 7 confirmed row from a stored result row: "predicted" is S_hw as SPEC 6 writes it
     (stored as predicted_spec6 by confirm; older rows: their "predicted"), "predicted_refeed" the
     refeed model (confirm's "predicted"); ratios realized / predicted, in wall and CPU time."""
-    spec = r.get("predicted_spec6") if _check_type(r.get("predicted_spec6"), float) else r["predicted"]
-    refeed = r["predicted"]
-    cpu = r.get("realized_cpu") if _check_type(r.get("realized_cpu"), float) else None
+    spec: Any = r.get("predicted_spec6") if _check_type(r.get("predicted_spec6"), float) else r["predicted"]
+    refeed: Any = r["predicted"]
+    cpu: Any = r.get("realized_cpu") if _check_type(r.get("realized_cpu"), float) else None
     return {"gamma": int(r["gamma"]), "predicted": float(spec), "realized": float(r["realized"]),
             "prompts": int(r["prompts"]), "identical": bool(r["identical"]),
             "ratio": float(r["realized"]) / float(spec), "predicted_refeed": float(refeed),

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from specterm.core import costmodel
 from specterm.core.errors import SpectermError
@@ -72,7 +73,7 @@ def isotonic_increasing(y: np.ndarray, w: np.ndarray | None = None) -> np.ndarra
     return _pool_adjacent(y, w, math.inf)
 
 
-def median_se(samples) -> float:
+def median_se(samples: ArrayLike) -> float:
     """Standard error of the median of n samples: 1.2533 sigma / sqrt(n), sigma = IQR / 1.349."""
     x = np.asarray(samples, dtype=np.float64)
     q25, q75 = np.percentile(x, [25, 75])
@@ -156,7 +157,7 @@ def _positive(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
-def cost_curve(cost: dict | None) -> CostCurve | None:
+def cost_curve(cost: dict[str, Any] | None) -> CostCurve | None:
     """The robust curve from a run.json "cost" dict, or None when the run has no measured c_decode
     (imported bits, or a run measured before c_decode was timed: re-measure with --remeasure-cost).
 
@@ -167,10 +168,10 @@ def cost_curve(cost: dict | None) -> CostCurve | None:
         return None
     clock = "cpu" if cost.get("decision_clock") == "cpu" else "wall"
     sfx = "_cpu_s" if clock == "cpu" else "_s"
-    c_decode = cost.get("c_decode" + sfx)
-    c_draft = cost.get("c_draft" + sfx)
-    verify = cost.get("c_verify" + sfx)
-    c_draft2 = cost.get("c_draft2" + sfx)
+    c_decode: Any = cost.get("c_decode" + sfx)  # JSON values, checked just below
+    c_draft: Any = cost.get("c_draft" + sfx)
+    verify: Any = cost.get("c_verify" + sfx)
+    c_draft2: Any = cost.get("c_draft2" + sfx)
     if not (_positive(c_decode) and _positive(c_draft) and isinstance(verify, dict) and verify):
         raise SpectermError("the run's cost record is malformed (c_decode_s, c_draft_s and c_verify_s must be positive "
                             "numbers); re-measure with `specterm run --resume --remeasure-cost`.")
@@ -187,7 +188,7 @@ def cost_curve(cost: dict | None) -> CostCurve | None:
     se_dec = se_ver = None
     if isinstance(samples, dict):
         keys = ["decode"] + [f"verify:{g}" for g in gammas.tolist()]
-        vals = [samples.get(k) for k in keys]
+        vals: list[Any] = [samples.get(k) for k in keys]
         if all(isinstance(v, list) and len(v) >= 3 and all(_positive(x) for x in v) for v in vals):
             ses = [median_se(v) for v in vals]
             se_dec, se_ver = ses[0], np.array(ses[1:])

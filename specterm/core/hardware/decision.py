@@ -17,8 +17,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from specterm.core import costmodel
+from specterm.core.estimate import num
 from specterm.core.hardware.curve import CostCurve
 from specterm.core.optimum import best_gamma
+from specterm.core.report import ConfirmedRow, DecisionHW
 
 MEMORY_BOUND_LABEL = "memory-bound model: verify = one decode step"
 NO_COSTS_NOTE = "no measured costs on this hardware (imported bits or a run measured before c_decode was timed), as before"
@@ -42,8 +44,9 @@ def _best(S: Array, gammas: NDArray[np.int64]) -> tuple[int | None, float | None
 
 def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, curve: CostCurve | None,
                 r_fallback: float | None = None, phi_true: ArrayLike | None = None,
-                confirmed: Sequence[dict[str, Any]] = (), note: str | None = None) -> dict[str, Any]:
-    """SPEC 7 `decision_hw` of one set from its E curves (over `gammas`) and the run's robust cost curve.
+                confirmed: Sequence[ConfirmedRow] = (), note: str | None = None) -> DecisionHW:
+    """SPEC 7 `decision_hw` of one set (report.DecisionHW) from its E curves (over `gammas`) and the
+    run's robust cost curve; undefined numbers are None.
 
     With a curve: g_hw = argmax S_hw over the draft lengths both the E curve and the cost curve
     have, S_hw exactly as SPEC 6 writes it (no refeed term); the memory-bound reference uses
@@ -69,17 +72,11 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         r_mb = None
     mb_text = (f"{MEMORY_BOUND_LABEL}: g = {g_mb}, {s_mb:.2f}x" if g_mb is not None
                else f"{MEMORY_BOUND_LABEL}: no cost ratio")
-    out: dict[str, Any] = {
-        "measured": curve is not None, "gamma_hw": None, "speedup_hw": None, "gamma_mb": g_mb, "speedup_mb": s_mb,
-        "verdict": "", "confirmed": list(confirmed), "speculate": False, "r_mb": r_mb,
-        "gamma_iid_hw": None, "speedup_iid_hw": None, "speedup_true_at_gamma_iid_hw": None,
-        "gamma_iid_mb": g_imb, "speedup_iid_mb": s_imb,
-        "gamma_hw_refeed": None, "speedup_hw_refeed": None, "speedup_refeed_at_gamma_hw": None, "clock": None,
-        "curve_hw": {},
-    }
+    out = DecisionHW(measured=curve is not None, gamma_mb=g_mb, speedup_mb=num(s_mb), confirmed=list(confirmed),
+                     r_mb=num(r_mb), gamma_iid_mb=g_imb, speedup_iid_mb=num(s_imb))
     if curve is None:
-        out["speculate"] = bool(s_mb is not None and s_mb > 1.0)
-        out["verdict"] = f"{note or NO_COSTS_NOTE}: {mb_text}"
+        out.speculate = bool(s_mb is not None and s_mb > 1.0)
+        out.verdict = f"{note or NO_COSTS_NOTE}: {mb_text}"
         return out
     grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
     c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
@@ -112,11 +109,12 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
     if g_ihw is not None and g_hw is not None:
         verdict += (f"; the i.i.d. formula would pick g = {g_ihw} here and promise {s_ihw:.2f}x ({s_true_at:.2f}x in fact)"
                     if g_ihw != g_hw else f"; the i.i.d. formula picks the same g and promises {s_ihw:.2f}x")
-    out.update(gamma_hw=g_hw, speedup_hw=s_hw, verdict=verdict, speculate=speculate,
-               gamma_iid_hw=g_ihw, speedup_iid_hw=s_ihw, speedup_true_at_gamma_iid_hw=s_true_at,
-               gamma_hw_refeed=g_rf, speedup_hw_refeed=s_rf, speedup_refeed_at_gamma_hw=s_rf_at, clock=curve.clock,
-               curve_hw={"gamma": grid.tolist(), "S_true": S_true.tolist(), "S_iid": S_iid.tolist(),
-                         "S_true_refeed": S_refeed.tolist()})
+    out.gamma_hw, out.speedup_hw, out.verdict, out.speculate = g_hw, num(s_hw), verdict, speculate
+    out.gamma_iid_hw, out.speedup_iid_hw, out.speedup_true_at_gamma_iid_hw = g_ihw, num(s_ihw), num(s_true_at)
+    out.gamma_hw_refeed, out.speedup_hw_refeed, out.speedup_refeed_at_gamma_hw = g_rf, num(s_rf), num(s_rf_at)
+    out.clock = curve.clock
+    out.curve_hw = {"gamma": grid.tolist(), "S_true": [num(x) for x in S_true], "S_iid": [num(x) for x in S_iid],
+                    "S_true_refeed": [num(x) for x in S_refeed]}
     return out
 
 

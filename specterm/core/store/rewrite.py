@@ -72,10 +72,10 @@ def merge_runs(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[s
     The merged run lists its shards' directory names in "merged_from", so discovery under the same
     root skips the shards (discover_runs).
     """
-    paths = [Path(p) for p in paths]
-    if len({p.resolve() for p in paths}) < len(paths):
+    shards = [Path(p) for p in paths]
+    if len({p.resolve() for p in shards}) < len(shards):
         raise SpectermError("a shard is named twice; it is in more than one shard position, and merge refuses to duplicate it.")
-    runs = load_runs(paths)
+    runs = load_runs(shards)
     first = runs[0].meta
     for r in runs[1:]:
         for key in ("target", "draft"):
@@ -116,7 +116,7 @@ def repair_run(path: str | os.PathLike[str]) -> RepairResult:
     with RunLock(path):
         kept: list[bytes] = []
         dropped: list[str] = []
-        seen: dict[tuple[str, str], tuple[int, dict]] = {}
+        seen: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
         added = 0
         lines = stored_lines(path)
         mended = bool(lines) and not lines[-1].complete

@@ -12,7 +12,7 @@ import platform
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from specterm import __version__
 from specterm.core.errors import SpectermError
@@ -47,9 +47,9 @@ def lock_holder(path: Path) -> str:
 class RunLock:
     """Exclusive, non-blocking lock on a run directory; use as a context manager or call release()."""
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._fh = None
+        self._fh: IO[str] | None = None
 
     def acquire(self) -> RunLock:
         try:
@@ -86,7 +86,7 @@ class RunLock:
     def __enter__(self) -> RunLock:
         return self.acquire()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 
@@ -138,8 +138,9 @@ RESUME_SETTINGS = ("max_new_tokens", "y_method", "dtype", "decoding", "prompt_en
 def y_method(generation: dict[str, Any]) -> str | None:
     """How y was built, without the batch size (which does not change y): 'batched greedy' or
     'speculative decoding, gamma=G'. Older runs only have the free text y_built_with."""
-    if isinstance(generation.get("y_method"), str):
-        return generation["y_method"]
+    method = generation.get("y_method")
+    if isinstance(method, str):
+        return method
     text = generation.get("y_built_with")
     if not isinstance(text, str):
         return None
@@ -266,7 +267,7 @@ class RunWriter:
     def __enter__(self) -> RunWriter:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
