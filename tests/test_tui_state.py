@@ -516,12 +516,14 @@ async def test_decide_export_calls_the_export_module_with_one_preset(tmp_path, m
 # -- cosmetics: no -0.000, sums that add up, integer count ticks, the legend off the bars ---------------
 
 def test_no_negative_zero_and_sums_that_add_up():
-    from specterm.core.export import deficit_cell, fmt
+    from specterm.core.export import deficit_cell
+    from specterm.core.fmt import ci, est, fmt
     from specterm.core.report import Deficit, Estimate
-    from specterm.widgets.tables import fmt_ci, fmt_num
+    from specterm.widgets.tables import fmt_ci
 
     assert fmt(-0.0004) == "0.000" and fmt(-0.0004, sign=True) == "+0.000" and fmt(-0.0006) == "-0.001"
-    assert fmt_num(-0.0004) == "0.000" and fmt_num(-0.0004, sign=True) == "+0.000"
+    assert fmt(-0.004, 2) == "0.00" and ci([-0.0001, 0.5]) == "[0.000, 0.500]"
+    assert est(Estimate(value=-0.00001, ci=[-0.0004, 0.2]), sign=True) == "+0.000 [0.000, 0.200]"
     assert fmt_ci(Estimate(value=-0.0001, ci=[-0.0004, 0.2])) == "0.000 [0.000, 0.200]"
 
     def deficit(t, h, m):
