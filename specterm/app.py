@@ -277,7 +277,7 @@ def prewarm_screens() -> None:
             importlib.import_module(s.module)
         except ImportError:  # the Run screen's oracle side may be absent; its visit will say so
             pass
-    import specterm.core.decide
+    import specterm.core.cost_ratio
     import specterm.core.optimum  # noqa: F401  (Optimum's throughput curves)
 
 

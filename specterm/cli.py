@@ -106,8 +106,15 @@ def confirm_cmd(
     repeats: int = typer.Option(5, "--repeats", help="Timed rounds of the cost measurement before the generations (one more follows every prompt)."),
     target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
     draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
+    decision_only: bool = typer.Option(False, "--decision-only",
+                                       help="Time only the run's decision g_hw (and --gamma), not this session's choices."),
+    batch_costs: bool = typer.Option(False, "--batch-costs",
+                                     help="Also measure c_decode(B), c_verify(g, B), c_draft(B) for B = 1, 2, 4, 8 (stored with the run)."),
+    batch: int = typer.Option(1, "--batch", help="B > 1: a batched confirmation, B prompts of a corpus together at g_hw(B)."),
+    interleave_costs: bool = typer.Option(True, "--interleave-costs/--no-interleave-costs",
+                                          help="Time one more cost round after every prompt (off on a loaded machine)."),
 ) -> None:
-    """Time plain greedy against real speculative decoding at g_hw, g_iid (and --gamma) on this hardware; record predicted vs realized in run.json."""
+    """Time plain greedy against real speculative decoding at the run's g_hw (always), this session's g_hw, g_iid; record it in run.json."""
     params = dict(locals())
     from specterm.oracle.confirm import confirm_command
 
@@ -146,7 +153,7 @@ def report_cmd(
     shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ) -> None:
-    """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q4)."""
+    """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q6)."""
     from specterm.core.analysis import analyse
     from specterm.core.errors import SpectermError
     from specterm.core.export import to_json, to_markdown, to_text

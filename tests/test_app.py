@@ -185,10 +185,12 @@ async def test_set_cycling_follows_across_screens(run_path):
         assert "c_draft/c_verify = 0.150 (measured)" in static_text(app.screen, "#set-bar")
 
 
-async def test_decide_accelerator_changes_batch_crossover(run_path, tmp_path, monkeypatch):
-    from specterm.core.decide import decision
+async def test_decide_accelerator_changes_the_roofline_reference(run_path, tmp_path, monkeypatch):
+    """Decide's first table is the decision on this hardware (report decision_hw); the cost-ratio model
+    below follows the accelerator preset and a typed ridge: roofline B* = I*/(g*_true + 1)."""
+    from specterm.core.cost_ratio import cost_ratio_optimum
+    from specterm.core.export import decision_table, markdown_tables
     from specterm.core.params import ACCELERATORS
-    from specterm.core.export import markdown_tables
 
     monkeypatch.chdir(tmp_path)
 
@@ -198,31 +200,36 @@ async def test_decide_accelerator_changes_batch_crossover(run_path, tmp_path, mo
         await pilot.press("6")
         await pilot.pause()
         table = app.screen.query_one("#decide-table", DataTable)
+        expected = decision_table(app.report)
+        assert [r[0] for r in table_rows(table)] == [r[0] for r in expected[2]]
         pooled = app.report.sets["pooled"]
+
+        def pooled_line() -> list[str]:
+            card = str(app.screen.query_one("#hw-card", Static).render())
+            return next(ln for ln in card.splitlines() if ln.startswith("pooled ")).split()
+
         names = list(ACCELERATORS)
         for _ in range(len(names)):
             preset = app.screen.preset
-            d = decision(pooled, 0.15, ACCELERATORS[preset].ridge)
-            row = next(r for r in table_rows(table) if r[0] == "pooled")
-            assert row[-1] == f"{d.batch_crossover:.0f}"
-            # B* = I*/(g+1), checked by hand from the preset's ridge
-            assert float(row[-1]) == pytest.approx(ACCELERATORS[preset].ridge / (int(row[1]) + 1), abs=0.5)
+            d = cost_ratio_optimum(pooled, app.screen.r, ACCELERATORS[preset].ridge)
+            line = pooled_line()
+            assert line[-1] == f"{d.roofline_B_star:.0f}"
+            assert float(line[-1]) == pytest.approx(ACCELERATORS[preset].ridge / (int(line[1]) + 1), abs=0.5)
             await pilot.press("a")
             await pilot.pause()
         await pilot.press("i")
         await pilot.press(*"100", "enter")
         await pilot.pause()
-        row = next(r for r in table_rows(table) if r[0] == "pooled")
-        assert float(row[-1]) == pytest.approx(100 / (int(row[1]) + 1), abs=0.5)
-        # export: the report's table, then the one shown for the custom ridge
+        line = pooled_line()
+        assert float(line[-1]) == pytest.approx(100 / (int(line[1]) + 1), abs=0.5)
+        # export: the report's decision tables, then the cost-ratio model shown for the custom ridge
         await pilot.press("e")
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
         written = (tmp_path / "specterm-decide-layers-1-target.md").read_text()
-        # the decisions shown (the custom ridge throughout), not the report's H100 table beside them
-        assert markdown_tables(app.report)["decide"] not in written
-        assert "custom ridge I\\* = 100 FLOP/byte" in written and f"| pooled | 0.150 | {row[1]} |" in written
+        assert markdown_tables(app.report)["decide"] in written
+        assert "custom ridge" in written and "= 100 FLOP/byte" in written and f"| pooled | {line[1]} |" in written
 
 
 async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatch):
@@ -436,11 +443,13 @@ async def test_decide_shows_the_hardware_decision_and_predicted_vs_realized(tmp_
         await ready(app, pilot)
         await pilot.press("6")
         await pilot.pause()
-        card = str(app.screen.query_one("#hw-card", Static).render())
         d = app.report.sets["prose"].decision_hw
         assert d.measured and d.speedup_hw < 1
-        line = next(ln for ln in card.splitlines() if ln.startswith("prose "))
-        assert f"g={d.gamma_hw}: {d.speedup_hw:.2f}x" in line and "g=2: 0.60x (2 prompts)" in line
-        assert "1.25 (refeed 1.20)" in line  # 0.6 / 0.48 and 0.6 / 0.5
-        assert "prose: do not speculate on this hardware" in card
-        assert "memory-bound model: verify = one decode step" in str(app.screen.query_one("#accelerator", Static).render())
+        row = next(r for r in table_rows(app.screen.query_one("#decide-table", DataTable)) if r[0] == "prose")
+        assert row[1] == str(d.gamma_hw) and row[2].startswith(f"{d.speedup_hw:.2f}x")
+        assert row[3] == "do not speculate" and row[5].startswith(f"g={d.gamma_mb}: {d.speedup_mb:.2f}x")
+        verdicts = str(app.screen.query_one("#hw-verdicts", Static).render())
+        assert "prose: do not speculate on this hardware" in verdicts
+        checks = str(app.screen.query_one("#verdicts", Static).render())
+        line = next(ln for ln in checks.splitlines() if ln.startswith("prose "))
+        assert line.split()[:5] == ["prose", "2", "2", "0.60x", "1.25"]  # g, prompts, realized, 0.6 / 0.48

@@ -210,3 +210,40 @@ def test_confirm_finds_the_models_by_name_and_checksum_or_takes_overrides(tmp_pa
     _one_sentence(str(err.value))
     with pytest.raises(SpectermError, match="--target"):
         _model_spec(None, "target")
+
+
+@pytest.mark.slow
+def test_batch_costs_batched_confirmation_and_the_decision_check(smollm2_pair, tmp_path):
+    """--batch-costs stores costs by batch; the decision's g_hw (from the run's stored costs) is always
+    timed; the stored decision check excludes the timed prompts; a batched confirmation at B = 2 gives
+    the stored y in every row and exactly the blocks of the lockstep walk."""
+    from specterm.core.blockwalk import set_yield, sync_walk
+    from specterm.core.hardware import batch_costs, cost_curve, decision_hw
+    from specterm.oracle.confirm import confirm_run
+
+    pair, gguf = smollm2_pair
+    run_dir = _copy_run(tmp_path, gguf)
+    run = load_run(run_dir)
+    record = confirm_run(_config(run_dir, corpora=("code",), gammas=(), decision_only=True, batch_costs=True,
+                                 interleave_costs=False), pair=pair)
+    meta = read_meta(run_dir)
+    bc = batch_costs(meta["batch_cost"])
+    assert bc is not None and bc.batches.tolist() == [1, 2, 4, 8] and len(bc.held_back) == 2
+    # the decision's g_hw: the run's stored costs and the corpus's E_true, computed here independently
+    gam = np.arange(1, 5)  # the confirmation's cost_gammas (_config)
+    E, _ = set_yield([s.a for s in run.streams if s.corpus == "code"], gam)
+    g_decision = decision_hw(gam, E, None, cost_curve(meta["cost"])).gamma_hw
+    assert record["choices"]["code"]["gammas"] == [g_decision]
+    (check,) = record["decision_checks"]
+    assert check["excluded"] == ["code-01"] and check["leave_out_streams"] == 15 and check["K"] == 1
+    lo, hi = check["decision_predicted"]["ci"]
+    assert lo <= check["decision_predicted"]["value"] <= hi
+
+    batched = confirm_run(_config(run_dir, per_corpus=2, corpora=("code",), gammas=(), batch=2,
+                                  interleave_costs=False), pair=pair)
+    (row,) = batched["batched_results"]
+    assert row["identical"] and row["batch"] == 2 and row["ids"] == ["code-01", "code-02"]
+    group = [s for s in run.streams if s.id in ("code-01", "code-02")]
+    n = min(N_NEW, *(s.n for s in group))
+    assert row["tokens_per_row"] == n
+    assert row["target_calls"] == row["blocks_walk"] == sync_walk([s.bits for s in group], row["gamma"], n)

@@ -47,7 +47,7 @@ def test_free_verify_gives_spec6s_number(tmp_path):
         assert d.measured is True
         assert d.gamma_hw == G[int(np.nanargmax(S))]
         assert d.speedup_hw == pytest.approx(np.nanmax(S), rel=1e-12)
-        assert d.gamma_hw == s.decide.gamma_true and d.speedup_hw == pytest.approx(s.decide.speedup_true, rel=1e-12)
+        assert d.gamma_hw == s.cost_ratio.gamma_true and d.speedup_hw == pytest.approx(s.cost_ratio.T_true, rel=1e-12)
         assert d.speedup_mb == pytest.approx(d.speedup_hw, rel=1e-12)
 
 
@@ -68,7 +68,7 @@ def test_without_measured_costs_measured_is_false_and_said(tmp_path):
         d = s.decision_hw
         assert d.measured is False and d.gamma_hw is None and d.speedup_hw is None
         assert "no measured costs on this hardware" in d.verdict
-        assert d.gamma_mb == s.decide.gamma_true and d.speedup_mb == pytest.approx(s.decide.speedup_true, rel=1e-12)
+        assert d.gamma_mb == s.cost_ratio.gamma_true and d.speedup_mb == pytest.approx(s.cost_ratio.T_true, rel=1e-12)
     data = json.loads(to_json(rep))["sets"]["pooled"]["decision_hw"]
     assert data["measured"] is False and data["speedup_hw"] is None
 
@@ -79,7 +79,8 @@ def test_verdict_sign_follows_s_hw(tmp_path):
         d = s.decision_hw
         assert d.speedup_hw < 1 and d.speculate is False
         assert d.verdict.startswith(f"do not speculate on this hardware: the best draft length, g = {d.gamma_hw}")
-        assert "memory-bound model: verify = one decode step" in d.verdict
+        assert "memory-bound" not in d.verdict  # a column of the table, never part of the verdict (SPEC 6)
+        assert f"pays when a verify of {d.gamma_hw + 1} tokens costs less than v* = {d.break_even_verify:.2f}" in d.verdict
     fast = report_of(tmp_path, cost(0.5, 0.5, 0.01), "fast")
     for _name, s in fast.ordered_sets():
         assert s.decision_hw.speculate is True
@@ -96,7 +97,7 @@ def test_refeed_model_in_extra_keys_and_named_when_it_flips_the_sign(tmp_path):
         d = s.decision_hw
         assert d.speedup_hw == pytest.approx(spec.sets[name].decision_hw.speedup_hw, rel=1e-12)  # SPEC 6 untouched
         assert d.speculate is True and d.speedup_hw_refeed < 1
-        assert "(with the 2-token draft step: do not" in d.verdict
+        assert f"(with the 2-token draft step: {d.speedup_hw_refeed:.2f}x at g = {d.gamma_hw_refeed})" in d.verdict
         assert d.speedup_refeed_at_gamma_hw < d.speedup_hw
 
 
@@ -122,9 +123,9 @@ def test_confirmation_rows_in_the_report(tmp_path):
     assert (c.gamma, c.predicted, c.ratio) == (5, 1.25, pytest.approx(0.88))
     md = to_markdown(rep)
     assert "Decision on this hardware" in md and "| prose |" in md
-    assert "| g=3: 1.32x (2 prompts) | 0.88 (refeed 1.10) | 1.33x (0.89) | identical |" in md
+    assert "| prose | 3 | 2 | 1.32x | 0.88 |" in md  # confirmation table: set, g, prompts, realized, cost-model check
     text = to_text(rep)
-    assert "realized / predicted (refeed)" in text
+    assert "cost-model check (real / pred)" in text
     keys = json.loads(to_json(rep))["sets"]["prose"]["decision_hw"]
     assert list(keys)[:7] == ["measured", "gamma_hw", "speedup_hw", "gamma_mb", "speedup_mb", "verdict", "confirmed"]
     assert list(keys["confirmed"][0])[:5] == ["gamma", "predicted", "realized", "prompts", "identical"]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from specterm.core import params
-from specterm.core.decide import speedup
+from specterm.core.cost_ratio import speedup
 from specterm.core.optimum import best_gamma, best_index, curve_throughput, throughput
 from specterm.core.replay import heuristic_next
 

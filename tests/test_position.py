@@ -146,3 +146,29 @@ def test_vectorised_bin_cis_equal_the_one_bin_estimates():
     for k, b in enumerate(rep.bins):
         # late bins are reached by few streams: some resamples leave them empty (NaN, dropped)
         assert b.alpha == bootstrap_estimate(pos.bin_alpha, c, R, ps.cols, k)
+
+
+def test_constant_streams_give_exactly_zero_gain():
+    """SPEC 3: per stream, equally weighted. One all-ones stream of 300 tokens and one all-zeros stream
+    of 100 (issue 19's example; a ratio of pooled sums gave +0.298 [0.00, 0.33]) gain exactly 0, in every
+    resample too."""
+    ps = pos.position_sums([np.ones(300, np.uint8), np.zeros(100, np.uint8)])
+    rep = pos.position_report(ps, multinomial_weights(2, 500, 0))
+    assert rep.warmup_gain.value == 0.0 and rep.warmup_gain.ci == [0.0, 0.0] and rep.warmup_streams == 2
+    rng = np.random.default_rng(7)
+    arrays = [np.full(int(rng.integers(33, 400)), int(rng.integers(0, 2)), np.uint8) for _ in range(30)]
+    rep = pos.position_report(pos.position_sums(arrays), multinomial_weights(30, 300, 1))
+    assert rep.warmup_gain.value == 0.0 and rep.warmup_gain.ci == [0.0, 0.0]
+
+
+def test_gain_weights_streams_equally_by_hand():
+    # A (40): early 4/16, late 8/8 -> +0.75. B (100): early 16/16, late 34/68 -> -0.5. mean = +0.125
+    # (a ratio of pooled sums would give (8 + 34)/(8 + 68) - (4 + 16)/32 = -0.0724)
+    a = np.zeros(40, np.uint8)
+    a[:4] = 1
+    a[32:] = 1
+    b = np.zeros(100, np.uint8)
+    b[:16] = 1
+    b[32:66] = 1
+    ps = pos.position_sums([a, b])
+    assert float(pos.warmup_gain(ps.M.sum(axis=0), ps.cols)) == pytest.approx((0.75 - 0.5) / 2)

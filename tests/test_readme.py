@@ -6,12 +6,47 @@ import json
 
 from typer.testing import CliRunner
 
-from readme_results import ROOT, RUN, readme_block, render
+import re
+
+import pytest
+from readme_results import ROOT, RUN, prose_block, readme_block, render, render_prose
 from specterm.cli import app
 
 
 def test_readme_results_are_generated_from_the_shipped_run():
     assert readme_block((ROOT / "README.md").read_text(encoding="utf-8")) == render()
+
+
+@pytest.fixture(scope="module")
+def prose_pair() -> tuple[str, str]:
+    return prose_block((ROOT / "README.md").read_text(encoding="utf-8")), render_prose()
+
+
+def test_readme_results_prose_is_generated_from_the_reports(prose_pair):
+    """Every figure in the Results paragraphs is filled from `specterm report` (readme_results.prose)."""
+    readme, rendered = prose_pair
+    assert readme == rendered
+
+
+def test_a_figure_changed_by_hand_in_the_prose_fails(prose_pair):
+    """The check above can fail: change any one number of the README's paragraphs and it no longer matches."""
+    readme, rendered = prose_pair
+    numbers = list(re.finditer(r"\d+\.\d+", readme))
+    assert len(numbers) > 30
+    for m in numbers[:: max(1, len(numbers) // 12)]:
+        digit = m.group()[-1]
+        edited = readme[: m.end() - 1] + str((int(digit) + 1) % 10) + readme[m.end():]
+        assert edited != rendered
+
+
+def test_the_prose_says_what_the_issue_found_false_no_longer():
+    """Sentences issue 19 found false are gone from the README; beta is said to be measured along y."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    flat = " ".join(text.split())
+    for false in ("each corpus's CI still includes 1", "over-dispersion is clear pooled",
+                  "within 0.01 of greedy alpha in every corpus.", "(P4, P5 hold)"):
+        assert false not in flat
+    assert "along the greedy continuation y" in " ".join(prose_block(text).split())
 
 
 def test_shipped_run_has_five_corpora_of_16_prompts_with_gate_one():

@@ -62,9 +62,12 @@ def test_spec7_json_shape(report):
         assert is_est(smp["beta_bar"]) and is_est(smp["beta_autocorr"])
         assert set(smp["E_iid_beta"]) == {"2", "4", "8", "16"} and all(is_est(v) for v in smp["E_iid_beta"].values())
         assert is_est(d["c2_minus_c1"])
-    assert [p["id"] for p in doc["scorecard"]] == ["P1", "P2", "P3", "P4", "P5", "Q1", "Q2", "Q3", "Q4"]
-    assert [p["seed"] for p in doc["scorecard"]] == ["measurement"] * 5 + ["economics"] * 4
-    assert all(p["verdict"] in ("holds", "falsified", "inconclusive") and isinstance(p["evidence"], str) for p in doc["scorecard"])
+    assert [p["id"] for p in doc["scorecard"]] == ["P1", "P2", "P3", "P4", "P5", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]
+    assert [p["seed"] for p in doc["scorecard"]] == ["measurement"] * 5 + ["economics"] * 6
+    verdicts = ("holds", "holds in direction, not in size", "falsified", "inconclusive")
+    assert all(p["verdict"] in verdicts and isinstance(p["evidence"], str) for p in doc["scorecard"])
+    outcomes = ("holds", "not reproduced", "inconclusive", "n/a")
+    assert all(p["direction"] in outcomes and p["size"] in outcomes for p in doc["scorecard"])
     run = doc["runs"][0]
     assert set(run) >= {"name", "path", "target", "draft", "device", "dtype", "r_measured", "n_streams", "corpora"}
     assert run["n_streams"] == 35 and run["corpora"] == ["code", "prose"]

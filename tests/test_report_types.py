@@ -50,7 +50,7 @@ def test_typed_pieces_and_no_key_access(report):
     assert isinstance(s.deficit.temporal, Estimate)
     with pytest.raises(TypeError):
         s["deficit"]  # attributes only: the report is not read by key
-    assert s.decide.r == 0.3 and s.policies[0].policy in ("best-fixed", "fixed")
+    assert s.cost_ratio.r == 0.3 and s.policies[0].policy in ("best-fixed", "fixed")
 
 
 def test_mean_run_length_and_curve_lookup():

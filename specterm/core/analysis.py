@@ -17,8 +17,14 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 - Acceptance by position (position.py) and sampling acceptance (sampling.py) use the same weights
   W per set; every set shares one bin layout (enough bins for the longest analysed stream), and
   the pooled resampled sums are the corpora's added up (W_pooled is their blocks side by side).
-- The scorecard is P1-P5 then Q1-Q4 (scorecard.scorecard, economics.q_rows); Q3 uses the
-  memory-bound model at each corpus's r until the call below passes measured costs.
+- The scorecard is P1-P5 then Q1-Q6 (scorecard.scorecard, economics.q_rows). Borderline (SPEC 4):
+  the verdicts are recomputed with the bootstrap weights of seeds 0..4 (and the report's seed) on
+  the same per-stream sums (the shuffles keep the report's seed: only the weights change, so the
+  sums matrices are reused); a row whose verdict differs across them is marked borderline. Q5 and
+  Q6 read the decision on this hardware, whose CIs also resample the costs; they are judged at the
+  report's seed only and never marked borderline.
+- Steady state (steady.py): every set's autocorrelation, D/D_geom and deficit split on t >= 32,
+  bootstrapped with the set's W.
 """
 
 from __future__ import annotations
@@ -32,23 +38,27 @@ from specterm.core import stats as st
 from specterm.core.blockwalk import E_iid
 from specterm.core.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.costmodel import r_or_default, refeed_share
-from specterm.core.decide import decision
+from specterm.core.cost_ratio import cost_ratio_optimum
 from specterm.core.economics import depth_gain
 from specterm.core.errors import SpectermError
 from specterm.core.estimate import num
-from specterm.core.hardware import (
-    MIXED_COSTS_NOTE, Confirmation, CostCurve, confirmed_for_set, decision_hw, q3_costs, run_curve_and_confirmations,
-)
+from specterm.core.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, RunCostUncertainty, batched_rows,
+                                    confirming, decision_check, decision_hw, q3_costs, run_cost_uncertainty,
+                                    run_curve_and_confirmations)
+from specterm.core.hardware.decision import verdict_sign_held
 from specterm.core.optimum import optimum_table, r_values
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
-from specterm.core.policies import PolicyTable, policy_summary, policy_table
+from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bins_needed, position_report, position_sums
 from specterm.core.report import (
-    POOLED, ConfirmedRow, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, SetReport,
+    POOLED, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, SetReport,
 )
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
-from specterm.core.scorecard import scorecard
+from specterm.core.scorecard import mark_borderline, scorecard
+from specterm.core.borderline import BORDERLINE_SEEDS, best_gammas, replicates, seed_verdicts
+from specterm.core.steady import SteadySums, steady_report, steady_sums
 from specterm.core.store import Run, Stream
+
 
 
 def corpus_seed(seed: int, corpus: str) -> int:
@@ -111,7 +121,7 @@ def _stack(parts: list[st.StreamSums]) -> st.StreamSums:
 
 def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -> SetReport:
     """Every number of one set from its sums matrix and bootstrap weights (see module docstring);
-    policies, decide, position, sampling and decision_hw are filled by `analyse`."""
+    policies, cost_ratio, position, sampling and decision_hw are filled by `analyse`."""
     cols, gamma, dg = sums.cols, sums.gamma, sums.depth_gamma
     c = sums.M.sum(axis=0)
     R = W @ sums.M
@@ -192,11 +202,14 @@ def _added(arrays: list[np.ndarray]) -> np.ndarray:
 Hardware = tuple[CostCurve | None, list[Confirmation]]
 
 
-def _decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]], runs: list[Run],
-                 hw: list[Hardware]) -> DecisionHW:
+def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]], runs: list[Run],
+                     hw: list[Hardware], sums: st.StreamSums, W: np.ndarray,
+                     unc: list[RunCostUncertainty], seed: int) -> DecisionHW:
     """hardware.decision_hw of a set from the cost curve of the run(s) its streams come from (streams
     of runs with different measured costs get no hardware decision: measured False), the refeed
-    share phi(g) of its streams, and its confirmed rows."""
+    share phi(g) of its streams, its confirmed rows with their decision checks, and its uncertainty:
+    E_true(g) in the set's bootstrap replicates R = W @ M (the same resamples as every statistic)
+    beside the run's cost replicates (`unc`, one per run)."""
     idx = sorted({i for _, i in members})
     costs = [runs[i].meta.get("cost") for i in idx]
     curve, confs, note = hw[idx[0]][0], hw[idx[0]][1], None
@@ -213,10 +226,23 @@ def _decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]], r
         phi_c = refeed_share([s.a for s, _ in members], np.array(common, dtype=np.int64)) if common else np.array([])
         lookup = dict(zip(common, phi_c.tolist()))
         phi = np.array([lookup.get(int(g), np.nan) for g in gammas])
-    confirmed = [ConfirmedRow(**row) for row in confirmed_for_set(confs, name)] if curve is not None or confs else []
-    return decision_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve,
-                       r_fallback=r_or_default(rep.r_measured) if curve is None else None,
-                       phi_true=phi, confirmed=confirmed, note=note)
+    conf, confirmed = confirming(confs, name) if curve is not None or confs else (None, [])
+    R = W @ sums.M
+    E_boot = np.stack([st.E_true(R, sums.cols, int(g)) for g in gammas.tolist()], axis=1) if R.shape[0] else None
+    u = unc[idx[0]] if curve is not None else RunCostUncertainty()
+    if conf is not None and curve is not None and name != POOLED:  # pooled rows mix corpora timed at different g
+        streams = [(s.id, s.a) for s, _ in members]
+        confirmed = [{**row, **decision_check(row, conf, name, streams, curve, u.reps, W.shape[0], seed)}
+                     for row in confirmed]
+    out = decision_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve,
+                      r_fallback=r_or_default(rep.r_measured) if curve is None else None,
+                      phi_true=phi, confirmed=confirmed, note=note, E_boot=E_boot, reps=u.reps,
+                      batch=u.batch, batch_reps=u.batch_reps)
+    out.confirmed_batch = batched_rows(confs, name) if curve is not None else []
+    for row in out.confirmed:
+        if row.gamma == out.gamma_hw and row.sign_held is not None:
+            row.sign_held = verdict_sign_held(out.verdict_kind, float(row.realized))
+    return out
 
 
 def _q3_costs(corpora: list[str], by_corpus: dict[str, list[tuple[Stream, int]]],
@@ -267,12 +293,14 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     weights: dict[str, np.ndarray] = {}
     positions: dict[str, PositionSums] = {}
     samplings: dict[str, SamplingSums] = {}
+    steadies: dict[str, SteadySums] = {}
     lo = 0
     for c in corpora:
         streams = [s for s, _ in by_corpus[c]]
         cseed = corpus_seed(seed, c)
         parts[c] = _sums(streams, gamma, depth_gamma, shuffles, cseed)
         positions[c] = position_sums([s.a for s in streams], n_bins=n_bins)
+        steadies[c] = steady_sums([s.a for s in streams], gamma, shuffles, cseed)
         samplings[c] = sampling_sums([analysed_beta(s) for s in streams])
         weights[c] = multinomial_weights(len(streams), boot, cseed, out=W_pooled[:, lo:lo + len(streams)])
         lo += len(streams)
@@ -281,6 +309,8 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     groups[POOLED] = (_stack([parts[c] for c in corpora]), W_pooled, [e for c in corpora for e in by_corpus[c]])
     first = positions[corpora[0]]
     positions[POOLED] = PositionSums(np.vstack([positions[c].M for c in corpora]), first.cols, first.bin_width, n_bins)
+    first_ss = steadies[corpora[0]]
+    steadies[POOLED] = SteadySums(np.vstack([steadies[c].M for c in corpora]), first_ss.cols, first_ss.gamma, first_ss.start)
     samplings[POOLED] = SamplingSums(np.vstack([samplings[c].M for c in corpora]), samplings[corpora[0]].cols)
     # Resampled sums R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = sum of R_corpus.
     resampled_position = {c: weights[c] @ positions[c].M for c in corpora}
@@ -295,21 +325,37 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         tables[c] = tables[POOLED].rows(slice(lo, lo + len(by_corpus[c])))
         lo += len(by_corpus[c])
     hw = [run_curve_and_confirmations(run.meta, f"{run.path}/run.json") for run in runs]
+    unc = [run_cost_uncertainty(run.meta, boot, seed) for run in runs]
     sets: dict[str, SetReport] = {}
     for name, (sums, W, members) in groups.items():
         rep = set_report(sums, W, [run_r[i] for _, i in members])
         r = r_or_default(rep.r_measured)
         rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name])
-        rep.decide = decision(rep, r, ridge=DEFAULT_RIDGE)
+        rep.cost_ratio = cost_ratio_optimum(rep, r, ridge=DEFAULT_RIDGE)
         rep.position = position_report(positions[name], W, resampled_position[name])
         rep.sampling = sampling_report(samplings[name], W, resampled_sampling[name])
-        rep.decision_hw = _decision_hw(rep, name, members, runs, hw)
+        rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed)
+        rep.steady_state = steady_report(steadies[name], W)
         sets[name] = rep
 
+    # P1-P5, then Q1-Q6; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
+    q3c, real = _q3_costs(corpora, by_corpus, hw), _realized(sets, corpora)
+    best = best_gammas(sets, q3c)
+    rows = scorecard(sets, costs=q3c, realized=real,
+                     replicates={c: replicates(parts[c], weights[c], best[c]) for c in corpora} if boot > 0 else None)
+    if boot > 0:
+        by_seed = {seed: {r.id: r.verdict for r in rows if r.id not in ("Q5", "Q6")}}
+        pol = {}  # per set: the policies and their per-stream sums, built once, resampled per seed
+        for name, (_, _, members) in groups.items():
+            if members:
+                r = r_or_default(sets[name].r_measured)
+                pol[name] = (*policy_sums([s for s, _ in members], r, table=tables[name]), r)
+        for other in sorted(set(BORDERLINE_SEEDS) - {seed}):
+            by_seed[other] = seed_verdicts(other, corpus_seed, corpora, groups, sets, pol, boot, q3c, real, best)
+        rows = mark_borderline(rows, by_seed)
     return Report(
         sets=sets,
-        # P1-P5, then Q1-Q4; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
-        scorecard=scorecard(sets, costs=_q3_costs(corpora, by_corpus, hw), realized=_realized(sets, corpora)),
+        scorecard=rows,
         runs=[run_summary(run) for run in runs],
         params=Params(gamma=gamma, boot=boot, shuffles=shuffles, seed=seed, depth_gamma=depth_gamma,
                       r_default=R_DEFAULT, ridge=DEFAULT_RIDGE),

@@ -119,3 +119,23 @@ def set_yield(streams_bits: list[np.ndarray], gammas: np.ndarray) -> tuple[np.nd
     with np.errstate(invalid="ignore", divide="ignore"):
         E = tokens.sum(axis=0) / blocks.sum(axis=0)
     return E, (ones / n if n else float("nan"))
+
+
+def sync_walk(rows: list[np.ndarray], gamma: int, n: int) -> int:
+    """Blocks of lockstep batched speculation (oracle/specdec.batched_speculative_generate) over the first
+    n positions of each row's stream a_i:
+
+        s = 0; while s < n: k_i = leading ones of a_i[s : s + min(g, n - s)];
+                            s += min(min_i k_i + 1, n - s); blocks += 1
+
+    (every row commits the slowest row's accepted drafts plus one target token). With one row this is
+    the walk of SPEC 2 with the draft length capped at the horizon."""
+    a = np.stack([np.asarray(r[:n], dtype=np.int64) for r in rows])
+    s = blocks = 0
+    while s < n:
+        g = min(gamma, n - s)
+        window = a[:, s:s + g]
+        k = int(np.cumprod(window, axis=1).sum(axis=1).min()) if g else 0
+        s += min(k + 1, n - s)
+        blocks += 1
+    return blocks

@@ -1,9 +1,11 @@
-"""The economics seed's claims Q1-Q4 (SPEC 4), computed from data, never written by hand.
+"""The economics seed's claims Q1-Q6 (SPEC 4), computed from data, never written by hand.
 
 Each rule is a pure function of numbers the report already has and returns a scorecard row
-{"id", "prediction" (the claim), "verdict": holds|falsified|inconclusive, "evidence", "seed": "economics"}
-in the P rows' shape, the evidence starting with the verdict as theirs does. `q_rows(sets)` builds
-Q1-Q4 from a report's sets (scorecard.scorecard appends them after P1-P5). Numbers used:
+(verdict.score_row: "id", "prediction" (the claim), "verdict", "direction", "size", "evidence", ...,
+"seed": "economics") in the P rows' shape, the evidence starting with the verdict as theirs does. `q_rows(sets)` builds
+Q1-Q6 from a report's sets (scorecard.scorecard appends them after P1-P5). Each row has a direction
+and a size (core/verdict.py) and the verdict from them; the rules are in each function's docstring.
+Numbers used:
 
     c_2 - c_1           depth.c2_minus_c1 (analysis: bootstrapped as f(W @ M) like the rest, with
                         depth_gain below on the stats.stream_sums columns)
@@ -12,23 +14,26 @@ Q1-Q4 from a report's sets (scorecard.scorecard appends them after P1-P5). Numbe
         memory-bound:  factor(g) = 1 / (1 + g r)                          (SPEC 2, 6; r of the set)
         measured:      factor(g) = c_decode / (c_verify(g) + g c_draft)   (S_hw, SPEC 6)
 
-Rules, and the choices where the SPEC is silent:
+Rules (direction; size against the seed's, SEED_SIZE), and the choices where the SPEC is silent:
 
-    Q1 holds: the CI of c_2 - c_1 lies above 0 in every corpus; falsified: it lies below 0 in some
-       corpus; inconclusive otherwise (a CI that contains 0 or is undefined, depth < 2, no corpus).
-    Q2 holds: the CIs of the highest and lowest corpus alpha (by point estimate) do not overlap;
-       inconclusive otherwise (or with fewer than 2 corpora). The SPEC names no falsifying outcome
-       and overlapping CIs do not show equal acceptance, so Q2 is never falsified.
-    Q3 holds: the best corpus's speedup at its own best g has a CI above the worst corpus's;
-       inconclusive otherwise, never falsified (as Q2). Each corpus's best g is chosen once on the
-       whole corpus (argmax of the point curve, ties: smallest g, as optimum.best_gamma), and its
-       CI is the bootstrap of the speedup at that g (the choice is not re-made per resample, like
-       policies' best fixed g).
-    Q4 on the pooled set: the adaptive policies are the heuristic schedule and the confidence stop
-       at its best tau (highest point T / T_best_fixed; ties: smallest tau). holds: some adaptive
-       policy's T / T_best_fixed CI lies above 1; falsified: every adaptive policy's CI lies below
-       1; inconclusive otherwise (or no adaptive policy). Choosing tau on the same data favours the
-       confidence stop slightly; the CI does not account for that choice.
+    Q1 direction: the CI of c_2 - c_1 lies above 0 in every corpus; below 0 in some corpus:
+       falsified. size: every corpus's c_1 CI overlaps 0.3..0.5 and each of its c_2..c_8 CIs 0.9..1.0.
+    Q2 direction: the CIs of the highest and lowest corpus alpha (by point estimate) do not overlap;
+       never falsified (the SPEC names no falsifying outcome; overlapping CIs do not show equal
+       acceptance). size: the CI of the spread (paired bootstrap replicates) overlaps 0.45..0.70.
+    Q3 direction: the best corpus's speedup at its own best g has a CI above the worst corpus's;
+       never falsified (as Q2). Each corpus's best g is chosen once on the whole corpus (argmax of the
+       point curve, ties: smallest g, as optimum.best_gamma), and its CI is the bootstrap of the
+       speedup at that g. size: the CI of the best / worst ratio overlaps 3..6.
+    Q4 direction: the heuristic schedule or the confidence stop at its best pooled tau beats the
+       pooled best fixed g and each corpus's own (CIs of T / T_best_fixed above 1); falsified when
+       every candidate has a CI below 1 somewhere. Choosing tau on the same data favours the
+       confidence stop slightly; the CI does not account for that choice. size: n/a.
+    Q5, Q6: see q5, q6 (the decision on this hardware and its batch costs). size: n/a.
+
+Length: six claims, each a rule with its evidence text and the seed's size, over the shared
+speedup helpers (best_speedup, speedup_factor) that Q3 and the README tables use; splitting the rules
+from one another would scatter one seed's claims over several modules.
 """
 
 from __future__ import annotations
@@ -41,22 +46,41 @@ import numpy as np
 
 from specterm.core import costmodel
 from specterm.core import stats as st
+from specterm.core import verdict as vd
+from specterm.core.bootstrap import percentile_ci
 from specterm.core.costmodel import curve_throughput, r_or_default
-from specterm.core.fmt import est as est_text
-from specterm.core.fmt import fmt
+from specterm.core.estimate import num
+from specterm.core.fmt import MISSING
 from specterm.core.optimum import best_gamma
 from specterm.core.params import GAMMAS
-from specterm.core.report import ECONOMICS, POOLED, Estimate, PolicyRow, ScoreRow, SetReport
+from specterm.core.report import ECONOMICS, Estimate
 
 CLAIMS = {
     "Q1": "the first drafted token is the hard one; once on the rails, deeper tokens accept at 0.9-1.0",
     "Q2": "effective acceptance swings widely by workload (seed: ~0.40 prose to ~0.97 code)",
     "Q3": "the same draft gives very different speedups by workload (seed: ~1.4x to ~6x)",
     "Q4": "an adaptive draft length beats every fixed one",
+    "Q5": "only the measured cost ratio tells which side of 1.0 you are on",
+    "Q6": "the crossover depends on the batch: speculation stops paying above some batch",
 }
 
+# The seed's size per claim (SPEC 4's table), quoted in the evidence, and the ranges the size test uses.
+SEED_SIZE = {
+    "Q1": "c_1 ~0.4 (read: 0.3 to 0.5); c_2..c_8 0.9 to 1.0",
+    "Q2": "alpha ~0.40 (prose) to ~0.97 (code): spread ~0.57 (read: 0.45 to 0.70)",
+    "Q3": "speedups ~1.4x to ~6x: best / worst ratio ~4.3 (read: 3 to 6)",
+    "Q4": "none stated",
+    "Q5": "none stated",
+    "Q6": "B* ~ 49 at g = 5 on an H100; production stops near 32 (a reference, not testable off-GPU)",
+}
+Q1_FIRST = (0.3, 0.5)
+Q1_DEEPER = (0.9, 1.0)
+Q1_DEPTH = 8  # c_2..c_8
+Q2_SPREAD = (0.45, 0.70)
+Q3_RATIO = (3.0, 6.0)
+
 # The economics seed's published figures, for comparison tables (README, export).
-SEED_FIGURES: dict[str, Any] = {
+SEED_FIGURES = {
     "first_token_acceptance": 0.4,
     "deeper_acceptance": (0.9, 1.0),
     "alpha_range": (0.40, 0.97),  # prose .. code, at gamma 6
@@ -71,8 +95,12 @@ ADAPTIVE = ("heuristic", "confidence")
 
 def depth_gain(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """c_2 - c_1: conditional acceptance at block depth 2 minus depth 1 (uncut blocks, SPEC 3)."""
-    gain: np.ndarray = st.depth_conditional(c, cols, 2) - st.depth_conditional(c, cols, 1)
-    return gain
+    return np.asarray(st.depth_conditional(c, cols, 2) - st.depth_conditional(c, cols, 1), dtype=np.float64)
+
+
+def _value(e: Estimate) -> float:
+    """An Estimate's point value as a float (NaN when undefined)."""
+    return float("nan") if e.value is None else float(e.value)
 
 
 def memory_bound_factor(r: float, gammas: np.ndarray = GAMMAS) -> np.ndarray:
@@ -113,45 +141,92 @@ def best_speedup(E_true: Sequence[float | None], E_true_ci: Sequence[Sequence[fl
     return BestSpeedup(g, Estimate(value=float(E[g - 1] * f[g - 1]), ci=[lo, hi]), basis)
 
 
-def speedup_factor(set_report: SetReport, costs: Mapping[str, Any] | None = None) -> tuple[np.ndarray, str]:
+def speedup_factor(set_report: Mapping[str, Any], costs: Mapping[str, Any] | None = None) -> tuple[np.ndarray, str]:
     """(factor over GAMMAS, basis) for a set: measured costs {"c_decode", "c_verify": {g: s}, "c_draft"}
     when given (S_hw, SPEC 6), else the memory-bound model at the set's r (measured, else R_DEFAULT)."""
     if costs is not None:
         return measured_factor(costs["c_decode"], costs["c_verify"], costs["c_draft"]), "measured costs c_decode / (c_verify(g) + g c_draft)"
-    r = r_or_default(set_report.r_measured)
+    r = r_or_default(vd.fields(set_report).get("r_measured"))
     return memory_bound_factor(r), f"memory-bound E_true(g)/(1+g r) at r={r:.3f}"
 
 
 # --------------------------------------------------------------------------- the rows ---
 
 
-def _row(qid: str, verdict: str, evidence: str) -> ScoreRow:
-    return ScoreRow(id=qid, prediction=CLAIMS[qid], verdict=verdict, evidence=f"{verdict}: {evidence}", seed=ECONOMICS)
+def _fmt(x: float | None, digits: int = 3, sign: bool = False) -> str:
+    if x is None or not np.isfinite(x):
+        return MISSING
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
 
 
-def q1(conditional: Mapping[str, Sequence[float | None]], gain: Mapping[str, Estimate | None]) -> ScoreRow:
-    """Q1 from each corpus's conditional acceptance c_1..c_g (values) and its c_2 - c_1 estimate."""
+def _est(e: Estimate, digits: int = 3, sign: bool = False, unit: str = "") -> str:
+    return f"{_fmt(e.value, digits, sign)}{unit} [{_fmt(e.lo, digits)}, {_fmt(e.hi, digits)}]"
+
+
+def _row(qid: str, direction: str, size: str, evidence: str) -> dict[str, Any]:
+    """A Q row: the verdict from (direction, size) by verdict.verdict_of, the seed's size beside."""
+    return vd.score_row(qid, CLAIMS[qid], ECONOMICS, direction, size, evidence, SEED_SIZE[qid])
+
+
+def _as_estimate(x: Any) -> Estimate:
+    """An Estimate from an Estimate, a {"value", "ci"} dict, a bare number (CI undefined) or None
+    (built directly: Estimate.of's from_dict resolves type hints, slow in the borderline loop)."""
+    if isinstance(x, vd.Fields):
+        x = x.raw()
+    if isinstance(x, Estimate):
+        return x
+    if x is None:
+        return Estimate()
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return Estimate(value=float(x))
+    ci = x.get("ci") or [None, None]
+    return Estimate(value=x.get("value"), ci=[ci[0], ci[1]])  # a {"value", "ci"} dict
+
+
+def q1(conditional: Mapping[str, Sequence[Any]], gain: Mapping[str, Any]) -> dict[str, Any]:
+    """Q1 from each corpus's conditional acceptance c_1..c_g (Estimates, {"value","ci"} dicts or bare
+    values: a bare value has no CI, so its size is inconclusive) and its c_2 - c_1 estimate.
+
+    direction: c_2 - c_1 CI > 0 in every corpus (below 0 in some corpus: falsified). size: in every
+    corpus c_1's CI overlaps 0.3..0.5 and each of c_2..c_8's CIs overlaps 0.9..1.0 (depths the report has).
+    """
     corpora = list(conditional)
     if not corpora:
-        return _row("Q1", "inconclusive", "no corpus to test")
+        return _row("Q1", vd.INCONCLUSIVE, vd.INCONCLUSIVE, "no corpus to test")
     if any(len(conditional[c]) < 2 for c in corpora):
-        return _row("Q1", "inconclusive", "needs conditional acceptance at depth 2 (depth gamma >= 2)")
-    est = {c: gain.get(c) or Estimate() for c in corpora}
+        return _row("Q1", vd.INCONCLUSIVE, vd.INCONCLUSIVE, "needs conditional acceptance at depth 2 (depth gamma >= 2)")
+    est = {c: _as_estimate(gain.get(c)) for c in corpora}
+    cond = {c: [_as_estimate(x) for x in conditional[c]] for c in corpora}
 
     def part(c: str) -> str:
-        cs = [None if x is None else float(x) for x in conditional[c]]
-        deeper = " ".join(fmt(x, 2) for x in cs[1:])
-        return f"{c}: c_1 = {fmt(cs[0], 2)}, c_2..c_{len(cs)} = {deeper}, c_2 - c_1 = {est_text(est[c], sign=True)}"
+        cs = cond[c]
+        deeper = " ".join(_fmt(x.value, 2) for x in cs[1:])
+        return f"{c}: c_1 = {_fmt(cs[0].value, 2)}, c_2..c_{len(cs)} = {deeper}, c_2 - c_1 = {_est(est[c], sign=True)}"
 
     detail = "; ".join(part(c) for c in corpora)
-    above = [c for c in corpora if est[c].bounds()[0] > 0]
-    below = [c for c in corpora if est[c].bounds()[1] < 0]
-    if below:
-        return _row("Q1", "falsified", f"c_2 - c_1 CI lies below 0 in {', '.join(below)} ({detail})")
-    if len(above) == len(corpora):
-        return _row("Q1", "holds", f"c_2 - c_1 CI lies above 0 in all {len(corpora)} corpora ({detail})")
-    rest = [c for c in corpora if c not in above]
-    return _row("Q1", "inconclusive", f"c_2 - c_1 CI contains 0 or is undefined in {', '.join(rest)} ({detail})")
+    direction = vd.combine(vd.direction(*est[c].bounds(), 0.0) for c in corpora)
+    first = {c: vd.size(*cond[c][0].bounds(), *Q1_FIRST) for c in corpora}
+    deep = {c: vd.combine(vd.size(*x.bounds(), *Q1_DEEPER) for x in cond[c][1:Q1_DEPTH]) for c in corpora}
+    size = vd.combine(list(first.values()) + list(deep.values()))
+    c1 = [x for c in corpora for x in [cond[c][0]] if x.lo is not None]
+    ck = [x for c in corpora for x in cond[c][1:Q1_DEPTH] if x.lo is not None]
+    size_text = (f"size {size}: c_1 CIs span {_fmt(min((x.bounds()[0] for x in c1), default=None), 2)} to "
+                 f"{_fmt(max((x.bounds()[1] for x in c1), default=None), 2)}, c_2..c_{Q1_DEPTH} CIs span "
+                 f"{_fmt(min((x.bounds()[0] for x in ck), default=None), 2)} to "
+                 f"{_fmt(max((x.bounds()[1] for x in ck), default=None), 2)}")
+    off = [c for c in corpora if first[c] == vd.NOT_REPRODUCED or deep[c] == vd.NOT_REPRODUCED]
+    if off:
+        size_text += f" (excludes the seed's size in {', '.join(off)})"
+    size_text += f" (seed's size: {SEED_SIZE['Q1']})"
+    if direction == vd.NOT_REPRODUCED:
+        below = [c for c in corpora if est[c].bounds()[1] < 0]
+        text = f"c_2 - c_1 CI lies below 0 in {', '.join(below)}"
+    elif direction == vd.HOLDS:
+        text = f"c_2 - c_1 CI lies above 0 in all {len(corpora)} corpora"
+    else:
+        rest = [c for c in corpora if not est[c].bounds()[0] > 0]
+        text = f"c_2 - c_1 CI contains 0 or is undefined in {', '.join(rest)}"
+    return _row("Q1", direction, size, f"{text}; {size_text} ({detail})")
 
 
 def _extremes(values: Mapping[str, Estimate]) -> tuple[str, str] | None:
@@ -164,114 +239,278 @@ def _extremes(values: Mapping[str, Estimate]) -> tuple[str, str] | None:
     return hi, lo
 
 
-def q2(alphas: Mapping[str, Estimate]) -> ScoreRow:
-    """Q2 from each corpus's alpha estimate (value and CI)."""
-    est = dict(alphas)
+def _separated(hi: Estimate, lo: Estimate) -> str:
+    """Direction of "hi's CI lies above lo's": holds when hi.lo > lo.hi, else inconclusive (never
+    falsified: hi and lo are ordered by their point values)."""
+    return vd.HOLDS if hi.bounds()[0] > lo.bounds()[1] else vd.INCONCLUSIVE
+
+
+def extremes_interval(reps: Mapping[str, np.ndarray], hi: str, lo: str, op: str) -> Estimate:
+    """The percentile CI of hi - lo ("diff") or hi / lo ("ratio") over bootstrap replicates paired by
+    index (each corpus resampled within itself, SPEC 3), value = the same of the point values is left
+    to the caller (None here)."""
+    a, b = np.asarray(reps[hi], dtype=np.float64), np.asarray(reps[lo], dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = a - b if op == "diff" else a / b
+    lo_, hi_ = percentile_ci(x)
+    return Estimate(value=None, ci=[num(lo_), num(hi_)])
+
+
+def q2(alphas: Mapping[str, Any], spread: Any = None) -> dict[str, Any]:
+    """Q2 from each corpus's alpha estimate (value and CI) and the CI of the spread alpha_hi - alpha_lo
+    (highest minus lowest corpus by point value, over paired bootstrap replicates; None: undefined).
+
+    direction: the CIs of the highest and the lowest corpus alpha do not overlap. size: the spread's
+    CI overlaps 0.45..0.70 (the seed's ~0.40 to ~0.97: ~0.57)."""
+    est = {c: _as_estimate(e) for c, e in alphas.items()}
     ends = _extremes(est)
-    seed = f"seed: ~{SEED_FIGURES['alpha_range'][0]:.2f} to ~{SEED_FIGURES['alpha_range'][1]:.2f}"
+    seed = f"seed's size: {SEED_SIZE['Q2']}"
     if ends is None:
-        return _row("Q2", "inconclusive", f"needs at least 2 corpora with a defined alpha ({seed})")
+        return _row("Q2", vd.INCONCLUSIVE, vd.INCONCLUSIVE, f"needs at least 2 corpora with a defined alpha ({seed})")
     hi, lo = ends
-    top, bottom = est[hi].value, est[lo].value
-    assert top is not None and bottom is not None  # _extremes picks defined values
-    rng = top - bottom
-    ev = (f"alpha ranges from {est_text(est[lo], 2)} ({lo}) to {est_text(est[hi], 2)} ({hi}), "
-          f"a spread of {fmt(rng, 2)} ({seed})")
-    if est[hi].bounds()[0] > est[lo].bounds()[1]:
-        return _row("Q2", "holds", ev + "; the two CIs do not overlap")
-    return _row("Q2", "inconclusive", ev + "; the two CIs overlap or are undefined")
+    rng = _value(est[hi]) - _value(est[lo])
+    sp = _as_estimate(spread)
+    size = vd.size(*sp.bounds(), *Q2_SPREAD)
+    direction = _separated(est[hi], est[lo])
+    ev = (f"alpha ranges from {_est(est[lo], 2)} ({lo}) to {_est(est[hi], 2)} ({hi}), "
+          f"a spread of {_fmt(rng, 2)} [{_fmt(sp.lo, 2)}, {_fmt(sp.hi, 2)}]")
+    ev += "; the two CIs do not overlap" if direction == vd.HOLDS else "; the two CIs overlap or are undefined"
+    return _row("Q2", direction, size, ev + f"; size {size} ({seed})")
 
 
-def q3(speedups: Mapping[str, BestSpeedup], realized: Mapping[str, float] | None = None) -> ScoreRow:
-    """Q3 from each corpus's best speedup (BestSpeedup) and, where `specterm confirm` ran, realized speedups."""
+def q3(speedups: Mapping[str, BestSpeedup], realized: Mapping[str, float] | None = None,
+       ratio: Any = None) -> dict[str, Any]:
+    """Q3 from each corpus's best speedup (BestSpeedup), the CI of the best / worst ratio (paired
+    bootstrap replicates; None: undefined) and, where `specterm confirm` ran, realized speedups.
+
+    direction: the best corpus's speedup CI lies above the worst's. size: the ratio's CI overlaps 3..6
+    (the seed's ~1.4x to ~6x: ~4.3)."""
     est = {c: b.speedup for c, b in speedups.items()}
-    seed = (f"seed: ~{SEED_FIGURES['speedup_range'][0]:g}x to ~{SEED_FIGURES['speedup_range'][1]:g}x, "
-            f"ratio ~{SEED_FIGURES['speedup_range'][1] / SEED_FIGURES['speedup_range'][0]:.1f}")
+    seed = f"seed's size: {SEED_SIZE['Q3']}"
     tail = ""
     bases = sorted({b.basis for b in speedups.values()})
     if bases:
         tail += "; " + ("; ".join(bases))
     if realized:
-        parts = ", ".join(f"{c} {fmt(v, 2)}x" for c, v in realized.items())
+        parts = ", ".join(f"{c} {_fmt(v, 2)}x" for c, v in realized.items())
         tail += f"; realized (specterm confirm): {parts}"
     ends = _extremes(est)
     if ends is None:
-        return _row("Q3", "inconclusive", f"needs at least 2 corpora with a defined speedup ({seed}){tail}")
+        return _row("Q3", vd.INCONCLUSIVE, vd.INCONCLUSIVE, f"needs at least 2 corpora with a defined speedup ({seed}){tail}")
     hi, lo = ends
-    top, bottom = est[hi].value, est[lo].value
-    assert top is not None and bottom is not None  # _extremes picks defined values
-    ratio = top / bottom if bottom else float("nan")
-    ev = (f"best {hi} {est_text(est[hi], 2, suffix='x')} at g={speedups[hi].gamma}, worst {lo} "
-          f"{est_text(est[lo], 2, suffix='x')} at g={speedups[lo].gamma}: ratio {fmt(ratio, 2)} ({seed})")
-    if est[hi].bounds()[0] > est[lo].bounds()[1]:
-        return _row("Q3", "holds", ev + "; the best corpus's CI lies above the worst's" + tail)
-    return _row("Q3", "inconclusive", ev + "; the two CIs overlap or are undefined" + tail)
+    point = _value(est[hi]) / _value(est[lo]) if est[lo].value else float("nan")
+    rt = _as_estimate(ratio)
+    size = vd.size(*rt.bounds(), *Q3_RATIO)
+    direction = _separated(est[hi], est[lo])
+    ev = (f"best {hi} {_est(est[hi], 2, unit='x')} at g={speedups[hi].gamma}, worst {lo} "
+          f"{_est(est[lo], 2, unit='x')} at g={speedups[lo].gamma}: ratio {_fmt(point, 2)} [{_fmt(rt.lo, 2)}, {_fmt(rt.hi, 2)}]")
+    ev += ("; the best corpus's CI lies above the worst's" if direction == vd.HOLDS
+           else "; the two CIs overlap or are undefined")
+    return _row("Q3", direction, size, ev + f"; size {size} ({seed})" + tail)
 
 
-def _describe(row: PolicyRow) -> str:
-    if row.policy == "confidence":
-        return f"confidence stop tau={row.params.get('tau'):g}"
-    if row.policy == "heuristic":
-        return f"heuristic from g0={row.params.get('g0')}"
-    return str(row.policy)
+def _describe(row: Mapping[str, Any]) -> str:
+    params = row.get("params") or {}
+    if row["policy"] == "confidence":
+        return f"confidence stop tau={params.get('tau'):g}"
+    if row["policy"] == "heuristic":
+        return f"heuristic from g0={params.get('g0')}"
+    return str(row["policy"])
 
 
-def _vs_best_fixed(row: PolicyRow) -> Estimate:
-    return row.vs_best_fixed or Estimate()
-
-
-def adaptive_candidates(policies: Sequence[PolicyRow]) -> list[PolicyRow]:
+def adaptive_candidates(policies: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The heuristic row(s) and the confidence row with the best point T / T_best_fixed (ties: smallest tau)."""
-    heur = [p for p in policies if p.policy == "heuristic"]
-    conf = [p for p in policies if p.policy == "confidence" and _vs_best_fixed(p).value is not None]
+    policies = [vd.fields(p) for p in policies]
+    heur = [p for p in policies if p["policy"] == "heuristic"]
+    conf = [p for p in policies if p["policy"] == "confidence" and _as_estimate(p["vs_best_fixed"]).value is not None]
     if conf:
-        conf = [max(sorted(conf, key=lambda p: float(p.params["tau"])),
-                    key=lambda p: _vs_best_fixed(p).value or 0.0)]
+        conf = [max(sorted(conf, key=lambda p: p["params"]["tau"]), key=lambda p: _value(_as_estimate(p["vs_best_fixed"])))]
     return heur + conf
 
 
-def q4(policies: Sequence[PolicyRow]) -> ScoreRow:
-    """Q4 from the pooled set's policy rows (policies.policy_summary)."""
+def _same_policy(rows: Sequence[Any], policy: Any) -> Any:
+    """The row of `rows` with the policy and parameters of `policy` (None when it was not replayed there)."""
+    def params(row: Any) -> dict[str, Any]:
+        p = row.get("params")
+        p = p.raw() if isinstance(p, vd.Fields) else p
+        return dict(p or {})
+
+    name, want = policy["policy"], params(policy)
+    return next((r for r in rows if r["policy"] == name and params(r) == want), None)
+
+
+def q4(policies: Sequence[Any], corpus_policies: Mapping[str, Sequence[Any]] | None = None) -> dict[str, Any]:
+    """Q4 from the pooled set's policy rows (policies.policy_summary: "policy", "params", "vs_best_fixed")
+    and each corpus's rows (`corpus_policies`; their vs_best_fixed is against the corpus's own best
+    fixed g, SPEC 4: "the best fixed g per corpus as the baseline too").
+
+    The adaptive candidates are the heuristic schedule and the confidence stop at its best tau on the
+    pooled set (`adaptive_candidates`). A candidate holds when its T / T_best_fixed CI lies above 1 on
+    the pooled set and, with the same parameters, in every corpus (verdict.combine); it is not
+    reproduced when some CI lies below 1. direction: holds when some candidate holds; falsified when
+    every candidate is not reproduced; else inconclusive. size: n/a (the seed states none)."""
+    policies = [vd.fields(p) for p in policies]
+    corpus_policies = {c: [vd.fields(p) for p in rows] for c, rows in (corpus_policies or {}).items()}
     cands = adaptive_candidates(policies)
     if not cands:
-        return _row("Q4", "inconclusive", "no adaptive policy was replayed")
-    est = [_vs_best_fixed(p) for p in cands]
-    order = sorted(range(len(cands)), key=lambda i: -(v if (v := est[i].value) is not None else -np.inf))
+        return _row("Q4", vd.INCONCLUSIVE, vd.NA, "no adaptive policy was replayed")
+    est = [_as_estimate(p["vs_best_fixed"]) for p in cands]
+    order = sorted(range(len(cands)), key=lambda i: -(_value(est[i]) if est[i].value is not None else -np.inf))
     best = order[0]
-    fixed = next((p for p in policies if p.policy == "best-fixed"), None)
+    fixed = next((p for p in policies if p["policy"] == "best-fixed"), None)
     ref = ""
     if fixed is not None:
-        ref = f" (best fixed g={fixed.params.get('gamma')} at r={fmt(fixed.params.get('r'), 3)})"
-    ev = f"best adaptive policy: {_describe(cands[best])}, T / T_best_fixed = {est_text(est[best])}{ref}"
-    others = [f"{_describe(cands[i])} {est_text(est[i])}" for i in order[1:]]
+        fp = fixed.get("params") or {}
+        ref = f" (best fixed g={fp.get('gamma')} at r={_fmt(fp.get('r'), 3)})"
+    ev = f"best adaptive policy: {_describe(cands[best])}, T / T_best_fixed = {_est(est[best])}{ref}"
+    others = [f"{_describe(cands[i])} {_est(est[i])}" for i in order[1:]]
     if others:
         ev += "; also " + ", ".join(others)
-    if not any(p.policy == "confidence" for p in policies):
+    if not any(p["policy"] == "confidence" for p in policies):
         ev += "; no confidence stop (a stream lacks draft_conf)"
-    above = [_describe(cands[i]) for i in order if est[i].bounds()[0] > 1]
+    corpora = dict(corpus_policies or {})
+    outcome, corpus_parts = [], []
+    for i, cand in enumerate(cands):
+        parts = [vd.direction(*est[i].bounds(), 1.0)]
+        texts = []
+        for c, rows in corpora.items():
+            r = _same_policy(rows, cand)
+            e = _as_estimate(r["vs_best_fixed"] if r is not None else None)
+            parts.append(vd.direction(*e.bounds(), 1.0))
+            texts.append(f"{c} {_est(e)}")
+        outcome.append(vd.combine(parts))
+        corpus_parts.append(texts)
+    if corpora:
+        ev += "; against each corpus's own best fixed g: " + "; ".join(
+            f"{_describe(cands[i])}: {', '.join(corpus_parts[i])}" for i in order)
+    above = [_describe(cands[i]) for i in order if outcome[i] == vd.HOLDS]
+    where = " and in every corpus" if corpora else ""
     if above:
-        return _row("Q4", "holds", ev + f"; CI above 1 for {', '.join(above)}")
-    if all(e.bounds()[1] < 1 for e in est):
-        return _row("Q4", "falsified", ev + "; every adaptive policy's CI lies below 1")
-    return _row("Q4", "inconclusive", ev + "; a CI contains 1 or is undefined")
+        return _row("Q4", vd.HOLDS, vd.NA, ev + f"; CI above 1 on the pooled set{where} for {', '.join(above)}")
+    if all(o == vd.NOT_REPRODUCED for o in outcome):
+        return _row("Q4", vd.NOT_REPRODUCED, vd.NA, ev + "; every adaptive policy's CI lies below 1 on the pooled set"
+                    + (" or in some corpus" if corpora else ""))
+    return _row("Q4", vd.INCONCLUSIVE, vd.NA, ev + "; a CI contains 1 or is undefined")
 
 
-def q_rows(sets: Mapping[str, SetReport], costs: Mapping[str, Mapping[str, Any]] | None = None,
-           realized: Mapping[str, float] | None = None) -> list[ScoreRow]:
-    """Q1-Q4 from a report's sets (corpora = every set but POOLED).
+def _side(ci: Sequence[float | None] | None) -> str:
+    """A speedup CI against 1: "speculate" (above), "do not speculate" (below), "straddles" (contains
+    1 or undefined); verdict.direction with threshold 1."""
+    lo, hi = (None, None) if not ci else (ci[0], ci[1])
+    return {vd.HOLDS: "speculate", vd.NOT_REPRODUCED: "do not speculate"}.get(vd.direction(lo, hi, 1.0), "straddles")
+
+
+def q5(decisions: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
+    """Q5 from each corpus's decision on this hardware (SPEC 7 decision_hw: "measured", "gamma_hw",
+    "speedup_hw", "speedup_hw_ci", "gamma_mb", "speedup_mb", "speedup_mb_ci").
+
+    direction: holds when for some corpus the measured decision and the memory-bound reference are on
+    different sides of 1, each CI clear of 1; falsified (a choice: the SPEC names only holds and
+    inconclusive) when every corpus has measured costs and both CIs clear of 1 on the same side (the
+    reference told the side everywhere); inconclusive otherwise, and when no corpus has measured costs
+    with both CIs (no measured costs, or every CI straddles). size: n/a (the seed states none)."""
+    decisions = {c: vd.fields(d) for c, d in decisions.items()}
+    usable = {c: d for c, d in decisions.items()
+              if d is not None and d.get("measured") and d.get("speedup_hw_ci") and d.get("speedup_mb_ci")}
+    if not usable:
+        return _row("Q5", vd.INCONCLUSIVE, vd.NA, "no corpus has measured costs with CIs of both the measured "
+                                                  "decision and the memory-bound reference")
+    sides = {c: (_side(d["speedup_hw_ci"]), _side(d["speedup_mb_ci"])) for c, d in usable.items()}
+
+    def part(c: str) -> str:
+        d = usable[c]
+        hw, mb = d["speedup_hw_ci"], d["speedup_mb_ci"]
+        return (f"{c}: measured g={d.get('gamma_hw')} {_fmt(d.get('speedup_hw'), 2)}x [{_fmt(hw[0], 2)}, {_fmt(hw[1], 2)}] "
+                f"({sides[c][0]}), memory-bound g={d.get('gamma_mb')} {_fmt(d.get('speedup_mb'), 2)}x "
+                f"[{_fmt(mb[0], 2)}, {_fmt(mb[1], 2)}] ({sides[c][1]})")
+
+    detail = "; ".join(part(c) for c in usable)
+    clear = {c: s for c, s in sides.items() if "straddles" not in s}
+    differ = [c for c, (h, m) in clear.items() if h != m]
+    if differ:
+        return _row("Q5", vd.HOLDS, vd.NA, f"the measured decision and the memory-bound reference land on different "
+                                           f"sides of 1 in {', '.join(differ)} ({detail})")
+    if len(clear) == len(decisions) and clear:
+        return _row("Q5", vd.NOT_REPRODUCED, vd.NA, f"both CIs clear of 1 and on the same side in every corpus ({detail})")
+    return _row("Q5", vd.INCONCLUSIVE, vd.NA, f"no corpus where both CIs are clear of 1 on different sides ({detail})")
+
+
+def q6(by_batch: Sequence[Mapping[str, Any]] | None, batch_crossover: float | None = None,
+       roofline: float | None = None, roofline_gamma: int | None = None) -> dict[str, Any]:
+    """Q6 from the pooled set's decision by batch (SPEC 7 decision_hw.by_batch: [{"batch", "gamma_hw",
+    "speedup_hw": {"value", "ci"}}]), the measured crossover B_hw and the roofline B* of the named preset.
+
+    direction (at least 2 measured batches): holds when S_hw(g_hw(B), B) falls with B (the value at the
+    largest B below the one at the smallest) and its CI lies below 1 at some measured B; falsified (a
+    choice) when it rises with B (the CI at the largest B lies above the CI at the smallest); inconclusive
+    otherwise, and without batch costs. size: n/a (B* ~ 49 is a roofline reference, printed beside)."""
+    ref = ("; roofline B* = I*/(g+1) ~ " + (f"{roofline:.0f} at g = {roofline_gamma}" if roofline is not None else MISSING)
+           + f" (seed's size: {SEED_SIZE['Q6']})")
+    rows = sorted((b for b in (vd.fields(x) for x in (by_batch or [])) if b.get("speedup_hw") is not None),
+                  key=lambda b: b["batch"])
+    if len(rows) < 2:
+        return _row("Q6", vd.INCONCLUSIVE, vd.NA, "no batch costs measured (needs S_hw at 2 or more batch sizes)" + ref)
+    est = [_as_estimate(b["speedup_hw"]) for b in rows]
+    cells = ", ".join(f"B={b['batch']}: g={b.get('gamma_hw')} {_est(e, 2, unit='x')}" for b, e in zip(rows, est))
+    bhw = "never on this device" if batch_crossover is None else f"{batch_crossover:g}"
+    ev = f"S_hw(g_hw(B), B) {cells}; measured crossover B_hw = {bhw}"
+    first, last = est[0], est[-1]
+    falls = first.value is not None and last.value is not None and last.value < first.value
+    below = [b["batch"] for b, e in zip(rows, est) if vd.direction(*e.bounds(), 1.0) == vd.NOT_REPRODUCED]
+    if falls and below:
+        return _row("Q6", vd.HOLDS, vd.NA, ev + f"; falls with B and its CI lies below 1 at B = "
+                                               f"{', '.join(map(str, below))}" + ref)
+    if last.bounds()[0] > first.bounds()[1]:
+        return _row("Q6", vd.NOT_REPRODUCED, vd.NA, ev + "; S_hw rises with B (CI at the largest B above the smallest's)" + ref)
+    why = "does not fall with B" if not falls else "its CI never lies below 1"
+    return _row("Q6", vd.INCONCLUSIVE, vd.NA, ev + f"; {why}" + ref)
+
+
+def _replicate_interval(reps: Mapping[str, np.ndarray] | None, hi: str | None, lo: str | None, op: str) -> Estimate | None:
+    if reps is None or hi is None or lo is None or hi not in reps or lo not in reps:
+        return None
+    return extremes_interval(reps, hi, lo, op)
+
+
+def q_rows(sets: Mapping[str, Any], costs: Mapping[str, Mapping[str, Any]] | None = None,
+           realized: Mapping[str, float] | None = None,
+           replicates: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> list[dict[str, Any]]:
+    """Q1-Q6 from a report's sets (SPEC 7 shape; corpora = every set but "pooled").
 
     costs: measured costs per corpus ({"c_decode", "c_verify": {g: s}, "c_draft"}, SPEC 6) for Q3;
     a corpus without them uses the memory-bound model at its r. realized: the realized speedups
-    (`specterm confirm`) per corpus, printed in Q3's evidence.
+    (`specterm confirm`) per corpus, printed in Q3's evidence. replicates: per corpus {"alpha": (B,),
+    "E_true": (B, 32)} bootstrap replicates (the same resamples as every CI) for the CIs of Q2's spread
+    and Q3's ratio; None: those CIs are undefined (size inconclusive).
     """
-    corpora = [name for name in sets if name != POOLED]
-    conditional = {c: [e.value for e in sets[c].depth.conditional] for c in corpora}
-    gain = {c: sets[c].depth.c2_minus_c1 for c in corpora}
-    alphas = {c: Estimate(value=sets[c].alpha, ci=sets[c].alpha_ci) for c in corpora}
-    speedups = {}
+    sets = vd.sets_view(sets)
+    corpora = [name for name in sets if name != "pooled"]
+    conditional = {c: list(sets[c]["depth"]["conditional"]) for c in corpora}
+    gain = {c: sets[c]["depth"].get("c2_minus_c1") for c in corpora}
+    alphas = {c: {"value": sets[c]["alpha"], "ci": sets[c]["alpha_ci"]} for c in corpora}
+    speedups, speed_reps = {}, {}
     for c in corpora:
         factor, basis = speedup_factor(sets[c], (costs or {}).get(c))
-        speedups[c] = best_speedup(sets[c].curve.E_true, sets[c].curve.E_true_ci, factor, basis)
-    pooled = sets.get(POOLED)
-    return [q1(conditional, gain), q2(alphas), q3(speedups, realized),
-            q4(pooled.policies if pooled is not None else [])]
+        speedups[c] = best_speedup(sets[c]["curve"]["E_true"], sets[c]["curve"]["E_true_ci"], factor, basis)
+        g = speedups[c].gamma
+        if replicates is not None and c in replicates and g is not None:
+            speed_reps[c] = np.asarray(replicates[c]["E_true"])[:, g - 1] * factor[g - 1]
+    a_est = {c: _as_estimate(e) for c, e in alphas.items()}
+    a_ends = _extremes(a_est) or (None, None)
+    a_reps = {c: replicates[c]["alpha"] for c in corpora if c in replicates} if replicates is not None else None
+    spread = _replicate_interval(a_reps, a_ends[0], a_ends[1], "diff")
+    s_ends = _extremes({c: b.speedup for c, b in speedups.items()}) or (None, None)
+    ratio = _replicate_interval(speed_reps if replicates is not None else None, s_ends[0], s_ends[1], "ratio")
+    pooled = sets.get("pooled")
+    decisions = {c: sets[c].get("decision_hw") for c in corpora}
+    dhw = pooled.get("decision_hw") if pooled is not None else None
+    # the roofline B* of the named preset: the memory-bound decision's (key "decide", "batch_crossover"),
+    # or the cost-ratio model's after SPEC 6's split (key "cost_ratio", "roofline_B_star")
+    ref = (pooled.get("decide") or pooled.get("cost_ratio")) if pooled is not None else None
+    b_star = (ref.get("batch_crossover") or ref.get("roofline_B_star")) if ref is not None else None
+    return [q1(conditional, gain), q2(alphas, spread), q3(speedups, realized, ratio),
+            q4(pooled.get("policies") or [] if pooled is not None else [],
+               {c: sets[c].get("policies") or [] for c in corpora}),
+            q5(decisions),
+            q6(dhw.get("by_batch") if dhw is not None else None, dhw.get("batch_crossover") if dhw is not None else None,
+               b_star, ref.get("gamma_true") if ref is not None else None)]

@@ -9,12 +9,12 @@ and the deficit as `total = hetero + temporal [CI of temporal]`, e.g. `0.064 = 0
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from specterm.core.costmodel import r_or_default
 from specterm.core.fmt import MISSING, ci, est, fmt
-from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, ConfirmedRow, Decision, DecisionHW, Deficit, Report
+from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Report
 
 SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "scorecard")
 TITLES = {
@@ -32,22 +32,27 @@ TITLES = {
 HIST_MAX = 16  # run-length histogram rows L = 0..15, then one row for L >= 16
 
 Table = tuple[str, list[str], list[list[str]]]
+BETA_ALONG = "along the greedy continuation y"
+"""Where beta is measured (SPEC 1.4): on the target's greedy y, not on a temperature-1 sampled trajectory;
+said wherever beta is shown."""
 
 
 # ------------------------------------------------------------------------- cells ---
 
 
 def deficit_cell(d: Deficit) -> str:
-    """`total = hetero + temporal [CI of temporal]`; `≈` instead of `=` when the three rounded
-    numbers do not add up (0.0058 = 0.0064 - 0.0006 prints as 0.006 ≈ 0.006 - 0.001): each number
-    stays its own correct rounding, and the sign says the sum is only approximate."""
+    """`total = hetero + temporal [CI of temporal]`."""
     t, h, m = d.total.value, d.hetero.value, d.temporal.value
-    op, m_abs = ("-", -m) if m is not None and m < 0 and fmt(m) != fmt(0.0) else ("+", m)
-    eq = "="
-    if t is not None and h is not None and m is not None:
-        shown = float(fmt(h)) + (1 if op == "+" else -1) * float(fmt(m_abs))
-        eq = "=" if abs(shown - float(fmt(t))) < 5e-7 else "≈"
-    return f"{fmt(t)} {eq} {fmt(h)} {op} {fmt(m_abs)} {ci(d.temporal.ci)}"
+    op, m = ("-", -m) if m is not None and m < 0 else ("+", m)
+    return f"{fmt(t)} = {fmt(h)} {op} {fmt(m)} {ci(d.temporal.ci)}"
+
+
+def steady_cells(s: Any) -> list[str]:
+    """The steady state (t >= 32) beside the full-stream numbers: per-stream p11-p10 [CI] and D/D_geom [CI]."""
+    ss = getattr(s, "steady_state", None)
+    if ss is None:
+        return [MISSING, MISSING]
+    return [est(ss.autocorr, 3, 2, sign=True), est(ss.dispersion_ratio, 1, 2, suffix="x")]
 
 
 def _cell(x: Any) -> str:
@@ -61,9 +66,10 @@ def overview_tables(report: Report) -> list[Table]:
     g = report.params.gamma
     sets = report.ordered_sets()
     head = ["set", "streams", "positions", "alpha", "gate", "p11-p10 [CI]", "D/D_geom",
-            f"deficit at g={g}: total = hetero + temporal [CI]"]
+            f"deficit at g={g}: total = hetero + temporal [CI]", "t >= 32: p11-p10 [CI]", "t >= 32: D/D_geom"]
     rows = [[name, fmt(s.n_streams), fmt(s.n_positions), fmt(s.alpha, 2), fmt(s.gate_rate, 3),
-             est(s.autocorr, 3, 2, sign=True), est(s.dispersion_ratio, 1, 2, suffix="x"), deficit_cell(s.deficit)]
+             est(s.autocorr, 3, 2, sign=True), est(s.dispersion_ratio, 1, 2, suffix="x"), deficit_cell(s.deficit),
+             *steady_cells(s)]
             for name, s in sets]
     tables: list[Table] = [("Headline numbers", head, rows)]
     head = ["set", "per-stream p11-p10 [CI]", "pooled p11-p10 [CI]", "Simpson inflation [CI]", "streams defined"]
@@ -112,8 +118,10 @@ def yield_tables(report: Report) -> list[Table]:
     head = ["set"] + [f"E_true/E_iid g={g} [CI]" for g in gs]
     rows = [[name] + [est(s.yield_ratio[g]) for g in gs] for name, s in sets]
     tables: list[Table] = [("Yield ratio", head, rows)]
-    head = ["set", "E_true", "E_iid", "E_shuf", "total [CI]", "hetero [CI]", "temporal [CI]"]
-    rows = [[name, fmt(d.E_true), fmt(d.E_iid), fmt(d.E_shuf), est(d.total), est(d.hetero), est(d.temporal)]
+    head = ["set", "E_true", "E_iid", "E_shuf", "total [CI]", "hetero [CI]", "temporal [CI]",
+            "t >= 32: total = hetero + temporal [CI]"]
+    rows = [[name, fmt(d.E_true), fmt(d.E_iid), fmt(d.E_shuf), est(d.total), est(d.hetero), est(d.temporal),
+             deficit_cell(s.steady_state.deficit) if s.steady_state is not None else MISSING]
             for name, s in sets for d in [s.deficit]]
     tables.append((f"Yield deficit at g={report.params.gamma} (total = hetero + temporal)", head, rows))
     return tables
@@ -136,7 +144,27 @@ def optimum_tables(report: Report) -> list[Table]:
             at_r = next((o for o in s.optimum if o.r == r), None)
             row.append("" if at_r is None else f"{fmt(at_r.gamma_true)} / {fmt(at_r.gamma_iid)}")
         rows.append(row)
-    return [("g*_true and g*_iid = argmax over g of E(g) / (1 + g r)", head, rows)]
+    return [("g*_true and g*_iid = argmax over g of E(g) / (1 + g r)", head, rows)] + cost_ratio_tables(report)
+
+
+def cost_ratio_tables(report: Report) -> list[Table]:
+    """The cost-ratio model at each set's r (SPEC 6: the measurement seed's convention, not a decision),
+    with the roofline B* of the default preset as a labelled reference."""
+    head = ["set", "r = c_draft / c_verify", "g*_true", "T (tokens per verify-cost)", "g*_iid", "i.i.d. promise (true)",
+            "roofline B* (preset reference)"]
+    rows = []
+    ridge = None
+    for name, s in report.ordered_sets():
+        d = s.cost_ratio
+        if d is None:
+            continue
+        ridge = d.ridge
+        rows.append([name, fmt(d.r), fmt(d.gamma_true), fmt(d.T_true, 2), fmt(d.gamma_iid),
+                     f"{fmt(d.T_iid, 2)} ({fmt(d.T_true_at_gamma_iid, 2)})", fmt(d.roofline_B_star, 0)])
+    if not rows:
+        return []
+    return [(f"Cost-ratio model T = E(g) / (1 + g r), r = c_draft / c_verify (how the optimum moves with r; not a "
+             f"decision); roofline B* = I*/(g+1) at the preset ridge I* = {fmt(ridge, 0)} FLOP/byte", head, rows)]
 
 
 def depth_tables(report: Report) -> list[Table]:
@@ -161,7 +189,8 @@ def position_tables(report: Report) -> list[Table]:
     head = ["t"] + [name for name, _ in sets]
     rows = [[f"{k * width}-{(k + 1) * width - 1}"] + [est(p.bins[k].alpha, 2) if k < len(p.bins) else MISSING for _, p in sets]
             for k in range(n_bins)]
-    rows.append(["warm-up gain alpha(t >= 32) - alpha(t < 16)"] + [est(p.warmup_gain, 3, 2, sign=True) for _, p in sets])
+    rows.append(["warm-up gain: mean over streams of alpha_s(t >= 32) - alpha_s(t < 16)"]
+                + [est(p.warmup_gain, 3, 2, sign=True) for _, p in sets])
     rows.append(["streams reaching t = 32 (the gain's)"] + [fmt(p.warmup_streams) for _, p in sets])
     return [(f"alpha by position t in y, bins of {width}, over the streams that reach the bin", head, rows)]
 
@@ -176,7 +205,7 @@ def sampling_tables(report: Report) -> list[Table]:
             + ["beta lag-1 autocorr [CI]", "streams with beta"])
     rows = [[name, fmt(s.alpha, 3), est(smp.beta_bar)] + [est(smp.E_iid_beta[g], 2) for g in gs]
             + [est(smp.beta_autocorr, sign=True), fmt(smp.streams)] for name, s, smp in sets]
-    return [("Sampling acceptance beta = 1 - TV(p, q) (temperature 1) beside greedy alpha", head, rows)]
+    return [(f"Sampling acceptance beta = 1 - TV(p, q) (temperature 1) {BETA_ALONG}, beside greedy alpha", head, rows)]
 
 
 def _params(p: Any) -> str:
@@ -199,50 +228,32 @@ def policy_tables(report: Report) -> list[Table]:
     return tables
 
 
-def decide_tables(report: Report, decisions: Mapping[str, Decision] | None = None,
-                  setting: str | None = None) -> list[Table]:
-    """The decision per set (memory-bound model), then the decision on this hardware.
-
-    `decisions` (set name -> Decision) replace each set's report.decide: the Decide screen's `e`
-    passes the ones it shows (its r and accelerator), and `setting` names them in the title, so one
-    export holds one accelerator and one r throughout."""
-    head = ["set", "r", "g_true", "speedup", "g_iid", "i.i.d. promise (true)", "stop above batch", "verdict"]
-    rows = []
-    for name, s in report.ordered_sets():
-        d = s.decide if decisions is None else decisions.get(name)
-        if d is None:
-            continue
-        promise = f"{fmt(d.speedup_iid, 2)}x ({fmt(d.speedup_true_at_gamma_iid, 2)}x)"
-        rows.append([name, fmt(d.r), fmt(d.gamma_true), f"{fmt(d.speedup_true, 2)}x",
-                     fmt(d.gamma_iid), promise, fmt(d.batch_crossover, 0), d.verdict])
-    where = f", {setting}" if setting else ""
-    out = [(f"Speculate or not, per set{where} (memory-bound model: verify = one decode step)", head, rows)] if rows else []
-    hw = hardware_table(report)
-    return out + ([hw] if hw is not None else [])
+def decide_tables(report: Report) -> list[Table]:
+    """The decision on this hardware (one table, first), then S_hw by batch, then the confirmations."""
+    out = [t for t in (decision_table(report), batch_table(report), confirmation_table(report)) if t is not None]
+    return out
 
 
-def _g_speedup(g: int | None, s: float | None) -> str:
-    return MISSING if g is None or s is None else f"g={g}: {fmt(s, 2)}x"
+def _x(value: Any) -> str:
+    return MISSING if value is None else f"{fmt(value, 2)}x"
 
 
-def confirmed_cells(d: DecisionHW) -> list[str]:
-    """realized (wall) | realized / predicted (SPEC 6; refeed) | realized CPU | outputs, at the
-    confirmed g = g_hw when it was timed, else the first confirmed g; n/a when never confirmed."""
-    row: ConfirmedRow | None = d.confirmed_at(d.gamma_hw) or (d.confirmed[0] if d.confirmed else None)
-    if row is None:
-        return [MISSING, MISSING, MISSING, MISSING]
-    ratio = f"{fmt(row.ratio, 2)} (refeed {fmt(row.ratio_refeed, 2)})"
-    cpu = MISSING if row.realized_cpu is None else f"{fmt(row.realized_cpu, 2)}x ({fmt(row.ratio_cpu, 2)})"
-    n = f"{row.prompts} prompt" + ("s" if row.prompts != 1 else "")
-    return [f"g={row.gamma}: {fmt(row.realized, 2)}x ({n})", ratio, cpu,
-            "identical" if row.identical else "DIFFER"]
+def _x_ci(value: Any, ci_: Any) -> str:
+    if value is None:
+        return MISSING
+    lo, hi = (ci_ or [None, None])[:2]
+    return f"{fmt(value, 2)}x [{fmt(lo, 2)}, {fmt(hi, 2)}]"
 
 
-def hardware_table(report: Report) -> Table | None:
-    """Decision on this hardware (SPEC 6 measured costs): memory-bound model, S_hw, the refeed model,
-    and what `specterm confirm` realized, per set."""
-    head = ["set", "memory-bound (verify = 1 decode step)", "S_hw (this hardware)", "refeed model", "realized (wall)",
-            "realized / predicted (refeed)", "realized CPU (/ predicted)", "outputs", "verdict on this hardware"]
+VERDICT_WORDS = {"speculate": "speculate", "do_not_speculate": "do not speculate", "no_reliable_gain": "no reliable gain"}
+
+
+def decision_table(report: Report) -> Table | None:
+    """SPEC 6's one decision table: per set g_hw, S_hw(g_hw) [95% CI], the three-way verdict, the
+    break-even v* beside the measured c_verify(g_hw) / c_decode, and the memory-bound reference as a
+    labelled column; the verdict sentence last."""
+    head = ["set", "g_hw", "S_hw [95% CI]", "verdict", "break-even v* (verify here)",
+            "memory-bound ref. (verify = 1 decode step)", "verdict on this hardware"]
     rows, clocks = [], set()
     for name, s in report.ordered_sets():
         d = s.decision_hw
@@ -250,24 +261,89 @@ def hardware_table(report: Report) -> Table | None:
             continue
         if d.clock:
             clocks.add(d.clock)
-        rows.append([name, _g_speedup(d.gamma_mb, d.speedup_mb), _g_speedup(d.gamma_hw, d.speedup_hw),
-                     _g_speedup(d.gamma_hw_refeed, d.speedup_hw_refeed), *confirmed_cells(d), d.verdict])
+        be = MISSING if d.break_even_verify is None else f"{fmt(d.break_even_verify, 2)} ({fmt(d.verify_steps, 2)})"
+        mb = MISSING if d.gamma_mb is None else f"g={d.gamma_mb}: {_x_ci(d.speedup_mb, d.speedup_mb_ci)}"
+        rows.append([name, fmt(d.gamma_hw), _x_ci(d.speedup_hw, d.speedup_hw_ci),
+                     VERDICT_WORDS.get(d.verdict_kind or "", MISSING), be, mb, d.verdict])
     if not rows:
         return None
     clock = f", costs on the {'/'.join(sorted(clocks))} clock" if clocks else ""
-    return (f"Decision on this hardware: S_hw = E c_decode / (c_verify(g) + g c_draft){clock}", head, rows)
+    return (f"Decision on this hardware: S_hw = E c_decode / (c_verify(g) + g c_draft), 95% CI over prompts and "
+            f"cost samples{clock}; v* = E - g c_draft / c_decode decode steps", head, rows)
+
+
+def batch_table(report: Report) -> Table | None:
+    """S_hw(g_hw(B), B) [95% CI] per measured batch B and the measured crossover B_hw, per set."""
+    batches = sorted({r["batch"] for _, s in report.ordered_sets() if s.decision_hw for r in s.decision_hw.by_batch})
+    if not batches:
+        return None
+    head = ["set"] + [f"B={B}: g, S_hw [CI]" for B in batches] + ["B_hw (measured)", "roofline B* (preset reference)"]
+    rows = []
+    for name, s in report.ordered_sets():
+        d = s.decision_hw
+        if d is None or not d.by_batch:
+            continue
+        by = {r["batch"]: r for r in d.by_batch}
+        cells = []
+        for B in batches:
+            r = by.get(B)
+            cells.append(MISSING if r is None else f"g={r['gamma_hw']}: {_x_ci(r['speedup_hw']['value'], r['speedup_hw']['ci'])}")
+        roof = d.roofline_reference or {}
+        ref = MISSING if not roof else f"{fmt(roof.get('B_star'), 0)} ({roof.get('preset')}, g={roof.get('gamma')})"
+        rows.append([name, *cells, d.batch_crossover_text or MISSING if d.batch_crossover is None else str(d.batch_crossover), ref])
+    return ("S_hw by batch on this device: S_hw(g, B) = E c_decode(B) / (c_verify(g, B) + g c_draft(B)); "
+            "B_hw = largest measured B whose CI lies above 1", head, rows)
+
+
+def confirmation_table(report: Report) -> Table | None:
+    """Per set and confirmed g: the cost-model check (realized / predicted with this session's costs)
+    and the decision check (leave-out E, the run's costs, 95% prediction interval for K prompts)."""
+    head = ["set", "g", "prompts", "realized", "cost-model check (real / pred)", "decision predicts [95% PI]",
+            "in PI", "sign held", "cost drift % (decode, verify, draft)", "with this session's costs",
+            "context timed / costs"]
+    rows = []
+    for name, s in report.ordered_sets():
+        d = s.decision_hw
+        if d is None:
+            continue
+        for c in d.confirmed:
+            dp = c.decision_predicted
+            drift = c.cost_drift_pct or {}
+            dr = (MISSING if not drift else
+                  f"{fmt(drift.get('c_decode'), 0, sign=True)}, {fmt(drift.get('c_verify'), 0, sign=True)}, "
+                  f"{fmt(drift.get('c_draft'), 0, sign=True)}")
+            ctx = f"{fmt(c.timed_context, 0)} / {fmt(c.cost_context, 0)} (run {fmt(c.run_cost_context, 0)})"
+            yes = {True: "yes", False: "no", None: MISSING}
+            rows.append([name, str(c.gamma), str(c.prompts), _x(c.realized), fmt(c.ratio, 2),
+                         MISSING if dp is None else _x_ci(dp.value, dp.ci), yes[c.in_ci], yes[c.sign_held], dr,
+                         _x(c.predicted_session_costs), ctx])
+        for b in d.confirmed_batch:
+            rows.append([name, f"{b.get('gamma')} (B={b.get('batch')})", str(len(b.get("ids", []))), _x(b.get("realized")),
+                         fmt(b.get("ratio"), 2), MISSING, MISSING, MISSING, MISSING, MISSING, MISSING])
+    if not rows:
+        return None
+    return ("Confirmations (`specterm confirm`): realized = greedy time / speculative time, same prompts, alternating",
+            head, rows)
 
 
 def scorecard_tables(report: Report) -> list[Table]:
     """One table per seed: the measurement seed's P rows, then the economics seed's Q rows."""
-    titles = {MEASUREMENT: ("P1-P5, computed from the numbers above", "prediction"),
-              ECONOMICS: (f"Q1-Q4, the {SEEDS[ECONOMICS]}'s claims, computed from the numbers above", "claim")}
+    titles = {MEASUREMENT: "P1-P5, computed from the numbers above", ECONOMICS: f"the {SEEDS[ECONOMICS]}'s claims, computed from the numbers above"}
+    whats = {MEASUREMENT: "prediction", ECONOMICS: "claim"}
     tables: list[Table] = []
-    for seed, (title, what) in titles.items():
-        rows = [[p.id, p.prediction, p.verdict, p.evidence] for p in report.scorecard if p.seed == seed]
+    for seed, title in titles.items():
+        entries = [p for p in report.scorecard if p.seed == seed]
+        if seed == ECONOMICS and entries:
+            title = f"{entries[0].id}-{entries[-1].id}, {title}"
+        rows = [[p.id, p.prediction, verdict_cell(p), p.direction, p.size, p.seed_size or MISSING, p.evidence] for p in entries]
         if rows:
-            tables.append((title, ["id", what, "verdict", "evidence"], rows))
+            tables.append((title, ["id", whats[seed], "verdict", "direction", "size", "seed's size", "evidence"], rows))
     return tables
+
+
+def verdict_cell(row: Any) -> str:
+    """The verdict, with "(borderline)" when it differs across bootstrap seeds 0..4."""
+    return f"{row.verdict} (borderline)" if getattr(row, "borderline", False) else row.verdict
 
 
 BUILDERS = {

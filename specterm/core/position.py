@@ -8,20 +8,25 @@ stream a (bits before the first gate failure), with t = 0, 1, ... the absolute p
     early_ones/_n    accepted positions and positions with t < 16          (warm-up streams only)
     late_ones/_n     accepted positions and positions with t >= 32         (warm-up streams only)
     warmup           1 for a warm-up stream: one that reaches t = 32 (n >= 33), else 0
+    gain             alpha_s(t >= 32) - alpha_s(t < 16) = late_ones/late_n - early_ones/early_n of the
+                     stream itself (warm-up streams only, else 0)
 
     alpha_k      = sum_i ones_ik / sum_i n_ik         over the streams that reach bin k
-    warm-up gain = alpha(t >= 32) - alpha(t < 16)     = late_ones/late_n - early_ones/early_n
+    warm-up gain = sum_i gain_i / sum_i warmup_i      the mean over the streams that reach t = 32 of
+                                                      [alpha_s(t >= 32) - alpha_s(t < 16)], each stream
+                                                      weighted equally (SPEC 3)
 
 Choices where the SPEC is silent:
 
 - A stream counts in bin k when it reaches the bin (n_ik > 0), with the positions it has there; a
   bin's "n" is its positions, "streams" the streams that reach it. Both terms of alpha_k are pooled
   over positions (ratio of sums), like alpha itself.
-- The warm-up gain is paired: both terms are over the streams that reach t = 32 (n >= 33). Streams
-  shorter than that count in the bins but not in the gain, so streams that stop early (EOS) and
-  differ in difficulty from long ones cannot create a gain by composition. Within the warm-up
-  streams the late term still weights a stream by its n - 32 positions (the ratio of sums); with
-  equal lengths (max_new_tokens) that weighting is uniform. No warm-up stream: the gain is null.
+- The warm-up gain is per stream and paired (SPEC 3): each stream that reaches t = 32 (n >= 33)
+  contributes its own late-minus-early difference, and the set's gain is their unweighted mean (a
+  ratio of sums of per-stream columns, so it bootstraps like the rest). A set of constant streams
+  gives exactly 0 whatever their lengths (a ratio of pooled sums would let a long all-ones stream
+  outweigh a short all-zeros one late and not early). Streams shorter than 33 count in the bins but
+  not in the gain. No warm-up stream: the gain is null.
 - Warm-up thresholds (16, 32) are the SPEC's and do not move with the bin width.
 """
 
@@ -38,7 +43,7 @@ from specterm.core.report import Estimate, Position, PositionBin
 BIN_WIDTH = 16
 WARMUP_EARLY = 16  # alpha(t < WARMUP_EARLY)
 WARMUP_LATE = 32  # alpha(t >= WARMUP_LATE)
-WARMUP_COLUMNS = ("early_ones", "early_n", "late_ones", "late_n", "warmup")
+WARMUP_COLUMNS = ("early_ones", "early_n", "late_ones", "late_n", "warmup", "gain")
 
 
 def bins_needed(max_length: int, bin_width: int = BIN_WIDTH) -> int:
@@ -48,7 +53,7 @@ def bins_needed(max_length: int, bin_width: int = BIN_WIDTH) -> int:
 
 @dataclass(frozen=True)
 class PositionSums:
-    """M (N x (2 n_bins + 5)) with columns ones_0..ones_{K-1}, n_0..n_{K-1}, then WARMUP_COLUMNS."""
+    """M (N x (2 n_bins + 6)) with columns ones_0..ones_{K-1}, n_0..n_{K-1}, then WARMUP_COLUMNS."""
 
     M: np.ndarray
     cols: dict[str, int]
@@ -93,6 +98,9 @@ def position_sums(a: Sequence[np.ndarray], bin_width: int = BIN_WIDTH, n_bins: i
         M[:, cols[f"{name}_ones"]] = np.bincount(s, weights=bits[mask], minlength=N) * warm
         M[:, cols[f"{name}_n"]] = np.bincount(s, minlength=N) * warm
     M[:, cols["warmup"]] = warm
+    with np.errstate(divide="ignore", invalid="ignore"):
+        own = (M[:, cols["late_ones"]] / M[:, cols["late_n"]]) - (M[:, cols["early_ones"]] / M[:, cols["early_n"]])
+    M[:, cols["gain"]] = np.where(warm, own, 0.0)
     return PositionSums(M, cols, bin_width, K)
 
 
@@ -110,9 +118,8 @@ def bin_alphas(c: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def warmup_gain(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
-    """alpha(t >= 32) - alpha(t < 16) over the streams that reach t = 32 (paired)."""
-    gain: np.ndarray = div(c[..., cols["late_ones"]], c[..., cols["late_n"]]) - div(c[..., cols["early_ones"]], c[..., cols["early_n"]])
-    return gain
+    """mean over the streams that reach t = 32 of alpha_s(t >= 32) - alpha_s(t < 16): sum gain / sum warmup."""
+    return div(c[..., cols["gain"]], c[..., cols["warmup"]])
 
 
 # ----------------------------------------------------------------------- the report ---

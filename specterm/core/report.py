@@ -3,7 +3,7 @@
     Report        sets (name -> SetReport, corpora sorted then "pooled"), scorecard, runs, params
     SetReport     every number of one set (a corpus or the pooled set), SPEC 7 keys
     Estimate      a point value and its 95% percentile-bootstrap CI [lo, hi]
-    Deficit, RunLengths, Curve, Depth, OptimumRow, PolicyRow, Decision, DecisionHW, ConfirmedRow, Position,
+    Deficit, RunLengths, Curve, Depth, OptimumRow, PolicyRow, CostRatioOptimum, DecisionHW, ConfirmedRow, Position,
     PositionBin, Sampling,
     ScoreRow, RunSummary, Params
 
@@ -24,6 +24,9 @@ Adding a field (e.g. `decision_hw`, `confirmed`; `position` and `sampling` were 
 Set names and their order live here too: POOLED ("pooled", the name of the pooled set, used
 everywhere instead of the literal), `set_names` (corpora sorted, "pooled" last) and
 `set_or_default` (the one fallback: a set that is not in the report shows "pooled", else the first).
+
+Length: one dataclass per part of the SPEC 7 JSON (the report is one schema, read and written in one
+place), each with its fields' meaning beside them.
 """
 
 from __future__ import annotations
@@ -191,20 +194,20 @@ class PolicyRow(Record):
 
 
 @dataclass(kw_only=True)
-class Decision(Record):
-    """Speculate or not, with which g, at cost ratio r and ridge I* (SPEC 6; decide.decision)."""
+class CostRatioOptimum(Record):
+    """The cost-ratio model's optimum at r = c_draft / c_verify, with the roofline reference B* of a
+    preset ridge I* (SPEC 6 "Cost-ratio model"; cost_ratio.cost_ratio_optimum). Not a decision."""
 
     r: float
     ridge: float
     alpha: float | None = None
     gamma_true: int | None = None
-    speedup_true: float | None = None
+    T_true: float | None = None
     gamma_iid: int | None = None
-    speedup_iid: float | None = None
-    speedup_true_at_gamma_iid: float | None = None
-    batch_crossover: float | None = None
-    speculate: bool = False
-    verdict: str = ""
+    T_iid: float | None = None
+    T_true_at_gamma_iid: float | None = None
+    roofline_B_star: float | None = None
+    summary: str = ""
 
 
 @dataclass(kw_only=True)
@@ -225,6 +228,19 @@ class ConfirmedRow(Record):
     ratio_cpu_refeed: float | None = None
     tokens_per_call: float | None = None
     date: str | None = None
+    # SPEC 6 decision check (hardware.decision_check): leave-out E, the run's costs, a 95% prediction
+    # interval for K prompts; in_ci / sign_held; the cost drift since the run; contexts.
+    decision_predicted: Estimate | None = None
+    in_ci: bool | None = None
+    sign_held: bool | None = None
+    leave_out_streams: int | None = None
+    K: int | None = None
+    excluded: list[str] = dataclasses.field(default_factory=list)
+    cost_drift_pct: dict[str, Any] | None = None
+    timed_context: float | None = None
+    cost_context: float | None = None
+    run_cost_context: float | None = None
+    predicted_session_costs: float | None = None  # leave-out E with this session's costs (what the drift explains)
 
 
 @dataclass(kw_only=True)
@@ -256,6 +272,20 @@ class DecisionHW(Record):
     speedup_refeed_at_gamma_hw: float | None = None
     clock: str | None = None
     curve_hw: dict[str, list[float | None]] = dataclasses.field(default_factory=dict)
+    # SPEC 6/7 (issue 18): S_hw(g_hw) 95% CI, the three-way verdict, break-even, batch.
+    speedup_hw_ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
+    verdict_kind: str | None = None        # speculate | do_not_speculate | no_reliable_gain
+    break_even_verify: float | None = None  # v* = E(g_hw) - g_hw c_draft / c_decode, in decode steps
+    verify_steps: float | None = None      # c_verify(g_hw) / c_decode measured here
+    speedup_mb_ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
+    memory_bound_label: str | None = None
+    by_batch: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    batch_crossover: int | None = None     # B_hw: the largest measured B whose S_hw CI lies above 1
+    batch_crossover_text: str | None = None
+    roofline_reference: dict[str, Any] | None = None
+    cost_context: int | None = None
+    batch_fit: dict[str, Any] | None = None
+    confirmed_batch: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def confirmed_at(self, gamma: int | None) -> ConfirmedRow | None:
         """The confirmed row at draft length `gamma` (None when that g was not timed)."""
@@ -295,6 +325,21 @@ class Sampling(Record):
 
 
 @dataclass(kw_only=True)
+class SteadyState(Record):
+    """The set's autocorrelation, run-length dispersion and deficit split on positions t >= start (32)
+    only (SPEC 4 steady state; core/steady.py): a warm-up trend feeds the full-stream numbers too."""
+
+    start: int
+    n_streams: int  # streams with positions at t >= start
+    n_positions: int
+    alpha: float | None = None
+    autocorr: Estimate
+    autocorr_pooled: Estimate
+    dispersion_ratio: Estimate
+    deficit: Deficit
+
+
+@dataclass(kw_only=True)
 class SetReport(Record):
     """Every number of one set of streams (a corpus or the pooled set); see SPEC 7."""
 
@@ -318,10 +363,11 @@ class SetReport(Record):
     r_measured: float | None = None
     r_measured_values: list[float] = dataclasses.field(default_factory=list)
     policies: list[PolicyRow] = dataclasses.field(default_factory=list)
-    decide: Decision | None = None
+    cost_ratio: CostRatioOptimum | None = None
     position: Position | None = None
     sampling: Sampling | None = None
     decision_hw: DecisionHW | None = None
+    steady_state: SteadyState | None = None
 
 
 MEASUREMENT, ECONOMICS = "measurement", "economics"
@@ -331,13 +377,19 @@ SEEDS = {MEASUREMENT: "measurement seed", ECONOMICS: "economics seed"}
 @dataclass(kw_only=True)
 class ScoreRow(Record):
     """One row of the scorecard: a prediction of the measurement seed (P1-P5) or a claim of the
-    economics seed (Q1-Q4), with its verdict and evidence; `seed` says whose."""
+    economics seed (Q1-Q6), with its verdict and evidence; `seed` says whose."""
 
     id: str
     prediction: str
-    verdict: str
+    verdict: str  # holds | holds in direction, not in size | inconclusive | falsified (core/verdict.py)
     evidence: str
     seed: str = MEASUREMENT
+    direction: str = "n/a"  # holds | not reproduced | inconclusive | n/a
+    size: str = "n/a"  # holds | not reproduced | inconclusive | n/a
+    seed_size: str = ""  # the seed's stated size (SPEC 4's table)
+    steady_state: str | None = None  # the direction's outcome on positions t >= 32 (None: no such statistic)
+    borderline: bool = False  # the verdict differs across bootstrap seeds 0..4
+    seed_verdicts: dict[str, str] = dataclasses.field(default_factory=dict)  # bootstrap seed -> verdict
 
 
 @dataclass(kw_only=True)

@@ -1,34 +1,48 @@
-"""The scorecard (SPEC 4): the measurement seed's P1-P5, then the economics seed's Q1-Q4
+"""The scorecard (SPEC 4): the measurement seed's P1-P5, then the economics seed's Q1-Q6
 (economics.py), computed from a report's sets, never written by hand.
 
-Corpora are every set but POOLED ("pooled"). Verdicts where the SPEC is silent (choices):
+Every row has a `direction` and a `size` outcome and a verdict from them (core/verdict.py: one
+function of an interval and a threshold). Corpora are every set but "pooled". The seed's size
+(SEED_SIZE, SPEC 4's table) is printed beside the measured CI in the evidence. Rules, and the choices
+where the SPEC is silent:
 
-    P1 holds: per-stream p11-p10 CI lower bound > 0 in every corpus; falsified: some corpus CI lies
-       entirely below 0; inconclusive otherwise (a CI that contains 0 or is undefined, or no corpus).
-    P2 holds: D/D_geom CI lower bound > 1 in every corpus; falsified: some corpus CI lies entirely
-       below 1 (under-dispersed); inconclusive otherwise.
+    P1 direction: per-stream p11-p10 CI > 0 in every corpus (verdict.combine over corpora; a CI
+       below 0 in some corpus: not reproduced -> falsified). size: the pooled set's per-stream
+       p11-p10 CI overlaps the published pooled CI [0.125, 0.182], and the corpora's span
+       [min lo, max hi] overlaps the published per-corpus range [0.047, 0.233].
+    P2 direction: D/D_geom CI > 1 in every corpus. size: each corpus's CI overlaps [2.1, 24].
     P3 on the pooled set and the fixed r grid 0.05..0.60 (measured r excluded, so runs compare):
-       holds: g*_true > g*_iid at more than half of the grid; falsified: g*_true <= g*_iid at every r
-       and < at some; inconclusive otherwise (or when g* is undefined).
-    P4 holds: pooled temporal deficit CI lower bound > 0; falsified: CI upper bound < 0 (shuffling
-       *lowers* the yield: no clustering cause); inconclusive: the CI contains 0 or is undefined.
-    P5 inconclusive with < 3 corpora with defined values, or when a rank correlation is undefined
-       (all values tied); holds: Spearman rho(autocorr, temporal deficit) > 0; falsified: rho <= 0.
+       direction holds: g*_true > g*_iid at more than half of the grid; not reproduced (falsified):
+       g*_true <= g*_iid at every r and < at some; inconclusive otherwise (or g* undefined). size:
+       the seed's counter-claim "1 to 3 below": the measured span of g*_iid - g*_true over the grid
+       overlaps [1, 3].
+    P4 direction: pooled temporal deficit CI > 0 (below 0: falsified). size: it overlaps [0.033, 0.051].
+    P5 direction: Spearman rho of (corpus per-stream p11-p10, corpus temporal deficit) with its exact
+       two-sided permutation p-value over the corpora (`spearman_permutation`): holds when rho > 0
+       and p <= 0.05, falsified when rho < 0 and p <= 0.05, inconclusive otherwise (fewer than 3
+       corpora with defined values, all tied, or p > 0.05). size: "temporal part significant in
+       the high-dispersion corpora and not in the flat ones": high-dispersion = D/D_geom CI > 1
+       (P2's test), significant = temporal CI > 0; holds when the two sets of corpora are equal,
+       not reproduced when they differ, inconclusive when a CI is undefined.
+
+Each of P1, P2, P4, P5 also says in its evidence whether its direction holds in the steady state
+(the set's `steady_state`: positions t >= 32 only); P3 has no steady-state statistic.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from specterm.core import economics
-from specterm.core.fmt import ci as ci_text
-from specterm.core.fmt import fmt
+from specterm.core import verdict as vd
+from specterm.core.fmt import MISSING
 from specterm.core.params import R_GRID
-from specterm.core.report import MEASUREMENT, POOLED, Estimate, ScoreRow, SetReport
-
-Sets = Mapping[str, SetReport]
+from specterm.core.report import MEASUREMENT, ScoreRow
 
 PREDICTIONS = {
     "P1": "acceptance is autocorrelated",
@@ -38,58 +52,190 @@ PREDICTIONS = {
     "P5": "the effect scales with autocorrelation across corpora",
 }
 
+# The measurement seed's sizes (SPEC 4's table), quoted, as (lo, hi) ranges where the seed gives one.
+SEED_SIZE = {
+    "P1": "per-corpus p11-p10 +0.047 to +0.233, pooled +0.155 [0.125, 0.182]",
+    "P2": "D/D_geom 2.1x to 24x per corpus",
+    "P3": "g*_true 1 to 3 below g*_iid at every r in [0.05, 0.6]",
+    "P4": "pooled temporal deficit at g = 8 about 0.043 [0.033, 0.051]",
+    "P5": "temporal part significant in the high-dispersion corpora and not in the flat ones",
+}
+P1_CORPUS_RANGE = (0.047, 0.233)
+P1_POOLED_RANGE = (0.125, 0.182)
+P2_RANGE = (2.1, 24.0)
+P3_GAP_RANGE = (1.0, 3.0)
+P4_RANGE = (0.033, 0.051)
+P5_ALPHA = 0.05
+STEADY_FROM = 32  # SPEC 4: the steady state is positions t >= 32
+
+
+def _f(x: Any) -> float:
+    return float("nan") if x is None else float(x)
+
+
+def _ci(est: Any) -> tuple[float, float]:
+    if est is None:
+        return float("nan"), float("nan")
+    lo, hi = est.get("ci") or (None, None)
+    return _f(lo), _f(hi)
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return MISSING if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
 
 def _names(names: list[str]) -> str:
     return ", ".join(names)
 
 
+def _span(cis: Mapping[str, tuple[float, float]]) -> str:
+    return ", ".join(f"{c} [{_fmt(lo)}, {_fmt(hi)}]" for c, (lo, hi) in cis.items())
+
+
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman rho (scipy.stats.spearmanr: Pearson correlation of average ranks); NaN when either side is constant."""
-    import warnings
-
-    from scipy import stats
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.ConstantInputWarning)
-        return float(stats.spearmanr(x, y).statistic)
+    """Spearman rho (as scipy.stats.spearmanr: Pearson correlation of average ranks); NaN when either
+    side is constant or has fewer than 2 values."""
+    xa, ya = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if xa.size < 2 or np.ptp(xa) == 0 or np.ptp(ya) == 0:
+        return float("nan")
+    return float(_rank_pearson(average_ranks(xa), average_ranks(ya)[None, :])[0])
 
 
-def _row(pid: str, verdict: str, evidence: str) -> ScoreRow:
-    return ScoreRow(id=pid, prediction=PREDICTIONS[pid], verdict=verdict, evidence=f"{verdict}: {evidence}",
-                    seed=MEASUREMENT)
+EXACT_MAX = 8  # up to 8! = 40320 orderings are enumerated; more corpora: a seeded Monte-Carlo p-value
 
 
-def _ci_rule(pid: str, sets: Sets, corpora: list[str], get: Callable[[SetReport], Estimate], bound: float,
-             what: str) -> ScoreRow:
-    """Every corpus CI above `bound` -> holds; some CI entirely below -> falsified; else inconclusive."""
-    if not corpora:
-        return _row(pid, "inconclusive", "no corpus to test")
-    cis = {c: get(sets[c]).bounds() for c in corpora}
-    above = [c for c, (lo, _) in cis.items() if lo > bound]
-    below = [c for c, (_, hi) in cis.items() if hi < bound]
-    spread = ", ".join(f"{c} {ci_text(get(sets[c]).ci)}" for c in cis)
-    if below:
-        return _row(pid, "falsified", f"{what} CI lies below {bound:g} in {_names(below)} ({spread})")
-    if len(above) == len(corpora):
-        los = [cis[c][0] for c in corpora]
-        return _row(pid, "holds", f"{what} CI lower bound > {bound:g} in all {len(corpora)} corpora "
-                                  f"(lower bounds {fmt(min(los))} to {fmt(max(los))})")
-    rest = [c for c in corpora if c not in above]
-    return _row(pid, "inconclusive", f"{what} CI contains {bound:g} or is undefined in {_names(rest)} ({spread})")
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of x, ties sharing the mean of their ranks (scipy.stats.rankdata's "average")."""
+    x = np.asarray(x, dtype=np.float64)
+    order = np.argsort(x, kind="mergesort")
+    xs = x[order]
+    first = np.r_[True, xs[1:] != xs[:-1]]
+    group = np.cumsum(first) - 1
+    starts = np.flatnonzero(first)
+    ends = np.r_[starts[1:], x.size]
+    ranks = np.empty(x.size, dtype=np.float64)
+    ranks[order] = ((starts + 1 + ends) / 2.0)[group]
+    return ranks
 
 
-def p3(sets: Sets, corpora: list[str]) -> ScoreRow:
-    def diffs(s: SetReport) -> np.ndarray:
-        on_grid = [o for o in s.optimum if round(o.r, 2) == o.r and o.r in R_GRID]
-        return np.array([o.gamma_true - o.gamma_iid for o in on_grid
-                         if o.gamma_true is not None and o.gamma_iid is not None], dtype=np.int64)
+def _rank_pearson(rx: np.ndarray, RY: np.ndarray) -> np.ndarray:
+    """Pearson correlation of rx (n,) with every row of RY (m x n); NaN where a side is constant."""
+    dx = rx - rx.mean()
+    DY = RY - RY.mean(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray((DY @ dx) / np.sqrt((dx @ dx) * (DY * DY).sum(axis=1)), dtype=np.float64)
 
+
+def spearman_permutation(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    """(rho, p): Spearman rho of x and y (average ranks for ties) and its exact two-sided permutation
+    p-value, p = #{orderings pi of y: |rho(x, y_pi)| >= |rho|} / n!, over all n! orderings (n <= 8;
+    5 corpora: 120). NaN, NaN when n < 2 or a side is constant. A relative tolerance of 1e-9 counts
+    orderings whose |rho| equals the observed one (ties in floating point). Beyond 8 values: 100000
+    random orderings (seed 0) and p = (hits + 1) / (100000 + 1)."""
+    xa, ya = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    n = xa.size
+    if n < 2 or np.ptp(xa) == 0 or np.ptp(ya) == 0:
+        return float("nan"), float("nan")
+    rx, ry = average_ranks(xa), average_ranks(ya)
+    rho = float(_rank_pearson(rx, ry[None, :])[0])
+    if n <= EXACT_MAX:
+        perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)
+        rhos = _rank_pearson(rx, ry[perms])
+        hits, total = int((np.abs(rhos) >= abs(rho) * (1 - 1e-9)).sum()), perms.shape[0]
+        return rho, hits / total
+    rng = np.random.default_rng(0)
+    m = 100_000
+    RY = np.array([rng.permutation(ry) for _ in range(m)])
+    hits = int((np.abs(_rank_pearson(rx, RY)) >= abs(rho) * (1 - 1e-9)).sum())
+    return rho, (hits + 1) / (m + 1)
+
+
+row = vd.score_row
+
+
+def _row(pid: str, direction: str, size: str, evidence: str, steady: str | None = None) -> dict[str, Any]:
+    return vd.score_row(pid, PREDICTIONS[pid], MEASUREMENT, direction, size, evidence, SEED_SIZE[pid], steady)
+
+
+def _steady(set_report: Any) -> Any:
+    """The set's steady_state (report.SteadyState or its JSON), read through verdict.Fields; None when absent."""
+    ss = set_report.get("steady_state") if set_report is not None else None
+    return vd.fields(ss)
+
+
+def _every_corpus(cis: Mapping[str, tuple[float, float]], bound: float) -> str:
+    return vd.combine(vd.direction(lo, hi, bound) for lo, hi in cis.values()) if cis else vd.INCONCLUSIVE
+
+
+def _direction_text(what: str, cis: Mapping[str, tuple[float, float]], bound: float, outcome: str) -> str:
+    if not cis:
+        return "no corpus to test"
+    if outcome == vd.HOLDS:
+        los = [lo for lo, _ in cis.values()]
+        return f"{what} CI lower bound > {bound:g} in all {len(cis)} corpora (lower bounds {_fmt(min(los))} to {_fmt(max(los))})"
+    if outcome == vd.NOT_REPRODUCED:
+        below = [c for c, (_, hi) in cis.items() if hi < bound]
+        return f"{what} CI lies below {bound:g} in {_names(below)} ({_span(cis)})"
+    rest = [c for c, (lo, _) in cis.items() if not lo > bound]
+    return f"{what} CI contains {bound:g} or is undefined in {_names(rest)} ({_span(cis)})"
+
+
+def _steady_text(outcome: str | None, detail: str) -> str:
+    if outcome is None:
+        return "; steady state (t >= 32): n/a"
+    word = {vd.HOLDS: "holds", vd.NOT_REPRODUCED: "falsified"}.get(outcome, "inconclusive")
+    return f"; steady state (t >= 32): {word} ({detail})"
+
+
+def _corpus_rule(sets: Mapping[str, Any], corpora: list[str], key: str, bound: float, what: str
+                 ) -> tuple[str, str, str | None, str]:
+    """(direction, text, steady outcome, steady text) of "`key` CI > bound in every corpus"."""
+    cis = {c: _ci(sets[c][key]) for c in corpora}
+    direction = _every_corpus(cis, bound)
+    steady_cis = {c: _ci(ss[key]) for c in corpora if (ss := _steady(sets[c])) is not None}
+    steady = _every_corpus(steady_cis, bound) if steady_cis and len(steady_cis) == len(corpora) else None
+    return direction, _direction_text(what, cis, bound, direction), steady, _span(steady_cis)
+
+
+def p1(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
+    direction, text, steady, steady_detail = _corpus_rule(sets, corpora, "autocorr", 0.0, "per-stream p11-p10")
+    cis = {c: _ci(sets[c]["autocorr"]) for c in corpora}
+    pooled = _ci(sets["pooled"]["autocorr"]) if "pooled" in sets else (float("nan"), float("nan"))
+    los = [lo for lo, _ in cis.values()]
+    his = [hi for _, hi in cis.values()]
+    span = (min(los), max(his)) if cis and all(map(np.isfinite, los + his)) else (float("nan"), float("nan"))
+    size = vd.combine([vd.size(*pooled, *P1_POOLED_RANGE), vd.size(*span, *P1_CORPUS_RANGE)]) if cis else vd.INCONCLUSIVE
+    size_text = (f"size {size}: pooled [{_fmt(pooled[0])}, {_fmt(pooled[1])}], corpora span "
+                 f"[{_fmt(span[0])}, {_fmt(span[1])}] (seed's size: {SEED_SIZE['P1']})")
+    return _row("P1", direction, size, f"{text}; {size_text}" + _steady_text(steady, steady_detail), steady)
+
+
+def p2(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
+    direction, text, steady, steady_detail = _corpus_rule(sets, corpora, "dispersion_ratio", 1.0, "D/D_geom")
+    cis = {c: _ci(sets[c]["dispersion_ratio"]) for c in corpora}
+    size = vd.combine(vd.size(lo, hi, *P2_RANGE) for lo, hi in cis.values()) if cis else vd.INCONCLUSIVE
+    off = [c for c, (lo, hi) in cis.items() if vd.size(lo, hi, *P2_RANGE) == vd.NOT_REPRODUCED]
+    size_text = f"size {size}" + (f" (CI excludes 2.1 to 24 in {_names(off)})" if off else "") + f" (seed's size: {SEED_SIZE['P2']})"
+    return _row("P2", direction, size, f"{text}; {size_text}" + _steady_text(steady, steady_detail), steady)
+
+
+def _optimum_diffs(s: Any) -> np.ndarray:
+    rows = [o for o in s.get("optimum", []) if round(o["r"], 2) == o["r"] and o["r"] in R_GRID]
+    rows = [o for o in rows if o["gamma_true"] is not None and o["gamma_iid"] is not None]
+    return np.array([o["gamma_true"] - o["gamma_iid"] for o in rows], dtype=np.int64)
+
+
+def p3(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
     grid = f"r in [{R_GRID[0]:g}, {R_GRID[-1]:g}]"
-    d = diffs(sets[POOLED]) if POOLED in sets else np.zeros(0, np.int64)
+    d = _optimum_diffs(sets["pooled"]) if "pooled" in sets else np.zeros(0, np.int64)
     if d.size == 0:
-        return _row("P3", "inconclusive", "g*_true or g*_iid is undefined on the r grid")
-    per_corpus = [c for c in corpora if (dc := diffs(sets[c])).size and (dc <= 0).all() and (dc < 0).any()]
+        return _row("P3", vd.INCONCLUSIVE, vd.INCONCLUSIVE, "g*_true or g*_iid is undefined on the r grid")
+    per_corpus = [c for c in corpora if (dc := _optimum_diffs(sets[c])).size and (dc <= 0).all() and (dc < 0).any()]
     tail = f"; per corpus, g*_true <= g*_iid everywhere and < somewhere in {len(per_corpus)} of {len(corpora)}" if corpora else ""
+    gaps = -d
+    size = vd.size(float(gaps.min()), float(gaps.max()), *P3_GAP_RANGE)
+    size_text = (f"; size {size}: g*_iid - g*_true spans {gaps.min()} to {gaps.max()} over the grid "
+                 f"(seed's size: {SEED_SIZE['P3']})")
     above, equal, below = int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum())
     if (d <= 0).all() and below:
         gap = -d[d < 0]
@@ -98,65 +244,115 @@ def p3(sets: Sets, corpora: list[str]) -> ScoreRow:
             ev = f"g*_true <= g*_iid at every {grid}, below by {span} at {below} of {d.size}"
         else:
             ev = f"g*_true is {span} below g*_iid at every {grid}"
-        return _row("P3", "falsified", ev + tail)
+        return _row("P3", vd.NOT_REPRODUCED, size, ev + tail + size_text)
     if above > d.size / 2:
         gap = d[d > 0]
         span = f"{gap.min()}" if gap.min() == gap.max() else f"{gap.min()} to {gap.max()}"
-        return _row("P3", "holds", f"g*_true is {span} above g*_iid at {above} of {d.size} {grid}" + tail)
-    return _row("P3", "inconclusive", f"g*_true vs g*_iid over {d.size} {grid}: above at {above}, equal at {equal}, below at {below}" + tail)
+        return _row("P3", vd.HOLDS, size, f"g*_true is {span} above g*_iid at {above} of {d.size} {grid}" + tail + size_text)
+    return _row("P3", vd.INCONCLUSIVE, size,
+                f"g*_true vs g*_iid over {d.size} {grid}: above at {above}, equal at {equal}, below at {below}" + tail + size_text)
 
 
-def p4(sets: Sets) -> ScoreRow:
-    if POOLED not in sets:
-        return _row("P4", "inconclusive", "no pooled set")
-    dfc = sets[POOLED].deficit
-    t = dfc.temporal
-    lo, hi = t.bounds()
-    ev = f"pooled temporal deficit at gamma={dfc.gamma} is {fmt(t.value)} {ci_text(t.ci)}"
-    if lo > 0:
-        return _row("P4", "holds", ev + ", CI above 0")
-    if hi < 0:
-        return _row("P4", "falsified", ev + ", CI below 0: shuffling lowers the yield")
-    return _row("P4", "inconclusive", ev + ", CI contains 0 or is undefined")
+def p4(sets: Mapping[str, Any]) -> dict[str, Any]:
+    if "pooled" not in sets:
+        return _row("P4", vd.INCONCLUSIVE, vd.INCONCLUSIVE, "no pooled set")
+    dfc = sets["pooled"]["deficit"]
+    t = dfc["temporal"]
+    lo, hi = _ci(t)
+    direction = vd.direction(lo, hi, 0.0)
+    ev = f"pooled temporal deficit at gamma={dfc['gamma']} is {_fmt(_f(t['value']))} [{_fmt(lo)}, {_fmt(hi)}]"
+    ev += {vd.HOLDS: ", CI above 0", vd.NOT_REPRODUCED: ", CI below 0: shuffling lowers the yield"}.get(
+        direction, ", CI contains 0 or is undefined")
+    size = vd.size(lo, hi, *P4_RANGE)
+    ev += f"; size {size} (seed's size: {SEED_SIZE['P4']})"
+    ss = _steady(sets["pooled"])
+    steady, detail = None, ""
+    if ss is not None:
+        st = ss["deficit"]["temporal"]
+        slo, shi = _ci(st)
+        steady = vd.direction(slo, shi, 0.0)
+        detail = f"pooled temporal {_fmt(_f(st['value']))} [{_fmt(slo)}, {_fmt(shi)}]"
+    return _row("P4", direction, size, ev + _steady_text(steady, detail), steady)
 
 
-def _value(x: float | None) -> float:
-    return float("nan") if x is None else float(x)
-
-
-def p5(sets: Sets, corpora: list[str]) -> ScoreRow:
-    ac = np.array([_value(sets[c].autocorr.value) for c in corpora])
-    tm = np.array([_value(sets[c].deficit.temporal.value) for c in corpora])
+def _p5_direction(ac: np.ndarray, tm: np.ndarray) -> tuple[str, float, float, int]:
+    """(direction, rho, p, corpora used) of P5 from corpus autocorrelations and temporal deficits."""
     ok = np.isfinite(ac) & np.isfinite(tm)
-    cis = [sets[c].deficit.temporal.bounds() for c in corpora]
-    excl = [c for c, (lo, hi) in zip(corpora, cis) if lo > 0 or hi < 0]
+    n = int(ok.sum())
+    if n < 3:
+        return vd.INCONCLUSIVE, float("nan"), float("nan"), n
+    rho, p = spearman_permutation(ac[ok], tm[ok])
+    if not (np.isfinite(rho) and np.isfinite(p)) or p > P5_ALPHA:
+        return vd.INCONCLUSIVE, rho, p, n
+    return (vd.HOLDS if rho > 0 else vd.NOT_REPRODUCED if rho < 0 else vd.INCONCLUSIVE), rho, p, n
+
+
+def p5(sets: Mapping[str, Any], corpora: list[str]) -> dict[str, Any]:
+    ac = np.array([_f(sets[c]["autocorr"]["value"]) for c in corpora])
+    tm = np.array([_f(sets[c]["deficit"]["temporal"]["value"]) for c in corpora])
+    tcis = {c: _ci(sets[c]["deficit"]["temporal"]) for c in corpora}
+    excl = [c for c, (lo, hi) in tcis.items() if lo > 0 or hi < 0]
     tail = f"; temporal CI excludes 0 in {len(excl)} of {len(corpora)} corpora"
-    if ok.sum() < 3:
-        return _row("P5", "inconclusive", f"needs at least 3 corpora with defined values, has {int(ok.sum())}{tail}")
-    rho = spearman(ac[ok], tm[ok])
-    ev = f"Spearman rho(autocorr, temporal deficit) = {fmt(rho, 2)} over {int(ok.sum())} corpora{tail}"
-    if not np.isfinite(rho):
-        return _row("P5", "inconclusive", ev + " (all values tied)")
-    return _row("P5", "holds" if rho > 0 else "falsified", ev)
+    direction, rho, p, n = _p5_direction(ac, tm)
+    if n < 3:
+        ev = f"needs at least 3 corpora with defined values, has {n}{tail}"
+    else:
+        ev = (f"Spearman rho(autocorr, temporal deficit) = {_fmt(rho, 2)}, exact permutation p = {_fmt(p, 3)} "
+              f"(two-sided, {math.factorial(n) if n <= EXACT_MAX else 'random'} orderings) over {n} corpora{tail}")
+        if not np.isfinite(rho):
+            ev += " (all values tied)"
+    # size: significant temporal part exactly in the high-dispersion corpora
+    dcis = {c: _ci(sets[c]["dispersion_ratio"]) for c in corpora}
+    defined = all(np.isfinite(v).all() for v in list(tcis.values()) + list(dcis.values()))
+    high = [c for c in corpora if dcis[c][0] > 1]
+    signif = [c for c in corpora if tcis[c][0] > 0]
+    if not corpora or not defined:
+        size = vd.INCONCLUSIVE
+    else:
+        size = vd.HOLDS if set(high) == set(signif) else vd.NOT_REPRODUCED
+    ev += (f"; size {size}: temporal CI above 0 in {_names(signif) or 'none'}, D/D_geom CI above 1 in "
+           f"{_names(high) or 'none'} (seed's size: {SEED_SIZE['P5']})")
+    steady, detail = None, ""
+    sss = [_steady(sets[c]) for c in corpora]
+    if corpora and all(s is not None for s in sss):
+        sac = np.array([_f(s["autocorr"]["value"]) for s in sss])
+        stm = np.array([_f(s["deficit"]["temporal"]["value"]) for s in sss])
+        steady, srho, sp, sn = _p5_direction(sac, stm)
+        detail = f"rho = {_fmt(srho, 2)}, p = {_fmt(sp, 3)} over {sn} corpora"
+    return _row("P5", direction, size, ev + _steady_text(steady, detail), steady)
 
 
-def scorecard(sets: Sets, costs: Mapping[str, Mapping[str, object]] | None = None,
-              realized: Mapping[str, float] | None = None) -> list[ScoreRow]:
-    """The rows P1..P5 then Q1..Q4 (report.ScoreRow: id, prediction, verdict, evidence, seed) from the report's sets.
+def p_rows(sets: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The measurement seed's P1..P5 from the report's "sets" (SetReports or their JSON shape)."""
+    sets = vd.sets_view(sets)
+    corpora = [name for name in sets if name != "pooled"]
+    return [p1(sets, corpora), p2(sets, corpora), p3(sets, corpora), p4(sets), p5(sets, corpora)]
+
+
+def scorecard(sets: Mapping[str, Any], costs: dict[str, Any] | None = None,
+              realized: dict[str, float] | None = None,
+              replicates: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> list[ScoreRow]:
+    """P1..P5 then Q1..Q6 from the report's "sets" (SetReports or their JSON shape), as report.ScoreRow
+    ("id", "prediction", "verdict", "evidence", "seed", "direction", "size", "seed_size", "steady_state").
 
     costs, realized: measured costs and realized speedups per corpus for Q3 (economics.q_rows); None:
-    Q3 uses the memory-bound model at each corpus's r.
+    Q3 uses the memory-bound model at each corpus's r. replicates: per corpus the bootstrap replicates
+    of alpha and E_true (economics.q_rows: the CIs of Q2's spread and Q3's ratio).
     """
-    return p_rows(sets) + economics.q_rows(sets, costs=costs, realized=realized)
+    rows = p_rows(sets) + economics.q_rows(sets, costs=costs, realized=realized, replicates=replicates)
+    return [ScoreRow(**r) for r in rows]
 
 
-def p_rows(sets: Sets) -> list[ScoreRow]:
-    """The measurement seed's P1..P5 from the report's sets."""
-    corpora = [name for name in sets if name != POOLED]
-    return [
-        _ci_rule("P1", sets, corpora, lambda s: s.autocorr, 0.0, "per-stream p11-p10"),
-        _ci_rule("P2", sets, corpora, lambda s: s.dispersion_ratio, 1.0, "D/D_geom"),
-        p3(sets, corpora),
-        p4(sets),
-        p5(sets, corpora),
-    ]
+def mark_borderline(rows: list[ScoreRow], verdicts_by_seed: Mapping[int, Mapping[str, str]]) -> list[ScoreRow]:
+    """Mark each row whose verdict differs across bootstrap seeds (SPEC 4: seeds 0..4) as borderline,
+    with every seed's verdict (`seed_verdicts` {seed: verdict} and a line in the evidence). Rows absent
+    from a seed's verdicts (not recomputed there) are left unmarked."""
+    for r in rows:
+        per = {s: v[r.id] for s, v in verdicts_by_seed.items() if r.id in v}
+        if not per:
+            continue
+        r.seed_verdicts = {str(s): v for s, v in sorted(per.items())}
+        r.borderline = len(set(per.values())) > 1
+        if r.borderline:
+            r.evidence += "; borderline across bootstrap seeds: " + ", ".join(f"seed {s} {v}" for s, v in sorted(per.items()))
+    return rows

@@ -41,11 +41,14 @@ from specterm.core.blockwalk import set_yield
 from specterm.core.costmodel import refeed_counts, refeed_share
 from specterm.core.errors import SpectermError
 from specterm.core.hardware import (
+    BATCH_COST_KEY,
     CONFIRMATIONS_KEY,
+    batch_costs,
     cost_curve,
     decision_hw,
     summarize_results,
 )
+from specterm.core.optimum import best_gamma
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
 from specterm.core.store import (
     META_FILE,
@@ -59,7 +62,7 @@ from specterm.core.store import (
     read_meta,
     write_meta_atomic,
 )
-from specterm.oracle.costs import COST_GAMMAS, context_ids
+from specterm.oracle.costs import COST_GAMMAS, context_ids, measure_batch_costs
 
 
 @dataclass
@@ -76,6 +79,10 @@ class ConfirmConfig:
     cost_gammas: tuple[int, ...] = COST_GAMMAS
     target: str | None = None          # None: the run's target, found by streams.model_location
     draft: str | None = None           # None: the run's draft, likewise
+    decision_only: bool = False        # time only the run's decision g_hw (and --gamma), not this session's choices
+    batch_costs: bool = False          # measure c_decode(B), c_verify(g, B), c_draft(B) and store them as the run's
+    batch: int = 1                     # B > 1: batched confirmation, B prompts of a corpus decoded together
+    interleave_costs: bool = True      # one more cost round after every prompt (off: only the rounds before)
 
 
 @dataclass
@@ -131,20 +138,25 @@ def corpus_E(streams: list[Stream], gammas: np.ndarray) -> dict[str, tuple[np.nd
     return out
 
 
-def write_confirmation(run_dir: Path, record: dict[str, Any], index: int | None, cost: dict | None = None) -> int:
+def write_confirmation(run_dir: Path, record: dict[str, Any], index: int | None, cost: dict | None = None,
+                       batch_cost: dict | None = None) -> int:
     """Put `record` at `index` of run.json's confirmations (append when None), atomically; returns its index.
 
     With `cost`, also make it the run's "cost" (the previous one is kept in cost.earlier).
     Only run.json is rewritten (temp file + rename) under the run lock (core/lock.py: a `specterm
     run --resume` or `repair` writing the same run meanwhile is refused, and vice versa);
     prompts.jsonl is never opened for writing.
+    With `batch_cost`, also store it as the run's costs by batch (BATCH_COST_KEY).
     """
     with RunLock(run_dir):
-        return _write_confirmation(run_dir, record, index, cost)
+        return _write_confirmation(run_dir, record, index, cost, batch_cost)
 
 
-def _write_confirmation(run_dir: Path, record: dict[str, Any], index: int | None, cost: dict | None) -> int:
+def _write_confirmation(run_dir: Path, record: dict[str, Any], index: int | None, cost: dict | None,
+                        batch_cost: dict | None = None) -> int:
     meta = read_meta(run_dir)
+    if batch_cost is not None:
+        meta[BATCH_COST_KEY] = batch_cost
     records = meta.get(CONFIRMATIONS_KEY)
     if not isinstance(records, list):
         records = []
@@ -281,7 +293,7 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
         report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.3f} s", elapsed_s=time.perf_counter() - t_start))
 
     sampler = CostSampler(pair.target, pair.draft, ctx, cost_gammas.tolist(), on_measure=on_measure, cancel=cancel)
-    sampler.plan(1 + config.cost_repeats + len(items))
+    sampler.plan(1 + config.cost_repeats + (len(items) if config.interleave_costs else 0))
     for _ in range(1 + config.cost_repeats):
         sampler.round()
 
@@ -293,16 +305,39 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
 
     cost = session_cost()
     curve = cost_curve(cost)  # g_hw and g_iid are chosen from the rounds before any generation
+    run_curve = cost_curve(meta.get("cost"))  # the run's decision: its stored costs
+
+    batch_record = meta.get(BATCH_COST_KEY)
+    if config.batch_costs:
+        report(Progress("cost", f"measuring costs by batch at context {ctx_len}"))
+        batch_record = measure_batch_costs(pair.target, pair.draft, ctx, on_measure=on_measure, cancel=cancel)
+        batch_record["measured_at"] = new_meta("")["created"]
+    run_batch = batch_costs(batch_record) if config.batch > 1 else None
+    if config.batch > 1 and run_batch is None:
+        raise SpectermError("a batched confirmation needs the run's costs by batch; add --batch-costs.")
 
     by_corpus = corpus_E(run.streams, cost_gammas)
     choices: dict[str, dict[str, Any]] = {}
     for name in sorted({it["stream"].corpus for it in items}):
         E_true, alpha, phi = by_corpus[name]
         d = decision_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve, phi_true=phi)
-        gammas = sorted(g for g in {d.gamma_hw, d.gamma_iid_hw, d.gamma_hw_refeed, *extra} if g is not None)
+        run_d = decision_hw(cost_gammas, E_true, None, run_curve) if run_curve is not None else d
+        g_decision = run_d.gamma_hw
+        if run_batch is not None:  # the decision at this batch: g_hw(B) of the run's batch costs
+            if config.batch not in run_batch.batches.tolist():
+                raise SpectermError(f"the run's batch costs have no batch {config.batch}; use one of "
+                                    f"{', '.join(map(str, run_batch.batches.tolist()))}.")
+            i = int(np.flatnonzero(run_batch.batches == config.batch)[0])
+            E_b = set_yield([s.a for s in run.streams if s.corpus == name and s.valid_len], run_batch.gammas)[0]
+            S_b = costmodel.speedup_hw(E_b, run_batch.c_decode[i], run_batch.c_verify[i], run_batch.c_draft[i],
+                                       run_batch.gammas)
+            g_decision = best_gamma(S_b, run_batch.gammas)
+        session = set() if config.decision_only or config.batch > 1 else {d.gamma_hw, d.gamma_iid_hw, d.gamma_hw_refeed}
+        gammas = sorted(g for g in {g_decision, *session, *extra} if g is not None)
         choices[name] = {k: getattr(d, k) for k in ("gamma_hw", "speedup_hw", "gamma_hw_refeed", "speedup_hw_refeed",
                                                     "gamma_iid_hw", "speedup_iid_hw", "gamma_mb", "speedup_mb")}
-        choices[name].update(gammas=gammas, verdict=d.verdict)
+        choices[name].update(gammas=gammas, verdict=d.verdict, gamma_decision=g_decision,
+                             decision_costs="the run's costs by batch, g_hw(B)" if run_batch is not None else "the run's stored costs")
     E_table = {name: {int(g): (float(e), float(p)) for g, e, p in zip(cost_gammas, by_corpus[name][0], by_corpus[name][2])}
                for name in choices}
 
@@ -318,6 +353,10 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
         "load_avg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "per_corpus": config.per_corpus,
         "max_new_tokens": config.max_new_tokens,
+        "batch": config.batch,
+        "cost_context": ctx_len,
+        "cost_context_rule": "mean over the timed prompts of prompt tokens + n/2 (n = tokens generated)",
+        "run_cost_context": (meta.get("cost") or {}).get("context"),
         "complete": False,
         "method": ("per (corpus, g): realized = sum greedy s / sum speculative s over the same prompts, methods "
                    "alternating (order reversed every other prompt); predicted = S_hw(g) = E c_decode / (c_verify(g) + "
@@ -331,14 +370,18 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
 
     timer = ForwardTimer(pair.target, pair.draft)
     try:
+        keep_batch = batch_record if config.batch_costs else None
+        if config.batch > 1:
+            return _time_batched(config, pair, run_dir, items, choices, record, index, sampler, session_cost,
+                                 keep_batch, report, cancel, t_start)
         return _time_generations(config, pair, run_dir, items, choices, E_table, record, index, sampler, session_cost,
-                                 install_cost, timer, report, cancel, t_start)
+                                 install_cost, timer, report, cancel, t_start, keep_batch)
     finally:
         timer.close()
 
 
 def _time_generations(config, pair, run_dir, items, choices, E_table, record, index, sampler, session_cost,
-                      install_cost, timer, report, cancel, t_start) -> dict[str, Any]:
+                      install_cost, timer, report, cancel, t_start, batch_record=None) -> dict[str, Any]:
     """The timed part of `confirm_run`: warm-up, then every prompt's greedy and speculative generations."""
     from specterm.oracle import specdec
 
@@ -398,7 +441,7 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
         if idx % 2:
             methods.reverse()
         row: dict[str, Any] = {"corpus": s.corpus, "id": s.id, "tokens": it["n"], "order": [str(m) for m in methods],
-                               "spec": {}}
+                               "prompt_tokens": len(it["ids"]), "context": len(it["ids"]) + it["n"] / 2, "spec": {}}
         for m in methods:
             check_cancel(cancel)
             label = f"{s.id} {'greedy' if m == 'greedy' else f'g={m}'}"
@@ -434,21 +477,45 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
                      prompt_index=idx, prompt_id=label, corpus=s.corpus, tokens=len(timed.tokens),
                      max_new_tokens=it["n"])
         record["prompts"].append(row)
-        for extra_round in (False, True):  # write the finished prompt first, then add a cost round and rewrite
+        for extra_round in ((False, True) if config.interleave_costs else (False,)):  # write the finished prompt first, then add a cost round and rewrite
             if extra_round:
                 sampler.round()
                 record["cost"] = cost = session_cost()
             record["results"] = _results(record["prompts"], cost, E_table)
             record["cross_check"] = _cross_check(record["prompts"], cost)
             write_confirmation(run_dir, record, index)
+    record["decision_checks"] = decision_checks(run_dir, record)
     record["complete"] = True
     record["load_avg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     record["seconds"] = time.perf_counter() - t_start
     if install_cost:
         record["installed_as_run_cost"] = True
-    write_confirmation(run_dir, record, index, cost if install_cost else None)
+    write_confirmation(run_dir, record, index, cost if install_cost else None, batch_record)
     progress("done", f"confirmation of {len(items)} prompt(s) appended to {run_dir / META_FILE}")
     return record
+
+
+def decision_checks(run_dir: Path, record: dict[str, Any], n_rep: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
+    """SPEC 6's decision check of every (corpus, g) row of `record`, as the report computes it
+    (hardware.decision_check: leave-out E, the run's stored costs, 95% prediction interval for K prompts,
+    in_ci, sign_held, cost drift), stored with the record so it reads without re-running the report."""
+    from specterm.core.hardware import Confirmation, decision_check
+    from specterm.core.hardware.uncertainty import cost_seed
+    from specterm.core.hardware.curve import cost_replicates
+
+    run = load_run(run_dir)
+    curve = cost_curve(run.meta.get("cost"))
+    if curve is None:
+        return []
+    reps = cost_replicates(run.meta.get("cost"), n_rep, cost_seed(seed, "cost"))
+    conf = Confirmation(date=record["date"], device=record["device"], threads=record["threads"], complete=True,
+                        results=[], record=record)
+    out = []
+    for row in record["results"]:
+        streams = [(s.id, s.a) for s in run.streams if s.corpus == row["corpus"]]
+        check = decision_check(row, conf, row["corpus"], streams, curve, reps, n_rep, seed)
+        out.append({"corpus": row["corpus"], "gamma": row["gamma"], "realized": row["realized"], **check})
+    return out
 
 
 def _results(prompt_rows, cost, E_table) -> list[dict[str, Any]]:
@@ -502,7 +569,8 @@ def _cross_check(prompt_rows, cost) -> dict[str, Any]:
 
 def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str | None, device: str | None,
                     dtype: str | None, max_new_tokens: int | None, threads: int | None, repeats: int,
-                    target: str | None = None, draft: str | None = None) -> None:
+                    target: str | None = None, draft: str | None = None, decision_only: bool = False,
+                    batch_costs: bool = False, batch: int = 1, interleave_costs: bool = True) -> None:
     """CLI glue: headless progress (a bar on a terminal, log lines otherwise); Ctrl-C keeps finished prompts."""
     import sys
 
@@ -512,10 +580,13 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     read_meta(Path(run))  # one sentence for a wrong path, before anything slow
     if repeats < 1:
         raise SpectermError("--repeats must be at least 1.")
+    if batch < 1:
+        raise SpectermError("--batch must be at least 1.")
     config = ConfirmConfig(run=Path(run), per_corpus=per_corpus, gammas=tuple(gamma),
                            corpora=tuple(c.strip() for c in corpus.split(",")) if corpus else None,
                            device=device, dtype=dtype, max_new_tokens=max_new_tokens, threads=threads,
-                           cost_repeats=repeats, target=target, draft=draft)
+                           cost_repeats=repeats, target=target, draft=draft, decision_only=decision_only,
+                           batch_costs=batch_costs, batch=batch, interleave_costs=interleave_costs)
     on_progress, ctx, log = headless_progress()
     try:
         with ctx:
@@ -524,7 +595,88 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
         print(f"interrupted: the finished prompts are kept in {Path(run) / META_FILE} (confirmation marked incomplete).",
               file=sys.stderr)
         raise SystemExit(130) from None
+    for r in record.get("batched_results", []):
+        log(f"{r['corpus']:>12} B={r['batch']} g={r['gamma']:<2} predicted {r['predicted']:.2f}x  realized {r['realized']:.2f}x  "
+            f"ratio {r['ratio']:.2f}  {'identical' if r['identical'] else 'OUTPUTS DIFFER'}")
+    for c in record.get("decision_checks", []):
+        dp = c["decision_predicted"]
+        if dp["value"] is not None and dp["ci"][0] is not None:
+            log(f"{c['corpus']:>12} g={c['gamma']:<2} decision check: predicts {dp['value']:.2f}x "
+                f"[{dp['ci'][0]:.2f}, {dp['ci'][1]:.2f}] for {c['K']} new prompts, realized {c['realized']:.2f}x, "
+                f"in PI {c['in_ci']}, sign held {c['sign_held']}")
     for r in record["results"]:
         log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted']:.2f}x  realized {r['realized']:.2f}x  "
             f"ratio {r['ratio']:.2f}  tokens/call {r['tokens_per_call']:.2f}  "
             f"{'identical' if r['identical'] else 'OUTPUTS DIFFER'}")
+
+
+def _time_batched(config, pair, run_dir, items, choices, record, index, sampler, session_cost, batch_record,
+                  report, cancel, t_start) -> dict[str, Any]:
+    """A batched confirmation (SPEC 6 "Batch"): per corpus, its timed prompts in groups of B, batched plain
+    greedy against lockstep batched speculative decoding (specdec.batched_speculative_generate) at the
+    decision's g_hw(B), methods alternating group by group. Each group generates n = the shortest stored
+    y of the group. Rows go to record["batched_results"] (never mixed with the batch-1 rows):
+
+        realized  = sum greedy s / sum speculative s
+        predicted = E_sync c_decode(B) / (c_verify(g, B) + g c_draft(B)), E_sync = n / blocks of the
+                    lockstep walk of the group's stored streams (blockwalk.sync_walk), costs by batch of
+                    this session when measured (--batch-costs), else the run's
+    """
+    from specterm.core.blockwalk import sync_walk
+    from specterm.oracle import specdec
+
+    B = config.batch
+    pad = pair.tokenizer.pad_token_id if pair.tokenizer.pad_token_id is not None else 0
+    costs = batch_costs(batch_record if batch_record is not None else read_meta(run_dir).get(BATCH_COST_KEY))
+    if costs is None:
+        raise SpectermError("a batched confirmation needs the run's costs by batch; add --batch-costs.")
+    i_b = int(np.flatnonzero(costs.batches == B)[0])
+    record["batched_results"] = []
+    record["batch_cost_source"] = "this session (--batch-costs)" if batch_record is not None else "the run's"
+    groups = []
+    for name in sorted(choices):
+        mine = [it for it in items if it["stream"].corpus == name]
+        groups += [(name, mine[j:j + B]) for j in range(0, len(mine) - B + 1, B)]
+    if not groups:
+        raise SpectermError(f"a batched confirmation at B = {B} needs at least {B} prompts of a corpus; raise --per-corpus.")
+    first = groups[0][1]
+    specdec.batched_greedy_steps(pair.target, [it["ids"] for it in first], 2, pad, cancel=cancel)  # warm-up
+    for gi, (name, group) in enumerate(groups):
+        g = int(choices[name]["gamma_decision"])
+        n = min(it["n"] for it in group)
+        prompts = [it["ids"] for it in group]
+        timed: dict[str, Any] = {}
+        order = ["greedy", "spec"] if gi % 2 == 0 else ["spec", "greedy"]
+        for m in order:
+            check_cancel(cancel)
+            report(Progress("generating", f"{name}: batch of {B}, {'greedy' if m == 'greedy' else f'g={g}'}, {n} tokens",
+                            elapsed_s=time.perf_counter() - t_start))
+            t0, c0 = time.perf_counter(), time.process_time()
+            if m == "greedy":
+                out = specdec.batched_greedy_steps(pair.target, prompts, n, pad, cancel=cancel)
+                calls = n
+            else:
+                res = specdec.batched_speculative_generate(pair.target, pair.draft, prompts, n, g, pad, cancel=cancel)
+                out, calls = res.tokens, res.target_calls
+            timed[m] = (time.perf_counter() - t0, time.process_time() - c0, out, calls)
+        blocks = sync_walk([it["stream"].bits for it in group], g, n)
+        E_sync = n / blocks
+        predicted = float(costmodel.speedup_hw(E_sync, costs.c_decode[i_b], costs.c_verify[i_b, g - 1], costs.c_draft[i_b], g))
+        same = [timed[m][2][r][:n] == it["y"][:n] for m in ("greedy", "spec") for r, it in enumerate(group)]
+        row = {"corpus": name, "batch": B, "gamma": g, "ids": [it["stream"].id for it in group], "tokens_per_row": n,
+               "greedy_s": timed["greedy"][0], "spec_s": timed["spec"][0],
+               "greedy_cpu_s": timed["greedy"][1], "spec_cpu_s": timed["spec"][1],
+               "realized": timed["greedy"][0] / timed["spec"][0],
+               "realized_cpu": timed["greedy"][1] / timed["spec"][1] if timed["spec"][1] > 0 else None,
+               "E_sync": E_sync, "blocks_walk": blocks, "target_calls": timed["spec"][3], "predicted": predicted,
+               "identical": all(same), "order": order}
+        row["ratio"] = row["realized"] / predicted
+        record["batched_results"].append(row)
+        sampler.round()
+        record["cost"] = session_cost()
+        write_confirmation(run_dir, record, index)
+    record["complete"] = True
+    record["seconds"] = time.perf_counter() - t_start
+    write_confirmation(run_dir, record, index, None, batch_record)
+    report(Progress("done", f"batched confirmation appended to {run_dir / META_FILE}"))
+    return record

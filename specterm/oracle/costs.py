@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -85,7 +85,7 @@ class CostSampler:
     """
 
     def __init__(self, target, draft, ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS,
-                 on_measure: Optional[MeasureCallback] = None, cancel=None):
+                 on_measure: MeasureCallback | None = None, cancel=None):
         import torch
 
         self.gammas = sorted({int(g) for g in gammas})
@@ -179,7 +179,7 @@ class CostSampler:
 
 
 def measure_costs(target, draft, ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS, repeats: int = REPEATS,
-                  on_measure: Optional[MeasureCallback] = None, cancel=None) -> dict:
+                  on_measure: MeasureCallback | None = None, cancel=None) -> dict:
     """Time c_decode, c_verify(g) for g in gammas and c_draft with caches holding `ctx`: one warm-up
     round and `repeats` timed rounds (see the module docstring)."""
     if repeats < 1:
@@ -192,7 +192,101 @@ def measure_costs(target, draft, ctx: Sequence[int], gammas: Sequence[int] = COS
 
 
 def measure_cost_ratio(target, draft, prompt_ids: list[int], extra: int = 128, repeats: int = REPEATS,
-                       gammas: Sequence[int] = COST_GAMMAS, on_measure: Optional[MeasureCallback] = None, cancel=None) -> dict:
+                       gammas: Sequence[int] = COST_GAMMAS, on_measure: MeasureCallback | None = None, cancel=None) -> dict:
     """`measure_costs` at the context SPEC 1.7 names: the prompt (repeated if short) + `extra` tokens."""
     ctx = context_ids(prompt_ids, len(prompt_ids) + extra)
     return measure_costs(target, draft, ctx, gammas=gammas, repeats=repeats, on_measure=on_measure, cancel=cancel)
+
+
+# ------------------------------------------------------------------------------ batch costs ---
+
+BATCHES = (1, 2, 4, 8)
+BATCH_FIT_M = (1, 3, 9)       # tokens per row of the timed target forwards at every B (decode; g = 2, 8)
+BATCH_HELD = ((8, 2), (4, 5))  # (B, m) held back from the fit: g = 1 at B = 8, g = 4 at B = 4
+BATCH_REPEATS = 2
+BATCH_METHOD = ("sparse grid + fit: the target forward of m tokens per row at batch B is timed at m in "
+                "{1, 3, 9} for every B in {1, 2, 4, 8} (warm-up: the 1-token forwards of each B; then "
+                "interleaved rounds, order rotated); c_verify(g, B) for the other g comes from the least-squares surface c(B, m) = a + b B + "
+                "c B m over the timed medians (m = g + 1; 1..8 drafts); c_decode(B) = the timed m = 1 forward, "
+                "c_draft(B) a timed 1-token draft forward per row. Caches: one prefill of the context at B = 1 "
+                "per model, repeated B times along the batch axis (no B-row prefill). Held-back points (B, m) = "
+                "(8, 2) and (4, 5) are timed too and compared with the surface")
+
+
+def _repeat_cache(cache, batch: int):
+    """A copy of a 1-row DynamicCache repeated `batch` times along the batch axis."""
+    import copy
+
+    out = copy.deepcopy(cache)
+    if batch > 1:
+        out.batch_repeat_interleave(batch)
+    return out
+
+
+def measure_batch_costs(target, draft, ctx: Sequence[int], batches: Sequence[int] = BATCHES,
+                        fit_m: Sequence[int] = BATCH_FIT_M, held: Sequence[tuple[int, int]] = BATCH_HELD,
+                        repeats: int = BATCH_REPEATS, on_measure: MeasureCallback | None = None,
+                        cancel=None) -> dict:
+    """Time c_decode(B), c_verify(g, B) and c_draft(B) for B in `batches` on caches holding `ctx` (see
+    BATCH_METHOD): the stored dict holds every sample (wall and process CPU time) keyed "target:B:m"
+    and "draft:B", the grid, the held-back points and the wall time of the whole measurement. The
+    fit itself is core (hardware.batch.batch_costs), so a stored measurement can be re-fitted."""
+    import torch
+
+    t_start = time.perf_counter()
+    ctx = list(ctx)
+    base = len(ctx)
+    one = {}
+    for name, model in (("target", target), ("draft", draft)):
+        cache = new_cache(model)
+        forward_logits(model, torch.tensor([ctx], device=model.device), cache)
+        one[name] = cache
+    nxt = context_ids(ctx, max(max(fit_m), *(m for _, m in held)))
+    points = sorted({(int(B), int(m)) for B in batches for m in fit_m} | {(int(B), int(m)) for B, m in held})
+    quantities = []
+    caches = {}
+    for B in sorted({int(b) for b in batches}):
+        caches[("target", B)] = _repeat_cache(one["target"], B)
+        caches[("draft", B)] = _repeat_cache(one["draft"], B)
+        quantities.append((f"draft:{B}", draft, caches[("draft", B)],
+                           torch.tensor([nxt[:1]] * B, device=draft.device)))
+    for B, m in points:
+        quantities.append((f"target:{B}:{m}", target, caches[("target", B)],
+                           torch.tensor([nxt[:m]] * B, device=target.device)))
+    samples: dict[str, list[float]] = {q[0]: [] for q in quantities}
+    samples_cpu: dict[str, list[float]] = {q[0]: [] for q in quantities}
+    # Warm-up: the cheapest forwards of each batch only (first-touch of every cache and kernel path);
+    # a full warm-up round would cost as much as a timed one.
+    warm = [q for q in quantities if q[0].startswith("draft:") or q[0].endswith(":1")]
+    total = len(warm) + repeats * len(quantities)
+    done = 0
+    for label, model, cache, ids in warm:
+        check_cancel(cancel)
+        dt, _ = _time_forward(model, cache, base, ids)
+        done += 1
+        if on_measure is not None:
+            on_measure(done, total, f"{label} (warm-up)", dt)
+    for rnd in range(repeats):
+        shift = (rnd * len(quantities)) // max(repeats, 1)
+        for label, model, cache, ids in quantities[shift:] + quantities[:shift]:
+            check_cancel(cancel)
+            dt, dc = _time_forward(model, cache, base, ids)
+            done += 1
+            samples[label].append(dt)
+            samples_cpu[label].append(dc)
+            if on_measure is not None:
+                on_measure(done, total, label, dt)
+    cpu_only = target.device.type == "cpu" and draft.device.type == "cpu"
+    return {
+        "batches": sorted({int(b) for b in batches}),
+        "fit_m": sorted({int(m) for m in fit_m}),
+        "held_back": [[int(B), int(m)] for B, m in held],
+        "context": base,
+        "repeats": repeats,
+        "threads": torch.get_num_threads(),
+        "samples_s": samples,
+        "samples_cpu_s": samples_cpu,
+        "decision_clock": "cpu" if cpu_only and torch.get_num_threads() == 1 else "wall",
+        "wall_s": time.perf_counter() - t_start,
+        "method": BATCH_METHOD,
+    }

@@ -14,14 +14,20 @@ Draft-length policies (SPEC 5) are objects with `draft_len()` (the gamma for the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import numpy as np
 
-from specterm.oracle.models import cache_kwarg, cache_len, crop_cache, forward_logits, new_cache
 from specterm.core.progress import check_cancel
 from specterm.core.replay import heuristic_next
+from specterm.oracle.models import (
+    cache_kwarg,
+    cache_len,
+    crop_cache,
+    forward_logits,
+    new_cache,
+)
 
 
 class FixedGamma:
@@ -76,7 +82,7 @@ def _argmax_conf(logits) -> tuple[int, float]:
 
 
 def greedy_generate(model, prompt_ids: list[int], max_new_tokens: int, eos: set[int], cancel=None,
-                    on_token: Optional[Callable[[int], None]] = None) -> list[int]:
+                    on_token: Callable[[int], None] | None = None) -> list[int]:
     """Plain raw-argmax greedy decoding with a KV cache; stops at EOS (included) or max_new_tokens.
 
     on_token(k) is called after the k-th token (progress, per-step timing)."""
@@ -100,7 +106,7 @@ def greedy_generate(model, prompt_ids: list[int], max_new_tokens: int, eos: set[
 
 
 def batched_greedy_generate(model, prompts: list[list[int]], max_new_tokens: int, eos: set[int], pad_id: int,
-                            on_step: Optional[Callable[[int], None]] = None, cancel=None) -> list[list[int]]:
+                            on_step: Callable[[int], None] | None = None, cancel=None) -> list[list[int]]:
     """Raw-argmax greedy continuations of several prompts at once (left padding, KV cache).
 
     Decoding is memory-bound at small batch, so a batch of B prompts costs little more than one:
@@ -148,7 +154,7 @@ def speculative_generate(
     max_new_tokens: int,
     eos: set[int],
     policy=None,
-    on_block: Optional[Callable[[SpecResult], None]] = None,
+    on_block: Callable[[SpecResult], None] | None = None,
     cancel=None,
 ) -> SpecResult:
     """Lossless greedy speculative decoding; see the module docstring. `policy` defaults to FixedGamma(5)."""
@@ -211,3 +217,79 @@ def spec_bits(res: SpecResult, n: int) -> str:
         if k < d and s + k < n:
             out[s + k] = ord("0")
     return out.tobytes().decode("ascii")
+
+
+@dataclass
+class BatchSpecResult:
+    tokens: list[list[int]]            # each row's continuation (the first n tokens)
+    blocks: int = 0                    # target verify calls (one per block, all rows together)
+    target_calls: int = 0
+    draft_calls: int = 0
+
+
+def batched_speculative_generate(target, draft, prompts: list[list[int]], n: int, gamma: int, pad_id: int,
+                                 on_block: Callable[[BatchSpecResult], None] | None = None,
+                                 cancel=None) -> BatchSpecResult:
+    """Lossless greedy speculative decoding of B prompts together (left padding), rows in lockstep.
+
+    Each block drafts g tokens per row (B x 1 draft forwards), verifies them in one B x (g + 1) target
+    forward, and commits m = min over rows of (k_i + 1) tokens to every row, where k_i is row i's
+    accepted drafts: the target's argmax at positions 1..m of every row (for row i the first k_i of
+    them equal its drafts). So every committed token is the target's greedy token (lossless) and the
+    rows' caches stay aligned (one crop for the batch); a row accepting more than the slowest row
+    gives up the rest (blockwalk.sync_walk counts these blocks exactly). Runs n tokens per row (no
+    EOS stop: the timed prompts' stored y have n tokens).
+    """
+    import torch
+
+    B = len(prompts)
+    L = max(len(p) for p in prompts)
+    seq = torch.full((B, L), pad_id, dtype=torch.long)
+    mask = torch.zeros((B, L), dtype=torch.long)
+    for i, p in enumerate(prompts):
+        seq[i, L - len(p):] = torch.tensor(p)
+        mask[i, L - len(p):] = 1
+    t_cache, d_cache = new_cache(target), new_cache(draft)
+    res = BatchSpecResult(tokens=[[] for _ in range(B)])
+
+    def feed(model, cache, ids_full, msk_full):
+        start = cache_len(cache)
+        pos = (msk_full.cumsum(-1) - 1).clamp(min=0)[:, start:]
+        return model(input_ids=ids_full[:, start:].to(model.device), attention_mask=msk_full.to(model.device),
+                     position_ids=pos.to(model.device), use_cache=True, **{cache_kwarg(model): cache}).logits
+
+    while len(res.tokens[0]) < n:
+        check_cancel(cancel)
+        g = min(gamma, n - len(res.tokens[0]))
+        ctx, msk = seq, mask
+        for _ in range(g):
+            logits = feed(draft, d_cache, ctx, msk)[:, -1]
+            res.draft_calls += 1
+            nxt = torch.argmax(logits, dim=-1).to("cpu")[:, None]
+            ctx = torch.cat([ctx, nxt], dim=1)
+            msk = torch.cat([msk, torch.ones((B, 1), dtype=msk.dtype)], dim=1)
+        logits = feed(target, t_cache, ctx, msk)[:, -(g + 1):]
+        res.target_calls += 1
+        res.blocks += 1
+        preds = torch.argmax(logits, dim=-1).to("cpu")          # (B, g + 1)
+        proposed = ctx[:, seq.shape[1]:]                         # (B, g)
+        match = (proposed == preds[:, :g]).to(torch.int64)
+        k = match.cumprod(dim=1).sum(dim=1)                      # accepted drafts per row
+        m = min(int(k.min()) + 1, n - len(res.tokens[0]))
+        new = preds[:, :m]
+        seq = torch.cat([seq, new], dim=1)
+        mask = torch.cat([mask, torch.ones((B, m), dtype=mask.dtype)], dim=1)
+        for i in range(B):
+            res.tokens[i].extend(new[i].tolist())
+        keep = seq.shape[1] - 1
+        crop_cache(t_cache, keep)
+        crop_cache(d_cache, min(cache_len(d_cache), keep))
+        if on_block is not None:
+            on_block(res)
+    return res
+
+
+def batched_greedy_steps(model, prompts: list[list[int]], n: int, pad_id: int, cancel=None) -> list[list[int]]:
+    """`batched_greedy_generate` for exactly n tokens per row (no EOS stop), the batched baseline of a
+    batched confirmation."""
+    return batched_greedy_generate(model, prompts, n, set(), pad_id, cancel=cancel)

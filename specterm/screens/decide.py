@@ -1,7 +1,8 @@
-"""Decide: per corpus, speculate or not and with which g, at the run's cost ratio r, with the
-batch crossover B* = I*/(g+1) for a chosen accelerator preset or a custom ridge (the memory-bound
-model: verify = one decode step). Below it, the decision on the hardware the run measured
-(report decision_hw: S_hw, the refeed model, and predicted vs realized from `specterm confirm`)."""
+"""Decide: first the one decision table on the hardware the run measured (report decision_hw, SPEC 6:
+g_hw, S_hw [95% CI], the three-way verdict, the break-even v*, the memory-bound reference as a
+labelled column), then the verdict sentences, S_hw by batch, the confirmations (cost-model and
+decision checks). Below, the cost-ratio model at a chosen r with the roofline B* = I*/(g+1) of an
+accelerator preset or a custom ridge: the measurement seed's convention, never a decision."""
 
 from __future__ import annotations
 
@@ -12,17 +13,16 @@ from textual.markup import escape
 from textual.widgets import DataTable, Input, Static
 
 from specterm.core.errors import SpectermError
-from specterm.core.hardware import MEMORY_BOUND_LABEL
-from specterm.core.export import hardware_table, markdown_table, text_table
-from specterm.core.text import printable
+from specterm.core.export import batch_table, confirmation_table, decision_table, markdown_table, text_table
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
 from specterm.core.report import Report
 from specterm.screens.base import ReportScreen, RStepping, r_bindings
 from specterm.core.fmt import MISSING, fmt, is_num
 from specterm.widgets.tables import fill_table, safe
 
-COLUMNS = [("set", "corpus"), ("g_true", "g"), ("s_true", "speedup"), ("g_iid", "iid g"), ("s_iid", "iid promise"),
-           ("s_fact", "iid in fact"), ("bstar", "stop above batch")]
+COLUMNS = [("set", "corpus"), ("g_hw", "g_hw"), ("s_hw", "S_hw [95% CI]"), ("kind", "verdict"),
+           ("vstar", "v* (here)"), ("mb", "mem-bound ref.")]
+COST_RATIO_HEAD = ["set", "g*_true", "T", "g*_iid", "iid promise", "iid in fact", "roofline B*"]
 
 
 def escape_md(text: str) -> str:
@@ -33,39 +33,31 @@ def speed(x) -> str:
     return f"{x:.2f}x" if is_num(x) else MISSING
 
 
-CARD_HEAD = ["set", "mem-bound", "S_hw", "refeed", "realized", "real/pred (refeed)", "CPU (real/pred)", "outputs"]
-
-
-def hardware_card(report: Report) -> str:
-    """The decision on this hardware as markup: the export table (memory-bound | S_hw | refeed model |
-    realized | realized / predicted ...) without its verdict column, then one verdict line per set."""
-    table = hardware_table(report)
+def _text_block(table) -> list[str]:
+    """A core export table as markup lines: its title in bold, then the aligned text table (escaped)."""
     if table is None:
-        return ""
-    title, _, rows = table
-    table_lines = text_table(CARD_HEAD, [r[:-1] for r in rows]).splitlines()
-    lines = ["", f"[b]{safe(title)}[/]", *(safe(line) for line in table_lines), ""]
-    lines += [f"[b]{safe(r[0])}[/]: {safe(r[-1])}" for r in rows]
-    return "\n".join(lines)
+        return []
+    title, head, rows = table
+    return ["", f"[b]{safe(title)}[/]", *(safe(line) for line in text_table(head, rows).splitlines())]
+
+
+def decision_rows(report: Report) -> list[tuple[str, list[str]]]:
+    """The decision table's rows (core export.decision_table) without the verdict sentence."""
+    table = decision_table(report)
+    return [] if table is None else [(r[0], r[:-1]) for r in table[2]]
 
 
 def hardware_verdicts(report: Report) -> str:
-    """One short line per set with the decision on this hardware (measured costs), first on screen so
-    the answer a user acts on is never below the fold; '' when no set has measured costs."""
-    lines = []
-    for name, s in report.ordered_sets():
-        hw = s.decision_hw
-        if hw is None or not hw.measured:
-            continue
-        best = f"g = {fmt(hw.gamma_hw)}: {speed(hw.speedup_hw)}"
-        text = f"speculate with {best}" if hw.speculate else f"do not speculate (best {best})"
-        done = hw.confirmed_at(hw.gamma_hw) or (hw.confirmed[0] if hw.confirmed else None)
-        if done is not None:
-            text += f"; realized {speed(done.realized)} at g = {done.gamma}"
-        lines.append(f"[b]{safe(name)}[/]: {safe(text)}")
-    if not lines:
+    """One line per set: the verdict sentence on this hardware (SPEC 6), under the table."""
+    table = decision_table(report)
+    if table is None:
         return ""
-    return "\n".join(["[b]On this hardware[/] (measured costs, S_hw; table below):"] + lines + [""])
+    return "\n".join(f"[b]{safe(r[0])}[/]: {safe(r[-1])}" for r in table[2])
+
+
+def hardware_card(report: Report) -> str:
+    """S_hw by batch and the confirmations (cost-model and decision checks) as text tables."""
+    return "\n".join(_text_block(batch_table(report)) + _text_block(confirmation_table(report)))
 
 
 class DecideScreen(RStepping, ReportScreen):
@@ -89,10 +81,6 @@ class DecideScreen(RStepping, ReportScreen):
         self.preset: str = DEFAULT_ACCELERATOR
         self.ridge_custom: float | None = None
         self.r: float | None = None
-        self.decisions: dict = {}
-        """Set name -> the Decision shown (at this screen's r and ridge); `e` exports exactly these."""
-        self.refused: dict[str, str] = {}
-        """Set name -> the sentence shown where no decision could be made."""
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="decide-bar"):
@@ -124,74 +112,57 @@ class DecideScreen(RStepping, ReportScreen):
         return report.pooled.r_measured if report.pooled is not None else None
 
     def show_report(self, report: Report) -> None:
-        from specterm.core.decide import decision
+        from specterm.core.cost_ratio import cost_ratio_optimum
 
         if self.r is None:
             self.r = self.initial_r(report)
-        rows, verdicts = [], []
-        self.decisions = {}
-        self.refused = {}
+        rows, notes = [], []
         for name, s in report.ordered_sets():
             try:
-                d = decision(s, self.r, self.ridge)
+                d = cost_ratio_optimum(s, self.r, self.ridge)
             except SpectermError as exc:
-                self.refused[name] = str(exc)
-                rows.append((name, [name] + [MISSING] * 6))
-                verdicts.append(f"[b]{safe(name)}[/]: {safe(exc)}")
+                rows.append([name] + [MISSING] * 6)
+                notes.append(f"[b]{safe(name)}[/]: {safe(exc)}")
                 continue
-            self.decisions[name] = d
-            rows.append((name, [name, fmt(d.gamma_true), speed(d.speedup_true), fmt(d.gamma_iid),
-                                speed(d.speedup_iid), speed(d.speedup_true_at_gamma_iid), fmt(d.batch_crossover, 0)]))
-            verdicts.append(f"[b]{safe(name)}[/]: {safe(d.verdict)}")
+            rows.append([name, fmt(d.gamma_true), fmt(d.T_true, 2), fmt(d.gamma_iid),
+                         fmt(d.T_iid, 2), fmt(d.T_true_at_gamma_iid, 2), fmt(d.roofline_B_star, 0)])
         if self.ridge_custom is not None:
             acc = f"custom ridge I* = {self.ridge_custom:g} FLOP/byte"
         else:
             acc = f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte"
         measured = self.measured_r(report)
-        if measured is not None and abs(self.r - measured) < 1e-12:
-            r_text = f"r = [b]{self.r:.3f}[/] (measured costs)"
-        else:
-            r_text = f"r = [b]{self.r:.3f}[/] (chosen" + (f"; measured {measured:.3f})" if measured is not None else ")")
-        r_text += f"   {MEMORY_BOUND_LABEL}"
+        r_text = f"r = {self.r:.3f}" + (" (measured)" if measured is not None and abs(self.r - measured) < 1e-12 else "")
+        cost_ratio = ["", f"[b]Cost-ratio model (not a decision): T = E / (1 + g r) at {safe(r_text)}, r = c_draft / "
+                          f"c_verify; roofline B* = I*/(g+1) for {safe(acc)}[/] (keys - + r, a accelerator, i ridge)",
+                      *(safe(line) for line in text_table(COST_RATIO_HEAD, rows).splitlines()), *notes]
         with self.app.batch_update():
             self.query_one("#accelerator", Static).update(
-                f"{escape(acc)}   {r_text}"
+                "[b]Decision on this hardware[/]: " + escape("S_hw [95% CI] at g_hw; v* = break-even verify cost in decode steps")
             )
-            fill_table(self.query_one("#decide-table", DataTable), COLUMNS, rows, width=self.avail_width)
-            hw_lines = hardware_verdicts(report)
-            self.query_one("#hw-verdicts", Static).update(hw_lines)
-            if hw_lines:
-                verdicts.insert(0, f"[b]{escape(MEMORY_BOUND_LABEL)}[/] (a GPU at small batch):")
-            self.query_one("#verdicts", Static).update("\n".join(verdicts))
-            self.query_one("#hw-card", Static).update(hardware_card(report))
-
-    def setting_text(self) -> str:
-        """The r and accelerator the shown decisions were made at, in words (no markup)."""
-        report = self.sapp.report
-        measured = self.measured_r(report) if report is not None else None
-        r = self.r if self.r is not None else float("nan")
-        which = "measured" if measured is not None and abs(r - measured) < 1e-12 else "chosen"
-        if self.ridge_custom is not None:
-            acc = f"custom ridge I* = {self.ridge_custom:g} FLOP/byte"
-        else:
-            acc = f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte"
-        return f"at r = {r:.3f} ({which}) and {acc}"
+            fill_table(self.query_one("#decide-table", DataTable), COLUMNS, decision_rows(report), width=self.avail_width)
+            self.query_one("#hw-verdicts", Static).update(hardware_verdicts(report))
+            self.query_one("#verdicts", Static).update(hardware_card(report))
+            self.query_one("#hw-card", Static).update("\n".join(cost_ratio))
 
     def export_markdown(self) -> str:
-        """What `e` writes: export.decide_tables with the decisions shown here (this screen's r and
-        one accelerator preset or ridge throughout, named in the title), under the context line;
-        sets that could not be decided follow as a list, one item each."""
-        from specterm.core.export import TITLES, decide_tables
-
+        """The report's decision tables (as `specterm report`), then the cost-ratio model as shown here
+        when another accelerator, ridge or r than the report's is chosen."""
+        text = super().export_markdown()
         report = self.sapp.report
-        if report is None:  # app.action_export checks this first
-            return ""
-        parts = [f"## {TITLES['decide']}", "", self.export_context()]
-        for title, head, rows in decide_tables(report, decisions=self.decisions, setting=self.setting_text()):
-            parts += ["", f"**{escape_md(title)}**", "", markdown_table(head, rows)]
-        if self.refused:
-            parts += ["", "Not decided:", ""] + [f"- **{escape_md(printable(k))}**: {escape_md(v)}" for k, v in self.refused.items()]
-        return "\n".join(parts) + "\n"
+        if report is None or self.r is None or (
+                self.ridge_custom is None and self.preset == DEFAULT_ACCELERATOR and self.r == self.initial_r(report)):
+            return text
+        from specterm.core.cost_ratio import cost_ratio_optimum
+
+        rows = []
+        for name, s in report.ordered_sets():
+            d = cost_ratio_optimum(s, self.r, self.ridge)
+            rows.append([name, fmt(d.gamma_true), fmt(d.T_true, 2), fmt(d.gamma_iid),
+                         fmt(d.T_iid, 2), fmt(d.T_true_at_gamma_iid, 2), fmt(d.roofline_B_star, 0)])
+        ridge = (f"custom ridge I* = {self.ridge_custom:g} FLOP/byte" if self.ridge_custom is not None
+                 else f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte")
+        title = escape_md(f"cost-ratio model at r = {self.r:.3f}, {ridge} (not a decision)")
+        return f"{text}\n**As shown: {title}**\n\n{markdown_table(COST_RATIO_HEAD, rows)}\n"
 
     def _redraw(self) -> None:
         if self.sapp.report is not None:
@@ -218,7 +189,7 @@ class DecideScreen(RStepping, ReportScreen):
             self.query_one("#decide-table").focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        from specterm.core.decide import ridge_of
+        from specterm.core.cost_ratio import ridge_of
 
         try:
             self.ridge_custom = ridge_of(float(event.value)) if event.value.strip() else None

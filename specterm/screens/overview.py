@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from specterm.core.export import deficit_cell
+from specterm.core.export import deficit_cell, steady_cells
 from specterm.core.fmt import ci, est, fmt
 from specterm.core.report import POOLED, SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen
@@ -24,11 +24,12 @@ COLUMNS = [
     ("autocorr", "p11-p10 [CI]"),
     ("dispersion", "D/D_geom [CI]"),
     ("deficit", "deficit = hetero + temporal [temporal CI]"),
+    ("steady", "t >= 32: p11-p10 [CI]"),
 ]
 MIDDLE = [("set", "corpus"), ("streams", "n"), ("alpha", "alpha"), ("autocorr", "p11-p10"),
           ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp\n[temp CI]")]
-"""Where COLUMNS do not fit: tokens, beta_bar and gate left out, CIs on a second line, the header
-on two lines."""
+"""Where COLUMNS do not fit (with or without the steady-state p11-p10): tokens, beta_bar, gate and
+the steady state left out, CIs on a second line, the header on two lines."""
 NARROW = [c for c in MIDDLE if c[0] != "dispersion"]
 """Where MIDDLE does not fit either (80 columns): D/D_geom left out too (Run lengths, key 3, shows
 it): the alpha CI made the five numeric columns too wide for 80 columns."""
@@ -37,17 +38,21 @@ it): the alpha CI made the five numeric columns too wide for 80 columns."""
 def narrow_row(cells: list[str], dispersion: bool = True) -> list[str]:
     """A COLUMNS row cut down to MIDDLE (or NARROW without D/D_geom): name, n, alpha, then the
     estimates, each CI below its value."""
-    name, n, _tokens, alpha, _beta, _gate, autocorr, disp, deficit = cells
+    name, n, _tokens, alpha, _beta, _gate, autocorr, disp, deficit, _steady = cells
     return [name, n, ci_below(alpha), ci_below(autocorr), *([ci_below(disp)] if dispersion else []), ci_below(deficit)]
 
 
 def layout(rows: list[tuple[str, list[str]]], width: int) -> tuple[list, list]:
-    """(columns, rows): the wide table when it fits in `width` cells, else MIDDLE, else NARROW (a
-    name too long for NARROW then gives way in fill_table)."""
+    """(columns, rows): the wide table with the steady-state column when it fits in `width` cells,
+    else without it, else MIDDLE, else NARROW (a name too long for NARROW then gives way in
+    fill_table)."""
     if table_width([label for _, label in COLUMNS], [cells for _, cells in rows]) <= width:
         return COLUMNS, rows
+    wide = [(key, cells[:-1]) for key, cells in rows]
+    if table_width([label for _, label in COLUMNS[:-1]], [cells for _, cells in wide]) <= width:
+        return COLUMNS[:-1], wide
     middle = [(key, narrow_row(cells)) for key, cells in rows]
-    if table_width([label.split("\n")[0] for _, label in MIDDLE], [cells for _, cells in middle]) <= width:
+    if table_width([label for _, label in MIDDLE], [cells for _, cells in middle]) <= width:
         return MIDDLE, middle
     return NARROW, [(key, narrow_row(cells, dispersion=False)) for key, cells in rows]
 
@@ -63,6 +68,7 @@ def set_row(s: SetReport) -> list[str]:
         est(s.autocorr, 3, 2, sign=True),
         est(s.dispersion_ratio, 2, 2, suffix="x"),
         deficit_cell(s.deficit),
+        steady_cells(s)[0],
     ]
 
 
@@ -125,8 +131,9 @@ class OverviewScreen(ReportScreen):
         self.query_one("#overview-meta", Static).update("\n".join(run_lines(report)))
         pooled = report.pooled
         note = [
-            "n: prompts; beta_bar: sampling acceptance 1 - TV(p, q) (temperature 1; n/a: no beta stored);",
-            "p11-p10: within-prompt autocorrelation (mean over prompts);",
+            "n: prompts; beta_bar: sampling acceptance 1 - TV(p, q) (temperature 1) along the greedy continuation y"
+            " (n/a: no beta stored);",
+            "p11-p10: within-prompt autocorrelation (mean over prompts); t >= 32: the same past the warm-up;",
             "D/D_geom > 1: run lengths over-dispersed vs geometric;",
             f"deficit at g = {report.params.gamma}: 1 - E_true/E_iid = hetero (across prompts)"
             " + temporal (within; its CI in brackets).",

@@ -33,7 +33,7 @@ SCREENS: tuple[ScreenInfo, ...] = tuple(ScreenInfo(*row) for row in (
     ("optimum", "Optimum", "4", "g*_true and g*_iid against r, throughput curves, E_true/E_iid"),
     ("policies", "Policies", "5", "Draft-length policies replayed exactly; per-depth acceptance"),
     ("decide", "Decide", "6", "Speculate or not, with which g; batch crossover per accelerator"),
-    ("scorecard", "Scorecard", "7", "P1-P5 and Q1-Q4 by seed: verdict and evidence"),
+    ("scorecard", "Scorecard", "7", "P1-P5 and Q1-Q6 by seed: verdict, direction, size and evidence"),
     ("run", "Run", "8", "The live oracle: progress, tokens/s, ETA, running alpha"),
 ))
 

@@ -1,5 +1,5 @@
-"""Scorecard: the measurement seed's P1-P5 and the economics seed's Q1-Q4, grouped by seed, each
-with its computed verdict and the numbers behind it."""
+"""Scorecard: the measurement seed's P1-P5 and the economics seed's Q1-Q6, grouped by seed, each
+with its computed verdict, its direction and size outcomes (SPEC 4), and the numbers behind it."""
 
 from __future__ import annotations
 
@@ -15,9 +15,13 @@ from specterm.screens.base import ReportScreen
 from specterm.widgets.styles import VERDICT_STYLE, verdict_markup
 from specterm.widgets.tables import fill_table, safe
 
-COLUMNS = [("id", "id"), ("seed", "seed"), ("verdict", "verdict"), ("prediction", "prediction / claim")]
-NARROW = [("id", "id"), ("verdict", "verdict"), ("prediction", "prediction / claim")]
-"""Below 100 columns the seed column is left out (the evidence below is headed by seed)."""
+COLUMNS = [("id", "id"), ("seed", "seed"), ("verdict", "verdict"), ("direction", "direction"), ("size", "size"),
+           ("prediction", "prediction / claim")]
+NARROW = [("id", "id"), ("verdict", "verdict"), ("direction", "direction"), ("size", "size")]
+"""Below 100 columns the seed and prediction columns are left out (the evidence below is headed by
+seed, and each row's evidence opens with its prediction); verdict, direction and size always show."""
+VERDICT_WIDTH = 19  # "holds in direction," / "not in size" on two lines
+OUTCOME_WIDTH = 14  # "not reproduced"
 
 
 def wrapped(text: str, width: int) -> str:
@@ -59,21 +63,26 @@ class ScorecardScreen(ReportScreen):
         rows, evidence = [], []
         narrow = self.avail_width < 100
         columns = NARROW if narrow else COLUMNS
-        # what is left for the prediction: ids (3) and verdicts (12) and seeds (11), 2 padding each
-        room = self.avail_width - (3 + 12 + 2 * 2) - (0 if narrow else 11 + 2) - 2
+        # what is left for the prediction: id (3), verdict, direction, size, seed (11), 2 padding each
+        room = self.avail_width - (3 + VERDICT_WIDTH + 2 * OUTCOME_WIDTH + 11) - 2 * 6 - 2
         for seed, label in SEEDS.items():  # rows are grouped by seed: P rows, then Q rows
             entries = [e for e in report.scorecard if e.seed == seed]
             if entries:
                 evidence.append(("", f"[b u]{safe(label)}[/]"))
             for entry in entries:
                 pid, verdict = entry.id, entry.verdict
-                cells = [pid, Text(seed, style="dim"), Text(verdict, style=VERDICT_STYLE.get(verdict, "")),
-                         Text(wrapped(entry.prediction, room))]
-                rows.append((pid, [cells[0], *cells[2:]] if narrow else cells))
+                shown = verdict + (" (borderline)" if entry.borderline else "")
+                vcell = Text(wrapped(shown, VERDICT_WIDTH), style=VERDICT_STYLE.get(verdict, ""))
+                dcell = Text(entry.direction, style=VERDICT_STYLE.get(entry.direction, ""))
+                scell = Text(entry.size, style=VERDICT_STYLE.get(entry.size, ""))
+                if narrow:
+                    rows.append((pid, [pid, vcell, dcell, scell]))
+                else:
+                    rows.append((pid, [pid, Text(seed, style="dim"), vcell, dcell, scell, Text(wrapped(entry.prediction, room))]))
                 text = entry.evidence
                 if text.startswith(verdict + ":"):  # the evidence usually opens with its verdict already
                     text = text[len(verdict) + 1 :].lstrip()
-                evidence.append((pid, f"[b]{safe(pid)}[/] {verdict_markup(verdict)}: {safe(text)}"))
+                evidence.append((pid, f"[b]{safe(pid)}[/] {safe(entry.prediction)}: {verdict_markup(verdict)}: {safe(text)}"))
         table = self.query_one("#scorecard-table", DataTable)
         with self.app.batch_update():
             fill_table(table, columns, rows)

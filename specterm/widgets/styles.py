@@ -3,8 +3,10 @@ Textual markup (for Static lines), in the theme's success / error / warning colo
 
 from __future__ import annotations
 
-VERDICT_STYLE = {"holds": "bold green", "falsified": "bold red", "inconclusive": "bold yellow"}
-VERDICT_MARKUP = {"holds": "b $text-success", "falsified": "b $text-error", "inconclusive": "b $text-warning"}
+VERDICT_STYLE = {"holds": "bold green", "falsified": "bold red", "inconclusive": "bold yellow",
+                 "holds in direction, not in size": "bold dark_orange", "not reproduced": "bold red"}
+VERDICT_MARKUP = {"holds": "b $text-success", "falsified": "b $text-error", "inconclusive": "b $text-warning",
+                  "holds in direction, not in size": "b $text-warning", "not reproduced": "b $text-error"}
 
 
 def verdict_markup(verdict: str) -> str:

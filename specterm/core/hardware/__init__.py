@@ -1,6 +1,7 @@
 """Speedup on the hardware the costs were measured on (SPEC 6). Pure numpy, three jobs, one module each:
 
     curve.py          the robust cost curve from a run's stored cost samples (CostCurve, cost_curve)
+    batch.py          costs by batch size: the sparse grid and its fitted surface (BatchCosts, batch_costs)
     decision.py       the decision on this hardware (decision_hw: S_hw, g_hw, verdict, memory-bound reference)
     confirmations.py  `specterm confirm` records: parsing and the per (corpus, g) rows of the report
 
@@ -8,13 +9,18 @@ The formulas themselves (S_hw, the block cost, the memory-bound reference, refee
 live in core/costmodel.py, once.
 """
 
+from specterm.core.hardware.batch import BatchCosts, batch_costs
 from specterm.core.hardware.confirmations import (
+                                                  BATCH_COST_KEY,
                                                   CONFIRMATIONS_KEY,
                                                   Confirmation,
                                                   ConfirmedResult,
+                                                  batched_rows,
                                                   confirmations,
                                                   confirmed_for_set,
                                                   confirmed_rows,
+                                                  confirming,
+                                                  decision_check,
                                                   latest_confirmation,
                                                   parse_confirmation,
                                                   run_curve_and_confirmations,
@@ -37,20 +43,28 @@ from specterm.core.hardware.decision import (
                                                   decision_hw,
                                                   q3_costs,
 )
+from specterm.core.hardware.uncertainty import RunCostUncertainty, run_cost_uncertainty
 
 __all__ = [
+                                                  "BATCH_COST_KEY",
                                                   "CONFIRMATIONS_KEY",
                                                   "MEMORY_BOUND_LABEL",
                                                   "MIXED_COSTS_NOTE",
                                                   "NO_COSTS_NOTE",
+                                                  "BatchCosts",
                                                   "Confirmation",
                                                   "ConfirmedResult",
                                                   "CostCurve",
+                                                  "RunCostUncertainty",
+                                                  "batch_costs",
+                                                  "batched_rows",
                                                   "confirmations",
                                                   "confirmed_for_set",
                                                   "confirmed_rows",
+                                                  "confirming",
                                                   "cost_curve",
                                                   "curve_summary",
+                                                  "decision_check",
                                                   "decision_hw",
                                                   "fit_line",
                                                   "isotonic_increasing",
@@ -60,6 +74,7 @@ __all__ = [
                                                   "pool_violators_within_noise",
                                                   "q3_costs",
                                                   "robust_forward_costs",
+                                                  "run_cost_uncertainty",
                                                   "run_curve_and_confirmations",
                                                   "summarize_results",
 ]

@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 
 from specterm.core import costmodel
+from specterm.core.blockwalk import walk_table
 from specterm.core.errors import SpectermError
-from specterm.core.hardware.curve import CostCurve, cost_curve
+from specterm.core.hardware.curve import CostCurve, CostReplicates, cost_curve
 
 CONFIRMATIONS_KEY = "confirmations"
+BATCH_COST_KEY = "batch_cost"  # run.json: the costs by batch (oracle/costs.measure_batch_costs)
 _RESULT_FIELDS: dict[str, type] = {"corpus": str, "gamma": int, "prompts": int, "tokens": int, "greedy_s": float, "spec_s": float,
                   "realized": float, "predicted": float, "tokens_per_call": float, "identical": bool}
 
@@ -64,7 +66,8 @@ def parse_confirmation(record: Any, where: str = "run.json") -> Confirmation:
     fix = "; delete it from run.json and re-run `specterm confirm`."
     if not isinstance(record, dict):
         raise SpectermError(f"{bad} (not a JSON object){fix}")
-    for key, kind in (("date", str), ("device", str), ("threads", int), ("results", list)):
+    head: tuple[tuple[str, type], ...] = (("date", str), ("device", str), ("threads", int), ("results", list))
+    for key, kind in head:
         if not _check_type(record.get(key), kind):
             raise SpectermError(f"{bad} ('{key}' missing or not a {kind.__name__}){fix}")
     results = []
@@ -78,7 +81,7 @@ def parse_confirmation(record: Any, where: str = "run.json") -> Confirmation:
             raise SpectermError(f"{bad} (results[{i}] has a non-positive gamma, prompt count, time or prediction){fix}")
         pc: Any = row.get("predicted_corpus")
         results.append(ConfirmedResult(**{k: row[k] for k in _RESULT_FIELDS},
-                                       predicted_corpus=float(pc) if _check_type(pc, float) else None))
+                                       predicted_corpus=float(pc) if pc is not None and _check_type(pc, float) else None))
     return Confirmation(date=record["date"], device=record["device"], threads=record["threads"],
                         complete=bool(record.get("complete", True)), results=results, record=record)
 
@@ -165,9 +168,9 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
     """A SPEC 7 confirmed row from a stored result row: "predicted" is S_hw as SPEC 6 writes it
     (stored as predicted_spec6 by confirm; older rows: their "predicted"), "predicted_refeed" the
     refeed model (confirm's "predicted"); ratios realized / predicted, in wall and CPU time."""
-    spec: Any = r.get("predicted_spec6") if _check_type(r.get("predicted_spec6"), float) else r["predicted"]
-    refeed: Any = r["predicted"]
-    cpu: Any = r.get("realized_cpu") if _check_type(r.get("realized_cpu"), float) else None
+    spec = r["predicted_spec6"] if _check_type(r.get("predicted_spec6"), float) else r["predicted"]
+    refeed = r["predicted"]
+    cpu = float(r["realized_cpu"]) if _check_type(r.get("realized_cpu"), float) else None
     return {"gamma": int(r["gamma"]), "predicted": float(spec), "realized": float(r["realized"]),
             "prompts": int(r["prompts"]), "identical": bool(r["identical"]),
             "ratio": float(r["realized"]) / float(spec), "predicted_refeed": float(refeed),
@@ -212,10 +215,99 @@ def confirmations(meta: dict[str, Any], where: str = "run.json") -> list[Confirm
 def confirmed_for_set(confs: list[Confirmation], set_name: str) -> list[dict[str, Any]]:
     """The confirmed rows of a set from a run's records: a corpus takes the newest record that timed
     it (a later `confirm --corpus X` supersedes X only); "pooled" takes the newest record's prompts."""
+    return confirming(confs, set_name)[1]
+
+
+def confirming(confs: list[Confirmation], set_name: str) -> tuple[Confirmation | None, list[dict[str, Any]]]:
+    """(the record, its rows) that `confirmed_for_set` takes for a set; (None, []) when none timed it."""
     for conf in reversed(confs):
         rows = confirmed_rows(conf, set_name)
         if rows:
-            return rows
+            return conf, rows
+    return None, []
+
+
+def timed_prompts(conf: Confirmation, set_name: str, gamma: int) -> list[dict[str, Any]]:
+    """The prompt rows of a record that a set's confirmed row at `gamma` sums over."""
+    prompts = conf.record.get("prompts")
+    if not isinstance(prompts, list):
+        return []
+    return [p for p in prompts if isinstance(p, dict) and isinstance(p.get("spec"), dict) and str(gamma) in p["spec"]
+            and (set_name == "pooled" or p.get("corpus") == set_name)]
+
+
+def _pct(now: float, then: float) -> float:
+    return 100.0 * (now / then - 1.0)
+
+
+def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, streams: list[tuple[str, np.ndarray]],
+                   curve: CostCurve, reps: CostReplicates | None, n_rep: int, seed: int) -> dict[str, Any]:
+    """SPEC 6's decision check of one confirmed row: what the run's decision predicts for K new prompts.
+
+        E_out     = sum tokens / sum blocks at g over the set's streams WITHOUT the timed prompts
+                    (leave-out; each stream cut to the timed prompts' length n, as they were generated)
+        value     = S_hw(g) with E_out and the run's stored robust costs (`curve`)
+        ci        = 95% prediction interval for K prompts: replicate b draws K leave-out streams with
+                    replacement (E = their tokens / blocks) and pairs it with cost replicate b (`reps`)
+        in_ci     = lo <= realized <= hi;  sign_held = (realized > 1) == (value > 1) (the report replaces it
+                    at g_hw by the verdict's side: decision.verdict_sign_held; None for no reliable gain)
+        cost_drift_pct = 100 (this session's robust cost / the run's - 1) for c_decode, c_verify(g), c_draft
+        predicted_session_costs = S_hw(g) with E_out and this session's costs: how much of a miss the
+                    cost drift explains (the prompts are the same, only the costs move)
+        timed_context  = mean prompt + n/2 of the timed prompts (recorded by confirm), beside the run's
+                         and this session's cost contexts
+
+    streams: (id, analysed bits) of every stream of the set. Realized is the wall-clock ratio.
+    """
+    g = int(row["gamma"])
+    timed = timed_prompts(conf, set_name, g)
+    ids = {p.get("id") for p in timed}
+    K = max(len(timed), 1)
+    n_cap = max((int(p.get("tokens", 0)) for p in timed), default=0) or None
+    leave = [np.asarray(bits)[:n_cap] for sid, bits in streams if sid not in ids]
+    out: dict[str, Any] = {"decision_predicted": {"value": None, "ci": [None, None]}, "in_ci": None,
+                           "sign_held": None, "leave_out_streams": len(leave), "K": len(timed),
+                           "excluded": sorted(str(i) for i in ids), "cost_drift_pct": None,
+                           "timed_context": None, "cost_context": conf.record.get("cost_context"),
+                           "run_cost_context": curve.context, "predicted_session_costs": None}
+    if not leave or g not in set(curve.gammas.tolist()):
+        return out
+    tokens, blocks = walk_table(leave, np.array([g]))
+    t, b = tokens[:, 0], blocks[:, 0]
+    value = float(costmodel.speedup_hw(t.sum() / b.sum(), curve.c_decode, curve.verify_at(g), curve.c_draft, g))
+    ci: list[float | None] = [None, None]
+    if reps is not None and n_rep > 0:
+        k = int(np.flatnonzero(reps.gammas == g)[0])
+        idx = np.random.default_rng(seed).integers(0, len(leave), size=(min(n_rep, reps.c_decode.size), K))
+        E_K = t[idx].sum(axis=1) / b[idx].sum(axis=1)
+        n = idx.shape[0]
+        S = costmodel.speedup_hw(E_K, reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g)
+        lo, hi = np.percentile(S, [2.5, 97.5])
+        ci = [float(lo), float(hi)]
+    realized = float(row["realized"])
+    out["decision_predicted"] = {"value": value, "ci": ci}
+    out["in_ci"] = None if ci[0] is None or ci[1] is None else bool(ci[0] <= realized <= ci[1])
+    out["sign_held"] = bool((realized > 1.0) == (value > 1.0))
+    session = cost_curve(conf.record.get("cost")) if isinstance(conf.record.get("cost"), dict) else None
+    if session is not None and g in set(session.gammas.tolist()):
+        out["predicted_session_costs"] = float(costmodel.speedup_hw(t.sum() / b.sum(), session.c_decode,
+                                                                    session.verify_at(g), session.c_draft, g))
+        out["cost_drift_pct"] = {"c_decode": _pct(session.c_decode, curve.c_decode),
+                                 "c_verify": _pct(session.verify_at(g), curve.verify_at(g)),
+                                 "c_draft": _pct(session.c_draft, curve.c_draft), "clock": session.clock}
+    ctx = [float(p["context"]) for p in timed if isinstance(p.get("context"), (int, float))]
+    out["timed_context"] = float(np.mean(ctx)) if ctx else None
+    return out
+
+
+def batched_rows(confs: list[Confirmation], set_name: str) -> list[dict[str, Any]]:
+    """The newest record's batched confirmation rows of a corpus (`confirm --batch B`), [] when none."""
+    for conf in reversed(confs):
+        rows = conf.record.get("batched_results")
+        if isinstance(rows, list):
+            mine = [r for r in rows if isinstance(r, dict) and r.get("corpus") == set_name]
+            if mine:
+                return [{**r, "date": conf.date} for r in mine]
     return []
 
 

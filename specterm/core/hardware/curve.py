@@ -192,12 +192,13 @@ def cost_curve(cost: dict[str, Any] | None) -> CostCurve | None:
         if all(isinstance(v, list) and len(v) >= 3 and all(_positive(x) for x in v) for v in vals):
             ses = [median_se(v) for v in vals]
             se_dec, se_ver = ses[0], np.array(ses[1:])
+    assert c_decode is not None and c_draft is not None  # checked by _positive above
     c_dec, c_ver = robust_forward_costs(float(c_decode), gammas, raw, se_dec, se_ver)
     ctx = cost.get("context")
     return CostCurve(gammas=gammas, c_decode=c_dec, c_verify=c_ver, c_draft=float(c_draft),
                      context=int(ctx) if isinstance(ctx, int) else None,
                      raw_c_decode=float(c_decode), raw_c_verify=raw,
-                     c_draft2=float(c_draft2) if _positive(c_draft2) else None, clock=clock)
+                     c_draft2=float(c_draft2) if c_draft2 is not None and _positive(c_draft2) else None, clock=clock)
 
 
 def curve_summary(curve: CostCurve) -> dict[str, Any]:
@@ -215,3 +216,44 @@ def curve_summary(curve: CostCurve) -> dict[str, Any]:
         "decision_clock": curve.clock,
     }
 
+
+
+@dataclass(frozen=True)
+class CostReplicates:
+    """Bootstrap replicates of the robust costs (SPEC 6 "Uncertainty"): (n,) and (n, G) arrays, gammas as the curve's."""
+
+    gammas: np.ndarray
+    c_decode: np.ndarray
+    c_verify: np.ndarray
+    c_draft: np.ndarray
+
+
+def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostReplicates | None:
+    """n replicates of the robust curve: each quantity's stored samples (on the curve's clock) resampled
+    with replacement and their median taken, independently per quantity; the forward costs then go
+    through the same pooling as the point estimate (`robust_forward_costs`, with the standard errors
+    of the original samples). None without a curve, without stored samples, or with n = 0. A quantity
+    with one sample stays fixed (no spread to resample)."""
+    curve = cost_curve(cost)
+    if curve is None or n <= 0 or cost is None:
+        return None
+    samples = cost.get("samples_cpu_s" if curve.clock == "cpu" else "samples_s")
+    keys = ["decode", "draft"] + [f"verify:{g}" for g in curve.gammas.tolist()]
+    if not isinstance(samples, dict) or not all(isinstance(samples.get(k), list) and samples[k] for k in keys):
+        return None
+    rng = np.random.default_rng(seed)
+
+    def med(key: str) -> np.ndarray:
+        x = np.asarray(samples[key], dtype=np.float64)
+        return np.median(x[rng.integers(0, x.size, size=(n, x.size))], axis=1)
+
+    dec, dra = med("decode"), med("draft")
+    ver = np.stack([med(f"verify:{g}") for g in curve.gammas.tolist()], axis=1)
+    se = [median_se(samples[k]) if len(samples[k]) >= 3 else None for k in ["decode"] + keys[2:]]
+    se_dec = se[0]
+    se_ver = None if any(s is None for s in se[1:]) or se_dec is None else np.array(se[1:], dtype=np.float64)
+    out_dec = np.empty(n)
+    out_ver = np.empty_like(ver)
+    for i in range(n):
+        out_dec[i], out_ver[i] = robust_forward_costs(float(dec[i]), curve.gammas, ver[i], se_dec if se_ver is not None else None, se_ver)
+    return CostReplicates(gammas=curve.gammas, c_decode=out_dec, c_verify=out_ver, c_draft=dra)

@@ -17,12 +17,17 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from specterm.core import costmodel
+from specterm.core.bootstrap import percentile_ci
 from specterm.core.estimate import num
-from specterm.core.hardware.curve import CostCurve
+from specterm.core.hardware.batch import BatchCosts
+from specterm.core.hardware.curve import CostCurve, CostReplicates
 from specterm.core.optimum import best_gamma
+from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR
 from specterm.core.report import ConfirmedRow, DecisionHW
 
-MEMORY_BOUND_LABEL = "memory-bound model: verify = one decode step"
+MEMORY_BOUND_LABEL = "memory-bound reference: if a (g+1)-token verify cost one decode step (a GPU at small batch)"
+SPECULATE, DO_NOT, NO_GAIN = "speculate", "do_not_speculate", "no_reliable_gain"
+NEVER = "never on this device"
 NO_COSTS_NOTE = "no measured costs on this hardware (imported bits or a run measured before c_decode was timed), as before"
 MIXED_COSTS_NOTE = "the pooled runs measured different cost curves: no single hardware decision"
 
@@ -44,7 +49,10 @@ def _best(S: Array, gammas: NDArray[np.int64]) -> tuple[int | None, float | None
 
 def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, curve: CostCurve | None,
                 r_fallback: float | None = None, phi_true: ArrayLike | None = None,
-                confirmed: Sequence[ConfirmedRow] = (), note: str | None = None) -> DecisionHW:
+                confirmed: Sequence[ConfirmedRow | dict[str, Any]] = (), note: str | None = None,
+                E_boot: ArrayLike | None = None, reps: CostReplicates | None = None,
+                batch: BatchCosts | None = None,
+                batch_reps: tuple[Array, Array, Array] | None = None) -> DecisionHW:
     """SPEC 7 `decision_hw` of one set (report.DecisionHW) from its E curves (over `gammas`) and the
     run's robust cost curve; undefined numbers are None.
 
@@ -55,6 +63,17 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
     The refeed model (phi_true given) is reported beside it and named in the verdict when it falls
     on the other side of 1.0. Without a curve: measured False, the memory-bound model at r_fallback,
     and the verdict starts with `note` (default NO_COSTS_NOTE). confirmed: the set's confirmed rows.
+
+    Uncertainty (SPEC 6): E_boot (R x len(gammas)) holds E_true(g) in the report's bootstrap
+    replicates (the same prompt resamples as every other statistic); reps the run's cost replicates
+    (each cost's stored samples resampled independently, medians, `curve.cost_replicates`). Replicate
+    b pairs E_boot[b] with cost replicate b; speedup_hw_ci is the percentile interval of
+    S_hw(g_hw) over them, g_hw fixed at the point estimate (speedup_mb_ci likewise at g_mb, with
+    r_mb = c_draft / c_decode per replicate). Without replicates the intervals are [None, None] and
+    the verdict says so; its kind then follows the point estimate.
+    Batch (SPEC 6 "Batch"): with `batch` (the run's costs by batch, BatchCosts) and its replicates,
+    by_batch lists S_hw(g_hw(B), B) with its CI per measured B (g over batch.gammas), and
+    batch_crossover is the largest B whose CI lies above 1 (None: "never on this device").
     """
     gammas = np.asarray(gammas, dtype=np.int64)
     order = np.argsort(gammas, kind="stable")
@@ -72,12 +91,23 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         r_mb = None
     mb_text = (f"{MEMORY_BOUND_LABEL}: g = {g_mb}, {s_mb:.2f}x" if g_mb is not None
                else f"{MEMORY_BOUND_LABEL}: no cost ratio")
-    out = DecisionHW(measured=curve is not None, gamma_mb=g_mb, speedup_mb=num(s_mb), confirmed=list(confirmed),
-                     r_mb=num(r_mb), gamma_iid_mb=g_imb, speedup_iid_mb=num(s_imb))
+    out: dict[str, Any] = {
+        "measured": curve is not None, "gamma_hw": None, "speedup_hw": None, "gamma_mb": g_mb, "speedup_mb": s_mb,
+        "verdict": "", "confirmed": list(confirmed), "speculate": False, "r_mb": r_mb,
+        "gamma_iid_hw": None, "speedup_iid_hw": None, "speedup_true_at_gamma_iid_hw": None,
+        "gamma_iid_mb": g_imb, "speedup_iid_mb": s_imb,
+        "gamma_hw_refeed": None, "speedup_hw_refeed": None, "speedup_refeed_at_gamma_hw": None, "clock": None,
+        "curve_hw": {},
+        "speedup_hw_ci": [None, None], "verdict_kind": None, "break_even_verify": None, "verify_steps": None,
+        "speedup_mb_ci": [None, None], "memory_bound_label": MEMORY_BOUND_LABEL,
+        "by_batch": [], "batch_crossover": None, "batch_crossover_text": None, "roofline_reference": None,
+        "cost_context": None,
+    }
     if curve is None:
-        out.speculate = bool(s_mb is not None and s_mb > 1.0)
-        out.verdict = f"{note or NO_COSTS_NOTE}: {mb_text}"
-        return out
+        out["speculate"] = bool(s_mb is not None and s_mb > 1.0)
+        out["verdict_kind"] = verdict_kind(s_mb, [None, None])
+        out["verdict"] = f"{note or NO_COSTS_NOTE}: {mb_text}"
+        return _typed(out)
     grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
     c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
     E_t = _on_grid(gammas, E_t_all, grid)
@@ -96,26 +126,145 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         S_iid = costmodel.speedup_hw(_on_grid(gammas, E_i_all, grid), curve.c_decode, c_ver, curve.c_draft, grid)
         g_ihw, s_ihw = _best(S_iid, grid)
         s_true_at = None if g_ihw is None else float(S_true[np.flatnonzero(grid == g_ihw)[0]])
-    speculate = bool(s_hw is not None and s_hw > 1.0)
-    if g_hw is None:
+    E_b = None if E_boot is None else np.asarray(E_boot, dtype=np.float64)[:, order]
+    ci_hw: list[float | None] = [None, None]
+    ci_mb: list[float | None] = [None, None]
+    if g_hw is not None and E_b is not None and reps is not None and E_b.shape[0]:
+        n = min(E_b.shape[0], reps.c_decode.size)
+        j = int(np.flatnonzero(gammas == g_hw)[0])
+        k = int(np.flatnonzero(reps.gammas == g_hw)[0])
+        S_rep = costmodel.speedup_hw(E_b[:n, j], reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g_hw)
+        ci_hw = _ci(S_rep)
+        if g_mb is not None:
+            jm = int(np.flatnonzero(gammas == g_mb)[0])
+            ci_mb = _ci(costmodel.speedup_mb(E_b[:n, jm], reps.c_draft[:n] / reps.c_decode[:n], g_mb))
+    kind = verdict_kind(s_hw, ci_hw)
+    speculate = kind == SPECULATE
+    v_star = steps = None
+    if g_hw is None or s_hw is None:
         verdict = f"no positions in this set: nothing to decide; {mb_text}"
-    elif speculate:
-        verdict = f"speculate with g = {g_hw} on this hardware: {s_hw:.2f}x expected; {mb_text}"
     else:
-        verdict = f"do not speculate on this hardware: the best draft length, g = {g_hw}, gives {s_hw:.2f}x; {mb_text}"
-    if g_hw is not None and s_rf is not None and (s_rf > 1.0) != speculate:
-        verdict += (f" (with the 2-token draft step: speculate, g = {g_rf}, {s_rf:.2f}x)" if s_rf > 1.0
-                    else f" (with the 2-token draft step: do not, {s_rf:.2f}x at best)")
-    if g_ihw is not None and g_hw is not None:
-        verdict += (f"; the i.i.d. formula would pick g = {g_ihw} here and promise {s_ihw:.2f}x ({s_true_at:.2f}x in fact)"
-                    if g_ihw != g_hw else f"; the i.i.d. formula picks the same g and promises {s_ihw:.2f}x")
-    out.gamma_hw, out.speedup_hw, out.verdict, out.speculate = g_hw, num(s_hw), verdict, speculate
-    out.gamma_iid_hw, out.speedup_iid_hw, out.speedup_true_at_gamma_iid_hw = g_ihw, num(s_ihw), num(s_true_at)
-    out.gamma_hw_refeed, out.speedup_hw_refeed, out.speedup_refeed_at_gamma_hw = g_rf, num(s_rf), num(s_rf_at)
-    out.clock = curve.clock
-    out.curve_hw = {"gamma": grid.tolist(), "S_true": [num(x) for x in S_true], "S_iid": [num(x) for x in S_iid],
-                    "S_true_refeed": [num(x) for x in S_refeed]}
-    return out
+        E_at = float(E_t[np.flatnonzero(grid == g_hw)[0]])
+        v_star = float(costmodel.break_even_verify(E_at, curve.c_draft, curve.c_decode, g_hw))
+        steps = curve.verify_at(g_hw) / curve.c_decode
+        verdict = verdict_text(kind, g_hw, float(s_hw), ci_hw) + (
+            f"; speculation at g = {g_hw} pays when a verify of {g_hw + 1} tokens costs less than "
+            f"v* = {v_star:.2f} decode steps (measured here: {steps:.2f})")
+        if s_rf is not None and (s_rf > 1.0) != (s_hw > 1.0):
+            verdict += f" (with the 2-token draft step: {s_rf:.2f}x at g = {g_rf})"
+    out.update(speedup_hw_ci=ci_hw, speedup_mb_ci=ci_mb, verdict_kind=kind, break_even_verify=v_star,
+               verify_steps=steps, cost_context=curve.context)
+    if batch is not None and E_boot is not None:
+        out.update(_by_batch(gammas, E_t_all, E_b, batch, batch_reps, g_hw))
+    out.update(gamma_hw=g_hw, speedup_hw=s_hw, verdict=verdict, speculate=speculate,
+               gamma_iid_hw=g_ihw, speedup_iid_hw=s_ihw, speedup_true_at_gamma_iid_hw=s_true_at,
+               gamma_hw_refeed=g_rf, speedup_hw_refeed=s_rf, speedup_refeed_at_gamma_hw=s_rf_at, clock=curve.clock,
+               curve_hw={"gamma": grid.tolist(), "S_true": S_true.tolist(), "S_iid": S_iid.tolist(),
+                         "S_true_refeed": S_refeed.tolist()})
+    return _typed(out)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and arrays to Python, NaN and inf to None, recursively (the typed report holds plain values)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return num(float(value))
+    return value
+
+
+def _typed(out: dict[str, Any]) -> DecisionHW:
+    """The decision as report.DecisionHW (confirmed rows given as dicts become ConfirmedRow)."""
+    confirmed = out.pop("confirmed")
+    d: DecisionHW = DecisionHW.from_dict(_plain(out))
+    d.confirmed = [c if isinstance(c, ConfirmedRow) else ConfirmedRow.from_dict(_plain(c)) for c in confirmed]
+    return d
+
+
+def _ci(samples: Array) -> list[float | None]:
+    lo, hi = percentile_ci(samples)
+    return [float(lo), float(hi)] if np.isfinite(lo) and np.isfinite(hi) else [None, None]
+
+
+def verdict_kind(S: float | None, ci: Sequence[float | None]) -> str | None:
+    """SPEC 6's three-way verdict from S_hw(g_hw) and its 95% CI [lo, hi]: "speculate" when lo > 1,
+    "do_not_speculate" when hi < 1, "no_reliable_gain" otherwise. Without an interval (bootstrap
+    off) the point estimate decides between the first two. None when there is nothing to decide."""
+    if S is None or not np.isfinite(S):
+        return None
+    lo, hi = ci
+    if lo is None or hi is None:
+        return SPECULATE if S > 1.0 else DO_NOT
+    if lo > 1.0:
+        return SPECULATE
+    if hi < 1.0:
+        return DO_NOT
+    return NO_GAIN
+
+
+def verdict_sign_held(kind: str | None, realized: float) -> bool | None:
+    """Whether realized lies on the verdict's side of 1: speculate -> realized > 1, do not speculate ->
+    realized < 1; None for "no reliable gain" (that verdict claims no side) or no verdict."""
+    if kind == SPECULATE:
+        return realized > 1.0
+    if kind == DO_NOT:
+        return realized < 1.0
+    return None
+
+
+def verdict_text(kind: str | None, g: int, S: float, ci: Sequence[float | None]) -> str:
+    """SPEC 6's wording of a verdict, e.g. "speculate with g = 7 on this hardware: 1.24x [1.10, 1.38]"."""
+    lo, hi = ci
+    interval = (f"{S:.2f}x [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None
+                else f"{S:.2f}x (no interval: bootstrap off)")
+    if kind == SPECULATE:
+        return f"speculate with g = {g} on this hardware: {interval}"
+    if kind == DO_NOT:
+        return f"do not speculate on this hardware: the best draft length, g = {g}, gives {interval}"
+    return f"no reliable gain on this hardware: g = {g} gives {interval}"
+
+
+def _by_batch(gammas: NDArray[np.int64], E_all: Array, E_b: Array | None, batch: BatchCosts,
+              batch_reps: tuple[Array, Array, Array] | None, g_hw1: int | None) -> dict[str, Any]:
+    """by_batch rows, the measured crossover B_hw and the roofline reference (see decision_hw)."""
+    present = set(gammas.tolist())
+    bg = np.array([g for g in batch.gammas.tolist() if g in present], dtype=np.int64)
+    cols = [int(np.flatnonzero(gammas == g)[0]) for g in bg.tolist()]
+    jj = [int(np.flatnonzero(batch.gammas == g)[0]) for g in bg.tolist()]
+    rows: list[dict[str, Any]] = []
+    crossover = None
+    for i, B in enumerate(batch.batches.tolist()):
+        S = costmodel.speedup_hw(E_all[cols], batch.c_decode[i], batch.c_verify[i, jj], batch.c_draft[i], bg)
+        g_b, s_b = _best(S, bg)
+        ci: list[float | None] = [None, None]
+        if g_b is not None and E_b is not None and batch_reps is not None and E_b.shape[0]:
+            dec, ver, dra = batch_reps
+            n = min(E_b.shape[0], dec.shape[0])
+            j = int(np.flatnonzero(gammas == g_b)[0])
+            k = int(np.flatnonzero(batch.gammas == g_b)[0])
+            ci = _ci(costmodel.speedup_hw(E_b[:n, j], dec[:n, i], ver[:n, i, k], dra[:n, i], g_b))
+        rows.append({"batch": int(B), "gamma_hw": g_b, "speedup_hw": {"value": s_b, "ci": ci},
+                     "c_decode": float(batch.c_decode[i]), "c_draft": float(batch.c_draft[i])})
+        if ci[0] is not None and ci[0] > 1.0:
+            crossover = int(B)
+    preset = ACCELERATORS[DEFAULT_ACCELERATOR]
+    g_ref = g_hw1 if g_hw1 is not None else 5
+    roofline = {"preset": DEFAULT_ACCELERATOR, "label": preset.label, "ridge": preset.ridge, "gamma": g_ref,
+                "B_star": float(preset.ridge / (g_ref + 1)),
+                "note": "roofline reference for a named accelerator, B* = I*/(g+1); not measured on this device"}
+    return {"by_batch": rows, "batch_crossover": crossover,
+            "batch_crossover_text": NEVER if crossover is None else f"speculation pays up to batch {crossover}",
+            "roofline_reference": roofline,
+            "batch_fit": {"held_back": batch.held_back, "fit_rms_rel": batch.fit_rms_rel, "wall_s": batch.wall_s,
+                          "clock": batch.clock, "context": batch.context}}
 
 
 def q3_costs(curve: CostCurve | None) -> dict[str, Any] | None:

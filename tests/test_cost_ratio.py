@@ -1,11 +1,11 @@
-"""The decision on hand-made set reports whose optimum, speedups and crossover are worked out by hand."""
+"""The cost-ratio model's optimum on hand-made set reports whose optimum, speedups and crossover are worked out by hand."""
 
 from __future__ import annotations
 
 import pytest
 
 from report_factory import curve, make_set
-from specterm.core.decide import batch_crossover, decision, ridge_of
+from specterm.core.cost_ratio import cost_ratio_optimum as decision, ridge_of, roofline_batch as batch_crossover
 from specterm.core.errors import SpectermError
 from specterm.core.params import ACCELERATORS
 
@@ -22,15 +22,15 @@ def test_decision_hand_computed():
     # i.i.d.: 1.636, 2.033, 2.271, 2.401, 2.4595, 2.4696 (g=6), 2.4477, 2.4049
     d = decision(REPORT, r=0.1, ridge=295.0)
     assert d.gamma_true == 4
-    assert d.speedup_true == pytest.approx(2.9 / 1.4)
+    assert d.T_true == pytest.approx(2.9 / 1.4)
     assert d.gamma_iid == 6
-    assert d.speedup_iid == pytest.approx(3.951424 / 1.6)
-    assert d.speedup_true_at_gamma_iid == pytest.approx(3.2 / 1.6)
-    assert d.batch_crossover == pytest.approx(295.0 / 5)
-    assert d.speculate is True
-    v = d.verdict
-    assert v.startswith("speculate with g = 4: 2.07x expected")
-    assert "pick g = 6 and promise 2.47x" in v and "2.00x in fact" in v and "stop above batch ~59" in v
+    assert d.T_iid == pytest.approx(3.951424 / 1.6)
+    assert d.T_true_at_gamma_iid == pytest.approx(3.2 / 1.6)
+    assert d.roofline_B_star == pytest.approx(295.0 / 5)
+    assert not hasattr(d, "speculate") and not hasattr(d, "verdict")  # the cost-ratio model is never a verdict
+    v = d.summary
+    assert v.startswith("at r = 0.100: g*_true = 4, T = 2.07 tokens per verify-cost")
+    assert "pick g = 6 and promise 2.47 (2.00 in fact)" in v and "roofline reference B* ~ 59 (ridge 295)" in v
 
 
 def test_decision_unsorted_curve_and_ties_pick_smallest_g():
@@ -38,23 +38,23 @@ def test_decision_unsorted_curve_and_ties_pick_smallest_g():
     # i.i.d. at alpha 0.5: E = 1.5, 1.75, 1.875 at g = 1, 2, 3
     report = make_set(alpha=0.5, curve=curve([3, 2, 1], [2.4, 2.0, 1.5], [1.875, 1.75, 1.5]))
     d = decision(report, r=0.5, ridge=153.0)
-    assert d.gamma_true == 1 and d.speedup_true == pytest.approx(1.0)
-    assert d.speculate is False
-    assert d.verdict.startswith("do not speculate: the best draft length, g = 1, gives 1.00x")
+    assert d.gamma_true == 1 and d.T_true == pytest.approx(1.0)
+    assert d.summary.startswith("at r = 0.500: g*_true = 1, T = 1.00 tokens per verify-cost")
     # i.i.d. at alpha 0.5: E = 1.5, 1.75, 1.875 -> 1.0, 0.875, 0.75: g = 1, the same g
-    assert d.gamma_iid == 1 and "picks the same g" in d.verdict
+    assert d.gamma_iid == 1 and "picks the same g" in d.summary
 
 
 def test_decision_same_g_verdict():
     report = make_set(alpha=ALPHA, curve=curve([1, 2], [1.8, 2.44], [1.8, 2.44]))
     d = decision(report, r=0.1)
     assert d.gamma_true == d.gamma_iid == 2
-    assert d.verdict == "speculate with g = 2: 2.03x expected; the i.i.d. formula picks the same g and promises 2.03x; stop above batch ~98"
+    assert d.summary == ("at r = 0.100: g*_true = 2, T = 2.03 tokens per verify-cost; the i.i.d. formula picks the same g "
+                         "and promises 2.03; roofline reference B* ~ 98 (ridge 295)")
 
 
 def test_decision_empty_set_and_bad_inputs():
     d = decision(make_set(alpha=None, curve=curve([], [])), r=0.1)
-    assert d.speculate is False and "nothing to decide" in d.verdict
+    assert d.summary == "no positions in this set"
     with pytest.raises(SpectermError):
         decision(REPORT, r=None)
     with pytest.raises(SpectermError):

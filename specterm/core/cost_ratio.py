@@ -1,16 +1,17 @@
-"""Deciding whether to speculate, and with which draft length (SPEC section 6).
+"""The cost-ratio model's optimum (SPEC 6 "Cost-ratio model", the measurement seed's convention).
 
-Speedup over plain decoding at cost ratio r = c_draft / c_verify, draft length g:
+Throughput in tokens per verify-cost at cost ratio r = c_draft / c_verify, draft length g:
 
-    speedup(g, r) = E(g) / (1 + g r)          E = tokens per block (E_true measured, or E_iid)
+    T(g, r) = E(g) / (1 + g r)                E = tokens per block (E_true measured, or E_iid)
 
-which assumes a verify call of g + 1 tokens costs about one plain decode step: true while decoding
-is memory-bound, i.e. below the batch crossover
+(`costmodel.curve_throughput`). It answers how the optimum moves with r (the Optimum side); it is
+not a decision and is never called memory-bound: the decision on this hardware is
+core/hardware/decision.py. Beside it, the roofline reference of a named accelerator preset,
 
     B* = I* / (g + 1)                          I* = accelerator ridge point, FLOP per byte
 
-where the verify's arithmetic intensity (about (g + 1) B FLOP per weight byte at batch B) reaches
-the ridge and verifying g + 1 tokens stops being nearly free.
+the batch where a (g+1)-token verify's arithmetic intensity (about (g + 1) B FLOP per weight byte
+at batch B) reaches the ridge: a reference, never measured here (SPEC 6 "Batch").
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from specterm.core.costmodel import curve_throughput
 from specterm.core.errors import SpectermError
 from specterm.core.optimum import best_index
 from specterm.core.params import ACCELERATORS, DEFAULT_RIDGE
-from specterm.core.report import Decision, SetReport
+from specterm.core.report import CostRatioOptimum, SetReport
 
 
 def ridge_of(accelerator: str | float) -> float:
@@ -43,24 +44,24 @@ def ridge_of(accelerator: str | float) -> float:
     return value
 
 
-def batch_crossover(ridge: float, gamma: ArrayLike) -> np.ndarray:
-    """B* = ridge / (gamma + 1): the batch size above which speculating with draft length gamma stops paying."""
+def roofline_batch(ridge: float, gamma: ArrayLike) -> np.ndarray:
+    """B* = ridge / (gamma + 1): the roofline reference batch of a preset (not measured on this device)."""
     return np.asarray(ridge, dtype=np.float64) / (np.asarray(gamma, dtype=np.float64) + 1.0)
 
 
 def speedup(E: ArrayLike, gamma: ArrayLike, r: float) -> np.ndarray:
-    """E / (1 + gamma r): tokens per verify-cost relative to plain decoding's one token per step
+    """T = E / (1 + gamma r): tokens per verify-cost relative to plain decoding's one token per step
     (`costmodel.curve_throughput`, the one throughput formula)."""
     return curve_throughput(E, r, gamma)
 
 
-def decision(set_report: SetReport, r: float, ridge: float = DEFAULT_RIDGE) -> Decision:
-    """Speculate or not, with which g, from a set's report (its alpha and E curves).
+def cost_ratio_optimum(set_report: SetReport, r: float, ridge: float = DEFAULT_RIDGE) -> CostRatioOptimum:
+    """The cost-ratio model's optimum at r for a set's report (its alpha and E curves).
 
-    g_true = argmax_g E_true(g) / (1 + g r) and its speedup; g_iid = argmax_g E_iid(g) / (1 + g r),
-    the speedup the i.i.d. formula promises there and the true speedup E_true(g_iid) / (1 + g_iid r)
-    actually obtained; B* = ridge / (g_true + 1). Ties: smallest g. speculate = best true speedup > 1.
-    Returns a report.Decision.
+    g_true = argmax_g E_true(g) / (1 + g r) and its T; g_iid = argmax_g E_iid(g) / (1 + g r), the T
+    the i.i.d. formula promises there and the true T_true(g_iid) actually obtained; the roofline
+    reference B* = ridge / (g_true + 1). Ties: smallest g. `summary` says it in words, never as a
+    verdict. Returns a report.CostRatioOptimum.
     """
     if r is None or not np.isfinite(r) or r < 0:
         raise SpectermError("no usable cost ratio r for this run; measure it with `specterm run --cost` or choose one on the Decide screen (keys - and +).")
@@ -77,41 +78,36 @@ def decision(set_report: SetReport, r: float, ridge: float = DEFAULT_RIDGE) -> D
 
     S_true = speedup(E_true, gamma, r)
     if gamma.size == 0 or not np.any(np.isfinite(S_true)):
-        return Decision(r=float(r), ridge=float(ridge), alpha=alpha, speculate=False,
-                        verdict="no positions in this set: nothing to decide")
+        return CostRatioOptimum(r=float(r), ridge=float(ridge), alpha=alpha, summary="no positions in this set")
     i_true = best_index(S_true)
     assert i_true is not None
     S_iid = speedup(E_iid, gamma, r)
     i_iid = best_index(S_iid)
     g_true, s_true = int(gamma[i_true]), float(S_true[i_true])
-    d = Decision(
+    d = CostRatioOptimum(
         r=float(r),
         ridge=float(ridge),
         alpha=alpha,
         gamma_true=g_true,
-        speedup_true=s_true,
+        T_true=s_true,
         gamma_iid=None if i_iid is None else int(gamma[i_iid]),
-        speedup_iid=None if i_iid is None else float(S_iid[i_iid]),
-        speedup_true_at_gamma_iid=None if i_iid is None else float(S_true[i_iid]),
-        batch_crossover=float(batch_crossover(ridge, g_true)),
-        speculate=bool(s_true > 1.0),
+        T_iid=None if i_iid is None else float(S_iid[i_iid]),
+        T_true_at_gamma_iid=None if i_iid is None else float(S_true[i_iid]),
+        roofline_B_star=float(roofline_batch(ridge, g_true)),
     )
-    d.verdict = _verdict(d)
+    d.summary = _summary(d)
     return d
 
 
-def _verdict(d: Decision) -> str:
-    """Plain words, e.g. "speculate with g = 3: 1.93x expected; the i.i.d. formula would pick g = 5 and
-    promise 2.21x (1.88x in fact); stop above batch ~74"."""
+def _summary(d: CostRatioOptimum) -> str:
+    """Plain words, e.g. "at r = 0.100: g*_true = 3, T = 1.93 tokens per verify-cost; the i.i.d. formula would
+    pick g = 5 and promise 2.21 (1.88 in fact); roofline reference B* ~ 74 (ridge 295)"."""
     if d.gamma_iid is None:
         iid = "no i.i.d. prediction (alpha unknown)"
     elif d.gamma_iid == d.gamma_true:
-        iid = f"the i.i.d. formula picks the same g and promises {d.speedup_iid:.2f}x"
+        iid = f"the i.i.d. formula picks the same g and promises {d.T_iid:.2f}"
     else:
-        iid = (f"the i.i.d. formula would pick g = {d.gamma_iid} and promise {d.speedup_iid:.2f}x "
-               f"({d.speedup_true_at_gamma_iid:.2f}x in fact)")
-    if d.speculate:
-        return (f"speculate with g = {d.gamma_true}: {d.speedup_true:.2f}x expected; {iid}; "
-                f"stop above batch ~{d.batch_crossover:.0f}")
-    return (f"do not speculate: the best draft length, g = {d.gamma_true}, gives {d.speedup_true:.2f}x "
-            f"at r = {d.r:.2f}; {iid}")
+        iid = (f"the i.i.d. formula would pick g = {d.gamma_iid} and promise {d.T_iid:.2f} "
+               f"({d.T_true_at_gamma_iid:.2f} in fact)")
+    return (f"at r = {d.r:.3f}: g*_true = {d.gamma_true}, T = {d.T_true:.2f} tokens per verify-cost; {iid}; "
+            f"roofline reference B* ~ {d.roofline_B_star:.0f} (ridge {d.ridge:g})")

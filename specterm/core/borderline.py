@@ -1,0 +1,210 @@
+"""Borderline verdicts (SPEC 4): the scorecard recomputed under the bootstrap weights of seeds 0..4.
+
+A verdict whose deciding CI bound moves across its threshold when the bootstrap seed changes is marked
+borderline with each seed's verdict (scorecard.mark_borderline). The per-stream sums do not depend on
+the bootstrap seed (the shuffles keep the report's seed), only the weights do, so each seed costs one
+set of multinomial weights and the re-estimate of what the verdicts read:
+
+- `_needed`: the sums columns the verdicts read; each corpus's resampled sums R = W @ M[:, needed],
+  the pooled set's the corpora's added up (stratified weights, as analysis);
+- `verdict_set`: a light set with the CIs the rules read (autocorr, D/D_geom, temporal, alpha, E_true
+  at Q3's best g, c_1..c_8 and c_2 - c_1; the pooled set only autocorr and temporal);
+- `policy_ratios`: Q4's T / T_best_fixed from policy sums built once, CIs for its candidates only;
+- `replicates`: alpha and E_true replicates for the CIs of Q2's spread and Q3's ratio.
+Q3's best g per set is chosen on the point curve (`best_gammas`), the same under every seed. Q5 and
+Q6 read the decision on this hardware, whose CIs also resample the measured costs: they are judged at
+the report's seed only and never marked borderline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from specterm.core import stats as st
+from specterm.core import verdict as vd
+from specterm.core.bootstrap import multinomial_weights
+from specterm.core.costmodel import throughput
+from specterm.core.economics import adaptive_candidates, best_speedup, depth_gain, speedup_factor
+from specterm.core.estimate import num, percentile_cis
+from specterm.core.params import GAMMAS
+from specterm.core.report import POOLED
+from specterm.core.scorecard import scorecard
+from specterm.core.steady import estimates
+
+BORDERLINE_SEEDS = (0, 1, 2, 3, 4)  # SPEC 4: a verdict is checked under the bootstrap weights of these seeds
+
+
+def _needed(sums: st.StreamSums, gammas: list[int]) -> list[str]:
+    """The sums columns the verdicts read (verdict_set): autocorrelation, D/D_geom, the temporal
+    deficit, alpha, depth counts up to 8, and the blocks at `gammas` (Q3's best g per corpus)."""
+    names = ["n", "ones", "ac_val", "ac_def", "runs", "L", "L2", f"blocks_{sums.gamma}", "shuf_blocks"]
+    for j in range(1, min(sums.depth_gamma, 8) + 1):
+        names += [f"acc_{j}", f"reach_{j}"]
+    names += [f"blocks_{g}" for g in gammas]
+    return list(dict.fromkeys(names))
+
+
+def replicates(sums: st.StreamSums, W: np.ndarray, gammas: list[int]) -> dict[str, np.ndarray]:
+    """Bootstrap replicates under weights W of a set's alpha (B,) and E_true(g) (B x 32; NaN except at
+    `gammas`): economics.q_rows's CIs of Q2's spread and Q3's best / worst ratio, paired by replicate.
+    Only the columns n, ones and blocks_g are resampled."""
+    names = list(dict.fromkeys(["n", "ones", *[f"blocks_{g}" for g in gammas]]))
+    sub = {n: i for i, n in enumerate(names)}
+    R = W @ sums.M[:, [sums.cols[n] for n in names]]
+    E = np.full((R.shape[0], GAMMAS.size), np.nan)
+    for g in gammas:
+        E[:, g - 1] = st.E_true(R, sub, int(g))
+    return {"alpha": st.alpha(R, sub), "E_true": E}
+
+
+def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, depth_gamma: int, rep: dict[str, Any],
+                gammas: list[int], policies: list[Any] | None = None, pooled: bool = False,
+                alpha: bool = True) -> dict[str, Any]:
+    """What the scorecard's verdicts read of a set, re-estimated from resampled sums R (B x K, columns
+    `cols`, e.g. `_needed`'s) under other bootstrap weights; c: the set's column sums. The point values
+    and the point-only keys are the report's `rep`. Re-estimated: autocorr, dispersion_ratio, the
+    temporal deficit, alpha's CI, E_true's CI at `gammas` (Q3's best g; None elsewhere), the depth CIs
+    up to 8 and c_2 - c_1; `policies`: the set's vs_best_fixed under the same weights (Q4). The pooled
+    set's verdicts read only its autocorrelation (P1's size) and temporal deficit (P4): pooled=True
+    re-estimates those alone."""
+    g, dg = gamma, depth_gamma
+    rep = vd.fields(rep)
+    stats: dict[str, Any] = {
+        "autocorr": lambda x: st.autocorr(x, cols),
+        "dispersion_ratio": lambda x: st.dispersion_ratio(x, cols),
+        "temporal": lambda x: st.deficit(x, cols, g)[2],
+        "alpha": lambda x: st.alpha(x, cols),
+    }
+    depth = 0 if pooled else min(dg, 8)
+    if pooled:
+        del stats["dispersion_ratio"], stats["alpha"]
+        gammas = []
+    elif not alpha:  # Q2 reads alpha's CI of its highest and lowest corpus only
+        del stats["alpha"]
+    for gg in gammas:
+        stats[f"E_{gg}"] = lambda x, gg=int(gg): st.E_true(x, cols, gg)
+    for j in range(1, depth + 1):
+        stats[f"c_{j}"] = lambda x, j=j: st.depth_conditional(x, cols, j)
+    if dg >= 2 and not pooled:
+        stats["gain"] = lambda x: depth_gain(x, cols)
+    e = estimates(R, c, stats)
+    undefined = {"value": None, "ci": [None, None]}
+    if pooled:
+        e.update(dispersion_ratio=undefined, alpha=undefined)
+    elif not alpha:
+        e.update(alpha=undefined)
+    return {
+        **{k: rep[k] for k in ("optimum", "r_measured", "alpha", "decide", "cost_ratio", "decision_hw") if k in rep},
+        "autocorr": e["autocorr"],
+        "dispersion_ratio": e["dispersion_ratio"],
+        "deficit": {"gamma": g, "temporal": e["temporal"]},
+        "alpha_ci": e["alpha"]["ci"],
+        "curve": {"E_true": rep["curve"]["E_true"],
+                  "E_true_ci": [e[f"E_{int(gg)}"]["ci"] if int(gg) in gammas else [None, None] for gg in GAMMAS]},
+        "depth": {"conditional": [e[f"c_{j}"] for j in range(1, depth + 1)], "c2_minus_c1": e.get("gain")},
+        "policies": policies or [],
+    }
+
+
+def best_gammas(sets: dict[str, Any], costs: dict[str, Any]) -> dict[str, list[int]]:
+    """Q3's best g of each set (economics.best_speedup on the point curve; [] when undefined)."""
+    out = {}
+    for name in sets:
+        rep = vd.fields(sets[name])
+        factor, _ = speedup_factor(rep, costs.get(name))
+        g = best_speedup(rep["curve"]["E_true"], rep["curve"]["E_true_ci"], factor, "").gamma
+        out[name] = [] if g is None else [int(g)]
+    return out
+
+
+def _policy_key(row: Any) -> tuple[str, dict[str, Any]]:
+    """(policy, params) of a policy row (a PolicyRow, its JSON, or read through verdict.Fields)."""
+    f = vd.fields(row)
+    params = f.get("params")
+    return f["policy"], dict((params.raw() if isinstance(params, vd.Fields) else params) or {})
+
+
+def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, r: float, W: np.ndarray,
+                  keep: list[tuple[str, dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
+    """Q4's input under weights W: per policy {"policy", "params", "vs_best_fixed": {"value", "ci"}} with
+    T = tokens / (blocks + r drafted) (policies.throughput) from the per-stream sums (N x P x 3) of
+    policies.policy_sums, computed once and resampled here (as policies.policy_summary does). keep:
+    the (policy, params) whose CI is wanted (Q4's candidates); the others get values only."""
+    n, p, _ = sums.shape
+    tot = sums.sum(axis=0).astype(np.float64)
+    boot = (W @ sums.reshape(n, p * 3).astype(np.float64)).reshape(-1, p, 3)
+    T = throughput(tot[:, 0], tot[:, 1], tot[:, 2], r)
+    Tb = throughput(boot[..., 0], boot[..., 1], boot[..., 2], r)
+    i_best = [name for name, _ in policies].index("best-fixed")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio, ratio_b = T / T[i_best], Tb / Tb[:, [i_best]]
+    want = [j for j, pp in enumerate(policies) if keep is None or pp in keep]
+    lo, hi = np.full(p, np.nan), np.full(p, np.nan)
+    if W.shape[0] and want:
+        lo[want], hi[want] = percentile_cis(ratio_b[:, want])
+    return [{"policy": name, "params": params, "vs_best_fixed": {"value": num(ratio[j]), "ci": [num(lo[j]), num(hi[j])]}}
+            for j, (name, params) in enumerate(policies)]
+
+
+def _ends(values: dict[str, float | None]) -> set[str]:
+    """The highest and lowest corpus by point value (economics._extremes' choice; ties: first in order)."""
+    ok = [(c, v) for c, v in values.items() if v is not None]
+    if len(ok) < 2:
+        return set()
+    return {max(ok, key=lambda p: p[1])[0], min(ok, key=lambda p: p[1])[0]}
+
+
+def seed_verdicts(seed: int, seed_of: Callable[[int, str], int], corpora: list[str], groups: dict[str, Any], sets: dict[str, Any], pol: dict[str, Any] | None,
+                   boot: int, costs: dict[str, Any], realized: dict[str, float], best: dict[str, list[int]]) -> dict[str, str]:
+    """The scorecard's verdicts (Q5, Q6 left out) under the bootstrap weights of `seed` on the same sums.
+    Only the columns and CIs the verdicts read are re-estimated (`_needed`, `verdict_set`); the pooled
+    resampled sums are the corpora's added up (stratified weights); Q3's best g per set is chosen on
+    the point curve (`best_gammas`), the same under every seed."""
+    # Q2 and Q3 read the CIs of their highest and lowest corpus only (by point value, the same under
+    # every seed): alpha's and the speedup's are re-estimated for those corpora alone.
+    a_ext = _ends({c: vd.fields(sets[c])["alpha"] for c in corpora})
+    speed = {}
+    for c in corpora:
+        factor, _ = speedup_factor(sets[c], costs.get(c))
+        curve = vd.fields(sets[c])["curve"]
+        speed[c] = best_speedup(curve["E_true"], curve["E_true_ci"], factor, "").speedup.value
+    s_ext = _ends(speed)
+    best = {c: (gs if c in s_ext or c == POOLED else []) for c, gs in best.items()}
+    gam = sorted({g for gs in best.values() for g in gs})
+    first = groups[corpora[0]][0]
+    names = _needed(first, gam)
+    sub = {n: i for i, n in enumerate(names)}
+    idx = [first.cols[n] for n in names]
+    W_pooled = np.empty((boot, groups[POOLED][0].M.shape[0]))
+    R: dict[str, np.ndarray] = {}
+    reps, lo = {}, 0
+    for c in corpora:
+        sums = groups[c][0]
+        n = sums.M.shape[0]
+        W = multinomial_weights(n, boot, seed_of(seed, c), out=W_pooled[:, lo:lo + n])
+        lo += n
+        R[c] = W @ sums.M[:, idx]
+        E = np.full((boot, GAMMAS.size), np.nan)
+        for g in best[c]:
+            E[:, g - 1] = st.E_true(R[c], sub, g)
+        reps[c] = {"alpha": st.alpha(R[c], sub), "E_true": E}
+    R[POOLED] = sum((R[c] for c in corpora[1:]), R[corpora[0]].copy())
+    Ws = {c: W_pooled[:, o:o + groups[c][0].M.shape[0]] for c, o in zip(corpora, np.cumsum(
+        [0] + [groups[c][0].M.shape[0] for c in corpora])[:-1])}
+    Ws[POOLED] = W_pooled
+    light = {}
+    keep = None
+    if pol is not None and POOLED in sets:
+        keep = [_policy_key(c) for c in adaptive_candidates(vd.fields(sets[POOLED]).get("policies") or [])]
+    for name, (sums, _, _members) in groups.items():
+        rows = None
+        if pol is not None and name in pol:
+            names, psums, r = pol[name]
+            rows = policy_ratios(names, psums, r, Ws[name], keep=keep)
+        light[name] = verdict_set(R[name], sums.M[:, idx].sum(axis=0), sub, sums.gamma, sums.depth_gamma, sets[name],
+                                  best[name], rows, pooled=name == POOLED, alpha=name in a_ext)
+    return {r.id: r.verdict for r in scorecard(light, costs=costs, realized=realized, replicates=reps)
+            if r.id not in ("Q5", "Q6")}
