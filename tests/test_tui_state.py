@@ -376,7 +376,7 @@ async def test_a_long_corpus_name_gives_way_not_the_numbers(tmp_path):
             long = next(n for n in names if n.startswith(LONG_CORPUS[:6]))
             assert long.endswith("…") and LONG_CORPUS.startswith(long[:-1]), (key, names)
             last = str(table.ordered_columns[-1].label)
-            assert last in {"deficit = het + temp\n[temp CI]", "stop above batch", "D/D_geom [CI]"}, last
+            assert last in {"deficit = het + temp\n[temp CI]", "mem-bound ref.", "D/D_geom [CI]"}, last
             crumb = text(app.screen, "#crumb")
             assert crumb.endswith("r = 0.150 (measured)") and len(crumb) <= NARROW[0] - 2, crumb
 
