@@ -50,7 +50,7 @@ from specterm.core import verdict as vd
 from specterm.core.bootstrap import percentile_ci
 from specterm.core.costmodel import curve_throughput, r_or_default
 from specterm.core.estimate import num
-from specterm.core.fmt import MISSING
+from specterm.core.fmt import MISSING, fmt
 from specterm.core.optimum import best_gamma
 from specterm.core.params import GAMMAS
 from specterm.core.report import ECONOMICS, Estimate
@@ -154,9 +154,8 @@ def speedup_factor(set_report: Mapping[str, Any], costs: Mapping[str, Any] | Non
 
 
 def _fmt(x: float | None, digits: int = 3, sign: bool = False) -> str:
-    if x is None or not np.isfinite(x):
-        return MISSING
-    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+    """x as a float through core/fmt.py's fmt (the one number formatter; MISSING when undefined)."""
+    return fmt(None if x is None else float(x), digits, sign)
 
 
 def _est(e: Estimate, digits: int = 3, sign: bool = False, unit: str = "") -> str:

@@ -40,7 +40,7 @@ import numpy as np
 
 from specterm.core import economics
 from specterm.core import verdict as vd
-from specterm.core.fmt import MISSING
+from specterm.core.fmt import fmt
 from specterm.core.params import R_GRID
 from specterm.core.report import MEASUREMENT, ScoreRow
 
@@ -81,7 +81,8 @@ def _ci(est: Any) -> tuple[float, float]:
 
 
 def _fmt(x: float, digits: int = 3) -> str:
-    return MISSING if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+    """x as a float through core/fmt.py's fmt (the one number formatter; MISSING when undefined)."""
+    return fmt(None if x is None else float(x), digits)
 
 
 def _names(names: list[str]) -> str:

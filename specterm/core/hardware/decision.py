@@ -91,23 +91,16 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         r_mb = None
     mb_text = (f"{MEMORY_BOUND_LABEL}: g = {g_mb}, {s_mb:.2f}x" if g_mb is not None
                else f"{MEMORY_BOUND_LABEL}: no cost ratio")
-    out: dict[str, Any] = {
-        "measured": curve is not None, "gamma_hw": None, "speedup_hw": None, "gamma_mb": g_mb, "speedup_mb": s_mb,
-        "verdict": "", "confirmed": list(confirmed), "speculate": False, "r_mb": r_mb,
-        "gamma_iid_hw": None, "speedup_iid_hw": None, "speedup_true_at_gamma_iid_hw": None,
-        "gamma_iid_mb": g_imb, "speedup_iid_mb": s_imb,
-        "gamma_hw_refeed": None, "speedup_hw_refeed": None, "speedup_refeed_at_gamma_hw": None, "clock": None,
-        "curve_hw": {},
-        "speedup_hw_ci": [None, None], "verdict_kind": None, "break_even_verify": None, "verify_steps": None,
-        "speedup_mb_ci": [None, None], "memory_bound_label": MEMORY_BOUND_LABEL,
-        "by_batch": [], "batch_crossover": None, "batch_crossover_text": None, "roofline_reference": None,
-        "cost_context": None,
-    }
+    out = DecisionHW(
+        measured=curve is not None, gamma_mb=g_mb, speedup_mb=num(s_mb),
+        confirmed=[c if isinstance(c, ConfirmedRow) else ConfirmedRow.from_dict(_plain(c)) for c in confirmed],
+        r_mb=num(r_mb), gamma_iid_mb=g_imb, speedup_iid_mb=num(s_imb), memory_bound_label=MEMORY_BOUND_LABEL,
+    )
     if curve is None:
-        out["speculate"] = bool(s_mb is not None and s_mb > 1.0)
-        out["verdict_kind"] = verdict_kind(s_mb, [None, None])
-        out["verdict"] = f"{note or NO_COSTS_NOTE}: {mb_text}"
-        return _typed(out)
+        out.speculate = bool(s_mb is not None and s_mb > 1.0)
+        out.verdict_kind = verdict_kind(s_mb, [None, None])
+        out.verdict = f"{note or NO_COSTS_NOTE}: {mb_text}"
+        return out
     grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
     c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
     E_t = _on_grid(gammas, E_t_all, grid)
@@ -152,16 +145,17 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
             f"v* = {v_star:.2f} decode steps (measured here: {steps:.2f})")
         if s_rf is not None and (s_rf > 1.0) != (s_hw > 1.0):
             verdict += f" (with the 2-token draft step: {s_rf:.2f}x at g = {g_rf})"
-    out.update(speedup_hw_ci=ci_hw, speedup_mb_ci=ci_mb, verdict_kind=kind, break_even_verify=v_star,
-               verify_steps=steps, cost_context=curve.context)
+    out.speedup_hw_ci, out.speedup_mb_ci, out.verdict_kind = _plain(ci_hw), _plain(ci_mb), kind
+    out.break_even_verify, out.verify_steps, out.cost_context = num(v_star), num(steps), curve.context
     if batch is not None and E_boot is not None:
-        out.update(_by_batch(gammas, E_t_all, E_b, batch, batch_reps, g_hw))
-    out.update(gamma_hw=g_hw, speedup_hw=s_hw, verdict=verdict, speculate=speculate,
-               gamma_iid_hw=g_ihw, speedup_iid_hw=s_ihw, speedup_true_at_gamma_iid_hw=s_true_at,
-               gamma_hw_refeed=g_rf, speedup_hw_refeed=s_rf, speedup_refeed_at_gamma_hw=s_rf_at, clock=curve.clock,
-               curve_hw={"gamma": grid.tolist(), "S_true": S_true.tolist(), "S_iid": S_iid.tolist(),
-                         "S_true_refeed": S_refeed.tolist()})
-    return _typed(out)
+        _set_batch(out, gammas, E_t_all, E_b, batch, batch_reps, g_hw)
+    out.gamma_hw, out.speedup_hw, out.verdict, out.speculate = g_hw, num(s_hw), verdict, speculate
+    out.gamma_iid_hw, out.speedup_iid_hw, out.speedup_true_at_gamma_iid_hw = g_ihw, num(s_ihw), num(s_true_at)
+    out.gamma_hw_refeed, out.speedup_hw_refeed, out.speedup_refeed_at_gamma_hw = g_rf, num(s_rf), num(s_rf_at)
+    out.clock = curve.clock
+    out.curve_hw = {"gamma": grid.tolist(), "S_true": _plain(S_true), "S_iid": _plain(S_iid),
+                    "S_true_refeed": _plain(S_refeed)}
+    return out
 
 
 def _plain(value: Any) -> Any:
@@ -179,14 +173,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (float, np.floating)):
         return num(float(value))
     return value
-
-
-def _typed(out: dict[str, Any]) -> DecisionHW:
-    """The decision as report.DecisionHW (confirmed rows given as dicts become ConfirmedRow)."""
-    confirmed = out.pop("confirmed")
-    d: DecisionHW = DecisionHW.from_dict(_plain(out))
-    d.confirmed = [c if isinstance(c, ConfirmedRow) else ConfirmedRow.from_dict(_plain(c)) for c in confirmed]
-    return d
 
 
 def _ci(samples: Array) -> list[float | None]:
@@ -232,9 +218,9 @@ def verdict_text(kind: str | None, g: int, S: float, ci: Sequence[float | None])
     return f"no reliable gain on this hardware: g = {g} gives {interval}"
 
 
-def _by_batch(gammas: NDArray[np.int64], E_all: Array, E_b: Array | None, batch: BatchCosts,
-              batch_reps: tuple[Array, Array, Array] | None, g_hw1: int | None) -> dict[str, Any]:
-    """by_batch rows, the measured crossover B_hw and the roofline reference (see decision_hw)."""
+def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Array | None, batch: BatchCosts,
+               batch_reps: tuple[Array, Array, Array] | None, g_hw1: int | None) -> None:
+    """Sets out's by_batch rows, the measured crossover B_hw and the roofline reference (see decision_hw)."""
     present = set(gammas.tolist())
     bg = np.array([g for g in batch.gammas.tolist() if g in present], dtype=np.int64)
     cols = [int(np.flatnonzero(gammas == g)[0]) for g in bg.tolist()]
@@ -260,11 +246,10 @@ def _by_batch(gammas: NDArray[np.int64], E_all: Array, E_b: Array | None, batch:
     roofline = {"preset": DEFAULT_ACCELERATOR, "label": preset.label, "ridge": preset.ridge, "gamma": g_ref,
                 "B_star": float(preset.ridge / (g_ref + 1)),
                 "note": "roofline reference for a named accelerator, B* = I*/(g+1); not measured on this device"}
-    return {"by_batch": rows, "batch_crossover": crossover,
-            "batch_crossover_text": NEVER if crossover is None else f"speculation pays up to batch {crossover}",
-            "roofline_reference": roofline,
-            "batch_fit": {"held_back": batch.held_back, "fit_rms_rel": batch.fit_rms_rel, "wall_s": batch.wall_s,
-                          "clock": batch.clock, "context": batch.context}}
+    out.by_batch, out.batch_crossover, out.roofline_reference = _plain(rows), crossover, _plain(roofline)
+    out.batch_crossover_text = NEVER if crossover is None else f"speculation pays up to batch {crossover}"
+    out.batch_fit = _plain({"held_back": batch.held_back, "fit_rms_rel": batch.fit_rms_rel, "wall_s": batch.wall_s,
+                            "clock": batch.clock, "context": batch.context})
 
 
 def q3_costs(curve: CostCurve | None) -> dict[str, Any] | None:
