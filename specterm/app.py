@@ -73,6 +73,7 @@ class SpectermApp(App[Any]):
         *,
         oracle_config: "OracleConfig | None" = None,
         oracle: Callable[..., Path] | None = None,
+        check: Callable[[Any], None] | None = None,
         gamma: int = GAMMA_DEFAULT,
         boot: int = BOOT,
         shuffles: int = SHUFFLES,
@@ -84,6 +85,8 @@ class SpectermApp(App[Any]):
         self.run_paths = [Path(p) for p in run_paths]
         self.oracle_config = oracle_config
         self.oracle = oracle
+        self.oracle_check = check
+        """Checks of the run's arguments (runner.check_run_arguments), run by the Run screen's worker first."""
         self.analysis_params = {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed}
         self.use_cache = use_cache
         """Read and write the analysis cache (core/cache.py; SPECTERM_CACHE=0 also turns it off)."""
@@ -97,6 +100,8 @@ class SpectermApp(App[Any]):
         self.streams_request = False
         """True once Enter on an Overview/Decide row asked Streams to show `streams_corpus` only."""
         self.streams_corpus: str | None = None
+        self.drill_from: str | None = None
+        """The mode whose row Enter drilled into Streams from; Escape on Streams goes back to it."""
         self.pair_sets: dict[int, str] = {}
         """The corpus shown for each pair when M left it."""
         self.oracle_result: Path | None = None
@@ -117,7 +122,7 @@ class SpectermApp(App[Any]):
 
     def _make_screen(self, info: ScreenInfo):
         if info.mode == "run":
-            screen = screen_class(info)(self.oracle_config, oracle=self.oracle)
+            screen = screen_class(info)(self.oracle_config, oracle=self.oracle, check=self.oracle_check)
         else:
             screen = screen_class(info)()
         # A new screen styles itself from the current stylesheet when it mounts; left at -1, this
@@ -247,10 +252,8 @@ class SpectermApp(App[Any]):
         if self.runs is not None:  # RunsLoaded of this load came first
             self.pair_cache[self.pair_key] = (self.runs, report)
         self.call_after_refresh(self.schedule_idle_work)  # after the first table is on screen
-        if self.n_model_groups > 1:
-            names = ", ".join(r.name for r in report.runs)
-            self.notify(f"Showing {names} (model pair {self.model_group % self.n_model_groups + 1} of "
-                        f"{self.n_model_groups}); press M for the next pair.", title="runs")
+        # No toast for "pair k of m": the breadcrumb says it on every screen, and a toast here
+        # covered the pooled row's CIs at start-up.
 
     def action_next_models(self) -> None:
         """Runs of different draft/target pairs are never pooled: show the next pair's runs."""
@@ -288,7 +291,16 @@ class SpectermApp(App[Any]):
         self.notify(text, title="error", severity="error", timeout=10)
 
     # -- navigation -----------------------------------------------------------------------------
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """One toast at a time, and short: a new one replaces the last (nine `n` presses never stack
+        nine), and it leaves after 3 s (an error after 6 s); app.tcss keeps it on the footer line."""
+        limit = 6.0 if severity == "error" else 3.0
+        self.clear_notifications()
+        super().notify(message, title=title, severity=severity, timeout=min(timeout or limit, limit), markup=markup)
+
     def action_switch_screen(self, mode: str) -> None:  # type: ignore[override]  # sync: App.action_switch_screen is async
+        self.drill_from = None  # a screen chosen by its key: Escape on Streams has nothing to go back to
         if mode not in self._modes:
             self.notify("no run in progress: start one with `specterm run`", severity="warning")
             return
@@ -329,7 +341,8 @@ class SpectermApp(App[Any]):
         if self.ci_pending and getattr(screen, "NEEDS_REPORT", True):
             self.notify(CI_PENDING_EXPORT, severity="warning")
             return
-        self._ask_and_write(Path(f"specterm-{name}.md"), export)
+        stem = getattr(screen, "export_stem", lambda: f"specterm-{name}")()
+        self._ask_and_write(Path(f"{stem}.md"), export)
 
     def action_export_all(self) -> None:
         """Ask where, then write every table (the same markdown as `specterm report --format md`)."""
@@ -340,9 +353,10 @@ class SpectermApp(App[Any]):
             self.notify(CI_PENDING_EXPORT, severity="warning")
             return
         from specterm.core.export import to_markdown
+        from specterm.screens.base import pair_slug
 
         report = self.report
-        self._ask_and_write(Path("specterm-report.md"), lambda: to_markdown(report))
+        self._ask_and_write(Path(f"specterm-report-{pair_slug(self.runs or [])}.md"), lambda: to_markdown(report))
 
     def _ask_and_write(self, default: Path, text: Callable[[], str]) -> None:
         from specterm.screens.export import ExportScreen
@@ -380,9 +394,10 @@ def make_app(run_paths: Sequence[Path] = (), **kwargs: Any) -> SpectermApp:
     return SpectermApp(run_paths, **kwargs)
 
 
-def run_tui_oracle(config: "OracleConfig") -> Path | None:
-    """`specterm run` without --headless: the Run screen drives the oracle; returns the run's path
-    when it finished or was cancelled with prompts kept (None when nothing was written)."""
-    app = make_app(oracle_config=config)
+def run_tui_oracle(config: "OracleConfig", check: Callable[[Any], None] | None = None) -> Path | None:
+    """`specterm run` without --headless: the Run screen runs `check(config)`, then drives the oracle;
+    returns the run's path when it finished or was cancelled with prompts kept (None when nothing
+    was written)."""
+    app = make_app(oracle_config=config, check=check)
     app.run()
     return app.oracle_result

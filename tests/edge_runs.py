@@ -3,8 +3,9 @@
 Each entry of EDGE_RUNS names a set of runs that stresses one corner the analytics and the screens
 must survive: a stream accepted everywhere, one rejected everywhere, a single position, a corpus of
 one prompt (beside an imported-style stream that kept only bits, no prompt text), and two model
-pairs whose streams differ in length (so column widths must change with `M`), and user strings
-that are markup or control characters (`[/]`, ESC).
+pairs whose streams differ in length (so column widths must change with `M`), user strings
+that are markup or control characters (`[/]`, ESC), a corpus name too long for 80 columns, and
+prompt ids holding a tab and a newline.
 """
 
 from __future__ import annotations
@@ -75,6 +76,24 @@ def odd_names(root: Path) -> list[Path]:
     return [_write(root, "odd [names]", streams)]
 
 
+LONG_CORPUS = "a-corpus-name-long-enough-to-push-every-number-off-an-80-column-screen"
+
+
+def long_name(root: Path) -> list[Path]:
+    """A corpus name of 70 characters beside a short one: at 80x24 the name must give way (an
+    ellipsis), never the numbers."""
+    streams = [make_stream(f"p{i}", LONG_CORPUS, 48 + 8 * i, 80 + i) for i in range(3)]
+    streams += [make_stream(f"c{i}", "code", 40 + 8 * i, 85 + i) for i in range(2)]
+    return [_write(root, "long-name", streams)]
+
+
+def tab_id(root: Path) -> list[Path]:
+    """Prompt ids holding a tab, a newline and a carriage return (JSON allows them): each is one row."""
+    streams = [make_stream("tab\there", "prose", 48, 90), make_stream("new\nline", "prose", 40, 91),
+               make_stream("cr\rid", "code", 44, 92), make_stream("plain", "code", 36, 93)]
+    return [_write(root, "tab-id", streams)]
+
+
 EDGE_RUNS: dict[str, Callable[[Path], list[Path]]] = {
     "all-ones": all_ones,
     "all-zeros": all_zeros,
@@ -82,6 +101,8 @@ EDGE_RUNS: dict[str, Callable[[Path], list[Path]]] = {
     "one-prompt-corpus": one_prompt_corpus,
     "two-pairs": two_pairs,
     "odd-names": odd_names,
+    "long-name": long_name,
+    "tab-id": tab_id,
 }
 
 

@@ -65,7 +65,7 @@ async def test_overview_rows_and_alpha(run_path):
             ones = sum(int(s.bits[: (GATE_FAIL_AT if s.id == "p2" else s.n)].sum()) for s in members)
             n = sum(GATE_FAIL_AT if s.id == "p2" else s.n for s in members)
             assert row[1] == str(len(members))
-            assert row[3] == f"{ones / n:.3f}"
+            assert row[3].startswith(f"{ones / n:.3f} [")  # alpha with its CI
         assert "layers:1" in static_text(app.screen, "#overview-meta")
         assert "r = 0.150" in static_text(app.screen, "#overview-meta")
 
@@ -176,13 +176,13 @@ async def test_set_cycling_follows_across_screens(run_path):
         assert app.set_name == "code"
         await pilot.press("4")
         await pilot.pause()
-        assert "r = 0.150 (measured)" in static_text(app.screen, "#set-bar")
+        assert "c_draft/c_verify = 0.150 (measured)" in static_text(app.screen, "#set-bar")
         await pilot.press("plus")
         await pilot.pause()
-        assert "r = 0.200" in static_text(app.screen, "#set-bar")
+        assert "c_draft/c_verify = 0.200 (chosen; measured 0.150)" in static_text(app.screen, "#set-bar")
         await pilot.press("m")
         await pilot.pause()
-        assert "r = 0.150" in static_text(app.screen, "#set-bar")
+        assert "c_draft/c_verify = 0.150 (measured)" in static_text(app.screen, "#set-bar")
 
 
 async def test_decide_accelerator_changes_the_roofline_reference(run_path, tmp_path, monkeypatch):
@@ -227,7 +227,7 @@ async def test_decide_accelerator_changes_the_roofline_reference(run_path, tmp_p
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-decide.md").read_text()
+        written = (tmp_path / "specterm-decide-layers-1-target.md").read_text()
         assert markdown_tables(app.report)["decide"] in written
         assert "custom ridge" in written and "= 100 FLOP/byte" in written and f"| pooled | {line[1]} |" in written
 
@@ -244,14 +244,15 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-overview.md").read_text()
-        assert written == f"## {TITLES['overview']}\n\n{md['overview']}\n"
+        written = (tmp_path / "specterm-overview-layers-1-target.md").read_text()
+        context = "run: tiny-run · pair: layers:1 -> tiny/target · r = 0.150 (measured)"
+        assert written == f"## {TITLES['overview']}\n\n{context}\n\n{md['overview']}\n"
 
         await pilot.press("4", "e")
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-optimum.md").read_text()
+        written = (tmp_path / "specterm-optimum-layers-1-target.md").read_text()
         assert md["optimum"] in written and md["yield"] in written
 
         # a path typed in the dialog
@@ -259,6 +260,9 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         box = app.screen.query_one("#export-path")
         box.value = str(tmp_path / "out" / "card.md")
+        await pilot.press("enter")  # the folder "out" is missing: asked first, created on the second Enter
+        await pilot.pause()
+        assert not (tmp_path / "out").exists()
         await pilot.press("enter")
         await pilot.pause()
         assert md["scorecard"] in (tmp_path / "out" / "card.md").read_text()
@@ -268,7 +272,7 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         await pilot.press("escape")
         await pilot.pause()
-        assert not (tmp_path / "specterm-policies.md").exists()
+        assert not (tmp_path / "specterm-policies-layers-1-target.md").exists()
 
         # everything, via the command palette: the same text as `specterm report --format md`
         await pilot.press("ctrl+p")
@@ -279,7 +283,7 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        assert (tmp_path / "specterm-report.md").read_text() == to_markdown(app.report)
+        assert (tmp_path / "specterm-report-layers-1-target.md").read_text() == to_markdown(app.report)
 
 
 async def test_command_palette_switches_screens(run_path):

@@ -57,7 +57,7 @@ async def test_escape_cancels_the_real_oracle_and_keeps_finished_prompts(tiny_mo
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert type(app.screen).__name__ == "OverviewScreen"
-        assert app.report["sets"]["pooled"]["n_streams"] == len(kept.streams)
+        assert app.report.sets["pooled"].n_streams == len(kept.streams)
 
 
 async def test_default_oracle_reports_a_bad_model_in_one_sentence(tmp_path):

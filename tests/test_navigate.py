@@ -125,7 +125,7 @@ def test_cycle_match():
 
 @pytest.mark.parametrize("text,cursor,n,t", [
     ("0", 5, 10, 0), ("9", 0, 10, 9), (" 42 ", 0, 100, 42),
-    ("+3", 5, 10, 8), ("+30", 5, 10, 9), ("-2", 5, 10, 3), ("- 9", 5, 10, 0),
+    ("+3", 5, 10, 8), ("+30", 5, 10, 9), ("-2", 5, 10, 3), ("- 9", 5, 10, 0), ("500", 0, 10, 9), ("150%", 0, 11, 10),
     ("50%", 0, 11, 5), ("100%", 0, 11, 10), ("0%", 7, 11, 0), ("33.3%", 0, 4096, 1363),
     ("$", 0, 10, 9), ("END", 0, 10, 9), ("0", 0, 1, 0), ("+1", 0, 1, 0),
 ])
@@ -133,12 +133,23 @@ def test_jump_position(text, cursor, n, t):
     assert navigate.jump_position(text, cursor, n) == t
 
 
+@pytest.mark.parametrize("text,cursor,n,t,note", [
+    ("10", 0, 10, 9, "t = 10 is outside this stream (t = 0..9): the cursor went to the last position, t = 9."),
+    ("500", 3, 64, 63, "t = 500 is outside this stream (t = 0..63): the cursor went to the last position, t = 63."),
+    ("150%", 0, 10, 9, "150% is outside this stream (t = 0..9): the cursor went to the last position, t = 9."),
+    ("+500", 5, 64, 63, "+500 from t = 5 is outside this stream (t = 0..63): the cursor went to the last position, t = 63."),
+    ("-9", 5, 10, 0, "-9 from t = 5 is outside this stream (t = 0..9): the cursor went to the first position, t = 0."),
+    ("100%", 0, 10, 9, None), ("+4", 5, 10, 9, None), ("9", 0, 10, 9, None),
+])
+def test_jump_past_an_end_goes_there_and_says_so(text, cursor, n, t, note):
+    """One rule for every form (issue 20: `:500` was clamped silently, `:150%` refused)."""
+    assert navigate.jump_target(text, cursor, n) == (t, note)
+
+
 @pytest.mark.parametrize("text,n,message", [
-    ("10", 10, "past the end of this stream (t = 0..9)"),
     ("abc", 10, "'abc' is not a position"),
     ("", 10, "is not a position"),
     ("1.5", 10, "is not a position"),
-    ("150%", 10, "give a percentage from 0 to 100"),
     ("0", 0, "no positions"),
 ])
 def test_jump_position_errors_are_one_sentence(text, n, message):

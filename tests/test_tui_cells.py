@@ -117,14 +117,14 @@ async def test_next_pair_shows_its_own_measured_r(tmp_path):
         await pilot.press("4")
         await settle(app, pilot)
         bar = lambda: str(app.screen.query_one("#set-bar", Static).render())
-        assert "r = 0.150 (measured)" in bar()
+        assert "c_draft/c_verify = 0.150 (measured)" in bar()
         await pilot.press("plus")  # step r on the first pair
         await settle(app, pilot)
         stepped = app.screen.r
         assert stepped > 0.15
         await pilot.press("M")
         await settle(app, pilot)
-        assert "r = 0.668 (measured)" in bar()
+        assert "c_draft/c_verify = 0.668 (measured)" in bar()
         assert app.screen.r == pytest.approx(0.6676984508157208)
         await pilot.press("M")
         await settle(app, pilot)

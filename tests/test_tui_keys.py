@@ -3,7 +3,10 @@
 - every binding of every screen is pressed and none raises (a crash restarts the app and the
   presses go on from the next key, so one run lists every crashing key);
 - no DataTable cell is shown cut: the shown screen's tables are scanned on arrival and after every
-  key (so after `M`, the next model pair, too), and on Decide at the lowest r;
+  key (so after `M`, the next model pair, too), and on Decide at the lowest r; at 80x24 the
+  Overview, Decide and Run lengths tables have every column on screen (a long name gives way);
+- the breadcrumb names the corpus the screen shows after every key (Streams: its filter; the
+  per-set screens: the chosen set; the others: all corpora) (issue 20);
 - an error a person causes (a corrupt run, a run without prompts: edge_runs.ERROR_RUNS) is shown as
   one sentence, and valid runs show none; a programming error injected into the analysis is seen
   and rejected by the same check, so the check cannot pass by seeing nothing.
@@ -23,8 +26,8 @@ from pathlib import Path
 
 import pytest
 from edge_runs import EDGE_RUNS, ERROR_RUNS
-from textual.widgets import Input
-from tui_checks import cut_cells
+from textual.widgets import DataTable, Input
+from tui_checks import FIT_AT_80, cut_cells, overflowing
 
 from specterm.app import SCREENS, SpectermApp, make_app, screen_class
 
@@ -94,6 +97,35 @@ class Observed:
     crashes: list[str] = field(default_factory=list)
     cuts: set[str] = field(default_factory=set)
     errors: set[str] = field(default_factory=set)
+    crumbs: set[str] = field(default_factory=set)
+    """Breadcrumbs that named another corpus than the one the screen shows."""
+
+
+def crumb_mismatch(app) -> str | None:
+    """The breadcrumb's corpus against the screen's own state, or None when they agree (a name too
+    long for the line may end in an ellipsis)."""
+    from specterm.core.text import printable
+    from specterm.screens.base import ReportScreen
+
+    screen = app.screen
+    if not isinstance(screen, ReportScreen) or not screen.query("#crumb") or screen.query_one("#body").loading:
+        return None
+    if type(screen).__name__ == "StreamsScreen":
+        expected = screen.corpus_filter or "all corpora"
+        corpora = {screen.streams[i].corpus for i in screen.shown}
+        if screen.corpus_filter is not None and corpora - {screen.corpus_filter}:
+            return f"Streams lists {sorted(corpora)} under the filter {screen.corpus_filter!r}"
+    elif screen.USES_SET:
+        expected = app.set_name
+    else:
+        expected = "all corpora"
+    expected = printable(expected)
+    crumb = str(screen.query_one("#crumb").render())
+    parts = crumb.rsplit(" · ", 2)
+    shown = parts[1] if len(parts) == 3 else ""
+    if shown == expected or (shown.endswith("…") and expected.startswith(shown[:-1])):
+        return None
+    return f"{type(screen).__name__}: the crumb says {shown!r}, the screen shows {expected!r}"
 
 
 async def one_pass(paths: list[Path], size: tuple[int, int], start: int, seen: Observed, every_key: bool = True) -> int | None:
@@ -106,6 +138,12 @@ async def one_pass(paths: list[Path], size: tuple[int, int], start: int, seen: O
     def scan(where: str) -> None:
         name = type(app.screen).__name__
         seen.cuts.update(f"{where}: {c}" for c in cut_cells(app) if c.screen == name)
+        if size[0] <= 80:
+            for table in app.screen.query(DataTable):
+                if table.id in FIT_AT_80 and table.display and (off := overflowing(table)):
+                    seen.cuts.add(f"{where}: #{table.id} columns off screen: {off}")
+        if (wrong := crumb_mismatch(app)) is not None:
+            seen.crumbs.add(f"{where}: {wrong}")
         if app.error:
             seen.errors.add(app.error)
 
@@ -186,6 +224,12 @@ async def test_every_key_on_every_screen(name, label, tmp_path_factory):
 async def test_no_cell_is_shown_cut(name, label, tmp_path_factory):
     seen = await observe(name, label, tmp_path_factory.mktemp(name))
     assert sorted(seen.cuts) == [], "\n".join(sorted(seen.cuts))
+
+
+@pytest.mark.parametrize("name,label", cases({}))
+async def test_breadcrumb_names_what_the_screen_shows(name, label, tmp_path_factory):
+    seen = await observe(name, label, tmp_path_factory.mktemp(name))
+    assert sorted(seen.crumbs) == [], "\n".join(sorted(seen.crumbs))
 
 
 def one_sentence(text: str) -> bool:

@@ -69,9 +69,9 @@ async def test_jump_box_moves_the_token_cursor(tmp_path):
         assert view.cursor == n - 1
         await pilot.press("colon", "5", "0", "percent_sign", "enter")
         assert view.cursor == (n - 1) // 2
-        await pilot.press("colon", *"999", "enter")  # past the end: a sentence, the cursor stays
+        await pilot.press("colon", *"999", "enter")  # past the end: the cursor goes there, and a sentence says so
         await pilot.pause()
-        assert view.cursor == (n - 1) // 2
+        assert view.cursor == n - 1 and "outside this stream" in list(app._notifications)[-1].message
         assert app._exception is None
 
 
@@ -148,36 +148,37 @@ async def test_help_rows_are_whole_at_80_columns(tmp_path):
 
 async def test_export_never_overwrites_without_asking(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "specterm-scorecard.md").write_text("mine\n")
+    mine = tmp_path / "specterm-scorecard-layers-1-target.md"
+    mine.write_text("mine\n")
     app = make_app([make_fixture_run(tmp_path / "runs")], **FAST)
     async with app.run_test(size=NARROW) as pilot:
         await ready(app, pilot)
         await pilot.press("7", "e")
         await pilot.pause()
-        assert app.screen.query_one("#export-path").value == "specterm-scorecard-2.md"  # the first free name
+        assert app.screen.query_one("#export-path").value == "specterm-scorecard-layers-1-target-2.md"  # the first free name
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-scorecard-2.md").read_text()
-        assert (tmp_path / "specterm-scorecard.md").read_text() == "mine\n"
+        written = (tmp_path / "specterm-scorecard-layers-1-target-2.md").read_text()
+        assert mine.read_text() == "mine\n"
         # heading and context: run, pair, r
         assert written.startswith("## ") and "run: tiny-run" in written and " -> " in written and "r = 0.150" in written
         # a path that exists: the first Enter warns, the second overwrites
         await pilot.press("e")
         await pilot.pause()
-        app.screen.query_one("#export-path").value = "specterm-scorecard.md"
+        app.screen.query_one("#export-path").value = mine.name
         await pilot.press("enter")
         await pilot.pause()
         assert "exists" in text(app.screen, "#export-warning")
-        assert (tmp_path / "specterm-scorecard.md").read_text() == "mine\n"
+        assert mine.read_text() == "mine\n"
         await pilot.press("enter")
         await pilot.pause()
-        assert (tmp_path / "specterm-scorecard.md").read_text() == written
+        assert mine.read_text() == written
         # Streams: the list as shown, under a heading with its context and filter
         await pilot.press("2", "c", "e")
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        streams = (tmp_path / "specterm-streams.md").read_text()
+        streams = (tmp_path / "specterm-streams-layers-1-target.md").read_text()
         assert streams.startswith("## Streams: prompt list") and "run: tiny-run" in streams
         assert "corpus: code" in streams and "| c0 |" in streams and "| p0 |" not in streams
 

@@ -80,6 +80,24 @@ def clipped_columns(table: DataTable, screen_name: str = "") -> list[CutCell]:
     return out
 
 
+def overflowing(table: DataTable) -> list[str]:
+    """Labels of the columns that lie (wholly or partly) beyond the table's visible width: numbers
+    the person cannot see without scrolling sideways (empty when the whole table fits)."""
+    visible = table.scrollable_content_region.width
+    if visible <= 0:
+        return []
+    out, x = [], 0
+    for column in table.ordered_columns:
+        x += column.get_render_width(table)
+        if x > visible:
+            out.append(str(column.label))
+    return out
+
+
+FIT_AT_80 = {"overview-table", "decide-table", "runlengths-table"}
+"""Tables whose every column must be on screen at 80 columns (issue 20: a long corpus name gives way)."""
+
+
 def all_screens(app: App) -> list:
     """Every screen the app holds: the stacks of all modes (mounted lazily) and installed screens."""
     seen, out = set(), []

@@ -41,10 +41,16 @@ said wherever beta is shown."""
 
 
 def deficit_cell(d: Deficit) -> str:
-    """`total = hetero + temporal [CI of temporal]`."""
+    """`total = hetero + temporal [CI of temporal]`; `≈` instead of `=` when the three rounded
+    numbers do not add up (0.0058 = 0.0064 - 0.0006 prints as 0.006 ≈ 0.006 - 0.001): each number
+    stays its own correct rounding, and the sign says the sum is only approximate."""
     t, h, m = d.total.value, d.hetero.value, d.temporal.value
-    op, m = ("-", -m) if m is not None and m < 0 else ("+", m)
-    return f"{fmt(t)} = {fmt(h)} {op} {fmt(m)} {ci(d.temporal.ci)}"
+    op, m_abs = ("-", -m) if m is not None and m < 0 and fmt(m) != fmt(0.0) else ("+", m)
+    eq = "="
+    if t is not None and h is not None and m is not None:
+        shown = float(fmt(h)) + (1 if op == "+" else -1) * float(fmt(m_abs))
+        eq = "=" if abs(shown - float(fmt(t))) < 5e-7 else "≈"
+    return f"{fmt(t)} {eq} {fmt(h)} {op} {fmt(m_abs)} {ci(d.temporal.ci)}"
 
 
 def steady_cells(s: Any) -> list[str]:

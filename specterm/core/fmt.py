@@ -2,7 +2,8 @@
 the scorecard's evidence sentences).
 
     MISSING   "n/a": the one spelling of a missing or undefined value
-    fmt       a number with `digits` decimals (MISSING for None, NaN, inf); ints as ints; bools yes/no
+    fmt       a number with `digits` decimals (MISSING for None, NaN, inf); ints as ints; bools yes/no;
+              never "-0.000" (unsigned_zero)
     ci        a 95% CI as "[lo, hi]" ("[n/a]" when a bound is missing)
     est       an Estimate as "value[suffix] [lo, hi]", e.g. "+0.233 [0.19, 0.27]" (SPEC 7's bracket style)
 
@@ -37,9 +38,15 @@ def is_num(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
 
 
+def unsigned_zero(x: float, digits: int) -> float:
+    """x, or +0.0 when x rounds to zero at `digits` decimals, so "-0.000" is never printed."""
+    return 0.0 if round(x, digits) == 0 else x
+
+
 def fmt(x: object, digits: int = 3, sign: bool = False) -> str:
     """`x` with `digits` decimals (`sign`: always a sign); MISSING for None, NaN and inf; an int as an
-    int ("+5" with `sign`); a bool as yes/no; anything else as str(x)."""
+    int ("+5" with `sign`); a bool as yes/no; anything else as str(x). A float that rounds to zero
+    prints unsigned ("0.000", "+0.000" with `sign`), never "-0.000"."""
     if x is None:
         return MISSING
     if isinstance(x, bool):
@@ -49,6 +56,7 @@ def fmt(x: object, digits: int = 3, sign: bool = False) -> str:
     if isinstance(x, float):
         if not math.isfinite(x):
             return MISSING
+        x = unsigned_zero(x, digits)
         return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
     return str(x)
 

@@ -129,29 +129,41 @@ _POSITION = re.compile(r"^\s*(?:(?P<sign>[+-])\s*(?P<rel>\d+)|(?P<abs>\d+)|(?P<p
                        re.IGNORECASE)
 
 
-def jump_position(text: str, cursor: int, n: int) -> int:
-    """The position t a jump request names, for a stream of n positions with the cursor at `cursor`.
+def jump_target(text: str, cursor: int, n: int) -> tuple[int, str | None]:
+    """The position t a jump request names, for a stream of n positions with the cursor at `cursor`,
+    and a sentence when the request lay outside the stream (None when it did not).
 
-    `t` (0-based, 0..n-1) goes there; `+k` / `-k` move k positions from the cursor and stop at the
-    ends; `p%` goes to floor(p/100 (n - 1)); `$` or `end` to n - 1. Raises ValueError with one
-    sentence for anything else, for an absolute t past the end, or for an empty stream.
+    `t` (0-based) goes there; `+k` / `-k` move k positions from the cursor; `p%` goes to
+    floor(p/100 (n - 1)); `$` or `end` to n - 1. One rule for every form: a request past either end
+    goes to that end (t = 0 or n - 1) and the sentence says so (`500`, `150%` and `+500` alike).
+    Raises ValueError with one sentence for text that is not a position, or for an empty stream.
     """
     if n <= 0:
         raise ValueError("this stream has no positions to jump to.")
     m = _POSITION.match(text)
     if m is None:
         raise ValueError(f"'{text.strip()}' is not a position: type t (0..{n - 1}), +k, -k, p% or $.")
+    last = n - 1
     if m["end"]:
-        return n - 1
+        return last, None
     if m["abs"] is not None:
-        t = int(m["abs"])
-        if t >= n:
-            raise ValueError(f"t = {t} is past the end of this stream (t = 0..{n - 1}).")
-        return t
-    if m["rel"] is not None:
+        want = int(m["abs"])
+        what = f"t = {want}"
+    elif m["rel"] is not None:
         k = int(m["rel"]) * (1 if m["sign"] == "+" else -1)
-        return min(max(cursor + k, 0), n - 1)
-    pct = float(m["pct"])
-    if pct > 100:
-        raise ValueError(f"{m['pct']}% is past the end; give a percentage from 0 to 100.")
-    return int(pct / 100 * (n - 1))
+        want = cursor + k
+        what = f"{m['sign']}{m['rel']} from t = {cursor}"
+    else:
+        pct = float(m["pct"])
+        want = int(pct / 100 * last) if pct <= 100 else n + int((pct - 100) / 100 * last)
+        what = f"{m['pct']}%"
+    t = min(max(want, 0), last)
+    if t == want:
+        return t, None
+    end = "the last position" if t == last else "the first position"
+    return t, f"{what} is outside this stream (t = 0..{last}): the cursor went to {end}, t = {t}."
+
+
+def jump_position(text: str, cursor: int, n: int) -> int:
+    """jump_target's position alone."""
+    return jump_target(text, cursor, n)[0]

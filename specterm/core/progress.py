@@ -33,6 +33,8 @@ class Progress:
     bits: str = ""
     elapsed_s: float = 0.0
     eta_s: Optional[float] = None
+    step: int = 0               # steps of the current phase done (e.g. cost measurements), of `steps`
+    steps: int = 0              # 0: the phase has no counted steps
 
     @property
     def bits_alpha(self) -> float:

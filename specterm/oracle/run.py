@@ -322,7 +322,7 @@ def _measure_cost(config: OracleConfig, pair: LoadedPair, writer: RunWriter, pro
 
     def on_measure(i, total, label, seconds):
         tally.report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.3f} s", n_prompts=tally.n_todo,
-                              elapsed_s=time.perf_counter() - tally.t_start))
+                              elapsed_s=time.perf_counter() - tally.t_start, step=i, steps=total))
 
     cost = measure_cost_ratio(pair.target, pair.draft, ctx, config.max_new_tokens, repeats=config.cost_repeats,
                               gammas=config.cost_gammas, on_measure=on_measure, cancel=cancel)

@@ -164,13 +164,15 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
                           device=device, dtype=dtype, batch_size=batch_size, resume=resume, spec_gamma=spec_gamma,
                           measure_cost=cost, remeasure_cost=remeasure_cost, trust_remote_code=trust_remote_code, shard=sh,
                           record_paths=record_paths)
-    check_run_arguments(config)
     if headless or distributed or not sys.stdout.isatty():
+        check_run_arguments(config)
         path = run_headless(config)
     else:
         from specterm.app import run_tui_oracle
 
-        run_tui_oracle(config)
+        # The checks load transformers and the tokenizers (~10 s): the Run screen runs them in its
+        # worker and says so, instead of a blank terminal until they end.
+        run_tui_oracle(config, check=check_run_arguments)
         return
     if distributed:
         _barrier_and_merge(sh, final_out)

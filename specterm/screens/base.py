@@ -4,6 +4,7 @@ report is ready, the chosen set (corpus or pooled), and markdown export of its s
 from __future__ import annotations
 
 import functools
+import math
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from textual.app import ComposeResult
@@ -14,6 +15,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from specterm.core.params import R_DEFAULT
 from specterm.core.text import printable
+from specterm.widgets.columns import fit_text
 from specterm.widgets.tables import safe
 
 if TYPE_CHECKING:
@@ -196,6 +198,27 @@ class ReportScreen(Screen):
         report = self.sapp.report
         return report.pooled.r_measured if report is not None and report.pooled is not None else None
 
+    def crumb_measured_r(self) -> float | None:
+        """The measured r the shown r is compared with (the pooled set's; an RStepping screen's own)."""
+        report = self.sapp.report
+        if report is None:
+            return None
+        measured = getattr(self, "measured_r", None)
+        if callable(measured):
+            return measured(report)
+        return report.pooled.r_measured if report.pooled is not None else None
+
+    def crumb_r_text(self) -> str:
+        """'r = 0.177 (measured)' or 'r = 0.600 (chosen)': an r never shows without saying which it is
+        (Optimum and Decide step r apart, so two screens may show two r at once)."""
+        r = self.crumb_r()
+        if r is None:
+            return "r not measured"
+        measured = self.crumb_measured_r()
+        what = "measured" if measured is not None and math.isclose(r, measured, rel_tol=1e-9, abs_tol=1e-12) else (
+            "chosen" if measured is not None or getattr(self, "r", None) is not None else "default")
+        return f"r = {r:.3f} ({what})"
+
     def crumb_corpus(self) -> str:
         return self.sapp.set_name if self.USES_SET else "all corpora"
 
@@ -209,9 +232,9 @@ class ReportScreen(Screen):
             pair = f"{short_model(model_spec(meta, 'draft'))} -> {short_model(model_spec(meta, 'target'))}"
         if app.n_model_groups > 1:
             pair += f" (pair {app.pair_key + 1}/{app.n_model_groups}, M next)"
-        r = self.crumb_r()
-        r_text = f"r = {r:.3f}" if r is not None else "r not measured"
-        tail = f" · {self.crumb_corpus()} · {r_text}"
+        r_text = f" · {self.crumb_r_text()}"
+        corpus = fit_text(printable(self.crumb_corpus()), max(self.avail_width - len(r_text) - 12, 8))
+        tail = f" · {corpus}{r_text}"  # a corpus name too long gives way too (an ellipsis), r never does
         room = self.avail_width - len(tail)
         if len(pair) > room:  # the pair is free text: it gives way, the corpus and r never do
             pair = pair[: max(room - 1, 1)] + "…"
@@ -276,8 +299,12 @@ class ReportScreen(Screen):
 
     def export_markdown(self) -> str:
         """What `e` writes: this screen's sections of export.markdown_tables, each under its title
-        as in `specterm report --format md` (the report's own context is its parameters)."""
-        return screen_markdown(self.sapp.report, self.EXPORT_SECTIONS)
+        as in `specterm report --format md`, the first headed by the context (run · pair · r)."""
+        return screen_markdown(self.sapp.report, self.EXPORT_SECTIONS, self.export_context())
+
+    def export_stem(self) -> str:
+        """The default file name for `e` (without .md): specterm-<screen>-<draft>-<target>."""
+        return f"specterm-{self.EXPORT_NAME}-{pair_slug(self.sapp.runs or [])}"
 
     def export_context(self) -> str:
         """One markdown line: the runs, the model pair and the r the shown numbers were computed at."""
@@ -288,9 +315,7 @@ class ReportScreen(Screen):
         if runs:
             meta = runs[0].meta
             pair = f"{printable(str(model_spec(meta, 'draft') or '?'))} -> {printable(str(model_spec(meta, 'target') or '?'))}"
-        r = self.crumb_r()
-        r_text = f"r = {r:.3f}" if r is not None else "r not measured"
-        return f"run: {names} · pair: {pair} · {r_text}"
+        return f"run: {names} · pair: {pair} · {self.crumb_r_text()}"
 
 
 def ci_pending_text(app: SpectermApp) -> str:
@@ -313,12 +338,30 @@ def short_model(spec: Any) -> str:
     return parts[-1] if parts else text
 
 
-def screen_markdown(report: Report, sections: tuple[str, ...]) -> str:
-    """`## Title` then export.markdown_tables(report)[section], for each section, blank-line separated."""
+def screen_markdown(report: Report, sections: tuple[str, ...], context: str = "") -> str:
+    """`## Title` then export.markdown_tables(report)[section], for each section, blank-line
+    separated; `context` (one line: run · pair · r) under the first title."""
     from specterm.core.export import TITLES, markdown_tables
 
     tables = markdown_tables(report)
-    return "\n\n".join(f"## {TITLES[s]}\n\n{tables[s]}" for s in sections) + "\n"
+    parts = []
+    for i, s in enumerate(sections):
+        head = f"## {TITLES[s]}\n\n" + (f"{context}\n\n" if context and i == 0 else "")
+        parts.append(head + tables[s])
+    return "\n\n".join(parts) + "\n"
+
+
+def pair_slug(runs: Sequence[Any]) -> str:
+    """<draft>-<target> for file names: short_model of each, characters other than letters, digits,
+    '.', '_' and '-' as '-' ("pair" when no run is loaded)."""
+    import re
+
+    if not runs:
+        return "pair"
+    meta = runs[0].meta
+    parts = [re.sub(r"[^A-Za-z0-9._-]+", "-", short_model(model_spec(meta, role))).strip("-.") or "model"
+             for role in ("draft", "target")]
+    return "-".join(parts)
 
 
 def set_bindings(screen: str) -> list[Binding]:

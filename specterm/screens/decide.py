@@ -139,7 +139,7 @@ class DecideScreen(RStepping, ReportScreen):
             self.query_one("#accelerator", Static).update(
                 "[b]Decision on this hardware[/]: " + escape("S_hw [95% CI] at g_hw; v* = break-even verify cost in decode steps")
             )
-            fill_table(self.query_one("#decide-table", DataTable), COLUMNS, decision_rows(report))
+            fill_table(self.query_one("#decide-table", DataTable), COLUMNS, decision_rows(report), width=self.avail_width)
             self.query_one("#hw-verdicts", Static).update(hardware_verdicts(report))
             self.query_one("#verdicts", Static).update(hardware_card(report))
             self.query_one("#hw-card", Static).update("\n".join(cost_ratio))

@@ -29,7 +29,11 @@ def free_path(path: Path) -> Path:
 
 
 class ExportScreen(ModalScreen[Path | None]):
-    """Dismisses with the path to write (Enter) or None (Escape)."""
+    """Dismisses with the path to write (Enter) or None (Escape).
+
+    Every path a person can type gets one sentence before anything is written: empty (say so),
+    a folder (refused: name a file in it), a parent folder that is missing (Enter again creates
+    it), a parent that is a file (refused), a file that exists (Enter again overwrites it)."""
 
     BINDINGS = [Binding("escape", "cancel", "cancel", id="export.cancel")]
 
@@ -37,7 +41,7 @@ class ExportScreen(ModalScreen[Path | None]):
         super().__init__()
         self.default = free_path(default)
         self.confirm: Path | None = None
-        """A path that exists and was warned about: Enter on it again overwrites."""
+        """A path that exists (or whose folder is missing) and was warned about: Enter on it again goes on."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export-box"):
@@ -48,16 +52,37 @@ class ExportScreen(ModalScreen[Path | None]):
     def on_mount(self) -> None:
         self.query_one(Input).focus()
 
+    def warn(self, markup: str) -> None:
+        self.query_one("#export-warning", Static).update(markup)
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         value = event.value.strip()
         if not value:
-            self.dismiss(None)
+            self.confirm = None
+            self.warn("[b $warning]No path given:[/] type a file name to write, or press Escape to cancel.")
             return
         path = Path(value).expanduser()
-        if path.exists() and path != self.confirm:
+        shown = safe(str(path))
+        if path.is_dir():
+            self.confirm = None
+            self.warn(f"[b $error]{shown} is a folder:[/] type a file name in it, e.g. {safe(str(path / self.default.name))}.")
+            return
+        existing = next((p for p in path.parents if p.exists()), None)  # the deepest folder on the way
+        if existing is not None and not existing.is_dir():
+            self.confirm = None
+            self.warn(f"[b $error]{safe(str(existing))} is a file, not a folder:[/] choose another path.")
+            return
+        if path == self.confirm:
+            self.dismiss(path)
+            return
+        if not path.parent.exists():
             self.confirm = path
-            self.query_one("#export-warning", Static).update(
-                f"[b $warning]{safe(str(path))} exists:[/] Enter again overwrites it; edit the path to keep it.")
+            self.warn(f"[b $warning]The folder {safe(str(path.parent))} does not exist:[/] Enter again creates it; "
+                      "edit the path to write elsewhere.")
+            return
+        if path.exists():
+            self.confirm = path
+            self.warn(f"[b $warning]{shown} exists:[/] Enter again overwrites it; edit the path to keep it.")
             return
         self.dismiss(path)
 

@@ -29,7 +29,10 @@ def key_rows(app) -> list[tuple[str, str, str]]:
         return out
 
     table = rows("everywhere", [b for b in type(app).BINDINGS if not b.action.startswith("switch_screen")])
-    table += [("everywhere", s.key, f"{s.title} screen") for s in SCREENS if s.mode != "run" or getattr(app, "has_oracle", False)]
+    # Every number key the footer shows, 8 too: without a run in progress it says how to start one.
+    table += [("everywhere", s.key, f"{s.title} screen" if s.mode != "run" or getattr(app, "has_oracle", False)
+               else f"{s.title} screen, while `specterm run` drives the oracle (otherwise it says how to start one)")
+              for s in SCREENS]
     table.append(("everywhere", app.get_key_display(Binding("ctrl+p", "command_palette")), "Command palette: screens, export, theme"))
     for s in SCREENS:
         if s.mode == "run" and not getattr(app, "has_oracle", False):

@@ -69,10 +69,11 @@ class OptimumScreen(RStepping, ReportScreen):
         with self.app.batch_update():
             fill_table(self.query_one("#yield-table", DataTable), COLUMNS, rows)
             mtext = "measured" if measured is not None and math.isclose(r, measured) else (
-                f"measured {measured:.3f}" if measured is not None else "r not measured")
+                f"chosen; measured {measured:.3f}" if measured is not None else "chosen; r not measured")
             gstar = f": g*_true [b]{at_r.gamma_true}[/], g*_iid [b]{at_r.gamma_iid}[/]" if at_r else ""
+            # The cost-ratio model's r, named as such: Decide shows its own r beside the accelerator.
             self.query_one("#set-bar", Static).update(
-                f"{self.set_label()}   r = [b]{r:.3f}[/] ({mtext}){gstar}"
+                f"{self.set_label()}   cost-ratio model r = c_draft/c_verify = [b]{r:.3f}[/] ({mtext}){gstar}"
             )
             draw_optimum(self.query_one("#gstar-plot", ReportPlot), printable(name), s.optimum, measured, r)
             if curve.gamma:

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from specterm.core.export import deficit_cell, steady_cells
-from specterm.core.fmt import est, fmt
+from specterm.core.fmt import ci, est, fmt
 from specterm.core.report import POOLED, SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen
 from specterm.widgets.columns import ci_below, table_width
@@ -18,35 +18,43 @@ COLUMNS = [
     ("set", "corpus"),
     ("streams", "n"),
     ("positions", "tokens"),
-    ("alpha", "alpha"),
+    ("alpha", "alpha [CI]"),
     ("beta", "beta_bar"),
     ("gate", "gate"),
     ("autocorr", "p11-p10 [CI]"),
     ("dispersion", "D/D_geom [CI]"),
-    ("deficit", "deficit = hetero + temporal [CI]"),
+    ("deficit", "deficit = hetero + temporal [temporal CI]"),
     ("steady", "t >= 32: p11-p10 [CI]"),
 ]
-NARROW = [("set", "corpus"), ("streams", "n"), ("alpha", "alpha"), ("autocorr", "p11-p10"),
-          ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp")]
-"""At widths where COLUMNS do not fit: tokens, beta_bar, gate and the steady-state p11-p10 left out,
-CIs on a second line (80 columns hold no more)."""
+MIDDLE = [("set", "corpus"), ("streams", "n"), ("alpha", "alpha"), ("autocorr", "p11-p10"),
+          ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp\n[temp CI]")]
+"""Where COLUMNS do not fit (with or without the steady-state p11-p10): tokens, beta_bar, gate and
+the steady state left out, CIs on a second line, the header on two lines."""
+NARROW = [c for c in MIDDLE if c[0] != "dispersion"]
+"""Where MIDDLE does not fit either (80 columns): D/D_geom left out too (Run lengths, key 3, shows
+it): the alpha CI made the five numeric columns too wide for 80 columns."""
 
 
-def narrow_row(cells: list[str]) -> list[str]:
-    """A COLUMNS row cut down to NARROW (name, n, alpha, then the three estimates, CI below)."""
-    name, n, _tokens, alpha, _beta, _gate, autocorr, dispersion, deficit, _steady = cells
-    return [name, n, alpha, ci_below(autocorr), ci_below(dispersion), ci_below(deficit)]
+def narrow_row(cells: list[str], dispersion: bool = True) -> list[str]:
+    """A COLUMNS row cut down to MIDDLE (or NARROW without D/D_geom): name, n, alpha, then the
+    estimates, each CI below its value."""
+    name, n, _tokens, alpha, _beta, _gate, autocorr, disp, deficit, _steady = cells
+    return [name, n, ci_below(alpha), ci_below(autocorr), *([ci_below(disp)] if dispersion else []), ci_below(deficit)]
 
 
 def layout(rows: list[tuple[str, list[str]]], width: int) -> tuple[list, list]:
     """(columns, rows): the wide table with the steady-state column when it fits in `width` cells,
-    else the wide table without it, else the narrow one."""
+    else without it, else MIDDLE, else NARROW (a name too long for NARROW then gives way in
+    fill_table)."""
     if table_width([label for _, label in COLUMNS], [cells for _, cells in rows]) <= width:
         return COLUMNS, rows
     wide = [(key, cells[:-1]) for key, cells in rows]
     if table_width([label for _, label in COLUMNS[:-1]], [cells for _, cells in wide]) <= width:
         return COLUMNS[:-1], wide
-    return NARROW, [(key, narrow_row(cells)) for key, cells in rows]
+    middle = [(key, narrow_row(cells)) for key, cells in rows]
+    if table_width([label for _, label in MIDDLE], [cells for _, cells in middle]) <= width:
+        return MIDDLE, middle
+    return NARROW, [(key, narrow_row(cells, dispersion=False)) for key, cells in rows]
 
 
 def set_row(s: SetReport) -> list[str]:
@@ -54,7 +62,7 @@ def set_row(s: SetReport) -> list[str]:
     return [
         fmt(s.n_streams),
         fmt(s.n_positions),
-        fmt(s.alpha, 3),
+        alpha_cell(s),
         fmt(s.sampling.beta_bar.value if s.sampling is not None else None, 3),
         fmt(s.gate_rate, 3),
         est(s.autocorr, 3, 2, sign=True),
@@ -64,12 +72,22 @@ def set_row(s: SetReport) -> list[str]:
     ]
 
 
+def alpha_cell(s: SetReport) -> str:
+    """alpha with its 95% CI (the report's alpha_ci), in the bracket style of the other columns."""
+    lo, hi = s.alpha_ci if s.alpha_ci else (None, None)
+    if s.alpha is None:
+        return fmt(None)
+    return f"{fmt(s.alpha, 3)} {ci([lo, hi], 3)}"
+
+
 def open_streams_for(screen: ReportScreen, corpus: str | None) -> None:
     """Switch to Streams with its list filtered to `corpus` (None or "pooled": every corpus)."""
     app = screen.sapp
     app.streams_corpus = None if corpus in (None, POOLED) else corpus
     app.streams_request = True
+    back = app.current_mode
     app.action_switch_screen("streams")
+    app.drill_from = back  # Escape on Streams goes back here
 
 
 def run_lines(report: Report) -> list[str]:
@@ -108,7 +126,8 @@ class OverviewScreen(ReportScreen):
         table = self.query_one("#overview-table", DataTable)
         columns, rows = layout([(name, [name, *set_row(s)]) for name, s in report.ordered_sets()], self.avail_width)
         with self.app.batch_update():
-            fill_table(table, columns, rows)
+            table.header_height = max(label.count("\n") + 1 for _, label in columns)
+            fill_table(table, columns, rows, width=self.avail_width)
         self.query_one("#overview-meta", Static).update("\n".join(run_lines(report)))
         pooled = report.pooled
         note = [

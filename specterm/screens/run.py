@@ -12,19 +12,21 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Label, Log, ProgressBar, Sparkline, Static
+from textual.widgets import Footer, Header, Label, Log, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from specterm import messages
 from specterm.core.errors import SpectermError
 from specterm.core.progress import Cancelled, Progress
-from specterm.widgets.progress import BitsView, stats_line
+from specterm.widgets.progress import BitsView, bits_legend, stats_line
+from specterm.widgets.sparkline import ScaledSparkline
 from specterm.widgets.tables import safe
 
 if TYPE_CHECKING:
     from specterm.app import SpectermApp
 
 OracleFn = Callable[..., Path]
+CHECKING = "the models, tokenizers and prompts (loading transformers) ..."
 
 
 def model_name(spec: Any) -> str:
@@ -41,10 +43,11 @@ class RunScreen(Screen):
         Binding("enter", "open_results", "open results", id="run.open", tooltip="Open the finished run on the Overview"),
     ]
 
-    def __init__(self, config: Any, oracle: OracleFn | None = None) -> None:
+    def __init__(self, config: Any, oracle: OracleFn | None = None, check: Callable[[Any], None] | None = None) -> None:
         super().__init__()
         self.config = config
         self.oracle = oracle
+        self.check = check
         self.cancel_event = threading.Event()
         self.state = "starting"  # starting | running | cancelling | done | cancelled | failed
         self.result_path: Path | None = None
@@ -59,18 +62,18 @@ class RunScreen(Screen):
         yield Header(icon="")
         with Vertical(id="run-body"):
             yield Static(self._head_text(), id="run-head")
-            yield Static("starting ...", id="run-phase")
+            yield Static(f"[b]checking[/]  {CHECKING}" if self.check is not None else "starting ...", id="run-phase")
             with Grid(id="run-bars"):
-                yield Label("prompts", classes="bar-label")
+                yield Label("prompts", id="overall-label", classes="bar-label")
                 yield ProgressBar(id="overall", show_eta=False, show_percentage=False)
                 yield Label("", id="overall-count", classes="bar-count")
                 yield Label("tokens", classes="bar-label")
                 yield ProgressBar(id="prompt", show_eta=False, show_percentage=False)
                 yield Label("", id="prompt-count", classes="bar-count")
             yield Static("", id="run-stats")
-            yield Static("running alpha over saved prompts", id="alpha-label", classes="dim")
-            yield Sparkline([], id="alpha-spark")
-            yield Static("current prompt: 1 accepted, 0 rejected, ? not yet known", classes="dim")
+            yield Static("running alpha over saved prompts (scale 0 to 1)", id="alpha-label", classes="dim")
+            yield ScaledSparkline(id="alpha-spark")
+            yield Static(bits_legend(None), id="bits-legend", classes="dim")
             yield BitsView(id="bits")
             yield Log(id="run-log", max_lines=500)
         yield Footer()
@@ -105,6 +108,9 @@ class RunScreen(Screen):
             self.post_message(messages.OracleProgress(p))
 
         try:
+            if self.check is not None:
+                on_progress(Progress("checking", CHECKING))
+                self.check(self.config)
             path = oracle(self.config, on_progress, self.cancel_event)
         except Cancelled:
             out = Path(self.config.out) if getattr(self.config, "out", None) is not None else None
@@ -133,25 +139,33 @@ class RunScreen(Screen):
         elif p.message:
             self.query_one("#run-phase", Static).update(f"[b]{safe(phase)}[/]  {safe(p.message)}")
         overall = self.query_one("#overall", ProgressBar)
-        if p.n_prompts:
+        overall_label, overall_count = self.query_one("#overall-label", Label), self.query_one("#overall-count", Label)
+        if phase == "cost":  # the cost measurement is its own phase: its steps, never "0/N saved"
+            overall_label.update("costs")
+            overall.update(total=max(p.steps, 1), progress=p.step)
+            overall_count.update(f"{p.step}/{p.steps} measured" if p.steps else "measuring")
+        elif p.n_prompts and phase != "checking":
+            overall_label.update("prompts")
             overall.update(total=p.n_prompts, progress=p.prompts_done)
-            self.query_one("#overall-count", Label).update(f"{p.prompts_done}/{p.n_prompts} saved")
+            overall_count.update(f"{p.prompts_done}/{p.n_prompts} saved")
         bar = self.query_one("#prompt", ProgressBar)
-        if p.max_new_tokens:
+        if phase in ("generating", "teacher-forcing") and p.max_new_tokens:
             bar.update(total=p.max_new_tokens, progress=min(p.tokens, p.max_new_tokens))
             self.query_one("#prompt-count", Label).update(f"{p.tokens}/{p.max_new_tokens} tokens")
+        elif phase == "saved":  # the prompt is whole at its n tokens (an early stop ends below -n)
+            bar.update(total=max(p.tokens, 1), progress=max(p.tokens, 1))
+            self.query_one("#prompt-count", Label).update(f"{p.tokens}/{p.tokens} tokens")
         if phase in ("generating", "teacher-forcing", "saved", "done", "cancelled"):
-            self.query_one("#run-stats", Static).update(stats_line(p))
+            self.query_one("#run-stats", Static).update(stats_line(p, eta=self.state == "running" and phase != "done"))
         if p.bits or phase == "generating":
             self.query_one(BitsView).show(p.bits)
+            self.query_one("#bits-legend", Static).update(bits_legend(p.bits))
         if phase == "saved":
             if p.running_alpha is not None:
                 self.alpha_history.append(p.running_alpha)
-                self.query_one("#alpha-spark", Sparkline).data = list(self.alpha_history)
-                lo, hi = min(self.alpha_history), max(self.alpha_history)
-                # The sparkline scales to its own min..max, so say what that range is.
+                self.query_one("#alpha-spark", ScaledSparkline).data = list(self.alpha_history)
                 self.query_one("#alpha-label", Static).update(
-                    f"running alpha over saved prompts: now {p.running_alpha:.3f}, range {lo:.3f} to {hi:.3f}"
+                    f"running alpha over saved prompts (scale 0 to 1): now {p.running_alpha:.3f}"
                 )
             self.query_one(Log).write_line(f"saved {p.corpus}/{p.prompt_id}: {len(p.bits)} tokens, alpha {p.bits_alpha:.3f}")
         elif phase in ("loading", "checking", "cost") and p.message:
@@ -202,6 +216,8 @@ class RunScreen(Screen):
             return
         self.state = "cancelling"
         self.cancel_event.set()
+        if self.last is not None:  # no ETA once the run is stopping
+            self.query_one("#run-stats", Static).update(stats_line(self.last, eta=False))
         self.query_one("#run-phase", Static).update("[b $warning]cancelling[/]: the current step ends, finished prompts stay on disk ...")
         self.refresh_bindings()
 

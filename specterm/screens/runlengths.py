@@ -51,7 +51,7 @@ class RunLengthsScreen(ReportScreen):
                                 fmt_ci(s.dispersion_ratio, 2)]))
         table = self.query_one("#runlengths-table", DataTable)
         with self.app.batch_update():
-            fill_table(table, COLUMNS, rows)
+            fill_table(table, COLUMNS, rows, width=self.avail_width)
             name, current = self.current_set(report)
             if name in names:
                 table.move_cursor(row=names.index(name), animate=False)

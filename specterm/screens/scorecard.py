@@ -34,11 +34,24 @@ class ScorecardScreen(ReportScreen):
     EXPORT_NAME = "scorecard"
     EXPORT_SECTIONS = ("scorecard",)
     NEEDS_CIS = True  # every row is a verdict on a CI: it waits for the bootstrap
+    AUTO_FOCUS = "#scorecard-table"
 
     def compose_body(self) -> ComposeResult:
         yield DataTable(id="scorecard-table", cursor_type="row", zebra_stripes=True)
-        with VerticalScroll(id="evidence-scroll"):
-            yield Static("", id="evidence")
+        yield VerticalScroll(id="evidence-scroll")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The evidence pane follows the selected row: its entry is marked and scrolled to the top."""
+        if event.data_table.id == "scorecard-table" and event.row_key is not None:
+            self.show_evidence(str(event.row_key.value))
+
+    def show_evidence(self, pid: str) -> None:
+        pane = self.query_one("#evidence-scroll", VerticalScroll)
+        for entry in pane.query(".evidence"):
+            entry.set_class(entry.name == pid, "-selected")
+        target = next((e for e in pane.query(".evidence") if e.name == pid), None)
+        if target is not None:
+            pane.scroll_to_widget(target, top=True, animate=False)
 
     def export_markdown(self) -> str:
         """The scorecard table under a heading, with the context its verdicts were computed in."""
@@ -56,7 +69,7 @@ class ScorecardScreen(ReportScreen):
         for seed, label in SEEDS.items():  # rows are grouped by seed: P rows, then Q rows
             entries = [e for e in report.scorecard if e.seed == seed]
             if entries:
-                evidence.append(f"[b u]{safe(label)}[/]")
+                evidence.append(("", f"[b u]{safe(label)}[/]"))
             for entry in entries:
                 pid, verdict = entry.id, entry.verdict
                 shown = verdict + (" (borderline)" if entry.borderline else "")
@@ -70,7 +83,22 @@ class ScorecardScreen(ReportScreen):
                 text = entry.evidence
                 if text.startswith(verdict + ":"):  # the evidence usually opens with its verdict already
                     text = text[len(verdict) + 1 :].lstrip()
-                evidence.append(f"[b]{safe(pid)}[/] {safe(entry.prediction)}: {verdict_markup(verdict)}: {safe(text)}")
+                evidence.append((pid, f"[b]{safe(pid)}[/] {safe(entry.prediction)}: {verdict_markup(verdict)}: {safe(text)}"))
+        table = self.query_one("#scorecard-table", DataTable)
         with self.app.batch_update():
-            fill_table(self.query_one("#scorecard-table", DataTable), columns, rows)
-            self.query_one("#evidence", Static).update("\n\n".join(evidence) or "No scorecard in this report.")
+            fill_table(table, columns, rows)
+            self._fill_evidence(evidence or [("", "No scorecard in this report.")])
+        if rows:  # after the entries are laid out, so the scroll lands on the right one
+            self.call_after_refresh(self.show_evidence, str(rows[min(max(table.cursor_row, 0), len(rows) - 1)][0]))
+
+    def _fill_evidence(self, entries: list[tuple[str, str]]) -> None:
+        """One Static per entry (name = its id, '' for a seed heading), rebuilt when the ids change."""
+        pane = self.query_one("#evidence-scroll", VerticalScroll)
+        shown = list(pane.query(Static))
+        if [w.name or "" for w in shown] == [pid for pid, _ in entries]:
+            for widget, (_, markup) in zip(shown, entries):
+                widget.update(markup)
+            return
+        pane.remove_children()
+        pane.mount_all([Static(markup, name=pid or None, classes="evidence" if pid else "evidence-head")
+                        for pid, markup in entries])

@@ -11,13 +11,15 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Input, Sparkline, Static
+from textual.widgets import DataTable, Input, Static
 
 from specterm.core import navigate
+from specterm.core.text import printable
 from specterm.screens.base import ReportScreen
 from specterm.core.export import markdown_table
 from specterm.widgets.columns import table_width
 from specterm.core.fmt import fmt
+from specterm.widgets.sparkline import ScaledSparkline
 from specterm.widgets.tables import fill_table, safe
 from specterm.widgets.tokens import TokenView, token_labels
 
@@ -66,7 +68,9 @@ def prompt_cells(stream: Any) -> list[Any]:
     """Cells of one prompt-list row: id, corpus, alpha, n, gate rate (a failed gate is flagged)."""
     gate = stream.gate_rate
     gate_cell = Text(f"{gate:.3f}", style="bold red" if gate < 1.0 else "")
-    return [Text(stream.id), fmt(navigate.stream_alpha(stream.a)), str(stream.n), Text(stream.corpus), gate_cell]
+    # printable() first: a tab or newline in an id would otherwise draw a second, phantom line
+    return [Text(printable(stream.id)), fmt(navigate.stream_alpha(stream.a)), str(stream.n),
+            Text(printable(stream.corpus)), gate_cell]
 
 
 class StreamsScreen(ReportScreen):
@@ -100,6 +104,8 @@ class StreamsScreen(ReportScreen):
         self.lookup: dict[tuple[str, int], str] = {}
         self.matches: list[int] = []
         """Stream indices that match the last `/` search, best first (n / N cycle them)."""
+        self.match_note = ""
+        """'match k of m' after a search, on the list's title line."""
         self.pending: tuple[str, str, int] | None = None
         """(run, id, token cursor) to show once the streams are there (M back to this pair)."""
 
@@ -126,8 +132,8 @@ class StreamsScreen(ReportScreen):
                 yield Input(placeholder=": position t, +k, -k, p% or $", id="jump-input")
                 yield TokenView(id="tokens")
                 yield Static("", id="cursor-info")
-                yield Static("rolling alpha (window 16)", id="rolling-label", classes="dim")
-                yield Sparkline([], id="rolling", summary_function=lambda v: float(np.mean(v)))
+                yield Static("rolling alpha (window 16, scale 0 to 1)", id="rolling-label", classes="dim")
+                yield ScaledSparkline(id="rolling")
 
     # -- data -----------------------------------------------------------------------------------
     def show_runs(self, runs: list) -> None:
@@ -195,15 +201,25 @@ class StreamsScreen(ReportScreen):
         columns, rows = prompt_layout([(str(i), prompt_cells(self.streams[i])) for i in order], width)
         with self.app.batch_update():
             fill_table(table, columns, rows)
-        corpus = self.corpus_filter or "all corpora"
-        self.query_one("#prompt-filter", Static).update(
-            f"{len(order)} prompts · {safe(corpus)} · {SORTS[self.sort]}"
-        )
+        self.match_note = ""
+        self._show_filter()
+        self.update_crumb()  # the breadcrumb names the corpus the list is filtered to
         if self.selected in order:
             table.move_cursor(row=order.index(self.selected), animate=False)
         elif order:
             table.move_cursor(row=0, animate=False)
             self.select(order[0])
+
+    def _show_filter(self) -> None:
+        """The list's title line: prompts shown, the corpus filter, the sort, and the search match."""
+        corpus = self.corpus_filter or "all corpora"
+        note = f" · {self.match_note}" if self.match_note else ""
+        self.query_one("#prompt-filter", Static).update(
+            f"{len(self.shown)} prompts · {safe(corpus)} · {SORTS[self.sort]}{note}"
+        )
+
+    def crumb_corpus(self) -> str:
+        return self.corpus_filter or "all corpora"
 
     def select(self, index: int) -> None:
         """Show stream `index` (into self.streams) with the cursor on its first token."""
@@ -221,7 +237,7 @@ class StreamsScreen(ReportScreen):
         if s.stop:
             head += f"  stop {s.stop}"
         self.query_one("#stream-head", Static).update(head)
-        self.query_one("#rolling", Sparkline).data = navigate.rolling_alpha(s.a, ROLLING_WINDOW).tolist()
+        self.query_one("#rolling", ScaledSparkline).data = navigate.rolling_alpha(s.a, ROLLING_WINDOW).tolist()
 
     # -- events and keys ------------------------------------------------------------------------
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -240,7 +256,9 @@ class StreamsScreen(ReportScreen):
             if index is not None:
                 self.query_one("#prompts", DataTable).move_cursor(row=self.shown.index(index), animate=False)
                 self.select(index)
-                self.notify(f"match {matches.index(index) + 1} of {len(matches)}", timeout=2)
+                # a status on the list's title line, not a toast: nine presses must not stack nine
+                self.match_note = f"match {matches.index(index) + 1} of {len(matches)}"
+                self._show_filter()
             return
         pos = self.shown.index(self.selected) if self.selected in self.shown else -1
         pos = min(max(pos + step, 0), len(self.shown) - 1)
@@ -290,10 +308,15 @@ class StreamsScreen(ReportScreen):
         box.focus()
 
     def action_leave_input(self) -> None:
-        for box in self.query(Input):
-            if box.display:
-                box.display = False
+        """Escape: close an open input box; else, after Enter on an Overview/Decide row brought the
+        list here, go back to that screen (help: "esc back")."""
+        boxes = [box for box in self.query(Input) if box.display]
+        for box in boxes:
+            box.display = False
         self.query_one(TokenView).focus()
+        back = self.sapp.drill_from
+        if not boxes and back is not None:
+            self.sapp.action_switch_screen(back)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -303,11 +326,13 @@ class StreamsScreen(ReportScreen):
             s = self._stream()
             view = self.query_one(TokenView)
             try:
-                t = navigate.jump_position(event.value, view.cursor, s.n if s is not None else 0)
+                t, note = navigate.jump_target(event.value, view.cursor, s.n if s is not None else 0)
             except ValueError as exc:
-                self.notify(str(exc)[:1].upper() + str(exc)[1:], severity="error", timeout=4)
+                self.notify(str(exc)[:1].upper() + str(exc)[1:], severity="error")
                 return
             view.move_to(t)
+            if note is not None:
+                self.notify(note, severity="warning")
         self.action_leave_input()
 
     def search(self, query: str) -> None:
@@ -316,6 +341,8 @@ class StreamsScreen(ReportScreen):
         prompts = [self.streams[i].prompt for i in self.shown]
         found = navigate.search_prompts(query, ids, prompts) if query.strip() else []
         self.matches = [self.shown[j] for j in found]
+        self.match_note = f"match 1 of {len(self.matches)}" if self.matches and query.strip() else ""
+        self._show_filter()
         if not query.strip():
             self.notify("Search cleared.", timeout=2)
             return
@@ -325,7 +352,7 @@ class StreamsScreen(ReportScreen):
         first = self.matches[0]
         self.query_one("#prompts", DataTable).move_cursor(row=self.shown.index(first), animate=False)
         self.select(first)
-        self.notify(f"{len(self.matches)} match(es) for '{safe(query)}': n / N for next / previous.", timeout=3)
+        self.notify(f"{len(self.matches)} match(es) for '{safe(query)}': n / N for next / previous.")
 
     def action_sort(self) -> None:
         self.sort = (self.sort + 1) % len(SORTS)
@@ -387,5 +414,5 @@ class StreamsScreen(ReportScreen):
         headers = [label for _, label in PROMPT_COLUMNS]
         rows = [[str(c) for c in prompt_cells(self.streams[i])] for i in self.shown]
         corpus = self.corpus_filter or "all corpora"
-        return (f"## Streams: prompt list\n\n{self.export_context()} · corpus: {corpus} · sort: {SORTS[self.sort]}\n\n"
+        return (f"## Streams: prompt list\n\n{self.export_context()} · corpus: {printable(corpus)} · sort: {SORTS[self.sort]}\n\n"
                 + markdown_table(headers, rows) + "\n")

@@ -63,3 +63,33 @@ def ci_below(cell: Any) -> Any:
     text = str(cell)
     head, sep, tail = text.partition(" [")
     return f"{head}\n[{tail}" if sep else text
+
+
+def fit_text(text: str, cells: int) -> str:
+    """Free text shortened to `cells` terminal cells with a trailing ellipsis (unchanged when it fits)."""
+    from rich.cells import set_cell_size
+
+    if cell_len(text) <= cells:
+        return text
+    return set_cell_size(text, max(cells - 1, 1)) + "…"
+
+
+def names_give_way(labels: Sequence[Any], rows: list[tuple[str, list[Any]]], width: int,
+                   least: int = 8) -> list[tuple[str, list[Any]]]:
+    """Rows whose first cell (a corpus or prompt name: free text) is shortened with an ellipsis just
+    enough for the table to fit in `width` cells (table_width), but not below `least` cells or the
+    column's label; the numbers are never touched. Rows are returned as given when they fit."""
+    need = table_width(labels, [cells for _, cells in rows])
+    if need <= width or not rows:
+        return rows
+    first = column_widths(labels[:1], [cells[:1] for _, cells in rows])[0]
+    room = max(first - (need - width), least, cell_width(labels[0]))
+    out = []
+    for key, cells in rows:
+        name = cells[0]
+        if isinstance(name, Text):
+            name = Text(fit_text(name.plain, room), style=name.style)
+        else:
+            name = fit_text(str(name), room)
+        out.append((key, [name, *cells[1:]]))
+    return out

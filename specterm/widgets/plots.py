@@ -90,6 +90,19 @@ def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
     return [math.log10(v) for v in values], [f"{v:g}" for v in values]
 
 
+def count_ticks(top: float, most: int = 6) -> list[int]:
+    """Whole-number ticks 0, s, 2s, ... up to `top` for a count axis, s from 1, 2, 5 x 10^k so
+    there are at most `most` + 1 of them (plotext's own ticks fall between counts: 382.5)."""
+    top = max(int(math.ceil(top)), 1)
+    step = 1
+    for e in range(0, 12):
+        for m in (1, 2, 5):
+            step = m * 10**e
+            if top // step <= most:
+                return list(range(0, top + 1, step))
+    return list(range(0, top + 1, step))
+
+
 def draw_runlengths(plot: ReportPlot, name: str, runlengths: RunLengths, log_y: bool) -> None:
     """Bars: closed runs of each length L; line: the geometric prediction n_runs alpha^L (1 - alpha).
 
@@ -98,13 +111,17 @@ def draw_runlengths(plot: ReportPlot, name: str, runlengths: RunLengths, log_y: 
     are left out and bars start at a positive floor, named in the title."""
     L, count, expected = list(runlengths.L), list(runlengths.count), list(runlengths.geom_expected)
     k = histogram_span(count)
+    # The key is in the x label, not a plotext legend: the legend sat over the tallest bar (L = 0 or 1).
+    xlabel = "L (accepted before a rejection); bars: observed, line: geometric"
     if not log_y:
         plt = plot.start(f"run lengths L, {name}")
         if k:
-            plt.bar(L[:k], count[:k], label="observed", width=0.6)
+            plt.bar(L[:k], count[:k], width=0.6)
             ex, ey = finite(L[:k], expected[:k])
-            plt.plot(ex, ey, label="geometric", marker="braille")
-            plt.xlabel("L (accepted tokens before a rejection)")
+            plt.plot(ex, ey, marker="braille")
+            top = max([c for c in count[:k] if isinstance(c, (int, float))] + ey + [1])
+            plt.yticks(count_ticks(top))
+            plt.xlabel(xlabel)
         plot.refresh()
         return
     bx, by, ex, ey, floor = log_bars(L[:k], count[:k], expected[:k])
@@ -114,11 +131,12 @@ def draw_runlengths(plot: ReportPlot, name: str, runlengths: RunLengths, log_y: 
         return
     plt = plot.start(f"run lengths L, {name}  (log count; bars from {floor:.3g}, empty bins left out)")
     if bx:
-        plt.bar(bx, [math.log10(c) for c in by], label="observed", width=0.6, minimum=math.log10(floor))
+        plt.bar(bx, [math.log10(c) for c in by], width=0.6, minimum=math.log10(floor))
     if ex:
-        plt.plot(ex, [math.log10(v) for v in ey], label="geometric", marker="braille")
-    plt.yticks(*log_ticks(floor, max(by + ey)))
-    plt.xlabel("L (accepted tokens before a rejection)")
+        plt.plot(ex, [math.log10(v) for v in ey], marker="braille")
+    ticks, labels = log_ticks(max(floor, 1.0), max(by + ey + [1.0]))  # counts: whole numbers only
+    plt.yticks(ticks, labels)
+    plt.xlabel(xlabel)
     plot.refresh()
 
 

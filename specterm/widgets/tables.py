@@ -15,7 +15,8 @@ from rich.text import Text
 from specterm.core.fmt import MISSING, est, fmt
 from specterm.core.report import Estimate
 from specterm.core.text import printable
-from specterm.widgets.columns import fit_columns
+from specterm.widgets.columns import fit_columns, names_give_way
+
 
 def fmt_ci(stat: Estimate | float | None, digits: int = 3, sign: bool = False) -> str:
     """An Estimate as 'value [lo, hi]' (fmt.est; the value alone when the CI is undefined); plain
@@ -61,15 +62,20 @@ def row_height(cells: Sequence[Any]) -> int:
 
 
 def fill_table(table: DataTable, columns: Sequence[tuple[str, str]], rows: Iterable[tuple[str, Sequence[Any]]],
-               pinned: int = 1) -> None:
+               pinned: int = 1, width: int | None = None) -> None:
     """Make `table` show `rows` ((key, cells) pairs) under `columns` ((key, label) pairs), in place.
 
     Rows that keep their key (and height) are updated cell by cell (cursor and scroll stay put),
     new keys are added, vanished keys removed; the columns are rebuilt only when they change. Cells
     are data (plain(): never markup). The first `pinned` columns stay put when the table scrolls
     sideways, and every column is then sized to its widest value (fit_columns: nothing is cut).
+    With `width` (the cells the table may use), a first column of names too long for it gives way
+    (columns.names_give_way: an ellipsis on the name), so the numbers stay on screen.
     """
-    rows = [(key, [plain(c) for c in cells]) for key, cells in rows]
+    cells_of: list[tuple[str, list[Any]]] = [(key, [plain(c) for c in cells]) for key, cells in rows]
+    if width is not None:
+        cells_of = names_give_way([label for _, label in columns], cells_of, width)
+    rows = cells_of
     table.fixed_columns = pinned
     col_keys = [key for key, _ in columns]
     current = [str(c.key.value) for c in table.ordered_columns]
