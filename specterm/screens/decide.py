@@ -22,6 +22,7 @@ from specterm.widgets.tables import fill_table, safe
 
 COLUMNS = [("set", "corpus"), ("g_hw", "g_hw"), ("s_hw", "S_hw [95% CI]"), ("kind", "verdict"),
            ("vstar", "v* (here)"), ("mb", "mem-bound ref.")]
+CI_COLUMNS = [2, 5]  # S_hw and the memory-bound reference: their CIs go below the value when narrow
 COST_RATIO_HEAD = ["set", "g*_true", "T", "g*_iid", "iid promise", "iid in fact", "roofline B*"]
 
 
@@ -45,6 +46,30 @@ def decision_rows(report: Report) -> list[tuple[str, list[str]]]:
     """The decision table's rows (core export.decision_table) without the verdict sentence."""
     table = decision_table(report)
     return [] if table is None else [(r[0], r[:-1]) for r in table[2]]
+
+
+def ci_below(rows: list[tuple[str, list[str]]], columns: list[int], width: int) -> list[tuple[str, list[str]]]:
+    """The rows as they fit `width` cells: when the one-line table is wider, the CI brackets of the
+    `columns` move to a second line of their cell ("1.04x [0.95, 1.13]" -> "1.04x" over "[0.95, 1.13]"),
+    so the memory-bound column stays on screen at 80 columns instead of a number being cut."""
+    if not rows:
+        return rows
+    n = len(rows[0][1])
+    widths = [len(COLUMNS[i][1]) for i in range(n)]
+    for _, cells in rows:
+        widths = [max(w, len(str(c))) for w, c in zip(widths, cells)]
+    if sum(widths) + 2 * n <= width:
+        return rows
+    out = []
+    for key, cells in rows:
+        cells = list(cells)
+        for i in columns:
+            text = str(cells[i])
+            if " [" in text:
+                head, _, tail = text.partition(" [")
+                cells[i] = f"{head}\n[{tail}"
+        out.append((key, cells))
+    return out
 
 
 def hardware_verdicts(report: Report) -> str:
@@ -139,7 +164,8 @@ class DecideScreen(RStepping, ReportScreen):
             self.query_one("#accelerator", Static).update(
                 "[b]Decision on this hardware[/]: " + escape("S_hw [95% CI] at g_hw; v* = break-even verify cost in decode steps")
             )
-            fill_table(self.query_one("#decide-table", DataTable), COLUMNS, decision_rows(report), width=self.avail_width)
+            fill_table(self.query_one("#decide-table", DataTable), COLUMNS,
+                       ci_below(decision_rows(report), CI_COLUMNS, self.avail_width), width=self.avail_width)
             self.query_one("#hw-verdicts", Static).update(hardware_verdicts(report))
             self.query_one("#verdicts", Static).update(hardware_card(report))
             self.query_one("#hw-card", Static).update("\n".join(cost_ratio))
