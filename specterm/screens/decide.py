@@ -9,7 +9,6 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.markup import escape
 from textual.widgets import DataTable, Input, Static
 
 from specterm.core.errors import SpectermError
@@ -162,7 +161,7 @@ class DecideScreen(RStepping, ReportScreen):
                       *(safe(line) for line in text_table(COST_RATIO_HEAD, rows).splitlines()), *notes]
         with self.app.batch_update():
             self.query_one("#accelerator", Static).update(
-                "[b]Decision on this hardware[/]: " + escape("S_hw [95% CI] at g_hw; v* = break-even verify cost in decode steps")
+                "[b]Decision on this hardware[/]: " + safe("S_hw [95% CI] at g_hw; v* = break-even verify cost in decode steps")
             )
             fill_table(self.query_one("#decide-table", DataTable), COLUMNS,
                        ci_below(decision_rows(report), CI_COLUMNS, self.avail_width), width=self.avail_width)
