@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from specterm.core import costmodel
 from specterm.core.blockwalk import block_accepts, block_counts
 from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve, decision_hw
 from specterm.core.store import Run, Stream
@@ -235,7 +236,7 @@ def _decision(run: Run, corpus: str, streams: Sequence[Stream], engine: str | No
 def speedup_at(curve: Any, tok: npt.NDArray[np.float64], blk: npt.NDArray[np.float64], gamma: int) -> float:
     """S_hw(g) = E(g) c_decode / (c_verify(g) + g c_draft) on a cost curve, E from the walk's sums."""
     i = int(np.flatnonzero(curve.gammas == gamma)[0])
-    return float(tok[i] / blk[i] * curve.c_decode / (curve.c_verify[i] + gamma * curve.c_draft))
+    return float(costmodel.speedup_hw(tok[i] / blk[i], curve.c_decode, curve.c_verify[i], curve.c_draft, gamma))
 
 
 def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,

@@ -44,7 +44,7 @@ import numpy as np
 
 from specterm.core.blockwalk import E_iid as E_iid_formula
 from specterm.core.errors import SpectermError
-from specterm.core.costmodel import refeed_counts
+from specterm.core.costmodel import block_cost, refeed_counts
 from specterm.core.hardware import cost_curve, decision_hw, summarize_results
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
 from specterm.core.speclog import (
@@ -410,7 +410,8 @@ def results(prompt_rows: list[dict[str, Any]], cost: dict[str, Any], E_table) ->
         r["histogram"] = np.sum([x["histogram"] for x in sp], axis=0).tolist()
         r["histogram_walk"] = np.sum([x["histogram_walk"] for x in sp], axis=0).tolist()
         if g in fwd:
-            block = curve.verify_at(int(g)) + int(g) * curve.c_draft + float(fwd[g])
+            # SPEC 6's block plus the per-block draft forward llama.cpp's speculator pays
+            block = float(block_cost(curve.verify_at(int(g)), curve.c_draft, int(g))) + float(fwd[g])
             r["predicted_engine"] = r["E_prompts"] * curve.c_decode / block
         else:
             r["predicted_engine"] = None
