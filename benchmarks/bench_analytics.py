@@ -37,7 +37,10 @@ BASELINE = "950a878"
 CHILD = r"""
 import json, sys, time
 from specterm.core import analysis
-from specterm.core.store import load_run
+try:
+    from specterm.core.store import load_run
+except ImportError:  # the baseline tree (950a878) predates the store package
+    from specterm.core.streams import load_run
 import specterm
 assert specterm.__file__.startswith(sys.argv[1]), specterm.__file__
 t0 = time.perf_counter()
