@@ -75,7 +75,120 @@ def context_ids(tokens: Sequence[int], length: int) -> list[int]:
     return (tokens * (1 + length // len(tokens)))[:length]
 
 
-class CostSampler:
+class RoundRobinSampler:
+    """Rounds of timed forwards, shared by the torch (`CostSampler`) and llama.cpp samplers.
+
+    A subclass fills `self.quantities` with tuples whose first item is the label ("decode",
+    "draft", "draft2", "verify:g", ...), calls `_start`, and times one quantity in `_time`.
+    `round()` times every quantity once (order rotated by one each round; the first round is an
+    untimed warm-up); `common_summary()` gives the stored keys both engines share.
+    """
+
+    gammas: list[int]
+    base: int
+    quantities: list[tuple]
+
+    def _start(self, on_measure: MeasureCallback | None, cancel) -> None:
+        self.samples: dict[str, list[float]] = {q[0]: [] for q in self.quantities}
+        self.samples_cpu: dict[str, list[float]] = {q[0]: [] for q in self.quantities}
+        self.rounds = 0  # rounds run, the warm-up included
+        self.on_measure = on_measure
+        self.cancel = cancel
+        self.planned = 0  # forwards announced to on_measure as the total (grows with plan())
+        self.done = 0
+
+    def _time(self, quantity: tuple) -> tuple[float, float]:
+        """(wall s, process CPU s) of one forward of `quantity`."""
+        raise NotImplementedError
+
+    def summary(self) -> dict:
+        """The stored dict: `common_summary()` plus the engine's own keys, through `with_curve`."""
+        raise NotImplementedError
+
+    def plan(self, rounds: int) -> None:
+        """Announce `rounds` more rounds (only the progress total depends on it)."""
+        self.planned += rounds * len(self.quantities)
+
+    def round(self) -> None:
+        warm = self.rounds == 0
+        shift = self.rounds % len(self.quantities)
+        if self.done + len(self.quantities) > self.planned:
+            self.plan(1)
+        for quantity in self.quantities[shift:] + self.quantities[:shift]:
+            label = quantity[0]
+            check_cancel(self.cancel)
+            dt, dc = self._time(quantity)
+            self.done += 1
+            if not warm:
+                self.samples[label].append(dt)
+                self.samples_cpu[label].append(dc)
+            if self.on_measure is not None:
+                self.on_measure(self.done, self.planned, f"{label} (warm-up)" if warm else label, dt)
+        self.rounds += 1
+
+    def common_summary(self) -> dict:
+        """The stored keys of both engines (module docstring), from every timed round so far."""
+        if self.rounds < 2:
+            raise ValueError("no timed round yet (the first round is the warm-up)")
+        samples, cpu = self.samples, self.samples_cpu
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        gammas = self.gammas
+        c_draft = med["draft"]
+        c_verify = {str(g): med[f"verify:{g}"] for g in gammas}
+        r_by = {g: c_draft / c for g, c in c_verify.items()}
+        r_gamma = R_GAMMA if R_GAMMA in gammas else min(gammas, key=lambda g: (abs(g - R_GAMMA), g))
+        return {
+            "r_measured": r_by[str(r_gamma)],
+            "r_gamma": r_gamma,
+            "r_by_gamma": r_by,
+            "c_decode_s": med["decode"],
+            "c_draft_s": c_draft,
+            "c_verify_s": c_verify,
+            "c_decode_iqr_s": _iqr(samples["decode"]),
+            "c_draft_iqr_s": _iqr(samples["draft"]),
+            "c_draft2_s": med["draft2"],
+            "c_draft2_iqr_s": _iqr(samples["draft2"]),
+            "c_verify_iqr_s": {str(g): _iqr(samples[f"verify:{g}"]) for g in gammas},
+            "samples_s": {k: list(v) for k, v in samples.items()},
+            # Process CPU time of the same forwards: on a time-shared CPU it moves far less with other
+            # processes' load than wall time does (with 1 thread it equals wall time on an idle machine).
+            "c_decode_cpu_s": statistics.median(cpu["decode"]),
+            "c_draft_cpu_s": statistics.median(cpu["draft"]),
+            "c_draft2_cpu_s": statistics.median(cpu["draft2"]),
+            "c_verify_cpu_s": {str(g): statistics.median(cpu[f"verify:{g}"]) for g in gammas},
+            "samples_cpu_s": {k: list(v) for k, v in cpu.items()},
+            "context": self.base,
+            "repeats": self.rounds - 1,
+        }
+
+
+def with_curve(cost: dict) -> dict:
+    """`cost` with the robust curve's summary (core.hardware) added: the last step of every summary."""
+    curve = cost_curve(cost)
+    assert curve is not None  # c_decode_s was just measured
+    cost.update(curve_summary(curve))
+    return cost
+
+
+def run_rounds(sampler: RoundRobinSampler, repeats: int) -> dict:
+    """One warm-up round and `repeats` timed rounds of `sampler`, then its summary."""
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
+    sampler.plan(repeats + 1)
+    for _ in range(repeats + 1):
+        sampler.round()
+    return sampler.summary()
+
+
+def check_gammas(gammas: Sequence[int]) -> list[int]:
+    """The draft lengths to time, sorted and unique; refused unless every one is >= 1."""
+    out = sorted({int(g) for g in gammas})
+    if not out or out[0] < 1:
+        raise ValueError("gammas must be draft lengths >= 1")
+    return out
+
+
+class CostSampler(RoundRobinSampler):
     """Times the quantities of the module docstring, one round at a time, on caches holding `ctx`.
 
     `round()` times every quantity once (order rotated by one each round; the first round is an
@@ -88,9 +201,7 @@ class CostSampler:
                  on_measure: MeasureCallback | None = None, cancel=None):
         import torch
 
-        self.gammas = sorted({int(g) for g in gammas})
-        if not self.gammas or self.gammas[0] < 1:
-            raise ValueError("gammas must be draft lengths >= 1")
+        self.gammas = check_gammas(gammas)
         ctx = list(ctx)
         self.base = len(ctx)
         self.cpu_only = target.device.type == "cpu" and draft.device.type == "cpu"
@@ -106,89 +217,28 @@ class CostSampler:
                            ("draft2", draft, caches["draft"], torch.tensor([nxt[:2]], device=draft.device))]
         self.quantities += [(f"verify:{g}", target, caches["target"], torch.tensor([nxt[: g + 1]], device=target.device))
                             for g in self.gammas]
-        self.samples: dict[str, list[float]] = {q[0]: [] for q in self.quantities}
-        self.samples_cpu: dict[str, list[float]] = {q[0]: [] for q in self.quantities}
-        self.rounds = 0  # rounds run, the warm-up included
-        self.on_measure = on_measure
-        self.cancel = cancel
-        self.planned = 0  # forwards announced to on_measure as the total (grows with plan())
-        self.done = 0
+        self._start(on_measure, cancel)
 
-    def plan(self, rounds: int) -> None:
-        """Announce `rounds` more rounds (only the progress total depends on it)."""
-        self.planned += rounds * len(self.quantities)
-
-    def round(self) -> None:
-        warm = self.rounds == 0
-        shift = self.rounds % len(self.quantities)
-        if self.done + len(self.quantities) > self.planned:
-            self.plan(1)
-        for label, model, cache, ids in self.quantities[shift:] + self.quantities[:shift]:
-            check_cancel(self.cancel)
-            dt, dc = _time_forward(model, cache, self.base, ids)
-            self.done += 1
-            if not warm:
-                self.samples[label].append(dt)
-                self.samples_cpu[label].append(dc)
-            if self.on_measure is not None:
-                self.on_measure(self.done, self.planned, f"{label} (warm-up)" if warm else label, dt)
-        self.rounds += 1
+    def _time(self, quantity: tuple) -> tuple[float, float]:
+        _, model, cache, ids = quantity
+        return _time_forward(model, cache, self.base, ids)
 
     def summary(self) -> dict:
         import torch
 
-        if self.rounds < 2:
-            raise ValueError("no timed round yet (the first round is the warm-up)")
-        samples = self.samples
-        med = {k: statistics.median(v) for k, v in samples.items()}
-        gammas = self.gammas
-        c_draft = med["draft"]
-        c_verify = {str(g): med[f"verify:{g}"] for g in gammas}
-        r_by = {g: c_draft / c for g, c in c_verify.items()}
-        r_gamma = R_GAMMA if R_GAMMA in gammas else min(gammas, key=lambda g: (abs(g - R_GAMMA), g))
-        cost = {
-            "r_measured": r_by[str(r_gamma)],
-            "r_gamma": r_gamma,
-            "r_by_gamma": r_by,
-            "c_decode_s": med["decode"],
-            "c_draft_s": c_draft,
-            "c_verify_s": c_verify,
-            "c_decode_iqr_s": _iqr(samples["decode"]),
-            "c_draft_iqr_s": _iqr(samples["draft"]),
-            "c_draft2_s": med["draft2"],
-            "c_draft2_iqr_s": _iqr(samples["draft2"]),
-            "c_verify_iqr_s": {str(g): _iqr(samples[f"verify:{g}"]) for g in gammas},
-            "samples_s": {k: list(v) for k, v in samples.items()},
-            # Process CPU time of the same forwards: on a time-shared CPU it moves far less with other
-            # processes' load than wall time does (with 1 torch thread it equals wall time on an idle machine).
-            "c_decode_cpu_s": statistics.median(self.samples_cpu["decode"]),
-            "c_draft_cpu_s": statistics.median(self.samples_cpu["draft"]),
-            "c_draft2_cpu_s": statistics.median(self.samples_cpu["draft2"]),
-            "c_verify_cpu_s": {str(g): statistics.median(self.samples_cpu[f"verify:{g}"]) for g in gammas},
-            "samples_cpu_s": {k: list(v) for k, v in self.samples_cpu.items()},
-            "context": self.base,
-            "repeats": self.rounds - 1,
+        return with_curve({
+            **self.common_summary(),
             "threads": torch.get_num_threads(),
             "method": METHOD,
             "decision_clock": "cpu" if self.cpu_only and torch.get_num_threads() == 1 else "wall",
-        }
-        curve = cost_curve(cost)
-        assert curve is not None  # c_decode_s was just measured
-        cost.update(curve_summary(curve))
-        return cost
+        })
 
 
 def measure_costs(target, draft, ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS, repeats: int = REPEATS,
                   on_measure: MeasureCallback | None = None, cancel=None) -> dict:
     """Time c_decode, c_verify(g) for g in gammas and c_draft with caches holding `ctx`: one warm-up
     round and `repeats` timed rounds (see the module docstring)."""
-    if repeats < 1:
-        raise ValueError("repeats must be >= 1")
-    sampler = CostSampler(target, draft, ctx, gammas, on_measure=on_measure, cancel=cancel)
-    sampler.plan(repeats + 1)
-    for _ in range(repeats + 1):
-        sampler.round()
-    return sampler.summary()
+    return run_rounds(CostSampler(target, draft, ctx, gammas, on_measure=on_measure, cancel=cancel), repeats)
 
 
 def measure_cost_ratio(target, draft, prompt_ids: list[int], extra: int = 128, repeats: int = REPEATS,
