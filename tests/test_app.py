@@ -453,3 +453,20 @@ async def test_decide_shows_the_hardware_decision_and_predicted_vs_realized(tmp_
         checks = str(app.screen.query_one("#verdicts", Static).render())
         line = next(ln for ln in checks.splitlines() if ln.startswith("prose "))
         assert line.split()[:5] == ["prose", "2", "2", "0.60x", "1.25"]  # g, prompts, realized, 0.6 / 0.48
+
+
+async def test_overview_scorecard_line_marks_borderline_verdicts():
+    """The Overview's scorecard line says "(borderline)" wherever the Scorecard does (shipped Qwen
+    run: P1's deciding bound moves across 0 between bootstrap seeds)."""
+    from pathlib import Path
+
+    qwen = Path(__file__).resolve().parents[1] / "streams" / "qwen2.5-coder-0.5b-1.5b"
+    app = make_app([qwen])
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        line = " ".join(static_text(app.screen, "#overview-verdicts").split())
+        marked = [row for row in app.report.scorecard if row.borderline]
+        assert marked  # the shipped run has one, so this test can fail
+        for row in app.report.scorecard:
+            shown = f"{row.id} {row.verdict} (borderline)"
+            assert (shown in line) == row.borderline, (row.id, line)

@@ -144,7 +144,7 @@ class OverviewScreen(ReportScreen):
         self.query_one("#overview-note", Static).update("[dim]" + "\n".join(note) + "[/]")
         lines = ["[dim]scorecard (7 for the evidence)[/]"]
         for seed in SEEDS:  # one line per seed: measurement (P rows), economics (Q rows)
-            verdicts = "  ".join(f"[b]{safe(p.id)}[/] {verdict_markup(p.verdict)}" for p in report.scorecard if p.seed == seed)
+            verdicts = "  ".join(f"[b]{safe(p.id)}[/] {verdict_markup(p.verdict, p.borderline)}" for p in report.scorecard if p.seed == seed)
             if verdicts:
                 lines.append(f"{seed:<11}  {verdicts}")
         self.query_one("#overview-verdicts", Static).update("\n".join(lines))

@@ -9,8 +9,14 @@ VERDICT_MARKUP = {"holds": "b $text-success", "falsified": "b $text-error", "inc
                   "holds in direction, not in size": "b $text-warning", "not reproduced": "b $text-error"}
 
 
-def verdict_markup(verdict: str) -> str:
-    """The verdict in its colour as Textual markup (bold when it is not one of the three)."""
+def verdict_markup(verdict: str, borderline: bool = False) -> str:
+    """The verdict in its colour as Textual markup (bold when it is not one of the three), marked
+    when it is borderline (it differs across bootstrap seeds 0..4)."""
     from textual.markup import escape
 
-    return f"[{VERDICT_MARKUP.get(verdict, 'b')}]{escape(verdict)}[/]"
+    return f"[{VERDICT_MARKUP.get(verdict, 'b')}]{escape(shown_verdict(verdict, borderline))}[/]"
+
+
+def shown_verdict(verdict: str, borderline: bool) -> str:
+    """The verdict as every screen writes it: "(borderline)" after it when the seeds disagree."""
+    return verdict + (" (borderline)" if borderline else "")
