@@ -149,6 +149,23 @@ def test_without_measured_costs_the_memory_bound_model_is_kept_and_said_so():
     assert d.verdict.startswith("no measured costs on this hardware")
 
 
+def test_without_measured_costs_the_verdict_follows_the_reference_interval():
+    """No costs: the decision is the memory-bound reference at r_fallback, and its kind follows the
+    prompt-bootstrap CI of that reference (never "speculate" on a point estimate whose CI holds 1)."""
+    r = 0.2
+    E = E_iid(0.8, G)
+    g_mb = int(G[np.argmax(E / (1 + r * G))])
+    j = g_mb - 1
+    spread = np.linspace(-1, 1, 400)[:, None]  # replicates of E, symmetric about the point
+    for width, kind in ((0.05, "speculate"), (2.0, "no_reliable_gain")):
+        E_boot = E[None, :] * (1 + width * spread)
+        d = decision_hw(G, E, E, None, r_fallback=r, E_boot=E_boot)
+        by_hand = E_boot[:, j] / (1 + r * g_mb)
+        assert d.speedup_mb_ci == pytest.approx(np.percentile(by_hand, [2.5, 97.5]).tolist())
+        assert d.verdict_kind == kind and d.speculate == (kind == "speculate")
+        assert f"[{d.speedup_mb_ci[0]:.2f}, {d.speedup_mb_ci[1]:.2f}]" in d.verdict
+
+
 def test_cost_curve_from_a_stored_dict():
     cost = {"c_decode_s": 0.5, "c_draft_s": 0.2, "c_verify_s": {"1": 0.9, "2": 1.33, "4": 0.99, "8": 1.4}, "context": 186}
     curve = cost_curve(cost)

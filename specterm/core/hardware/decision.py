@@ -96,9 +96,19 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         confirmed=[c if isinstance(c, ConfirmedRow) else ConfirmedRow.from_dict(_plain(c)) for c in confirmed],
         r_mb=num(r_mb), gamma_iid_mb=g_imb, speedup_iid_mb=num(s_imb), memory_bound_label=MEMORY_BOUND_LABEL,
     )
+    E_b = None if E_boot is None else np.asarray(E_boot, dtype=np.float64)[:, order]
     if curve is None:
-        out.speculate = bool(s_mb is not None and s_mb > 1.0)
-        out.verdict_kind = verdict_kind(s_mb, [None, None])
+        # The decision is the memory-bound reference at the given r: its CI resamples prompts only
+        # (no cost was measured, so there are no cost samples to resample).
+        ci_ref: list[float | None] = [None, None]
+        if g_mb is not None and r_mb is not None and E_b is not None and E_b.shape[0]:
+            jm = int(np.flatnonzero(gammas == g_mb)[0])
+            ci_ref = _ci(costmodel.speedup_mb(E_b[:, jm], r_mb, g_mb))
+        if ci_ref[0] is not None and ci_ref[1] is not None:
+            mb_text += f" [{ci_ref[0]:.2f}, {ci_ref[1]:.2f}]"
+        out.speedup_mb_ci = _plain(ci_ref)
+        out.verdict_kind = verdict_kind(s_mb, ci_ref)
+        out.speculate = out.verdict_kind == SPECULATE
         out.verdict = f"{note or NO_COSTS_NOTE}: {mb_text}"
         return out
     grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
@@ -119,7 +129,6 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         S_iid = costmodel.speedup_hw(_on_grid(gammas, E_i_all, grid), curve.c_decode, c_ver, curve.c_draft, grid)
         g_ihw, s_ihw = _best(S_iid, grid)
         s_true_at = None if g_ihw is None else float(S_true[np.flatnonzero(grid == g_ihw)[0]])
-    E_b = None if E_boot is None else np.asarray(E_boot, dtype=np.float64)[:, order]
     ci_hw: list[float | None] = [None, None]
     ci_mb: list[float | None] = [None, None]
     if g_hw is not None and E_b is not None and reps is not None and E_b.shape[0]:
