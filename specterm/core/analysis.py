@@ -30,7 +30,8 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 from __future__ import annotations
 
 import zlib
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, overload
 
 import numpy as np
 
@@ -269,10 +270,26 @@ def _realized(sets: dict[str, SetReport], corpora: list[str]) -> dict[str, float
     return out
 
 
-def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = SEED,
-            depth_gamma: int | None = None) -> Report:
-    """The report (core/report.py): sets (corpora sorted, then "pooled"), scorecard, runs, params;
-    `report.to_dict()` is the SPEC 7 JSON."""
+@dataclass
+class _Prepared:
+    """Everything of `analyse` that does not depend on boot: per-set sums, shuffles, policy tables."""
+    runs: list[Run]
+    gamma: int
+    shuffles: int
+    seed: int
+    depth_gamma: int
+    corpora: list[str]
+    by_corpus: dict[str, list[tuple[Stream, int]]]
+    n_entries: int
+    parts: dict[str, st.StreamSums]
+    positions: dict[str, PositionSums]
+    samplings: dict[str, SamplingSums]
+    steadies: dict[str, SteadySums]
+    tables: dict[str, PolicyTable]
+    hw: list[Hardware]
+
+
+def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, depth_gamma: int | None) -> _Prepared:
     depth_gamma = gamma if depth_gamma is None else depth_gamma
     for name, value in (("--gamma", gamma), ("depth gamma", depth_gamma)):
         if not 1 <= value <= GAMMA_MAX:
@@ -283,20 +300,15 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     if not entries:
         raise SpectermError("the runs hold no prompts yet; run `specterm run` or `specterm import` first.")
     corpora = sorted({s.corpus for s, _ in entries})
-    run_r = [run.r_measured for run in runs]
     longest = max(s.valid_len for s, _ in entries)
     bin_width = bin_width_for(longest)  # 16, wider only past MAX_BINS bins (one 30M-position stream)
     n_bins = bins_needed(longest, bin_width)  # one bin layout for every set, so they stack
 
     by_corpus = {c: [(s, i) for s, i in entries if s.corpus == c] for c in corpora}
-    # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block.
-    W_pooled = np.empty((boot, len(entries)))
     parts: dict[str, st.StreamSums] = {}
-    weights: dict[str, np.ndarray] = {}
     positions: dict[str, PositionSums] = {}
     samplings: dict[str, SamplingSums] = {}
     steadies: dict[str, SteadySums] = {}
-    lo = 0
     for c in corpora:
         streams = [s for s, _ in by_corpus[c]]
         cseed = corpus_seed(seed, c)
@@ -304,29 +316,45 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         positions[c] = position_sums([s.a for s in streams], bin_width=bin_width, n_bins=n_bins)
         steadies[c] = steady_sums([s.a for s in streams], gamma, shuffles, cseed)
         samplings[c] = sampling_sums([analysed_beta(s) for s in streams])
-        weights[c] = multinomial_weights(len(streams), boot, cseed, out=W_pooled[:, lo:lo + len(streams)])
-        lo += len(streams)
-
-    groups = {c: (parts[c], weights[c], by_corpus[c]) for c in corpora}
-    groups[POOLED] = (_stack([parts[c] for c in corpora]), W_pooled, [e for c in corpora for e in by_corpus[c]])
+    parts[POOLED] = _stack([parts[c] for c in corpora])
     first = positions[corpora[0]]
     positions[POOLED] = PositionSums(np.vstack([positions[c].M for c in corpora]), first.cols, first.bin_width, n_bins)
     first_ss = steadies[corpora[0]]
     steadies[POOLED] = SteadySums(np.vstack([steadies[c].M for c in corpora]), first_ss.cols, first_ss.gamma, first_ss.start)
     samplings[POOLED] = SamplingSums(np.vstack([samplings[c].M for c in corpora]), samplings[corpora[0]].cols)
-    # Resampled sums R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = sum of R_corpus.
-    resampled_position = {c: weights[c] @ positions[c].M for c in corpora}
-    resampled_position[POOLED] = _added([resampled_position[c] for c in corpora])
-    resampled_sampling = {c: weights[c] @ samplings[c].M for c in corpora}
-    resampled_sampling[POOLED] = _added([resampled_sampling[c] for c in corpora])
     # Every stream is replayed once (pooled order); each corpus takes its block of rows.
-    pooled_sums, _, pooled_members = groups[POOLED]
-    tables: dict[str, PolicyTable] = {POOLED: policy_table([s for s, _ in pooled_members], blocks=pooled_sums.blocks())}
+    pooled_members = [e for c in corpora for e in by_corpus[c]]
+    tables: dict[str, PolicyTable] = {POOLED: policy_table([s for s, _ in pooled_members], blocks=parts[POOLED].blocks())}
     lo = 0
     for c in corpora:
         tables[c] = tables[POOLED].rows(slice(lo, lo + len(by_corpus[c])))
         lo += len(by_corpus[c])
     hw = [run_curve_and_confirmations(run.meta, f"{run.path}/run.json") for run in runs]
+    return _Prepared(runs=runs, gamma=gamma, shuffles=shuffles, seed=seed, depth_gamma=depth_gamma, corpora=corpora,
+                     by_corpus=by_corpus, n_entries=len(entries), parts=parts, positions=positions,
+                     samplings=samplings, steadies=steadies, tables=tables, hw=hw)
+
+
+def _assemble(p: _Prepared, boot: int) -> Report:
+    """The report from the prepared sums with `boot` bootstrap resamples (0: point estimates only).
+    Reads `p` and never changes it, so one preparation serves boot = 0 and boot = B alike."""
+    runs, seed, corpora, by_corpus, tables, hw = p.runs, p.seed, p.corpora, p.by_corpus, p.tables, p.hw
+    run_r = [run.r_measured for run in runs]
+    # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block.
+    W_pooled = np.empty((boot, p.n_entries))
+    weights: dict[str, np.ndarray] = {}
+    lo = 0
+    for c in corpora:
+        n = len(by_corpus[c])
+        weights[c] = multinomial_weights(n, boot, corpus_seed(seed, c), out=W_pooled[:, lo:lo + n])
+        lo += n
+    groups = {c: (p.parts[c], weights[c], by_corpus[c]) for c in corpora}
+    groups[POOLED] = (p.parts[POOLED], W_pooled, [e for c in corpora for e in by_corpus[c]])
+    # Resampled sums R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = sum of R_corpus.
+    resampled_position = {c: weights[c] @ p.positions[c].M for c in corpora}
+    resampled_position[POOLED] = _added([resampled_position[c] for c in corpora])
+    resampled_sampling = {c: weights[c] @ p.samplings[c].M for c in corpora}
+    resampled_sampling[POOLED] = _added([resampled_sampling[c] for c in corpora])
     unc = [run_cost_uncertainty(run.meta, boot, seed) for run in runs]
     sets: dict[str, SetReport] = {}
     for name, (sums, W, members) in groups.items():
@@ -334,17 +362,17 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         r = r_or_default(rep.r_measured)
         rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name])
         rep.cost_ratio = cost_ratio_optimum(rep, r, ridge=DEFAULT_RIDGE)
-        rep.position = position_report(positions[name], W, resampled_position[name])
-        rep.sampling = sampling_report(samplings[name], W, resampled_sampling[name])
+        rep.position = position_report(p.positions[name], W, resampled_position[name])
+        rep.sampling = sampling_report(p.samplings[name], W, resampled_sampling[name])
         rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed)
-        rep.steady_state = steady_report(steadies[name], W)
+        rep.steady_state = steady_report(p.steadies[name], W)
         sets[name] = rep
 
     # P1-P5, then Q1-Q6; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
     q3c, real = _q3_costs(corpora, by_corpus, hw), _realized(sets, corpora)
     best = best_gammas(sets, q3c)
     rows = scorecard(sets, costs=q3c, realized=real,
-                     replicates={c: replicates(parts[c], weights[c], best[c]) for c in corpora} if boot > 0 else None)
+                     replicates={c: replicates(p.parts[c], weights[c], best[c]) for c in corpora} if boot > 0 else None)
     if boot > 0:
         by_seed = {seed: {r.id: r.verdict for r in rows if r.id not in ("Q5", "Q6")}}
         pol = {}  # per set: the policies and their per-stream sums, built once, resampled per seed
@@ -359,6 +387,31 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         sets=sets,
         scorecard=rows,
         runs=[run_summary(run) for run in runs],
-        params=Params(gamma=gamma, boot=boot, shuffles=shuffles, seed=seed, depth_gamma=depth_gamma,
+        params=Params(gamma=p.gamma, boot=boot, shuffles=p.shuffles, seed=seed, depth_gamma=p.depth_gamma,
                       r_default=R_DEFAULT, ridge=DEFAULT_RIDGE),
     )
+
+
+# Two signatures for mypy only: callers that spread a dict of int parameters (`analyse(runs, **params)`)
+# match the first; `on_point` is keyword-only in the second.
+@overload
+def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = SEED,
+            depth_gamma: int | None = None) -> Report: ...
+@overload
+def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = SEED,
+            depth_gamma: int | None = None, *, on_point: Callable[[Report], None] | None) -> Report: ...
+def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = SEED,
+            depth_gamma: int | None = None, *, on_point: Callable[[Report], None] | None = None) -> Report:
+    """The report (core/report.py): sets (corpora sorted, then "pooled"), scorecard, runs, params;
+    `report.to_dict()` is the SPEC 7 JSON.
+
+    `on_point`, when given and boot > 0, is called once, before the bootstrap phase, with the
+    point-estimate report: equal to `analyse(runs, ..., boot=0)` with the same other arguments (its
+    params say boot = 0 and it has no CIs). The sums, shuffles and policy replays are shared, so the
+    full report costs little more than without it. With boot = 0 it is not called (the returned
+    report is that report).
+    """
+    prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma)
+    if on_point is not None and boot > 0:
+        on_point(_assemble(prepared, 0))
+    return _assemble(prepared, boot)
