@@ -454,3 +454,13 @@ def test_analyse_gives_each_set_the_summary_of_its_own_streams(monkeypatch):
         assert fast.sets[name].policies == slow.sets[name].policies, name
     with_conf = {name for name, rep in fast.sets.items() if any(row.policy == "confidence" for row in rep.policies)}
     assert with_conf == {"a", "c"}  # stream 4 (corpus b) has no draft_conf: b and pooled lack the rows
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.3, 0.5, 0.7, 0.9, 1.0, 1.5, 1e-40])
+def test_float32_confidence_compared_with_tau_exactly(tau):
+    # float32 neighbours of tau on both sides: conf >= tau must equal float64(conf) >= tau
+    t32 = np.float32(tau)
+    near = [np.nextafter(t32, np.float32(-np.inf)), t32, np.nextafter(t32, np.float32(np.inf))]
+    conf = np.array([*near, np.nan, 0.0, 1.0], dtype=np.float32)
+    assert policies._at_least(conf, tau).tolist() == (conf.astype(np.float64) >= tau).tolist()
+    assert policies._at_least(conf.astype(np.float64), tau).tolist() == (conf.astype(np.float64) >= tau).tolist()

@@ -37,12 +37,12 @@ import numpy as np
 
 from specterm.core import stats as st
 from specterm.core.blockwalk import E_iid
-from specterm.core.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.bootstrap import multinomial_weights
 from specterm.core.costmodel import r_or_default, refeed_share
 from specterm.core.cost_ratio import cost_ratio_optimum
 from specterm.core.economics import depth_gain
 from specterm.core.errors import SpectermError
-from specterm.core.estimate import num
+from specterm.core.estimate import num, percentile_cis
 from specterm.core.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, RunCostUncertainty, batched_rows,
                                     confirming, decision_check, decision_hw, q3_costs, run_cost_uncertainty,
                                     run_curve_and_confirmations)
@@ -127,11 +127,16 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
     c = sums.M.sum(axis=0)
     R = W @ sums.M
 
+    pending: list[tuple[Estimate, np.ndarray]] = []  # CIs filled in one percentile call (percentile_cis)
+
     def est(fn: Callable[..., Any], *args: Any) -> Estimate:
-        lo, hi = percentile_ci(fn(R, cols, *args)) if R.shape[0] else (np.nan, np.nan)
-        return Estimate(value=num(fn(c, cols, *args)), ci=[num(lo), num(hi)])
+        e = Estimate(value=num(fn(c, cols, *args)), ci=[None, None])
+        if R.shape[0]:
+            pending.append((e, np.asarray(fn(R, cols, *args), dtype=np.float64)))
+        return e
 
     alpha = float(st.alpha(c, cols))
+    alpha_est = est(st.alpha)
 
     def part(k: int) -> Callable[[np.ndarray, dict[str, Any]], np.ndarray]:
         return lambda cc, cl: st.deficit(cc, cl, gamma)[k]
@@ -141,12 +146,12 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
     curve_iid = E_iid(alpha, GAMMAS)
     measured = sorted({float(r) for r in r_list if r is not None})
     hist = st.run_length_histogram(sums.run_L, alpha if np.isfinite(alpha) else 0.0)
-    return SetReport(
+    rep = SetReport(
         n_streams=int(sums.M.shape[0]),
         n_positions=int(c[cols["n"]]),
         n_positions_gated_out=int(c[cols["gate_n"]] - c[cols["n"]]),
         alpha=num(alpha),
-        alpha_ci=est(st.alpha).ci,
+        alpha_ci=[None, None],
         gate_rate=num(st.gate_rate(c, cols)),
         autocorr=est(st.autocorr),
         autocorr_pooled=est(st.autocorr_pooled),
@@ -190,6 +195,12 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
         r_measured=num(np.median(measured)) if measured else None,
         r_measured_values=measured,
     )
+    if pending:
+        lo, hi = percentile_cis(np.column_stack([x for _, x in pending]))
+        for (e, _), a, b in zip(pending, lo.tolist(), hi.tolist()):
+            e.ci[0], e.ci[1] = num(a), num(b)
+    rep.alpha_ci = list(alpha_est.ci)
+    return rep
 
 
 def _added(arrays: list[np.ndarray]) -> np.ndarray:

@@ -67,7 +67,8 @@ def _mark_thresholds(n: np.ndarray, m: np.ndarray) -> np.ndarray:
     """Per stream, t (uint16) with P(u <= t) = (t + 1) / 2^16 about m / n for a uniform 16-bit u
     (any value gives the same law, see Shuffler; m / n makes the correction small)."""
     q = m / np.maximum(n, 1).astype(np.float64)
-    return np.clip(np.round(q * 65536.0) - 1.0, 0, 65535).astype(np.uint16)
+    t: np.ndarray = np.clip(np.round(q * 65536.0) - 1.0, 0, 65535).astype(np.uint16)
+    return t
 
 
 def distinct_ranks(need: np.ndarray, size: np.ndarray, base: np.ndarray, domain: int,
