@@ -51,6 +51,7 @@ from specterm.core.geometry import (
     concat_streams,
     depth_counts,
     segment_runs,
+    stream_totals,
     transition_counts,
     walk_blocks_many,
 )
@@ -125,7 +126,7 @@ class Shuffler:
     def __init__(self, c: Concat, rng: np.random.Generator) -> None:
         self.c, self.rng = c, rng
         n = c.lengths.astype(np.int64)
-        self.m = n - np.bincount(c.seg, weights=c.bits, minlength=n.size).astype(np.int64)
+        self.m = n - stream_totals(c.bits, c.starts, c.ends)
         self.t = np.repeat(_mark_thresholds(n, self.m), n)
         self.bounds = np.append(c.starts, c.bits.size)
 
@@ -260,7 +261,7 @@ def stream_sums(
     n = c.lengths.astype(np.float64)
     M[:, cols["n"]] = n
     seg = c.seg
-    M[:, cols["ones"]] = np.bincount(seg, weights=c.bits, minlength=N)
+    M[:, cols["ones"]] = stream_totals(c.bits, c.starts, c.ends)
     M[:, cols["gate_ones"]] = n if gate_ones is None else gate_ones
     M[:, cols["gate_n"]] = n if gate_n is None else gate_n
     n11, n1x, n01, n0x = transition_counts(c, seg)

@@ -36,6 +36,7 @@ from specterm.core.estimate import num, percentile_cis
 from specterm.core.geometry import (
     concat_streams,
     segment_runs,
+    stream_totals,
     transition_counts,
     walk_blocks,
 )
@@ -113,7 +114,7 @@ def steady_sums(a: Sequence[np.ndarray], gamma: int, shuffles: int = SHUFFLES, s
         return SteadySums(M, cols, gamma, start)
     seg = c.seg
     M[:, cols["n"]] = c.lengths
-    M[:, cols["ones"]] = np.bincount(seg, weights=c.bits, minlength=N)
+    M[:, cols["ones"]] = stream_totals(c.bits, c.starts, c.ends)
     n11, n1x, n01, n0x = transition_counts(c, seg)
     M[:, cols["n11"]], M[:, cols["n1x"]], M[:, cols["n01"]], M[:, cols["n0x"]] = n11, n1x, n01, n0x
     defined = (n1x > 0) & (n0x > 0)
