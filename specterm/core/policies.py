@@ -83,10 +83,33 @@ def _index_dtype(size: int) -> type[np.signedinteger[Any]]:
 
 def _distance_to_next(mask: np.ndarray, t: np.ndarray) -> np.ndarray:
     """For each t, (the first u >= t with mask[u], or mask.size) - t, in t's dtype."""
-    hits = np.flatnonzero(mask).astype(t.dtype)
-    nxt = np.repeat(np.append(hits, t.dtype.type(mask.size)), np.diff(hits, prepend=-1, append=mask.size - 1))
+    hits = np.flatnonzero(mask)
+    gaps = np.empty(hits.size + 1, dtype=np.int64)  # positions served by each hit (and by the end)
+    if hits.size:
+        gaps[0] = hits[0] + 1
+        np.subtract(hits[1:], hits[:-1], out=gaps[1:-1])
+        gaps[-1] = mask.size - 1 - hits[-1]
+    else:
+        gaps[0] = mask.size
+    nxt = np.repeat(np.append(hits.astype(t.dtype), t.dtype.type(mask.size)), gaps)
     nxt -= t
     return nxt
+
+
+def _capped_distance_to_next(mask: np.ndarray, cap: int) -> np.ndarray:
+    """uint8: min(cap, _distance_to_next(mask)) for cap <= 127, by doubling on the run of positions
+    without a hit starting at each t: r_{k+1}[t] = r_k[t] + [r_k[t] = 2^k] r_k[t + 2^k] (r_k is that
+    run capped at 2^k; the array's end ends every run, as mask.size does in _distance_to_next)."""
+    r = (~mask).view(np.uint8) if mask.dtype == np.bool_ else (mask == 0).astype(np.uint8)
+    s = 1
+    while s < cap:
+        nxt = r.copy()
+        full = (r[:-s] == s).view(np.uint8)
+        np.multiply(full, r[s:], out=full)
+        nxt[:-s] += full
+        r, s = nxt, 2 * s
+    out: np.ndarray = np.minimum(r, np.uint8(cap))
+    return out
 
 
 def fixed_blocks(c: Concat, gammas: np.ndarray = GAMMAS) -> np.ndarray:
@@ -225,7 +248,7 @@ def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5
         ones_c = np.minimum(ones, cap).astype(np.uint8)
         for j, tau in enumerate(taus):
             # distance to the next failure (NaN confidence counts as one), capped; past the end: confident
-            d = np.minimum(_distance_to_next(~_at_least(conf, tau), t), cap).astype(np.uint8)
+            d = _capped_distance_to_next(~_at_least(conf, tau), cap)
             depth = np.where(d >= left_c, np.uint8(g_max), np.minimum(d, np.uint8(g_max)))
             step = np.minimum(ones_c, depth)
             step += np.uint8(1)
