@@ -147,9 +147,9 @@ class Shuffler:
         drop = distinct_ranks(np.maximum(over, 0), counts, edges[:-1], z.size, self.rng)
         add = distinct_ranks(np.maximum(-over, 0), c.lengths - counts, c.starts - edges[:-1],
                              c.bits.size - z.size, self.rng)
-        # the R-th unmarked position (0-based, global) is R + #{k: z[k] - k <= R}
-        add += np.searchsorted(z - np.arange(z.size), add, side="right")
+        # the R-th unmarked position (0-based, global) is R + #{k: z[k] - k <= R}, increasing in R
         add.sort()
+        add += np.searchsorted(z - np.arange(z.size), add, side="right")
         z = np.delete(z, drop)
         return np.insert(z, np.searchsorted(z, add), add)
 
