@@ -75,6 +75,20 @@ def segment_runs(bits: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                 zero=z.astype(np.int64, copy=False), trailing=trailing.astype(np.int64, copy=False))
 
 
+def zeros_by_stream(lengths: np.ndarray, ones: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """`seg_of` for segment_runs of bits laid out stream after stream, stream i holding lengths[i]
+    positions of which ones[i] are 1: its zeros come in stream order, n_i - ones_i per stream, so
+    their streams are a repeat (no position-sized stream index, no gather)."""
+    counts = np.asarray(lengths, dtype=np.int64) - np.asarray(ones, dtype=np.int64)
+
+    def seg_of(z: np.ndarray) -> np.ndarray:
+        if z.size != int(counts.sum()):
+            raise ValueError(f"{z.size} zeros, but the streams hold {int(counts.sum())}")
+        return np.repeat(np.arange(counts.size), counts)
+
+    return seg_of
+
+
 def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
     return -(-a // b)
 

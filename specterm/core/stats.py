@@ -52,6 +52,7 @@ from specterm.core.geometry import (
     depth_counts,
     segment_runs,
     stream_totals,
+    zeros_by_stream,
     transition_counts,
     walk_blocks_many,
 )
@@ -260,18 +261,18 @@ def stream_sums(
     M = np.zeros((N, len(names)))
     n = c.lengths.astype(np.float64)
     M[:, cols["n"]] = n
-    seg = c.seg
-    M[:, cols["ones"]] = stream_totals(c.bits, c.starts, c.ends)
+    ones = stream_totals(c.bits, c.starts, c.ends)
+    M[:, cols["ones"]] = ones
     M[:, cols["gate_ones"]] = n if gate_ones is None else gate_ones
     M[:, cols["gate_n"]] = n if gate_n is None else gate_n
-    n11, n1x, n01, n0x = transition_counts(c, seg)
+    n11, n1x, n01, n0x = transition_counts(c)
     M[:, cols["n11"]], M[:, cols["n1x"]], M[:, cols["n01"]], M[:, cols["n0x"]] = n11, n1x, n01, n0x
     defined = (n1x > 0) & (n0x > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.where(defined, n11 / n1x - n01 / n0x, 0.0)
     M[:, cols["ac_val"]] = value
     M[:, cols["ac_def"]] = defined
-    runs = segment_runs(c.bits, c.starts, c.ends, seg_of=lambda z: seg[z])
+    runs = segment_runs(c.bits, c.starts, c.ends, seg_of=zeros_by_stream(c.lengths, ones))
     M[:, cols["runs"]] = np.bincount(runs.seg, minlength=N)
     M[:, cols["L"]] = np.bincount(runs.seg, weights=runs.L, minlength=N)
     M[:, cols["L2"]] = np.bincount(runs.seg, weights=runs.L.astype(np.float64) ** 2, minlength=N)

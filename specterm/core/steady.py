@@ -37,6 +37,7 @@ from specterm.core.geometry import (
     concat_streams,
     segment_runs,
     stream_totals,
+    zeros_by_stream,
     transition_counts,
     walk_blocks,
 )
@@ -117,16 +118,16 @@ def steady_sums(a: Sequence[np.ndarray], gamma: int, shuffles: int = SHUFFLES, s
     M = np.zeros((N, len(names)))
     if N == 0:
         return SteadySums(M, cols, gamma, start)
-    seg = c.seg
+    ones = stream_totals(c.bits, c.starts, c.ends)
     M[:, cols["n"]] = c.lengths
-    M[:, cols["ones"]] = stream_totals(c.bits, c.starts, c.ends)
-    n11, n1x, n01, n0x = transition_counts(c, seg)
+    M[:, cols["ones"]] = ones
+    n11, n1x, n01, n0x = transition_counts(c)
     M[:, cols["n11"]], M[:, cols["n1x"]], M[:, cols["n01"]], M[:, cols["n0x"]] = n11, n1x, n01, n0x
     defined = (n1x > 0) & (n0x > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         M[:, cols["ac_val"]] = np.where(defined, n11 / n1x - n01 / n0x, 0.0)
     M[:, cols["ac_def"]] = defined
-    runs = segment_runs(c.bits, c.starts, c.ends, seg_of=lambda z: seg[z])
+    runs = segment_runs(c.bits, c.starts, c.ends, seg_of=zeros_by_stream(c.lengths, ones))
     M[:, cols["runs"]] = np.bincount(runs.seg, minlength=N)
     M[:, cols["L"]] = np.bincount(runs.seg, weights=runs.L, minlength=N)
     M[:, cols["L2"]] = np.bincount(runs.seg, weights=runs.L.astype(np.float64) ** 2, minlength=N)
