@@ -186,25 +186,29 @@ def depth_counts(runs: Runs, starts: np.ndarray, ends: np.ndarray, gamma: int) -
 
 def stream_totals(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """sum of x[lo[i]:hi[i]] per i (int64; 0 where lo >= hi), from one cumulative sum."""
-    cs = np.zeros(x.size + 1, dtype=np.int64)
-    np.cumsum(x, dtype=np.int64, out=cs[1:])
+    small = x.dtype in (np.uint8, np.bool_) and x.size * 255 < 2**31  # the running sum fits int32
+    dt = np.int32 if small else np.int64
+    cs = np.zeros(x.size + 1, dtype=dt)
+    np.cumsum(x, dtype=dt, out=cs[1:])
     lo_c = np.minimum(lo, x.size)
-    out: np.ndarray = np.where(hi > lo, cs[np.clip(hi, lo_c, x.size)] - cs[lo_c], 0)
+    out: np.ndarray = np.where(hi > lo, cs[np.clip(hi, lo_c, x.size)].astype(np.int64) - cs[lo_c], 0)
     return out
 
 
-def transition_counts(c: Concat, seg: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def transition_counts(c: Concat, seg: np.ndarray | None = None,
+                      ones: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per stream (n11, n1x, n01, n0x) as float64: pairs (a_t, a_{t+1}) inside the stream with
     a_t=1,a_{t+1}=1; a_t=1; a_t=0,a_{t+1}=1; a_t=0. From per-stream totals, no pass per pair kind:
 
         n11 = sum of a_t a_{t+1} over t = s..e-2;   n1x = ones - a_{e-1};   n01 = ones - a_s - n11;
         n0x = (n - 1) - n1x   (streams of n >= 1; all four are 0 for an empty stream).
 
-    `seg` is accepted for the callers that have c.seg and is not needed."""
+    `seg` is accepted for the callers that have c.seg and is not needed; `ones`: the ones per stream
+    (stream_totals of c.bits) when the caller has them."""
     bits, starts, ends = c.bits, c.starts, c.ends
     n = ends - starts
     some = n > 0
-    ones = stream_totals(bits, starts, ends)
+    ones = stream_totals(bits, starts, ends) if ones is None else ones
     pair = bits[:-1] & bits[1:] if bits.size else bits
     n11 = stream_totals(pair, starts, ends - 1)
     first = np.where(some, bits[np.minimum(starts, max(bits.size - 1, 0))] if bits.size else 0, 0)

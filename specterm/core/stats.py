@@ -265,7 +265,7 @@ def stream_sums(
     M[:, cols["ones"]] = ones
     M[:, cols["gate_ones"]] = n if gate_ones is None else gate_ones
     M[:, cols["gate_n"]] = n if gate_n is None else gate_n
-    n11, n1x, n01, n0x = transition_counts(c)
+    n11, n1x, n01, n0x = transition_counts(c, ones=ones)
     M[:, cols["n11"]], M[:, cols["n1x"]], M[:, cols["n01"]], M[:, cols["n0x"]] = n11, n1x, n01, n0x
     defined = (n1x > 0) & (n0x > 0)
     with np.errstate(divide="ignore", invalid="ignore"):

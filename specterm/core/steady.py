@@ -121,7 +121,7 @@ def steady_sums(a: Sequence[np.ndarray], gamma: int, shuffles: int = SHUFFLES, s
     ones = stream_totals(c.bits, c.starts, c.ends)
     M[:, cols["n"]] = c.lengths
     M[:, cols["ones"]] = ones
-    n11, n1x, n01, n0x = transition_counts(c)
+    n11, n1x, n01, n0x = transition_counts(c, ones=ones)
     M[:, cols["n11"]], M[:, cols["n1x"]], M[:, cols["n01"]], M[:, cols["n0x"]] = n11, n1x, n01, n0x
     defined = (n1x > 0) & (n0x > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
