@@ -171,10 +171,9 @@ class Shuffler:
         prev[1:] = z[:-1]
         prev[first] = c.starts[has] - 1
         L = z - prev - 1
-        L //= gp1
-        closed = np.zeros(m.size, dtype=np.int64)
-        if has.size:
-            closed[has] = np.add.reduceat(L, first)
+        long = np.flatnonzero(L >= gp1)  # floor(L / (g + 1)) > 0 only there (few runs at usual alpha and g)
+        owner = has[np.searchsorted(first, long, side="right") - 1]
+        closed = np.bincount(owner, weights=L[long] // gp1, minlength=m.size).astype(np.int64)
         last_zero = c.starts - 1
         last_zero[has] = z[first + m[has] - 1]
         out: np.ndarray = (closed + m + (-(-(c.ends - 1 - last_zero) // gp1))).astype(np.float64)
