@@ -120,12 +120,12 @@ def _stack(parts: list[st.StreamSums]) -> st.StreamSums:
     )
 
 
-def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -> SetReport:
+def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None], R: np.ndarray | None = None) -> SetReport:
     """Every number of one set from its sums matrix and bootstrap weights (see module docstring);
     policies, cost_ratio, position, sampling and decision_hw are filled by `analyse`."""
     cols, gamma, dg = sums.cols, sums.gamma, sums.depth_gamma
     c = sums.M.sum(axis=0)
-    R = W @ sums.M
+    R = W @ sums.M if R is None else R  # the resampled sums (B x K); `analyse` passes them once per set
 
     pending: list[tuple[Estimate, np.ndarray]] = []  # CIs filled in one percentile call (percentile_cis)
 
@@ -216,7 +216,7 @@ Hardware = tuple[CostCurve | None, list[Confirmation]]
 
 def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]], runs: list[Run],
                      hw: list[Hardware], sums: st.StreamSums, W: np.ndarray,
-                     unc: list[RunCostUncertainty], seed: int) -> DecisionHW:
+                     unc: list[RunCostUncertainty], seed: int, R: np.ndarray | None = None) -> DecisionHW:
     """hardware.decision_hw of a set from the cost curve of the run(s) its streams come from (streams
     of runs with different measured costs get no hardware decision: measured False), the refeed
     share phi(g) of its streams, its confirmed rows with their decision checks, and its uncertainty:
@@ -239,7 +239,7 @@ def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]
         lookup = dict(zip(common, phi_c.tolist()))
         phi = np.array([lookup.get(int(g), np.nan) for g in gammas])
     conf, confirmed = confirming(confs, name) if curve is not None or confs else (None, [])
-    R = W @ sums.M
+    R = W @ sums.M if R is None else R
     E_boot = np.stack([st.E_true(R, sums.cols, int(g)) for g in gammas.tolist()], axis=1) if R.shape[0] else None
     u = unc[idx[0]] if curve is not None else RunCostUncertainty()
     if conf is not None and curve is not None and name != POOLED:  # pooled rows mix corpora timed at different g
@@ -369,13 +369,14 @@ def _assemble(p: _Prepared, boot: int) -> Report:
     unc = [run_cost_uncertainty(run.meta, boot, seed) for run in runs]
     sets: dict[str, SetReport] = {}
     for name, (sums, W, members) in groups.items():
-        rep = set_report(sums, W, [run_r[i] for _, i in members])
+        R = W @ sums.M  # resampled once, read by set_report and the hardware decision
+        rep = set_report(sums, W, [run_r[i] for _, i in members], R)
         r = r_or_default(rep.r_measured)
         rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name])
         rep.cost_ratio = cost_ratio_optimum(rep, r, ridge=DEFAULT_RIDGE)
         rep.position = position_report(p.positions[name], W, resampled_position[name])
         rep.sampling = sampling_report(p.samplings[name], W, resampled_sampling[name])
-        rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed)
+        rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed, R)
         rep.steady_state = steady_report(p.steadies[name], W)
         sets[name] = rep
 
