@@ -6,6 +6,14 @@ behind the report's `decision_hw` key and `specterm confirm`'s choice of g. Pure
 
 (formulas in core/costmodel.py). The refeed model adds phi(g) (c_draft2 - c_draft)+ per block and is
 shown beside S_hw, never instead of it.
+
+Engine block cost: when the run's costs carry an engine's per-block term (llama.cpp's draft-simple
+speculator: a (g+1)-token draft forward per block, c_draft_fwd(g); CostCurve.c_draft_fwd), every number
+of the decision uses the engine's block c_verify(g) + g c_draft + c_draft_fwd(g) instead of SPEC 6's
+c_verify(g) + g c_draft: S_hw and g_hw, the CI replicates, the i.i.d. column, the break-even v* =
+E - (g c_draft + c_draft_fwd(g)) / c_decode, and the verdict names the term. SPEC 6's block is the
+cost of a decoder whose draft advances one token per step; the decision is for the decoder the
+run's engine really runs. Torch runs have no such term and their numbers are SPEC 6's exactly.
 """
 
 from __future__ import annotations
@@ -113,20 +121,22 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         return out
     grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
     c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
+    c_fwd = curve.draft_fwd_on(grid)  # the engine's per-block term (None: SPEC 6's block)
     E_t = _on_grid(gammas, E_t_all, grid)
-    S_true = costmodel.speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid)
+    S_true = costmodel.speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid, c_draft_fwd=c_fwd)
     g_hw, s_hw = _best(S_true, grid)
     g_rf = s_rf = s_rf_at = None
     S_refeed = np.full(grid.shape, np.nan)
     if phi_all is not None:
         S_refeed = costmodel.speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid,
-                                        _on_grid(gammas, phi_all, grid), curve.refeed_extra)
+                                        _on_grid(gammas, phi_all, grid), curve.refeed_extra, c_fwd)
         g_rf, s_rf = _best(S_refeed, grid)
         s_rf_at = None if g_hw is None else float(S_refeed[np.flatnonzero(grid == g_hw)[0]])
     g_ihw = s_ihw = s_true_at = None
     S_iid = np.full(grid.shape, np.nan)
     if E_i_all is not None:
-        S_iid = costmodel.speedup_hw(_on_grid(gammas, E_i_all, grid), curve.c_decode, c_ver, curve.c_draft, grid)
+        S_iid = costmodel.speedup_hw(_on_grid(gammas, E_i_all, grid), curve.c_decode, c_ver, curve.c_draft, grid,
+                                     c_draft_fwd=c_fwd)
         g_ihw, s_ihw = _best(S_iid, grid)
         s_true_at = None if g_ihw is None else float(S_true[np.flatnonzero(grid == g_ihw)[0]])
     ci_hw: list[float | None] = [None, None]
@@ -135,7 +145,8 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         n = min(E_b.shape[0], reps.c_decode.size)
         j = int(np.flatnonzero(gammas == g_hw)[0])
         k = int(np.flatnonzero(reps.gammas == g_hw)[0])
-        S_rep = costmodel.speedup_hw(E_b[:n, j], reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g_hw)
+        S_rep = costmodel.speedup_hw(E_b[:n, j], reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g_hw,
+                                     c_draft_fwd=reps.draft_fwd_col(k, n))
         ci_hw = _ci(S_rep)
         if g_mb is not None:
             jm = int(np.flatnonzero(gammas == g_mb)[0])
@@ -147,11 +158,13 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         verdict = f"no positions in this set: nothing to decide; {mb_text}"
     else:
         E_at = float(E_t[np.flatnonzero(grid == g_hw)[0]])
-        v_star = float(costmodel.break_even_verify(E_at, curve.c_draft, curve.c_decode, g_hw))
+        v_star = float(costmodel.break_even_verify(E_at, curve.c_draft, curve.c_decode, g_hw, curve.draft_fwd_at(g_hw)))
         steps = curve.verify_at(g_hw) / curve.c_decode
         verdict = verdict_text(kind, g_hw, float(s_hw), ci_hw) + (
             f"; speculation at g = {g_hw} pays when a verify of {g_hw + 1} tokens costs less than "
             f"v* = {v_star:.2f} decode steps (measured here: {steps:.2f})")
+        if curve.c_draft_fwd is not None:
+            verdict += f"; block cost {curve.block_term_text()}"
         if s_rf is not None and (s_rf > 1.0) != (s_hw > 1.0):
             verdict += f" (with the 2-token draft step: {s_rf:.2f}x at g = {g_rf})"
     out.speedup_hw_ci, out.speedup_mb_ci, out.verdict_kind = _plain(ci_hw), _plain(ci_mb), kind
@@ -265,5 +278,8 @@ def q3_costs(curve: CostCurve | None) -> dict[str, Any] | None:
     """The measured costs in economics.speedup_factor's shape (the robust curve), or None."""
     if curve is None:
         return None
-    return {"c_decode": curve.c_decode, "c_draft": curve.c_draft,
-            "c_verify": {int(g): float(c) for g, c in zip(curve.gammas, curve.c_verify)}}
+    out: dict[str, Any] = {"c_decode": curve.c_decode, "c_draft": curve.c_draft,
+                           "c_verify": {int(g): float(c) for g, c in zip(curve.gammas, curve.c_verify)}}
+    if curve.c_draft_fwd is not None:
+        out["c_draft_fwd"] = {int(g): float(c) for g, c in zip(curve.gammas, curve.c_draft_fwd)}
+    return out
