@@ -121,7 +121,8 @@ def confirm_cmd(
     run: Path = typer.Argument(
         ..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
     per_corpus: int = typer.Option(2, "--per-corpus", "-k", help="Prompts per corpus (the first ones of the run whose gate held)."),
-    gamma: List[int] = typer.Option([], "--gamma", "-g", help="Also time this draft length (repeatable); g_hw and g_iid are always timed."),
+    gamma: List[int] = typer.Option([], "--gamma", "-g", help=("Also time this draft length (repeatable); g_hw and g_iid are always timed "
+                                                                   "(--engine llama.cpp: g = 1, 4, 8 and the run's g_hw).")),
     corpus: Optional[str] = typer.Option(None, "--corpus", "-c", help="Only these corpora of the run, comma-separated. Default: all."),
     device: Optional[str] = typer.Option(None, "--device", help="auto|cpu|cuda|mps (default: the run's device)."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="float32|bfloat16|float16 (default: the run's dtype)."),
