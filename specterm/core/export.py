@@ -317,7 +317,8 @@ def confirmation_table(report: Report) -> Table | None:
             drift = c.cost_drift_pct or {}
             dr = (MISSING if not drift else
                   f"{fmt(drift.get('c_decode'), 0, sign=True)}, {fmt(drift.get('c_verify'), 0, sign=True)}, "
-                  f"{fmt(drift.get('c_draft'), 0, sign=True)}")
+                  f"{fmt(drift.get('c_draft'), 0, sign=True)}"
+                  + (f", draft fwd {fmt(drift['c_draft_fwd'], 0, sign=True)}" if "c_draft_fwd" in drift else ""))
             ctx = f"{fmt(c.timed_context, 0)} / {fmt(c.cost_context, 0)} (run {fmt(c.run_cost_context, 0)})"
             yes = {True: "yes", False: "no", None: MISSING}
             rows.append([name, str(c.gamma), str(c.prompts), _x(c.realized), fmt(c.ratio, 2),
