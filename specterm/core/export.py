@@ -297,8 +297,18 @@ def batch_table(report: Report) -> Table | None:
         roof = d.roofline_reference or {}
         ref = MISSING if not roof else f"{fmt(roof.get('B_star'), 0)} ({roof.get('preset')}, g={roof.get('gamma')})"
         rows.append([name, *cells, d.batch_crossover_text or MISSING if d.batch_crossover is None else str(d.batch_crossover), ref])
+    fits = [s.decision_hw.batch_fit for _, s in report.ordered_sets() if s.decision_hw and s.decision_hw.batch_fit]
     return ("S_hw by batch on this device: S_hw(g, B) = E c_decode(B) / (c_verify(g, B) + g c_draft(B)); "
-            "B_hw = largest measured B whose CI lies above 1", head, rows)
+            "B_hw = largest measured B whose CI lies above 1" + (_batch_fit_note(fits[0]) if fits else ""), head, rows)
+
+
+def _batch_fit_note(fit: dict[str, Any]) -> str:
+    """How c_verify(g, B) was filled in, its error on the held-back points and the measurement's wall time."""
+    held = ", ".join(f"B={h['batch']} g={h['gamma']} {h['error_pct']:+.1f}%" for h in fit.get("held_back") or [])
+    wall = fit.get("whole_wall_s") or fit.get("wall_s")
+    return ("; c_verify(g, B) interpolated in tokens per forward B (g+1) between timed forwards"
+            + (f" (error at held-back points: {held})" if held else "")
+            + (f"; cost measurement {fmt(wall, 0)} s wall" if isinstance(wall, (int, float)) else ""))
 
 
 def confirmation_table(report: Report) -> Table | None:

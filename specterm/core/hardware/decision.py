@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from specterm.core import costmodel
 from specterm.core.bootstrap import percentile_ci
 from specterm.core.estimate import num
-from specterm.core.hardware.batch import BatchCosts
+from specterm.core.hardware.batch import FORMULA, BatchCosts
 from specterm.core.hardware.curve import CostCurve, CostReplicates
 from specterm.core.optimum import best_gamma
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR
@@ -271,6 +271,7 @@ def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Ar
     out.by_batch, out.batch_crossover, out.roofline_reference = _plain(rows), crossover, _plain(roofline)
     out.batch_crossover_text = NEVER if crossover is None else f"speculation pays up to batch {crossover}"
     out.batch_fit = _plain({"held_back": batch.held_back, "fit_rms_rel": batch.fit_rms_rel, "wall_s": batch.wall_s,
+                            "whole_wall_s": batch.whole_wall_s, "method": FORMULA,
                             "clock": batch.clock, "context": batch.context})
 
 
