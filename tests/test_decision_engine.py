@@ -65,6 +65,7 @@ def test_engine_block_cost_moves_the_decision_by_hand():
     assert d.gamma_hw == 1 and d.speedup_hw == pytest.approx(0.9 / 0.8)
     assert d.curve_hw["S_true"] == pytest.approx([0.9 / 0.8, 1.5 / 1.35, 1.55 / 1.7, 1.575 / 2.05])
     assert d.curve_hw["S_iid"] == pytest.approx(d.curve_hw["S_true"])  # E_iid := E here: same block cost
+    assert d.curve_hw["c_draft_fwd"] == pytest.approx(FWD) and "c_draft_fwd" not in spec6.curve_hw
     # v* = E(1) - (1 * c_draft + c_draft_fwd(1)) / c_decode = 1.8 - 0.2 / 0.5 = 1.4; c_verify(1) / c_decode = 1.2
     assert d.break_even_verify == pytest.approx(1.4) and d.verify_steps == pytest.approx(1.2)
     assert "v* = 1.40 decode steps (measured here: 1.20)" in d.verdict

@@ -177,6 +177,8 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
     out.clock = curve.clock
     out.curve_hw = {"gamma": grid.tolist(), "S_true": _plain(S_true), "S_iid": _plain(S_iid),
                     "S_true_refeed": _plain(S_refeed)}
+    if c_fwd is not None:  # the engine's per-block term the block cost includes (absent for torch runs)
+        out.curve_hw["c_draft_fwd"] = _plain(c_fwd)
     return out
 
 
