@@ -213,3 +213,42 @@ def test_an_old_llamacpp_record_still_loads(tmp_path):
     row = analyse(load_runs([path]), boot=50, shuffles=0).sets["code"].decision_hw.confirmed_at(4)
     assert row is not None and row.timed_context is None and row.cost_context is None
     assert row.decision_predicted.value is not None  # the check itself needs only prompts, spec and tokens
+
+
+# ------------------------------------------------------------------------ by batch (llama.cpp) ---
+
+def test_by_batch_uses_the_engine_block_by_hand():
+    """Batch costs with draft forwards "draft_fwd:B:m" (llama.cpp): c_draft_fwd(g, B) = f_d(B (g + 1)), here
+    linear in N so the fit is exact, and S_hw(g, B) = E c_decode(B) / (c_verify(g, B) + g c_draft(B) +
+    c_draft_fwd(g, B)), its CI a point with constant samples."""
+    from specterm.core.hardware.batch import batch_costs
+
+    batches, fit_m = (1, 2, 4, 8), (1, 3, 9)
+    a, c = 0.3, 0.01          # target: c(B, m) = a + c B m
+    a_d, c_d = 0.02, 0.004    # engine draft forward: a_d + c_d B m
+    samples = {f"target:{B}:{m}": [a + c * B * m] * 3 for B in batches for m in fit_m}
+    samples.update({f"draft:{B}": [0.05 + 0.01 * B] * 3 for B in batches})
+    samples.update({f"draft_fwd:{B}:{m}": [a_d + c_d * B * m] * 3 for B in batches for m in (3, 9)})
+    samples["draft_fwd:1:2"] = [a_d + c_d * 2] * 3  # the smallest N of the grid (B = 1, g = 1)
+    rec = {"batches": list(batches), "fit_m": list(fit_m), "held_back": [], "context": 100, "samples_s": samples,
+           "decision_clock": "wall"}
+    bc = batch_costs(rec)
+    B = np.array(batches, dtype=float)[:, None]
+    g = np.arange(1, 9, dtype=float)[None, :]
+    assert bc.c_draft_fwd == pytest.approx(a_d + c_d * B * (g + 1))
+    E = np.array([1.9, 2.7, 3.3, 3.8, 4.1, 4.3, 4.45, 4.55])
+    gam = np.arange(1, 9)
+    curve = cost_curve({"c_decode_s": 0.31, "c_draft_s": 0.06, "c_verify_s": {str(x): 0.3 + 0.01 * (x + 1) for x in gam}})
+    reps = bc.replicates(rec, 50, 0)
+    d = decision_hw(gam, E, None, curve, E_boot=np.tile(E, (50, 1)), batch=bc, batch_reps=reps,
+                    batch_fwd_reps=bc.draft_fwd_replicates(rec, 50, 0))
+    rows = {r["batch"]: r for r in d.by_batch}
+    for b in batches:
+        S = E * (a + c * b) / (a + c * b * (gam + 1) + gam * (0.05 + 0.01 * b) + a_d + c_d * b * (gam + 1))
+        S_spec6 = E * (a + c * b) / (a + c * b * (gam + 1) + gam * (0.05 + 0.01 * b))
+        assert rows[b]["gamma_hw"] == int(gam[np.argmax(S)])
+        assert rows[b]["speedup_hw"]["value"] == pytest.approx(S.max()) and S.max() < S_spec6.max()
+        assert rows[b]["speedup_hw"]["ci"] == pytest.approx([S.max(), S.max()])
+    assert "engine_term" in d.batch_fit
+    torch_like = batch_costs({**rec, "samples_s": {k: v for k, v in samples.items() if not k.startswith("draft_fwd")}})
+    assert torch_like.c_draft_fwd is None and bc.draft_fwd_replicates(rec, 5, 0) is not None

@@ -212,7 +212,7 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
 
     rec = confirm_llamacpp(LlamaConfirmConfig(run=tmp_path / "run", per_corpus=1, max_new_tokens=20, threads=1,
                                               cost_repeats=1, cost_gammas=(1, 2), target=str(path), draft=str(path),
-                                              llama_bin=bin_dir))
+                                              llama_bin=bin_dir, batch_costs=True))
     timed = {int(g) for g in rec["prompts"][0]["spec"]}
     assert {1, 4, 8, g_decision} <= timed and rec["choices"]["code"]["gamma_decision"] == g_decision
     assert rec["cost_context"] == rec["context_timed"] and rec["prompts"][0]["context"] == pytest.approx(
@@ -228,8 +228,25 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
         assert r["tokens_per_call"] == pytest.approx(r["tokens_per_call_walk"])
     checks = {(c["corpus"], c["gamma"]): c for c in rec["decision_checks"]}
     assert set(checks) == {(r["corpus"], r["gamma"]) for r in rec["results"]}
-    rows = analyse(load_runs([tmp_path / "run"]), boot=100, shuffles=0).sets["code"].decision_hw.confirmed
+    rep = analyse(load_runs([tmp_path / "run"]), boot=100, shuffles=0)
+    rows = rep.sets["code"].decision_hw.confirmed
     assert {row.gamma for row in rows} == timed
+    # --batch-costs: llama.cpp's costs by batch (contexts of n_seq_max = B) stored as the run's, with the
+    # draft-simple forward by batch; the by-batch table uses the engine's block, checked by hand
+    from specterm.core.hardware.batch import batch_costs
+
+    stored = load_run(tmp_path / "run").meta["batch_cost"]
+    assert stored["engine"] == "llama.cpp" and any(k.startswith("draft_fwd:8:") for k in stored["samples_cpu_s"])
+    bc = batch_costs(stored)
+    assert bc is not None and bc.c_draft_fwd is not None
+    d = rep.sets["code"].decision_hw
+    assert [r["batch"] for r in d.by_batch] == [1, 2, 4, 8]
+    for i, r in enumerate(d.by_batch):
+        g = r["gamma_hw"]
+        j = g - 1
+        hand = (rep.sets["code"].curve.at("E_true", g) * bc.c_decode[i]
+                / (bc.c_verify[i, j] + g * bc.c_draft[i] + bc.c_draft_fwd[i, j]))
+        assert r["speedup_hw"]["value"] == pytest.approx(hand)
     for row in rows:
         assert row.decision_predicted is not None and row.decision_predicted.value is not None
         assert row.timed_context == pytest.approx(rec["prompts"][0]["context"])

@@ -302,6 +302,10 @@ def batch_table(report: Report) -> Table | None:
         ref = MISSING if not roof else f"{fmt(roof.get('B_star'), 0)} ({roof.get('preset')}, g={roof.get('gamma')})"
         rows.append([name, *cells, d.batch_crossover_text or MISSING if d.batch_crossover is None else str(d.batch_crossover), ref])
     fits = [s.decision_hw.batch_fit for _, s in report.ordered_sets() if s.decision_hw and s.decision_hw.batch_fit]
+    if fits and "engine_term" in fits[0]:
+        return ("S_hw by batch on this device: S_hw(g, B) = E c_decode(B) / (c_verify(g, B) + g c_draft(B) + "
+                "c_draft_fwd(g, B)), the engine's block; B_hw = largest measured B whose CI lies above 1"
+                + _batch_fit_note(fits[0]), head, rows)
     return ("S_hw by batch on this device: S_hw(g, B) = E c_decode(B) / (c_verify(g, B) + g c_draft(B)); "
             "B_hw = largest measured B whose CI lies above 1" + (_batch_fit_note(fits[0]) if fits else ""), head, rows)
 

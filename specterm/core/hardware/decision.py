@@ -60,7 +60,8 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
                 confirmed: Sequence[ConfirmedRow | dict[str, Any]] = (), note: str | None = None,
                 E_boot: ArrayLike | None = None, reps: CostReplicates | None = None,
                 batch: BatchCosts | None = None,
-                batch_reps: tuple[Array, Array, Array] | None = None) -> DecisionHW:
+                batch_reps: tuple[Array, Array, Array] | None = None,
+                batch_fwd_reps: Array | None = None) -> DecisionHW:
     """SPEC 7 `decision_hw` of one set (report.DecisionHW) from its E curves (over `gammas`) and the
     run's robust cost curve; undefined numbers are None.
 
@@ -81,7 +82,9 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
     the verdict says so; its kind then follows the point estimate.
     Batch (SPEC 6 "Batch"): with `batch` (the run's costs by batch, BatchCosts) and its replicates,
     by_batch lists S_hw(g_hw(B), B) with its CI per measured B (g over batch.gammas), and
-    batch_crossover is the largest B whose CI lies above 1 (None: "never on this device").
+    batch_crossover is the largest B whose CI lies above 1 (None: "never on this device"). With an
+    engine term by batch (batch.c_draft_fwd, its replicates batch_fwd_reps) the block by batch is the
+    engine's: c_verify(g, B) + g c_draft(B) + c_draft_fwd(g, B).
     """
     gammas = np.asarray(gammas, dtype=np.int64)
     order = np.argsort(gammas, kind="stable")
@@ -170,7 +173,7 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
     out.speedup_hw_ci, out.speedup_mb_ci, out.verdict_kind = _plain(ci_hw), _plain(ci_mb), kind
     out.break_even_verify, out.verify_steps, out.cost_context = num(v_star), num(steps), curve.context
     if batch is not None and E_boot is not None:
-        _set_batch(out, gammas, E_t_all, E_b, batch, batch_reps, g_hw)
+        _set_batch(out, gammas, E_t_all, E_b, batch, batch_reps, g_hw, batch_fwd_reps)
     out.gamma_hw, out.speedup_hw, out.verdict, out.speculate = g_hw, num(s_hw), verdict, speculate
     out.gamma_iid_hw, out.speedup_iid_hw, out.speedup_true_at_gamma_iid_hw = g_ihw, num(s_ihw), num(s_true_at)
     out.gamma_hw_refeed, out.speedup_hw_refeed, out.speedup_refeed_at_gamma_hw = g_rf, num(s_rf), num(s_rf_at)
@@ -243,7 +246,8 @@ def verdict_text(kind: str | None, g: int, S: float, ci: Sequence[float | None])
 
 
 def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Array | None, batch: BatchCosts,
-               batch_reps: tuple[Array, Array, Array] | None, g_hw1: int | None) -> None:
+               batch_reps: tuple[Array, Array, Array] | None, g_hw1: int | None,
+               fwd_reps: Array | None = None) -> None:
     """Sets out's by_batch rows, the measured crossover B_hw and the roofline reference (see decision_hw)."""
     present = set(gammas.tolist())
     bg = np.array([g for g in batch.gammas.tolist() if g in present], dtype=np.int64)
@@ -252,7 +256,9 @@ def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Ar
     rows: list[dict[str, Any]] = []
     crossover = None
     for i, B in enumerate(batch.batches.tolist()):
-        S = costmodel.speedup_hw(E_all[cols], batch.c_decode[i], batch.c_verify[i, jj], batch.c_draft[i], bg)
+        fwd = None if batch.c_draft_fwd is None else batch.c_draft_fwd[i, jj]
+        S = costmodel.speedup_hw(E_all[cols], batch.c_decode[i], batch.c_verify[i, jj], batch.c_draft[i], bg,
+                                 c_draft_fwd=fwd)
         g_b, s_b = _best(S, bg)
         ci: list[float | None] = [None, None]
         if g_b is not None and E_b is not None and batch_reps is not None and E_b.shape[0]:
@@ -260,7 +266,9 @@ def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Ar
             n = min(E_b.shape[0], dec.shape[0])
             j = int(np.flatnonzero(gammas == g_b)[0])
             k = int(np.flatnonzero(batch.gammas == g_b)[0])
-            ci = _ci(costmodel.speedup_hw(E_b[:n, j], dec[:n, i], ver[:n, i, k], dra[:n, i], g_b))
+            fwd_b = (None if batch.c_draft_fwd is None else
+                     fwd_reps[:n, i, k] if fwd_reps is not None else batch.c_draft_fwd[i, k])
+            ci = _ci(costmodel.speedup_hw(E_b[:n, j], dec[:n, i], ver[:n, i, k], dra[:n, i], g_b, c_draft_fwd=fwd_b))
         rows.append({"batch": int(B), "gamma_hw": g_b, "speedup_hw": {"value": s_b, "ci": ci},
                      "c_decode": float(batch.c_decode[i]), "c_draft": float(batch.c_draft[i])})
         if ci[0] is not None and ci[0] > 1.0:
@@ -274,7 +282,9 @@ def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Ar
     out.batch_crossover_text = NEVER if crossover is None else f"speculation pays up to batch {crossover}"
     out.batch_fit = _plain({"held_back": batch.held_back, "fit_rms_rel": batch.fit_rms_rel, "wall_s": batch.wall_s,
                             "whole_wall_s": batch.whole_wall_s, "method": FORMULA,
-                            "clock": batch.clock, "context": batch.context})
+                            "clock": batch.clock, "context": batch.context,
+                            **({} if batch.c_draft_fwd is None else
+                               {"engine_term": "c_draft_fwd(g, B): the engine's per-block draft forward, fitted like c_verify"})})
 
 
 def q3_costs(curve: CostCurve | None) -> dict[str, Any] | None:

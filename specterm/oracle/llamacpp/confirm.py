@@ -10,7 +10,10 @@ speedup predicted for it? (SPEC 6, Confirmation, in the engine people deploy.)
    beside the block walk, issue 22) and the run's decision g_hw (decision_hw with the run's stored
    costs and the corpus's E_true: SPEC 6 "g_hw of the corpus is always timed"), plus every --gamma;
    the cost curve is timed at every one of them. This session's own choices (g_hw, g_iid from
-   decision_hw with this session's costs) are recorded in "choices", not timed.
+   decision_hw with this session's costs) are recorded in "choices", not timed. With --batch-costs,
+   the costs by batch are measured after the cost rounds (llamacpp/costs.measure_batch_costs: contexts
+   of n_seq_max = B, the B = 1 column reused from the rounds) and stored as the run's, so the report's
+   by-batch table appears for the llama.cpp run.
 4. Per prompt, methods alternating (order reversed every other prompt):
    - plain greedy: llama.cpp decoding through the binding, the prompt but its last token prefilled
      untimed, then n 1-token decodes with an argmax each (timed: what llama-speculative-simple's
@@ -90,6 +93,7 @@ class LlamaConfirmConfig:
     llama_src: Path | None = None
     build_jobs: int = 1
     keep_logs: Path | None = None  # directory to copy every speculative -v log into
+    batch_costs: bool = False      # also measure the costs by batch (B = 1, 2, 4, 8) and store them as the run's
 
 
 def greedy_timed(model: LM.GGUFModel, ids: list[int], n: int, eog: set[int]) -> tuple[list[int], list[float], float]:
@@ -271,6 +275,14 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
 
     cost = session_cost()
     curve = cost_curve(cost)
+    batch_record = None
+    if config.batch_costs:
+        from specterm.oracle.llamacpp.costs import measure_batch_costs, reused_b1_llamacpp
+
+        report(Progress("cost", f"measuring llama.cpp costs by batch at context {ctx_len}"))
+        batch_record = measure_batch_costs(target, draft, ctx, reuse=reused_b1_llamacpp(cost), on_measure=on_measure,
+                                           cancel=cancel)
+        batch_record["measured_at"] = new_meta("")["created"]
     by_corpus = corpus_E(run.streams, cost_gammas)
     choices: dict[str, dict[str, Any]] = {}
     for name in sorted({it["stream"].corpus for it in items}):
@@ -321,11 +333,11 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
     run_speculative(speculative_command(exe, t_path, d_path, first["stream"].prompt,
                                         choices[first["stream"].corpus]["gammas"][0], 2, config.threads, n_ctx))
     return _time(config, items, choices, E_table, record, index, sampler, session_cost, target, draft, eog, exe,
-                 t_path, d_path, n_ctx, run_dir, report, cancel, t_start)
+                 t_path, d_path, n_ctx, run_dir, report, cancel, t_start, batch_record)
 
 
 def _time(config, items, choices, E_table, record, index, sampler, session_cost, target, draft, eog, exe, t_path,
-          d_path, n_ctx, run_dir, report, cancel, t_start) -> dict[str, Any]:
+          d_path, n_ctx, run_dir, report, cancel, t_start, batch_record=None) -> dict[str, Any]:
     from specterm.oracle.confirm import decision_checks, write_confirmation
 
     total = sum(1 + len(choices[it["stream"].corpus]["gammas"]) for it in items)
@@ -392,7 +404,9 @@ def _time(config, items, choices, E_table, record, index, sampler, session_cost,
     record["complete"] = True
     record["load_avg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     record["seconds"] = time.perf_counter() - t_start
-    write_confirmation(run_dir, record, index)
+    if batch_record is not None:
+        record["batch_costs_measured"] = True
+    write_confirmation(run_dir, record, index, None, batch_record)
     report(Progress("done", f"llama.cpp confirmation of {len(items)} prompt(s) appended to {run_dir / 'run.json'}"))
     return record
 
@@ -427,7 +441,7 @@ def results(prompt_rows: list[dict[str, Any]], cost: dict[str, Any], E_table) ->
 def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str | None,
                     max_new_tokens: int | None, threads: int | None, repeats: int, target: str | None = None,
                     draft: str | None = None, llama_bin: Path | None = None, llama_src: Path | None = None,
-                    keep_logs: Path | None = None, cost_max_gamma: int = 16) -> None:
+                    keep_logs: Path | None = None, cost_max_gamma: int = 16, batch_costs: bool = False) -> None:
     """CLI glue (headless progress); Ctrl-C keeps finished prompts."""
     import sys
 
@@ -444,7 +458,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
                                 corpora=tuple(c.strip() for c in corpus.split(",")) if corpus else None,
                                 max_new_tokens=max_new_tokens, threads=1 if threads is None else threads,
                                 cost_repeats=repeats, target=target, draft=draft, llama_bin=llama_bin,
-                                llama_src=llama_src, keep_logs=keep_logs,
+                                llama_src=llama_src, keep_logs=keep_logs, batch_costs=batch_costs,
                                 cost_gammas=tuple(range(1, cost_max_gamma + 1)))
     on_progress, ctx, log = headless_progress()
     try:
