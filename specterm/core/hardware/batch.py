@@ -23,6 +23,11 @@ cost is not linear in N at small N (weight reads dominate until compute catches 
 Held-back grid points, timed but not fitted, measure the interpolation's error (`held_back` rows:
 measured median, interpolated value, error in %).
 
+An engine's per-block draft term (llama.cpp's draft-simple: one (g+1)-token-per-row draft forward
+per block, costmodel) is measured beside as "draft_fwd:B:m" (m >= 2 tokens per row, last row's
+logits) and gets the same fit on its own: c_draft_fwd(g, B) = f_d(B (g + 1)), f_d the non-decreasing
+fit over the draft forwards' tokens per forward (`BatchCosts.c_draft_fwd`, None for torch records).
+
 Uncertainty: a replicate resamples each quantity's stored samples (with replacement), takes their
 medians and refits (isotonic in closed form, vectorised over replicates: `isotonic_rows`).
 """
@@ -112,6 +117,8 @@ class BatchCosts:
     fit_rms_rel: float | None = None   # RMS relative residual of the fitted points (pooled medians vs f)
     points: list[tuple[int, int]] = field(default_factory=list)  # the (B, m) fitted
     whole_wall_s: float | None = None  # g-curve rounds + batch grid (None: not recorded)
+    c_draft_fwd: Array | None = None   # (nB, nG): the engine's per-block draft forward (None: torch)
+    fwd_points: list[tuple[int, int]] = field(default_factory=list)  # the (B, m) of the draft forwards fitted
 
     def grid_tokens(self) -> Array:
         """N = B (g + 1) for every (batch, gamma) of the grid, shape (nB * nG,)."""
@@ -137,6 +144,20 @@ class BatchCosts:
         ver = interpolate(knots, fitted, self.grid_tokens()).reshape(n, self.batches.size, self.gammas.size)
         return dec, ver, dra
 
+    def draft_fwd_replicates(self, record: dict[str, Any], n: int, seed: int) -> Array | None:
+        """c_draft_fwd(g, B) replicates (n, nB, nG): the draft forwards' samples resampled, medians, refitted;
+        None without the engine term."""
+        if self.c_draft_fwd is None:
+            return None
+        samples = _samples(record, self.clock)
+        rng = np.random.default_rng(seed)
+        c = np.stack([np.median(np.asarray(samples[f"draft_fwd:{B}:{m}"], dtype=np.float64)[
+            rng.integers(0, len(samples[f"draft_fwd:{B}:{m}"]), size=(n, len(samples[f"draft_fwd:{B}:{m}"])))], axis=1)
+            for B, m in self.fwd_points], axis=1)
+        knots, fitted = fit_tokens(self.fwd_points, c)
+        out: Array = interpolate(knots, fitted, self.grid_tokens()).reshape(n, self.batches.size, self.gammas.size)
+        return out
+
 
 def _samples(record: dict[str, Any], clock: str) -> dict[str, list[float]]:
     samples = record.get("samples_cpu_s" if clock == "cpu" else "samples_s")
@@ -156,6 +177,17 @@ def _fit_points(record: dict[str, Any], samples: dict[str, Any]) -> list[tuple[i
             B, m = int(parts[1]), int(parts[2])
             if B in batches and B * m >= 2 and (B, m) not in held:
                 pts.add((B, m))
+    return sorted(pts)
+
+
+def _fwd_points(record: dict[str, Any], samples: dict[str, Any]) -> list[tuple[int, int]]:
+    """Every timed engine draft forward "draft_fwd:B:m" of the grid's batches (m >= 2)."""
+    batches = {int(b) for b in record["batches"]}
+    pts = set()
+    for key in samples:
+        parts = key.split(":")
+        if len(parts) == 3 and parts[0] == "draft_fwd" and int(parts[1]) in batches and int(parts[2]) >= 2:
+            pts.add((int(parts[1]), int(parts[2])))
     return sorted(pts)
 
 
@@ -204,4 +236,12 @@ def batch_costs(record: dict[str, Any] | None) -> BatchCosts | None:
         wall_s=float(wall) if isinstance(wall, (int, float)) else None, fit_rms_rel=rms_rel, points=pts,
         whole_wall_s=float(whole) if isinstance(whole, (int, float)) else None)
     c_verify = interpolate(knots, fitted, out.grid_tokens()).reshape(batches.size, out.gammas.size)
-    return BatchCosts(**{**out.__dict__, "c_verify": c_verify})
+    fwd_pts = _fwd_points(record, samples)
+    c_fwd = None
+    if fwd_pts:
+        if len({B * m for B, m in fwd_pts}) < 2:
+            raise SpectermError("the run's batch cost record needs draft forwards of two sizes to fit c_draft_fwd(g, B); "
+                                "re-measure with `specterm confirm --engine llama.cpp --batch-costs`.")
+        kf, ff = fit_tokens(fwd_pts, np.array([_median(samples.get(f"draft_fwd:{B}:{m}")) for B, m in fwd_pts]))
+        c_fwd = interpolate(kf, ff, out.grid_tokens()).reshape(batches.size, out.gammas.size)
+    return BatchCosts(**{**out.__dict__, "c_verify": c_verify, "c_draft_fwd": c_fwd, "fwd_points": fwd_pts})
