@@ -7,11 +7,14 @@ open and the no-argument form start the Textual app (specterm.app.make_app).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from specterm.core.params import BOOT, GAMMA_DEFAULT, GAMMA_MAX, SEED, SHUFFLES
+
+if TYPE_CHECKING:
+    from specterm.core.store import Run
 
 app = typer.Typer(
     name="specterm",
@@ -330,15 +333,18 @@ def repair_cmd(
 
 
 def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES,
-             use_cache: bool = True) -> None:
-    """Check the run directories (one clear sentence if one is wrong), then start the app on them."""
+             use_cache: bool = True, loaded: "Optional[list[Run]]" = None) -> None:
+    """Check the run directories (one clear sentence if one is wrong), then start the app on them.
+    `loaded`: the runs already loaded from `runs` (the no-argument form), so the app does not load
+    them again."""
     from specterm.core.store import read_meta
 
-    for path in runs:
-        read_meta(path)
+    if loaded is None:
+        for path in runs:
+            read_meta(path)
     from specterm.app import make_app
 
-    tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=use_cache)
+    tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=use_cache, loaded=loaded)
     tui.run()
     if tui.return_code:  # Textual printed the traceback of an unhandled exception: the shell sees the failure
         raise SystemExit(tui.return_code)
@@ -362,7 +368,7 @@ def no_command(ctx: typer.Context) -> None:
         warn(f"skipped {problem}")
     if not runs:
         fail("no run in ./streams could be read (see the warnings above); fix them with `specterm repair RUN` or re-create them.")
-    open_tui([r.path for r in runs])
+    open_tui([r.path for r in runs], loaded=runs)  # loaded once: the app's worker takes them as they are
 
 
 @app.command("open")

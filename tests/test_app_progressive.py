@@ -43,18 +43,25 @@ def point_first_app(paths, **kw):
 
 
 class Gate:
-    """Holds the bootstrap (analyse with boot > 0) of the runs named in `hold` until released."""
+    """Holds the bootstrap of the runs named in `hold` until released: an analyse call with boot > 0
+    hands over its point estimates (on_point) and then waits, before its bootstrap phase. `calls`
+    records each call's (run names, boot, whether on_point was given)."""
 
     def __init__(self, monkeypatch, hold: set[str]) -> None:
         self.hold, self.calls = hold, []
         self.released = threading.Event()
         real = analysis.analyse
 
-        def gated(runs, **kw):
-            self.calls.append(([r.name for r in runs], kw.get("boot")))
+        def gated(runs, *, on_point=None, **kw):
+            self.calls.append(([r.name for r in runs], kw.get("boot"), on_point is not None))
             if kw.get("boot", 0) > 0 and {r.name for r in runs} & self.hold:
-                self.released.wait(30)
-            return real(runs, **kw)
+                def held(point):
+                    if on_point is not None:
+                        on_point(point)
+                    self.released.wait(30)
+
+                return real(runs, on_point=held, **kw)
+            return real(runs, on_point=on_point, **kw)
 
         monkeypatch.setattr(analysis, "analyse", gated)
 
@@ -117,6 +124,7 @@ async def test_point_estimates_paint_first_then_cis(tmp_path, monkeypatch):
         await pilot.pause()
         full = app.report
         assert not app.ci_pending and full.params.boot == 200 and status(app.screen) == ""
+        assert gate.calls == [(["tiny-run"], 200, True)]  # one analysis: the point estimates came from its on_point
         assert NUMERIC_CI.search(cells(app.screen))
         # the point estimates were the full report's values (the same shuffles and seed)
         assert [e.value for e in estimates(point)] == [e.value for e in estimates(full)]
@@ -176,7 +184,7 @@ async def test_boot_zero_has_no_pending_state(tmp_path, monkeypatch):
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert gate.calls == [(["tiny-run"], 0)] and not app.ci_pending and status(app.screen) == ""
+        assert gate.calls == [(["tiny-run"], 0, False)] and not app.ci_pending and status(app.screen) == ""
 
 
 class Premounting:

@@ -95,7 +95,8 @@ class ReportScreen(Screen):
         self.title = "specterm"
         self.sub_title = self.SCREEN_TITLE
         self._stale = False
-        self.query_one("#body").loading = True
+        # No `loading = True` here: _state_changed (below) sets the body's loading state in every case, and a
+        # screen composed with its report (a cached one) never mounts and removes the indicator.
         self.watch(self.app, "error", self._app_changed, init=False)
         self.watch(self.app, "runs", self._app_changed, init=False)
         self.watch(self.app, "report", self._app_changed, init=False)
