@@ -242,3 +242,36 @@ async def test_the_overview_marks_pending_cis_then_shows_the_real_ones(tmp_path,
         assert f"[{lo:.3f}, {hi:.3f}]" in shown  # the full report's own CI
         verdicts = str(app.screen.query_one("#overview-verdicts", Static).render())
         assert "…" not in verdicts and re.search(r"supported|falsified|inconclusive", verdicts)
+
+
+async def test_a_revisit_keeps_styles_and_a_theme_change_still_reaches_hidden_screens(tmp_path):
+    """ReportScreen skips Textual's restyle of every widget at ScreenResume when the stylesheet did
+    not change; after `t` a hidden screen is restyled when shown (its crumb takes the new theme's
+    colour, as the screen shown when `t` was pressed did)."""
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("4")
+        await pilot.pause()
+        optimum = app.screen
+        dark = str(optimum.query_one("#crumb").rich_style)
+        await pilot.press("1")
+        await pilot.pause()
+        restyled = []
+        optimum.update_node_styles = lambda *a, **k: restyled.append(1)  # type: ignore[method-assign]
+        await pilot.press("4")
+        await pilot.pause()
+        assert app.screen is optimum and restyled == []  # a revisit: nothing changed, nothing restyled
+        del optimum.update_node_styles
+        await pilot.press("1")
+        await pilot.pause()
+        await pilot.press("t")
+        await pilot.pause()
+        await pilot.pause()
+        assert not app.current_theme.dark
+        light = str(app.screen.query_one("#crumb").rich_style)
+        assert light != dark
+        await pilot.press("4")
+        await pilot.pause()
+        assert app.screen is optimum and str(optimum.query_one("#crumb").rich_style) == light
