@@ -162,7 +162,7 @@ def child_specterm(out_file: str, paths: list[str], stepping: bool, start_only: 
             self.exit()
 
     app_module.make_app = lambda paths, **kw: Instrumented(paths, **kw)  # type: ignore[assignment]
-    sys.argv = ["specterm", "open", *paths, "--boot", "2000"]
+    sys.argv = ["specterm", "open", *paths]  # B = 2000, the default
     cli.main()
 
 
@@ -408,7 +408,7 @@ def main() -> None:
                 f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})")
     record("TUI: first table (cold and warm cache), every screen's first visit, M" + (" (start only)" if short else ""), table,
            [(f"each figure: median over {args.repeat} fresh processes on a {SIZE[0]}x{SIZE[1]} pseudo-terminal (real driver), "
-             f"started as `specterm open RUN... --boot 2000` (cli.main); "
+             f"started as `specterm open RUN...` (cli.main; B = 2000, the default); "
              f"per round: this tree with an empty analysis cache (cold), again with the cache it filled (warm), the baseline "
              f"tree {args.baseline} (the commit before issue 21, a git worktree; no cache there), then a bare Textual app"),
             ("times from process start (first paint, tables) or from the key (switches, M) to the frame painted after it "

@@ -118,6 +118,10 @@ async def test_point_estimates_paint_first_then_cis(tmp_path, monkeypatch):
         await pilot.press("7")  # the Scorecard is verdicts on CIs: it waits
         await pilot.pause()
         assert app.screen.query_one("#body").loading and "computing CIs" in status(app.screen)
+        await pilot.press("6")  # so is Decide: each row decides on the CI of S_hw
+        await pilot.pause()
+        assert app.screen.query_one("#body").loading and "computing CIs" in status(app.screen)
+        assert not cells(app.screen)
         await pilot.press("1")
         gate.released.set()
         await app.workers.wait_for_complete()
@@ -132,6 +136,9 @@ async def test_point_estimates_paint_first_then_cis(tmp_path, monkeypatch):
         await pilot.press("7")
         await pilot.pause()
         assert not app.screen.query_one("#body").loading
+        await pilot.press("6")
+        await pilot.pause()
+        assert not app.screen.query_one("#body").loading and NUMERIC_CI.search(cells(app.screen))
 
 
 async def test_no_stale_ci_when_m_leaves_a_pair_whose_bootstrap_runs(tmp_path, monkeypatch):

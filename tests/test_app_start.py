@@ -275,3 +275,46 @@ async def test_a_revisit_keeps_styles_and_a_theme_change_still_reaches_hidden_sc
         await pilot.press("4")
         await pilot.pause()
         assert app.screen is optimum and str(optimum.query_one("#crumb").rich_style) == light
+
+
+def test_the_tui_command_lines_skip_typer_parsing_and_the_rest_do_not():
+    from pathlib import Path
+
+    from specterm.cli import tui_shortcut
+
+    assert tui_shortcut([]) == []
+    assert tui_shortcut(["open", "a", "b/c"]) == [Path("a"), Path("b/c")]
+    for argv in (["open"], ["open", "a", "--boot", "5"], ["open", "--help"], ["open", "a", "--no-cache"], ["--help"],
+                 ["report", "a"], ["list"], ["open", "-g", "4", "a"]):
+        assert tui_shortcut(argv) is None, argv
+
+
+def test_specterm_open_starts_without_pydantic(tmp_path):
+    """typer parses parameters with pydantic (~0.1 s to import); `specterm open RUN` does not need it,
+    and its errors read as the typer path's."""
+    run = make_fixture_run(tmp_path)
+    code = f"""
+import sys
+import specterm.app as app_module
+from specterm import cli
+
+class Quits(app_module.SpectermApp):
+    def on_ready(self):
+        self.exit()
+
+    def run(self, **kw):
+        return super().run(headless=True, **kw)
+
+app_module.make_app = lambda paths, **kw: Quits(paths, **kw)
+sys.argv = ["specterm", "open", {str(run)!r}]
+cli.main()
+print("pydantic" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False"]
+    missing = subprocess.run([sys.executable, "-m", "specterm", "open", str(tmp_path / "nope")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "is not a run directory" in missing.stderr and "Traceback" not in missing.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    none = subprocess.run([sys.executable, "-m", "specterm"], capture_output=True, text=True, cwd=empty)
+    assert none.returncode == 2 and "no runs in ./streams" in none.stderr and "Traceback" not in none.stderr
