@@ -124,7 +124,8 @@ def confirm_cmd(
     run: Path = typer.Argument(
         ..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
     per_corpus: int = typer.Option(2, "--per-corpus", "-k", help="Prompts per corpus (the first ones of the run whose gate held)."),
-    gamma: List[int] = typer.Option([], "--gamma", "-g", help="Also time this draft length (repeatable); g_hw and g_iid are always timed."),
+    gamma: List[int] = typer.Option([], "--gamma", "-g", help=("Also time this draft length (repeatable); g_hw and g_iid are always timed "
+                                                                   "(--engine llama.cpp: g = 1, 4, 8 and the run's g_hw).")),
     corpus: Optional[str] = typer.Option(None, "--corpus", "-c", help="Only these corpora of the run, comma-separated. Default: all."),
     device: Optional[str] = typer.Option(None, "--device", help="auto|cpu|cuda|mps (default: the run's device)."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="float32|bfloat16|float16 (default: the run's dtype)."),
@@ -136,7 +137,8 @@ def confirm_cmd(
     decision_only: bool = typer.Option(False, "--decision-only",
                                        help="Time only the run's decision g_hw (and --gamma), not this session's choices."),
     batch_costs: bool = typer.Option(False, "--batch-costs",
-                                     help="Also measure c_decode(B), c_verify(g, B), c_draft(B) for B = 1, 2, 4, 8 (stored with the run)."),
+                                     help=("Also measure c_decode(B), c_verify(g, B), c_draft(B) for B = 1, 2, 4, 8 (stored with the run; "
+                                           "--engine llama.cpp: contexts of n_seq_max = B, plus the draft-simple forward by batch).")),
     batch: int = typer.Option(1, "--batch", help="B > 1: a batched confirmation, B prompts of a corpus together at g_hw(B)."),
     interleave_costs: bool = typer.Option(True, "--interleave-costs/--no-interleave-costs",
                                           help="Time one more cost round after every prompt (off on a loaded machine)."),
@@ -163,7 +165,7 @@ def confirm_cmd(
         for key in ("device", "dtype"):
             if params[key] is not None:
                 fail(f"--{key} does not apply to --engine llama.cpp (CPU, the GGUF's own weights); drop it.")
-        torch_only = {"decision_only": False, "batch_costs": False, "batch": 1, "interleave_costs": True}
+        torch_only = {"decision_only": False, "batch": 1, "interleave_costs": True}
         for key, default in torch_only.items():
             if params[key] != default:
                 fail(f"--{key.replace('_', '-')} is not available with --engine llama.cpp yet; drop it.")

@@ -229,6 +229,11 @@ def test_batch_costs_batched_confirmation_and_the_decision_check(smollm2_pair, t
     meta = read_meta(run_dir)
     bc = batch_costs(meta["batch_cost"])
     assert bc is not None and bc.batches.tolist() == [1, 2, 4, 8] and len(bc.held_back) == 2
+    # B = 1 is the cost rounds' own forwards (reused, not timed again): a prefix of this session's samples
+    rec_b, session = meta["batch_cost"], record["cost"]["samples_s"]
+    assert rec_b["reused_b1"] and rec_b["whole_wall_s"] >= rec_b["wall_s"] > 0
+    for key, src in (("target:1:1", "decode"), ("target:1:2", "verify:1"), ("target:1:5", "verify:4"), ("draft:1", "draft")):
+        assert rec_b["samples_s"][key] == session[src][: len(rec_b["samples_s"][key])] and rec_b["samples_s"][key]
     # the decision's g_hw: the run's stored costs and the corpus's E_true, computed here independently
     gam = np.arange(1, 5)  # the confirmation's cost_gammas (_config)
     E, _ = set_yield([s.a for s in run.streams if s.corpus == "code"], gam)

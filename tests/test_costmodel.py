@@ -31,6 +31,23 @@ def test_formulas_by_hand():
     assert cm.r_or_default(None) == R_DEFAULT and cm.r_or_default(0.3) == 0.3
 
 
+def test_engine_block_term_by_hand():
+    # llama.cpp's draft-simple block: c_verify(4) 1.0 + 4 * 0.2 + c_draft_fwd(4) 0.3 = 2.1 s; E = 3, c_decode 0.5
+    assert cm.block_cost(1.0, 0.2, 4, c_draft_fwd=0.3).item() == pytest.approx(2.1)
+    assert cm.speedup_hw(3.0, 0.5, 1.0, 0.2, 4, c_draft_fwd=0.3).item() == pytest.approx(1.5 / 2.1)
+    # v* = E - (g c_draft + c_draft_fwd) / c_decode = 3 - (0.8 + 0.3) / 0.5 = 0.8 decode steps
+    assert cm.break_even_verify(3.0, 0.2, 0.5, 4, c_draft_fwd=0.3).item() == pytest.approx(0.8)
+    # the break-even still says exactly when S_hw > 1: c_verify = 0.39 (0.78 steps) pays, 0.41 (0.82) does not
+    assert (cm.speedup_hw(3.0, 0.5, 0.39, 0.2, 4, c_draft_fwd=0.3).item() > 1
+            > cm.speedup_hw(3.0, 0.5, 0.41, 0.2, 4, c_draft_fwd=0.3).item())
+    # without the term every formula is SPEC 6's bit for bit (not "plus 0.0")
+    E, cv, cd = np.array([2.7, 3.1]), np.array([0.913, 1.27]), 0.0731
+    assert cm.speedup_hw(E, 0.41, cv, cd, [3, 4], c_draft_fwd=None).tobytes() == cm.speedup_hw(E, 0.41, cv, cd, [3, 4]).tobytes()
+    # replicate axis: the term broadcasts like the other costs
+    S = cm.speedup_hw(3.0, np.array([0.5, 1.0]), 1.0, 0.2, 4, c_draft_fwd=np.array([0.3, 0.5]))
+    assert S.tolist() == pytest.approx([1.5 / 2.1, 3.0 / 2.3])
+
+
 def test_break_even_by_hand():
     # v* = E - g c_draft / c_decode = 3 - 4 * 0.2 / 0.5 = 1.4 decode steps
     assert cm.break_even_verify(3.0, 0.2, 0.5, 4).item() == pytest.approx(1.4)
@@ -49,6 +66,11 @@ def _names(node: ast.AST) -> set[str]:
             out.add(n.attr.lower())
         elif isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str):
             out.add(n.slice.value.lower())
+        elif (isinstance(n, ast.Call) and n.args and isinstance(n.args[0], (ast.Constant, ast.JoinedStr))):
+            # a cost looked up by its sample key, e.g. med("draft") or med(f"verify:{g}")
+            first = n.args[0]
+            parts = [first] if isinstance(first, ast.Constant) else [v for v in first.values if isinstance(v, ast.Constant)]
+            out.update(str(v.value).lower() for v in parts if isinstance(v.value, str))
     return out
 
 
@@ -82,6 +104,11 @@ def formula_copies(source: str) -> list[str]:
                     other = node.right if prod is node.left else node.left
                     if _mentions(other, "verify") or _mentions(other, "tv"):
                         found.append(f"{line}: c_verify(g) + g c_draft")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            for fwd in (node.left, node.right):
+                other = node.right if fwd is node.left else node.left
+                if _mentions(fwd, "fwd") and (_mentions(other, "block") or _mentions(other, "verify")):
+                    found.append(f"{line}: c_block + c_draft_fwd")
         if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.right, ast.BinOp)
                 and _mentions(node.right, "draft") and _mentions(node.right, "decode")):
             found.append(f"{line}: E - g c_draft / c_decode")
@@ -100,6 +127,7 @@ def test_the_scan_finds_each_planted_copy():
         "E - g c_draft / c_decode": "v = E - g * c_draft / c_decode",
         "r, else R_DEFAULT": "r = R_DEFAULT if r is None else r",
         "(c_draft2 - c_draft)+": "x = max(0.0, c_draft2 - c_draft)",
+        "c_block + c_draft_fwd": "b = float(block_cost(cv, cd, g)) + float(fwd[g])",
     }
     for what, src in planted.items():
         assert [f.split(": ", 1)[1] for f in formula_copies(src)] == [what], src
@@ -125,6 +153,8 @@ def test_the_scan_sees_the_old_copies():
            "block = np.asarray(c_verify, dtype=np.float64) + g * c_draft\n")
     kinds = [f.split(": ", 1)[1] for f in formula_copies(old)]
     assert kinds.count("E / (1 + g r)") == 1 and kinds.count("c_verify(g) + g c_draft") >= 1
+    # crossstack's copy (issue 22), costs looked up by their sample keys
+    assert formula_copies('S = E * med("decode") / (med(f"verify:{gamma}") + gamma * med("draft"))\n')
 
 
 def test_speedups_broadcast_over_cost_replicates():

@@ -10,7 +10,6 @@ import pytest
 from specterm.core.crossstack import (
     cross_stack,
     cross_stack_markdown,
-    decision_interval,
     histogram_test,
     merge_sparse_bins,
 )
@@ -39,16 +38,6 @@ def test_histogram_test_against_the_hand_formula():
     assert same is not None and same.statistic == pytest.approx(0.0) and same.p_value == pytest.approx(1.0)
     assert histogram_test([100, 0], [0, 100]).p_value < 1e-10
     assert histogram_test([0, 0], [5, 5]) is None
-
-
-def test_decision_interval_collapses_with_constant_costs_and_equal_streams():
-    bits = [np.array([1, 1, 0, 1, 1, 1, 0, 1], dtype=np.uint8)] * 5
-    cost = {"decision_clock": "cpu", "samples_cpu_s": {"decode": [0.1] * 5, "draft": [0.02] * 5, "verify:4": [0.15] * 5}}
-    lo, hi = decision_interval(bits, 2, 4, cost)
-    # walk at g=4: runs 2|3|1(trailing): blocks 1 + 1 + 1 = 3, tokens 8 -> E = 8/3
-    S = (8 / 3) * 0.1 / (0.15 + 4 * 0.02)
-    assert lo == pytest.approx(S) and hi == pytest.approx(S)
-    assert decision_interval(bits, 2, 4, {"samples_s": {}}) is None
 
 
 def _stream(corpus, sid, bits, y=None):

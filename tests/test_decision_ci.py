@@ -143,23 +143,55 @@ def _batch_record(fn, batches=(1, 2, 4, 8), fit_m=(1, 3, 9), held=((8, 2), (4, 5
             "samples_s": samples, "decision_clock": "wall", "wall_s": 12.0}
 
 
-def test_batch_fit_recovers_a_synthetic_surface_and_reports_held_back_error():
-    a, b, c = 0.3, 0.02, 0.01
-    rec = _batch_record(lambda B, m: (0.2 + 0.01 * B) if m == 1 else a + b * B + c * B * m)
+def test_batch_fit_recovers_a_cost_linear_in_tokens_and_reports_held_back_error():
+    a, c = 0.3, 0.01
+    rec = _batch_record(lambda B, m: a + c * B * m)
     bc = batch_costs(rec)
-    assert bc.coef == pytest.approx([a, b, c]) and bc.fit_rms_rel == pytest.approx(0.0, abs=1e-9)
-    # c_verify(g, B) = a + b B + c B (g + 1) everywhere on the grid, c_decode(B) as timed (not from the surface)
+    assert bc.fit_rms_rel == pytest.approx(0.0, abs=1e-12)
+    # c_verify(g, B) = a + c B (g + 1) everywhere on the grid (every N lies inside the timed range 2..72)
     B = np.array([1, 2, 4, 8])[:, None]
     g = np.arange(1, 9)[None, :]
-    assert bc.gammas.tolist() == list(range(1, 9)) and bc.c_verify == pytest.approx(a + b * B + c * B * (g + 1))
-    assert bc.c_decode == pytest.approx([0.21, 0.22, 0.24, 0.28])
-    assert all(abs(h["error_pct"]) < 1e-6 for h in bc.held_back)
-    # a curved surface: the linear fit misses the held-back points, and says by how much
-    curved = batch_costs(_batch_record(lambda B, m: 0.3 + 0.004 * (B * m) ** 1.5))
-    errs = {(h["batch"], h["gamma"]): h["error_pct"] for h in curved.held_back}
-    truth = 0.3 + 0.004 * (8 * 2) ** 1.5
-    fit = curved.coef @ np.array([1, 8, 16])
-    assert errs[(8, 1)] == pytest.approx(100 * (fit - truth) / truth) and abs(errs[(8, 1)]) > 1
+    assert bc.gammas.tolist() == list(range(1, 9)) and bc.c_verify == pytest.approx(a + c * B * (g + 1))
+    assert bc.c_decode == pytest.approx(a + c * np.array([1, 2, 4, 8]))  # as timed, not from the fit
+    assert all(abs(h["error_pct"]) < 1e-9 for h in bc.held_back)
+    assert (1, 1) not in bc.points and (8, 2) not in bc.points and (4, 5) not in bc.points
+
+
+def test_batch_fit_interpolates_between_timed_token_counts():
+    """A convex cost in N = B m: the held-back (8, 2) (N = 16) is read off the line between the timed
+    N = 12 (B 4, m 3) and N = 18 (B 2, m 9); its error against the truth is computed by hand."""
+    f = lambda N: 0.3 + 0.004 * N ** 1.5
+    bc = batch_costs(_batch_record(lambda B, m: f(B * m)))
+    assert bc.knots.tolist() == [2, 3, 4, 6, 8, 9, 12, 18, 24, 36, 72]
+    line16 = f(12) + (16 - 12) / (18 - 12) * (f(18) - f(12))
+    line20 = f(18) + (20 - 18) / (24 - 18) * (f(24) - f(18))
+    errs = {(h["batch"], h["gamma"]): h["error_pct"] for h in bc.held_back}
+    assert errs[(8, 1)] == pytest.approx(100 * (line16 - f(16)) / f(16)) and errs[(8, 1)] > 0.5
+    assert errs[(4, 4)] == pytest.approx(100 * (line20 - f(20)) / f(20))
+    # c_verify(5, B = 2): N = 12, a timed point; c_verify(2, B = 4): N = 12 as well
+    assert bc.c_verify[1, 4] == pytest.approx(f(12)) and bc.c_verify[2, 1] == pytest.approx(f(12))
+
+
+def test_batch_fit_pools_a_timing_that_runs_backwards():
+    """N = 12 timed slower than N = 18 and 24 (noise): the non-decreasing fit pools the three into
+    their mean, by hand (a plain interpolation would have the cost fall with more tokens)."""
+    bump = {12: 0.9}
+    f = lambda N: bump.get(N, 0.3 + 0.01 * N)
+    bc = batch_costs(_batch_record(lambda B, m: f(B * m)))
+    k = bc.knots.tolist()
+    pooled = (0.9 + f(18) + f(24)) / 3  # 0.9 > 0.48, 0.54: the three violate and pool; 36 (0.66) does not
+    assert bc.fitted[k.index(12)] == pytest.approx(pooled) and bc.fitted[k.index(24)] == pytest.approx(pooled)
+    assert bc.fitted[k.index(36)] == pytest.approx(f(36)) and np.all(np.diff(bc.fitted) >= 0)
+
+
+def test_isotonic_rows_equals_pool_adjacent_violators():
+    from specterm.core.hardware.batch import isotonic_rows
+    from specterm.core.hardware.curve import isotonic_increasing
+
+    Y = np.random.default_rng(3).normal(size=(40, 12)).cumsum(axis=1)
+    F = isotonic_rows(Y)
+    for y, fy in zip(Y, F):
+        assert fy == pytest.approx(isotonic_increasing(y), abs=1e-12)
 
 
 def test_by_batch_and_the_measured_crossover():

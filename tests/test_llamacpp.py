@@ -13,6 +13,7 @@ import importlib.util
 import math
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -164,3 +165,92 @@ def test_run_backend_llamacpp_writes_a_readable_run(tmp_path, smol):
     cfg.resume = True
     run_oracle_llamacpp(cfg, threads=1)
     assert len(load_run(tmp_path / "run").streams) == 2
+
+
+def _speculative_binary_dir():
+    """llama-speculative-simple: $SPECTERM_LLAMA_BIN, else specterm's cache; skipped when neither has it
+    (in CI confirm builds it into the cache on first use)."""
+    from specterm.oracle.llamacpp import binaries as B
+
+    env = os.environ.get("SPECTERM_LLAMA_BIN")
+    if env and B.find_binary(Path(env)) is not None:
+        return Path(env)
+    if B.find_binary(None) is not None or os.environ.get("CI"):
+        return None
+    pytest.skip("llama-speculative-simple not built: set SPECTERM_LLAMA_BIN to its directory")
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_block(tmp_path, smol):
+    """SmolLM2 self-draft in llama.cpp, end to end: `confirm --engine llama.cpp` times g = 1, 4, 8 and the
+    run's decision g_hw, its predictions use the engine's block (c_verify + g c_draft + c_draft_fwd, by hand
+    from the session's stored costs), and the report and crossstack show the decision-check rows."""
+    from specterm.core.analysis import analyse
+    from specterm.core.crossstack import cross_stack
+    from specterm.core.hardware import cost_curve, decision_hw
+    from specterm.core.store import load_run, load_runs
+    from specterm.oracle.corpora import Prompt
+    from specterm.oracle.llamacpp.confirm import LlamaConfirmConfig, confirm_llamacpp
+    from specterm.oracle.llamacpp.run import run_oracle_llamacpp
+    from specterm.oracle.run import OracleConfig
+
+    bin_dir = _speculative_binary_dir()
+    path, _ = smol
+    prompts = [Prompt(id=f"p{i}", corpus="code", text=PROMPT + f"# case {i}\n") for i in range(3)]
+    cfg = OracleConfig(target=str(path), draft=str(path), prompts=prompts, out=tmp_path / "run", max_new_tokens=24,
+                       measure_cost=True, cost_repeats=2, cost_gammas=(1, 2, 4, 8))
+    run_oracle_llamacpp(cfg, threads=1)
+    run = load_run(tmp_path / "run")
+    run_curve = cost_curve(run.meta["cost"])
+    assert run_curve is not None and run_curve.c_draft_fwd is not None  # the engine term is stored with the costs
+    corpus = [s for s in run.streams if s.valid_len]
+    from specterm.core.blockwalk import set_yield
+
+    E_run = set_yield([s.a for s in corpus], run_curve.gammas)[0]
+    g_decision = decision_hw(run_curve.gammas, E_run, None, run_curve).gamma_hw
+
+    rec = confirm_llamacpp(LlamaConfirmConfig(run=tmp_path / "run", per_corpus=1, max_new_tokens=20, threads=1,
+                                              cost_repeats=1, cost_gammas=(1, 2), target=str(path), draft=str(path),
+                                              llama_bin=bin_dir, batch_costs=True))
+    timed = {int(g) for g in rec["prompts"][0]["spec"]}
+    assert {1, 4, 8, g_decision} <= timed and rec["choices"]["code"]["gamma_decision"] == g_decision
+    assert rec["cost_context"] == rec["context_timed"] and rec["prompts"][0]["context"] == pytest.approx(
+        rec["prompts"][0]["prompt_tokens"] + 20 / 2)
+    session = cost_curve(rec["cost"])
+    assert session is not None and session.c_draft_fwd is not None and 8 in session.gammas.tolist()
+    for r in rec["results"]:
+        g = r["gamma"]
+        hand = r["E_prompts"] * session.c_decode / (session.verify_at(g) + g * session.c_draft + session.draft_fwd_at(g))
+        assert r["predicted_engine"] == pytest.approx(hand)
+        assert r["predicted_without_engine_term"] > r["predicted_engine"]  # the draft forward costs something
+        # self-draft accepts everything: llama.cpp's real decoder makes the walk's target calls
+        assert r["tokens_per_call"] == pytest.approx(r["tokens_per_call_walk"])
+    checks = {(c["corpus"], c["gamma"]): c for c in rec["decision_checks"]}
+    assert set(checks) == {(r["corpus"], r["gamma"]) for r in rec["results"]}
+    rep = analyse(load_runs([tmp_path / "run"]), boot=100, shuffles=0)
+    rows = rep.sets["code"].decision_hw.confirmed
+    assert {row.gamma for row in rows} == timed
+    # --batch-costs: llama.cpp's costs by batch (contexts of n_seq_max = B) stored as the run's, with the
+    # draft-simple forward by batch; the by-batch table uses the engine's block, checked by hand
+    from specterm.core.hardware.batch import batch_costs
+
+    stored = load_run(tmp_path / "run").meta["batch_cost"]
+    assert stored["engine"] == "llama.cpp" and any(k.startswith("draft_fwd:8:") for k in stored["samples_cpu_s"])
+    bc = batch_costs(stored)
+    assert bc is not None and bc.c_draft_fwd is not None
+    d = rep.sets["code"].decision_hw
+    assert [r["batch"] for r in d.by_batch] == [1, 2, 4, 8]
+    for i, r in enumerate(d.by_batch):
+        g = r["gamma_hw"]
+        j = g - 1
+        hand = (rep.sets["code"].curve.at("E_true", g) * bc.c_decode[i]
+                / (bc.c_verify[i, j] + g * bc.c_draft[i] + bc.c_draft_fwd[i, j]))
+        assert r["speedup_hw"]["value"] == pytest.approx(hand)
+    for row in rows:
+        assert row.decision_predicted is not None and row.decision_predicted.value is not None
+        assert row.timed_context == pytest.approx(rec["prompts"][0]["context"])
+    cs = cross_stack(run, load_run(tmp_path / "run"), gammas=(1, 4, 8))
+    for g in ("1", "4", "8"):
+        assert cs["corpora"]["code"]["by_gamma"][g]["real_tokens_per_call"] is not None
+    assert cs["corpora"]["code"]["decision_b"]["confirmed"]

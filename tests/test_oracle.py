@@ -182,3 +182,21 @@ def test_prompt_list_from_file_and_limit(tmp_path):
     ps = _prompts(None, f, None, 2)
     assert [p.text for p in ps] == ["first prompt", "second prompt"]
     assert all(isinstance(p, Prompt) for p in ps)
+
+
+def test_running_alpha_counts_only_gate_valid_positions():
+    """The progress line's running alpha is SPEC 2's alpha (accepted / gate-valid positions, as the report
+    counts it), not accepted / every position: after a gate failure the old count fell far too low."""
+    from specterm.core.store import Stream
+    from specterm.oracle.run import _Tally
+
+    got = []
+    tally = _Tally(report=got.append, n_todo=2, max_new_tokens=10)
+    bits = np.array([1, 1, 0, 1, 1, 1, 1, 1, 1, 1], dtype=np.uint8)
+    gate = np.array([1, 1, 1, 1, 0, 1, 1, 1, 1, 1], dtype=np.uint8)  # gate fails at 4: positions 0..3 are analysed
+    tally.saved(Stream(id="a", corpus="c", bits=bits, gate=gate))
+    tally.saved(Stream(id="b", corpus="c", bits=np.array([1, 0], dtype=np.uint8), gate=np.ones(2, dtype=np.uint8)))
+    tally.emit("generating")
+    # accepted among valid positions: 3 of 4, then 1 of 2 -> 4 / 6; gate rate over every position: 11 / 12
+    assert got[-1].running_alpha == pytest.approx(4 / 6)
+    assert got[-1].gate_rate == pytest.approx(11 / 12)

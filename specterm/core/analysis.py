@@ -238,7 +238,7 @@ def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]
     out = decision_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve,
                       r_fallback=r_or_default(rep.r_measured) if curve is None else None,
                       phi_true=phi, confirmed=confirmed, note=note, E_boot=E_boot, reps=u.reps,
-                      batch=u.batch, batch_reps=u.batch_reps)
+                      batch=u.batch, batch_reps=u.batch_reps, batch_fwd_reps=u.batch_fwd_reps)
     out.confirmed_batch = batched_rows(confs, name) if curve is not None else []
     for row in out.confirmed:
         if row.gamma == out.gamma_hw and row.sign_held is not None:

@@ -6,20 +6,32 @@ Costs (seconds, one device, one context length):
     c_verify(g)   one (g+1)-token target forward (verifying g drafts)
     c_draft       one 1-token draft step
     c_draft2      one 2-token draft forward (the draft's first step after a fully accepted block)
+    c_draft_fwd(g) an engine's per-block draft term: one (g+1)-token draft forward, last row's logits
+                  (llama.cpp's draft-simple speculator feeds the target's whole verification batch,
+                  [last token, g drafts], to the draft once per block, common/speculative.cpp
+                  process(); None for torch runs, whose speculative decoder has no such forward)
 
 Formulas (E = E(g), tokens per block of the block walk, SPEC 2; g = draft length):
 
     throughput          T = tokens / (blocks + r drafted) = E / (1 + g r),  r = c_draft / c_verify
                         (the cost-ratio model of the measurement seed, SPEC 2: tokens per verify-cost)
-    block_cost          c_block(g) = c_verify(g) + g c_draft  [+ phi(g) (c_draft2 - c_draft)+]
+    block_cost          c_block(g) = c_verify(g) + g c_draft  [+ c_draft_fwd(g)]  [+ phi(g) (c_draft2 - c_draft)+]
     speedup_hw          S_hw(g) = E c_decode / c_block(g)  (SPEC 6: speedup over plain greedy decoding)
     speedup_mb          S_mb(g) = E / (1 + g c_draft / c_decode)  (S_hw with c_verify(g) := c_decode:
                         the memory-bound reference of SPEC 6)
     refeed_extra        (c_draft2 - c_draft)+, what a 2-token draft step costs beyond a 1-token one
     refeed_share        phi(g) = share of blocks that follow a fully accepted block (exact walk)
-    break_even_verify   v*(g) = E - g c_draft / c_decode: speculation at g pays iff
-                        c_verify(g) / c_decode < v* (S_hw > 1  <=>  E c_decode > c_verify + g c_draft)
+    break_even_verify   v*(g) = E - (g c_draft [+ c_draft_fwd(g)]) / c_decode: speculation at g pays iff
+                        c_verify(g) / c_decode < v* (S_hw > 1  <=>  E c_decode > c_block(g))
     r_or_default        r when a run measured it, else params.R_DEFAULT
+
+The engine term (a choice where SPEC 6 is silent): SPEC 6's S_hw(g) = E c_decode / (c_verify(g) + g c_draft)
+is the block cost of a decoder whose draft advances one token per step and keeps its cache (specterm's
+torch decoder). A run measured in an engine that pays more per block stores that term with its costs
+(llama.cpp: c_draft_fwd_s / c_draft_fwd_cpu_s, oracle/llamacpp/costs.py), and then the decision
+(point, CI replicates, decision check, break-even) uses the engine's block cost c_verify(g) + g c_draft
++ c_draft_fwd(g): the speedup of the decoder the user of that engine runs. Without it (c_draft_fwd
+None) every formula is SPEC 6's exactly, bit for bit (the term is not added, not added as 0).
 
 Every caller (optimum, decide, hardware, economics, oracle/confirm, the screens) takes these from
 here; tests/test_costmodel.py fails when a copy of one of these formulas appears elsewhere.
@@ -59,22 +71,27 @@ def curve_throughput(E: ArrayLike, r: float, gammas: ArrayLike = GAMMAS) -> Arra
 
 
 def block_cost(c_verify: ArrayLike, c_draft: ArrayLike, gammas: ArrayLike,
-               phi: ArrayLike | None = None, refeed_extra: float = 0.0) -> Array:
-    """c_block(g) = c_verify(g) + g * c_draft [+ phi(g) * refeed_extra]: seconds of one speculative block
-    (SPEC 6's block is the case phi None or refeed_extra 0)."""
+               phi: ArrayLike | None = None, refeed_extra: float = 0.0,
+               c_draft_fwd: ArrayLike | None = None) -> Array:
+    """c_block(g) = c_verify(g) + g * c_draft [+ c_draft_fwd(g)] [+ phi(g) * refeed_extra]: seconds of one
+    speculative block (SPEC 6's block is the case c_draft_fwd None and phi None or refeed_extra 0;
+    c_draft_fwd is an engine's per-block draft forward, module docstring)."""
     g = np.asarray(gammas, dtype=np.float64)
     block = np.asarray(c_verify, dtype=np.float64) + g * np.asarray(c_draft, dtype=np.float64)
+    if c_draft_fwd is not None:
+        block = block + np.asarray(c_draft_fwd, dtype=np.float64)
     if phi is not None and refeed_extra:
         block = block + np.asarray(phi, dtype=np.float64) * refeed_extra
     return block
 
 
 def speedup_hw(E: ArrayLike, c_decode: ArrayLike, c_verify: ArrayLike, c_draft: ArrayLike, gammas: ArrayLike,
-               phi: ArrayLike | None = None, refeed_extra: float = 0.0) -> Array:
-    """S_hw(g) = E(g) * c_decode / c_block(g), c_block = `block_cost` (SPEC 6), elementwise (broadcasts:
-    cost arrays may carry a leading replicate axis)."""
+               phi: ArrayLike | None = None, refeed_extra: float = 0.0,
+               c_draft_fwd: ArrayLike | None = None) -> Array:
+    """S_hw(g) = E(g) * c_decode / c_block(g), c_block = `block_cost` (SPEC 6; with an engine's per-block
+    term c_draft_fwd(g) when given), elementwise (broadcasts: cost arrays may carry a leading replicate axis)."""
     return (np.asarray(E, dtype=np.float64) * np.asarray(c_decode, dtype=np.float64)
-            / block_cost(c_verify, c_draft, gammas, phi, refeed_extra))
+            / block_cost(c_verify, c_draft, gammas, phi, refeed_extra, c_draft_fwd))
 
 
 def speedup_mb(E: ArrayLike, r_mb: ArrayLike, gammas: ArrayLike) -> Array:
@@ -83,11 +100,15 @@ def speedup_mb(E: ArrayLike, r_mb: ArrayLike, gammas: ArrayLike) -> Array:
     return np.asarray(E, dtype=np.float64) / (1.0 + np.asarray(gammas, dtype=np.float64) * np.asarray(r_mb, dtype=np.float64))
 
 
-def break_even_verify(E: ArrayLike, c_draft: ArrayLike, c_decode: ArrayLike, gammas: ArrayLike) -> Array:
-    """v*(g) = E(g) - g * c_draft / c_decode, in decode steps: speculation at g pays iff a (g+1)-token
-    verify costs less than v* decode steps (S_hw(g) > 1 <=> c_verify(g) / c_decode < v*)."""
+def break_even_verify(E: ArrayLike, c_draft: ArrayLike, c_decode: ArrayLike, gammas: ArrayLike,
+                      c_draft_fwd: ArrayLike | None = None) -> Array:
+    """v*(g) = E(g) - (g * c_draft [+ c_draft_fwd(g)]) / c_decode, in decode steps: speculation at g pays iff
+    a (g+1)-token verify costs less than v* decode steps (S_hw(g) > 1 <=> c_verify(g) / c_decode < v*)."""
     g = np.asarray(gammas, dtype=np.float64)
-    return np.asarray(E, dtype=np.float64) - g * np.asarray(c_draft, dtype=np.float64) / np.asarray(c_decode, dtype=np.float64)
+    draft = g * np.asarray(c_draft, dtype=np.float64)
+    if c_draft_fwd is not None:
+        draft = draft + np.asarray(c_draft_fwd, dtype=np.float64)
+    return np.asarray(E, dtype=np.float64) - draft / np.asarray(c_decode, dtype=np.float64)
 
 
 def refeed_extra(c_draft: float, c_draft2: float | None) -> float:

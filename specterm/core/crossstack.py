@@ -11,8 +11,10 @@ Per corpus (prompts matched by (corpus, id)):
 - the accepted-run histogram at g (blocks with K = 0..g accepted drafts) of the real decoder, the
   walk on run B's bits and the walk on run A's bits over the same prompts, with a two-sample test
   (`histogram_test`);
-- the decision on this hardware in each run (its stored costs, SPEC 6) with a prediction interval for
-  the prompts timed, beside the realized speedups of its confirmations.
+- the decision on this hardware in each run and its confirmations' decision checks, read from the
+  run's report (core.analysis: hardware.decision_hw and hardware.decision_check, the one
+  implementation of SPEC 6's decision and decision check; with the engine's block cost for a run
+  whose costs carry one, costmodel), at the report's defaults (2000 replicates, seed 0).
 
 The histogram test is Pearson's chi-square test of homogeneity on the 2 x (g+1) table of block
 counts (scipy.stats.chi2_contingency), sparse K bins merged upward until every column holds at least
@@ -33,14 +35,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from specterm.core import costmodel
 from specterm.core.blockwalk import block_accepts, block_counts
-from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve, decision_hw
+from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve
+from specterm.core.params import BOOT, SEED
 from specterm.core.store import Run, Stream
 
 MIN_COLUMN = 10
 HIST_GAMMAS = (1, 4, 8)
-BOOT = 2000
 
 
 @dataclass(frozen=True)
@@ -148,95 +149,35 @@ def confirmation_prompts(run: Run, engine: str | None) -> list[dict[str, Any]]:
     return out
 
 
-def realized_rows(run: Run, engine: str | None, corpus: str) -> dict[int, dict[str, Any]]:
-    """Per g: realized speedup (sum greedy s / sum speculative s) over the confirmed prompts of a corpus,
-    the number of prompts, tokens per target call, and how many outputs equalled the stored y.
-    Greedy is timed over the tokens the speculative run emitted when the record has per-token
-    stamps (llama.cpp: greedy_cum_s), else over the whole row (torch: both emit the same tokens)."""
-    acc: dict[int, dict[str, Any]] = {}
-    for row in confirmation_prompts(run, engine):
-        if row.get("corpus") != corpus:
+def run_decisions(run: Run, boot: int = BOOT, seed: int = SEED) -> dict[str, dict[str, Any]]:
+    """Per corpus of a run: its decision on this hardware and its confirmations with their decision
+    checks, exactly as `specterm report` computes them (core.analysis: hardware.decision_hw with the
+    run's stored costs and the prompt x cost bootstrap, hardware.decision_check per confirmed row:
+    leave-out E, the run's costs, the 95% prediction interval for K prompts, in_ci, sign_held, cost
+    drift). {corpus: {"measured": False}} for a run without measured costs (nothing to decide)."""
+    from specterm.core.analysis import analyse
+
+    corpora = sorted({s.corpus for s in run.streams})
+    if cost_curve(run.meta.get("cost")) is None:
+        return {c: {"measured": False} for c in corpora}
+    rep = analyse([run], boot=boot, seed=seed)
+    out: dict[str, dict[str, Any]] = {}
+    for name in corpora:
+        d = rep.sets[name].decision_hw
+        if d is None or not d.measured:
+            out[name] = {"measured": False}
             continue
-        for g_key, sp in (row.get("spec") or {}).items():
-            a = acc.setdefault(int(g_key), {"greedy_s": 0.0, "spec_s": 0.0, "prompts": 0, "tokens": 0, "calls": 0,
-                                            "identical": 0})
-            tokens = int(sp.get("tokens_out", row["tokens"]))
-            cum = row.get("greedy_cum_s")
-            a["greedy_s"] += float(cum[min(tokens, len(cum)) - 1]) if cum else float(row["greedy_s"])
-            a["spec_s"] += float(sp["s"])
-            a["prompts"] += 1
-            a["tokens"] += tokens
-            a["calls"] += int(sp["target_calls"])
-            a["identical"] += int(bool(sp.get("identical")) and bool(row.get("greedy_identical", True)))
-    return {g: {"realized": a["greedy_s"] / a["spec_s"], "prompts": a["prompts"], "identical": a["identical"],
-                "tokens_per_call": a["tokens"] / a["calls"] if a["calls"] else None}
-            for g, a in sorted(acc.items())}
-
-
-def decision_interval(bits: Sequence[npt.NDArray[np.uint8]], k: int, gamma: int, cost: dict[str, Any],
-                      boot: int = BOOT, seed: int = 0) -> tuple[float, float] | None:
-    """95% prediction interval of S_hw(g) for k new prompts (SPEC 6's decision check): per replicate,
-    k prompts resampled from `bits` (the corpus without the timed prompts) give E(g) = tokens / blocks,
-    and each cost's stored samples (the decision clock's) are resampled and their medians taken:
-    S = E c_decode / (c_verify(g) + g c_draft). Uses the raw medians (no isotonic step). None when the
-    cost record has no samples for these quantities or there are no streams."""
-    clock = "samples_cpu_s" if cost.get("decision_clock") == "cpu" else "samples_s"
-    samples = cost.get(clock) or {}
-    need = ("decode", "draft", f"verify:{gamma}")
-    if not bits or any(not samples.get(q) for q in need):
-        return None
-    rng = np.random.default_rng(seed)
-    tb = np.array([[int(x) for x in block_counts(b, gamma)[:2]] for b in bits], dtype=np.float64)
-    idx = rng.integers(0, len(bits), size=(boot, k))
-    E = tb[idx, 0].sum(axis=1) / tb[idx, 1].sum(axis=1)
-
-    def med(q: str) -> npt.NDArray[np.float64]:
-        v = np.asarray(samples[q], dtype=np.float64)
-        return np.median(v[rng.integers(0, v.size, size=(boot, v.size))], axis=1)
-
-    S = E * med("decode") / (med(f"verify:{gamma}") + gamma * med("draft"))
-    lo, hi = np.percentile(S, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
-def _decision(run: Run, corpus: str, streams: Sequence[Stream], engine: str | None) -> dict[str, Any]:
-    """The run's decision for the corpus with its stored costs, and its confirmations beside it."""
-    from specterm.core.blockwalk import E_iid
-
-    curve = cost_curve(run.meta.get("cost"))
-    out: dict[str, Any] = {"measured": curve is not None}
-    if curve is None:
-        return out
-    gammas = curve.gammas
-    tok = np.zeros(gammas.shape)
-    blk = np.zeros(gammas.shape)
-    for s in streams:
-        if s.valid_len:
-            t, b, _ = block_counts(s.a, gammas)
-            tok += t
-            blk += b
-    alpha = pooled_alpha(streams) or 0.0
-    d = decision_hw(gammas, tok / blk, E_iid(alpha, gammas), curve)
-    out.update(gamma_hw=d.gamma_hw, speedup_hw=d.speedup_hw, verdict=d.verdict, clock=curve.clock,
-               c_decode_s=curve.c_decode, c_draft_s=curve.c_draft, threads=(run.meta.get("cost") or {}).get("threads"))
-    realized = realized_rows(run, engine, corpus)
-    timed_ids = {r["id"] for r in confirmation_prompts(run, engine) if r.get("corpus") == corpus}
-    leave_out = [s.a for s in streams if s.id not in timed_ids and s.valid_len]
-    rows = []
-    for g, r in realized.items():
-        pi = decision_interval(leave_out, max(1, r["prompts"]), g, run.meta.get("cost") or {})
-        pred = float(speedup_at(curve, tok, blk, g))
-        rows.append({"gamma": g, **r, "predicted": pred, "interval": list(pi) if pi else None,
-                     "in_interval": bool(pi[0] <= r["realized"] <= pi[1]) if pi else None,
-                     "sign_held": (r["realized"] > 1) == (pred > 1)})
-    out["confirmed"] = rows
+        rows = []
+        for c in d.confirmed:
+            dp = c.decision_predicted
+            rows.append({"gamma": c.gamma, "realized": c.realized, "prompts": c.prompts, "identical": c.identical,
+                         "tokens_per_call": c.tokens_per_call, "predicted": c.predicted,
+                         "decision_predicted": None if dp is None else {"value": dp.value, "ci": list(dp.ci)},
+                         "in_ci": c.in_ci, "sign_held": c.sign_held, "K": c.K, "cost_drift_pct": c.cost_drift_pct})
+        out[name] = {"measured": True, "gamma_hw": d.gamma_hw, "speedup_hw": d.speedup_hw,
+                     "speedup_hw_ci": list(d.speedup_hw_ci), "verdict_kind": d.verdict_kind, "verdict": d.verdict,
+                     "clock": d.clock, "confirmed": rows}
     return out
-
-
-def speedup_at(curve: Any, tok: npt.NDArray[np.float64], blk: npt.NDArray[np.float64], gamma: int) -> float:
-    """S_hw(g) = E(g) c_decode / (c_verify(g) + g c_draft) on a cost curve, E from the walk's sums."""
-    i = int(np.flatnonzero(curve.gammas == gamma)[0])
-    return float(costmodel.speedup_hw(tok[i] / blk[i], curve.c_decode, curve.c_verify[i], curve.c_draft, gamma))
 
 
 def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
@@ -247,6 +188,7 @@ def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
     b_by = {(s.corpus, s.id): s for s in run_b.streams}
     shared = sorted(set(a_by) & set(b_by))
     real = {(r["corpus"], r["id"]): r for r in confirmation_prompts(run_b, engine_b)}
+    dec_a, dec_b = run_decisions(run_a), run_decisions(run_b)
     corpora: dict[str, Any] = {}
     for name in sorted({c for c, _ in shared}):
         keys = [k for k in shared if k[0] == name]
@@ -292,9 +234,8 @@ def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
                     test_walk_b_vs_walk_a=_test_dict(histogram_test(h_wb, h_wa)),
                 )
             entry["by_gamma"][str(g)] = row
-        entry["decision_a"] = _decision(run_a, name, sa if len(sa) == len([s for s in run_a.streams if s.corpus == name])
-                                        else [s for s in run_a.streams if s.corpus == name], engine_a)
-        entry["decision_b"] = _decision(run_b, name, [s for s in run_b.streams if s.corpus == name], engine_b)
+        entry["decision_a"] = dec_a.get(name, {"measured": False})
+        entry["decision_b"] = dec_b.get(name, {"measured": False})
         corpora[name] = entry
     return {"run_a": run_a.name, "run_b": run_b.name, "engine_a": engine_a or "torch", "engine_b": engine_b or "torch",
             "backend_b": (run_b.meta.get("backend") or {}).get("name", "torch"), "corpora": corpora,
@@ -363,20 +304,31 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
 
         lines.append(f"| {name} | {r['hist_real']} | {r['hist_walk_b']} | {r['hist_walk_a']} | "
                      f"{t(r['test_real_vs_walk_b'])} | {t(r['test_real_vs_walk_a'])} |")
-    lines += ["", ("Decision on this hardware in each engine (stored costs, SPEC 6) and realized speedups of its "
-                   "confirmations (95% prediction interval for the prompts timed; in = realized inside it)."),
+    lines += ["", ("Decision on this hardware in each engine (stored costs, SPEC 6; the engine's block cost where its "
+                   "costs carry one) and the decision checks of its confirmations (`specterm report`: the decision's "
+                   "prediction for K new prompts with its 95% prediction interval; in = realized inside it; sign = "
+                   "realized on the verdict's side of 1, n/a for no reliable gain)."),
               "",
-              "| corpus | engine | g_hw | S_hw | verdict | g timed: realized (predicted [interval], in, sign) |",
+              "| corpus | engine | g_hw | S_hw [95% CI] | verdict | g timed: realized (decision predicts [PI], in, sign; prompts) |",
               "|---|---|---|---|---|---|"]
+
+    def sign(x: bool | None) -> str:
+        return "n/a" if x is None else "sign held" if x else "sign wrong"
+
+    def check(c: dict[str, Any]) -> str:
+        dp = c.get("decision_predicted") or {}
+        ci = dp.get("ci") or [None, None]
+        inside = "n/a" if c.get("in_ci") is None else "in" if c["in_ci"] else "out"
+        return (f"g={c['gamma']}: {c['realized']:.2f}x ({_f(dp.get('value'), 2)}x [{_f(ci[0], 2)}, {_f(ci[1], 2)}], "
+                f"{inside}, {sign(c.get('sign_held'))}; {c['prompts']} prompts)")
+
     for name, e in cs["corpora"].items():
         for eng, d in ((a, e["decision_a"]), (b, e["decision_b"])):
             if not d.get("measured"):
                 lines.append(f"| {name} | {eng} | - | - | no measured costs | - |")
                 continue
-            conf = "; ".join(
-                f"g={c['gamma']}: {c['realized']:.2f}x ({c['predicted']:.2f}x "
-                f"[{_f(c['interval'][0], 2) if c['interval'] else '-'}, {_f(c['interval'][1], 2) if c['interval'] else '-'}], "
-                f"{'in' if c['in_interval'] else 'out'}, {'sign held' if c['sign_held'] else 'sign wrong'}; {c['prompts']} prompts)"
-                for c in d.get("confirmed", [])) or "not confirmed"
-            lines.append(f"| {name} | {eng} | {d['gamma_hw']} | {_f(d['speedup_hw'], 2)} | {d['verdict']} | {conf} |")
+            ci = d.get("speedup_hw_ci") or [None, None]
+            conf = "; ".join(check(c) for c in d.get("confirmed", [])) or "not confirmed"
+            lines.append(f"| {name} | {eng} | {d['gamma_hw']} | {_f(d['speedup_hw'], 2)} [{_f(ci[0], 2)}, {_f(ci[1], 2)}] "
+                         f"| {d['verdict']} | {conf} |")
     return "\n".join(lines) + "\n"

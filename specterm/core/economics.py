@@ -109,11 +109,16 @@ def memory_bound_factor(r: float, gammas: np.ndarray = GAMMAS) -> np.ndarray:
 
 
 def measured_factor(c_decode: float, c_verify: Mapping[int, float], c_draft: float,
-                    gammas: np.ndarray = GAMMAS) -> np.ndarray:
-    """c_decode / (c_verify(g) + g c_draft) for each g (S_hw / E, SPEC 6); NaN where c_verify(g) is not measured."""
+                    gammas: np.ndarray = GAMMAS, c_draft_fwd: Mapping[int, float] | None = None) -> np.ndarray:
+    """c_decode / (c_verify(g) + g c_draft [+ c_draft_fwd(g)]) for each g (S_hw / E, SPEC 6, with an engine's
+    per-block term when the costs carry one: costmodel); NaN where c_verify(g) is not measured."""
     g = np.asarray(gammas)
-    cv = np.array([np.nan if c_verify.get(int(x)) is None else float(c_verify[int(x)]) for x in g.tolist()])
-    return costmodel.speedup_hw(1.0, c_decode, cv, c_draft, g)
+
+    def on_grid(costs: Mapping[int, float]) -> np.ndarray:
+        return np.array([np.nan if costs.get(int(x)) is None else float(costs[int(x)]) for x in g.tolist()])
+
+    fwd = None if c_draft_fwd is None else on_grid(c_draft_fwd)
+    return costmodel.speedup_hw(1.0, c_decode, on_grid(c_verify), c_draft, g, c_draft_fwd=fwd)
 
 
 @dataclass(frozen=True)
@@ -142,9 +147,14 @@ def best_speedup(E_true: Sequence[float | None], E_true_ci: Sequence[Sequence[fl
 
 
 def speedup_factor(set_report: SetReport, costs: Mapping[str, Any] | None = None) -> tuple[np.ndarray, str]:
-    """(factor over GAMMAS, basis) for a set: measured costs {"c_decode", "c_verify": {g: s}, "c_draft"}
-    when given (S_hw, SPEC 6), else the memory-bound model at the set's r (measured, else R_DEFAULT)."""
+    """(factor over GAMMAS, basis) for a set: measured costs {"c_decode", "c_verify": {g: s}, "c_draft"
+    [, "c_draft_fwd": {g: s}]} when given (S_hw, SPEC 6, with the engine's block term when present), else the
+    memory-bound model at the set's r (measured, else R_DEFAULT)."""
     if costs is not None:
+        fwd = costs.get("c_draft_fwd")
+        if fwd is not None:
+            return (measured_factor(costs["c_decode"], costs["c_verify"], costs["c_draft"], c_draft_fwd=fwd),
+                    "measured costs c_decode / (c_verify(g) + g c_draft + c_draft_fwd(g)), the engine's block cost")
         return measured_factor(costs["c_decode"], costs["c_verify"], costs["c_draft"]), "measured costs c_decode / (c_verify(g) + g c_draft)"
     r = r_or_default(set_report.r_measured)
     return memory_bound_factor(r), f"memory-bound E_true(g)/(1+g r) at r={r:.3f}"

@@ -274,6 +274,10 @@ def decision_table(report: Report) -> Table | None:
     if not rows:
         return None
     clock = f", costs on the {'/'.join(sorted(clocks))} clock" if clocks else ""
+    if any(s.decision_hw is not None and "c_draft_fwd" in s.decision_hw.curve_hw for _, s in report.ordered_sets()):
+        return (f"Decision on this hardware: S_hw = E c_decode / (c_verify(g) + g c_draft + c_draft_fwd(g)), the engine's "
+                f"block cost (c_draft_fwd: its per-block (g+1)-token draft forward), 95% CI over prompts and cost "
+                f"samples{clock}; v* = E - (g c_draft + c_draft_fwd(g)) / c_decode decode steps", head, rows)
     return (f"Decision on this hardware: S_hw = E c_decode / (c_verify(g) + g c_draft), 95% CI over prompts and "
             f"cost samples{clock}; v* = E - g c_draft / c_decode decode steps", head, rows)
 
@@ -297,8 +301,22 @@ def batch_table(report: Report) -> Table | None:
         roof = d.roofline_reference or {}
         ref = MISSING if not roof else f"{fmt(roof.get('B_star'), 0)} ({roof.get('preset')}, g={roof.get('gamma')})"
         rows.append([name, *cells, d.batch_crossover_text or MISSING if d.batch_crossover is None else str(d.batch_crossover), ref])
+    fits = [s.decision_hw.batch_fit for _, s in report.ordered_sets() if s.decision_hw and s.decision_hw.batch_fit]
+    if fits and "engine_term" in fits[0]:
+        return ("S_hw by batch on this device: S_hw(g, B) = E c_decode(B) / (c_verify(g, B) + g c_draft(B) + "
+                "c_draft_fwd(g, B)), the engine's block; B_hw = largest measured B whose CI lies above 1"
+                + _batch_fit_note(fits[0]), head, rows)
     return ("S_hw by batch on this device: S_hw(g, B) = E c_decode(B) / (c_verify(g, B) + g c_draft(B)); "
-            "B_hw = largest measured B whose CI lies above 1", head, rows)
+            "B_hw = largest measured B whose CI lies above 1" + (_batch_fit_note(fits[0]) if fits else ""), head, rows)
+
+
+def _batch_fit_note(fit: dict[str, Any]) -> str:
+    """How c_verify(g, B) was filled in, its error on the held-back points and the measurement's wall time."""
+    held = ", ".join(f"B={h['batch']} g={h['gamma']} {h['error_pct']:+.1f}%" for h in fit.get("held_back") or [])
+    wall = fit.get("whole_wall_s") or fit.get("wall_s")
+    return ("; c_verify(g, B) interpolated in tokens per forward B (g+1) between timed forwards"
+            + (f" (error at held-back points: {held})" if held else "")
+            + (f"; cost measurement {fmt(wall, 0)} s wall" if isinstance(wall, (int, float)) else ""))
 
 
 def confirmation_table(report: Report) -> Table | None:
@@ -315,9 +333,10 @@ def confirmation_table(report: Report) -> Table | None:
         for c in d.confirmed:
             dp = c.decision_predicted
             drift = c.cost_drift_pct or {}
-            dr = (MISSING if not drift else
-                  f"{fmt(drift.get('c_decode'), 0, sign=True)}, {fmt(drift.get('c_verify'), 0, sign=True)}, "
-                  f"{fmt(drift.get('c_draft'), 0, sign=True)}")
+            parts = [fmt(drift.get(k), 0, sign=True) for k in ("c_decode", "c_verify", "c_draft")]
+            if "c_draft_fwd" in drift:  # a llama.cpp record: the engine term's drift too
+                parts.append("draft fwd " + fmt(drift["c_draft_fwd"], 0, sign=True))
+            dr = MISSING if not drift else ", ".join(parts)
             ctx = f"{fmt(c.timed_context, 0)} / {fmt(c.cost_context, 0)} (run {fmt(c.run_cost_context, 0)})"
             yes = {True: "yes", False: "no", None: MISSING}
             rows.append([name, str(c.gamma), str(c.prompts), _x(c.realized), fmt(c.ratio, 2),

@@ -63,7 +63,7 @@ from specterm.core.store import (
     read_meta,
     write_meta_atomic,
 )
-from specterm.oracle.costs import COST_GAMMAS, context_ids, measure_batch_costs
+from specterm.oracle.costs import COST_GAMMAS, context_ids, measure_batch_costs, reused_b1
 
 
 @dataclass
@@ -296,6 +296,7 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
 
     sampler = CostSampler(pair.target, pair.draft, ctx, cost_gammas.tolist(), on_measure=on_measure, cancel=cancel)
     sampler.plan(1 + config.cost_repeats + (len(items) if config.interleave_costs else 0))
+    t_costs = time.perf_counter()
     for _ in range(1 + config.cost_repeats):
         sampler.round()
 
@@ -312,8 +313,13 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
     batch_record = meta.get(BATCH_COST_KEY)
     if config.batch_costs:
         report(Progress("cost", f"measuring costs by batch at context {ctx_len}"))
-        batch_record = measure_batch_costs(pair.target, pair.draft, ctx, on_measure=on_measure, cancel=cancel)
+        # B = 1 comes from the cost rounds just timed (same caches, context and clock), not timed again
+        batch_record = measure_batch_costs(pair.target, pair.draft, ctx, on_measure=on_measure, cancel=cancel,
+                                           reuse=reused_b1(sampler.summary()),
+                                           prefilled={"target": sampler.quantities[0][2], "draft": sampler.quantities[1][2]})
         batch_record["measured_at"] = new_meta("")["created"]
+        # the whole cost measurement: the g curve's rounds (warm-up included) and the batch grid
+        batch_record["whole_wall_s"] = time.perf_counter() - t_costs
     run_batch = batch_costs(batch_record) if config.batch > 1 else None
     if config.batch > 1 and run_batch is None:
         raise SpectermError("a batched confirmation needs the run's costs by batch; add --batch-costs.")

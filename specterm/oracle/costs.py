@@ -254,13 +254,27 @@ BATCHES = (1, 2, 4, 8)
 BATCH_FIT_M = (1, 3, 9)       # tokens per row of the timed target forwards at every B (decode; g = 2, 8)
 BATCH_HELD = ((8, 2), (4, 5))  # (B, m) held back from the fit: g = 1 at B = 8, g = 4 at B = 4
 BATCH_REPEATS = 2
-BATCH_METHOD = ("sparse grid + fit: the target forward of m tokens per row at batch B is timed at m in "
-                "{1, 3, 9} for every B in {1, 2, 4, 8} (warm-up: the 1-token forwards of each B; then "
-                "interleaved rounds, order rotated); c_verify(g, B) for the other g comes from the least-squares surface c(B, m) = a + b B + "
-                "c B m over the timed medians (m = g + 1; 1..8 drafts); c_decode(B) = the timed m = 1 forward, "
-                "c_draft(B) a timed 1-token draft forward per row. Caches: one prefill of the context at B = 1 "
-                "per model, repeated B times along the batch axis (no B-row prefill). Held-back points (B, m) = "
-                "(8, 2) and (4, 5) are timed too and compared with the surface")
+BATCH_METHOD = ("sparse grid + interpolation in tokens per forward: the target forward of m tokens per row at "
+                "batch B is timed at m in {1, 3, 9} for every B in {2, 4, 8}; at B = 1 the session's cost rounds "
+                "(decode, verify(g) for g = 1..8, draft) are reused, not timed again (same caches, context and "
+                "clock). Warm-up: the 1-token forwards of each B; then interleaved rounds, order rotated. "
+                "c_verify(g, B) = f(B (g + 1)), f the non-decreasing least-squares fit over every timed forward "
+                "of N = B m >= 2 tokens, linear between timed N (hardware.batch); c_decode(B), c_draft(B) as "
+                "timed. Caches: one prefill of the context at B = 1 per model, repeated B times along the "
+                "batch axis (no B-row prefill). Held-back points (B, m) = (8, 2) and (4, 5) are timed too and "
+                "compared with the interpolation")
+
+
+def reused_b1(cost: dict) -> dict:
+    """The B = 1 column of the batch grid taken from a cost-rounds summary (CostSampler.summary()):
+    "target:1:1" = decode, "target:1:{g+1}" = verify:g, "draft:1" = draft, for both clocks."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for clock in ("samples_s", "samples_cpu_s"):
+        src = cost.get(clock) or {}
+        keys = {"target:1:1": "decode", "draft:1": "draft"}
+        keys.update({f"target:1:{int(k.split(':')[1]) + 1}": k for k in src if k.startswith("verify:")})
+        out[clock] = {new: list(src[old]) for new, old in keys.items() if old in src}
+    return out
 
 
 def _repeat_cache(cache, batch: int):
@@ -276,26 +290,34 @@ def _repeat_cache(cache, batch: int):
 def measure_batch_costs(target, draft, ctx: Sequence[int], batches: Sequence[int] = BATCHES,
                         fit_m: Sequence[int] = BATCH_FIT_M, held: Sequence[tuple[int, int]] = BATCH_HELD,
                         repeats: int = BATCH_REPEATS, on_measure: MeasureCallback | None = None,
-                        cancel=None) -> dict:
+                        cancel=None, reuse: dict | None = None, prefilled: dict | None = None) -> dict:
     """Time c_decode(B), c_verify(g, B) and c_draft(B) for B in `batches` on caches holding `ctx` (see
     BATCH_METHOD): the stored dict holds every sample (wall and process CPU time) keyed "target:B:m"
     and "draft:B", the grid, the held-back points and the wall time of the whole measurement. The
-    fit itself is core (hardware.batch.batch_costs), so a stored measurement can be re-fitted."""
+    fit itself is core (hardware.batch.batch_costs), so a stored measurement can be re-fitted.
+
+    reuse: `reused_b1(cost)` of cost rounds just measured on the same caches and context: the B = 1
+    forwards are then copied from them instead of timed again (the whole measurement, g curve and
+    batch grid, costs one set of B = 1 forwards). prefilled: {"target": cache, "draft": cache} already
+    holding `ctx` (the cost rounds' caches; copied, never changed), else both are prefilled here."""
     import torch
 
     t_start = time.perf_counter()
     ctx = list(ctx)
     base = len(ctx)
-    one = {}
+    one = dict(prefilled or {})
     for name, model in (("target", target), ("draft", draft)):
+        if name in one:
+            continue
         cache = new_cache(model)
         forward_logits(model, torch.tensor([ctx], device=model.device), cache)
         one[name] = cache
     nxt = context_ids(ctx, max(max(fit_m), *(m for _, m in held)))
-    points = sorted({(int(B), int(m)) for B in batches for m in fit_m} | {(int(B), int(m)) for B, m in held})
+    timed_b = sorted({int(b) for b in batches} - ({1} if reuse else set()))
+    points = sorted({(B, int(m)) for B in timed_b for m in fit_m} | {(int(B), int(m)) for B, m in held if int(B) in timed_b})
     quantities = []
     caches = {}
-    for B in sorted({int(b) for b in batches}):
+    for B in timed_b:
         caches[("target", B)] = _repeat_cache(one["target"], B)
         caches[("draft", B)] = _repeat_cache(one["draft"], B)
         quantities.append((f"draft:{B}", draft, caches[("draft", B)],
@@ -305,6 +327,9 @@ def measure_batch_costs(target, draft, ctx: Sequence[int], batches: Sequence[int
                            torch.tensor([nxt[:m]] * B, device=target.device)))
     samples: dict[str, list[float]] = {q[0]: [] for q in quantities}
     samples_cpu: dict[str, list[float]] = {q[0]: [] for q in quantities}
+    if reuse:
+        samples.update(reuse["samples_s"])
+        samples_cpu.update(reuse["samples_cpu_s"])
     # Warm-up: the cheapest forwards of each batch only (first-touch of every cache and kernel path);
     # a full warm-up round would cost as much as a timed one.
     warm = [q for q in quantities if q[0].startswith("draft:") or q[0].endswith(":1")]
@@ -330,6 +355,7 @@ def measure_batch_costs(target, draft, ctx: Sequence[int], batches: Sequence[int
     return {
         "batches": sorted({int(b) for b in batches}),
         "fit_m": sorted({int(m) for m in fit_m}),
+        "reused_b1": bool(reuse),
         "held_back": [[int(B), int(m)] for B, m in held],
         "context": base,
         "repeats": repeats,

@@ -230,7 +230,8 @@ def decode_pieces(tokenizer, y: list[int]) -> tuple[str, np.ndarray]:
 class _Tally:
     """What a run has done so far, and its progress reports built from it: y tokens generated and
     the time spent generating them (tokens/s, ETA), prompts saved, and the saved streams' running
-    alpha and gate rate."""
+    alpha (SPEC 2's alpha: accepted / positions over the gate-valid positions, as the report counts it)
+    and gate rate (over every position)."""
 
     report: ProgressCallback
     n_todo: int
@@ -241,6 +242,7 @@ class _Tally:
     done: int = 0
     saved_bits: int = 0
     saved_n: int = 0
+    saved_valid: int = 0
     saved_gate: int = 0
 
     def emit(self, phase: str, msg: str = "", gen_extra: float = 0.0, **kw: Any) -> None:
@@ -250,14 +252,15 @@ class _Tally:
         left = (self.n_todo - self.done) * self.max_new_tokens
         self.report(Progress(
             phase, msg, n_prompts=self.n_todo, prompts_done=self.done, max_new_tokens=self.max_new_tokens,
-            tokens_per_s=rate, running_alpha=(self.saved_bits / self.saved_n) if self.saved_n else None,
+            tokens_per_s=rate, running_alpha=(self.saved_bits / self.saved_valid) if self.saved_valid else None,
             gate_rate=(self.saved_gate / self.saved_n) if self.saved_n else None, elapsed_s=elapsed,
             eta_s=(left / rate) if rate > 0 else None, **kw,
         ))
 
     def saved(self, stream: Stream) -> None:
         self.done += 1
-        self.saved_bits += int(stream.a.sum())
+        self.saved_bits += int(stream.a.sum())  # a: the bits up to the first gate failure
+        self.saved_valid += stream.valid_len
         self.saved_n += stream.n
         self.saved_gate += int(stream.gate.sum())
 

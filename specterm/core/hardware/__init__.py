@@ -25,6 +25,7 @@ from specterm.core.hardware.confirmations import (
                                                   parse_confirmation,
                                                   run_curve_and_confirmations,
                                                   summarize_results,
+                                                  timing_rows,
 )
 from specterm.core.hardware.curve import (
                                                   CostCurve,
@@ -77,4 +78,5 @@ __all__ = [
                                                   "run_cost_uncertainty",
                                                   "run_curve_and_confirmations",
                                                   "summarize_results",
+                                                  "timing_rows",
 ]

@@ -101,6 +101,24 @@ def latest_confirmation(meta: dict[str, Any], required: bool = False, where: str
     return parse_confirmation(records[-1], where)
 
 
+def timing_rows(prompt_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-prompt rows as `summarize_results` sums them. A row with per-token greedy stamps
+    (greedy_cum_s: a llama.cpp confirmation, whose speculative decoder emits its own number of tokens)
+    becomes one row per g that times greedy over the T tokens that speculative run emitted (greedy's
+    time to its T-th token, T = tokens_out); every other row passes unchanged."""
+    out: list[dict[str, Any]] = []
+    for p in prompt_rows:
+        cum = p.get("greedy_cum_s")
+        if not isinstance(cum, list) or not cum:
+            out.append(p)
+            continue
+        for g, sp in p["spec"].items():
+            t = min(int(sp["tokens_out"]), len(cum))
+            out.append({"corpus": p["corpus"], "id": p.get("id"), "tokens": t, "greedy_s": cum[t - 1],
+                        "greedy_identical": p.get("greedy_identical", True), "spec": {g: sp}})
+    return out
+
+
 def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
                       corpus_curves: dict[str, dict[int, tuple[float, float]]] | None = None) -> list[dict[str, Any]]:
     """Per (corpus, g) rows of a confirmation from its per-prompt rows (ratio of sums over prompts).
@@ -114,6 +132,10 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
         predicted = S_hw(g) with that E and phi on the curve's clock; ratio = realized / predicted,
                     ratio_cpu = realized_cpu / predicted
         predicted_corpus = S_hw(g) with the corpus's (E_true(g), phi(g)) from `corpus_curves`
+
+    With an engine per-block term on the curve (llama.cpp), every S_hw uses the engine's block cost
+    (costmodel.block_cost with c_draft_fwd(g)); predicted_engine repeats predicted_spec6 and
+    predicted_without_engine_term is SPEC 6's block alone, for comparison.
     """
     acc: dict[tuple[str, int], dict[str, Any]] = {}
     for row in prompt_rows:
@@ -135,9 +157,10 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
             a["refeeds"] += sp.get("refeeds_walk", 0)
             a["identical"] = a["identical"] and bool(sp["identical"]) and bool(row.get("greedy_identical", True))
 
-    def s_hw(E: float, phi: float, g: int) -> float:
+    def s_hw(E: float, phi: float, g: int, engine: bool = True) -> float:
+        fwd = curve.draft_fwd_on([g]) if engine else None
         return float(costmodel.speedup_hw(np.array([E]), curve.c_decode, np.array([curve.verify_at(g)]), curve.c_draft,
-                                np.array([g]), np.array([phi]), curve.refeed_extra)[0])
+                                np.array([g]), np.array([phi]), curve.refeed_extra, fwd)[0])
 
     out = []
     for (corpus, g), a in sorted(acc.items()):
@@ -159,16 +182,22 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
             "predicted_mb": float(costmodel.speedup_mb(np.array([E]), curve.r_mb, np.array([g]))[0]),
             "E_prompts": E, "refeed_share": phi, "tokens_per_call": a["tokens"] / a["calls"],
             "identical": bool(a["identical"]),
-            "block_model_s": float(costmodel.block_cost(curve.verify_at(g), curve.c_draft, g, phi, curve.refeed_extra)),
+            "block_model_s": float(costmodel.block_cost(curve.verify_at(g), curve.c_draft, g, phi, curve.refeed_extra,
+                                                        curve.draft_fwd_at(g))),
         })
+        if curve.c_draft_fwd is not None:  # the engine's block is the prediction; SPEC 6's block beside it
+            out[-1]["predicted_engine"] = out[-1]["predicted_spec6"]
+            out[-1]["predicted_without_engine_term"] = s_hw(E, 0.0, g, engine=False)
     return out
 
 
 def _row(r: dict[str, Any]) -> dict[str, Any]:
-    """A SPEC 7 confirmed row from a stored result row: "predicted" is S_hw as SPEC 6 writes it
-    (stored as predicted_spec6 by confirm; older rows: their "predicted"), "predicted_refeed" the
-    refeed model (confirm's "predicted"); ratios realized / predicted, in wall and CPU time."""
-    spec = r["predicted_spec6"] if _check_type(r.get("predicted_spec6"), float) else r["predicted"]
+    """A SPEC 7 confirmed row from a stored result row: "predicted" is S_hw as the decision computes it
+    (stored as predicted_engine by a llama.cpp confirmation, whose block cost has the engine term, else
+    predicted_spec6; older rows: their "predicted"), "predicted_refeed" the refeed model (confirm's
+    "predicted"); ratios realized / predicted, in wall and CPU time."""
+    spec = (r["predicted_engine"] if _check_type(r.get("predicted_engine"), float)
+            else r["predicted_spec6"] if _check_type(r.get("predicted_spec6"), float) else r["predicted"])
     refeed = r["predicted"]
     cpu = float(r["realized_cpu"]) if _check_type(r.get("realized_cpu"), float) else None
     return {"gamma": int(r["gamma"]), "predicted": float(spec), "realized": float(r["realized"]),
@@ -195,7 +224,7 @@ def confirmed_rows(conf: Confirmation, set_name: str) -> list[dict[str, Any]]:
     if not isinstance(prompts, list) or not prompts or curve is None:
         return []
     try:
-        pooled = summarize_results([{**p, "corpus": "pooled"} for p in prompts], curve)
+        pooled = summarize_results(timing_rows([{**p, "corpus": "pooled"} for p in prompts]), curve)
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         raise SpectermError("the confirmation record's prompts are corrupt; delete the record from run.json and "
                             "re-run `specterm confirm`.") from None
@@ -246,7 +275,8 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
 
         E_out     = sum tokens / sum blocks at g over the set's streams WITHOUT the timed prompts
                     (leave-out; each stream cut to the timed prompts' length n, as they were generated)
-        value     = S_hw(g) with E_out and the run's stored robust costs (`curve`)
+        value     = S_hw(g) with E_out and the run's stored robust costs (`curve`; with its engine per-block
+                    term c_draft_fwd(g) when it has one, here and in every replicate: costmodel)
         ci        = 95% prediction interval for K prompts: replicate b draws K leave-out streams with
                     replacement (E = their tokens / blocks) and pairs it with cost replicate b (`reps`)
         in_ci     = lo <= realized <= hi;  sign_held = (realized > 1) == (value > 1) (the report replaces it
@@ -274,14 +304,16 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
         return out
     tokens, blocks = walk_table(leave, np.array([g]))
     t, b = tokens[:, 0], blocks[:, 0]
-    value = float(costmodel.speedup_hw(t.sum() / b.sum(), curve.c_decode, curve.verify_at(g), curve.c_draft, g))
+    value = float(costmodel.speedup_hw(t.sum() / b.sum(), curve.c_decode, curve.verify_at(g), curve.c_draft, g,
+                                       c_draft_fwd=curve.draft_fwd_at(g)))
     ci: list[float | None] = [None, None]
     if reps is not None and n_rep > 0:
         k = int(np.flatnonzero(reps.gammas == g)[0])
         idx = np.random.default_rng(seed).integers(0, len(leave), size=(min(n_rep, reps.c_decode.size), K))
         E_K = t[idx].sum(axis=1) / b[idx].sum(axis=1)
         n = idx.shape[0]
-        S = costmodel.speedup_hw(E_K, reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g)
+        S = costmodel.speedup_hw(E_K, reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g,
+                                 c_draft_fwd=reps.draft_fwd_col(k, n))
         lo, hi = np.percentile(S, [2.5, 97.5])
         ci = [float(lo), float(hi)]
     realized = float(row["realized"])
@@ -291,10 +323,14 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
     session = cost_curve(conf.record.get("cost")) if isinstance(conf.record.get("cost"), dict) else None
     if session is not None and g in set(session.gammas.tolist()):
         out["predicted_session_costs"] = float(costmodel.speedup_hw(t.sum() / b.sum(), session.c_decode,
-                                                                    session.verify_at(g), session.c_draft, g))
+                                                                    session.verify_at(g), session.c_draft, g,
+                                                                    c_draft_fwd=session.draft_fwd_at(g)))
         out["cost_drift_pct"] = {"c_decode": _pct(session.c_decode, curve.c_decode),
                                  "c_verify": _pct(session.verify_at(g), curve.verify_at(g)),
                                  "c_draft": _pct(session.c_draft, curve.c_draft), "clock": session.clock}
+        s_fwd, r_fwd = session.draft_fwd_at(g), curve.draft_fwd_at(g)
+        if s_fwd is not None and r_fwd is not None:
+            out["cost_drift_pct"]["c_draft_fwd"] = _pct(s_fwd, r_fwd)
     ctx = [float(p["context"]) for p in timed if isinstance(p.get("context"), (int, float))]
     out["timed_context"] = float(np.mean(ctx)) if ctx else None
     return out

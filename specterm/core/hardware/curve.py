@@ -19,6 +19,14 @@ usable spread) every violation is pooled (the plain isotonic fit). A straight li
 far the curve is from linear; it is not used for decisions because CPU kernels make the real curve
 step-shaped. c_draft and c_draft2 are single quantities: medians as they are.
 
+An engine's per-block draft term c_draft_fwd(g) (a (g+1)-token draft forward, stored by llama.cpp
+runs as c_draft_fwd_s / c_draft_fwd_cpu_s; costmodel's module docstring) is a curve over m = g + 1
+like c_verify and gets the same pooling within noise, on its own (the draft's forwards are never
+pooled with the target's). A curve with that term uses the engine's block cost everywhere
+(`CostCurve.draft_fwd_on`), and its refeed extra is 0: llama.cpp's draft-simple speculator never
+takes a 2-token draft step, since its per-block forward already put every verified token in the
+draft's cache.
+
 Clock: a run stores wall-time and process-CPU-time medians; `decision_clock` says which the curve
 uses: "cpu" on a CPU with one torch thread (then CPU time is the time a forward takes when it has
 the core to itself, unmoved by other processes time-sharing the machine), "wall" otherwise.
@@ -135,11 +143,40 @@ class CostCurve:
     raw_c_verify: np.ndarray | None = None
     c_draft2: float | None = None  # a 2-token draft forward (None: not measured, taken as c_draft)
     clock: str = "wall"
+    c_draft_fwd: np.ndarray | None = None  # the engine's per-block draft forward at each of `gammas` (None: torch)
+    engine: str | None = None              # the engine that measured the costs (None: torch, as recorded)
 
     @property
     def refeed_extra(self) -> float:
-        """(c_draft2 - c_draft)+: what a 2-token draft step costs beyond a 1-token one."""
+        """(c_draft2 - c_draft)+: what a 2-token draft step costs beyond a 1-token one; 0 for a curve with an
+        engine per-block term (that engine's draft never takes a 2-token step, module docstring)."""
+        if self.c_draft_fwd is not None:
+            return 0.0
         return costmodel.refeed_extra(self.c_draft, self.c_draft2)
+
+    def draft_fwd_on(self, gammas: ArrayLike) -> np.ndarray | None:
+        """c_draft_fwd(g) at each g of `gammas` (the block cost's engine term), None without one."""
+        if self.c_draft_fwd is None:
+            return None
+        return np.array([self.c_draft_fwd[self._index(int(g))] for g in np.atleast_1d(np.asarray(gammas)).tolist()],
+                        dtype=np.float64)
+
+    def draft_fwd_at(self, gamma: int) -> float | None:
+        """c_draft_fwd(g) (None without an engine term)."""
+        return None if self.c_draft_fwd is None else float(self.c_draft_fwd[self._index(gamma)])
+
+    def block_term_text(self) -> str:
+        """How the block cost reads, for verdicts and tables: SPEC 6's, or with the engine's term named."""
+        if self.c_draft_fwd is None:
+            return "c_verify(g) + g c_draft"
+        return (f"c_verify(g) + g c_draft + c_draft_fwd(g) ({self.engine or 'the engine'}'s per-block "
+                "(g+1)-token draft forward)")
+
+    def _index(self, gamma: int) -> int:
+        i = np.flatnonzero(self.gammas == gamma)
+        if i.size == 0:
+            raise SpectermError(f"the cost curve has no c_verify({gamma}); measure draft lengths {self.gammas.min()}..{self.gammas.max()} only.")
+        return int(i[0])
 
     @property
     def r_mb(self) -> float:
@@ -147,10 +184,7 @@ class CostCurve:
         return self.c_draft / self.c_decode
 
     def verify_at(self, gamma: int) -> float:
-        i = np.flatnonzero(self.gammas == gamma)
-        if i.size == 0:
-            raise SpectermError(f"the cost curve has no c_verify({gamma}); measure draft lengths {self.gammas.min()}..{self.gammas.max()} only.")
-        return float(self.c_verify[i[0]])
+        return float(self.c_verify[self._index(gamma)])
 
 
 def _positive(value: Any) -> bool:
@@ -195,10 +229,32 @@ def cost_curve(cost: dict[str, Any] | None) -> CostCurve | None:
     assert c_decode is not None and c_draft is not None  # checked by _positive above
     c_dec, c_ver = robust_forward_costs(float(c_decode), gammas, raw, se_dec, se_ver)
     ctx = cost.get("context")
+    engine = cost.get("engine")
     return CostCurve(gammas=gammas, c_decode=c_dec, c_verify=c_ver, c_draft=float(c_draft),
                      context=int(ctx) if isinstance(ctx, int) else None,
                      raw_c_decode=float(c_decode), raw_c_verify=raw,
-                     c_draft2=float(c_draft2) if c_draft2 is not None and _positive(c_draft2) else None, clock=clock)
+                     c_draft2=float(c_draft2) if c_draft2 is not None and _positive(c_draft2) else None, clock=clock,
+                     c_draft_fwd=_draft_fwd(cost, gammas, sfx, samples),
+                     engine=engine if isinstance(engine, str) else None)
+
+
+def _draft_fwd(cost: dict[str, Any], gammas: np.ndarray, sfx: str, samples: Any) -> np.ndarray | None:
+    """The engine term c_draft_fwd(g) over `gammas` from "c_draft_fwd" + sfx (None when the run has none),
+    pooled within noise over m = g + 1 like c_verify (se from "draft_fwd:<g>" samples when all have 3+)."""
+    stored: Any = cost.get("c_draft_fwd" + sfx)
+    if stored is None:
+        return None
+    values: list[Any] = [stored.get(str(int(g))) for g in gammas.tolist()] if isinstance(stored, dict) else []
+    if not values or not all(_positive(v) for v in values):
+        raise SpectermError("the run's c_draft_fwd record must map every timed draft length to positive seconds; "
+                            "re-measure with `specterm run --backend llama.cpp --resume --remeasure-cost`.")
+    raw = np.array([float(v) for v in values], dtype=np.float64)
+    se = None
+    if isinstance(samples, dict):
+        vals: list[Any] = [samples.get(f"draft_fwd:{g}") for g in gammas.tolist()]
+        if all(isinstance(v, list) and len(v) >= 3 and all(_positive(x) for x in v) for v in vals):
+            se = np.array([median_se(v) for v in vals])
+    return pool_violators_within_noise(raw, se)
 
 
 def curve_summary(curve: CostCurve) -> dict[str, Any]:
@@ -214,6 +270,8 @@ def curve_summary(curve: CostCurve) -> dict[str, Any]:
                           "formula": "c(m) = a + b m, m = tokens per target forward (least squares over the medians)"},
         "robust_method": ROBUST_METHOD,
         "decision_clock": curve.clock,
+        **({} if curve.c_draft_fwd is None else
+           {"c_draft_fwd_robust_s": {str(int(g)): float(c) for g, c in zip(curve.gammas, curve.c_draft_fwd)}}),
     }
 
 
@@ -226,6 +284,11 @@ class CostReplicates:
     c_decode: np.ndarray
     c_verify: np.ndarray
     c_draft: np.ndarray
+    c_draft_fwd: np.ndarray | None = None  # (n, G): the engine term's replicates (None without one)
+
+    def draft_fwd_col(self, k: int, n: int) -> np.ndarray | None:
+        """The first n replicates of the engine term at column k (the curve's k-th g), None without one."""
+        return None if self.c_draft_fwd is None else self.c_draft_fwd[:n, k]
 
 
 def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostReplicates | None:
@@ -233,7 +296,9 @@ def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostRepli
     with replacement and their median taken, independently per quantity; the forward costs then go
     through the same pooling as the point estimate (`robust_forward_costs`, with the standard errors
     of the original samples). None without a curve, without stored samples, or with n = 0. A quantity
-    with one sample stays fixed (no spread to resample)."""
+    with one sample stays fixed (no spread to resample). An engine term c_draft_fwd(g) is resampled the
+    same way after every other quantity (so the other replicates do not depend on it) and pooled like the
+    point estimate; without its samples it stays fixed at the curve's values."""
     curve = cost_curve(cost)
     if curve is None or n <= 0 or cost is None:
         return None
@@ -256,4 +321,14 @@ def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostRepli
     out_ver = np.empty_like(ver)
     for i in range(n):
         out_dec[i], out_ver[i] = robust_forward_costs(float(dec[i]), curve.gammas, ver[i], se_dec if se_ver is not None else None, se_ver)
-    return CostReplicates(gammas=curve.gammas, c_decode=out_dec, c_verify=out_ver, c_draft=dra)
+    fwd = None
+    if curve.c_draft_fwd is not None:
+        fwd_keys = [f"draft_fwd:{g}" for g in curve.gammas.tolist()]
+        if all(isinstance(samples.get(k), list) and samples[k] for k in fwd_keys):
+            raw = np.stack([med(k) for k in fwd_keys], axis=1)
+            se_f = (np.array([median_se(samples[k]) for k in fwd_keys])
+                    if all(len(samples[k]) >= 3 for k in fwd_keys) else None)
+            fwd = np.stack([pool_violators_within_noise(row, se_f) for row in raw])
+        else:
+            fwd = np.broadcast_to(curve.c_draft_fwd, (n, curve.gammas.size)).copy()
+    return CostReplicates(gammas=curve.gammas, c_decode=out_dec, c_verify=out_ver, c_draft=dra, c_draft_fwd=fwd)

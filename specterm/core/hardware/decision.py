@@ -6,6 +6,14 @@ behind the report's `decision_hw` key and `specterm confirm`'s choice of g. Pure
 
 (formulas in core/costmodel.py). The refeed model adds phi(g) (c_draft2 - c_draft)+ per block and is
 shown beside S_hw, never instead of it.
+
+Engine block cost: when the run's costs carry an engine's per-block term (llama.cpp's draft-simple
+speculator: a (g+1)-token draft forward per block, c_draft_fwd(g); CostCurve.c_draft_fwd), every number
+of the decision uses the engine's block c_verify(g) + g c_draft + c_draft_fwd(g) instead of SPEC 6's
+c_verify(g) + g c_draft: S_hw and g_hw, the CI replicates, the i.i.d. column, the break-even v* =
+E - (g c_draft + c_draft_fwd(g)) / c_decode, and the verdict names the term. SPEC 6's block is the
+cost of a decoder whose draft advances one token per step; the decision is for the decoder the
+run's engine really runs. Torch runs have no such term and their numbers are SPEC 6's exactly.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from specterm.core import costmodel
 from specterm.core.bootstrap import percentile_ci
 from specterm.core.estimate import num
-from specterm.core.hardware.batch import BatchCosts
+from specterm.core.hardware.batch import FORMULA, BatchCosts
 from specterm.core.hardware.curve import CostCurve, CostReplicates
 from specterm.core.optimum import best_gamma
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR
@@ -52,7 +60,8 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
                 confirmed: Sequence[ConfirmedRow | dict[str, Any]] = (), note: str | None = None,
                 E_boot: ArrayLike | None = None, reps: CostReplicates | None = None,
                 batch: BatchCosts | None = None,
-                batch_reps: tuple[Array, Array, Array] | None = None) -> DecisionHW:
+                batch_reps: tuple[Array, Array, Array] | None = None,
+                batch_fwd_reps: Array | None = None) -> DecisionHW:
     """SPEC 7 `decision_hw` of one set (report.DecisionHW) from its E curves (over `gammas`) and the
     run's robust cost curve; undefined numbers are None.
 
@@ -73,7 +82,9 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
     the verdict says so; its kind then follows the point estimate.
     Batch (SPEC 6 "Batch"): with `batch` (the run's costs by batch, BatchCosts) and its replicates,
     by_batch lists S_hw(g_hw(B), B) with its CI per measured B (g over batch.gammas), and
-    batch_crossover is the largest B whose CI lies above 1 (None: "never on this device").
+    batch_crossover is the largest B whose CI lies above 1 (None: "never on this device"). With an
+    engine term by batch (batch.c_draft_fwd, its replicates batch_fwd_reps) the block by batch is the
+    engine's: c_verify(g, B) + g c_draft(B) + c_draft_fwd(g, B).
     """
     gammas = np.asarray(gammas, dtype=np.int64)
     order = np.argsort(gammas, kind="stable")
@@ -113,20 +124,22 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         return out
     grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
     c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
+    c_fwd = curve.draft_fwd_on(grid)  # the engine's per-block term (None: SPEC 6's block)
     E_t = _on_grid(gammas, E_t_all, grid)
-    S_true = costmodel.speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid)
+    S_true = costmodel.speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid, c_draft_fwd=c_fwd)
     g_hw, s_hw = _best(S_true, grid)
     g_rf = s_rf = s_rf_at = None
     S_refeed = np.full(grid.shape, np.nan)
     if phi_all is not None:
         S_refeed = costmodel.speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid,
-                                        _on_grid(gammas, phi_all, grid), curve.refeed_extra)
+                                        _on_grid(gammas, phi_all, grid), curve.refeed_extra, c_fwd)
         g_rf, s_rf = _best(S_refeed, grid)
         s_rf_at = None if g_hw is None else float(S_refeed[np.flatnonzero(grid == g_hw)[0]])
     g_ihw = s_ihw = s_true_at = None
     S_iid = np.full(grid.shape, np.nan)
     if E_i_all is not None:
-        S_iid = costmodel.speedup_hw(_on_grid(gammas, E_i_all, grid), curve.c_decode, c_ver, curve.c_draft, grid)
+        S_iid = costmodel.speedup_hw(_on_grid(gammas, E_i_all, grid), curve.c_decode, c_ver, curve.c_draft, grid,
+                                     c_draft_fwd=c_fwd)
         g_ihw, s_ihw = _best(S_iid, grid)
         s_true_at = None if g_ihw is None else float(S_true[np.flatnonzero(grid == g_ihw)[0]])
     ci_hw: list[float | None] = [None, None]
@@ -135,7 +148,8 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         n = min(E_b.shape[0], reps.c_decode.size)
         j = int(np.flatnonzero(gammas == g_hw)[0])
         k = int(np.flatnonzero(reps.gammas == g_hw)[0])
-        S_rep = costmodel.speedup_hw(E_b[:n, j], reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g_hw)
+        S_rep = costmodel.speedup_hw(E_b[:n, j], reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g_hw,
+                                     c_draft_fwd=reps.draft_fwd_col(k, n))
         ci_hw = _ci(S_rep)
         if g_mb is not None:
             jm = int(np.flatnonzero(gammas == g_mb)[0])
@@ -147,23 +161,27 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         verdict = f"no positions in this set: nothing to decide; {mb_text}"
     else:
         E_at = float(E_t[np.flatnonzero(grid == g_hw)[0]])
-        v_star = float(costmodel.break_even_verify(E_at, curve.c_draft, curve.c_decode, g_hw))
+        v_star = float(costmodel.break_even_verify(E_at, curve.c_draft, curve.c_decode, g_hw, curve.draft_fwd_at(g_hw)))
         steps = curve.verify_at(g_hw) / curve.c_decode
         verdict = verdict_text(kind, g_hw, float(s_hw), ci_hw) + (
             f"; speculation at g = {g_hw} pays when a verify of {g_hw + 1} tokens costs less than "
             f"v* = {v_star:.2f} decode steps (measured here: {steps:.2f})")
+        if curve.c_draft_fwd is not None:
+            verdict += f"; block cost {curve.block_term_text()}"
         if s_rf is not None and (s_rf > 1.0) != (s_hw > 1.0):
             verdict += f" (with the 2-token draft step: {s_rf:.2f}x at g = {g_rf})"
     out.speedup_hw_ci, out.speedup_mb_ci, out.verdict_kind = _plain(ci_hw), _plain(ci_mb), kind
     out.break_even_verify, out.verify_steps, out.cost_context = num(v_star), num(steps), curve.context
     if batch is not None and E_boot is not None:
-        _set_batch(out, gammas, E_t_all, E_b, batch, batch_reps, g_hw)
+        _set_batch(out, gammas, E_t_all, E_b, batch, batch_reps, g_hw, batch_fwd_reps)
     out.gamma_hw, out.speedup_hw, out.verdict, out.speculate = g_hw, num(s_hw), verdict, speculate
     out.gamma_iid_hw, out.speedup_iid_hw, out.speedup_true_at_gamma_iid_hw = g_ihw, num(s_ihw), num(s_true_at)
     out.gamma_hw_refeed, out.speedup_hw_refeed, out.speedup_refeed_at_gamma_hw = g_rf, num(s_rf), num(s_rf_at)
     out.clock = curve.clock
     out.curve_hw = {"gamma": grid.tolist(), "S_true": _plain(S_true), "S_iid": _plain(S_iid),
                     "S_true_refeed": _plain(S_refeed)}
+    if c_fwd is not None:  # the engine's per-block term the block cost includes (absent for torch runs)
+        out.curve_hw["c_draft_fwd"] = _plain(c_fwd)
     return out
 
 
@@ -228,7 +246,8 @@ def verdict_text(kind: str | None, g: int, S: float, ci: Sequence[float | None])
 
 
 def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Array | None, batch: BatchCosts,
-               batch_reps: tuple[Array, Array, Array] | None, g_hw1: int | None) -> None:
+               batch_reps: tuple[Array, Array, Array] | None, g_hw1: int | None,
+               fwd_reps: Array | None = None) -> None:
     """Sets out's by_batch rows, the measured crossover B_hw and the roofline reference (see decision_hw)."""
     present = set(gammas.tolist())
     bg = np.array([g for g in batch.gammas.tolist() if g in present], dtype=np.int64)
@@ -237,7 +256,9 @@ def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Ar
     rows: list[dict[str, Any]] = []
     crossover = None
     for i, B in enumerate(batch.batches.tolist()):
-        S = costmodel.speedup_hw(E_all[cols], batch.c_decode[i], batch.c_verify[i, jj], batch.c_draft[i], bg)
+        fwd = None if batch.c_draft_fwd is None else batch.c_draft_fwd[i, jj]
+        S = costmodel.speedup_hw(E_all[cols], batch.c_decode[i], batch.c_verify[i, jj], batch.c_draft[i], bg,
+                                 c_draft_fwd=fwd)
         g_b, s_b = _best(S, bg)
         ci: list[float | None] = [None, None]
         if g_b is not None and E_b is not None and batch_reps is not None and E_b.shape[0]:
@@ -245,7 +266,9 @@ def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Ar
             n = min(E_b.shape[0], dec.shape[0])
             j = int(np.flatnonzero(gammas == g_b)[0])
             k = int(np.flatnonzero(batch.gammas == g_b)[0])
-            ci = _ci(costmodel.speedup_hw(E_b[:n, j], dec[:n, i], ver[:n, i, k], dra[:n, i], g_b))
+            fwd_b = (None if batch.c_draft_fwd is None else
+                     fwd_reps[:n, i, k] if fwd_reps is not None else batch.c_draft_fwd[i, k])
+            ci = _ci(costmodel.speedup_hw(E_b[:n, j], dec[:n, i], ver[:n, i, k], dra[:n, i], g_b, c_draft_fwd=fwd_b))
         rows.append({"batch": int(B), "gamma_hw": g_b, "speedup_hw": {"value": s_b, "ci": ci},
                      "c_decode": float(batch.c_decode[i]), "c_draft": float(batch.c_draft[i])})
         if ci[0] is not None and ci[0] > 1.0:
@@ -258,12 +281,18 @@ def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Ar
     out.by_batch, out.batch_crossover, out.roofline_reference = _plain(rows), crossover, _plain(roofline)
     out.batch_crossover_text = NEVER if crossover is None else f"speculation pays up to batch {crossover}"
     out.batch_fit = _plain({"held_back": batch.held_back, "fit_rms_rel": batch.fit_rms_rel, "wall_s": batch.wall_s,
-                            "clock": batch.clock, "context": batch.context})
+                            "whole_wall_s": batch.whole_wall_s, "method": FORMULA,
+                            "clock": batch.clock, "context": batch.context,
+                            **({} if batch.c_draft_fwd is None else
+                               {"engine_term": "c_draft_fwd(g, B): the engine's per-block draft forward, fitted like c_verify"})})
 
 
 def q3_costs(curve: CostCurve | None) -> dict[str, Any] | None:
     """The measured costs in economics.speedup_factor's shape (the robust curve), or None."""
     if curve is None:
         return None
-    return {"c_decode": curve.c_decode, "c_draft": curve.c_draft,
-            "c_verify": {int(g): float(c) for g, c in zip(curve.gammas, curve.c_verify)}}
+    out: dict[str, Any] = {"c_decode": curve.c_decode, "c_draft": curve.c_draft,
+                           "c_verify": {int(g): float(c) for g, c in zip(curve.gammas, curve.c_verify)}}
+    if curve.c_draft_fwd is not None:
+        out["c_draft_fwd"] = {int(g): float(c) for g, c in zip(curve.gammas, curve.c_draft_fwd)}
+    return out

@@ -20,6 +20,7 @@ class RunCostUncertainty:
     reps: CostReplicates | None = None
     batch: BatchCosts | None = None
     batch_reps: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    batch_fwd_reps: np.ndarray | None = None  # c_draft_fwd(g, B) replicates (an engine's term; None: torch)
 
 
 def cost_seed(seed: int, what: str) -> int:
@@ -34,4 +35,6 @@ def run_cost_uncertainty(meta: dict[str, Any], boot: int, seed: int) -> RunCostU
     batch = batch_costs(record) if isinstance(record, dict) else None
     batch_reps = (batch.replicates(record, boot, cost_seed(seed, "batch_cost"))
                   if batch is not None and isinstance(record, dict) and boot > 0 else None)
-    return RunCostUncertainty(reps=reps, batch=batch, batch_reps=batch_reps)
+    fwd_reps = (batch.draft_fwd_replicates(record, boot, cost_seed(seed, "batch_draft_fwd"))
+                if batch is not None and isinstance(record, dict) and boot > 0 else None)
+    return RunCostUncertainty(reps=reps, batch=batch, batch_reps=batch_reps, batch_fwd_reps=fwd_reps)

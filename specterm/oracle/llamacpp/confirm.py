@@ -6,8 +6,14 @@ speedup predicted for it? (SPEC 6, Confirmation, in the engine people deploy.)
    gate held are taken.
 2. Costs are measured in this session (llamacpp/costs.py) at the mean context of the timed
    generations: `cost_repeats` rounds first, one more after every prompt.
-3. Per corpus: g_hw, g_iid and g_hw_refeed from decision_hw with this session's costs and the corpus's
-   E_true (as oracle/confirm.py chooses), plus every --gamma.
+3. Per corpus, the draft lengths timed: g = 1, 4 and 8 (tokens per target call of the real decoder
+   beside the block walk, issue 22) and the run's decision g_hw (decision_hw with the run's stored
+   costs and the corpus's E_true: SPEC 6 "g_hw of the corpus is always timed"), plus every --gamma;
+   the cost curve is timed at every one of them. This session's own choices (g_hw, g_iid from
+   decision_hw with this session's costs) are recorded in "choices", not timed. With --batch-costs,
+   the costs by batch are measured after the cost rounds (llamacpp/costs.measure_batch_costs: contexts
+   of n_seq_max = B, the B = 1 column reused from the rounds) and stored as the run's, so the report's
+   by-batch table appears for the llama.cpp run.
 4. Per prompt, methods alternating (order reversed every other prompt):
    - plain greedy: llama.cpp decoding through the binding, the prompt but its last token prefilled
      untimed, then n 1-token decodes with an argmax each (timed: what llama-speculative-simple's
@@ -18,12 +24,19 @@ speedup predicted for it? (SPEC 6, Confirmation, in the engine people deploy.)
      timed by its own "decoded" line; its -v log gives every block's drafted tokens, accepted count
      and target token (core/speclog.parse_speculative_log).
    Each output is compared with the stored y (token identity up to the first divergence, recorded).
-5. Per (corpus, g): specterm.core.hardware.summarize_results's rows (realized = sum greedy s / sum
-   speculative s, predicted = S_hw with E of these prompts' exact walk, tokens per target call), plus
+5. Per (corpus, g): specterm.core.hardware.summarize_results's rows over hardware.timing_rows
+   (realized = sum greedy s / sum speculative s, greedy timed to the token count the speculative run
+   emitted; predicted = S_hw with E of these prompts' exact walk and the engine's block cost
+   c_verify(g) + g c_draft + c_draft_fwd(g), costmodel: llama.cpp's draft-simple speculator feeds the
+   (g+1)-token verification batch to the draft once per block; predicted_without_engine_term:
+   SPEC 6's block alone), plus
    - tokens_per_call_walk: the same count from the walk llama.cpp makes on the stored bits
-     (speclog.capped_walk_accepts), and the accepted-run histograms of both;
-   - predicted_engine: S_hw with llama.cpp draft-simple's block cost, which adds a (g+1)-token draft
-     forward per block: E c_decode / (c_verify(g) + g c_draft + c_draft_fwd(g)).
+     (speclog.capped_walk_accepts), and the accepted-run histograms of both.
+6. When every prompt is done: SPEC 6's decision checks (oracle/confirm.decision_checks, i.e.
+   hardware.decision_check, the one implementation torch confirmations use too: leave-out E, the
+   run's stored costs, the 95% prediction interval for K prompts, in_ci, sign_held, cost drift),
+   stored with the record. Every prompt row records its context (prompt + n/2) and the record its
+   cost context, as torch records do.
 
 The record goes to run.json's "confirmations" (oracle/confirm.write_confirmation: atomic, under the
 run lock), rewritten after every prompt with "complete": false; it carries engine: "llama.cpp".
@@ -44,8 +57,8 @@ import numpy as np
 
 from specterm.core.blockwalk import E_iid as E_iid_formula
 from specterm.core.errors import SpectermError
-from specterm.core.costmodel import block_cost, refeed_counts
-from specterm.core.hardware import cost_curve, decision_hw, summarize_results
+from specterm.core.costmodel import refeed_counts
+from specterm.core.hardware import cost_curve, decision_hw, summarize_results, timing_rows
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
 from specterm.core.speclog import (
     SpecLog,
@@ -59,6 +72,7 @@ from specterm.oracle.costs import context_ids
 from specterm.oracle.llamacpp import binaries as B
 from specterm.oracle.llamacpp import models as LM
 
+DEFAULT_GAMMAS = (1, 4, 8)  # always timed (where the stream is long enough), beside the run's decision g_hw
 SPEC_ARGS = ("--spec-type", "draft-simple", "--spec-draft-n-min", "0", "--spec-draft-p-min", "0", "--temp", "0",
              "--top-k", "1", "-v")
 
@@ -79,6 +93,7 @@ class LlamaConfirmConfig:
     llama_src: Path | None = None
     build_jobs: int = 1
     keep_logs: Path | None = None  # directory to copy every speculative -v log into
+    batch_costs: bool = False      # also measure the costs by batch (B = 1, 2, 4, 8) and store them as the run's
 
 
 def greedy_timed(model: LM.GGUFModel, ids: list[int], n: int, eog: set[int]) -> tuple[list[int], list[float], float]:
@@ -195,10 +210,18 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
     run_dir = Path(config.run)
     run = load_run(run_dir)
     chosen = select_streams_any_gate(run.streams, config.per_corpus, config.corpora)
-    cost_gammas = np.array(sorted({int(g) for g in config.cost_gammas}), dtype=np.int64)
     extra = sorted({int(g) for g in config.gammas})
-    if any(g < 1 or g not in cost_gammas for g in extra):
-        raise SpectermError(f"--gamma must be among the measured draft lengths {cost_gammas.min()}..{cost_gammas.max()}.")
+    if any(g < 1 or g > max(COST_GAMMAS) for g in extra):
+        raise SpectermError(f"--gamma must be between 1 and {max(COST_GAMMAS)}.")
+    run_curve = cost_curve(run.meta.get("cost"))  # the run's decision: its stored costs
+    by_corpus = corpus_E(run.streams, np.array(COST_GAMMAS, dtype=np.int64))
+    decision_g: dict[str, int | None] = {}
+    for name in sorted({s.corpus for s in chosen}):
+        decision_g[name] = (decision_hw(COST_GAMMAS, by_corpus[name][0], None, run_curve).gamma_hw
+                            if run_curve is not None and name in by_corpus else None)
+    timed = {*DEFAULT_GAMMAS, *extra, *(g for g in decision_g.values() if g is not None)}
+    # the cost curve covers every g timed, so each has a prediction with this session's costs
+    cost_gammas = np.array(sorted({int(g) for g in config.cost_gammas} | timed), dtype=np.int64)
     if config.threads < 1:
         raise SpectermError("--threads must be at least 1.")
     meta = run.meta
@@ -252,16 +275,25 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
 
     cost = session_cost()
     curve = cost_curve(cost)
+    batch_record = None
+    if config.batch_costs:
+        from specterm.oracle.llamacpp.costs import measure_batch_costs, reused_b1_llamacpp
+
+        report(Progress("cost", f"measuring llama.cpp costs by batch at context {ctx_len}"))
+        batch_record = measure_batch_costs(target, draft, ctx, reuse=reused_b1_llamacpp(cost), on_measure=on_measure,
+                                           cancel=cancel)
+        batch_record["measured_at"] = new_meta("")["created"]
     by_corpus = corpus_E(run.streams, cost_gammas)
     choices: dict[str, dict[str, Any]] = {}
     for name in sorted({it["stream"].corpus for it in items}):
         E_true, alpha, phi = by_corpus[name]
         d = decision_hw(cost_gammas, E_true, E_iid_formula(alpha, cost_gammas), curve, phi_true=phi)
-        gammas = sorted(g for g in {d.gamma_hw, d.gamma_iid_hw, d.gamma_hw_refeed, *extra} if g is not None)
+        gammas = sorted(g for g in {*DEFAULT_GAMMAS, decision_g.get(name), *extra} if g is not None)
         choices[name] = {"gamma_hw": d.gamma_hw, "speedup_hw": d.speedup_hw, "gamma_hw_refeed": d.gamma_hw_refeed,
                          "speedup_hw_refeed": d.speedup_hw_refeed, "gamma_iid_hw": d.gamma_iid_hw,
                          "speedup_iid_hw": d.speedup_iid_hw, "gamma_mb": d.gamma_mb, "speedup_mb": d.speedup_mb,
-                         "gammas": gammas, "verdict": d.verdict}
+                         "gammas": gammas, "verdict": d.verdict, "gamma_decision": decision_g.get(name),
+                         "decision_costs": "the run's stored costs" if run_curve is not None else None}
     E_table = {name: {int(g): (float(e), float(p)) for g, e, p in zip(cost_gammas, by_corpus[name][0], by_corpus[name][2])}
                for name in choices}
     record: dict[str, Any] = {
@@ -278,12 +310,16 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
         "per_corpus": config.per_corpus,
         "max_new_tokens": config.max_new_tokens,
         "context_timed": ctx_len,
+        "cost_context": ctx_len,
+        "cost_context_rule": "mean over the timed prompts of prompt tokens + n/2 (n = tokens compared)",
+        "run_cost_context": (meta.get("cost") or {}).get("context"),
         "complete": False,
         "method": ("per (corpus, g): realized = sum greedy s / sum speculative s over the same prompts, methods alternating "
                    "(order reversed every other prompt); greedy: llama.cpp 1-token decodes + argmax through the binding "
                    "(prefill untimed); speculative: llama-speculative-simple's own 'decoded' seconds (prefill untimed); "
-                   "predicted = S_hw(g) with E = tokens / blocks of the exact walk of these prompts and this session's "
-                   "robust costs; predicted_engine adds draft-simple's (g+1)-token draft forward per block"),
+                   "predicted = S_hw(g) with E = tokens / blocks of the exact walk of these prompts, this session's "
+                   "robust costs and the engine's block cost c_verify(g) + g c_draft + c_draft_fwd(g) (draft-simple's "
+                   "(g+1)-token draft forward per block)"),
         "cost": cost,
         "choices": choices,
         "prompts": [],
@@ -297,12 +333,12 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
     run_speculative(speculative_command(exe, t_path, d_path, first["stream"].prompt,
                                         choices[first["stream"].corpus]["gammas"][0], 2, config.threads, n_ctx))
     return _time(config, items, choices, E_table, record, index, sampler, session_cost, target, draft, eog, exe,
-                 t_path, d_path, n_ctx, run_dir, report, cancel, t_start)
+                 t_path, d_path, n_ctx, run_dir, report, cancel, t_start, batch_record)
 
 
 def _time(config, items, choices, E_table, record, index, sampler, session_cost, target, draft, eog, exe, t_path,
-          d_path, n_ctx, run_dir, report, cancel, t_start) -> dict[str, Any]:
-    from specterm.oracle.confirm import write_confirmation
+          d_path, n_ctx, run_dir, report, cancel, t_start, batch_record=None) -> dict[str, Any]:
+    from specterm.oracle.confirm import decision_checks, write_confirmation
 
     total = sum(1 + len(choices[it["stream"].corpus]["gammas"]) for it in items)
     done = 0
@@ -312,6 +348,7 @@ def _time(config, items, choices, E_table, record, index, sampler, session_cost,
         if idx % 2:
             methods.reverse()
         row: dict[str, Any] = {"corpus": s.corpus, "id": s.id, "tokens": it["n"], "prompt_tokens": len(it["ids"]),
+                               "context": len(it["ids"]) + it["n"] / 2,
                                "gate_valid_len": s.valid_len, "gate_rate": s.gate_rate,
                                "order": [str(m) for m in methods], "spec": {}}
         for m in methods:
@@ -363,37 +400,25 @@ def _time(config, items, choices, E_table, record, index, sampler, session_cost,
         record["cost"] = session_cost()
         record["results"] = results(record["prompts"], record["cost"], E_table)
         write_confirmation(run_dir, record, index)
+    record["decision_checks"] = decision_checks(run_dir, record)
     record["complete"] = True
     record["load_avg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     record["seconds"] = time.perf_counter() - t_start
-    write_confirmation(run_dir, record, index)
+    if batch_record is not None:
+        record["batch_costs_measured"] = True
+    write_confirmation(run_dir, record, index, None, batch_record)
     report(Progress("done", f"llama.cpp confirmation of {len(items)} prompt(s) appended to {run_dir / 'run.json'}"))
     return record
 
 
-def timing_rows(prompt_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (prompt, g) rows for summarize_results, each timing greedy over the same number of tokens
-    the speculative run emitted (greedy's time to its T-th token, from its per-token stamps)."""
-    out = []
-    for p in prompt_rows:
-        if "greedy_cum_s" not in p:
-            continue
-        for g, sp in p["spec"].items():
-            t = min(sp["tokens_out"], len(p["greedy_cum_s"]))
-            out.append({"corpus": p["corpus"], "id": p["id"], "tokens": t, "greedy_s": p["greedy_cum_s"][t - 1],
-                        "greedy_identical": p.get("greedy_identical", True), "spec": {g: sp}})
-    return out
-
-
 def results(prompt_rows: list[dict[str, Any]], cost: dict[str, Any], E_table) -> list[dict[str, Any]]:
-    """summarize_results rows (over `timing_rows`) plus the llama.cpp columns (module docstring, step 5):
-    tokens_per_call_walk = the walk's tokens / its target calls, the gap of the real count to it,
-    the histograms, predicted_engine."""
+    """summarize_results rows (over hardware.timing_rows; their S_hw with the engine's block cost, since the
+    session's curve carries c_draft_fwd) plus the llama.cpp columns (module docstring, step 5):
+    tokens_per_call_walk = the walk's tokens / its target calls, the gap of the real count to it, the
+    histograms; realized_over_engine = realized / predicted_engine."""
     curve = cost_curve(cost)
-    assert curve is not None  # the session's costs were just measured
+    assert curve is not None and curve.c_draft_fwd is not None  # the session's costs were just measured
     rows = summarize_results(timing_rows(prompt_rows), curve, E_table)
-    clock_sfx = "_cpu_s" if curve.clock == "cpu" else "_s"
-    fwd = cost.get("c_draft_fwd" + clock_sfx) or {}
     for r in rows:
         g = str(r["gamma"])
         sp = [p["spec"][g] for p in prompt_rows if p["corpus"] == r["corpus"] and g in p["spec"]]
@@ -409,12 +434,6 @@ def results(prompt_rows: list[dict[str, Any]], cost: dict[str, Any], E_table) ->
                                            if agree else None)
         r["histogram"] = np.sum([x["histogram"] for x in sp], axis=0).tolist()
         r["histogram_walk"] = np.sum([x["histogram_walk"] for x in sp], axis=0).tolist()
-        if g in fwd:
-            # SPEC 6's block plus the per-block draft forward llama.cpp's speculator pays
-            block = float(block_cost(curve.verify_at(int(g)), curve.c_draft, int(g))) + float(fwd[g])
-            r["predicted_engine"] = r["E_prompts"] * curve.c_decode / block
-        else:
-            r["predicted_engine"] = None
         r["realized_over_engine"] = r["realized"] / r["predicted_engine"] if r["predicted_engine"] else None
     return rows
 
@@ -422,7 +441,7 @@ def results(prompt_rows: list[dict[str, Any]], cost: dict[str, Any], E_table) ->
 def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str | None,
                     max_new_tokens: int | None, threads: int | None, repeats: int, target: str | None = None,
                     draft: str | None = None, llama_bin: Path | None = None, llama_src: Path | None = None,
-                    keep_logs: Path | None = None, cost_max_gamma: int = 16) -> None:
+                    keep_logs: Path | None = None, cost_max_gamma: int = 16, batch_costs: bool = False) -> None:
     """CLI glue (headless progress); Ctrl-C keeps finished prompts."""
     import sys
 
@@ -439,7 +458,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
                                 corpora=tuple(c.strip() for c in corpus.split(",")) if corpus else None,
                                 max_new_tokens=max_new_tokens, threads=1 if threads is None else threads,
                                 cost_repeats=repeats, target=target, draft=draft, llama_bin=llama_bin,
-                                llama_src=llama_src, keep_logs=keep_logs,
+                                llama_src=llama_src, keep_logs=keep_logs, batch_costs=batch_costs,
                                 cost_gammas=tuple(range(1, cost_max_gamma + 1)))
     on_progress, ctx, log = headless_progress()
     try:
@@ -449,7 +468,14 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
         print(f"interrupted: the finished prompts are kept in {Path(run) / 'run.json'} (confirmation marked incomplete).",
               file=sys.stderr)
         raise SystemExit(130) from None
+    for c in record.get("decision_checks", []):
+        dp = c["decision_predicted"]
+        if dp["value"] is not None and dp["ci"][0] is not None:
+            log(f"{c['corpus']:>12} g={c['gamma']:<2} decision check: predicts {dp['value']:.2f}x "
+                f"[{dp['ci'][0]:.2f}, {dp['ci'][1]:.2f}] for {c['K']} new prompts, realized {c['realized']:.2f}x, "
+                f"in PI {c['in_ci']}, sign held {c['sign_held']}")
     for r in record["results"]:
-        log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted']:.2f}x (engine {r['predicted_engine'] or 0:.2f}x)  "
+        log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted_engine']:.2f}x "
+            f"(SPEC 6 block alone {r['predicted_without_engine_term']:.2f}x)  "
             f"realized {r['realized']:.2f}x  tokens/call {r['tokens_per_call']:.3f} (walk {r['tokens_per_call_walk'] or 0:.3f})  "
             f"{'identical' if r['identical'] else 'OUTPUTS DIFFER'}")
