@@ -318,3 +318,23 @@ print("pydantic" in sys.modules)
     empty.mkdir()
     none = subprocess.run([sys.executable, "-m", "specterm"], capture_output=True, text=True, cwd=empty)
     assert none.returncode == 2 and "no runs in ./streams" in none.stderr and "Traceback" not in none.stderr
+
+
+def test_pending_cis_choose_the_layout_the_cis_will_have():
+    """The Overview's columns are chosen with each pending CI measured as a CI, so they do not
+    change when the CIs come: at 80 columns the shipped-like widths give NARROW both times."""
+    from specterm.screens.overview import MIDDLE, NARROW, PENDING_WIDTH, layout, pending_cis
+
+    full = ["16", "1,043", "0.915 [0.898, 0.931]", "0.612", "0.99", "+0.117 [0.05, 0.20]", "1.35x [1.10, 1.62]",
+            "0.056 = 0.030 + 0.026 [0.008, 0.044]", "+0.101 [0.03, 0.18]"]
+    point = ["16", "1,043", "0.915 [n/a]", "0.612", "0.99", "+0.117 [n/a]", "1.35x [n/a]",
+             "0.056 = 0.030 + 0.026 [n/a]", "+0.101 [n/a]"]
+    rows_full = [("code", ["code", *full]), ("pooled", ["pooled", *full])]
+    shown = [("code", ["code", *pending_cis(point, True)]), ("pooled", ["pooled", *pending_cis(point, True)])]
+    sized = [("code", ["code", *pending_cis(point, True, PENDING_WIDTH)]), ("pooled", ["pooled", *pending_cis(point, True, PENDING_WIDTH)])]
+    with_cis, _ = layout(rows_full, 78)
+    assert with_cis is NARROW
+    assert layout(shown, 78)[0] is MIDDLE  # measured as "[…]", the point table would take D/D_geom ...
+    columns, rows = layout(shown, 78, sized=sized)
+    assert columns is with_cis  # ... and lose it when the CIs come; measured as CIs it does not
+    assert rows[0][1][2] == "0.915\n[…]"
