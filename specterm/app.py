@@ -278,7 +278,6 @@ class SpectermApp(App[Any]):
             if key is not None:
                 cache.store(key, report)
         self.post_message(messages.ReportReady(report, load_id))
-        prewarm_screens()
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
         if message.load_id == self.load_id:
@@ -297,8 +296,18 @@ class SpectermApp(App[Any]):
         if self.runs is not None:  # RunsLoaded of this load came first
             self.pair_cache[self.pair_key] = (self.runs, report)
         self.call_after_refresh(self.schedule_idle_work)  # after the first table is on screen
+        self.call_after_refresh(self.prewarm)
         # No toast for "pair k of m": the breadcrumb says it on every screen, and a toast here
         # covered the pooled row's CIs at start-up.
+
+    def prewarm(self) -> None:
+        """Import every screen's module in a thread, once, after the first full table is painted
+        (prewarm_screens). Not in the analysis worker right after its report: the imports (plotext
+        among them) then held the GIL against the first table's paint."""
+        if not getattr(self, "_prewarmed", False):
+            self._prewarmed = True
+            self.run_worker(prewarm_screens, thread=True, group="prewarm", exit_on_error=False,
+                            description="import the screens")
 
     def action_next_models(self) -> None:
         """Runs of different draft/target pairs are never pooled: show the next pair's runs."""
