@@ -13,8 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
+
+try:  # where Textual (8.x) keeps it; without it the keys are left as Textual makes them
+    from textual.widgets._footer import FooterKey
+except ImportError:  # pragma: no cover
+    FooterKey = None  # type: ignore[assignment,misc]
 
 
 def bindings_signature(screen: Screen) -> tuple[Any, ...]:
@@ -27,9 +33,20 @@ def bindings_signature(screen: Screen) -> tuple[Any, ...]:
 
 
 class KeyFooter(Footer):
-    """Footer that skips a recompose when the keys it would show are the ones it shows."""
+    """Footer that skips a recompose when the keys it would show are the ones it shows, and whose
+    keys are made in their final compact state (no restyle each from their watcher and binding)."""
 
     _shown: tuple[Any, ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        """Textual's keys, each given the footer's `compact` before it mounts: FooterKey starts
+        compact and its watcher, then its data binding to the footer, switched the class twice,
+        each switch a restyle of the key (20 restyles at the first paint of the Overview)."""
+        for widget in super().compose():
+            if FooterKey is not None and isinstance(widget, FooterKey) and "compact" in widget._reactives:
+                widget.set_reactive(FooterKey.compact, self.compact)
+                widget.set_class(self.compact, "-compact", update=False)
+            yield widget
 
     def bindings_changed(self, screen: Screen) -> None:
         if screen.app.app_focus and self.is_attached and screen is self.screen:
