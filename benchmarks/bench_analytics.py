@@ -1,6 +1,7 @@
 """Analytics at scale, this tree against the commit before issue 21 (950a878, a git worktree) in one
 run: the full report (analyse: all corpora + pooled, B = 2000 bootstrap, 20 shuffles) and the point
-estimates (boot = 0, the same shuffles) on 1M and 10M synthetic positions, and the growth 10M / 1M.
+estimates (boot = 0, the same shuffles) on 1M and 10M synthetic positions, and the growth 10M / 1M;
+for this tree also the full report with `on_point` (the point report handed over before the bootstrap).
 Targets (issue 21): full report 1M <= 0.7 s, 10M <= 3 s.
 
 Streams: two-state Markov chains of ~1000 positions (5 corpora, per-corpus acceptance and
@@ -47,11 +48,15 @@ t0 = time.perf_counter()
 run = load_run(sys.argv[2])
 out = {"load": time.perf_counter() - t0}
 analysis.analyse([run], gamma=8, boot=10, shuffles=2, seed=0)  # imports and first-call costs, not timed
-for name, boot in (("point", 0), ("full", int(sys.argv[4]))):
+import inspect
+cases = [("point", 0, {}), ("full", int(sys.argv[4]), {})]
+if "on_point" in inspect.signature(analysis.analyse).parameters:  # this tree: the point report handed over first
+    cases.append(("full_on_point", int(sys.argv[4]), {"on_point": lambda report: None}))
+for name, boot, kw in cases:
     wall = cpu = float("inf")
     for _ in range(int(sys.argv[3])):
         t0, c0 = time.perf_counter(), time.process_time()
-        analysis.analyse([run], gamma=8, boot=boot, shuffles=int(sys.argv[5]), seed=0)
+        analysis.analyse([run], gamma=8, boot=boot, shuffles=int(sys.argv[5]), seed=0, **kw)
         wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
     out[name] = [wall, cpu]
 print(json.dumps(out))
@@ -107,6 +112,7 @@ def main() -> None:
     ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
     args = ap.parse_args()
     sizes = [int(float(x)) for x in args.sizes.split(",")]
+    load_at_start = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     base = baseline_tree(args.baseline, args.baseline_tree)
     med = statistics.median
 
@@ -133,6 +139,8 @@ def main() -> None:
             for what in ("full", "point"):
                 b_wall, t_wall, b_cpu, t_cpu = m("base", what, 0), m("this", what, 0), m("base", what, 1), m("this", what, 1)
                 growth[(size, what)] = (t_wall, b_wall)
+                if what == "full":
+                    t_full_wall, t_full_cpu = t_wall, t_cpu
                 label = f"full report (B = {args.boot})" if what == "full" else "point estimates (boot = 0)"
                 target = ""
                 if what == "full":
@@ -140,6 +148,11 @@ def main() -> None:
                     target = f"<= {limit} s: {'yes' if t_wall <= limit else 'no'}"
                 rows.append([f"{n_pos:,}", n_streams, label, f"{b_wall:.2f}", f"{t_wall:.2f}", f"{t_wall / b_wall:.2f}",
                              f"{b_cpu:.2f}", f"{t_cpu:.2f}", f"{t_cpu / b_cpu:.2f}", target])
+            if all("full_on_point" in t for t in times["this"]):
+                o_wall, o_cpu = m("this", "full_on_point", 0), m("this", "full_on_point", 1)
+                rows.append([f"{n_pos:,}", n_streams, "full report with on_point (point report first)", "",
+                             f"{o_wall:.2f}", f"{o_wall / t_full_wall:.2f} of full", "", f"{o_cpu:.2f}",
+                             f"{o_cpu / t_full_cpu:.2f} of full", ""])
             rows.append([f"{n_pos:,}", n_streams, "load_run", f"{med([t['load'] for t in times['base']]):.2f}",
                          f"{med([t['load'] for t in times['this']]):.2f}", "", "", "", "", ""])
 
@@ -156,7 +169,8 @@ def main() -> None:
               "per subprocess, median over rounds"),
              f"analyse(gamma=8, shuffles={args.shuffles}, seed=0), all 5 corpora + pooled; point = boot=0 (same shuffles)",
              "synthetic Markov streams of ~1000 positions, draft_conf and beta set; one thread (OMP_NUM_THREADS=1)",
-             "CPU = process time, less sensitive than wall time to the other jobs on this shared machine: compare ratios"]
+             "CPU = process time, less sensitive than wall time to the other jobs on this shared machine: compare ratios",
+             f"load average at the start: {load_at_start}"]
     if prof_text:
         table += f"\n\ncProfile of this tree's full report at {sizes[0]:,} positions, top {args.top} by own time:\n\n```\n{prof_text[0]}\n```"
     record("Analytics at scale: full report, this tree vs the commit before issue 21", table, notes, append=not args.no_append)

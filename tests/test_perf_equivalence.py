@@ -36,3 +36,25 @@ def test_refeed_share_hand_case():
     assert (int(r[0]), int(b[0])) == (2, 4)
     assert refeed_share([bits], [2])[0] == 0.5
     assert np.isnan(refeed_share([], [2])[0])
+
+
+def test_policy_ratios_resample_one_tokens_column_exactly():
+    # tokens = n under every policy, so borderline.policy_ratios resamples one tokens column; its
+    # rows must equal the ratios computed from the full (B x P x 3) resample, number for number
+    from specterm.core.bootstrap import multinomial_weights, percentile_ci
+    from specterm.core.borderline import policy_ratios
+    from specterm.core.costmodel import throughput
+
+    rng = np.random.default_rng(8)
+    n, p, r = 40, 5, 0.17
+    tokens = rng.integers(50, 900, n)
+    blocks = rng.integers(5, 300, (n, p))
+    sums = np.stack([np.broadcast_to(tokens[:, None], (n, p)), blocks, blocks * rng.integers(1, 9, p)], axis=-1)
+    policies = [("fixed", {"gamma": g}) for g in range(1, p)] + [("best-fixed", {"gamma": 2})]
+    W = multinomial_weights(n, 300, seed=2)
+    rows = policy_ratios(policies, sums, r, W)
+    boot = (W @ sums.reshape(n, p * 3).astype(np.float64)).reshape(-1, p, 3)
+    Tb = throughput(boot[..., 0], boot[..., 1], boot[..., 2], r)
+    for j, row in enumerate(rows):
+        lo, hi = percentile_ci(Tb[:, j] / Tb[:, p - 1])
+        assert row.vs_best_fixed.ci == [lo, hi]

@@ -454,3 +454,24 @@ def test_analyse_gives_each_set_the_summary_of_its_own_streams(monkeypatch):
         assert fast.sets[name].policies == slow.sets[name].policies, name
     with_conf = {name for name, rep in fast.sets.items() if any(row.policy == "confidence" for row in rep.policies)}
     assert with_conf == {"a", "c"}  # stream 4 (corpus b) has no draft_conf: b and pooled lack the rows
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.3, 0.5, 0.7, 0.9, 1.0, 1.5, 1e-40])
+def test_float32_confidence_compared_with_tau_exactly(tau):
+    # float32 neighbours of tau on both sides: conf >= tau must equal float64(conf) >= tau
+    t32 = np.float32(tau)
+    near = [np.nextafter(t32, np.float32(-np.inf)), t32, np.nextafter(t32, np.float32(np.inf))]
+    conf = np.array([*near, np.nan, 0.0, 1.0], dtype=np.float32)
+    assert policies._at_least(conf, tau).tolist() == (conf.astype(np.float64) >= tau).tolist()
+    assert policies._at_least(conf.astype(np.float64), tau).tolist() == (conf.astype(np.float64) >= tau).tolist()
+
+
+def test_distances_to_the_next_hit_equal_a_loop():
+    rng = np.random.default_rng(3)
+    for _ in range(150):
+        n = int(rng.integers(0, 120))
+        mask = rng.random(n) < rng.random()
+        ref = np.array([next((u for u in range(i, n) if mask[u]), n) - i for i in range(n)], dtype=np.int64)
+        assert policies._distance_to_next(mask, np.arange(n, dtype=np.int32)).tolist() == ref.tolist()
+        for cap in (1, 2, 3, 17, 33):
+            assert policies._capped_distance_to_next(mask, cap).tolist() == np.minimum(ref, cap).tolist()

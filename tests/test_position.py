@@ -172,3 +172,27 @@ def test_gain_weights_streams_equally_by_hand():
     b[32:66] = 1
     ps = pos.position_sums([a, b])
     assert float(pos.warmup_gain(ps.M.sum(axis=0), ps.cols)) == pytest.approx((0.75 - 0.5) / 2)
+
+
+def test_position_sums_equal_a_loop_over_streams_and_bins():
+    # every column against a plain loop, at the awkward lengths (empty, one bin, the warm-up bounds)
+    from specterm.core.position import WARMUP_EARLY, WARMUP_LATE, bins_needed, position_sums
+
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        arrays = [(rng.random(int(rng.choice([0, 1, 5, 16, 17, 31, 32, 33, 40, 100]))) < rng.random()).astype(np.uint8)
+                  for _ in range(int(rng.integers(1, 7)))]
+        w = int(rng.choice([1, 3, 16]))
+        K = bins_needed(max(a.size for a in arrays), w) + int(rng.integers(0, 3))
+        ps = position_sums(arrays, w, K)
+        for i, a in enumerate(arrays):
+            row, cols = ps.M[i], ps.cols
+            for k in range(K):
+                assert row[cols[f"ones_{k}"]] == a[k * w:(k + 1) * w].sum()
+                assert row[cols[f"n_{k}"]] == a[k * w:(k + 1) * w].size
+            warm = a.size > WARMUP_LATE
+            assert row[cols["warmup"]] == warm
+            assert row[cols["early_ones"]] == (a[:WARMUP_EARLY].sum() if warm else 0)
+            assert row[cols["early_n"]] == (min(a.size, WARMUP_EARLY) if warm else 0)
+            assert row[cols["late_ones"]] == (a[WARMUP_LATE:].sum() if warm else 0)
+            assert row[cols["late_n"]] == (max(a.size - WARMUP_LATE, 0) if warm else 0)

@@ -1,7 +1,9 @@
-"""The in-place shuffles (stats.Shuffler, one sort of random keys per copy) against their law: a
-uniform permutation of each stream. The random stream differs from specterm <= 950a878 (rng.permuted
-per group of equal-length streams); these tests check the law directly and that the temporal CI's
-coverage on streams with known truth equals the old sampler's."""
+"""The in-place shuffles (stats.Shuffler: i.i.d. marks for the zeros, then a uniform correction to
+exactly m of them) against their law: a uniform permutation of each stream. The random stream
+differs from specterm <= 950a878 (rng.permuted per group of equal-length streams) and from the sort
+of random keys after it; these tests check the law directly (every arrangement, with the correction
+forced both ways), that the walk counted from the zeros equals walk_blocks on the shuffled bits, and
+that the temporal CI's coverage on streams with known truth equals the old sampler's."""
 
 from __future__ import annotations
 
@@ -57,19 +59,64 @@ def test_position_pairs_are_exchangeable():
     assert np.diag(joint) == pytest.approx(6 / 16, abs=0.02)
 
 
-def test_many_chunks_keep_every_stream(monkeypatch):
-    monkeypatch.setattr(st, "_CHUNK", 50)  # many sorts, streams longer than a chunk among them
+def _chi2_every_arrangement(base: list[int], copies: int, seed: int) -> tuple[float, int]:
+    n = len(base)
+    c = geo.concat_streams([np.array(base, np.uint8)] * 3000)
+    out = st.shuffle_streams(c, copies=copies, seed=seed).reshape(-1, n)
+    assert (out.sum(axis=1) == sum(base)).all()
+    code = out.astype(np.int64) @ (1 << np.arange(n))
+    arrangements = sorted(set(itertools.permutations(base)))
+    counts = np.array([(code == np.array(a) @ (1 << np.arange(n))).sum() for a in arrangements])
+    assert counts.sum() == out.shape[0]
+    expected = out.shape[0] / len(arrangements)
+    return float(((counts - expected) ** 2 / expected).sum()), len(arrangements) - 1
+
+
+@pytest.mark.parametrize("q", [0.15, 0.5, 0.9])
+def test_every_arrangement_equally_likely_whatever_the_marking_rate(monkeypatch, q):
+    # The marks' rate only changes how much is corrected (q = 0.15: marks added to reach m = 4 of 7;
+    # q = 0.9: marks removed); the law must stay uniform over all C(7, 3) = 35 arrangements.
+    monkeypatch.setattr(st, "_mark_thresholds", lambda n, m: np.full(n.size, round(q * 65536) - 1, np.uint16))
+    chi2, df = _chi2_every_arrangement([1, 1, 0, 0, 1, 0, 0], copies=12, seed=int(q * 10))
+    assert df == 34 and chi2 < 65.2  # the 0.999 quantile of chi-square(34)
+
+
+def test_the_correction_is_exercised_both_ways(monkeypatch):
+    c = geo.concat_streams([np.array([1, 0, 0, 1, 0, 1, 1, 0], np.uint8)] * 200)
+    sh = st.Shuffler(c, np.random.default_rng(0))
+    z = np.flatnonzero(sh._marks(sh.t.size) <= sh.t)
+    counts = np.diff(np.searchsorted(z, sh.bounds))
+    assert (counts > 4).any() and (counts < 4).any()
+
+
+def test_walk_from_the_zeros_equals_walk_blocks_of_the_copy():
     rng = np.random.default_rng(2)
-    arrays = [(rng.random(int(rng.integers(0, 120))) < rng.random()).astype(np.uint8) for _ in range(80)]
+    arrays = [(rng.random(int(rng.integers(0, 300))) < rng.random()).astype(np.uint8) for _ in range(300)]
+    arrays = [np.zeros(0, np.uint8), *arrays, np.zeros(5, np.uint8), np.ones(7, np.uint8), np.zeros(0, np.uint8),
+              np.array([0], np.uint8), np.array([1], np.uint8), np.zeros(0, np.uint8)]
     c = geo.concat_streams(arrays)
-    assert len(st._chunks(c.lengths, 50)) > 10
-    out = st.shuffle_streams(c, copies=3, seed=3)
-    moved = 0
-    for copy in out:
-        for a, lo, hi in zip(arrays, c.starts, c.ends):
-            assert copy[lo:hi].sum() == a.sum()
-            moved += not np.array_equal(copy[lo:hi], a)
-    assert moved > 100
+    for g in (1, 4, 8, 31):
+        a, b = st.Shuffler(c, np.random.default_rng(g)), st.Shuffler(c, np.random.default_rng(g))
+        for _ in range(3):
+            blocks, bits = a.blocks(g), b.copy()
+            runs = geo.segment_runs(bits, c.starts, c.ends)
+            assert np.array_equal(blocks, geo.walk_blocks(runs, c.starts.size, g))
+            for x, lo, hi in zip(arrays, c.starts, c.ends):
+                assert bits[lo:hi].sum() == x.sum()
+
+
+def test_distinct_ranks_are_a_uniform_subset():
+    # 3 of 6 in each of 4000 streams: each of the C(6, 3) = 20 subsets equally likely, all distinct
+    n = 4000
+    idx = st.distinct_ranks(np.full(n, 3), np.full(n, 6), np.arange(n) * 6, 6 * n, np.random.default_rng(1))
+    assert idx.size == 3 * n and np.unique(idx).size == idx.size
+    owner, rank = np.divmod(np.sort(idx), 6)
+    assert (np.bincount(owner, minlength=n) == 3).all()
+    code = np.bincount(owner, weights=1 << rank, minlength=n).astype(np.int64)
+    counts = np.bincount(code, minlength=64)[[sum(1 << r for r in s) for s in itertools.combinations(range(6), 3)]]
+    assert counts.sum() == n
+    chi2 = float(((counts - n / 20) ** 2 / (n / 20)).sum())
+    assert chi2 < 43.8  # the 0.999 quantile of chi-square(19)
 
 
 def test_shuffled_blocks_same_law_as_the_old_sampler():

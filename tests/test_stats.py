@@ -211,3 +211,16 @@ def test_walk_blocks_many_equals_walk_blocks_dense_and_sorted():
     ref = np.stack([geo.walk_blocks(runs, c.starts.size, g) for g in range(1, 33)], axis=1)
     for dense in (True, False, None):
         assert np.array_equal(geo.walk_blocks_many(runs, c.starts.size, range(1, 33), dense=dense), ref)
+
+
+def test_transition_counts_equal_a_loop_over_pairs():
+    rng = np.random.default_rng(4)
+    for _ in range(60):
+        arrays = [(rng.random(int(rng.choice([0, 1, 2, 3, 40]))) < rng.random()).astype(np.uint8)
+                  for _ in range(int(rng.integers(0, 10)))]
+        c = geo.concat_streams(arrays)
+        got = np.stack(geo.transition_counts(c), axis=1) if arrays else np.zeros((0, 4))
+        want = [[sum(int(a[t] == x and a[t + 1] == y) for t in range(a.size - 1) for x, y in pairs)
+                 for pairs in ([(1, 1)], [(1, 0), (1, 1)], [(0, 1)], [(0, 0), (0, 1)])] for a in arrays]
+        assert got.tolist() == [[float(v) for v in row] for row in want]
+        assert geo.stream_totals(c.bits, c.starts, c.ends).tolist() == [int(a.sum()) for a in arrays]

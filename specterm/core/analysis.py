@@ -37,12 +37,12 @@ import numpy as np
 
 from specterm.core import stats as st
 from specterm.core.blockwalk import E_iid
-from specterm.core.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.bootstrap import multinomial_weights
 from specterm.core.costmodel import r_or_default, refeed_share
 from specterm.core.cost_ratio import cost_ratio_optimum
 from specterm.core.economics import depth_gain
 from specterm.core.errors import SpectermError
-from specterm.core.estimate import num
+from specterm.core.estimate import num, percentile_cis
 from specterm.core.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, RunCostUncertainty, batched_rows,
                                     confirming, decision_check, decision_hw, q3_costs, run_cost_uncertainty,
                                     run_curve_and_confirmations)
@@ -120,18 +120,23 @@ def _stack(parts: list[st.StreamSums]) -> st.StreamSums:
     )
 
 
-def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -> SetReport:
+def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None], R: np.ndarray | None = None) -> SetReport:
     """Every number of one set from its sums matrix and bootstrap weights (see module docstring);
     policies, cost_ratio, position, sampling and decision_hw are filled by `analyse`."""
     cols, gamma, dg = sums.cols, sums.gamma, sums.depth_gamma
     c = sums.M.sum(axis=0)
-    R = W @ sums.M
+    R = W @ sums.M if R is None else R  # the resampled sums (B x K); `analyse` passes them once per set
+
+    pending: list[tuple[Estimate, np.ndarray]] = []  # CIs filled in one percentile call (percentile_cis)
 
     def est(fn: Callable[..., Any], *args: Any) -> Estimate:
-        lo, hi = percentile_ci(fn(R, cols, *args)) if R.shape[0] else (np.nan, np.nan)
-        return Estimate(value=num(fn(c, cols, *args)), ci=[num(lo), num(hi)])
+        e = Estimate(value=num(fn(c, cols, *args)), ci=[None, None])
+        if R.shape[0]:
+            pending.append((e, np.asarray(fn(R, cols, *args), dtype=np.float64)))
+        return e
 
     alpha = float(st.alpha(c, cols))
+    alpha_est = est(st.alpha)
 
     def part(k: int) -> Callable[[np.ndarray, dict[str, Any]], np.ndarray]:
         return lambda cc, cl: st.deficit(cc, cl, gamma)[k]
@@ -141,12 +146,12 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
     curve_iid = E_iid(alpha, GAMMAS)
     measured = sorted({float(r) for r in r_list if r is not None})
     hist = st.run_length_histogram(sums.run_L, alpha if np.isfinite(alpha) else 0.0)
-    return SetReport(
+    rep = SetReport(
         n_streams=int(sums.M.shape[0]),
         n_positions=int(c[cols["n"]]),
         n_positions_gated_out=int(c[cols["gate_n"]] - c[cols["n"]]),
         alpha=num(alpha),
-        alpha_ci=est(st.alpha).ci,
+        alpha_ci=[None, None],
         gate_rate=num(st.gate_rate(c, cols)),
         autocorr=est(st.autocorr),
         autocorr_pooled=est(st.autocorr_pooled),
@@ -190,6 +195,12 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None]) -
         r_measured=num(np.median(measured)) if measured else None,
         r_measured_values=measured,
     )
+    if pending:
+        lo, hi = percentile_cis(np.column_stack([x for _, x in pending]))
+        for (e, _), a, b in zip(pending, lo.tolist(), hi.tolist()):
+            e.ci[0], e.ci[1] = num(a), num(b)
+    rep.alpha_ci = list(alpha_est.ci)
+    return rep
 
 
 def _added(arrays: list[np.ndarray]) -> np.ndarray:
@@ -205,7 +216,7 @@ Hardware = tuple[CostCurve | None, list[Confirmation]]
 
 def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]], runs: list[Run],
                      hw: list[Hardware], sums: st.StreamSums, W: np.ndarray,
-                     unc: list[RunCostUncertainty], seed: int) -> DecisionHW:
+                     unc: list[RunCostUncertainty], seed: int, R: np.ndarray | None = None) -> DecisionHW:
     """hardware.decision_hw of a set from the cost curve of the run(s) its streams come from (streams
     of runs with different measured costs get no hardware decision: measured False), the refeed
     share phi(g) of its streams, its confirmed rows with their decision checks, and its uncertainty:
@@ -228,7 +239,7 @@ def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]
         lookup = dict(zip(common, phi_c.tolist()))
         phi = np.array([lookup.get(int(g), np.nan) for g in gammas])
     conf, confirmed = confirming(confs, name) if curve is not None or confs else (None, [])
-    R = W @ sums.M
+    R = W @ sums.M if R is None else R
     E_boot = np.stack([st.E_true(R, sums.cols, int(g)) for g in gammas.tolist()], axis=1) if R.shape[0] else None
     u = unc[idx[0]] if curve is not None else RunCostUncertainty()
     if conf is not None and curve is not None and name != POOLED:  # pooled rows mix corpora timed at different g
@@ -358,13 +369,14 @@ def _assemble(p: _Prepared, boot: int) -> Report:
     unc = [run_cost_uncertainty(run.meta, boot, seed) for run in runs]
     sets: dict[str, SetReport] = {}
     for name, (sums, W, members) in groups.items():
-        rep = set_report(sums, W, [run_r[i] for _, i in members])
+        R = W @ sums.M  # resampled once, read by set_report and the hardware decision
+        rep = set_report(sums, W, [run_r[i] for _, i in members], R)
         r = r_or_default(rep.r_measured)
         rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name])
         rep.cost_ratio = cost_ratio_optimum(rep, r, ridge=DEFAULT_RIDGE)
         rep.position = position_report(p.positions[name], W, resampled_position[name])
         rep.sampling = sampling_report(p.samplings[name], W, resampled_sampling[name])
-        rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed)
+        rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed, R)
         rep.steady_state = steady_report(p.steadies[name], W)
         sets[name] = rep
 

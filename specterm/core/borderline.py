@@ -139,7 +139,16 @@ def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, 
     the (policy, params) whose CI is wanted (Q4's candidates); the others get values only."""
     n, p, _ = sums.shape
     tot = sums.sum(axis=0).astype(np.float64)
-    boot = (W @ sums.reshape(n, p * 3).astype(np.float64)).reshape(-1, p, 3)
+    if p and np.array_equal(sums[:, :, 0], np.broadcast_to(sums[:, :1, 0], (n, p))):
+        # tokens = n under every policy: one tokens column resampled instead of p (the same exact
+        # integer sums in float64, so the same numbers)
+        flat = np.concatenate([sums[:, 0, :1], sums[:, :, 1:].reshape(n, 2 * p)], axis=1).astype(np.float64)
+        rs = W @ flat
+        boot = np.empty((W.shape[0], p, 3))
+        boot[..., 0] = rs[:, :1]
+        boot[..., 1:] = rs[:, 1:].reshape(-1, p, 2)
+    else:
+        boot = (W @ sums.reshape(n, p * 3).astype(np.float64)).reshape(-1, p, 3)
     T = throughput(tot[:, 0], tot[:, 1], tot[:, 2], r)
     Tb = throughput(boot[..., 0], boot[..., 1], boot[..., 2], r)
     i_best = [name for name, _ in policies].index("best-fixed")

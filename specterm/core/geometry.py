@@ -75,6 +75,20 @@ def segment_runs(bits: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                 zero=z.astype(np.int64, copy=False), trailing=trailing.astype(np.int64, copy=False))
 
 
+def zeros_by_stream(lengths: np.ndarray, ones: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """`seg_of` for segment_runs of bits laid out stream after stream, stream i holding lengths[i]
+    positions of which ones[i] are 1: its zeros come in stream order, n_i - ones_i per stream, so
+    their streams are a repeat (no position-sized stream index, no gather)."""
+    counts = np.asarray(lengths, dtype=np.int64) - np.asarray(ones, dtype=np.int64)
+
+    def seg_of(z: np.ndarray) -> np.ndarray:
+        if z.size != int(counts.sum()):
+            raise ValueError(f"{z.size} zeros, but the streams hold {int(counts.sum())}")
+        return np.repeat(np.arange(counts.size), counts)
+
+    return seg_of
+
+
 def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
     return -(-a // b)
 
@@ -170,15 +184,37 @@ def depth_counts(runs: Runs, starts: np.ndarray, ends: np.ndarray, gamma: int) -
     return at_least(k), at_least(np.minimum(k + 1, left)), at_least(left)
 
 
-def transition_counts(c: Concat, seg: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per stream (n11, n1x, n01, n0x): pairs (a_t, a_{t+1}) inside the stream with a_t=1,a_{t+1}=1;
-    a_t=1; a_t=0,a_{t+1}=1; a_t=0. `seg` is c.seg when the caller already has it."""
-    n = c.starts.size
-    seg = c.seg if seg is None else seg
-    inside = seg[:-1] == seg[1:]
-    prev, nxt, s = c.bits[:-1][inside], c.bits[1:][inside], seg[:-1][inside]
-    n1x = np.bincount(s, weights=prev, minlength=n)
-    n11 = np.bincount(s, weights=prev & nxt, minlength=n)
-    nx = np.bincount(s, minlength=n).astype(np.float64)
-    n01 = np.bincount(s, weights=(1 - prev) & nxt, minlength=n)
-    return n11, n1x, n01, nx - n1x
+def stream_totals(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """sum of x[lo[i]:hi[i]] per i (int64; 0 where lo >= hi), from one cumulative sum."""
+    small = x.dtype in (np.uint8, np.bool_) and x.size * 255 < 2**31  # the running sum fits int32
+    dt = np.int32 if small else np.int64
+    cs = np.zeros(x.size + 1, dtype=dt)
+    np.cumsum(x, dtype=dt, out=cs[1:])
+    lo_c = np.minimum(lo, x.size)
+    out: np.ndarray = np.where(hi > lo, cs[np.clip(hi, lo_c, x.size)].astype(np.int64) - cs[lo_c], 0)
+    return out
+
+
+def transition_counts(c: Concat, seg: np.ndarray | None = None,
+                      ones: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per stream (n11, n1x, n01, n0x) as float64: pairs (a_t, a_{t+1}) inside the stream with
+    a_t=1,a_{t+1}=1; a_t=1; a_t=0,a_{t+1}=1; a_t=0. From per-stream totals, no pass per pair kind:
+
+        n11 = sum of a_t a_{t+1} over t = s..e-2;   n1x = ones - a_{e-1};   n01 = ones - a_s - n11;
+        n0x = (n - 1) - n1x   (streams of n >= 1; all four are 0 for an empty stream).
+
+    `seg` is accepted for the callers that have c.seg and is not needed; `ones`: the ones per stream
+    (stream_totals of c.bits) when the caller has them."""
+    bits, starts, ends = c.bits, c.starts, c.ends
+    n = ends - starts
+    some = n > 0
+    ones = stream_totals(bits, starts, ends) if ones is None else ones
+    pair = bits[:-1] & bits[1:] if bits.size else bits
+    n11 = stream_totals(pair, starts, ends - 1)
+    first = np.where(some, bits[np.minimum(starts, max(bits.size - 1, 0))] if bits.size else 0, 0)
+    last = np.where(some, bits[np.maximum(ends - 1, 0)] if bits.size else 0, 0)
+    n1x = np.where(some, ones - last, 0)
+    n01 = np.where(some, ones - first - n11, 0)
+    n0x = np.maximum(n - 1, 0) - n1x
+    f = np.float64
+    return n11.astype(f), n1x.astype(f), n01.astype(f), n0x.astype(f)

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from specterm.core.bootstrap import percentile_ci
 from specterm.core.errors import SpectermError
-from specterm.core.estimate import num
+from specterm.core.estimate import num, percentile_cis
 from specterm.core.geometry import Concat, concat_streams, segment_runs, walk_blocks
 from specterm.core.optimum import best_gamma, throughput
 from specterm.core.params import GAMMAS
@@ -58,16 +57,59 @@ def _stacked(streams: Sequence[Stream], with_conf: bool = True) -> tuple[Concat,
         for (bits, cf) in cut:
             if cf is not None and cf.size != bits.size:
                 raise SpectermError(f"draft_conf has {cf.size} values but the stream has {bits.size} positions; re-create the run.")
-        # float32 -> float64 is exact, so one cast of the whole equals a cast per stream
+        # kept in its stored precision (float32 as written); compared with tau exactly (`_at_least`)
         conf = np.concatenate([np.full(bits.size, np.nan, np.float32) if cf is None else cf for bits, cf in cut])
-        conf = conf.astype(np.float64, copy=False)
+        if conf.dtype != np.float32:
+            conf = conf.astype(np.float64, copy=False)
     return c, conf, has_conf
 
 
-def _next_true(mask: np.ndarray) -> np.ndarray:
-    """For each t the first index u >= t with mask[u], or mask.size when there is none."""
+def _at_least(conf: np.ndarray, tau: float) -> np.ndarray:
+    """conf >= tau as real numbers (NaN: False). float32 conf is compared with the smallest float32
+    >= tau, which equals comparing float64(conf) with tau (float32 -> float64 is exact) at half the
+    memory traffic."""
+    if conf.dtype == np.float32:
+        thr = np.float32(tau)
+        if float(thr) < tau:
+            thr = np.nextafter(thr, np.float32(np.inf))
+        return conf >= thr
+    return conf >= tau
+
+
+def _index_dtype(size: int) -> type[np.signedinteger[Any]]:
+    """int32 position arrays when every position fits (half the memory traffic), else int64."""
+    return np.int32 if size < 2**31 - 64 else np.int64
+
+
+def _distance_to_next(mask: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each t, (the first u >= t with mask[u], or mask.size) - t, in t's dtype."""
     hits = np.flatnonzero(mask)
-    return np.repeat(np.append(hits, mask.size), np.diff(hits, prepend=-1, append=mask.size - 1))
+    gaps = np.empty(hits.size + 1, dtype=np.int64)  # positions served by each hit (and by the end)
+    if hits.size:
+        gaps[0] = hits[0] + 1
+        np.subtract(hits[1:], hits[:-1], out=gaps[1:-1])
+        gaps[-1] = mask.size - 1 - hits[-1]
+    else:
+        gaps[0] = mask.size
+    nxt = np.repeat(np.append(hits.astype(t.dtype), t.dtype.type(mask.size)), gaps)
+    nxt -= t
+    return nxt
+
+
+def _capped_distance_to_next(mask: np.ndarray, cap: int) -> np.ndarray:
+    """uint8: min(cap, _distance_to_next(mask)) for cap <= 127, by doubling on the run of positions
+    without a hit starting at each t: r_{k+1}[t] = r_k[t] + [r_k[t] = 2^k] r_k[t + 2^k] (r_k is that
+    run capped at 2^k; the array's end ends every run, as mask.size does in _distance_to_next)."""
+    r = (~mask).view(np.uint8) if mask.dtype == np.bool_ else (mask == 0).astype(np.uint8)
+    s = 1
+    while s < cap:
+        nxt = r.copy()
+        full = (r[:-s] == s).view(np.uint8)
+        np.multiply(full, r[s:], out=full)
+        nxt[:-s] += full
+        r, s = nxt, 2 * s
+    out: np.ndarray = np.minimum(r, np.uint8(cap))
+    return out
 
 
 def fixed_blocks(c: Concat, gammas: np.ndarray = GAMMAS) -> np.ndarray:
@@ -92,12 +134,20 @@ def _walk(step: np.ndarray, cost: np.ndarray, c: Concat, active: np.ndarray) -> 
     drafted = np.zeros(c.ends.size, dtype=np.int64)
     idx = np.flatnonzero(active & (c.starts < c.ends))
     pos, end = c.starts[idx], c.ends[idx]
+    nb = np.zeros(idx.size, dtype=np.int64)  # per walking stream, blocks and drafted so far
+    nd = np.zeros(idx.size, dtype=np.int64)
     while idx.size and idx.size >= LOCKSTEP_MIN:
-        blocks[idx] += 1
-        drafted[idx] += cost[pos]
+        nb += 1
+        nd += cost[pos]
         pos = pos + step[pos]
         keep = pos < end
-        idx, pos, end = idx[keep], pos[keep], end[keep]
+        if not keep.all():
+            done = ~keep
+            blocks[idx[done]] = nb[done]
+            drafted[idx[done]] = nd[done]
+            idx, pos, end, nb, nd = idx[keep], pos[keep], end[keep], nb[keep], nd[keep]
+    blocks[idx] = nb
+    drafted[idx] = nd
     for i, p, e in zip(idx.tolist(), pos.tolist(), end.tolist()):
         path = p + block_starts(step[p:e])
         blocks[i] += path.size
@@ -180,20 +230,28 @@ def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5
     c, conf, has_conf = _stacked(streams, with_conf=bool(taus))
     n, N = c.lengths, c.ends.size
     zero = c.bits == 0
-    t = np.arange(c.bits.size)
-    end_t = np.repeat(c.ends, n)  # each position's stream end
-    ones = np.minimum(_next_true(zero), end_t) - t  # ones ahead, within the stream
+    dt = _index_dtype(c.bits.size)
+    t = np.arange(c.bits.size, dtype=dt)
+    left = np.repeat(c.ends.astype(dt), n)  # each position's stream end ...
+    left -= t  # ... less the position: positions left in the stream (>= 1)
+    ones = np.minimum(_distance_to_next(zero, t), left)  # ones ahead, within the stream
 
-    cz = np.concatenate([[0], np.cumsum(zero)])
+    cz = np.concatenate([[0], np.cumsum(zero, dtype=dt)])
     trailing = (n > 0) & ~zero[np.maximum(c.ends - 1, 0)] if c.bits.size else np.zeros(N, dtype=bool)
-    clair_blocks = cz[c.ends] - cz[c.starts] + trailing
+    clair_blocks = (cz[c.ends] - cz[c.starts]).astype(np.int64) + trailing
 
     confidence = np.zeros((N, len(taus), 2), dtype=np.int64)
     if conf is not None:
+        # uint8 arrays for the walks (depth <= g_max <= 32, step <= g_max + 1): the walk's gathers stay in cache
+        cap = g_max + 1
+        left_c = np.minimum(left, cap).astype(np.uint8)
+        ones_c = np.minimum(ones, cap).astype(np.uint8)
         for j, tau in enumerate(taus):
-            next_fail = _next_true(~(conf >= tau))  # NaN confidence counts as a failure
-            depth = np.where(next_fail < end_t, np.minimum(next_fail - t, g_max), g_max)  # past the end: confident
-            step = np.minimum(ones, depth) + 1
+            # distance to the next failure (NaN confidence counts as one), capped; past the end: confident
+            d = _capped_distance_to_next(~_at_least(conf, tau), cap)
+            depth = np.where(d >= left_c, np.uint8(g_max), np.minimum(d, np.uint8(g_max)))
+            step = np.minimum(ones_c, depth)
+            step += np.uint8(1)
             confidence[:, j] = np.stack(_walk(step, depth, c, has_conf), axis=-1)
     return PolicyTable(
         n=n,
@@ -266,11 +324,6 @@ def policy_sums(streams: Sequence[Stream], r: float, *, gammas: Sequence[int] = 
     return policies, out.astype(np.int64, copy=False)
 
 
-def _value_ci(point: float, samples: np.ndarray) -> Estimate:
-    lo, hi = percentile_ci(samples)
-    return Estimate(value=num(point), ci=[num(lo), num(hi)])
-
-
 def policy_summary(streams: Sequence[Stream], r: float, weights: np.ndarray, *, gammas: Sequence[int] = (),
                    taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5, g_max: int = 16,
                    table: PolicyTable | None = None) -> list[PolicyRow]:
@@ -300,14 +353,16 @@ def policy_summary(streams: Sequence[Stream], r: float, weights: np.ndarray, *, 
     i_best, i_clair = names.index("best-fixed"), names.index("clairvoyant")
     rows: list[PolicyRow] = []
     with np.errstate(divide="ignore", invalid="ignore"):
+        # all CIs in one percentile call: columns T, T / T_best, T / T_clair per policy
+        lo, hi = percentile_cis(np.concatenate([Tb, Tb / Tb[:, [i_best]], Tb / Tb[:, [i_clair]]], axis=1))
         for j, (name, params) in enumerate(policies):
             rows.append(PolicyRow(
                 policy=name,
                 params=params,
                 tokens_per_block=num(tot[j, 0] / tot[j, 1]) if tot[j, 1] else None,
                 drafted_per_block=num(tot[j, 2] / tot[j, 1]) if tot[j, 1] else None,
-                throughput=_value_ci(T[j], Tb[:, j]),
-                vs_best_fixed=_value_ci(T[j] / T[i_best], Tb[:, j] / Tb[:, i_best]),
-                vs_clairvoyant=_value_ci(T[j] / T[i_clair], Tb[:, j] / Tb[:, i_clair]),
+                throughput=Estimate(value=num(T[j]), ci=[num(lo[j]), num(hi[j])]),
+                vs_best_fixed=Estimate(value=num(T[j] / T[i_best]), ci=[num(lo[p + j]), num(hi[p + j])]),
+                vs_clairvoyant=Estimate(value=num(T[j] / T[i_clair]), ci=[num(lo[2 * p + j]), num(hi[2 * p + j])]),
             ))
     return rows

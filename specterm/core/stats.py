@@ -19,10 +19,12 @@ Columns of M (per stream i, on the analysed stream a = bits up to the first gate
 Choices and caveats (where the SPEC is silent):
 
 - Shuffles: each stream is permuted in place S times (fixed seed), all streams of a set at once:
-  one sort of random keys within streams per shuffle (Shuffler). This replaced rng.permuted
-  per group of equal-length streams (specterm <= 950a878): the law (a uniform permutation of each
-  stream) is the same, the random stream is not, so E_shuf, hetero and temporal moved by their
-  Monte Carlo error for a given seed. Tokens of a stream are n under any order, so the per-stream shuffle
+  per shuffle, the zeros of every stream are drawn as a uniform subset of its positions (Shuffler:
+  i.i.d. marks, then a uniform thinning to exactly m). This replaced one sort of random keys
+  within streams per shuffle (specterm 950a878..2d35d06), which replaced rng.permuted per group of
+  equal-length streams (<= 950a878): the law (a uniform permutation of each stream) is the same each
+  time, the random stream is not, so E_shuf, hetero and temporal moved by their Monte Carlo error
+  for a given seed. Tokens of a stream are n under any order, so the per-stream shuffle
   quantity is the mean block count over the S shuffles, and E_shuf = sum n / sum mean_blocks.
   hetero = 1 - E_shuf/E_iid and temporal = (E_shuf - E_true)/E_iid, so total = hetero + temporal
   holds exactly (in every bootstrap resample too).
@@ -49,8 +51,9 @@ from specterm.core.geometry import (
     concat_streams,
     depth_counts,
     segment_runs,
+    stream_totals,
+    zeros_by_stream,
     transition_counts,
-    walk_blocks,
     walk_blocks_many,
 )
 from specterm.core.params import GAMMA_DEFAULT, GAMMAS, SHUFFLES
@@ -62,55 +65,118 @@ if TYPE_CHECKING:
 # ------------------------------------------------------------------------- shuffles ---
 
 
-_CHUNK = 1 << 20
-"""Positions per sort in `Shuffler.copy` (whole streams; a longer stream is a chunk of its own)."""
+def _mark_thresholds(n: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Per stream, t (uint16) with P(u <= t) = (t + 1) / 2^16 about m / n for a uniform 16-bit u
+    (any value gives the same law, see Shuffler; m / n makes the correction small)."""
+    q = m / np.maximum(n, 1).astype(np.float64)
+    t: np.ndarray = np.clip(np.round(q * 65536.0) - 1.0, 0, 65535).astype(np.uint16)
+    return t
 
 
-def _chunks(lengths: np.ndarray, limit: int = _CHUNK) -> list[tuple[int, int]]:
-    """Consecutive stream ranges [lo, hi) of at most `limit` positions each (at least one stream)."""
-    ends = np.cumsum(lengths)
-    out, lo, base = [], 0, 0
-    while lo < lengths.size:
-        hi = max(int(np.searchsorted(ends, base + limit, side="right")), lo + 1)
-        out.append((lo, hi))
-        base, lo = int(ends[hi - 1]), hi
-    return out
+def distinct_ranks(need: np.ndarray, size: np.ndarray, base: np.ndarray, domain: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """For every stream i, need[i] distinct ranks drawn uniformly from 0..size[i]-1 (a uniform subset),
+    returned as base[i] + rank (indices into a domain of `domain` items where stream i owns
+    base[i]..base[i]+size[i]-1), in no particular order.
+
+    Ranks are drawn i.i.d. uniform and drawn again where repeated until need[i] distinct ones are
+    found: the distinct values of an i.i.d. uniform sequence, stopped when there are need[i] of them,
+    are a uniform need[i]-subset (the law is invariant under relabelling the values).
+    """
+    need = need.copy()
+    taken = np.zeros(domain, dtype=bool)
+    stamp = np.empty(domain, dtype=np.int64)
+    out = []
+    while (todo := np.flatnonzero(need)).size:
+        who = np.repeat(todo, need[todo])
+        idx = base[who] + rng.integers(0, size[who])
+        fresh = ~taken[idx]
+        idx, who = idx[fresh], who[fresh]
+        order = np.arange(idx.size)
+        stamp[idx] = order
+        first = stamp[idx] == order  # one of each repeated value
+        idx = idx[first]
+        taken[idx] = True
+        need -= np.bincount(who[first], minlength=need.size)
+        out.append(idx)
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
 class Shuffler:
-    """In-place shuffles of every stream of `c` at once, one copy per `copy()` call.
+    """In-place shuffles of every stream of `c` at once, one copy per `draw()` (zeros) or `copy()` (bits).
 
-    Per chunk of streams, one sort per copy: key = (stream << (R + 1)) | (random R bits << 1) | bit,
-    so the sort orders positions by stream, then by an i.i.d. uniform key (a uniform permutation
-    within each stream), and the bit rides along in the key's lowest bit. R = 62 - bits of the
-    stream index (>= 42 for a chunk of <= 2^20 streams); two equal keys in one stream (probability
-    about n^2 / 2^(R+1) per stream and copy, < 1e-6 for n = 1000) keep their 0 before their 1.
-    The stream-and-bit part of the keys is built once (8 bytes per position).
+    A uniform permutation of a stream's bits in place is a uniform arrangement of its m zeros among
+    its n positions, i.e. a uniform m-subset of positions for the zeros. Drawn per copy, all
+    streams at once, without sorting (exact, not approximate):
+
+    1. mark every position independently with probability q ~ m / n (its stream's q, a 16-bit
+       threshold on one random 16-bit word per position). Given its count j, the marked set of a
+       stream is a uniform j-subset (i.i.d. marks are exchangeable), whatever q is;
+    2. j > m: unmark a uniform (j - m)-subset of the marked positions; j < m: mark a uniform
+       (m - j)-subset of the unmarked ones (`distinct_ranks`; the r-th unmarked position is found
+       from the marked ones by one search). Either way the m marks are a uniform m-subset: each
+       m-subset arises from exactly C(n - m, j - m) (resp. C(m, m - j)) equally likely pairs
+       (j-subset, correction), for every j.
+
+    The zeros of the shuffled stream are the marked positions. Cost: one random 16-bit word and a
+    comparison per position, then work per zero and per corrected mark (about 0.8 sqrt(m (n - m) / n)
+    per stream), against a sort of 64-bit keys per position before (stats.py <= 2d35d06; the random
+    stream differs, the law is the same).
     """
 
     def __init__(self, c: Concat, rng: np.random.Generator) -> None:
         self.c, self.rng = c, rng
-        self.parts: list[tuple[int, int, int, np.ndarray]] = []
-        lengths = c.lengths
-        for lo, hi in _chunks(lengths):
-            a, b = int(c.starts[lo]), int(c.ends[hi - 1])
-            if b == a:
-                continue
-            rbits = 62 - max(int(hi - lo - 1).bit_length(), 1)
-            base = np.repeat(np.arange(hi - lo, dtype=np.uint64) << np.uint64(rbits + 1), lengths[lo:hi])
-            base |= c.bits[a:b]
-            self.parts.append((a, b, rbits, base))
+        n = c.lengths.astype(np.int64)
+        self.m = n - stream_totals(c.bits, c.starts, c.ends)
+        self.t = np.repeat(_mark_thresholds(n, self.m), n)
+        self.bounds = np.append(c.starts, c.bits.size)
+
+    def _marks(self, size: int) -> np.ndarray:
+        """`size` uniform 16-bit words (the bit generator's raw 64-bit output, four words each)."""
+        return self.rng.bit_generator.random_raw(-(-size // 4)).view(np.uint16)[:size]
+
+    def draw(self) -> np.ndarray:
+        """One shuffled copy as the global positions of its zeros, ascending (stream i holds exactly
+        m[i] of them, so they are grouped by stream with offsets cumsum(m) - m)."""
+        c, m = self.c, self.m
+        z = np.flatnonzero(self._marks(self.t.size) <= self.t)
+        edges = np.searchsorted(z, self.bounds)
+        counts = np.diff(edges)
+        over = counts - m
+        if not over.any():
+            return z
+        drop = distinct_ranks(np.maximum(over, 0), counts, edges[:-1], z.size, self.rng)
+        add = distinct_ranks(np.maximum(-over, 0), c.lengths - counts, c.starts - edges[:-1],
+                             c.bits.size - z.size, self.rng)
+        # the R-th unmarked position (0-based, global) is R + #{k: z[k] - k <= R}, increasing in R
+        add.sort()
+        add += np.searchsorted(z - np.arange(z.size), add, side="right")
+        z = np.delete(z, drop)
+        return np.insert(z, np.searchsorted(z, add), add)
 
     def copy(self) -> np.ndarray:
         """One shuffled copy of c.bits (a new uint8 array)."""
-        out = np.zeros(self.c.bits.size, dtype=np.uint8)
-        for a, b, rbits, base in self.parts:
-            key = self.rng.integers(0, 1 << rbits, b - a, dtype=np.uint64)
-            key <<= np.uint64(1)
-            key |= base
-            key.sort()
-            np.bitwise_and(key, np.uint64(1), out=key)
-            out[a:b] = key
+        out = np.ones(self.c.bits.size, dtype=np.uint8)
+        out[self.draw()] = 0
+        return out
+
+    def blocks(self, gamma: int) -> np.ndarray:
+        """Per stream, the walk's blocks at gamma on one shuffled copy, from its zeros:
+        m + sum over closed runs floor(L/(gamma+1)) + ceil(T/(gamma+1)) (= geometry.walk_blocks)."""
+        c, m, gp1 = self.c, self.m, gamma + 1
+        z = self.draw()
+        has = np.flatnonzero(m > 0)
+        first = (np.cumsum(m) - m)[has]
+        prev = np.empty_like(z)
+        prev[1:] = z[:-1]
+        prev[first] = c.starts[has] - 1
+        L = z - prev - 1
+        long = np.flatnonzero(L >= gp1)  # floor(L / (g + 1)) > 0 only there (few runs at usual alpha and g)
+        owner = has[np.searchsorted(first, long, side="right") - 1]
+        closed = np.bincount(owner, weights=L[long] // gp1, minlength=m.size).astype(np.int64)
+        last_zero = c.starts - 1
+        last_zero[has] = z[first + m[has] - 1]
+        out: np.ndarray = (closed + m + (-(-(c.ends - 1 - last_zero) // gp1))).astype(np.float64)
         return out
 
 
@@ -128,17 +194,15 @@ def shuffled_blocks(c: Concat, gamma: int, shuffles: int = SHUFFLES, seed: int =
 
     Tokens of a stream are n under any order, so this mean is the only per-stream shuffle quantity:
     E_shuf = sum n / sum mean_blocks (SPEC 3, yield deficit). Each shuffle permutes every stream
-    at once (Shuffler: one sort of random keys within streams) and is walked like the streams.
+    at once (Shuffler: the zeros' positions, a uniform subset per stream) and its walk is counted
+    from the zeros (Shuffler.blocks, equal to walk_blocks on the shuffled bits).
     """
-    N = c.starts.size
-    out = np.zeros(N)
+    out = np.zeros(c.starts.size)
     if shuffles <= 0:
         return out * np.nan
     shuffler = Shuffler(c, np.random.default_rng(seed))
-    seg = c.seg
     for _ in range(shuffles):
-        runs = segment_runs(shuffler.copy(), c.starts, c.ends, seg_of=lambda z: seg[z])
-        out += walk_blocks(runs, N, gamma)
+        out += shuffler.blocks(gamma)
     return out / shuffles
 
 
@@ -196,18 +260,18 @@ def stream_sums(
     M = np.zeros((N, len(names)))
     n = c.lengths.astype(np.float64)
     M[:, cols["n"]] = n
-    seg = c.seg
-    M[:, cols["ones"]] = np.bincount(seg, weights=c.bits, minlength=N)
+    ones = stream_totals(c.bits, c.starts, c.ends)
+    M[:, cols["ones"]] = ones
     M[:, cols["gate_ones"]] = n if gate_ones is None else gate_ones
     M[:, cols["gate_n"]] = n if gate_n is None else gate_n
-    n11, n1x, n01, n0x = transition_counts(c, seg)
+    n11, n1x, n01, n0x = transition_counts(c, ones=ones)
     M[:, cols["n11"]], M[:, cols["n1x"]], M[:, cols["n01"]], M[:, cols["n0x"]] = n11, n1x, n01, n0x
     defined = (n1x > 0) & (n0x > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.where(defined, n11 / n1x - n01 / n0x, 0.0)
     M[:, cols["ac_val"]] = value
     M[:, cols["ac_def"]] = defined
-    runs = segment_runs(c.bits, c.starts, c.ends, seg_of=lambda z: seg[z])
+    runs = segment_runs(c.bits, c.starts, c.ends, seg_of=zeros_by_stream(c.lengths, ones))
     M[:, cols["runs"]] = np.bincount(runs.seg, minlength=N)
     M[:, cols["L"]] = np.bincount(runs.seg, weights=runs.L, minlength=N)
     M[:, cols["L2"]] = np.bincount(runs.seg, weights=runs.L.astype(np.float64) ** 2, minlength=N)

@@ -36,6 +36,8 @@ from specterm.core.estimate import num, percentile_cis
 from specterm.core.geometry import (
     concat_streams,
     segment_runs,
+    stream_totals,
+    zeros_by_stream,
     transition_counts,
     walk_blocks,
 )
@@ -86,15 +88,20 @@ def expected_shuffled_blocks(n: np.ndarray, k: np.ndarray, gamma: int) -> np.nda
     kl, ml = kk[seg], mm[seg]
     # log P(l) = log P(0) + sum_{j < l} log((k - j) / (k - j + m - 1))
     # (the step after the last term, l = k, is never used: set to 0 so the running sum stays finite)
+    # Logs of the integers 0..max n and the ceilings are looked up in tables (the same np.log of the
+    # same float64 values, so the same bits as taking them term by term), log P(0) once per stream.
     last = ell == kl
     num_, den = np.where(last, 1, kl - ell), np.where(last, 1, kl - ell + ml - 1)
-    step = np.log(num_.astype(np.float64)) - np.log(den.astype(np.float64))
+    with np.errstate(divide="ignore"):  # log 0 = -inf sits at index 0, never looked up (num_, den >= 1)
+        log_int = np.log(np.arange(int((kk + mm).max()) + 1, dtype=np.int64).astype(np.float64))
+    step = log_int[num_] - log_int[den]
     csum = np.cumsum(step)
     before = np.concatenate([[0.0], csum[:-1]])
-    logp = np.log(ml / (kl + ml)) + before - before[first][seg]
+    logp = np.log(mm / (kk + mm))[seg] + before - before[first][seg]
     p = np.exp(logp)
-    closed = np.bincount(seg, weights=p * (-(-(ell + 1) // gp1)), minlength=mix.size)
-    trailing = np.bincount(seg, weights=p * (-(-ell // gp1)), minlength=mix.size)
+    ceil_l = -(-np.arange(int(kk.max()) + 2, dtype=np.int64) // gp1)  # ceil(l / (g + 1)), l = 0..max k + 1
+    closed = np.bincount(seg, weights=p * ceil_l[ell + 1], minlength=mix.size)
+    trailing = np.bincount(seg, weights=p * ceil_l[ell], minlength=mix.size)
     out[mix] = mm * closed + trailing
     return out
 
@@ -111,16 +118,16 @@ def steady_sums(a: Sequence[np.ndarray], gamma: int, shuffles: int = SHUFFLES, s
     M = np.zeros((N, len(names)))
     if N == 0:
         return SteadySums(M, cols, gamma, start)
-    seg = c.seg
+    ones = stream_totals(c.bits, c.starts, c.ends)
     M[:, cols["n"]] = c.lengths
-    M[:, cols["ones"]] = np.bincount(seg, weights=c.bits, minlength=N)
-    n11, n1x, n01, n0x = transition_counts(c, seg)
+    M[:, cols["ones"]] = ones
+    n11, n1x, n01, n0x = transition_counts(c, ones=ones)
     M[:, cols["n11"]], M[:, cols["n1x"]], M[:, cols["n01"]], M[:, cols["n0x"]] = n11, n1x, n01, n0x
     defined = (n1x > 0) & (n0x > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         M[:, cols["ac_val"]] = np.where(defined, n11 / n1x - n01 / n0x, 0.0)
     M[:, cols["ac_def"]] = defined
-    runs = segment_runs(c.bits, c.starts, c.ends, seg_of=lambda z: seg[z])
+    runs = segment_runs(c.bits, c.starts, c.ends, seg_of=zeros_by_stream(c.lengths, ones))
     M[:, cols["runs"]] = np.bincount(runs.seg, minlength=N)
     M[:, cols["L"]] = np.bincount(runs.seg, weights=runs.L, minlength=N)
     M[:, cols["L2"]] = np.bincount(runs.seg, weights=runs.L.astype(np.float64) ** 2, minlength=N)
