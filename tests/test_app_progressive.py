@@ -214,9 +214,14 @@ async def test_idle_pass_mounts_every_screen_and_hidden_screens_catch_up_after_m
     modes = [s.mode for s in SCREENS if s.mode != "run"]
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
-        await until(pilot, lambda: all(m in app._screen_stacks for m in modes), "every screen mounted")
+        def crumb(m: str) -> str:
+            found = app._screen_stacks[m][0].query("#crumb")  # composed and mounted a step after _init_mode
+            return str(found.first(Static).render()) if found else ""
+
+        # every screen mounted and filled: the last one's mount runs a moment after the idle step that started it
+        await until(pilot, lambda: all(m in app._screen_stacks and crumb(m) for m in modes), "every screen mounted")
         assert app.current_mode == "overview"
-        crumbs = {m: str(app._screen_stacks[m][0].query_one("#crumb", Static).render()) for m in modes}
+        crumbs = {m: crumb(m) for m in modes}
         assert all("target" in c and "bigtarget" not in c for c in crumbs.values()), crumbs
         await pilot.press("M")
         await until(pilot, lambda: app.report is not None and not app.ci_pending, "pair b")
