@@ -140,6 +140,8 @@ def confirm_cmd(
                                      help=("Also measure c_decode(B), c_verify(g, B), c_draft(B) for B = 1, 2, 4, 8 (stored with the run; "
                                            "--engine llama.cpp: contexts of n_seq_max = B, plus the draft-simple forward by batch).")),
     batch: int = typer.Option(1, "--batch", help="B > 1: a batched confirmation, B prompts of a corpus together at g_hw(B)."),
+    costs_only: bool = typer.Option(False, "--costs-only",
+                                    help="With --batch-costs: measure the costs (g curve and batch grid) and store the costs by batch; no generations."),
     interleave_costs: bool = typer.Option(True, "--interleave-costs/--no-interleave-costs",
                                           help="Time one more cost round after every prompt (off on a loaded machine)."),
     engine: str = typer.Option(
@@ -165,7 +167,7 @@ def confirm_cmd(
         for key in ("device", "dtype"):
             if params[key] is not None:
                 fail(f"--{key} does not apply to --engine llama.cpp (CPU, the GGUF's own weights); drop it.")
-        torch_only = {"decision_only": False, "batch": 1, "interleave_costs": True}
+        torch_only = {"decision_only": False, "batch": 1, "interleave_costs": True, "costs_only": False}
         for key, default in torch_only.items():
             if params[key] != default:
                 fail(f"--{key.replace('_', '-')} is not available with --engine llama.cpp yet; drop it.")

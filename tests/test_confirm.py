@@ -228,7 +228,7 @@ def test_batch_costs_batched_confirmation_and_the_decision_check(smollm2_pair, t
                                  interleave_costs=False), pair=pair)
     meta = read_meta(run_dir)
     bc = batch_costs(meta["batch_cost"])
-    assert bc is not None and bc.batches.tolist() == [1, 2, 4, 8] and len(bc.held_back) == 2
+    assert bc is not None and bc.batches.tolist() == [1, 2, 4, 8] and bc.held_back == []  # a dense grid holds nothing back
     # B = 1 is the cost rounds' own forwards (reused, not timed again): a prefix of this session's samples
     rec_b, session = meta["batch_cost"], record["cost"]["samples_s"]
     assert rec_b["reused_b1"] and rec_b["whole_wall_s"] >= rec_b["wall_s"] > 0
@@ -252,3 +252,27 @@ def test_batch_costs_batched_confirmation_and_the_decision_check(smollm2_pair, t
     n = min(N_NEW, *(s.n for s in group))
     assert row["tokens_per_row"] == n
     assert row["target_calls"] == row["blocks_walk"] == sync_walk([s.bits for s in group], row["gamma"], n)
+
+
+@pytest.mark.slow
+def test_costs_only_stores_a_dense_batch_grid_and_no_confirmation(smollm2_pair, tmp_path):
+    """--costs-only: the costs by batch are stored (every m = 1..9 timed at B = 2, 4, 8, B = 1 from the
+    cost rounds), no generation runs and no confirmation record is added; c_verify(g, B) is the timing."""
+    from specterm.core.hardware import batch_costs
+    from specterm.oracle.confirm import confirm_run
+
+    pair, gguf = smollm2_pair
+    run_dir = _copy_run(tmp_path, gguf)
+    before = read_meta(run_dir).get("confirmations") or []
+    out = confirm_run(_config(run_dir, corpora=("code",), gammas=(), decision_only=True, batch_costs=True,
+                              costs_only=True, interleave_costs=False, cost_gammas=tuple(range(1, 9))), pair=pair)
+    meta = read_meta(run_dir)
+    assert out["costs_only"] and (meta.get("confirmations") or []) == before
+    rec = meta["batch_cost"]
+    assert rec["held_back"] == [] and rec["reused_b1"]
+    for B in (2, 4, 8):
+        assert all(len(rec["samples_s"][f"target:{B}:{m}"]) == 2 for m in range(1, 10))
+    bc = batch_costs(rec)
+    clock = "samples_cpu_s" if rec["decision_clock"] == "cpu" else "samples_s"
+    assert bc.c_verify[2, 1] == pytest.approx(float(np.median(rec[clock]["target:4:3"])))  # B = 4, g = 2
+    assert bc.c_verify[0, 7] == pytest.approx(float(np.median(rec[clock]["target:1:9"])))

@@ -184,6 +184,32 @@ def test_batch_fit_pools_a_timing_that_runs_backwards():
     assert bc.fitted[k.index(36)] == pytest.approx(f(36)) and np.all(np.diff(bc.fitted) >= 0)
 
 
+def test_a_timed_point_is_used_as_timed_and_only_untimed_points_are_fitted():
+    """A dense grid with one shape-specific slow forward, (B, m) = (4, 3) at 1.75 s where N = 12 would
+    cost 0.42 s on the line: c_verify(2, B = 4) is that timing, not the fit; the replicates keep it too.
+    With (2, 5) left out of the timings, c_verify(4, B = 2) is the fit at N = 10, by hand."""
+    f = lambda B, m: 1.75 if (B, m) == (4, 3) else 0.3 + 0.01 * B * m
+    rec = _batch_record(f, fit_m=tuple(range(1, 10)), held=())
+    del rec["samples_s"]["target:2:5"]
+    bc = batch_costs(rec)
+    B = [1, 2, 4, 8]
+    assert bc.c_verify[B.index(4), 1] == pytest.approx(1.75)
+    assert bc.c_verify[B.index(8), 1] == pytest.approx(f(8, 3)) and bc.c_verify[B.index(1), 7] == pytest.approx(f(1, 9))
+    # N = 10 is not timed: read off the line between its neighbours N = 9 and 12 of the non-decreasing fit,
+    # here rebuilt independently: mean timing per N over the timed points, then pool-adjacent-violators
+    from specterm.core.hardware.curve import isotonic_increasing
+
+    pts = sorted({(b, m) for b in B for m in range(1, 10) if b * m >= 2} - {(2, 5)})
+    Ns = sorted({b * m for b, m in pts})
+    means = [np.mean([f(b, m) for b, m in pts if b * m == N]) for N in Ns]
+    fit = isotonic_increasing(np.array(means))
+    assert means[Ns.index(12)] == pytest.approx((f(2, 6) + 1.75) / 2)
+    i9, i12 = Ns.index(9), Ns.index(12)
+    assert bc.c_verify[B.index(2), 3] == pytest.approx(fit[i9] + (10 - 9) / (12 - 9) * (fit[i12] - fit[i9]))
+    dec, ver, dra = bc.replicates(rec, 50, 0)
+    assert np.allclose(ver[:, B.index(4), 1], 1.75)  # constant samples: every replicate's median is the timing
+
+
 def test_isotonic_rows_equals_pool_adjacent_violators():
     from specterm.core.hardware.batch import isotonic_rows
     from specterm.core.hardware.curve import isotonic_increasing

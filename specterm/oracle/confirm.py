@@ -84,6 +84,7 @@ class ConfirmConfig:
     batch_costs: bool = False          # measure c_decode(B), c_verify(g, B), c_draft(B) and store them as the run's
     batch: int = 1                     # B > 1: batched confirmation, B prompts of a corpus decoded together
     interleave_costs: bool = True      # one more cost round after every prompt (off: only the rounds before)
+    costs_only: bool = False           # with batch_costs: measure and store the costs by batch, no generations
 
 
 @dataclass
@@ -320,6 +321,14 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
         batch_record["measured_at"] = new_meta("")["created"]
         # the whole cost measurement: the g curve's rounds (warm-up included) and the batch grid
         batch_record["whole_wall_s"] = time.perf_counter() - t_costs
+        if config.costs_only:
+            with RunLock(run_dir):
+                meta_now = read_meta(run_dir)
+                meta_now[BATCH_COST_KEY] = batch_record
+                write_meta_atomic(run_dir, meta_now)
+            report(Progress("done", f"costs by batch stored in {run_dir / META_FILE} (whole measurement "
+                                    f"{batch_record['whole_wall_s']:.1f} s wall); no generations (--costs-only)"))
+            return {"batch_cost": batch_record, "results": [], "costs_only": True}
     run_batch = batch_costs(batch_record) if config.batch > 1 else None
     if config.batch > 1 and run_batch is None:
         raise SpectermError("a batched confirmation needs the run's costs by batch; add --batch-costs.")
@@ -578,7 +587,8 @@ def _cross_check(prompt_rows, cost) -> dict[str, Any]:
 def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str | None, device: str | None,
                     dtype: str | None, max_new_tokens: int | None, threads: int | None, repeats: int,
                     target: str | None = None, draft: str | None = None, decision_only: bool = False,
-                    batch_costs: bool = False, batch: int = 1, interleave_costs: bool = True) -> None:
+                    batch_costs: bool = False, batch: int = 1, interleave_costs: bool = True,
+                    costs_only: bool = False) -> None:
     """CLI glue: headless progress (a bar on a terminal, log lines otherwise); Ctrl-C keeps finished prompts."""
     import sys
 
@@ -590,15 +600,21 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
         raise SpectermError("--repeats must be at least 1.")
     if batch < 1:
         raise SpectermError("--batch must be at least 1.")
+    if costs_only and (not batch_costs or batch > 1):
+        raise SpectermError("--costs-only measures the costs by batch: add --batch-costs (and drop --batch).")
     config = ConfirmConfig(run=Path(run), per_corpus=per_corpus, gammas=tuple(gamma),
                            corpora=tuple(c.strip() for c in corpus.split(",")) if corpus else None,
                            device=device, dtype=dtype, max_new_tokens=max_new_tokens, threads=threads,
                            cost_repeats=repeats, target=target, draft=draft, decision_only=decision_only,
-                           batch_costs=batch_costs, batch=batch, interleave_costs=interleave_costs)
+                           batch_costs=batch_costs, batch=batch, interleave_costs=interleave_costs,
+                           costs_only=costs_only)
     on_progress, ctx, log = headless_progress()
     try:
         with ctx:
             record = confirm_run(config, on_progress)
+        if record.get("costs_only"):
+            log(f"costs by batch stored (whole measurement {record['batch_cost']['whole_wall_s']:.1f} s wall)")
+            return
     except (Cancelled, KeyboardInterrupt):
         print(f"interrupted: the finished prompts are kept in {Path(run) / META_FILE} (confirmation marked incomplete).",
               file=sys.stderr)

@@ -270,18 +270,16 @@ def measure_cost_ratio(target, draft, prompt_ids: list[int], extra: int = 128, r
 # ------------------------------------------------------------------------------ batch costs ---
 
 BATCHES = (1, 2, 4, 8)
-BATCH_FIT_M = (1, 3, 9)       # tokens per row of the timed target forwards at every B (decode; g = 2, 8)
-BATCH_HELD = ((8, 2), (4, 5))  # (B, m) held back from the fit: g = 1 at B = 8, g = 4 at B = 4
+BATCH_FIT_M = tuple(range(1, 10))  # tokens per row timed at every B > 1: decode and every verify of g = 1..8
+BATCH_HELD: tuple[tuple[int, int], ...] = ()  # a dense grid has nothing to hold back (hardware/batch.py: why dense)
 BATCH_REPEATS = 2
-BATCH_METHOD = ("sparse grid + interpolation in tokens per forward: the target forward of m tokens per row at "
-                "batch B is timed at m in {1, 3, 9} for every B in {2, 4, 8}; at B = 1 the session's cost rounds "
-                "(decode, verify(g) for g = 1..8, draft) are reused, not timed again (same caches, context and "
-                "clock). Warm-up: the 1-token forwards of each B; then interleaved rounds, order rotated. "
-                "c_verify(g, B) = f(B (g + 1)), f the non-decreasing least-squares fit over every timed forward "
-                "of N = B m >= 2 tokens, linear between timed N (hardware.batch); c_decode(B), c_draft(B) as "
-                "timed. Caches: one prefill of the context at B = 1 per model, repeated B times along the "
-                "batch axis (no B-row prefill). Held-back points (B, m) = (8, 2) and (4, 5) are timed too and "
-                "compared with the interpolation")
+BATCH_METHOD = ("dense grid: the target forward of m tokens per row at batch B is timed at every m in 1..9 "
+                "(decode and every verify of g = 1..8) for every B in {2, 4, 8}; at B = 1 the session's cost rounds "
+                "(decode, verify(g), draft) are reused, not timed again (same caches, context and clock). Warm-up: "
+                "the 1-token forwards of each B; then interleaved rounds, order rotated. c_verify(g, B), c_decode(B), "
+                "c_draft(B) are the timed medians (a point not timed would be interpolated in tokens per forward, "
+                "hardware.batch). Caches: one prefill of the context at B = 1 per model, repeated B times along the "
+                "batch axis (no B-row prefill)")
 
 
 def reused_b1(cost: dict) -> dict:
@@ -331,7 +329,7 @@ def measure_batch_costs(target, draft, ctx: Sequence[int], batches: Sequence[int
         cache = new_cache(model)
         forward_logits(model, torch.tensor([ctx], device=model.device), cache)
         one[name] = cache
-    nxt = context_ids(ctx, max(max(fit_m), *(m for _, m in held)))
+    nxt = context_ids(ctx, max([*fit_m, *(m for _, m in held)]))
     timed_b = sorted({int(b) for b in batches} - ({1} if reuse else set()))
     points = sorted({(B, int(m)) for B in timed_b for m in fit_m} | {(int(B), int(m)) for B, m in held if int(B) in timed_b})
     quantities = []

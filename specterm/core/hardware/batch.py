@@ -6,7 +6,9 @@ The measurement (oracle/costs.measure_batch_costs) times, at every batch B of th
     c_draft(B)      a 1-token-per-row draft forward (measured at every B, used as measured)
     c(B, m)         an m-token-per-row target forward at a sparse set of (B, m) (m = g + 1)
 
-and c_verify(g, B) for every g = 1 .. m_max - 1 comes from the tokens per forward N = B m:
+and c_verify(g, B) for every g = 1 .. m_max - 1 is the timed forward's median where (B, g + 1) was timed
+(`overlay_timed`: the default grid times every m = 1..9 at every B, so nothing is fitted), and only
+where it was not timed comes from the tokens per forward N = B m:
 
     c(B, m) = f(B m),  f = the non-decreasing least-squares fit (isotonic) of the timed medians
                        over N, points of equal N pooled by their mean, linear between timed N
@@ -22,6 +24,13 @@ plane c = a + b B + c B m; on this CPU it missed held-back points by 20-24% (RMS
 cost is not linear in N at small N (weight reads dominate until compute catches up).
 Held-back grid points, timed but not fitted, measure the interpolation's error (`held_back` rows:
 measured median, interpolated value, error in %).
+
+Why the default grid is dense: on this CPU (Qwen2.5 1.5B in float32, one thread) the cost depends on
+the shape, not only on N: (B, m) = (4, 3) took 1.73-1.76 s in two sessions against 1.17-1.20 s for
+(4, 5) and 1.09-1.45 s for (8, 2). No smooth function of (B, m) predicts such a point; the sparse
+grid's interpolation missed its held-back points (8, 2) and (4, 5) by +55% and +46% (2026-12-01).
+So every (B, m) the decision reads is timed (about 60 s of forwards for the Qwen pair) and the fit
+only serves records that did not time a point (older sparse records, a grid cut short).
 
 An engine's per-block draft term (llama.cpp's draft-simple: one (g+1)-token-per-row draft forward
 per block, costmodel) is measured beside as "draft_fwd:B:m" (m >= 2 tokens per row, last row's
@@ -142,7 +151,7 @@ class BatchCosts:
         c = np.stack([med(f"target:{B}:{m}") for B, m in self.points], axis=1)
         knots, fitted = fit_tokens(self.points, c)
         ver = interpolate(knots, fitted, self.grid_tokens()).reshape(n, self.batches.size, self.gammas.size)
-        return dec, ver, dra
+        return dec, overlay_timed(ver, self.batches, self.gammas, self.points, c), dra
 
     def draft_fwd_replicates(self, record: dict[str, Any], n: int, seed: int) -> Array | None:
         """c_draft_fwd(g, B) replicates (n, nB, nG): the draft forwards' samples resampled, medians, refitted;
@@ -156,7 +165,20 @@ class BatchCosts:
             for B, m in self.fwd_points], axis=1)
         knots, fitted = fit_tokens(self.fwd_points, c)
         out: Array = interpolate(knots, fitted, self.grid_tokens()).reshape(n, self.batches.size, self.gammas.size)
-        return out
+        return overlay_timed(out, self.batches, self.gammas, self.fwd_points, c)
+
+
+def overlay_timed(grid: Array, batches: NDArray[np.int64], gammas: NDArray[np.int64],
+                  points: list[tuple[int, int]], medians: Array) -> Array:
+    """The grid (..., nB, nG) with every timed point (B, m = g + 1) set to its own median (..., P): a
+    forward that was timed is used as timed; the fit only fills the points nobody timed."""
+    out = np.array(grid, dtype=np.float64, copy=True)
+    bi = {int(B): i for i, B in enumerate(batches.tolist())}
+    gj = {int(g): j for j, g in enumerate(gammas.tolist())}
+    for k, (B, m) in enumerate(points):
+        if B in bi and (m - 1) in gj:
+            out[..., bi[B], gj[m - 1]] = np.asarray(medians)[..., k]
+    return out
 
 
 def _samples(record: dict[str, Any], clock: str) -> dict[str, list[float]]:
@@ -235,13 +257,16 @@ def batch_costs(record: dict[str, Any] | None) -> BatchCosts | None:
         knots=knots, fitted=fitted, held_back=held, clock=clock, context=int(ctx) if isinstance(ctx, int) else None,
         wall_s=float(wall) if isinstance(wall, (int, float)) else None, fit_rms_rel=rms_rel, points=pts,
         whole_wall_s=float(whole) if isinstance(whole, (int, float)) else None)
-    c_verify = interpolate(knots, fitted, out.grid_tokens()).reshape(batches.size, out.gammas.size)
+    c_verify = overlay_timed(interpolate(knots, fitted, out.grid_tokens()).reshape(batches.size, out.gammas.size),
+                             batches, out.gammas, pts, cp)
     fwd_pts = _fwd_points(record, samples)
     c_fwd = None
     if fwd_pts:
         if len({B * m for B, m in fwd_pts}) < 2:
             raise SpectermError("the run's batch cost record needs draft forwards of two sizes to fit c_draft_fwd(g, B); "
                                 "re-measure with `specterm confirm --engine llama.cpp --batch-costs`.")
-        kf, ff = fit_tokens(fwd_pts, np.array([_median(samples.get(f"draft_fwd:{B}:{m}")) for B, m in fwd_pts]))
-        c_fwd = interpolate(kf, ff, out.grid_tokens()).reshape(batches.size, out.gammas.size)
+        cf = np.array([_median(samples.get(f"draft_fwd:{B}:{m}")) for B, m in fwd_pts])
+        kf, ff = fit_tokens(fwd_pts, cf)
+        c_fwd = overlay_timed(interpolate(kf, ff, out.grid_tokens()).reshape(batches.size, out.gammas.size),
+                              batches, out.gammas, fwd_pts, cf)
     return BatchCosts(**{**out.__dict__, "c_verify": c_verify, "c_draft_fwd": c_fwd, "fwd_points": fwd_pts})

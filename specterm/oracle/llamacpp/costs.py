@@ -181,7 +181,7 @@ def measure_batch_costs(target: GGUFModel, draft: GGUFModel, ctx: Sequence[int],
     t_start = time.perf_counter()
     ctx = list(ctx)
     fwd_m = [m for m in BATCH_FIT_M if m >= 2]
-    m_max = max(max(BATCH_FIT_M), *(m for _, m in BATCH_HELD))
+    m_max = max([*BATCH_FIT_M, *(m for _, m in BATCH_HELD)])
     nxt = context_ids(ctx, m_max)
     timed_b = sorted(set(BATCHES) - ({1} if reuse else set()))
     contexts = {(name, B): SeqContext(model, B, ctx, m_max) for B in timed_b
