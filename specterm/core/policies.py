@@ -208,6 +208,21 @@ class PolicyTable:
                            confidence=self.confidence[index], has_conf=self.has_conf[index],
                            clairvoyant=self.clairvoyant[index], taus=self.taus, g0=self.g0, g_max=self.g_max)
 
+    @staticmethod
+    def stacked(parts: Sequence[PolicyTable]) -> PolicyTable:
+        """The tables of consecutive groups of streams as one (rows in order): a stream's row depends
+        on that stream alone, so it equals the table of all the streams at once (built in parts by
+        `analysis` to walk them on several threads)."""
+        first = parts[0]
+        if any((p.taus, p.g0, p.g_max) != (first.taus, first.g0, first.g_max) for p in parts):
+            raise ValueError("policy tables built with different taus, g0 or g_max cannot be stacked")
+        return PolicyTable(n=np.concatenate([p.n for p in parts]), fixed=np.concatenate([p.fixed for p in parts]),
+                           heuristic=np.concatenate([p.heuristic for p in parts]),
+                           confidence=np.concatenate([p.confidence for p in parts]),
+                           has_conf=np.concatenate([p.has_conf for p in parts]),
+                           clairvoyant=np.concatenate([p.clairvoyant for p in parts]),
+                           taus=first.taus, g0=first.g0, g_max=first.g_max)
+
     def fixed_sums(self) -> np.ndarray:
         """(N x 32 x 3) tokens, blocks, drafted at g = 1..32, as `fixed_sums(streams)`."""
         n = np.broadcast_to(self.n[:, None], self.fixed.shape)
