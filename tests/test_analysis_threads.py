@@ -143,3 +143,32 @@ def test_thread_setting(monkeypatch):
         monkeypatch.setenv(analysis.THREADS_ENV, bad)
         with pytest.raises(SpectermError):
             analysis.analysis_threads()
+
+
+def test_openblas_held_to_one_thread_while_a_pool_runs(monkeypatch, synth):
+    controls = analysis._blas_controls()
+    if controls is None:
+        pytest.skip("numpy is not linked against an OpenBLAS found in /proc/self/maps")
+    get, put = controls
+    before = int(get())
+    put(2)
+    try:
+        with analysis._one_blas_thread():
+            assert get() == 1
+            with analysis._one_blas_thread():  # nested (or a second analysis at the same time)
+                assert get() == 1
+            assert get() == 1
+        assert get() == 2
+        seen = []
+        real = analysis._assemble
+
+        def spy(*args, **kwargs):
+            seen.append(int(get()))
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(analysis, "_assemble", spy)
+        monkeypatch.setenv(analysis.THREADS_ENV, "2")
+        analysis.analyse(_runs(synth), boot=20, shuffles=2)
+        assert seen == [1] and get() == 2
+    finally:
+        put(before)

@@ -39,19 +39,24 @@ not processes: numpy releases the GIL in the large array operations these tasks 
 in (random draws, ufuncs, gathers, cumulative sums, bincount, BLAS), the tasks share the loaded
 runs and sums without copying or pickling them (hundreds of MB at 10M positions), and a pool of
 threads starts in microseconds where a process pool pays its start-up and transfer per report.
-The matrix products are small (B x N @ N x K) and run inside the pool; with OpenBLAS allowed
-several threads they could oversubscribe the cores, so the pool is sized to the CPUs (the products
-are a few percent of the time; set OPENBLAS_NUM_THREADS=1 to rule it out).
+The matrix products (B x N @ N x K) run inside the pool: with OpenBLAS's own threads on top, the
+cores were oversubscribed (measured at 2M positions, 2 threads: 1.75 s CPU against 1.25 s with
+OPENBLAS_NUM_THREADS=1), so while a pool runs, numpy's OpenBLAS is held to one thread
+(`_one_blas_thread`, through its scipy_openblas / openblas set_num_threads entry point; nothing is
+done when none is loaded) and its setting restored afterwards.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import threading
 import zlib
+from collections.abc import Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import Any, Callable, TypeVar, overload
 
 import numpy as np
@@ -100,6 +105,54 @@ def analysis_threads() -> int:
     if value < 1:
         raise SpectermError(f"{THREADS_ENV} must be a positive integer (threads of the analysis), got {raw!r}.")
     return value
+
+
+@cache
+def _blas_controls() -> tuple[Any, Any] | None:
+    """(get, set) of the thread count of the OpenBLAS loaded in this process (numpy's), or None
+    (another BLAS, or no /proc/self/maps to find it in)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line})
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "64_"), ("openblas", "")):
+            get, put = (getattr(lib, f"{prefix}_{what}_num_threads{suffix}", None) for what in ("get", "set"))
+            if get is not None and put is not None:
+                get.restype, put.argtypes = ctypes.c_int, [ctypes.c_int]
+                return get, put
+    return None
+
+
+_BLAS_LOCK = threading.Lock()
+_blas_held = [0, 0]  # [analyses holding OpenBLAS to one thread, its thread count before the first]
+
+
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """OpenBLAS held to one thread inside (nested and concurrent analyses alike); restored after the last."""
+    controls = _blas_controls()
+    if controls is None:
+        yield
+        return
+    get, put = controls
+    with _BLAS_LOCK:
+        if _blas_held[0] == 0:
+            _blas_held[1] = int(get())
+            put(1)
+        _blas_held[0] += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _blas_held[0] -= 1
+            if _blas_held[0] == 0:
+                put(_blas_held[1])
 
 
 def _submit(pool: Executor | None, fn: Callable[[], T]) -> Future[T]:
@@ -505,7 +558,12 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     report is that report).
     """
     threads = analysis_threads()
-    with ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") if threads > 1 else nullcontext() as pool:
+    if threads == 1:
+        prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma)
+        if on_point is not None and boot > 0:
+            on_point(_assemble(prepared, 0))
+        return _assemble(prepared, boot)
+    with _one_blas_thread(), ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") as pool:
         prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma, pool, threads)
         if on_point is not None and boot > 0:
             on_point(_assemble(prepared, 0, pool))
