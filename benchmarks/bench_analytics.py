@@ -8,8 +8,9 @@ Streams: two-state Markov chains of ~1000 positions (5 corpora, per-corpus accep
 autocorrelation, draft_conf and beta set), written once with this tree's `write_run`; both trees
 load the same stored run. Each round times, in a fresh subprocess per tree (baseline first, then
 this tree, alternating, so both see the same background load), the best of --repeats reports,
-wall and CPU (process) time, one thread. --profile runs cProfile on this tree's full report at the
-first size and prints the top functions.
+wall and CPU (process) time; this tree on its default min(2, CPUs) threads (SPECTERM_THREADS) and
+on one. --profile runs cProfile on this tree's full report (on one thread: cProfile sees the main
+thread only) at the first size and prints the top functions.
 
     python benchmarks/bench_analytics.py [--sizes 1000000,10000000] [--rounds 3] [--repeats 2] [--profile] [--no-append]
 """
@@ -48,11 +49,17 @@ t0 = time.perf_counter()
 run = load_run(sys.argv[2])
 out = {"load": time.perf_counter() - t0}
 analysis.analyse([run], gamma=8, boot=10, shuffles=2, seed=0)  # imports and first-call costs, not timed
-import inspect
+import inspect, os
 cases = [("point", 0, {}), ("full", int(sys.argv[4]), {})]
 if "on_point" in inspect.signature(analysis.analyse).parameters:  # this tree: the point report handed over first
     cases.append(("full_on_point", int(sys.argv[4]), {"on_point": lambda report: None}))
+threaded = hasattr(analysis, "analysis_threads")
+if threaded:  # this tree: the default thread count (min(2, CPUs)) above, and one thread
+    out["threads"] = analysis.analysis_threads()
+    cases.append(("full_1thread", int(sys.argv[4]), {}))
 for name, boot, kw in cases:
+    if threaded:
+        os.environ["SPECTERM_THREADS"] = "1" if name == "full_1thread" else str(out["threads"])
     wall = cpu = float("inf")
     for _ in range(int(sys.argv[3])):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -65,7 +72,7 @@ print(json.dumps(out))
 
 def time_tree(tree: Path, run: Path, repeats: int, boot: int, shuffles: int) -> dict:
     """{"load": s, "point": [wall, cpu], "full": [wall, cpu]}: best of `repeats`, in a subprocess
-    that imports specterm from `tree` (one thread)."""
+    that imports specterm from `tree` (BLAS and OpenMP on one thread)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(run), str(repeats), str(boot), str(shuffles)],
                          env=env, cwd=tree, capture_output=True, text=True, check=False)
@@ -79,9 +86,17 @@ def time_tree(tree: Path, run: Path, repeats: int, boot: int, shuffles: int) -> 
 def profile_report(run, boot: int, shuffles: int, top: int) -> tuple[str, str]:
     """(top functions by own time, the same by cumulative time) of one full report under cProfile."""
     prof = cProfile.Profile()
-    prof.enable()
-    analysis.analyse([run], gamma=8, boot=boot, shuffles=shuffles, seed=0)
-    prof.disable()
+    old = os.environ.get("SPECTERM_THREADS")
+    os.environ["SPECTERM_THREADS"] = "1"  # cProfile sees the calling thread only
+    try:
+        prof.enable()
+        analysis.analyse([run], gamma=8, boot=boot, shuffles=shuffles, seed=0)
+        prof.disable()
+    finally:
+        if old is None:
+            os.environ.pop("SPECTERM_THREADS", None)
+        else:
+            os.environ["SPECTERM_THREADS"] = old
     texts = []
     for key in ("tottime", "cumulative"):
         out = io.StringIO()
@@ -153,6 +168,11 @@ def main() -> None:
                 rows.append([f"{n_pos:,}", n_streams, "full report with on_point (point report first)", "",
                              f"{o_wall:.2f}", f"{o_wall / t_full_wall:.2f} of full", "", f"{o_cpu:.2f}",
                              f"{o_cpu / t_full_cpu:.2f} of full", ""])
+            if all("full_1thread" in t for t in times["this"]):
+                o_wall, o_cpu = m("this", "full_1thread", 0), m("this", "full_1thread", 1)
+                rows.append([f"{n_pos:,}", n_streams, "full report, one thread (SPECTERM_THREADS=1)", "",
+                             f"{o_wall:.2f}", f"{t_full_wall / o_wall:.2f} (threads / one)", "", f"{o_cpu:.2f}",
+                             f"{t_full_cpu / o_cpu:.2f} (threads / one)", ""])
             rows.append([f"{n_pos:,}", n_streams, "load_run", f"{med([t['load'] for t in times['base']]):.2f}",
                          f"{med([t['load'] for t in times['this']]):.2f}", "", "", "", "", ""])
 
@@ -168,7 +188,10 @@ def main() -> None:
               f"{args.rounds} rounds per size, baseline then this tree, one subprocess each, best of {args.repeats} reports "
               "per subprocess, median over rounds"),
              f"analyse(gamma=8, shuffles={args.shuffles}, seed=0), all 5 corpora + pooled; point = boot=0 (same shuffles)",
-             "synthetic Markov streams of ~1000 positions, draft_conf and beta set; one thread (OMP_NUM_THREADS=1)",
+             "synthetic Markov streams of ~1000 positions, draft_conf and beta set; OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1; "
+             "this tree's analyse runs its tasks on min(2, CPUs) threads (SPECTERM_THREADS; the baseline has one), "
+             "and once more on one thread for the row 'one thread'",
+             f"CPUs: {os.cpu_count()}; the other jobs on the machine at the start: see the load average",
              "CPU = process time, less sensitive than wall time to the other jobs on this shared machine: compare ratios",
              f"load average at the start: {load_at_start}"]
     if prof_text:
