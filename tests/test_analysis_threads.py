@@ -117,6 +117,14 @@ def test_policy_table_in_parts_equals_the_whole(synth):
             assert np.array_equal(getattr(parts, field), getattr(whole, field)), (k, field)
     with pytest.raises(ValueError):
         PolicyTable.stacked([policy_table(streams[:5]), policy_table(streams[5:], g0=4)])
+    # walked without the fixed-g blocks, then given them: the whole table
+    bare = PolicyTable.stacked([policy_table(streams[sl], fixed=False) for sl in analysis._parts(len(streams), 3)])
+    assert bare.fixed.shape == (len(streams), 0)
+    done = bare.with_fixed(whole.fixed)
+    for field in ("n", "fixed", "heuristic", "confidence", "has_conf", "clairvoyant"):
+        assert np.array_equal(getattr(done, field), getattr(whole, field)), field
+    with pytest.raises(ValueError):
+        bare.with_fixed(whole.fixed[:, :5])
 
 
 def test_parts_cover_in_order():

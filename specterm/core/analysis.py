@@ -29,7 +29,7 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 Threads (`analysis_threads`: $SPECTERM_THREADS, default min(2, CPUs)): the work of a report is run
 in stages on a pool of threads, each stage a list of independent tasks whose results are taken in a
 fixed order: per corpus its sums (with the shuffles) and its position / steady / sampling sums; the
-policy table in contiguous parts of the pooled streams (`PolicyTable.stacked`); per corpus its
+policy table in contiguous parts of the pooled streams (`PolicyTable.stacked`, two per thread); per corpus its
 bootstrap weights and resampled position / sampling sums; per set its report; per borderline seed
 its verdicts. Every random stream is keyed by (seed, corpus) or (borderline seed, corpus) as
 before, each task computes exactly what the serial code computed, and sums across tasks (the
@@ -89,6 +89,7 @@ from specterm.core.store import Run, Stream
 
 
 THREADS_ENV = "SPECTERM_THREADS"
+TABLE_PARTS_PER_THREAD = 2  # policy-table parts per thread: smaller tasks balance the threads (same total work)
 T = TypeVar("T")
 
 
@@ -440,17 +441,17 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
                 steady_sums(a, gamma, shuffles, corpus_seed(seed, c)),
                 sampling_sums([analysed_beta(s) for s in streams_of[c]]))
 
-    # per corpus: its sums (the shuffles: the largest tasks, first), then its other sums
+    # All independent, the largest first: per corpus its sums (the shuffles); the policy table in
+    # contiguous parts of the pooled streams (every stream replayed once, pooled order; each corpus takes
+    # its block of rows; the fixed-g blocks are the sums' own, added after); per corpus its other sums.
     sums_f = {c: _submit(pool, partial(_sums, streams_of[c], gamma, depth_gamma, shuffles, corpus_seed(seed, c)))
               for c in corpora}
+    pooled_streams = [s for c in corpora for s, _ in by_corpus[c]]
+    table_f = [_submit(pool, partial(policy_table, pooled_streams[sl], fixed=False))
+               for sl in _parts(len(pooled_streams), TABLE_PARTS_PER_THREAD * threads if threads > 1 else 1)]
     rest_f = {c: _submit(pool, partial(rest, c)) for c in corpora}
     parts: dict[str, st.StreamSums] = {c: sums_f[c].result() for c in corpora}
     parts[POOLED] = _stack([parts[c] for c in corpora])
-    # Every stream is replayed once (pooled order), in `threads` contiguous parts; each corpus takes its block of rows.
-    pooled_streams = [s for c in corpora for s, _ in by_corpus[c]]
-    blocks = parts[POOLED].blocks()
-    table_f = [_submit(pool, partial(policy_table, pooled_streams[sl], blocks=blocks[sl]))
-               for sl in _parts(len(pooled_streams), threads)]
     positions: dict[str, PositionSums] = {}
     samplings: dict[str, SamplingSums] = {}
     steadies: dict[str, SteadySums] = {}
@@ -461,7 +462,7 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     first_ss = steadies[corpora[0]]
     steadies[POOLED] = SteadySums(np.vstack([steadies[c].M for c in corpora]), first_ss.cols, first_ss.gamma, first_ss.start)
     samplings[POOLED] = SamplingSums(np.vstack([samplings[c].M for c in corpora]), samplings[corpora[0]].cols)
-    tables: dict[str, PolicyTable] = {POOLED: PolicyTable.stacked([f.result() for f in table_f])}
+    tables: dict[str, PolicyTable] = {POOLED: PolicyTable.stacked([f.result() for f in table_f]).with_fixed(parts[POOLED].blocks())}
     lo = 0
     for c in corpora:
         tables[c] = tables[POOLED].rows(slice(lo, lo + len(by_corpus[c])))
