@@ -1,4 +1,4 @@
-"""analysis.analyse on a pool of threads (SPECTERM_THREADS): the report is bit-identical to the serial
+"""analysis.analyse on a pool of threads (core/parallel.py, SPECTERM_THREADS): the report is bit-identical to the serial
 one whatever the thread count and the order the tasks happen to run in; the policy table built in
 parts equals the table built at once."""
 
@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from specterm.core import analysis
+from specterm.core import analysis, parallel
 from specterm.core.errors import SpectermError
 from specterm.core.export import to_json
 from specterm.core.policies import PolicyTable, policy_table
@@ -63,7 +63,7 @@ class JitterPool(Executor):
 
 
 def _serial(monkeypatch, runs, **kw):
-    monkeypatch.setenv(analysis.THREADS_ENV, "1")
+    monkeypatch.setenv(parallel.THREADS_ENV, "1")
     return _doc(analysis.analyse(runs, **kw))
 
 
@@ -71,8 +71,8 @@ def _serial(monkeypatch, runs, **kw):
 def test_threads_give_the_serial_report(monkeypatch, synth, threads):
     runs, kw = _runs(synth), {"gamma": 6, "boot": 150, "shuffles": 4, "seed": 11}
     ref = _serial(monkeypatch, runs, **kw)
-    monkeypatch.setenv(analysis.THREADS_ENV, threads)
-    assert analysis.analysis_threads() == int(threads)
+    monkeypatch.setenv(parallel.THREADS_ENV, threads)
+    assert parallel.analysis_threads() == int(threads)
     got = _doc(analysis.analyse(runs, **kw))
     assert got == ref and list(got["sets"]) == list(ref["sets"])  # the sets in the same order too
     assert _doc(analysis.analyse(runs, **{**kw, "seed": 12})) != ref  # the comparison can tell reports apart
@@ -100,7 +100,7 @@ def test_threads_shipped(monkeypatch, name):
         pytest.skip(f"{name} not shipped here")
     runs = [load_run(path)]
     ref = _serial(monkeypatch, runs, boot=200, shuffles=4, seed=0)
-    monkeypatch.setenv(analysis.THREADS_ENV, "2")
+    monkeypatch.setenv(parallel.THREADS_ENV, "2")
     assert _doc(analysis.analyse(runs, boot=200, shuffles=4, seed=0)) == ref
 
 
@@ -112,13 +112,13 @@ def test_policy_table_in_parts_equals_the_whole(synth):
     assert policy_table(streams).confidence.any()  # the confidence walks run
     whole = policy_table(streams)
     for k in (1, 2, 3, 7, 40):
-        parts = PolicyTable.stacked([policy_table(streams[sl]) for sl in analysis._parts(len(streams), k)])
+        parts = PolicyTable.stacked([policy_table(streams[sl]) for sl in parallel.contiguous_parts(len(streams), k)])
         for field in ("n", "fixed", "heuristic", "confidence", "has_conf", "clairvoyant"):
             assert np.array_equal(getattr(parts, field), getattr(whole, field)), (k, field)
     with pytest.raises(ValueError):
         PolicyTable.stacked([policy_table(streams[:5]), policy_table(streams[5:], g0=4)])
     # walked without the fixed-g blocks, then given them: the whole table
-    bare = PolicyTable.stacked([policy_table(streams[sl], fixed=False) for sl in analysis._parts(len(streams), 3)])
+    bare = PolicyTable.stacked([policy_table(streams[sl], fixed=False) for sl in parallel.contiguous_parts(len(streams), 3)])
     assert bare.fixed.shape == (len(streams), 0)
     done = bare.with_fixed(whole.fixed)
     for field in ("n", "fixed", "heuristic", "confidence", "has_conf", "clairvoyant"):
@@ -130,7 +130,7 @@ def test_policy_table_in_parts_equals_the_whole(synth):
 def test_parts_cover_in_order():
     for n in range(0, 30):
         for k in range(1, 9):
-            sl = analysis._parts(n, k)
+            sl = parallel.contiguous_parts(n, k)
             idx = [i for s in sl for i in range(n)[s]]
             assert idx == list(range(n))
             assert all(s.stop > s.start for s in sl) or n == 0
@@ -138,32 +138,32 @@ def test_parts_cover_in_order():
 
 
 def test_thread_setting(monkeypatch):
-    monkeypatch.delenv(analysis.THREADS_ENV, raising=False)
-    monkeypatch.setattr(analysis.os, "cpu_count", lambda: 16)
-    assert analysis.analysis_threads() == 2
-    monkeypatch.setattr(analysis.os, "cpu_count", lambda: 1)
-    assert analysis.analysis_threads() == 1
-    monkeypatch.setattr(analysis.os, "cpu_count", lambda: None)
-    assert analysis.analysis_threads() == 1
-    monkeypatch.setenv(analysis.THREADS_ENV, "4")
-    assert analysis.analysis_threads() == 4
+    monkeypatch.delenv(parallel.THREADS_ENV, raising=False)
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 16)
+    assert parallel.analysis_threads() == 2
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 1)
+    assert parallel.analysis_threads() == 1
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: None)
+    assert parallel.analysis_threads() == 1
+    monkeypatch.setenv(parallel.THREADS_ENV, "4")
+    assert parallel.analysis_threads() == 4
     for bad in ("0", "-1", "two", "1.5"):
-        monkeypatch.setenv(analysis.THREADS_ENV, bad)
+        monkeypatch.setenv(parallel.THREADS_ENV, bad)
         with pytest.raises(SpectermError):
-            analysis.analysis_threads()
+            parallel.analysis_threads()
 
 
 def test_openblas_held_to_one_thread_while_a_pool_runs(monkeypatch, synth):
-    controls = analysis._blas_controls()
+    controls = parallel._blas_controls()
     if controls is None:
         pytest.skip("numpy is not linked against an OpenBLAS found in /proc/self/maps")
     get, put = controls
     before = int(get())
     put(2)
     try:
-        with analysis._one_blas_thread():
+        with parallel.one_blas_thread():
             assert get() == 1
-            with analysis._one_blas_thread():  # nested (or a second analysis at the same time)
+            with parallel.one_blas_thread():  # nested (or a second analysis at the same time)
                 assert get() == 1
             assert get() == 1
         assert get() == 2
@@ -175,7 +175,7 @@ def test_openblas_held_to_one_thread_while_a_pool_runs(monkeypatch, synth):
             return real(*args, **kwargs)
 
         monkeypatch.setattr(analysis, "_assemble", spy)
-        monkeypatch.setenv(analysis.THREADS_ENV, "2")
+        monkeypatch.setenv(parallel.THREADS_ENV, "2")
         analysis.analyse(_runs(synth), boot=20, shuffles=2)
         assert seen == [1] and get() == 2
     finally:

@@ -1,5 +1,8 @@
 """The whole analysis of one or more runs as one typed Report (core/report.py; SPEC 7 JSON via to_dict).
 
+Length: one place where every section's sums are prepared and assembled into the report, per set
+and pooled, with the choices below; the statistics themselves live in their modules.
+
 Per corpus, the per-stream sums matrix M (stats.stream_sums) is built once; the "pooled" set stacks
 the corpora's matrices. Point estimates come from column sums, CIs from the percentile bootstrap
 f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
@@ -26,38 +29,23 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 - Steady state (steady.py): every set's autocorrelation, D/D_geom and deficit split on t >= 32,
   bootstrapped with the set's W.
 
-Threads (`analysis_threads`: $SPECTERM_THREADS, default min(2, CPUs)): the work of a report is run
-in stages on a pool of threads, each stage a list of independent tasks whose results are taken in a
-fixed order: per corpus its sums (with the shuffles) and its position / steady / sampling sums; the
-policy table in contiguous parts of the pooled streams (`PolicyTable.stacked`, two per thread); per corpus its
-bootstrap weights and resampled position / sampling sums; per set its report; per borderline seed
-its verdicts. Every random stream is keyed by (seed, corpus) or (borderline seed, corpus) as
-before, each task computes exactly what the serial code computed, and sums across tasks (the
-pooled resampled sums) are added in the corpora's order after the tasks, so the report is
-bit-identical whatever the thread count and scheduling (tests/test_analysis_threads.py). Threads,
-not processes: numpy releases the GIL in the large array operations these tasks spend their time
-in (random draws, ufuncs, gathers, cumulative sums, bincount, BLAS), the tasks share the loaded
-runs and sums without copying or pickling them (hundreds of MB at 10M positions), and a pool of
-threads starts in microseconds where a process pool pays its start-up and transfer per report.
-The matrix products (B x N @ N x K) run inside the pool: with OpenBLAS's own threads on top, the
-cores were oversubscribed (measured at 2M positions, 2 threads: 1.75 s CPU against 1.25 s with
-OPENBLAS_NUM_THREADS=1), so while a pool runs, numpy's OpenBLAS is held to one thread
-(`_one_blas_thread`, through its scipy_openblas / openblas set_num_threads entry point; nothing is
-done when none is loaded) and its setting restored afterwards.
+Threads (parallel.py; $SPECTERM_THREADS, default min(2, CPUs)): the report's work runs on a pool of
+threads as independent tasks whose results are taken in a fixed order: per corpus its sums (with
+the shuffles) and its position / steady / sampling sums, the policy table in contiguous parts of
+the pooled streams (`PolicyTable.stacked`); then per corpus its weights and resampled position /
+sampling sums; per set its report; per borderline seed its verdicts. Random streams stay keyed by
+(seed, corpus), each task computes what the serial code computed, and sums across tasks (the
+pooled resampled sums) are added in the corpora's order after them: the report is bit-identical
+whatever the thread count and scheduling (tests/test_analysis_threads.py).
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
-import threading
 import zlib
-from collections.abc import Iterator
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cache, partial
-from typing import Any, Callable, TypeVar, overload
+from functools import partial
+from typing import Any, Callable, overload
 
 import numpy as np
 
@@ -74,6 +62,7 @@ from specterm.core.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, R
                                     run_curve_and_confirmations)
 from specterm.core.hardware.decision import verdict_sign_held
 from specterm.core.optimum import optimum_table, r_values
+from specterm.core.parallel import analysis_threads, contiguous_parts, one_blas_thread, run_all, submit
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bin_width_for, bins_needed, position_report, position_sums
@@ -88,94 +77,7 @@ from specterm.core.store import Run, Stream
 
 
 
-THREADS_ENV = "SPECTERM_THREADS"
 TABLE_PARTS_PER_THREAD = 2  # policy-table parts per thread: smaller tasks balance the threads (same total work)
-T = TypeVar("T")
-
-
-def analysis_threads() -> int:
-    """Threads of `analyse`: $SPECTERM_THREADS (a positive integer), else min(2, os.cpu_count()).
-    1 runs every task inline, in the order of the serial code."""
-    raw = os.environ.get(THREADS_ENV, "").strip()
-    if not raw:
-        return max(1, min(2, os.cpu_count() or 1))
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise SpectermError(f"{THREADS_ENV} must be a positive integer (threads of the analysis), got {raw!r}.")
-    return value
-
-
-@cache
-def _blas_controls() -> tuple[Any, Any] | None:
-    """(get, set) of the thread count of the OpenBLAS loaded in this process (numpy's), or None
-    (another BLAS, or no /proc/self/maps to find it in)."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8") as f:
-            paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line})
-    except OSError:
-        return None
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "64_"), ("openblas", "")):
-            get, put = (getattr(lib, f"{prefix}_{what}_num_threads{suffix}", None) for what in ("get", "set"))
-            if get is not None and put is not None:
-                get.restype, put.argtypes = ctypes.c_int, [ctypes.c_int]
-                return get, put
-    return None
-
-
-_BLAS_LOCK = threading.Lock()
-_blas_held = [0, 0]  # [analyses holding OpenBLAS to one thread, its thread count before the first]
-
-
-@contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """OpenBLAS held to one thread inside (nested and concurrent analyses alike); restored after the last."""
-    controls = _blas_controls()
-    if controls is None:
-        yield
-        return
-    get, put = controls
-    with _BLAS_LOCK:
-        if _blas_held[0] == 0:
-            _blas_held[1] = int(get())
-            put(1)
-        _blas_held[0] += 1
-    try:
-        yield
-    finally:
-        with _BLAS_LOCK:
-            _blas_held[0] -= 1
-            if _blas_held[0] == 0:
-                put(_blas_held[1])
-
-
-def _submit(pool: Executor | None, fn: Callable[[], T]) -> Future[T]:
-    """fn on the pool, or run at once (pool None) into a finished future."""
-    if pool is not None:
-        return pool.submit(fn)
-    done: Future[T] = Future()
-    done.set_result(fn())
-    return done
-
-
-def _run(pool: Executor | None, fns: list[Callable[[], T]]) -> list[T]:
-    """The results of independent tasks, in the order given (whatever order they ran in)."""
-    futures = [_submit(pool, fn) for fn in fns]
-    return [f.result() for f in futures]
-
-
-def _parts(n: int, k: int) -> list[slice]:
-    """0..n-1 in k contiguous parts of nearly equal size (no empty part unless n = 0)."""
-    k = max(1, min(k, n))
-    bounds = [n * i // k for i in range(k + 1)]
-    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def corpus_seed(seed: int, corpus: str) -> int:
@@ -444,12 +346,12 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     # All independent, the largest first: per corpus its sums (the shuffles); the policy table in
     # contiguous parts of the pooled streams (every stream replayed once, pooled order; each corpus takes
     # its block of rows; the fixed-g blocks are the sums' own, added after); per corpus its other sums.
-    sums_f = {c: _submit(pool, partial(_sums, streams_of[c], gamma, depth_gamma, shuffles, corpus_seed(seed, c)))
+    sums_f = {c: submit(pool, partial(_sums, streams_of[c], gamma, depth_gamma, shuffles, corpus_seed(seed, c)))
               for c in corpora}
     pooled_streams = [s for c in corpora for s, _ in by_corpus[c]]
-    table_f = [_submit(pool, partial(policy_table, pooled_streams[sl], fixed=False))
-               for sl in _parts(len(pooled_streams), TABLE_PARTS_PER_THREAD * threads if threads > 1 else 1)]
-    rest_f = {c: _submit(pool, partial(rest, c)) for c in corpora}
+    table_f = [submit(pool, partial(policy_table, pooled_streams[sl], fixed=False))
+               for sl in contiguous_parts(len(pooled_streams), TABLE_PARTS_PER_THREAD * threads if threads > 1 else 1)]
+    rest_f = {c: submit(pool, partial(rest, c)) for c in corpora}
     parts: dict[str, st.StreamSums] = {c: sums_f[c].result() for c in corpora}
     parts[POOLED] = _stack([parts[c] for c in corpora])
     positions: dict[str, PositionSums] = {}
@@ -487,7 +389,7 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
         W = multinomial_weights(hi - lo, boot, corpus_seed(seed, c), out=W_pooled[:, lo:hi])
         return W, W @ p.positions[c].M, W @ p.samplings[c].M
 
-    done = _run(pool, [partial(corpus_weights, c, lo, hi) for c, lo, hi in zip(corpora, offsets[:-1], offsets[1:])])
+    done = run_all(pool, [partial(corpus_weights, c, lo, hi) for c, lo, hi in zip(corpora, offsets[:-1], offsets[1:])])
     weights = {c: d[0] for c, d in zip(corpora, done)}
     groups = {c: (p.parts[c], weights[c], by_corpus[c]) for c in corpora}
     groups[POOLED] = (p.parts[POOLED], W_pooled, [e for c in corpora for e in by_corpus[c]])
@@ -514,7 +416,7 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
         return rep, pol
 
     names = [POOLED, *corpora]  # the pooled set (the largest task) first; the report keeps corpora, then pooled
-    made = dict(zip(names, _run(pool, [partial(one_set, name) for name in names])))
+    made = dict(zip(names, run_all(pool, [partial(one_set, name) for name in names])))
     sets: dict[str, SetReport] = {name: made[name][0] for name in groups}
 
     # P1-P5, then Q1-Q6; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
@@ -527,7 +429,7 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
         # per set: the policies and their per-stream sums, built once, resampled per seed
         pol = {name: made[name][1] for name in groups if made[name][1] is not None}
         others = sorted(set(BORDERLINE_SEEDS) - {seed})
-        by_seed.update(zip(others, _run(pool, [partial(seed_verdicts, other, corpus_seed, corpora, groups, sets, pol, boot,
+        by_seed.update(zip(others, run_all(pool, [partial(seed_verdicts, other, corpus_seed, corpora, groups, sets, pol, boot,
                                                        q3c, real, best) for other in others])))
         rows = mark_borderline(rows, by_seed)
     return Report(
@@ -564,7 +466,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
         if on_point is not None and boot > 0:
             on_point(_assemble(prepared, 0))
         return _assemble(prepared, boot)
-    with _one_blas_thread(), ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") as pool:
+    with one_blas_thread(), ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") as pool:
         prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma, pool, threads)
         if on_point is not None and boot > 0:
             on_point(_assemble(prepared, 0, pool))
