@@ -12,7 +12,7 @@ wall and CPU (process) time; this tree on its default min(2, CPUs) threads (SPEC
 on one. --profile runs cProfile on this tree's full report (on one thread: cProfile sees the main
 thread only) at the first size and prints the top functions.
 
-    python benchmarks/bench_analytics.py [--sizes 1000000,10000000] [--rounds 3] [--repeats 2] [--profile] [--no-append]
+    python benchmarks/bench_analytics.py [--sizes 1000000,10000000] [--rounds 3] [--repeats 2] [--profile] [--model] [--no-append]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from specterm.core import analysis
@@ -105,6 +106,58 @@ def profile_report(run, boot: int, shuffles: int, top: int) -> tuple[str, str]:
     return texts[0], texts[1]
 
 
+def modeled_wall(run, boot: int, shuffles: int, threads: int) -> tuple[float, float]:
+    """(serial CPU s, modeled wall s on `threads` idle cores) of one full report: every task of
+    analyse (core/parallel.py) timed alone, serially (CPU time), then list-scheduled in submission
+    order on `threads` workers stage by stage (a stage: the preparation, then each `run_all`), plus
+    the main thread's own work. Assumes perfect scaling (no memory-bandwidth contention, the GIL
+    released throughout): a bound to compare the measured wall time with on an idle machine."""
+    from specterm.core import parallel
+
+    stage, log = [0], []
+    real_submit, real_run, real_prepare = parallel.submit, parallel.run_all, analysis._prepare
+
+    def timed(pool, fn):
+        c0 = time.process_time()
+        out = real_submit(None, fn)
+        log.append((stage[0], time.process_time() - c0))
+        return out
+
+    def staged(pool, fns):
+        stage[0] += 1
+        return real_run(pool, fns)
+
+    def prepare(*args):
+        return real_prepare(*args[:6], None, threads)  # the table in the parts `threads` would use
+
+    old_env = os.environ.get("SPECTERM_THREADS")
+    os.environ["SPECTERM_THREADS"] = "1"
+    analysis.analyse([run], gamma=8, boot=10, shuffles=2, seed=0)  # imports and first-call costs, not timed
+    parallel.submit = analysis.submit = timed
+    parallel.run_all = analysis.run_all = staged
+    analysis._prepare = prepare
+    try:
+        with parallel.one_blas_thread():  # as analyse holds it (this process has no OPENBLAS_NUM_THREADS=1)
+            c0 = time.process_time()
+            analysis.analyse([run], gamma=8, boot=boot, shuffles=shuffles, seed=0)
+            total = time.process_time() - c0
+    finally:
+        parallel.submit = analysis.submit = real_submit
+        parallel.run_all = analysis.run_all = real_run
+        analysis._prepare = real_prepare
+        if old_env is None:
+            os.environ.pop("SPECTERM_THREADS", None)
+        else:
+            os.environ["SPECTERM_THREADS"] = old_env
+    span = total - sum(d for _, d in log)
+    for st in sorted({st for st, _ in log}):
+        load = [0.0] * threads
+        for d in (d for s, d in log if s == st):
+            load[load.index(min(load))] += d
+        span += max(load)
+    return total, span
+
+
 def baseline_tree(rev: str, where: Path) -> Path:
     """A detached `git worktree` of `rev` at `where` (made once, kept for later runs)."""
     if not (where / "specterm").is_dir():
@@ -124,6 +177,8 @@ def main() -> None:
     ap.add_argument("--baseline-tree", type=Path, default=Path(tempfile.gettempdir()) / f"specterm-{BASELINE}")
     ap.add_argument("--profile", action="store_true", help="cProfile this tree's full report at the first size")
     ap.add_argument("--top", type=int, default=12, help="functions shown by --profile")
+    ap.add_argument("--model", action="store_true",
+                    help="also the modeled wall time on min(2, CPUs) idle cores (modeled_wall), once per size")
     ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
     args = ap.parse_args()
     sizes = [int(float(x)) for x in args.sizes.split(",")]
@@ -144,6 +199,12 @@ def main() -> None:
                     times[key].append(time_tree(tree, path, args.repeats, args.boot, args.shuffles))
                 print(f"{n_pos:,} round {i + 1}: full {times['base'][-1]['full'][0]:.2f} s (baseline) "
                       f"vs {times['this'][-1]['full'][0]:.2f} s (this)", flush=True)
+            model_row = None
+            if args.model:
+                threads = max(1, min(2, os.cpu_count() or 1))
+                serial, modeled = modeled_wall(run, args.boot, args.shuffles, threads)
+                model_row = [f"{n_pos:,}", n_streams, f"full report, modeled on {threads} idle cores (see notes)", "",
+                             f"{modeled:.2f}", f"{modeled / serial:.2f} of serial CPU", "", f"{serial:.2f}", "", ""]
             if args.profile and prof_text is None:
                 prof_text = profile_report(run, args.boot, args.shuffles, args.top)
             del run
@@ -173,6 +234,8 @@ def main() -> None:
                 rows.append([f"{n_pos:,}", n_streams, "full report, one thread (SPECTERM_THREADS=1)", "",
                              f"{o_wall:.2f}", f"{t_full_wall / o_wall:.2f} (threads / one)", "", f"{o_cpu:.2f}",
                              f"{t_full_cpu / o_cpu:.2f} (threads / one)", ""])
+            if model_row:
+                rows.append(model_row)
             rows.append([f"{n_pos:,}", n_streams, "load_run", f"{med([t['load'] for t in times['base']]):.2f}",
                          f"{med([t['load'] for t in times['this']]):.2f}", "", "", "", "", ""])
 
@@ -193,6 +256,8 @@ def main() -> None:
              "and once more on one thread for the row 'one thread'",
              f"CPUs: {os.cpu_count()}; the other jobs on the machine at the start: see the load average",
              "CPU = process time, less sensitive than wall time to the other jobs on this shared machine: compare ratios",
+             "modeled (--model): every task of the report timed alone (CPU), list-scheduled stage by stage on the "
+             "idle cores, plus the main thread's own work; perfect scaling assumed (a bound, not a measurement)",
              f"load average at the start: {load_at_start}"]
     if prof_text:
         table += f"\n\ncProfile of this tree's full report at {sizes[0]:,} positions, top {args.top} by own time:\n\n```\n{prof_text[0]}\n```"

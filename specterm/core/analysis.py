@@ -462,10 +462,11 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     """
     threads = analysis_threads()
     if threads == 1:
-        prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma)
-        if on_point is not None and boot > 0:
-            on_point(_assemble(prepared, 0))
-        return _assemble(prepared, boot)
+        with one_blas_thread():
+            prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma)
+            if on_point is not None and boot > 0:
+                on_point(_assemble(prepared, 0))
+            return _assemble(prepared, boot)
     with one_blas_thread(), ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") as pool:
         prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma, pool, threads)
         if on_point is not None and boot > 0:

@@ -10,7 +10,8 @@
   and the transfer of its inputs and results on every report.
 - BLAS: the matrix products (B x N @ N x K) run inside the pool; with OpenBLAS's own threads on top
   the cores were oversubscribed (2M positions, 2 threads: 1.75 s CPU against 1.25 s with
-  OPENBLAS_NUM_THREADS=1). While a pool runs, numpy's OpenBLAS is held to one thread
+  OPENBLAS_NUM_THREADS=1; on one thread too, OpenBLAS's threads spin for products that take a few
+  percent of the report). While an analysis runs, numpy's OpenBLAS is held to one thread
   (`one_blas_thread`, through its scipy_openblas / openblas set_num_threads entry point, found among
   the libraries this process has loaded; nothing is done when there is none) and its setting is
   restored after the last analysis that holds it. The setting is process-wide: other threads' BLAS
