@@ -4,12 +4,21 @@ cache, all CIs painted, every screen's first visit, revisits, `M` to a new and t
 and (with --stepping) the token cursor on a 4096-token stream.
 
 Every measurement runs in a fresh Python process on a pseudo-terminal (120x36), as in a person's
-terminal, with Textual's real driver writing the frames. Times end when the frame after the action
-is painted (`call_after_refresh`). The bare app is a Header, a Static and a Footer on two screens.
+terminal, with Textual's real driver writing the frames, started the way a person starts it:
+`specterm open RUN...` (specterm.cli.main, typer included; only make_app is swapped for an
+instrumented subclass). Times end when the frame after the action is painted
+(`call_after_refresh`); beside the wall times the processes' CPU times are kept (less sensitive to
+a loaded machine). The bare app is a Header, a Static and a Footer on two screens.
+
+Bytecode: the children run with Python's bytecode cache (in a temporary PYTHONPYCACHEPREFIX, after
+one untimed warm-up start per tree), as an installed specterm runs; this machine's environment sets
+PYTHONDONTWRITEBYTECODE=1, which compiles every specterm module from source at each start (about
+0.1 s) and was in force for the figures recorded before 2026-12-01 01:30. `--compile-each-run`
+keeps the environment's setting.
 Targets (issue 21): first table <= 1.0 s without a cache, every table with CIs <= 0.5 s with one,
 every screen <= 200 ms, `M` to a cached pair <= 300 ms.
 
-    python benchmarks/bench_tui.py [RUN ...] [--repeat 3] [--stepping] [--no-append]
+    python benchmarks/bench_tui.py [RUN ...] [--repeat 3] [--stepping] [--start-only] [--no-append]
 
 Without RUN it uses the runs in ./streams (`M` is timed when they hold two model pairs).
 """
@@ -35,8 +44,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _common import md_table, record
-
 FIRST_PAINT_TARGET_S = 1.5
 SWITCH_TARGET_S = 0.3
 STEPS = 60
@@ -60,6 +67,7 @@ class Marks:
 
     def since_start(self, name: str) -> None:
         self.data[name] = time.time() - self.t0
+        self.data[f"{name}_cpu"] = time.process_time()  # the process's CPU time (every thread), less load-dependent
 
     def save(self) -> None:
         self.out.write_text(json.dumps(self.data))
@@ -72,10 +80,12 @@ def painted(app) -> asyncio.Future[float]:
     return fut
 
 
-def child_specterm(out_file: str, paths: list[str], stepping: bool) -> None:
-    """Works on this tree and on the baseline tree (no point-first paint there: its first report is full)."""
+def child_specterm(out_file: str, paths: list[str], stepping: bool, start_only: bool = False) -> None:
+    """`specterm open PATHS` with an instrumented app; works on this tree and on the baseline tree
+    (no point-first paint there: its first report is full)."""
+    import specterm.app as app_module
+    from specterm import cli
     from specterm.app import SCREENS, SpectermApp
-    from specterm.widgets.tokens import TokenView
 
     marks = Marks(out_file)
     modes = [s.mode for s in SCREENS if s.mode != "run"]
@@ -113,8 +123,14 @@ def child_specterm(out_file: str, paths: list[str], stepping: bool) -> None:
 
         async def _sequence(self) -> None:
             await self._after_paint()
+            if start_only:
+                marks.save()
+                self.exit()
+                return
             await asyncio.sleep(IDLE_S)  # a person reads the first table before pressing a key
             if stepping:
+                from specterm.widgets.tokens import TokenView
+
                 await self.switch_mode("streams")
                 await self._after_paint()
                 view = self.screen.query_one(TokenView)
@@ -145,7 +161,9 @@ def child_specterm(out_file: str, paths: list[str], stepping: bool) -> None:
             marks.save()
             self.exit()
 
-    Instrumented([Path(p) for p in paths], boot=2000).run()
+    app_module.make_app = lambda paths, **kw: Instrumented(paths, **kw)  # type: ignore[assignment]
+    sys.argv = ["specterm", "open", *paths]  # B = 2000, the default
+    cli.main()
 
 
 def child_bare(out_file: str, stepping: bool) -> None:
@@ -227,13 +245,23 @@ def run_on_pty(argv: list[str], env: dict[str, str], timeout: float = 120.0) -> 
         proc.wait()
 
 
+BYTECODE_CACHE = True
+"""Children keep compiled modules (PYTHONPYCACHEPREFIX under the temporary folder), as an installed
+specterm does; False (--compile-each-run) leaves the environment's PYTHONDONTWRITEBYTECODE."""
+
+
 def measure(kind: str, runs: list[str], tmp: Path, stepping: bool = False, tree: Path = ROOT,
-            cache: Path | None = None) -> dict:
+            cache: Path | None = None, start_only: bool = False) -> dict:
     """One fresh process of `kind` ("specterm" from `tree`, or "bare") on the pty; its marks."""
     out = tmp / "marks.json"
     out.unlink(missing_ok=True)
     env = {**os.environ, "TERM": os.environ.get("TERM", "xterm-256color"), "BENCH_T0": repr(time.time()),
            "PYTHONPATH": str(tree), "XDG_CACHE_HOME": str(cache or tmp / "no-cache")}
+    if BYTECODE_CACHE:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    if start_only:
+        env["BENCH_START_ONLY"] = "1"
     argv = [sys.executable, __file__, "--child", kind, "--out", str(out), *runs]
     if stepping:
         argv.append("--stepping")
@@ -265,6 +293,7 @@ def ms(x: float) -> str:
 
 
 def main() -> None:
+    global BYTECODE_CACHE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="*")
     parser.add_argument("--repeat", type=int, default=3)
@@ -272,17 +301,24 @@ def main() -> None:
     parser.add_argument("--baseline-tree", type=Path, default=Path(tempfile.gettempdir()) / f"specterm-{BASELINE}",
                         help="where its worktree is (made when missing)")
     parser.add_argument("--stepping", action="store_true", help="also time the cursor on a 4096-token stream")
+    parser.add_argument("--start-only", action="store_true",
+                        help="time the start only (first paint, first table, every table with CIs): no screen switches, no M")
+    parser.add_argument("--compile-each-run", action="store_true",
+                        help="no bytecode cache for the children (this environment's PYTHONDONTWRITEBYTECODE, if set)")
     parser.add_argument("--no-append", action="store_true")
     parser.add_argument("--child", choices=("specterm", "bare"), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "specterm":
-        return child_specterm(args.out, args.runs, args.stepping)
+        return child_specterm(args.out, args.runs, args.stepping, start_only=os.environ.get("BENCH_START_ONLY") == "1")
     if args.child == "bare":
         return child_bare(args.out, args.stepping)
 
+    from _common import md_table, record
+
     from specterm.core.store import find_runs, group_runs, load_run
 
+    BYTECODE_CACHE = not args.compile_each_run
     runs = args.runs or [str(p.resolve()) for p in find_runs("streams")]
     if not runs:
         raise SystemExit("no runs in ./streams: pass run directories.")
@@ -293,19 +329,25 @@ def main() -> None:
     print(f"runs: {', '.join(runs)}  ({n_pos} positions, {pairs} model pair(s)); baseline {args.baseline} at {base_tree}")
 
     med = statistics.median
+    short = args.start_only
     ours: dict[str, list] = {"cold": [], "warm": [], "base": [], "bare": []}
     steps: dict[str, list[float]] = {"ours": [], "base": [], "bare": []}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         long = str(long_run(tmp)) if args.stepping else ""
+        if BYTECODE_CACHE:  # one untimed start per tree fills the bytecode cache
+            for tree in (ROOT, base_tree):
+                measure("specterm", runs, tmp, tree=tree, cache=tmp / "warm-up", start_only=True)
+            measure("bare", [], tmp)
         for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all alike
             cache = tmp / f"cache-{i}"
-            ours["cold"].append(measure("specterm", runs, tmp, cache=cache))  # fills the cache
-            ours["warm"].append(measure("specterm", runs, tmp, cache=cache))
-            ours["base"].append(measure("specterm", runs, tmp, tree=base_tree))
+            ours["cold"].append(measure("specterm", runs, tmp, cache=cache, start_only=short))  # fills the cache
+            ours["warm"].append(measure("specterm", runs, tmp, cache=cache, start_only=short))
+            ours["base"].append(measure("specterm", runs, tmp, tree=base_tree, start_only=short))
             ours["bare"].append(measure("bare", [], tmp))
             print(f"round {i + 1}: first table cold {ours['cold'][-1]['table']:.2f} s, warm {ours['warm'][-1]['table']:.2f} s, "
-                  f"baseline {ours['base'][-1]['table']:.2f} s, bare first paint {ours['bare'][-1]['first_paint']:.2f} s", flush=True)
+                  f"baseline {ours['base'][-1]['table']:.2f} s, bare first paint {ours['bare'][-1]['first_paint']:.2f} s; "
+                  f"load avg {os.getloadavg()[0]:.2f}", flush=True)
             if args.stepping:
                 steps["ours"].append(med(measure("specterm", [long], tmp, stepping=True)["step"]))
                 steps["base"].append(med(measure("specterm", [long], tmp, stepping=True, tree=base_tree)["step"]))
@@ -316,6 +358,7 @@ def main() -> None:
         return med(vals) if vals else float("nan")
 
     bare_first = m("bare", "first_paint")
+    bare_first_cpu = m("bare", "first_paint_cpu")
     bare_switch = med([med(list(r["switch_first"])) for r in ours["bare"]])
     bare_again = med([med(list(r["switch_again"])) for r in ours["bare"]])
 
@@ -327,42 +370,55 @@ def main() -> None:
         return f"<= {limit * 1000:.0f} ms: {'yes' if x <= limit else 'no'}"
 
     rows = [
-        row("first paint (Loading...)", m("cold", "first_paint"), m("warm", "first_paint"), m("base", "first_paint"), bare_first, ""),
+        row("first paint (this tree: blank until the report or 0.25 s; baseline: Loading...)", m("cold", "first_paint"),
+            m("warm", "first_paint"), m("base", "first_paint"), bare_first, ""),
         row("first table (cold: point estimates; warm: with CIs)", m("cold", "table"), m("warm", "table"), m("base", "table"),
             bare_first, f"cold {met(m('cold', 'table'), 1.0)}"),
         row("every table with CIs", m("cold", "cis"), m("warm", "cis"), m("base", "cis"), bare_first,
             f"warm {met(m('warm', 'cis'), 0.5)}"),
+        row("CPU time of the process at the first table", m("cold", "table_cpu"), m("warm", "table_cpu"), m("base", "table_cpu"),
+            bare_first_cpu, "bare: at its first paint"),
+        row("CPU time of the process at every table with CIs", m("cold", "cis_cpu"), m("warm", "cis_cpu"), m("base", "cis_cpu"),
+            bare_first_cpu, ""),
     ]
-    modes = list(ours["cold"][0]["switch_first"])
-    worst = 0.0
-    for mode in modes:
-        cold, warm = m("cold", "switch_first", mode), m("warm", "switch_first", mode)
-        worst = max(worst, cold, warm)
-        rows.append(row(f"first visit: {mode}", cold, warm, m("base", "switch_first", mode), bare_switch, met(max(cold, warm), 0.2)))
-    again = [m(k, "switch_again", mode) for k in ("cold", "warm") for mode in modes]
-    base_again = med([m("base", "switch_again", mode) for mode in modes])
-    rows.append(row("revisit (median over screens)", med(again[: len(modes)]), med(again[len(modes):]), base_again, bare_again,
-                    met(max(again), 0.2)))
-    if pairs > 1:
-        rows.append(row("M: to the other pair, first time (CIs painted)", m("cold", "models_new"), m("warm", "models_new"),
-                        m("base", "models_new"), bare_switch, ""))
-        rows.append(row("M: back to a pair already shown", m("cold", "models_cached"), m("warm", "models_cached"),
-                        m("base", "models_cached"), bare_switch, met(max(m("cold", "models_cached"), m("warm", "models_cached")), 0.3)))
+    if not short:
+        modes = list(ours["cold"][0]["switch_first"])
+        for mode in modes:
+            cold, warm = m("cold", "switch_first", mode), m("warm", "switch_first", mode)
+            rows.append(row(f"first visit: {mode}", cold, warm, m("base", "switch_first", mode), bare_switch, met(max(cold, warm), 0.2)))
+        again = [m(k, "switch_again", mode) for k in ("cold", "warm") for mode in modes]
+        base_again = med([m("base", "switch_again", mode) for mode in modes])
+        rows.append(row("revisit (median over screens)", med(again[: len(modes)]), med(again[len(modes):]), base_again, bare_again,
+                        met(max(again), 0.2)))
+        if pairs > 1:
+            rows.append(row("M: to the other pair, first time (CIs painted)", m("cold", "models_new"), m("warm", "models_new"),
+                            m("base", "models_new"), bare_switch, ""))
+            rows.append(row("M: back to a pair already shown", m("cold", "models_cached"), m("warm", "models_cached"),
+                            m("base", "models_cached"), bare_switch,
+                            met(max(m("cold", "models_cached"), m("warm", "models_cached")), 0.3)))
     if args.stepping:
         o, b, bb = med(steps["ours"]), med(steps["base"]), med(steps["bare"])
         rows.append([f"cursor step, 4096-token stream ({STEPS} steps)", f"{o * 1000:.1f}", "", f"{b * 1000:.1f}", f"{bb * 1000:.1f}",
                      f"{o / bb:.2f}", "", f"{o / b:.2f}", "", "baseline: bare Static update"])
     table = md_table(["what", "cold cache ms", "warm cache ms", f"baseline {args.baseline} ms", "bare Textual ms",
                       "cold / bare", "warm / bare", f"cold / {args.baseline}", f"warm / {args.baseline}", "target"], rows)
-    record("TUI: first table (cold and warm cache), every screen's first visit, M", table,
-           [(f"each figure: median over {args.repeat} fresh processes on a {SIZE[0]}x{SIZE[1]} pseudo-terminal (real driver); "
+    bytecode = ("children with Python's bytecode cache (PYTHONPYCACHEPREFIX in the temporary folder, one untimed warm-up "
+                "start per tree), as an installed specterm runs" if BYTECODE_CACHE else
+                "children compile every module without a bytecode cache (--compile-each-run; PYTHONDONTWRITEBYTECODE="
+                f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})")
+    record("TUI: first table (cold and warm cache), every screen's first visit, M" + (" (start only)" if short else ""), table,
+           [(f"each figure: median over {args.repeat} fresh processes on a {SIZE[0]}x{SIZE[1]} pseudo-terminal (real driver), "
+             f"started as `specterm open RUN...` (cli.main; B = 2000, the default); "
              f"per round: this tree with an empty analysis cache (cold), again with the cache it filled (warm), the baseline "
              f"tree {args.baseline} (the commit before issue 21, a git worktree; no cache there), then a bare Textual app"),
             ("times from process start (first paint, tables) or from the key (switches, M) to the frame painted after it "
-             "(call_after_refresh); the bare app's first visit of a screen is the switch baseline"),
+             "(call_after_refresh); the bare app's first visit of a screen is the switch baseline; CPU rows: the process's "
+             "CPU time (all threads) at that frame"),
+            bytecode,
             f"after the full report (and after each M) the script waits {IDLE_S:.0f} s before the next key, as a person reading would",
             f"runs: {', '.join(Path(r).name for r in runs)} ({n_pos} positions, {pairs} model pair(s)); report with B = 2000, 20 shuffles",
-            "the machine is shared with other jobs: compare the ratios, not the absolute times"],
+            f"load average at the end: {os.getloadavg()[0]:.2f}; the machine is shared with other jobs: compare the ratios, "
+            "not the absolute times"],
            append=not args.no_append)
 
 

@@ -27,6 +27,7 @@ from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 
 if TYPE_CHECKING:
     from specterm.core.report import Report
+    from specterm.core.store import Run
     from specterm.oracle.run import OracleConfig
 
 
@@ -80,9 +81,15 @@ class SpectermApp(App[Any]):
         seed: int = SEED,
         initial: str | None = None,
         use_cache: bool = True,
+        loaded: "Sequence[Run] | None" = None,
     ) -> None:
         super().__init__()
         self.run_paths = [Path(p) for p in run_paths]
+        self.loaded: tuple[tuple[Path, ...], list[Run]] | None = (
+            (tuple(self.run_paths), list(loaded)) if loaded is not None else None)
+        """(paths, runs) as loaded from those paths: the CLI's own load (`specterm` loads every run to
+        warn about bad ones) and the worker's, so that neither the first table nor `M` to a pair not
+        yet shown reads the runs again. Given as `loaded`, they must be `load_runs(run_paths)`."""
         self.oracle_config = oracle_config
         self.oracle = oracle
         self.oracle_check = check
@@ -172,15 +179,42 @@ class SpectermApp(App[Any]):
     PREMOUNT_HEADLESS: ClassVar[bool] = False
     """Headless (Pilot tests, snapshots) mounts screens on their visit only, as before."""
 
+    FIRST_SCREEN_WAIT_S: ClassVar[float] = 0.25
+    """How long the first screen waits for the report before it shows its loading state. A report
+    that comes sooner (a cached one: tens of ms) is composed into the first screen at once: one
+    layout and one frame instead of a loading frame, a second layout and a second frame (about
+    0.1 s of start-up on the shipped runs). Until then the terminal shows Textual's blank screen."""
+
+    WAIT_HEADLESS: ClassVar[bool] = False
+    """Headless (Pilot tests, snapshots) shows the first screen at once, as before."""
+
     def on_mount(self) -> None:
-        self.switch_mode(self.initial)
+        self._first_shown = False
         if self.run_paths:
             self.start_load()
+            if self.FIRST_SCREEN_WAIT_S > 0 and (not self.is_headless or self.WAIT_HEADLESS):
+                self._first_timer = self.set_timer(self.FIRST_SCREEN_WAIT_S, self.show_first_screen)
+                return
+        self.show_first_screen()
+
+    def show_first_screen(self, mode: str | None = None) -> None:
+        """Show the first screen (`mode`, else `initial`), once: when the report (or an error)
+        comes, when the wait is over, or when a screen's key is pressed, whichever is first."""
+        if getattr(self, "_first_shown", True):
+            if mode is not None:
+                self.switch_mode(mode)
+            return
+        self._first_shown = True
+        timer = getattr(self, "_first_timer", None)
+        if timer is not None:
+            timer.stop()
+        self.switch_mode(mode or self.initial)
 
     # -- loading and analysis -----------------------------------------------------------------
     def open_results(self, paths: Sequence[Path]) -> None:
         """Load runs (e.g. the oracle's output) and show the Overview."""
         self.run_paths = [Path(p) for p in paths]
+        self.loaded = None  # read again: the oracle's output may have grown since (same path)
         self.pair_cache = {}
         self.report = None  # first: a screen must never see the new runs with the old report
         self.ci_pending = False
@@ -194,12 +228,14 @@ class SpectermApp(App[Any]):
         self.load_id += 1
         self.load(self.run_paths, self.load_id)
 
-    @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="analysis", exit_on_error=False, description="load and analyse the runs")
     def load(self, paths: Sequence[Path], load_id: int = 0) -> None:
-        """Load the runs, then analyse them; heavy imports happen here, off the UI thread.
+        """Load the runs (unless loaded already), then analyse them; heavy imports happen here, off
+        the UI thread.
 
-        A cached report (core/cache.py) is shown at once. Otherwise the point estimates (boot = 0,
-        the same shuffles, so the same values) are shown first, then the full report with its CIs
+        A cached report (core/cache.py) is shown at once. Otherwise one `analyse` call hands over the
+        point estimates (its `on_point`: the report of boot = 0, the same shuffles, so the same
+        values) before its bootstrap, and they are shown first; the full report with its CIs then
         replaces them whole: a value and a CI on screen always come from one report of one load."""
         from textual.worker import get_current_worker
 
@@ -208,7 +244,14 @@ class SpectermApp(App[Any]):
 
         worker = get_current_worker()
 
-        runs = [r for r in load_runs(paths) if r.streams]
+        key_paths = tuple(Path(p) for p in paths)
+        loaded = self.loaded
+        if loaded is not None and loaded[0] == key_paths:
+            all_runs = loaded[1]
+        else:
+            all_runs = load_runs(key_paths)
+            self.loaded = (key_paths, all_runs)
+        runs = [r for r in all_runs if r.streams]
         if not runs:
             names = ", ".join(str(p) for p in paths)
             raise SpectermError(f"{names} holds no finished prompts yet; run `specterm run` or `specterm import` first.")
@@ -223,18 +266,18 @@ class SpectermApp(App[Any]):
         if report is None:
             from specterm.core.analysis import analyse
 
-            if params["boot"] > 0 and (not self.is_headless or self.POINT_FIRST_HEADLESS):
-                point = analyse(runs, **{**params, "boot": 0})
-                if worker.is_cancelled:
-                    return
-                self.post_message(messages.ReportReady(point, load_id, complete=False))
-            report = analyse(runs, **params)
+            def point_ready(point: "Report") -> None:
+                if not worker.is_cancelled:
+                    self.post_message(messages.ReportReady(point, load_id, complete=False))
+
+            point_first = params["boot"] > 0 and (not self.is_headless or self.POINT_FIRST_HEADLESS)
+            report = analyse(runs, gamma=params["gamma"], boot=params["boot"], shuffles=params["shuffles"],
+                             seed=params["seed"], on_point=point_ready if point_first else None)
             if worker.is_cancelled:
                 return
             if key is not None:
                 cache.store(key, report)
         self.post_message(messages.ReportReady(report, load_id))
-        prewarm_screens()
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
         if message.load_id == self.load_id:
@@ -247,13 +290,24 @@ class SpectermApp(App[Any]):
         self.set_name = report.set_or_default(self.set_name)
         self.ci_pending = not message.complete  # read by the screens when `report` changes, just below
         self.report = report
+        self.show_first_screen()  # composed with the report when it comes within FIRST_SCREEN_WAIT_S
         if not message.complete:
             return
         if self.runs is not None:  # RunsLoaded of this load came first
             self.pair_cache[self.pair_key] = (self.runs, report)
         self.call_after_refresh(self.schedule_idle_work)  # after the first table is on screen
+        self.call_after_refresh(self.prewarm)
         # No toast for "pair k of m": the breadcrumb says it on every screen, and a toast here
         # covered the pooled row's CIs at start-up.
+
+    def prewarm(self) -> None:
+        """Import every screen's module in a thread, once, after the first full table is painted
+        (prewarm_screens). Not in the analysis worker right after its report: the imports (plotext
+        among them) then held the GIL against the first table's paint."""
+        if not getattr(self, "_prewarmed", False):
+            self._prewarmed = True
+            self.run_worker(prewarm_screens, thread=True, group="prewarm", exit_on_error=False,
+                            description="import the screens")
 
     def action_next_models(self) -> None:
         """Runs of different draft/target pairs are never pooled: show the next pair's runs."""
@@ -288,6 +342,7 @@ class SpectermApp(App[Any]):
         text = str(error) if isinstance(error, SpectermError) else f"{type(error).__name__}: {error}"
         if event.worker.group == "analysis":
             self.error = text
+            self.show_first_screen()
         self.notify(text, title="error", severity="error", timeout=10)
 
     # -- navigation -----------------------------------------------------------------------------
@@ -304,7 +359,7 @@ class SpectermApp(App[Any]):
         if mode not in self._modes:
             self.notify("no run in progress: start one with `specterm run`", severity="warning")
             return
-        self.switch_mode(mode)
+        self.show_first_screen(mode)  # a key pressed while the first screen waits for the report shows its screen
 
     @property
     def set_names(self) -> list[str]:

@@ -43,18 +43,25 @@ def point_first_app(paths, **kw):
 
 
 class Gate:
-    """Holds the bootstrap (analyse with boot > 0) of the runs named in `hold` until released."""
+    """Holds the bootstrap of the runs named in `hold` until released: an analyse call with boot > 0
+    hands over its point estimates (on_point) and then waits, before its bootstrap phase. `calls`
+    records each call's (run names, boot, whether on_point was given)."""
 
     def __init__(self, monkeypatch, hold: set[str]) -> None:
         self.hold, self.calls = hold, []
         self.released = threading.Event()
         real = analysis.analyse
 
-        def gated(runs, **kw):
-            self.calls.append(([r.name for r in runs], kw.get("boot")))
+        def gated(runs, *, on_point=None, **kw):
+            self.calls.append(([r.name for r in runs], kw.get("boot"), on_point is not None))
             if kw.get("boot", 0) > 0 and {r.name for r in runs} & self.hold:
-                self.released.wait(30)
-            return real(runs, **kw)
+                def held(point):
+                    if on_point is not None:
+                        on_point(point)
+                    self.released.wait(30)
+
+                return real(runs, on_point=held, **kw)
+            return real(runs, on_point=on_point, **kw)
 
         monkeypatch.setattr(analysis, "analyse", gated)
 
@@ -111,12 +118,17 @@ async def test_point_estimates_paint_first_then_cis(tmp_path, monkeypatch):
         await pilot.press("7")  # the Scorecard is verdicts on CIs: it waits
         await pilot.pause()
         assert app.screen.query_one("#body").loading and "computing CIs" in status(app.screen)
+        await pilot.press("6")  # so is Decide: each row decides on the CI of S_hw
+        await pilot.pause()
+        assert app.screen.query_one("#body").loading and "computing CIs" in status(app.screen)
+        assert not cells(app.screen)
         await pilot.press("1")
         gate.released.set()
         await app.workers.wait_for_complete()
         await pilot.pause()
         full = app.report
         assert not app.ci_pending and full.params.boot == 200 and status(app.screen) == ""
+        assert gate.calls == [(["tiny-run"], 200, True)]  # one analysis: the point estimates came from its on_point
         assert NUMERIC_CI.search(cells(app.screen))
         # the point estimates were the full report's values (the same shuffles and seed)
         assert [e.value for e in estimates(point)] == [e.value for e in estimates(full)]
@@ -124,6 +136,9 @@ async def test_point_estimates_paint_first_then_cis(tmp_path, monkeypatch):
         await pilot.press("7")
         await pilot.pause()
         assert not app.screen.query_one("#body").loading
+        await pilot.press("6")
+        await pilot.pause()
+        assert not app.screen.query_one("#body").loading and NUMERIC_CI.search(cells(app.screen))
 
 
 async def test_no_stale_ci_when_m_leaves_a_pair_whose_bootstrap_runs(tmp_path, monkeypatch):
@@ -176,7 +191,7 @@ async def test_boot_zero_has_no_pending_state(tmp_path, monkeypatch):
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert gate.calls == [(["tiny-run"], 0)] and not app.ci_pending and status(app.screen) == ""
+        assert gate.calls == [(["tiny-run"], 0, False)] and not app.ci_pending and status(app.screen) == ""
 
 
 class Premounting:
@@ -199,9 +214,14 @@ async def test_idle_pass_mounts_every_screen_and_hidden_screens_catch_up_after_m
     modes = [s.mode for s in SCREENS if s.mode != "run"]
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
-        await until(pilot, lambda: all(m in app._screen_stacks for m in modes), "every screen mounted")
+        def crumb(m: str) -> str:
+            found = app._screen_stacks[m][0].query("#crumb")  # composed and mounted a step after _init_mode
+            return str(found.first(Static).render()) if found else ""
+
+        # every screen mounted and filled: the last one's mount runs a moment after the idle step that started it
+        await until(pilot, lambda: all(m in app._screen_stacks and crumb(m) for m in modes), "every screen mounted")
         assert app.current_mode == "overview"
-        crumbs = {m: str(app._screen_stacks[m][0].query_one("#crumb", Static).render()) for m in modes}
+        crumbs = {m: crumb(m) for m in modes}
         assert all("target" in c and "bigtarget" not in c for c in crumbs.values()), crumbs
         await pilot.press("M")
         await until(pilot, lambda: app.report is not None and not app.ci_pending, "pair b")

@@ -7,7 +7,9 @@ Three kinds of forward, all with a KV cache holding `context` tokens, timed on t
     c_draft       one 1-token draft step
     c_draft2      one 2-token draft forward (the draft's first step after a fully accepted block)
 
-Measurement (`CostSampler`): one untimed warm-up round, then timed rounds; each round times every
+Measurement (`CostSampler`): one untimed warm-up round (light: of each kind of forward only the
+narrowest and the widest, `warm_up_quantities`: first touch of the caches, weights and kernel paths
+without paying a full round), then timed rounds; each round times every
 quantity once, in an order rotated by one each round (round-robin, so slow drift and load spikes
 spread over all quantities instead of biasing one). Each forward first crops the cache back to
 `context`. Stored per quantity: the median and its spread (IQR = q75 - q25, and all samples).
@@ -37,7 +39,8 @@ from specterm.oracle.models import crop_cache, forward_logits, new_cache
 COST_GAMMAS = tuple(range(1, 17))  # draft lengths whose verify cost c_verify(g) is timed (params.GAMMAS: the analysis range 1..32)
 R_GAMMA = 4
 REPEATS = 7
-METHOD = ("median wall time of interleaved repeats (round-robin, order rotated each round, one warm-up round); "
+METHOD = ("median wall time of interleaved repeats (round-robin, order rotated each round, one light warm-up round: "
+          "of each kind the narrowest and widest forward); "
           "decode: 1-token target step; draft: 1-token draft step; verify: (g+1)-token target forward; "
           "KV cache at the context length")
 
@@ -73,6 +76,19 @@ def context_ids(tokens: Sequence[int], length: int) -> list[int]:
     """`tokens` repeated or cut to exactly `length` ids (the cache content only sets its length)."""
     tokens = list(tokens) or [0]
     return (tokens * (1 + length // len(tokens)))[:length]
+
+
+def warm_up_quantities(quantities: list[tuple]) -> list[tuple]:
+    """The warm-up round's forwards: of each kind (label before ":", e.g. "verify" of "verify:8") the
+    first and the last in the list (the narrowest and widest of a g grid), in their order."""
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for i, q in enumerate(quantities):
+        kind = str(q[0]).split(":")[0]
+        first.setdefault(kind, i)
+        last[kind] = i
+    keep = set(first.values()) | set(last.values())
+    return [q for i, q in enumerate(quantities) if i in keep]
 
 
 class RoundRobinSampler:
@@ -112,9 +128,12 @@ class RoundRobinSampler:
     def round(self) -> None:
         warm = self.rounds == 0
         shift = self.rounds % len(self.quantities)
-        if self.done + len(self.quantities) > self.planned:
+        order = warm_up_quantities(self.quantities) if warm else self.quantities[shift:] + self.quantities[:shift]
+        if warm and self.planned >= len(self.quantities):  # the announced total counted a full warm-up round
+            self.planned -= len(self.quantities) - len(order)
+        if self.done + len(order) > self.planned:
             self.plan(1)
-        for quantity in self.quantities[shift:] + self.quantities[:shift]:
+        for quantity in order:
             label = quantity[0]
             check_cancel(self.cancel)
             dt, dc = self._time(quantity)

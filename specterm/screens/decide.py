@@ -90,6 +90,10 @@ class DecideScreen(RStepping, ReportScreen):
     EXPORT_SECTIONS = ("decide",)
     AUTO_FOCUS = "#decide-table"
     PAIR_STATE = ("r", "preset", "ridge_custom")
+    NEEDS_CIS = True
+    """Every row is a decision on the CI of S_hw: while the bootstrap runs, the point-estimate report
+    would decide without one (and say "no interval: bootstrap off"), so the screen waits, as the
+    Scorecard does."""
 
     BINDINGS = [
         Binding("a", "accelerator(1)", "accel", id="decide.accelerator", tooltip="Next accelerator preset"),

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from specterm.core.export import deficit_cell, steady_cells
-from specterm.core.fmt import ci, est, fmt
+from specterm.core.fmt import MISSING, ci, est, fmt
 from specterm.core.report import POOLED, SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen
 from specterm.widgets.columns import ci_below, table_width
@@ -42,19 +42,41 @@ def narrow_row(cells: list[str], dispersion: bool = True) -> list[str]:
     return [name, n, ci_below(alpha), ci_below(autocorr), *([ci_below(disp)] if dispersion else []), ci_below(deficit)]
 
 
-def layout(rows: list[tuple[str, list[str]]], width: int) -> tuple[list, list]:
+def layout(rows: list[tuple[str, list[str]]], width: int,
+           sized: list[tuple[str, list[str]]] | None = None) -> tuple[list, list]:
     """(columns, rows): the wide table with the steady-state column when it fits in `width` cells,
     else without it, else MIDDLE, else NARROW (a name too long for NARROW then gives way in
-    fill_table)."""
-    if table_width([label for _, label in COLUMNS], [cells for _, cells in rows]) <= width:
+    fill_table). `sized`: the rows whose widths choose the layout (default `rows`), cell for cell
+    the same shape: pending CIs are measured as the CIs they stand for (see PENDING_WIDTH)."""
+    probe = rows if sized is None else sized
+    if table_width([label for _, label in COLUMNS], [cells for _, cells in probe]) <= width:
         return COLUMNS, rows
-    wide = [(key, cells[:-1]) for key, cells in rows]
-    if table_width([label for _, label in COLUMNS[:-1]], [cells for _, cells in wide]) <= width:
-        return COLUMNS[:-1], wide
-    middle = [(key, narrow_row(cells)) for key, cells in rows]
-    if table_width([label for _, label in MIDDLE], [cells for _, cells in middle]) <= width:
-        return MIDDLE, middle
+    if table_width([label for _, label in COLUMNS[:-1]], [cells[:-1] for _, cells in probe]) <= width:
+        return COLUMNS[:-1], [(key, cells[:-1]) for key, cells in rows]
+    if table_width([label for _, label in MIDDLE], [narrow_row(cells) for _, cells in probe]) <= width:
+        return MIDDLE, [(key, narrow_row(cells)) for key, cells in rows]
     return NARROW, [(key, narrow_row(cells, dispersion=False)) for key, cells in rows]
+
+
+PENDING_CI = "[…]"
+"""A CI that is being computed: while `app.ci_pending` the report shown holds point estimates only
+(boot = 0, every CI None), and its "[n/a]" would read as "this has no CI"."""
+NO_CI = f"[{MISSING}]"
+
+
+PENDING_WIDTH = "[-0.000, 0.000]"
+"""What a pending CI is measured as when the layout is chosen: the width of the CIs to come (three
+decimals, a negative bound), so that the columns shown do not change when they arrive (measured as
+the 3 cells of PENDING_CI, the point-estimate table chose a wider layout that the CIs then broke)."""
+
+
+def pending_cis(cells: list[str], pending: bool, mark: str = PENDING_CI) -> list[str]:
+    """`cells` with each trailing CI "[n/a]" shown as `mark` while the CIs are computed (every CI of
+    a point-estimate report is missing, so each is pending, none is from other data); as they are
+    otherwise. A value that is itself missing stays "n/a"."""
+    if not pending:
+        return cells
+    return [c[: -len(NO_CI)] + mark if c.endswith(NO_CI) else c for c in cells]
 
 
 def set_row(s: SetReport) -> list[str]:
@@ -124,7 +146,10 @@ class OverviewScreen(ReportScreen):
 
     def show_report(self, report: Report) -> None:
         table = self.query_one("#overview-table", DataTable)
-        columns, rows = layout([(name, [name, *set_row(s)]) for name, s in report.ordered_sets()], self.avail_width)
+        pending = self.sapp.ci_pending
+        cells = [(name, set_row(s)) for name, s in report.ordered_sets()]  # the name is never a CI
+        columns, rows = layout([(k, [k, *pending_cis(c, pending)]) for k, c in cells], self.avail_width,
+                               sized=[(k, [k, *pending_cis(c, pending, PENDING_WIDTH)]) for k, c in cells])
         with self.app.batch_update():
             table.header_height = max(label.count("\n") + 1 for _, label in columns)
             fill_table(table, columns, rows, width=self.avail_width)
@@ -139,12 +164,15 @@ class OverviewScreen(ReportScreen):
             " + temporal (within; its CI in brackets).",
         ]
         if pooled is not None:
-            note.append(f"pooled: one transition table {est(pooled.autocorr_pooled, 3, 2, sign=True)},"
-                        f" Simpson inflation {est(pooled.autocorr_simpson, 3, 2, sign=True)}")
+            one_table, simpson = pending_cis([est(pooled.autocorr_pooled, 3, 2, sign=True),
+                                              est(pooled.autocorr_simpson, 3, 2, sign=True)], pending)
+            note.append(f"pooled: one transition table {safe(one_table)}, Simpson inflation {safe(simpson)}")
         self.query_one("#overview-note", Static).update("[dim]" + "\n".join(note) + "[/]")
-        lines = ["[dim]scorecard (7 for the evidence)[/]"]
+        wait = ": each verdict rests on CIs, shown when they are done" if pending else ""
+        lines = [f"[dim]scorecard (7 for the evidence){wait}[/]"]
         for seed in SEEDS:  # one line per seed: measurement (P rows), economics (Q rows)
-            verdicts = "  ".join(f"[b]{safe(p.id)}[/] {verdict_markup(p.verdict, p.borderline)}" for p in report.scorecard if p.seed == seed)
+            verdicts = "  ".join(f"[b]{safe(p.id)}[/] " + ("[dim]…[/]" if pending else verdict_markup(p.verdict, p.borderline))
+                                 for p in report.scorecard if p.seed == seed)
             if verdicts:
                 lines.append(f"{seed:<11}  {verdicts}")
         self.query_one("#overview-verdicts", Static).update("\n".join(lines))

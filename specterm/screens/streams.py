@@ -176,7 +176,9 @@ class StreamsScreen(ReportScreen):
         self.select(index)
         self.query_one(TokenView).move_to(min(cursor, max(self.streams[index].n - 1, 0)))
 
-    @work(thread=True, exclusive=True, group="streams-lookup", exit_on_error=False)
+    # description: without one, Textual builds it from repr() of the arguments, every Run with its
+    # numpy arrays (0.3 s and more of the UI thread on the shipped runs, at each visit's load).
+    @work(thread=True, exclusive=True, group="streams-lookup", exit_on_error=False, description="token pieces")
     def _build_lookup(self, runs: list) -> None:
         """Learn token id -> piece from every stream's y, so rejected guesses can be spelled."""
         lookup: dict[tuple[str, int], str] = {}

@@ -1,0 +1,6 @@
+"""`python -m specterm ...`: the same command line as the `specterm` script (specterm.cli.main),
+e.g. for `python -X importtime -m specterm open RUN` without an installed entry point."""
+
+from specterm.cli import main
+
+main()

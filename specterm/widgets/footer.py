@@ -1,0 +1,57 @@
+"""The key footer: Textual's Footer, recomposed only when the keys it shows change.
+
+Textual's Footer recomposes at every bindings update of its screen (a screen shown, the focus
+moved, a table filled), and each recompose mounts every key anew and restyles each one twice
+(FooterKey's `compact` watcher, then its data binding). On a screen switch of this app that was
+about a third of the time (profile of a revisit of Decide: 54 restyles of 27 keys). The keys shown
+are a function of the screen's active bindings (key, description, action, enabled, tooltip, shown,
+group) and the footer's own settings, so an update that leaves that signature alone has nothing
+to redraw.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer
+
+try:  # where Textual (8.x) keeps it; without it the keys are left as Textual makes them
+    from textual.widgets._footer import FooterKey
+except ImportError:  # pragma: no cover
+    FooterKey = None  # type: ignore[assignment,misc]
+
+
+def bindings_signature(screen: Screen) -> tuple[Any, ...]:
+    """What the footer draws from: each active binding's key, description, action, enabled state,
+    tooltip, whether it shows and its group."""
+    return tuple(
+        (b.key, b.key_display, b.description, b.action, enabled, tooltip, b.show, b.group)
+        for (_, b, enabled, tooltip) in screen.active_bindings.values()
+    )
+
+
+class KeyFooter(Footer):
+    """Footer that skips a recompose when the keys it would show are the ones it shows, and whose
+    keys are made in their final compact state (no restyle each from their watcher and binding)."""
+
+    _shown: tuple[Any, ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        """Textual's keys, each given the footer's `compact` before it mounts: FooterKey starts
+        compact and its watcher, then its data binding to the footer, switched the class twice,
+        each switch a restyle of the key (20 restyles at the first paint of the Overview)."""
+        for widget in super().compose():
+            if FooterKey is not None and isinstance(widget, FooterKey) and "compact" in widget._reactives:
+                widget.set_reactive(FooterKey.compact, self.compact)
+                widget.set_class(self.compact, "-compact", update=False)
+            yield widget
+
+    def bindings_changed(self, screen: Screen) -> None:
+        if screen.app.app_focus and self.is_attached and screen is self.screen:
+            signature = (self.compact, self.show_command_palette, bindings_signature(screen))
+            if getattr(self, "_bindings_ready", False) and signature == self._shown:
+                return
+            self._shown = signature
+        super().bindings_changed(screen)
