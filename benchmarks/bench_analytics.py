@@ -8,10 +8,11 @@ Streams: two-state Markov chains of ~1000 positions (5 corpora, per-corpus accep
 autocorrelation, draft_conf and beta set), written once with this tree's `write_run`; both trees
 load the same stored run. Each round times, in a fresh subprocess per tree (baseline first, then
 this tree, alternating, so both see the same background load), the best of --repeats reports,
-wall and CPU (process) time, one thread. --profile runs cProfile on this tree's full report at the
-first size and prints the top functions.
+wall and CPU (process) time; this tree on its default min(2, CPUs) threads (SPECTERM_THREADS) and
+on one. --profile runs cProfile on this tree's full report (on one thread: cProfile sees the main
+thread only) at the first size and prints the top functions.
 
-    python benchmarks/bench_analytics.py [--sizes 1000000,10000000] [--rounds 3] [--repeats 2] [--profile] [--no-append]
+    python benchmarks/bench_analytics.py [--sizes 1000000,10000000] [--rounds 3] [--repeats 2] [--profile] [--model] [--no-append]
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from specterm.core import analysis
@@ -48,11 +50,17 @@ t0 = time.perf_counter()
 run = load_run(sys.argv[2])
 out = {"load": time.perf_counter() - t0}
 analysis.analyse([run], gamma=8, boot=10, shuffles=2, seed=0)  # imports and first-call costs, not timed
-import inspect
+import inspect, os
 cases = [("point", 0, {}), ("full", int(sys.argv[4]), {})]
 if "on_point" in inspect.signature(analysis.analyse).parameters:  # this tree: the point report handed over first
     cases.append(("full_on_point", int(sys.argv[4]), {"on_point": lambda report: None}))
+threaded = hasattr(analysis, "analysis_threads")
+if threaded:  # this tree: the default thread count (min(2, CPUs)) above, and one thread
+    out["threads"] = analysis.analysis_threads()
+    cases.append(("full_1thread", int(sys.argv[4]), {}))
 for name, boot, kw in cases:
+    if threaded:
+        os.environ["SPECTERM_THREADS"] = "1" if name == "full_1thread" else str(out["threads"])
     wall = cpu = float("inf")
     for _ in range(int(sys.argv[3])):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -65,7 +73,7 @@ print(json.dumps(out))
 
 def time_tree(tree: Path, run: Path, repeats: int, boot: int, shuffles: int) -> dict:
     """{"load": s, "point": [wall, cpu], "full": [wall, cpu]}: best of `repeats`, in a subprocess
-    that imports specterm from `tree` (one thread)."""
+    that imports specterm from `tree` (BLAS and OpenMP on one thread)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(run), str(repeats), str(boot), str(shuffles)],
                          env=env, cwd=tree, capture_output=True, text=True, check=False)
@@ -79,15 +87,75 @@ def time_tree(tree: Path, run: Path, repeats: int, boot: int, shuffles: int) -> 
 def profile_report(run, boot: int, shuffles: int, top: int) -> tuple[str, str]:
     """(top functions by own time, the same by cumulative time) of one full report under cProfile."""
     prof = cProfile.Profile()
-    prof.enable()
-    analysis.analyse([run], gamma=8, boot=boot, shuffles=shuffles, seed=0)
-    prof.disable()
+    old = os.environ.get("SPECTERM_THREADS")
+    os.environ["SPECTERM_THREADS"] = "1"  # cProfile sees the calling thread only
+    try:
+        prof.enable()
+        analysis.analyse([run], gamma=8, boot=boot, shuffles=shuffles, seed=0)
+        prof.disable()
+    finally:
+        if old is None:
+            os.environ.pop("SPECTERM_THREADS", None)
+        else:
+            os.environ["SPECTERM_THREADS"] = old
     texts = []
     for key in ("tottime", "cumulative"):
         out = io.StringIO()
         pstats.Stats(prof, stream=out).strip_dirs().sort_stats(key).print_stats(top)
         texts.append(out.getvalue().strip())
     return texts[0], texts[1]
+
+
+def modeled_wall(run, boot: int, shuffles: int, threads: int) -> tuple[float, float]:
+    """(serial CPU s, modeled wall s on `threads` idle cores) of one full report: every task of
+    analyse (core/parallel.py) timed alone, serially (CPU time), then list-scheduled in submission
+    order on `threads` workers stage by stage (a stage: the preparation, then each `run_all`), plus
+    the main thread's own work. Assumes perfect scaling (no memory-bandwidth contention, the GIL
+    released throughout): a bound to compare the measured wall time with on an idle machine."""
+    from specterm.core import parallel
+
+    stage, log = [0], []
+    real_submit, real_run, real_prepare = parallel.submit, parallel.run_all, analysis._prepare
+
+    def timed(pool, fn):
+        c0 = time.process_time()
+        out = real_submit(None, fn)
+        log.append((stage[0], time.process_time() - c0))
+        return out
+
+    def staged(pool, fns):
+        stage[0] += 1
+        return real_run(pool, fns)
+
+    def prepare(*args):
+        return real_prepare(*args[:6], None, threads)  # the table in the parts `threads` would use
+
+    old_env = os.environ.get("SPECTERM_THREADS")
+    os.environ["SPECTERM_THREADS"] = "1"
+    analysis.analyse([run], gamma=8, boot=10, shuffles=2, seed=0)  # imports and first-call costs, not timed
+    parallel.submit = analysis.submit = timed
+    parallel.run_all = analysis.run_all = staged
+    analysis._prepare = prepare
+    try:
+        with parallel.one_blas_thread():  # as analyse holds it (this process has no OPENBLAS_NUM_THREADS=1)
+            c0 = time.process_time()
+            analysis.analyse([run], gamma=8, boot=boot, shuffles=shuffles, seed=0)
+            total = time.process_time() - c0
+    finally:
+        parallel.submit = analysis.submit = real_submit
+        parallel.run_all = analysis.run_all = real_run
+        analysis._prepare = real_prepare
+        if old_env is None:
+            os.environ.pop("SPECTERM_THREADS", None)
+        else:
+            os.environ["SPECTERM_THREADS"] = old_env
+    span = total - sum(d for _, d in log)
+    for st in sorted({st for st, _ in log}):
+        load = [0.0] * threads
+        for d in (d for s, d in log if s == st):
+            load[load.index(min(load))] += d
+        span += max(load)
+    return total, span
 
 
 def baseline_tree(rev: str, where: Path) -> Path:
@@ -109,6 +177,8 @@ def main() -> None:
     ap.add_argument("--baseline-tree", type=Path, default=Path(tempfile.gettempdir()) / f"specterm-{BASELINE}")
     ap.add_argument("--profile", action="store_true", help="cProfile this tree's full report at the first size")
     ap.add_argument("--top", type=int, default=12, help="functions shown by --profile")
+    ap.add_argument("--model", action="store_true",
+                    help="also the modeled wall time on min(2, CPUs) idle cores (modeled_wall), once per size")
     ap.add_argument("--no-append", action="store_true", help="print only; do not append to RESULTS.md")
     args = ap.parse_args()
     sizes = [int(float(x)) for x in args.sizes.split(",")]
@@ -129,6 +199,12 @@ def main() -> None:
                     times[key].append(time_tree(tree, path, args.repeats, args.boot, args.shuffles))
                 print(f"{n_pos:,} round {i + 1}: full {times['base'][-1]['full'][0]:.2f} s (baseline) "
                       f"vs {times['this'][-1]['full'][0]:.2f} s (this)", flush=True)
+            model_row = None
+            if args.model:
+                threads = max(1, min(2, os.cpu_count() or 1))
+                serial, modeled = modeled_wall(run, args.boot, args.shuffles, threads)
+                model_row = [f"{n_pos:,}", n_streams, f"full report, modeled on {threads} idle cores (see notes)", "",
+                             f"{modeled:.2f}", f"{modeled / serial:.2f} of serial CPU", "", f"{serial:.2f}", "", ""]
             if args.profile and prof_text is None:
                 prof_text = profile_report(run, args.boot, args.shuffles, args.top)
             del run
@@ -153,6 +229,13 @@ def main() -> None:
                 rows.append([f"{n_pos:,}", n_streams, "full report with on_point (point report first)", "",
                              f"{o_wall:.2f}", f"{o_wall / t_full_wall:.2f} of full", "", f"{o_cpu:.2f}",
                              f"{o_cpu / t_full_cpu:.2f} of full", ""])
+            if all("full_1thread" in t for t in times["this"]):
+                o_wall, o_cpu = m("this", "full_1thread", 0), m("this", "full_1thread", 1)
+                rows.append([f"{n_pos:,}", n_streams, "full report, one thread (SPECTERM_THREADS=1)", "",
+                             f"{o_wall:.2f}", f"{t_full_wall / o_wall:.2f} (threads / one)", "", f"{o_cpu:.2f}",
+                             f"{t_full_cpu / o_cpu:.2f} (threads / one)", ""])
+            if model_row:
+                rows.append(model_row)
             rows.append([f"{n_pos:,}", n_streams, "load_run", f"{med([t['load'] for t in times['base']]):.2f}",
                          f"{med([t['load'] for t in times['this']]):.2f}", "", "", "", "", ""])
 
@@ -168,8 +251,13 @@ def main() -> None:
               f"{args.rounds} rounds per size, baseline then this tree, one subprocess each, best of {args.repeats} reports "
               "per subprocess, median over rounds"),
              f"analyse(gamma=8, shuffles={args.shuffles}, seed=0), all 5 corpora + pooled; point = boot=0 (same shuffles)",
-             "synthetic Markov streams of ~1000 positions, draft_conf and beta set; one thread (OMP_NUM_THREADS=1)",
+             "synthetic Markov streams of ~1000 positions, draft_conf and beta set; OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1; "
+             "this tree's analyse runs its tasks on min(2, CPUs) threads (SPECTERM_THREADS; the baseline has one), "
+             "and once more on one thread for the row 'one thread'",
+             f"CPUs: {os.cpu_count()}; the other jobs on the machine at the start: see the load average",
              "CPU = process time, less sensitive than wall time to the other jobs on this shared machine: compare ratios",
+             "modeled (--model): every task of the report timed alone (CPU), list-scheduled stage by stage on the "
+             "idle cores, plus the main thread's own work; perfect scaling assumed (a bound, not a measurement)",
              f"load average at the start: {load_at_start}"]
     if prof_text:
         table += f"\n\ncProfile of this tree's full report at {sizes[0]:,} positions, top {args.top} by own time:\n\n```\n{prof_text[0]}\n```"

@@ -58,3 +58,19 @@ def test_policy_ratios_resample_one_tokens_column_exactly():
     for j, row in enumerate(rows):
         lo, hi = percentile_ci(Tb[:, j] / Tb[:, p - 1])
         assert row.vs_best_fixed.ci == [lo, hi]
+
+
+def test_multinomial_weights_do_not_depend_on_the_chunk_size(monkeypatch):
+    # the chunk of rows only bounds the index array; the draws are one rng.integers stream, row
+    # after row, so W equals a row-by-row count of those draws whatever WEIGHT_CHUNK is
+    from specterm.core import bootstrap
+
+    for n, boot, seed in ((1, 7, 0), (5, 300, 3), (37, 101, 9), (2000, 40, 1)):
+        rng = np.random.default_rng(seed)
+        ref = np.array([np.bincount(rng.integers(0, n, size=n, dtype=np.int64), minlength=n) for _ in range(boot)],
+                       dtype=np.float64)
+        for chunk in (1, n, 3 * n + 1, 2_000_000):
+            monkeypatch.setattr(bootstrap, "WEIGHT_CHUNK", chunk)
+            W = bootstrap.multinomial_weights(n, boot, seed)
+            assert np.array_equal(W, ref), (n, boot, chunk)
+            assert np.array_equal(W.sum(axis=1), np.full(boot, n))

@@ -120,3 +120,54 @@ def test_expected_shuffled_blocks_is_the_limit_of_the_shuffles():
     mc = st.shuffled_blocks(c, 8, 3000, 1)
     ex = expected_shuffled_blocks(c.lengths, np.array([a.sum() for a in arrays]), 8)
     assert ex == pytest.approx(mc, rel=0.01)
+
+
+def _expected_shuffled_blocks_one_pass(n: np.ndarray, k: np.ndarray, gamma: int) -> np.ndarray:
+    """steady.expected_shuffled_blocks as it was before the streams were taken in groups (one pass over
+    all terms): the reference its grouped form must equal bit for bit."""
+    n, k = np.asarray(n, dtype=np.int64), np.asarray(k, dtype=np.int64)
+    m, gp1 = n - k, gamma + 1
+    out = np.where(m == 0, -(-k // gp1), 0).astype(np.float64)
+    mix = np.flatnonzero((m > 0) & (k > 0))
+    out[(m > 0) & (k == 0)] = m[(m > 0) & (k == 0)]
+    if mix.size == 0:
+        return out
+    kk, mm = k[mix], m[mix]
+    terms = kk + 1
+    seg = np.repeat(np.arange(mix.size), terms)
+    first = np.cumsum(terms) - terms
+    ell = np.arange(int(terms.sum())) - np.repeat(first, terms)
+    kl, ml = kk[seg], mm[seg]
+    last = ell == kl
+    num_, den = np.where(last, 1, kl - ell), np.where(last, 1, kl - ell + ml - 1)
+    with np.errstate(divide="ignore"):
+        log_int = np.log(np.arange(int((kk + mm).max()) + 1, dtype=np.int64).astype(np.float64))
+    csum = np.cumsum(log_int[num_] - log_int[den])
+    before = np.concatenate([[0.0], csum[:-1]])
+    p = np.exp(np.log(mm / (kk + mm))[seg] + before - before[first][seg])
+    ceil_l = -(-np.arange(int(kk.max()) + 2, dtype=np.int64) // gp1)
+    closed = np.bincount(seg, weights=p * ceil_l[ell + 1], minlength=mix.size)
+    trailing = np.bincount(seg, weights=p * ceil_l[ell], minlength=mix.size)
+    out[mix] = mm * closed + trailing
+    return out
+
+
+def test_expected_shuffled_blocks_in_groups_equals_one_pass(monkeypatch):
+    from specterm.core import steady
+
+    rng = np.random.default_rng(4)
+    cases = []
+    for _ in range(40):
+        N = int(rng.integers(1, 60))
+        n = rng.integers(0, 1500, N)
+        k = np.minimum(n, (n * rng.random(N)).astype(np.int64))
+        k[rng.random(N) < 0.1] = 0  # no ones
+        full = rng.random(N) < 0.1
+        k[full] = n[full]  # no zeros
+        cases.append((n, k))
+    cases.append((np.array([5, 7, 0, 3, 1000]), np.array([5, 0, 0, 1, 999])))
+    for chunk in (1, 37, 1 << 12, steady.ESB_CHUNK, 1 << 40):
+        monkeypatch.setattr(steady, "ESB_CHUNK", chunk)
+        for g in (1, 4, 8, 31):
+            for n, k in cases:
+                assert np.array_equal(steady.expected_shuffled_blocks(n, k, g), _expected_shuffled_blocks_one_pass(n, k, g)), (chunk, g)

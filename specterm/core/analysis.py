@@ -1,5 +1,8 @@
 """The whole analysis of one or more runs as one typed Report (core/report.py; SPEC 7 JSON via to_dict).
 
+Length: one place where every section's sums are prepared and assembled into the report, per set
+and pooled, with the choices below; the statistics themselves live in their modules.
+
 Per corpus, the per-stream sums matrix M (stats.stream_sums) is built once; the "pooled" set stacks
 the corpora's matrices. Point estimates come from column sums, CIs from the percentile bootstrap
 f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
@@ -25,12 +28,23 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
   report's seed only and never marked borderline.
 - Steady state (steady.py): every set's autocorrelation, D/D_geom and deficit split on t >= 32,
   bootstrapped with the set's W.
+
+Threads (parallel.py; $SPECTERM_THREADS, default min(2, CPUs)): the report's work runs on a pool of
+threads as independent tasks whose results are taken in a fixed order: per corpus its sums (with
+the shuffles) and its position / steady / sampling sums, the policy table in contiguous parts of
+the pooled streams (`PolicyTable.stacked`); then per corpus its weights and resampled position /
+sampling sums; per set its report; per borderline seed its verdicts. Random streams stay keyed by
+(seed, corpus), each task computes what the serial code computed, and sums across tasks (the
+pooled resampled sums) are added in the corpora's order after them: the report is bit-identical
+whatever the thread count and scheduling (tests/test_analysis_threads.py).
 """
 
 from __future__ import annotations
 
 import zlib
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, overload
 
 import numpy as np
@@ -48,6 +62,7 @@ from specterm.core.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, R
                                     run_curve_and_confirmations)
 from specterm.core.hardware.decision import verdict_sign_held
 from specterm.core.optimum import optimum_table, r_values
+from specterm.core.parallel import analysis_threads, contiguous_parts, one_blas_thread, run_all, submit
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bin_width_for, bins_needed, position_report, position_sums
@@ -60,6 +75,9 @@ from specterm.core.borderline import BORDERLINE_SEEDS, best_gammas, replicates, 
 from specterm.core.steady import SteadySums, steady_report, steady_sums
 from specterm.core.store import Run, Stream
 
+
+
+TABLE_PARTS_PER_THREAD = 2  # policy-table parts per thread: smaller tasks balance the threads (same total work)
 
 
 def corpus_seed(seed: int, corpus: str) -> int:
@@ -300,7 +318,8 @@ class _Prepared:
     hw: list[Hardware]
 
 
-def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, depth_gamma: int | None) -> _Prepared:
+def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, depth_gamma: int | None,
+             pool: Executor | None = None, threads: int = 1) -> _Prepared:
     depth_gamma = gamma if depth_gamma is None else depth_gamma
     for name, value in (("--gamma", gamma), ("depth gamma", depth_gamma)):
         if not 1 <= value <= GAMMA_MAX:
@@ -316,26 +335,36 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     n_bins = bins_needed(longest, bin_width)  # one bin layout for every set, so they stack
 
     by_corpus = {c: [(s, i) for s, i in entries if s.corpus == c] for c in corpora}
-    parts: dict[str, st.StreamSums] = {}
+    streams_of = {c: [s for s, _ in by_corpus[c]] for c in corpora}
+
+    def rest(c: str) -> tuple[PositionSums, SteadySums, SamplingSums]:
+        a = [s.a for s in streams_of[c]]
+        return (position_sums(a, bin_width=bin_width, n_bins=n_bins),
+                steady_sums(a, gamma, shuffles, corpus_seed(seed, c)),
+                sampling_sums([analysed_beta(s) for s in streams_of[c]]))
+
+    # All independent, the largest first: per corpus its sums (the shuffles); the policy table in
+    # contiguous parts of the pooled streams (every stream replayed once, pooled order; each corpus takes
+    # its block of rows; the fixed-g blocks are the sums' own, added after); per corpus its other sums.
+    sums_f = {c: submit(pool, partial(_sums, streams_of[c], gamma, depth_gamma, shuffles, corpus_seed(seed, c)))
+              for c in corpora}
+    pooled_streams = [s for c in corpora for s, _ in by_corpus[c]]
+    table_f = [submit(pool, partial(policy_table, pooled_streams[sl], fixed=False))
+               for sl in contiguous_parts(len(pooled_streams), TABLE_PARTS_PER_THREAD * threads if threads > 1 else 1)]
+    rest_f = {c: submit(pool, partial(rest, c)) for c in corpora}
+    parts: dict[str, st.StreamSums] = {c: sums_f[c].result() for c in corpora}
+    parts[POOLED] = _stack([parts[c] for c in corpora])
     positions: dict[str, PositionSums] = {}
     samplings: dict[str, SamplingSums] = {}
     steadies: dict[str, SteadySums] = {}
     for c in corpora:
-        streams = [s for s, _ in by_corpus[c]]
-        cseed = corpus_seed(seed, c)
-        parts[c] = _sums(streams, gamma, depth_gamma, shuffles, cseed)
-        positions[c] = position_sums([s.a for s in streams], bin_width=bin_width, n_bins=n_bins)
-        steadies[c] = steady_sums([s.a for s in streams], gamma, shuffles, cseed)
-        samplings[c] = sampling_sums([analysed_beta(s) for s in streams])
-    parts[POOLED] = _stack([parts[c] for c in corpora])
+        positions[c], steadies[c], samplings[c] = rest_f[c].result()
     first = positions[corpora[0]]
     positions[POOLED] = PositionSums(np.vstack([positions[c].M for c in corpora]), first.cols, first.bin_width, n_bins)
     first_ss = steadies[corpora[0]]
     steadies[POOLED] = SteadySums(np.vstack([steadies[c].M for c in corpora]), first_ss.cols, first_ss.gamma, first_ss.start)
     samplings[POOLED] = SamplingSums(np.vstack([samplings[c].M for c in corpora]), samplings[corpora[0]].cols)
-    # Every stream is replayed once (pooled order); each corpus takes its block of rows.
-    pooled_members = [e for c in corpora for e in by_corpus[c]]
-    tables: dict[str, PolicyTable] = {POOLED: policy_table([s for s, _ in pooled_members], blocks=parts[POOLED].blocks())}
+    tables: dict[str, PolicyTable] = {POOLED: PolicyTable.stacked([f.result() for f in table_f]).with_fixed(parts[POOLED].blocks())}
     lo = 0
     for c in corpora:
         tables[c] = tables[POOLED].rows(slice(lo, lo + len(by_corpus[c])))
@@ -346,29 +375,34 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
                      samplings=samplings, steadies=steadies, tables=tables, hw=hw)
 
 
-def _assemble(p: _Prepared, boot: int) -> Report:
+def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
     """The report from the prepared sums with `boot` bootstrap resamples (0: point estimates only).
     Reads `p` and never changes it, so one preparation serves boot = 0 and boot = B alike."""
     runs, seed, corpora, by_corpus, tables, hw = p.runs, p.seed, p.corpora, p.by_corpus, p.tables, p.hw
     run_r = [run.r_measured for run in runs]
-    # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block.
+    # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block
+    # (each task writes its own columns of W_pooled).
     W_pooled = np.empty((boot, p.n_entries))
-    weights: dict[str, np.ndarray] = {}
-    lo = 0
-    for c in corpora:
-        n = len(by_corpus[c])
-        weights[c] = multinomial_weights(n, boot, corpus_seed(seed, c), out=W_pooled[:, lo:lo + n])
-        lo += n
+    offsets = np.cumsum([0] + [len(by_corpus[c]) for c in corpora]).tolist()
+
+    def corpus_weights(c: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        W = multinomial_weights(hi - lo, boot, corpus_seed(seed, c), out=W_pooled[:, lo:hi])
+        return W, W @ p.positions[c].M, W @ p.samplings[c].M
+
+    done = run_all(pool, [partial(corpus_weights, c, lo, hi) for c, lo, hi in zip(corpora, offsets[:-1], offsets[1:])])
+    weights = {c: d[0] for c, d in zip(corpora, done)}
     groups = {c: (p.parts[c], weights[c], by_corpus[c]) for c in corpora}
     groups[POOLED] = (p.parts[POOLED], W_pooled, [e for c in corpora for e in by_corpus[c]])
     # Resampled sums R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = sum of R_corpus.
-    resampled_position = {c: weights[c] @ p.positions[c].M for c in corpora}
+    resampled_position = {c: d[1] for c, d in zip(corpora, done)}
     resampled_position[POOLED] = _added([resampled_position[c] for c in corpora])
-    resampled_sampling = {c: weights[c] @ p.samplings[c].M for c in corpora}
+    resampled_sampling = {c: d[2] for c, d in zip(corpora, done)}
     resampled_sampling[POOLED] = _added([resampled_sampling[c] for c in corpora])
     unc = [run_cost_uncertainty(run.meta, boot, seed) for run in runs]
-    sets: dict[str, SetReport] = {}
-    for name, (sums, W, members) in groups.items():
+
+    def one_set(name: str) -> tuple[SetReport, tuple[Any, ...] | None]:
+        """A set's report, and (when boot > 0) its policies and per-stream policy sums for the borderline pass."""
+        sums, W, members = groups[name]
         R = W @ sums.M  # resampled once, read by set_report and the hardware decision
         rep = set_report(sums, W, [run_r[i] for _, i in members], R)
         r = r_or_default(rep.r_measured)
@@ -378,7 +412,12 @@ def _assemble(p: _Prepared, boot: int) -> Report:
         rep.sampling = sampling_report(p.samplings[name], W, resampled_sampling[name])
         rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed, R)
         rep.steady_state = steady_report(p.steadies[name], W)
-        sets[name] = rep
+        pol = (*policy_sums([s for s, _ in members], r, table=tables[name]), r) if boot > 0 and members else None
+        return rep, pol
+
+    names = [POOLED, *corpora]  # the pooled set (the largest task) first; the report keeps corpora, then pooled
+    made = dict(zip(names, run_all(pool, [partial(one_set, name) for name in names])))
+    sets: dict[str, SetReport] = {name: made[name][0] for name in groups}
 
     # P1-P5, then Q1-Q6; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
     q3c, real = _q3_costs(corpora, by_corpus, hw), _realized(sets, corpora)
@@ -387,13 +426,11 @@ def _assemble(p: _Prepared, boot: int) -> Report:
                      replicates={c: replicates(p.parts[c], weights[c], best[c]) for c in corpora} if boot > 0 else None)
     if boot > 0:
         by_seed = {seed: {r.id: r.verdict for r in rows if r.id not in ("Q5", "Q6")}}
-        pol = {}  # per set: the policies and their per-stream sums, built once, resampled per seed
-        for name, (_, _, members) in groups.items():
-            if members:
-                r = r_or_default(sets[name].r_measured)
-                pol[name] = (*policy_sums([s for s, _ in members], r, table=tables[name]), r)
-        for other in sorted(set(BORDERLINE_SEEDS) - {seed}):
-            by_seed[other] = seed_verdicts(other, corpus_seed, corpora, groups, sets, pol, boot, q3c, real, best)
+        # per set: the policies and their per-stream sums, built once, resampled per seed
+        pol = {name: made[name][1] for name in groups if made[name][1] is not None}
+        others = sorted(set(BORDERLINE_SEEDS) - {seed})
+        by_seed.update(zip(others, run_all(pool, [partial(seed_verdicts, other, corpus_seed, corpora, groups, sets, pol, boot,
+                                                       q3c, real, best) for other in others])))
         rows = mark_borderline(rows, by_seed)
     return Report(
         sets=sets,
@@ -423,7 +460,15 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     full report costs little more than without it. With boot = 0 it is not called (the returned
     report is that report).
     """
-    prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma)
-    if on_point is not None and boot > 0:
-        on_point(_assemble(prepared, 0))
-    return _assemble(prepared, boot)
+    threads = analysis_threads()
+    if threads == 1:
+        with one_blas_thread():
+            prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma)
+            if on_point is not None and boot > 0:
+                on_point(_assemble(prepared, 0))
+            return _assemble(prepared, boot)
+    with one_blas_thread(), ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") as pool:
+        prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma, pool, threads)
+        if on_point is not None and boot > 0:
+            on_point(_assemble(prepared, 0, pool))
+        return _assemble(prepared, boot, pool)

@@ -208,6 +208,30 @@ class PolicyTable:
                            confidence=self.confidence[index], has_conf=self.has_conf[index],
                            clairvoyant=self.clairvoyant[index], taus=self.taus, g0=self.g0, g_max=self.g_max)
 
+    def with_fixed(self, blocks: np.ndarray) -> PolicyTable:
+        """This table with the (N x 32) fixed-g block counts `blocks` (of a table built with fixed=False)."""
+        blocks = np.asarray(blocks, dtype=np.int64)
+        if blocks.shape != (len(self), GAMMAS.size):
+            raise ValueError(f"fixed-g blocks must be {len(self)} x {GAMMAS.size}, got {blocks.shape}")
+        return PolicyTable(n=self.n, fixed=blocks, heuristic=self.heuristic, confidence=self.confidence,
+                           has_conf=self.has_conf, clairvoyant=self.clairvoyant, taus=self.taus, g0=self.g0,
+                           g_max=self.g_max)
+
+    @staticmethod
+    def stacked(parts: Sequence[PolicyTable]) -> PolicyTable:
+        """The tables of consecutive groups of streams as one (rows in order): a stream's row depends
+        on that stream alone, so it equals the table of all the streams at once (built in parts by
+        `analysis` to walk them on several threads)."""
+        first = parts[0]
+        if any((p.taus, p.g0, p.g_max) != (first.taus, first.g0, first.g_max) for p in parts):
+            raise ValueError("policy tables built with different taus, g0 or g_max cannot be stacked")
+        return PolicyTable(n=np.concatenate([p.n for p in parts]), fixed=np.concatenate([p.fixed for p in parts]),
+                           heuristic=np.concatenate([p.heuristic for p in parts]),
+                           confidence=np.concatenate([p.confidence for p in parts]),
+                           has_conf=np.concatenate([p.has_conf for p in parts]),
+                           clairvoyant=np.concatenate([p.clairvoyant for p in parts]),
+                           taus=first.taus, g0=first.g0, g_max=first.g_max)
+
     def fixed_sums(self) -> np.ndarray:
         """(N x 32 x 3) tokens, blocks, drafted at g = 1..32, as `fixed_sums(streams)`."""
         n = np.broadcast_to(self.n[:, None], self.fixed.shape)
@@ -215,7 +239,7 @@ class PolicyTable:
 
 
 def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5,
-                 g_max: int = 16, blocks: np.ndarray | None = None) -> PolicyTable:
+                 g_max: int = 16, blocks: np.ndarray | None = None, fixed: bool = True) -> PolicyTable:
     """Every stream replayed once under fixed g = 1..32, heuristic from g0, confidence stop at each tau
     (streams with draft_conf) and clairvoyant; all streams at once, equal to the one-stream replays.
 
@@ -223,6 +247,8 @@ def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5
     corpus and the pooled set) are replayed once. Clairvoyant in closed form: blocks = zeros +
     [trailing run > 0], drafted = n - blocks. `blocks`: the (N x 32) fixed-g block counts of these
     streams when the caller has them (`stats.StreamSums.blocks()`), else computed (`fixed_blocks`).
+    fixed=False leaves them out (an N x 0 array) for the caller to add with `PolicyTable.with_fixed`
+    (`analysis` walks the streams while their block counts are still being computed).
     """
     g0 = check_gamma(g0, "g0")
     g_max = check_gamma(g_max, "g_max")
@@ -255,7 +281,8 @@ def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5
             confidence[:, j] = np.stack(_walk(step, depth, c, has_conf), axis=-1)
     return PolicyTable(
         n=n,
-        fixed=fixed_blocks(c, GAMMAS) if blocks is None else np.asarray(blocks, dtype=np.int64),
+        fixed=(np.zeros((N, 0), dtype=np.int64) if not fixed else
+               fixed_blocks(c, GAMMAS) if blocks is None else np.asarray(blocks, dtype=np.int64)),
         heuristic=np.stack(_walk_heuristic(ones, c, g0, 1), axis=-1),
         confidence=confidence,
         has_conf=has_conf,

@@ -139,7 +139,8 @@ class Shuffler:
         """One shuffled copy as the global positions of its zeros, ascending (stream i holds exactly
         m[i] of them, so they are grouped by stream with offsets cumsum(m) - m)."""
         c, m = self.c, self.m
-        z = np.flatnonzero(self._marks(self.t.size) <= self.t)
+        marked = self._marks(self.t.size) <= self.t
+        z = np.flatnonzero(marked)
         edges = np.searchsorted(z, self.bounds)
         counts = np.diff(edges)
         over = counts - m
@@ -148,11 +149,11 @@ class Shuffler:
         drop = distinct_ranks(np.maximum(over, 0), counts, edges[:-1], z.size, self.rng)
         add = distinct_ranks(np.maximum(-over, 0), c.lengths - counts, c.starts - edges[:-1],
                              c.bits.size - z.size, self.rng)
-        # the R-th unmarked position (0-based, global) is R + #{k: z[k] - k <= R}, increasing in R
-        add.sort()
+        # the R-th unmarked position (0-based, global) is R + #{k: z[k] - k <= R}
         add += np.searchsorted(z - np.arange(z.size), add, side="right")
-        z = np.delete(z, drop)
-        return np.insert(z, np.searchsorted(z, add), add)
+        marked[z[drop]] = False  # the corrections on the marks, then the zeros read off in order
+        marked[add] = True
+        return np.flatnonzero(marked)
 
     def copy(self) -> np.ndarray:
         """One shuffled copy of c.bits (a new uint8 array)."""
