@@ -208,6 +208,10 @@ def test_a_timed_point_is_used_as_timed_and_only_untimed_points_are_fitted():
     assert bc.c_verify[B.index(2), 3] == pytest.approx(fit[i9] + (10 - 9) / (12 - 9) * (fit[i12] - fit[i9]))
     dec, ver, dra = bc.replicates(rec, 50, 0)
     assert np.allclose(ver[:, B.index(4), 1], 1.75)  # constant samples: every replicate's median is the timing
+    # B = 1 timed further (the g curve reaches g = 16): the grid stops at the widest forward of EVERY
+    # batch (m = 9, g = 8), where nothing needs extrapolating
+    rec["samples_s"].update({f"target:1:{m}": [f(1, m)] * 3 for m in range(10, 18)})
+    assert batch_costs(rec).gammas.tolist() == list(range(1, 9))
 
 
 def test_isotonic_rows_equals_pool_adjacent_violators():

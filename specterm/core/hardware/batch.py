@@ -129,6 +129,11 @@ class BatchCosts:
     c_draft_fwd: Array | None = None   # (nB, nG): the engine's per-block draft forward (None: torch)
     fwd_points: list[tuple[int, int]] = field(default_factory=list)  # the (B, m) of the draft forwards fitted
 
+    def timed_points(self) -> int:
+        """How many (B, g) of the c_verify grid were timed (the rest are interpolated)."""
+        grid = {(int(B), int(g) + 1) for B in self.batches.tolist() for g in self.gammas.tolist()}
+        return len(grid & set(self.points))
+
     def grid_tokens(self) -> Array:
         """N = B (g + 1) for every (batch, gamma) of the grid, shape (nB * nG,)."""
         Bg, mg = np.meshgrid(self.batches.astype(np.float64), self.gammas.astype(np.float64) + 1, indexing="ij")
@@ -230,7 +235,9 @@ def batch_costs(record: dict[str, Any] | None) -> BatchCosts | None:
         samples = _samples(record, clock)
         batches = np.array(sorted(int(b) for b in record["batches"]), dtype=np.int64)
         pts = _fit_points(record, samples)
-        m_max = max(m for _, m in pts)
+        # the grid's g reach the widest forward timed at EVERY batch (B = 1 may reach further, from the
+        # g curve's rounds; beyond a batch's widest forward the fit would only extrapolate)
+        m_max = min(max(m for B, m in pts if B == b) for b in {int(b) for b in record["batches"]})
     except (KeyError, TypeError, ValueError):
         raise SpectermError("the run's batch cost record is malformed; re-measure with `specterm confirm --batch-costs`.") from None
     if len({B * m for B, m in pts}) < 2 or batches.size < 2:
