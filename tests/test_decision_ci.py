@@ -271,6 +271,22 @@ def test_leave_out_prediction_excludes_the_timed_prompts():
     assert E_in * 0.5 / 0.9 != pytest.approx(out["decision_predicted"]["value"])
 
 
+def test_leave_out_skips_streams_with_nothing_analysed():
+    """A stream whose gate failed at its first position has no blocks: drawing it would divide by zero
+    (the prediction interval came out [nan, nan] on the llama.cpp run's prose). It is left out; the
+    interval is that of the other streams, here a point."""
+    streams = [("c-0", np.ones(40, dtype=np.uint8))] + [(f"c-{i}", np.zeros(40, dtype=np.uint8)) for i in range(1, 6)]
+    streams += [(f"c-{i}", np.zeros(0, dtype=np.uint8)) for i in range(6, 12)]
+    samples = {"decode": [0.5] * 5, "draft": [0.1] * 5, **{f"verify:{g}": [c] * 5 for g, c in zip(GAMMAS, [0.6, 0.7, 0.9, 1.1])}}
+    cost = _cost_dict(0.5, [0.6, 0.7, 0.9, 1.1], 0.1, samples)
+    prompts = [{"corpus": "c", "id": "c-0", "tokens": 40, "context": 60.0, "spec": {"2": {}}}]
+    conf = Confirmation(date="d", device="cpu", threads=1, complete=True, results=[],
+                        record={"prompts": prompts, "cost": cost, "cost_context": 60})
+    out = decision_check({"gamma": 2, "realized": 0.6}, conf, "c", streams, cost_curve(cost), cost_replicates(cost, 200, 0), 200, 0)
+    S_out = 1.0 * 0.5 / (0.7 + 2 * 0.1)
+    assert out["leave_out_streams"] == 5 and out["decision_predicted"]["ci"] == pytest.approx([S_out, S_out])
+
+
 def test_lockstep_walk_by_hand_and_one_row_is_the_spec_walk():
     from specterm.core.blockwalk import block_counts, sync_walk
 

@@ -294,7 +294,9 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
     ids = {p.get("id") for p in timed}
     K = max(len(timed), 1)
     n_cap = max((int(p.get("tokens", 0)) for p in timed), default=0) or None
-    leave = [np.asarray(bits)[:n_cap] for sid, bits in streams if sid not in ids]
+    # a stream whose gate failed at its first position has nothing analysed (no blocks): it is no
+    # prompt the decision saw, and drawing it would divide by zero blocks
+    leave = [b for b in (np.asarray(bits)[:n_cap] for sid, bits in streams if sid not in ids) if b.size]
     out: dict[str, Any] = {"decision_predicted": {"value": None, "ci": [None, None]}, "in_ci": None,
                            "sign_held": None, "leave_out_streams": len(leave), "K": len(timed),
                            "excluded": sorted(str(i) for i in ids), "cost_drift_pct": None,
