@@ -63,7 +63,7 @@ from specterm.core.store import (
     read_meta,
     write_meta_atomic,
 )
-from specterm.oracle.costs import COST_GAMMAS, context_ids, measure_batch_costs, reused_b1
+from specterm.oracle.costs import BATCH_FIT_M, COST_GAMMAS, context_ids, measure_batch_costs, reused_b1
 
 
 @dataclass
@@ -254,6 +254,8 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
     check_unlocked(run_dir)  # before minutes of model loading and timing, as run --resume and repair do
     chosen = select_streams(run.streams, config.per_corpus, config.corpora)
     cost_gammas = np.array(sorted({int(g) for g in config.cost_gammas}), dtype=np.int64)
+    if config.costs_only:  # the rounds only supply the batch grid's B = 1 column: its g, no further
+        cost_gammas = cost_gammas[cost_gammas <= max(BATCH_FIT_M) - 1]
     extra = sorted({int(g) for g in config.gammas})
     if any(g < 1 or g not in cost_gammas for g in extra):
         raise SpectermError(f"--gamma must be among the measured draft lengths {cost_gammas.min()}..{cost_gammas.max()}.")
