@@ -325,7 +325,7 @@ def _batch_fit_note(fit: dict[str, Any]) -> str:
 def confirmation_table(report: Report) -> Table | None:
     """Per set and confirmed g: the cost-model check (realized / predicted with this session's costs)
     and the decision check (leave-out E, the run's costs, 95% prediction interval for K prompts)."""
-    head = ["set", "g", "prompts", "realized", "cost-model check (real / pred)", "decision predicts [95% PI]",
+    head = ["set", "g", "prompts", "realized", "cost-model check (real / pred; in CPU time)", "decision predicts [95% PI]",
             "in PI", "sign held", "cost drift % (decode, verify, draft)", "with this session's costs",
             "context timed / costs"]
     rows = []
@@ -342,7 +342,8 @@ def confirmation_table(report: Report) -> Table | None:
             dr = MISSING if not drift else ", ".join(parts)
             ctx = f"{fmt(c.timed_context, 0)} / {fmt(c.cost_context, 0)} (run {fmt(c.run_cost_context, 0)})"
             yes = {True: "yes", False: "no", None: MISSING}
-            rows.append([name, str(c.gamma), str(c.prompts), _x(c.realized), fmt(c.ratio, 2),
+            check = fmt(c.ratio, 2) + ("" if c.ratio_cpu is None else f" ({fmt(c.ratio_cpu, 2)})")
+            rows.append([name, str(c.gamma), str(c.prompts), _x(c.realized), check,
                          MISSING if dp is None else _x_ci(dp.value, dp.ci), yes[c.in_ci], yes[c.sign_held], dr,
                          _x(c.predicted_session_costs), ctx])
         for b in d.confirmed_batch:
