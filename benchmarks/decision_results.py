@@ -39,7 +39,7 @@ def section(run_dir: Path) -> list[str]:
                 f"the batch grid took {fit['wall_s']:.1f} s wall (the g curve's rounds not recorded with it)")
         out += [f"Costs by batch: {took} (target <= 90 s on this 2-core CPU), {fit['clock']} clock, context "
                 f"{fit['context']}; {fit.get('method') or 'fit'}; RMS relative residual {100 * fit['fit_rms_rel']:.1f}% "
-                f"on the fitted points; held back (timed, not fitted): {held}.", ""]
+                f"on the fitted points; held back (timed, not fitted): {held or 'none (a dense grid: every c_verify(g, B) timed, the fit unused)'}.", ""]
     out += checklist(report)
     return out
 
@@ -80,8 +80,8 @@ def main() -> None:
             (f"- machine: {platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.2f}, "
              f"Python {platform.python_version()}"),
             "- command: `python benchmarks/decision_results.py --write` (from `specterm report`, B = 2000, seed 0)",
-            ("- confirmations: `specterm confirm RUN -k 2 -n 64 [--decision-only] --batch-costs --threads 1` "
-             "(every corpus, 2 prompts, the first 64 tokens of y, batch 1), and "
+            ("- confirmations: `specterm confirm RUN -k 2 -n 64|128 [--decision-only] --batch-costs --threads 1` "
+             "(every corpus, 2 prompts, batch 1), costs by batch with `--batch-costs --costs-only`, and "
              "`specterm confirm RUN -k 4 -n 64 --corpus code --batch 4` on the Qwen run"), ""]
     body = [line for run in RUNS for line in section(run)]
     text = "\n".join(head + body) + "\n"
