@@ -624,16 +624,21 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     for r in record.get("batched_results", []):
         log(f"{r['corpus']:>12} B={r['batch']} g={r['gamma']:<2} predicted {r['predicted']:.2f}x  realized {r['realized']:.2f}x  "
             f"ratio {r['ratio']:.2f}  {'identical' if r['identical'] else 'OUTPUTS DIFFER'}")
+    log_decision_checks(record, log)
+    for r in record["results"]:
+        log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted']:.2f}x  realized {r['realized']:.2f}x  "
+            f"ratio {r['ratio']:.2f}  tokens/call {r['tokens_per_call']:.2f}  "
+            f"{'identical' if r['identical'] else 'OUTPUTS DIFFER'}")
+
+
+def log_decision_checks(record: dict[str, Any], log) -> None:
+    """One log line per stored decision check (both engines' confirm commands print them)."""
     for c in record.get("decision_checks", []):
         dp = c["decision_predicted"]
         if dp["value"] is not None and dp["ci"][0] is not None:
             log(f"{c['corpus']:>12} g={c['gamma']:<2} decision check: predicts {dp['value']:.2f}x "
                 f"[{dp['ci'][0]:.2f}, {dp['ci'][1]:.2f}] for {c['K']} new prompts, realized {c['realized']:.2f}x, "
                 f"in PI {c['in_ci']}, sign held {c['sign_held']}")
-    for r in record["results"]:
-        log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted']:.2f}x  realized {r['realized']:.2f}x  "
-            f"ratio {r['ratio']:.2f}  tokens/call {r['tokens_per_call']:.2f}  "
-            f"{'identical' if r['identical'] else 'OUTPUTS DIFFER'}")
 
 
 def _time_batched(config, pair, run_dir, items, choices, record, index, sampler, session_cost, batch_record,

@@ -294,6 +294,40 @@ def reused_b1(cost: dict) -> dict:
     return out
 
 
+def batch_grid_rounds(quantities: list[tuple], time_one: Callable[[tuple], tuple[float, float]], repeats: int,
+                      reuse: dict | None, on_measure: MeasureCallback | None, cancel) -> tuple[dict, dict]:
+    """The batch grid's timing, shared by both engines: a warm-up of the cheapest forwards of each batch
+    (labels "draft:B" and "...:1": first touch of every cache and kernel path; a full warm-up round
+    would cost as much as a timed one), then `repeats` rounds of every quantity, order rotated.
+    `time_one(quantity)` -> (wall s, CPU s); quantities are tuples whose first item is the label.
+    Returns (samples_s, samples_cpu_s), with `reuse`'s samples (the B = 1 column) added."""
+    samples: dict[str, list[float]] = {q[0]: [] for q in quantities}
+    samples_cpu: dict[str, list[float]] = {q[0]: [] for q in quantities}
+    if reuse:
+        samples.update(reuse["samples_s"])
+        samples_cpu.update(reuse["samples_cpu_s"])
+    warm = [q for q in quantities if q[0].startswith("draft:") or q[0].endswith(":1")]
+    total = len(warm) + repeats * len(quantities)
+    done = 0
+    for q in warm:
+        check_cancel(cancel)
+        dt, _ = time_one(q)
+        done += 1
+        if on_measure is not None:
+            on_measure(done, total, f"{q[0]} (warm-up)", dt)
+    for rnd in range(repeats):
+        shift = (rnd * len(quantities)) // max(repeats, 1)
+        for q in quantities[shift:] + quantities[:shift]:
+            check_cancel(cancel)
+            dt, dc = time_one(q)
+            done += 1
+            samples[q[0]].append(dt)
+            samples_cpu[q[0]].append(dc)
+            if on_measure is not None:
+                on_measure(done, total, q[0], dt)
+    return samples, samples_cpu
+
+
 def _repeat_cache(cache, batch: int):
     """A copy of a 1-row DynamicCache repeated `batch` times along the batch axis."""
     import copy
@@ -342,32 +376,8 @@ def measure_batch_costs(target, draft, ctx: Sequence[int], batches: Sequence[int
     for B, m in points:
         quantities.append((f"target:{B}:{m}", target, caches[("target", B)],
                            torch.tensor([nxt[:m]] * B, device=target.device)))
-    samples: dict[str, list[float]] = {q[0]: [] for q in quantities}
-    samples_cpu: dict[str, list[float]] = {q[0]: [] for q in quantities}
-    if reuse:
-        samples.update(reuse["samples_s"])
-        samples_cpu.update(reuse["samples_cpu_s"])
-    # Warm-up: the cheapest forwards of each batch only (first-touch of every cache and kernel path);
-    # a full warm-up round would cost as much as a timed one.
-    warm = [q for q in quantities if q[0].startswith("draft:") or q[0].endswith(":1")]
-    total = len(warm) + repeats * len(quantities)
-    done = 0
-    for label, model, cache, ids in warm:
-        check_cancel(cancel)
-        dt, _ = _time_forward(model, cache, base, ids)
-        done += 1
-        if on_measure is not None:
-            on_measure(done, total, f"{label} (warm-up)", dt)
-    for rnd in range(repeats):
-        shift = (rnd * len(quantities)) // max(repeats, 1)
-        for label, model, cache, ids in quantities[shift:] + quantities[:shift]:
-            check_cancel(cancel)
-            dt, dc = _time_forward(model, cache, base, ids)
-            done += 1
-            samples[label].append(dt)
-            samples_cpu[label].append(dc)
-            if on_measure is not None:
-                on_measure(done, total, label, dt)
+    samples, samples_cpu = batch_grid_rounds(quantities, lambda q: _time_forward(q[1], q[2], base, q[3]), repeats,
+                                             reuse, on_measure, cancel)
     cpu_only = target.device.type == "cpu" and draft.device.type == "cpu"
     return {
         "batches": sorted({int(b) for b in batches}),

@@ -448,6 +448,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     from specterm.core.progress import Cancelled
     from specterm.core.store import read_meta
     from specterm.oracle.llamacpp import require_binding
+    from specterm.oracle.confirm import log_decision_checks
     from specterm.oracle.runner import headless_progress
 
     read_meta(Path(run))
@@ -468,12 +469,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
         print(f"interrupted: the finished prompts are kept in {Path(run) / 'run.json'} (confirmation marked incomplete).",
               file=sys.stderr)
         raise SystemExit(130) from None
-    for c in record.get("decision_checks", []):
-        dp = c["decision_predicted"]
-        if dp["value"] is not None and dp["ci"][0] is not None:
-            log(f"{c['corpus']:>12} g={c['gamma']:<2} decision check: predicts {dp['value']:.2f}x "
-                f"[{dp['ci'][0]:.2f}, {dp['ci'][1]:.2f}] for {c['K']} new prompts, realized {c['realized']:.2f}x, "
-                f"in PI {c['in_ci']}, sign held {c['sign_held']}")
+    log_decision_checks(record, log)
     for r in record["results"]:
         log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted_engine']:.2f}x "
             f"(SPEC 6 block alone {r['predicted_without_engine_term']:.2f}x)  "

@@ -175,8 +175,7 @@ def measure_batch_costs(target: GGUFModel, draft: GGUFModel, ctx: Sequence[int],
     """c_decode(B), c_verify(g, B), c_draft(B) and the engine term's draft forwards by batch in llama.cpp
     (BATCH_METHOD), stored as oracle/costs.measure_batch_costs stores torch's ("target:B:m", "draft:B",
     plus "draft_fwd:B:m"); reuse: `reused_b1_llamacpp(cost)` of this session's cost rounds (B = 1)."""
-    from specterm.core.progress import check_cancel
-    from specterm.oracle.costs import BATCH_FIT_M, BATCH_HELD, BATCH_REPEATS, BATCHES
+    from specterm.oracle.costs import BATCH_FIT_M, BATCH_HELD, BATCH_REPEATS, BATCHES, batch_grid_rounds
 
     t_start = time.perf_counter()
     ctx = list(ctx)
@@ -193,30 +192,8 @@ def measure_batch_costs(target: GGUFModel, draft: GGUFModel, ctx: Sequence[int],
             quantities += [(f"target:{B}:{m}", contexts[("target", B)], nxt[:m], True) for m in BATCH_FIT_M]
             quantities += [(f"target:{B}:{m}", contexts[("target", B)], nxt[:m], True) for b, m in BATCH_HELD if b == B]
             quantities += [(f"draft_fwd:{B}:{m}", contexts[("draft", B)], nxt[:m], False) for m in fwd_m]
-        samples: dict[str, list[float]] = {q[0]: [] for q in quantities}
-        samples_cpu: dict[str, list[float]] = {q[0]: [] for q in quantities}
-        if reuse:
-            samples.update(reuse["samples_s"])
-            samples_cpu.update(reuse["samples_cpu_s"])
-        warm = [q for q in quantities if q[0].startswith("draft:") or q[0].endswith(":1")]
-        total = len(warm) + BATCH_REPEATS * len(quantities)
-        done = 0
-        for label, sc, toks, rows in warm:
-            check_cancel(cancel)
-            dt, _ = sc.time_rows(toks, rows)
-            done += 1
-            if on_measure is not None:
-                on_measure(done, total, f"{label} (warm-up)", dt)
-        for rnd in range(BATCH_REPEATS):
-            shift = (rnd * len(quantities)) // BATCH_REPEATS
-            for label, sc, toks, rows in quantities[shift:] + quantities[:shift]:
-                check_cancel(cancel)
-                dt, dc = sc.time_rows(toks, rows)
-                done += 1
-                samples[label].append(dt)
-                samples_cpu[label].append(dc)
-                if on_measure is not None:
-                    on_measure(done, total, label, dt)
+        samples, samples_cpu = batch_grid_rounds(quantities, lambda q: q[1].time_rows(q[2], q[3]), BATCH_REPEATS,
+                                                 reuse, on_measure, cancel)
     finally:
         for sc in contexts.values():
             sc.close()
