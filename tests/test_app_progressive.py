@@ -256,3 +256,20 @@ async def test_hidden_screen_redraws_when_shown(tmp_path):
         await pilot.pause()
         assert app.screen is optimum and not optimum.stale
         assert "bigtarget" in str(optimum.query_one("#crumb", Static).render())
+
+
+async def test_crumb_names_a_non_torch_engine_first(tmp_path):
+    """A llama.cpp run of the same pair as a torch run: the crumb says which engine, first (the pair
+    text gives way at its end on a narrow screen); a torch run has no prefix."""
+    from specterm.core.store import write_run
+
+    torch_run = make_fixture_run(tmp_path, "pair-torch")
+    llama = write_run(tmp_path / "pair-llama", {**META, "name": "pair-llama", "backend": {"name": "llama.cpp"}},
+                      [s for s in fixture_streams() if s.corpus == "code"])
+    for path, prefix in ((llama, True), (torch_run, False)):
+        app = SpectermApp([path], **FAST)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            text = str(app.screen.query_one("#crumb", Static).render())
+            assert text.strip().startswith("llama.cpp: ") is prefix, text

@@ -243,6 +243,9 @@ class ReportScreen(Screen):
         if runs:
             meta = runs[0].meta
             pair = f"{short_model(model_spec(meta, 'draft'))} -> {short_model(model_spec(meta, 'target'))}"
+            engine = (meta.get("backend") or {}).get("name") if isinstance(meta.get("backend"), dict) else None
+            if engine and engine != "torch":  # first: the pair gives way at the end on a narrow screen
+                pair = f"{printable(str(engine))}: {pair}"
         if app.n_model_groups > 1:
             pair += f" (pair {app.pair_key + 1}/{app.n_model_groups}, M next)"
         r_text = f" · {self.crumb_r_text()}"
