@@ -63,7 +63,7 @@ from specterm.core.store import (
     read_meta,
     write_meta_atomic,
 )
-from specterm.oracle.costs import BATCH_FIT_M, COST_GAMMAS, context_ids, measure_batch_costs, reused_b1
+from specterm.oracle.costs import BATCH_FIT_M, COST_GAMMAS, context_ids, measure_batch_costs, reused_b1, session_rounds
 
 
 @dataclass
@@ -298,16 +298,9 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
         report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.3f} s", elapsed_s=time.perf_counter() - t_start))
 
     sampler = CostSampler(pair.target, pair.draft, ctx, cost_gammas.tolist(), on_measure=on_measure, cancel=cancel)
-    sampler.plan(1 + config.cost_repeats + (len(items) if config.interleave_costs else 0))
     t_costs = time.perf_counter()
-    for _ in range(1 + config.cost_repeats):
-        sampler.round()
-
-    def session_cost() -> dict:
-        cost = sampler.summary()
-        cost["measured_at"] = new_meta("")["created"]
-        cost["measured_by"] = "specterm confirm (rounds before the generations and one after every prompt)"
-        return cost
+    session_cost = session_rounds(sampler, config.cost_repeats, len(items) if config.interleave_costs else 0,
+                                  "specterm confirm (rounds before the generations and one after every prompt)")
 
     cost = session_cost()
     curve = cost_curve(cost)  # g_hw and g_iid are chosen from the rounds before any generation

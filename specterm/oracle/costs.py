@@ -34,6 +34,7 @@ import numpy as np
 
 from specterm.core.hardware import cost_curve, curve_summary
 from specterm.core.progress import check_cancel
+from specterm.core.store import new_meta
 from specterm.oracle.models import crop_cache, forward_logits, new_cache
 
 COST_GAMMAS = tuple(range(1, 17))  # draft lengths whose verify cost c_verify(g) is timed (params.GAMMAS: the analysis range 1..32)
@@ -179,6 +180,23 @@ class RoundRobinSampler:
             "context": self.base,
             "repeats": self.rounds - 1,
         }
+
+
+def session_rounds(sampler: "RoundRobinSampler", repeats: int, later_rounds: int, measured_by: str) -> Callable[[], dict]:
+    """A confirm session's cost rounds, both engines: the warm-up and `repeats` timed rounds now
+    (`later_rounds` more announced, one after each prompt); returns session_cost(), the stored dict of
+    every round so far with when and by what it was measured."""
+    sampler.plan(1 + repeats + later_rounds)
+    for _ in range(1 + repeats):
+        sampler.round()
+
+    def session_cost() -> dict:
+        cost = sampler.summary()
+        cost["measured_at"] = new_meta("")["created"]
+        cost["measured_by"] = measured_by
+        return cost
+
+    return session_cost
 
 
 def with_curve(cost: dict) -> dict:

@@ -68,7 +68,7 @@ from specterm.core.speclog import (
 )
 from specterm.core.store import hardware_info, load_run, model_key, new_meta
 from specterm.oracle.costs import COST_GAMMAS
-from specterm.oracle.costs import context_ids
+from specterm.oracle.costs import context_ids, session_rounds
 from specterm.oracle.llamacpp import binaries as B
 from specterm.oracle.llamacpp import models as LM
 
@@ -263,15 +263,8 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
         report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.3f} s", elapsed_s=time.perf_counter() - t_start))
 
     sampler = LlamaCostSampler(target, draft, ctx, cost_gammas.tolist(), on_measure=on_measure, cancel=cancel)
-    sampler.plan(1 + config.cost_repeats + len(items))
-    for _ in range(1 + config.cost_repeats):
-        sampler.round()
-
-    def session_cost() -> dict:
-        cost = sampler.summary()
-        cost["measured_at"] = new_meta("")["created"]
-        cost["measured_by"] = "specterm confirm --engine llama.cpp (rounds before the generations and one after every prompt)"
-        return cost
+    session_cost = session_rounds(sampler, config.cost_repeats, len(items),
+                                  "specterm confirm --engine llama.cpp (rounds before the generations and one after every prompt)")
 
     cost = session_cost()
     curve = cost_curve(cost)

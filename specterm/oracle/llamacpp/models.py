@@ -76,17 +76,9 @@ class GGUFModel:
             raise SpectermError(f"prompt + continuation ({n_past + n} tokens) exceeds the llama.cpp context "
                                 f"({self.n_ctx}); shorten the prompt or lower -n.")
         want = [n - 1] if rows is None else sorted({int(r) for r in rows})
-        b = self.llm._batch.batch
         flags = np.zeros(n, dtype=bool)
         flags[want] = True
-        b.n_tokens = n
-        for i, tok in enumerate(tokens):
-            b.token[i] = int(tok)
-            b.pos[i] = n_past + i
-            b.seq_id[i][0] = 0
-            b.n_seq_id[i] = 1
-            b.logits[i] = bool(flags[i])
-        self.llm._ctx.decode(self.llm._batch)
+        self._decode(tokens, n_past, flags.tolist())
         V = self.n_vocab
         ptr = self.llm._ctx.get_logits()
         return np.ctypeslib.as_array(ptr, shape=(len(want) * V,)).reshape(len(want), V).copy()
@@ -94,14 +86,18 @@ class GGUFModel:
     def decode_timed_only(self, tokens: Sequence[int], n_past: int, all_rows: bool) -> None:
         """Feed `tokens` at n_past with logits for every row (a verification) or the last only; no copy."""
         n = len(tokens)
+        self._decode(tokens, n_past, [all_rows or i == n - 1 for i in range(n)])
+
+    def _decode(self, tokens: Sequence[int], n_past: int, logits: Sequence[bool]) -> None:
+        """One llama_decode of `tokens` at positions n_past.., sequence 0, logits where `logits` is true."""
         b = self.llm._batch.batch
-        b.n_tokens = n
+        b.n_tokens = len(tokens)
         for i, tok in enumerate(tokens):
             b.token[i] = int(tok)
             b.pos[i] = n_past + i
             b.seq_id[i][0] = 0
             b.n_seq_id[i] = 1
-            b.logits[i] = all_rows or i == n - 1
+            b.logits[i] = bool(logits[i])
         self.llm._ctx.decode(self.llm._batch)
 
 
