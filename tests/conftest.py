@@ -66,11 +66,34 @@ def synth() -> SimpleNamespace:
     return SimpleNamespace(iid=iid_bits, markov=markov_bits, streams=streams, run=make_run)
 
 
+WORKER_THREADS = {"SPECTERM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""Set in each pytest-xdist worker (unless already set): torch (OpenMP), MKL and `analyse` (core/parallel.py)
+on one thread each. Two workers of two threads each on a 2-core box are four busy threads on two cores; an
+OpenMP team whose threads wait for a core spins at every barrier (the SmolLM2 tests ran 5-10x slower). The
+tests of thread parity set SPECTERM_THREADS themselves (monkeypatch); serial runs (CI) are unchanged. Set
+after numpy's OpenBLAS has started (it is imported above), so numpy keeps its own thread count."""
+
+
 def pytest_configure(config):
-    """Under pytest-xdist (-n N), tests marked xdist_group run on one worker: the press-every-key
-    passes observe each (run set, size) once and three tests read that observation."""
+    """Under pytest-xdist (-n N), tests marked xdist_group run on one worker: each press-every-key pass
+    (run set, size) is observed once and the four tests that read it run where it was made; a module whose
+    module-scoped fixture is a model run runs on one worker. `-n N` alone means `--dist load`; it becomes
+    `loadgroup` here, and each worker is told so (pytest_configure_node), since xdist reads the group marks
+    in the worker (they become a suffix of the test ids) from the worker's own `--dist`, which is `no`."""
     if getattr(config.option, "dist", "no") == "load":
         config.option.dist = "loadgroup"
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        if workerinput.get("specterm_loadgroup"):
+            config.option.loadgroup = True
+        for name, value in WORKER_THREADS.items():
+            os.environ.setdefault(name, value)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(pytest-xdist, in the controller) what the worker must know of the controller's --dist."""
+    node.workerinput["specterm_loadgroup"] = getattr(node.config.option, "dist", "no") == "loadgroup"
 
 
 @pytest.fixture(autouse=True, scope="session")

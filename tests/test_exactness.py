@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from models_fixtures import SMOLLM2_TORCH
 
 from specterm.core import replay
 from specterm.oracle import specdec
@@ -15,7 +16,8 @@ from specterm.oracle.corpora import load_builtin
 from specterm.oracle.run import OracleConfig, run_oracle
 from specterm.core.store import load_run
 
-pytestmark = pytest.mark.slow  # loads the real SmolLM2-135M checkpoint; `pytest -m "not slow"` skips it
+# loads the real SmolLM2-135M checkpoint; `pytest -m "not slow"` skips it; one worker under xdist (smol_run)
+pytestmark = [pytest.mark.slow, SMOLLM2_TORCH]
 
 N_NEW = 32
 

@@ -22,6 +22,7 @@ from models_fixtures import require_smollm2
 from specterm.core.errors import SpectermError
 
 HAVE_BINDING = importlib.util.find_spec("llama_cpp") is not None
+pytestmark = pytest.mark.xdist_group("llamacpp-smol")  # one worker under xdist: the module's `smol` is loaded once
 
 
 def require_binding():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -14,6 +15,14 @@ from specterm.cli import app
 from specterm.core.store import load_run
 
 ARGS = ["--draft", "layers:2", "--corpus", "code,math", "--limit", "3", "-n", "16", "--no-cost", "--headless"]
+
+
+def free_port() -> int:
+    """A TCP port no one listens on now (the OS picks it): two test sessions at once (pytest-xdist, or
+    two checkouts on one machine) do not meet at one fixed rendezvous port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _streams(run):
@@ -57,7 +66,7 @@ def test_torchrun_ranks_write_shards_and_rank0_merges(tiny_model_dir, whole, tmp
     torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
     specterm = os.path.join(os.path.dirname(sys.executable), "specterm")
     out = tmp_path / "dist"
-    cmd = [torchrun, "--nproc_per_node", "2", "--master_port", "29533", "--no-python", specterm, "run",
+    cmd = [torchrun, "--nproc_per_node", "2", "--master_port", str(free_port()), "--no-python", specterm, "run",
            "--target", str(tiny_model_dir), *ARGS, "--out", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)

@@ -202,6 +202,12 @@ KNOWN_CRASHES: dict[tuple[str, str], str] = {}
 KNOWN_CUTS: dict[tuple[str, str], str] = {}
 
 
+def one_worker(name: str, label: str):
+    """Under pytest-xdist, every test that reads the pass of (name, label) runs on one worker: the pass
+    is made once (conftest turns `-n N` into --dist loadgroup)."""
+    return pytest.mark.xdist_group(f"tui-pass-{name}-{label}")
+
+
 def cases(known: dict) -> list:
     out = []
     for name in [*EDGE_RUNS, "shipped"]:
@@ -209,7 +215,7 @@ def cases(known: dict) -> list:
             if label == "160x45" and name != "shipped" and not FULL:
                 continue
             marks = [pytest.mark.xfail(strict=True, reason=known[(name, label)])] if (name, label) in known else []
-            marks.append(pytest.mark.xdist_group(f"tui-pass-{name}-{label}"))  # one pass, one worker
+            marks.append(one_worker(name, label))
             out.append(pytest.param(name, label, marks=marks, id=f"{name}-{label}"))
     return out
 
@@ -253,7 +259,7 @@ BUG = "injected-bug"  # the all-ones runs, with analysis.analyse replaced by one
 
 
 def error_cases() -> list:
-    ok = [pytest.param(name, "80x24", id=f"{name}-80x24") for name in [*EDGE_RUNS, "shipped"]]
+    ok = [pytest.param(name, "80x24", marks=one_worker(name, "80x24"), id=f"{name}-80x24") for name in [*EDGE_RUNS, "shipped"]]
     errors = [pytest.param(name, "80x24", id=f"{name}-80x24") for name in ERROR_RUNS]
     return ok + errors + [pytest.param(BUG, "80x24", id=f"{BUG}-80x24")]
 
