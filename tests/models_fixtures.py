@@ -21,11 +21,6 @@ def smollm2_gguf() -> Path | None:
     return None
 
 
-SMOLLM2_TORCH = pytest.mark.xdist_group("smollm2-torch")
-"""Under pytest-xdist, the tests that use `smollm2_pair` run on one worker: the checkpoint (a GGUF
-dequantised into torch, the slowest set-up of the suite) is loaded once per worker that needs it."""
-
-
 def require_smollm2() -> Path:
     path = smollm2_gguf()
     if path is None:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from models_fixtures import SMOLLM2_TORCH
 
 from specterm.core.blockwalk import block_counts
 from specterm.core.errors import SpectermError
@@ -46,7 +45,6 @@ def _config(run_dir: Path, **kw):
 
 
 @pytest.mark.slow
-@SMOLLM2_TORCH
 def test_confirm_records_identical_outputs_and_a_realized_speedup(smollm2_pair, tmp_path):
     from specterm.oracle.confirm import confirm_run
 
@@ -101,7 +99,6 @@ def test_confirm_records_identical_outputs_and_a_realized_speedup(smollm2_pair, 
 
 
 @pytest.mark.slow
-@SMOLLM2_TORCH
 def test_cancel_keeps_the_finished_prompts(smollm2_pair, tmp_path):
     from specterm.oracle.confirm import confirm_run
 
@@ -216,7 +213,6 @@ def test_confirm_finds_the_models_by_name_and_checksum_or_takes_overrides(tmp_pa
 
 
 @pytest.mark.slow
-@SMOLLM2_TORCH
 def test_batch_costs_batched_confirmation_and_the_decision_check(smollm2_pair, tmp_path):
     """--batch-costs stores costs by batch; the decision's g_hw (from the run's stored costs) is always
     timed; the stored decision check excludes the timed prompts; a batched confirmation at B = 2 gives
@@ -259,7 +255,6 @@ def test_batch_costs_batched_confirmation_and_the_decision_check(smollm2_pair, t
 
 
 @pytest.mark.slow
-@SMOLLM2_TORCH
 def test_costs_only_stores_a_dense_batch_grid_and_no_confirmation(smollm2_pair, tmp_path):
     """--costs-only: the costs by batch are stored (every m = 1..9 timed at B = 2, 4, 8, B = 1 from the
     cost rounds), no generation runs and no confirmation record is added; c_verify(g, B) is the timing."""

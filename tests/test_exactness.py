@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from models_fixtures import SMOLLM2_TORCH
 
 from specterm.core import replay
 from specterm.oracle import specdec
@@ -16,8 +15,9 @@ from specterm.oracle.corpora import load_builtin
 from specterm.oracle.run import OracleConfig, run_oracle
 from specterm.core.store import load_run
 
-# loads the real SmolLM2-135M checkpoint; `pytest -m "not slow"` skips it; one worker under xdist (smol_run)
-pytestmark = [pytest.mark.slow, SMOLLM2_TORCH]
+# loads the real SmolLM2-135M checkpoint; `pytest -m "not slow"` skips it. Under pytest-xdist the module runs on
+# one worker (conftest: --dist loadgroup), so its module-scoped `smol_run` is made once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("exactness")]
 
 N_NEW = 32
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from models_fixtures import SMOLLM2_TORCH, smollm2_pair  # noqa: F401  (fixture)
+from models_fixtures import smollm2_pair  # noqa: F401  (fixture)
 from typer.testing import CliRunner
 
 from specterm.cli import app
 from specterm.core.store import load_run, merge_runs, repair_run
 
-pytestmark = [pytest.mark.slow, SMOLLM2_TORCH]  # one worker under xdist: the `runs` fixture is made once
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("roundtrip")]  # one worker under xdist: `runs` is made once
 
 N_NEW = 12
 runner = CliRunner()
