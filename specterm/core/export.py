@@ -314,12 +314,15 @@ def _batch_fit_note(fit: dict[str, Any]) -> str:
     """How c_verify(g, B) was filled in, its error on the held-back points and the measurement's wall time."""
     held = ", ".join(f"B={h['batch']} g={h['gamma']} {h['error_pct']:+.1f}%" for h in fit.get("held_back") or [])
     wall = fit.get("whole_wall_s") or fit.get("wall_s")
+    upfront = fit.get("upfront_wall_s")
     timed, grid = fit.get("timed_points"), fit.get("grid_points")
     how = ("; every c_verify(g, B) timed" if timed is not None and timed == grid else
            f"; c_verify(g, B) timed at {timed} of {grid} points, the rest interpolated in tokens per forward B (g+1)"
            if timed is not None else "; c_verify(g, B) interpolated in tokens per forward B (g+1) between timed forwards")
     return (how + (f" (error at held-back points: {held})" if held else "")
-            + (f"; cost measurement {fmt(wall, 0)} s wall" if isinstance(wall, (int, float)) else ""))
+            + (f"; cost measurement {fmt(wall, 0)} s wall" if isinstance(wall, (int, float)) else "")
+            + (f" ({fmt(upfront, 0)} s before the first generation, the grid's rest in slices between prompts)"
+               if isinstance(upfront, (int, float)) else ""))
 
 
 def confirmation_table(report: Report) -> Table | None:
