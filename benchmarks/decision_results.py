@@ -33,10 +33,13 @@ def section(run_dir: Path) -> list[str]:
     if fit:
         held = "; ".join(f"B={h['batch']} g={h['gamma']}: measured {h['measured_s']:.3f} s, fit {h['fit_s']:.3f} s "
                          f"({h['error_pct']:+.1f}%)" for h in fit["held_back"])
-        whole = fit.get("whole_wall_s")
+        whole, upfront = fit.get("whole_wall_s"), fit.get("upfront_wall_s")
         took = (f"the whole measurement (g curve at B = 1 and the batch grid) took {whole:.1f} s wall, the batch grid "
                 f"{fit['wall_s']:.1f} s of it" if isinstance(whole, (int, float)) else
                 f"the batch grid took {fit['wall_s']:.1f} s wall (the g curve's rounds not recorded with it)")
+        if isinstance(upfront, (int, float)):
+            took += (f"; {upfront:.1f} s of it before the first generation (the target's measure: the grid was "
+                     f"timed in slices between the prompts)")
         out += [f"Costs by batch: {took} (target <= 90 s on this 2-core CPU), {fit['clock']} clock, context "
                 f"{fit['context']}; {fit.get('method') or 'fit'}; RMS relative residual {100 * fit['fit_rms_rel']:.1f}% "
                 f"on the fitted points; held back (timed, not fitted): {held or 'none (a dense grid: every c_verify(g, B) timed, the fit unused)'}.", ""]

@@ -97,6 +97,7 @@ class _Timed:
     draft_calls: int = 0
     cpu_s: float = 0.0                     # process CPU time
     forwards: list = field(default_factory=list)  # ForwardTimer records of this generation
+    first_tokens: int = 1                  # tokens out after the first step / block
 
 
 def _model_spec(entry: Any, role: str, override: str | None = None) -> str:
@@ -444,10 +445,12 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
                       forwards=timer.take())
 
     def run_spec(it, g, label, idx) -> _Timed:
-        stamps = []
+        stamps: list[float] = []
+        counts: list[int] = []
 
         def on_block(res):
             stamps.append(time.perf_counter())
+            counts.append(len(res.tokens))
             progress("generating", prompt_index=idx, prompt_id=label, corpus=it["stream"].corpus,
                      tokens=len(res.tokens), max_new_tokens=it["n"], bits=specdec.spec_bits(res, len(res.tokens)))
 
@@ -458,7 +461,8 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
         dt, dc = time.perf_counter() - t0, time.process_time() - c0
         blocks = np.diff([t0] + stamps).tolist()
         return _Timed(tokens=res.tokens, seconds=dt, first_s=blocks[0], step_s=blocks[1:],
-                      target_calls=res.target_calls, draft_calls=res.draft_calls, cpu_s=dc, forwards=timer.take())
+                      target_calls=res.target_calls, draft_calls=res.draft_calls, cpu_s=dc, forwards=timer.take(),
+                      first_tokens=counts[0])
 
     for idx, it in enumerate(items):
         s = it["stream"]
@@ -487,6 +491,7 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
             else:
                 row["spec"][str(m)] = {
                     "s": timed.seconds, "cpu_s": timed.cpu_s, "first_block_s": timed.first_s,
+                    "first_block_tokens": timed.first_tokens,
                     "block_s_median": statistics.median(timed.step_s) if timed.step_s else None,
                     "verify_forward_s_median": _median_of(fw, "target", int(m) + 1),
                     "draft_forward_s_median": _median_of(fw, "draft", 1),
