@@ -304,3 +304,11 @@ def test_batch_grid_is_timed_between_the_prompts(smollm2_pair, tmp_path):
     assert 0 < rec["rounds_wall_s"] < rec["upfront_wall_s"] < rec["whole_wall_s"]
     assert rec["whole_wall_s"] == pytest.approx(rec["rounds_wall_s"] + rec["wall_s"])
     assert record["complete"]
+    # the first block's tokens, as the decoder reports them, equal the exact walk's: leading accepts + 1
+    run = load_run(run_dir)
+    bits = {s.id: s.bits for s in run.streams}
+    for p in record["prompts"]:
+        for g, sp in p["spec"].items():
+            lead = next((i for i, b in enumerate(bits[p["id"]][: int(g)]) if not b), int(g))
+            assert sp["first_block_tokens"] == min(lead + 1, p["tokens"])
+    assert all(r["ratio_steady"] is not None and r["ratio_steady"] > 0 for r in record["results"])
