@@ -71,7 +71,7 @@ from specterm.core.report import (
 )
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import mark_borderline, scorecard
-from specterm.core.borderline import BORDERLINE_SEEDS, best_gammas, replicates, seed_verdicts
+from specterm.core.borderline import BORDERLINE_SEEDS, best_gammas, replicates, seed_plan, seed_verdicts
 from specterm.core.steady import SteadySums, steady_report, steady_sums
 from specterm.core.store import Run, Stream
 
@@ -429,8 +429,9 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
         # per set: the policies and their per-stream sums, built once, resampled per seed
         pol = {name: made[name][1] for name in groups if made[name][1] is not None}
         others = sorted(set(BORDERLINE_SEEDS) - {seed})
-        by_seed.update(zip(others, run_all(pool, [partial(seed_verdicts, other, corpus_seed, corpora, groups, sets, pol, boot,
-                                                       q3c, real, best) for other in others])))
+        plan = seed_plan(corpora, groups, sets, pol, q3c, best)  # what every seed reads, built once
+        by_seed.update(zip(others, run_all(pool, [partial(seed_verdicts, other, corpus_seed, plan, boot, sets, q3c, real)
+                                                  for other in others])))
         rows = mark_borderline(rows, by_seed)
     return Report(
         sets=sets,
