@@ -80,3 +80,48 @@ def test_integer_columns_give_the_same_bits_however_summed():
     G = rng.random((sum(sizes), 9)) * 1e3
     parts = [Wk @ G[lo:hi] for Wk, lo, hi in zip(blocks, bounds[:-1], bounds[1:])]
     assert not np.array_equal(sum(parts[1:], parts[0].copy()), W @ G)
+
+
+def test_distinct_columns_rebuild_each_matrix():
+    from specterm.core.bootstrap import distinct_columns
+
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 3, size=(6, 5)).astype(np.float64)
+    b = np.hstack([a[:, [2, 0]], np.zeros((6, 1)), a[:, [2]]])
+    F, where = distinct_columns([a, b])
+    assert F.shape[1] == len({tuple(col) for col in np.hstack([a, b]).T})  # each column once
+    assert np.array_equal(F[:, where[0]], a) and np.array_equal(F[:, where[1]], b)
+
+
+def test_integer_products_equal_each_product_bit_for_bit():
+    from specterm.core.bootstrap import integer_products
+
+    rng = np.random.default_rng(6)
+    n = 150
+    W = multinomial_weights(n, 400, seed=8)
+    mats = [rng.integers(0, 10**6, size=(n, k)).astype(np.float64) for k in (7, 1, 40)]
+    mats.append(np.hstack([mats[0][:, :3], mats[2][:, 5:9]]))  # shared columns, as a corpus's and the pooled set's policies
+    got = integer_products(W, mats)
+    assert got is not None
+    for F, P in zip(mats, got):
+        assert np.array_equal(P, W @ F)
+    assert integer_products(W, [mats[0], mats[1] + 0.25]) is None  # a float column: the caller multiplies
+    assert integer_products(W, []) is None
+
+
+def test_policy_summary_from_given_resamples_is_the_same():
+    from conftest import markov_bits
+    from specterm.core.policies import policy_summary, policy_sums, policy_table
+    from specterm.core.store import Stream
+
+    rng = np.random.default_rng(9)
+    streams = []
+    for i in range(12):
+        bits = markov_bits(rng, int(rng.integers(40, 200)), 0.85, 0.4)
+        conf = np.where(bits == 1, rng.uniform(0.5, 1.0, bits.size), rng.uniform(0.0, 0.6, bits.size)).astype(np.float32)
+        streams.append(Stream(id=f"p{i}", corpus="c", bits=bits, draft_conf=conf))
+    table = policy_table(streams)
+    W = multinomial_weights(len(streams), 300, seed=2)
+    _, sums = policy_sums(streams, 0.2, table=table)
+    given = W @ sums.reshape(len(streams), -1).astype(np.float64)
+    assert policy_summary(streams, 0.2, W, table=table, resampled=given) == policy_summary(streams, 0.2, W, table=table)

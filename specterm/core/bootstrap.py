@@ -95,6 +95,28 @@ def exact_product(F: np.ndarray, row_sum: int) -> bool:
     return bool(np.isfinite(top) and np.array_equal(F, np.round(F)) and row_sum * top < 2.0**53)
 
 
+def distinct_columns(mats: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(F, where): the distinct columns of the matrices side by side, as float64 (F), and per matrix
+    the index of each of its columns in F (F[:, where[k]] equals mats[k])."""
+    F, inverse = np.unique(np.hstack([np.asarray(m, dtype=np.float64) for m in mats]), axis=1, return_inverse=True)
+    bounds = np.cumsum([0, *[m.shape[1] for m in mats]])
+    flat = np.asarray(inverse).ravel()
+    return F, [flat[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def integer_products(W: np.ndarray, mats: list[np.ndarray]) -> list[np.ndarray] | None:
+    """[W @ F for F in mats] from one product of their distinct columns, for multinomial weights W
+    (rows summing to the rows of each F) when every F holds integers (`exact_product`): the products
+    are then exact, so each column of the joint product is that column's own product, bit for bit.
+    None when some F does not qualify (the caller multiplies as before)."""
+    n = W.shape[1]
+    if not mats or not all(F.shape[0] == n and exact_product(F, n) for F in mats):
+        return None
+    F, where = distinct_columns(mats)
+    P = W @ F
+    return [P[:, w] for w in where]
+
+
 def resampled_sums(sums: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """(B x K) = weights (B x N) @ sums (N x K): the set's column sums in every resample."""
     return weights @ np.asarray(sums, dtype=np.float64)

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from specterm.core import stats as st
-from specterm.core.bootstrap import exact_product, multinomial_weights
+from specterm.core.bootstrap import distinct_columns, exact_product, multinomial_weights
 from specterm.core.costmodel import throughput
 from specterm.core.economics import adaptive_candidates, best_speedup, depth_gain, speedup_factor
 from specterm.core.estimate import num, percentile_cis
@@ -260,10 +260,12 @@ def seed_plan(corpora: list[str], groups: dict[str, Any], sets: Mapping[str, Set
     bounds = np.cumsum([0, *sizes]).tolist()
     F, F_cols = {}, {}
     for c, lo, hi in zip(corpora, bounds[:-1], bounds[1:]):
-        parts = [policies[name].flat[rows] for name, rows in ((c, slice(None)), (POOLED, slice(lo, hi))) if name in policies]
-        F[c], inverse = np.unique(np.hstack(parts), axis=1, return_inverse=True) if parts else (np.zeros((hi - lo, 0)), None)
-        f = policies[c].flat.shape[1] if c in policies else 0
-        F_cols[c] = (inverse.ravel()[:f], inverse.ravel()[f:]) if inverse is not None else (np.zeros(0, np.int64),) * 2
+        # the corpus's own policy columns, and the pooled set's of its rows
+        parts = {name: policies[name].flat[rows] for name, rows in ((c, slice(None)), (POOLED, slice(lo, hi))) if name in policies}
+        F[c], where = distinct_columns(list(parts.values())) if parts else (np.zeros((hi - lo, 0)), [])
+        at = dict(zip(parts, where))
+        none = np.zeros(0, dtype=np.int64)
+        F_cols[c] = (at.get(c, none), at.get(POOLED, none))
     return SeedPlan(
         corpora=list(corpora),
         sizes=sizes,
