@@ -33,15 +33,22 @@ def section(run_dir: Path) -> list[str]:
     if fit:
         held = "; ".join(f"B={h['batch']} g={h['gamma']}: measured {h['measured_s']:.3f} s, fit {h['fit_s']:.3f} s "
                          f"({h['error_pct']:+.1f}%)" for h in fit["held_back"])
-        whole = fit.get("whole_wall_s")
+        whole, upfront = fit.get("whole_wall_s"), fit.get("upfront_wall_s")
         took = (f"the whole measurement (g curve at B = 1 and the batch grid) took {whole:.1f} s wall, the batch grid "
                 f"{fit['wall_s']:.1f} s of it" if isinstance(whole, (int, float)) else
                 f"the batch grid took {fit['wall_s']:.1f} s wall (the g curve's rounds not recorded with it)")
+        if isinstance(upfront, (int, float)):
+            took += (f"; {upfront:.1f} s of it before the first generation, the grid's {fit['wall_s']:.1f} s in slices "
+                     f"between the prompts (interleaved with generation)")
         out += [f"Costs by batch: {took} (target <= 90 s on this 2-core CPU), {fit['clock']} clock, context "
                 f"{fit['context']}; {fit.get('method') or 'fit'}; RMS relative residual {100 * fit['fit_rms_rel']:.1f}% "
                 f"on the fitted points; held back (timed, not fitted): {held or 'none (a dense grid: every c_verify(g, B) timed, the fit unused)'}.", ""]
     out += checklist(report)
     return out
+
+
+def _f2(x) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
 
 
 def checklist(report) -> list[str]:
@@ -63,7 +70,8 @@ def checklist(report) -> list[str]:
         lines.append(
             f"- {name}: confirmed at g_hw = {d.gamma_hw} ({at.prompts} prompts): realized {at.realized:.2f}x, decision "
             f"predicts {dp.value:.2f}x [{dp.ci[0]:.2f}, {dp.ci[1]:.2f}] -> in PI {at.in_ci}, sign held {at.sign_held}; "
-            f"cost-model check {at.ratio:.2f} (0.90-1.10: {0.90 <= at.ratio <= 1.10}); cost drift "
+            f"cost-model check {at.ratio:.2f} (0.90-1.10: {0.90 <= at.ratio <= 1.10}; CPU time {_f2(at.ratio_cpu)}, "
+            f"prefills left out {_f2(at.ratio_steady)}); cost drift "
             f"decode {drift.get('c_decode', float('nan')):+.0f}%, verify {drift.get('c_verify', float('nan')):+.0f}%, "
             f"draft {drift.get('c_draft', float('nan')):+.0f}%")
     pooled = report.pooled.decision_hw

@@ -138,12 +138,14 @@ def confirm_cmd(
                                        help="Time only the run's decision g_hw (and --gamma), not this session's choices."),
     batch_costs: bool = typer.Option(False, "--batch-costs",
                                      help=("Also measure c_decode(B), c_verify(g, B), c_draft(B) for B = 1, 2, 4, 8 (stored with the run; "
-                                           "--engine llama.cpp: contexts of n_seq_max = B, plus the draft-simple forward by batch).")),
+                                           "--engine llama.cpp: contexts of n_seq_max = B, plus the draft-simple forward by batch). With interleaved "
+                                           "costs the torch grid is timed in slices between the prompts; it is stored when the last slice is done.")),
     batch: int = typer.Option(1, "--batch", help="B > 1: a batched confirmation, B prompts of a corpus together at g_hw(B)."),
     costs_only: bool = typer.Option(False, "--costs-only",
                                     help="With --batch-costs: measure the costs (g curve and batch grid) and store the costs by batch; no generations."),
     interleave_costs: bool = typer.Option(True, "--interleave-costs/--no-interleave-costs",
-                                          help="Time one more cost round after every prompt (off on a loaded machine)."),
+                                          help=("Time one more cost round (and a slice of the --batch-costs grid) after every prompt; "
+                                                "off: all costs before the generations.")),
     engine: str = typer.Option(
         "torch", "--engine",
         help="torch (default: specterm's own decoder) or llama.cpp: llama.cpp's llama-speculative-simple against llama.cpp "

@@ -276,3 +276,39 @@ def test_costs_only_stores_a_dense_batch_grid_and_no_confirmation(smollm2_pair, 
     clock = "samples_cpu_s" if rec["decision_clock"] == "cpu" else "samples_s"
     assert bc.c_verify[2, 1] == pytest.approx(float(np.median(rec[clock]["target:4:3"])))  # B = 4, g = 2
     assert bc.c_verify[0, 7] == pytest.approx(float(np.median(rec[clock]["target:1:9"])))
+
+
+@pytest.mark.slow
+def test_batch_grid_is_timed_between_the_prompts(smollm2_pair, tmp_path):
+    """--batch-costs with interleaved costs (the default): only the g curve's rounds run before the first
+    generation; the batch grid is timed in one slice after every prompt and stored when the last slice is
+    done, with every (B, m) timed twice and the wait before the first generation recorded."""
+    from specterm.oracle.confirm import confirm_run
+
+    pair, gguf = smollm2_pair
+    run_dir = _copy_run(tmp_path, gguf)
+    seen: list[tuple[str, str]] = []
+    record = confirm_run(_config(run_dir, gammas=(), decision_only=True, batch_costs=True, max_new_tokens=6),
+                         on_progress=lambda p: seen.append((p.phase, p.message)), pair=pair)
+    msgs = [m for _, m in seen]
+    first_gen = next(i for i, m in enumerate(msgs) if "generating 6 tokens" in m)
+    assert not any(":" in m and m.startswith("cost ") and "target:" in m for m in msgs[:first_gen])  # no grid forward yet
+    slices = [i for i, m in enumerate(msgs) if m.startswith("costs by batch: slice")]
+    assert [msgs[i] for i in slices] == ["costs by batch: slice 1/2", "costs by batch: slice 2/2"]
+    second_prompt = next(i for i, m in enumerate(msgs) if m.startswith("math/"))
+    assert slices[0] < second_prompt < slices[1]  # one slice after each prompt, not all at the end
+    rec = read_meta(run_dir)["batch_cost"]
+    assert rec["reused_b1"] and "slices" in rec["interleaved"]
+    for B in (2, 4, 8):
+        assert all(len(rec["samples_s"][f"target:{B}:{m}"]) == 2 for m in range(1, 10))
+    assert 0 < rec["rounds_wall_s"] < rec["upfront_wall_s"] < rec["whole_wall_s"]
+    assert rec["whole_wall_s"] == pytest.approx(rec["rounds_wall_s"] + rec["wall_s"])
+    assert record["complete"]
+    # the first block's tokens, as the decoder reports them, equal the exact walk's: leading accepts + 1
+    run = load_run(run_dir)
+    bits = {s.id: s.bits for s in run.streams}
+    for p in record["prompts"]:
+        for g, sp in p["spec"].items():
+            lead = next((i for i, b in enumerate(bits[p["id"]][: int(g)]) if not b), int(g))
+            assert sp["first_block_tokens"] == min(lead + 1, p["tokens"])
+    assert all(r["ratio_steady"] is not None and r["ratio_steady"] > 0 for r in record["results"])

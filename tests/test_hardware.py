@@ -202,8 +202,30 @@ def test_confirmation_rows_are_ratios_of_sums():
     assert r["predicted_corpus"] == pytest.approx(3.0 * 0.5 / 1.4)
     assert r["ratio"] == pytest.approx(r["realized"] / r["predicted"]) and r["identical"]
     assert r["realized_cpu"] is None and r["refeed_share"] == 0
+    assert r["realized_steady"] is None and r["ratio_steady"] is None  # no first-step timings stored
     rows[1]["spec"]["4"]["identical"] = False
     assert not summarize_results(rows, curve)[0]["identical"]
+
+
+def test_cost_model_check_without_the_prefills_by_hand():
+    """realized_steady: per token, greedy's first token and speculative's first block left out. By hand:
+    greedy (50 - 5 + 30 - 3) s over (100 - 1 + 60 - 1) tokens = 72 / 158 s per token; speculative
+    (40 - 8 + 24 - 6) s over (100 - 3 + 60 - 2) tokens = 50 / 155; realized_steady = (72/158) / (50/155)."""
+    curve = _curve(0.5, np.full(8, 1.0), 0.1)
+    rows = [
+        {"corpus": "code", "tokens": 100, "greedy_s": 50.0, "greedy_prefill_s": 5.0,
+         "spec": {"4": {"s": 40.0, "target_calls": 25, "blocks_walk": 25, "identical": True,
+                        "first_block_s": 8.0, "first_block_tokens": 3}}},
+        {"corpus": "code", "tokens": 60, "greedy_s": 30.0, "greedy_prefill_s": 3.0,
+         "spec": {"4": {"s": 24.0, "target_calls": 20, "blocks_walk": 20, "identical": True,
+                        "first_block_s": 6.0, "first_block_tokens": 2}}},
+    ]
+    (r,) = summarize_results(rows, curve)
+    assert r["realized"] == pytest.approx(80.0 / 64.0)  # SPEC 6's realized keeps the prefills
+    assert r["realized_steady"] == pytest.approx((72 / 158) / (50 / 155))
+    assert r["ratio_steady"] == pytest.approx(r["realized_steady"] / r["predicted"])
+    del rows[1]["spec"]["4"]["first_block_tokens"]  # one prompt without it: no steady figure at all
+    assert summarize_results(rows, curve)[0]["realized_steady"] is None
 
 
 def test_confirmed_rows_per_corpus_and_pooled():

@@ -204,3 +204,35 @@ def test_running_alpha_counts_only_gate_valid_positions():
     # accepted among valid positions: 3 of 4, then 1 of 2 -> 4 / 6; gate rate over every position: 11 / 12
     assert got[-1].running_alpha == pytest.approx(4 / 6)
     assert got[-1].gate_rate == pytest.approx(11 / 12)
+
+
+def test_batch_grid_in_slices_times_the_same_schedule_as_in_one_go(tiny_pair):
+    """The grid a confirmation times between its prompts: slices of any size give the schedule of one
+    go (warm-up of draft:B and target:B:1 first, then 2 rounds with the second rotated by half), every
+    (B, m) gets exactly 2 timed samples, and an unfinished grid cannot be stored."""
+    from specterm.oracle.costs import BatchGrid, GridSchedule
+
+    labels = [f"q{i}" for i in range(5)] + ["draft:2", "target:2:1"]
+    order_one, order_sliced = [], []
+    one = GridSchedule([(q,) for q in labels], lambda q: (order_one.append(q[0]) or 1.0, 0.5), 2, None, None, None)
+    one.run_all()
+    sliced = GridSchedule([(q,) for q in labels], lambda q: (order_sliced.append(q[0]) or 1.0, 0.5), 2, None, None, None)
+    for k in (3, 0, 1, 7, 100):
+        sliced.step(k)
+    assert order_sliced == order_one and sliced.complete and sliced.total == 2 + 2 * 7
+    # warm-up, then round 1 in list order, then round 2 starting at item 7 // 2 = 3
+    assert order_one == ["draft:2", "target:2:1", *labels, *labels[3:], *labels[:3]]
+    assert all(v == [1.0, 1.0] for v in sliced.samples()[0].values())
+
+    target, draft = tiny_pair.target, tiny_pair.draft
+    grid = BatchGrid(target, draft, list(range(5, 29)), batches=(2, 4), fit_m=(1, 2, 3), repeats=2)
+    assert grid.total == 4 + 2 * (2 + 6)  # warm-up: draft:B and target:B:1 for B = 2, 4
+    grid.step(5)
+    with pytest.raises(ValueError, match="not complete"):
+        grid.record()
+    while not grid.complete:
+        grid.step(3)
+    rec = grid.record()
+    assert sorted(rec["samples_s"]) == sorted(["draft:2", "draft:4"] + [f"target:{B}:{m}" for B in (2, 4) for m in (1, 2, 3)])
+    assert all(len(v) == 2 and min(v) > 0 for v in rec["samples_s"].values())
+    assert rec["wall_s"] >= sum(sum(v) for v in rec["samples_s"].values())

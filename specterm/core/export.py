@@ -16,6 +16,7 @@ from specterm.core.costmodel import r_or_default
 from specterm.core.fmt import MISSING, ci, est, fmt
 from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Report
 
+YES = {True: "yes", False: "no", None: MISSING}
 SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "scorecard")
 TITLES = {
     "overview": "Overview",
@@ -245,10 +246,8 @@ def _x(value: Any) -> str:
 
 
 def _x_ci(value: Any, ci_: Any) -> str:
-    if value is None:
-        return MISSING
     lo, hi = (ci_ or [None, None])[:2]
-    return f"{fmt(value, 2)}x [{fmt(lo, 2)}, {fmt(hi, 2)}]"
+    return MISSING if value is None else f"{fmt(value, 2)}x [{fmt(lo, 2)}, {fmt(hi, 2)}]"
 
 
 VERDICT_WORDS = {"speculate": "speculate", "do_not_speculate": "do not speculate", "no_reliable_gain": "no reliable gain"}
@@ -313,19 +312,20 @@ def batch_table(report: Report) -> Table | None:
 def _batch_fit_note(fit: dict[str, Any]) -> str:
     """How c_verify(g, B) was filled in, its error on the held-back points and the measurement's wall time."""
     held = ", ".join(f"B={h['batch']} g={h['gamma']} {h['error_pct']:+.1f}%" for h in fit.get("held_back") or [])
-    wall = fit.get("whole_wall_s") or fit.get("wall_s")
+    wall, upfront = fit.get("whole_wall_s") or fit.get("wall_s"), fit.get("upfront_wall_s")
     timed, grid = fit.get("timed_points"), fit.get("grid_points")
     how = ("; every c_verify(g, B) timed" if timed is not None and timed == grid else
            f"; c_verify(g, B) timed at {timed} of {grid} points, the rest interpolated in tokens per forward B (g+1)"
            if timed is not None else "; c_verify(g, B) interpolated in tokens per forward B (g+1) between timed forwards")
     return (how + (f" (error at held-back points: {held})" if held else "")
-            + (f"; cost measurement {fmt(wall, 0)} s wall" if isinstance(wall, (int, float)) else ""))
+            + (f"; cost measurement {fmt(wall, 0)} s wall" if isinstance(wall, (int, float)) else "")
+            + (f" ({fmt(upfront, 0)} s before the first generation)" if isinstance(upfront, (int, float)) else ""))
 
 
 def confirmation_table(report: Report) -> Table | None:
     """Per set and confirmed g: the cost-model check (realized / predicted with this session's costs)
     and the decision check (leave-out E, the run's costs, 95% prediction interval for K prompts)."""
-    head = ["set", "g", "prompts", "realized", "cost-model check (real / pred; in CPU time)", "decision predicts [95% PI]",
+    head = ["set", "g", "prompts", "realized", "cost-model check (real / pred)", "decision predicts [95% PI]",
             "in PI", "sign held", "cost drift % (decode, verify, draft)", "with this session's costs",
             "context timed / costs"]
     rows = []
@@ -341,10 +341,10 @@ def confirmation_table(report: Report) -> Table | None:
                 parts.append("draft fwd " + fmt(drift["c_draft_fwd"], 0, sign=True))
             dr = MISSING if not drift else ", ".join(parts)
             ctx = f"{fmt(c.timed_context, 0)} / {fmt(c.cost_context, 0)} (run {fmt(c.run_cost_context, 0)})"
-            yes = {True: "yes", False: "no", None: MISSING}
-            check = fmt(c.ratio, 2) + ("" if c.ratio_cpu is None else f" ({fmt(c.ratio_cpu, 2)})")
+            extra = [f"{k} {fmt(v, 2)}" for k, v in (("CPU", c.ratio_cpu), ("no prefill", c.ratio_steady)) if v is not None]
+            check = fmt(c.ratio, 2) + (f" ({'; '.join(extra)})" if extra else "")
             rows.append([name, str(c.gamma), str(c.prompts), _x(c.realized), check,
-                         MISSING if dp is None else _x_ci(dp.value, dp.ci), yes[c.in_ci], yes[c.sign_held], dr,
+                         MISSING if dp is None else _x_ci(dp.value, dp.ci), YES[c.in_ci], YES[c.sign_held], dr,
                          _x(c.predicted_session_costs), ctx])
         for b in d.confirmed_batch:
             rows.append([name, f"{b.get('gamma')} (B={b.get('batch')})", str(len(b.get("ids", []))), _x(b.get("realized")),

@@ -237,6 +237,8 @@ class ConfirmedRow(Record):
     realized_cpu: float | None = None      # the same speedup in process CPU time
     ratio_cpu: float | None = None
     ratio_cpu_refeed: float | None = None
+    realized_steady: float | None = None   # per token, each method's first step (the prefills) left out
+    ratio_steady: float | None = None      # realized_steady / predicted
     tokens_per_call: float | None = None
     date: str | None = None
     # SPEC 6 decision check (hardware.decision_check): leave-out E, the run's costs, a 95% prediction

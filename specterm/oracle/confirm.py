@@ -63,7 +63,7 @@ from specterm.core.store import (
     read_meta,
     write_meta_atomic,
 )
-from specterm.oracle.costs import BATCH_FIT_M, COST_GAMMAS, context_ids, measure_batch_costs, reused_b1, session_rounds
+from specterm.oracle.costs import BATCH_FIT_M, COST_GAMMAS, BatchGrid, context_ids, reused_b1, session_rounds
 
 
 @dataclass
@@ -97,6 +97,7 @@ class _Timed:
     draft_calls: int = 0
     cpu_s: float = 0.0                     # process CPU time
     forwards: list = field(default_factory=list)  # ForwardTimer records of this generation
+    first_tokens: int = 1                  # tokens out after the first step / block
 
 
 def _model_spec(entry: Any, role: str, override: str | None = None) -> str:
@@ -307,16 +308,24 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
     run_curve = cost_curve(meta.get("cost"))  # the run's decision: its stored costs
 
     batch_record = meta.get(BATCH_COST_KEY)
+    grid = None
+    grid_wall: dict[str, float] = {}
     if config.batch_costs:
-        report(Progress("cost", f"measuring costs by batch at context {ctx_len}"))
         # B = 1 comes from the cost rounds just timed (same caches, context and clock), not timed again
-        batch_record = measure_batch_costs(pair.target, pair.draft, ctx, on_measure=on_measure, cancel=cancel,
-                                           reuse=reused_b1(sampler.summary()),
-                                           prefilled={"target": sampler.quantities[0][2], "draft": sampler.quantities[1][2]})
-        batch_record["measured_at"] = new_meta("")["created"]
-        # the whole cost measurement: the g curve's rounds (warm-up included) and the batch grid
-        batch_record["whole_wall_s"] = time.perf_counter() - t_costs
+        grid = BatchGrid(pair.target, pair.draft, ctx, on_measure=on_measure, cancel=cancel,
+                         reuse=reused_b1(sampler.summary()),
+                         prefilled={"target": sampler.quantities[0][2], "draft": sampler.quantities[1][2]})
+        upfront_rounds = time.perf_counter() - t_costs
+        if config.costs_only or config.batch > 1 or not config.interleave_costs:
+            report(Progress("cost", f"measuring costs by batch at context {ctx_len}"))
+            batch_record = _grid_record(grid.run_all(), upfront_rounds, time.perf_counter() - t_costs)
+            grid = None
+        else:  # timed in slices, one after every prompt (_time_generations), stored with the record
+            report(Progress("cost", f"costs by batch at context {ctx_len}: {grid.total} forwards, timed in slices "
+                                    f"after every prompt"))
+            grid_wall = {"rounds": upfront_rounds, "upfront": time.perf_counter() - t_costs}
         if config.costs_only:
+            assert batch_record is not None
             with RunLock(run_dir):
                 meta_now = read_meta(run_dir)
                 meta_now[BATCH_COST_KEY] = batch_record
@@ -382,19 +391,24 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
 
     timer = ForwardTimer(pair.target, pair.draft)
     try:
-        keep_batch = batch_record if config.batch_costs else None
+        keep_batch = batch_record if config.batch_costs and grid is None else None
         if config.batch > 1:
             return _time_batched(config, pair, run_dir, items, choices, record, index, sampler, session_cost,
                                  keep_batch, report, cancel, t_start)
         return _time_generations(config, pair, run_dir, items, choices, E_table, record, index, sampler, session_cost,
-                                 install_cost, timer, report, cancel, t_start, keep_batch)
+                                 install_cost, timer, report, cancel, t_start, keep_batch, grid, grid_wall)
     finally:
         timer.close()
 
 
 def _time_generations(config, pair, run_dir, items, choices, E_table, record, index, sampler, session_cost,
-                      install_cost, timer, report, cancel, t_start, batch_record=None) -> dict[str, Any]:
-    """The timed part of `confirm_run`: warm-up, then every prompt's greedy and speculative generations."""
+                      install_cost, timer, report, cancel, t_start, batch_record=None, grid=None,
+                      grid_wall=None) -> dict[str, Any]:
+    """The timed part of `confirm_run`: warm-up, then every prompt's greedy and speculative generations.
+    With `grid` (a BatchGrid not yet timed), one slice of it after every prompt: after prompt i of K the
+    first ceil((i+1) T / K) of its T forwards are timed; it is stored as the run's costs by batch at the end
+    (if the session is interrupted, an unfinished grid is not stored). grid_wall: {"rounds": the g curve's
+    rounds before the generations, "upfront": those plus the grid's set-up} in wall seconds."""
     from specterm.oracle import specdec
 
     cost = record["cost"]
@@ -431,10 +445,12 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
                       forwards=timer.take())
 
     def run_spec(it, g, label, idx) -> _Timed:
-        stamps = []
+        stamps: list[float] = []
+        counts: list[int] = []
 
         def on_block(res):
             stamps.append(time.perf_counter())
+            counts.append(len(res.tokens))
             progress("generating", prompt_index=idx, prompt_id=label, corpus=it["stream"].corpus,
                      tokens=len(res.tokens), max_new_tokens=it["n"], bits=specdec.spec_bits(res, len(res.tokens)))
 
@@ -445,7 +461,8 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
         dt, dc = time.perf_counter() - t0, time.process_time() - c0
         blocks = np.diff([t0] + stamps).tolist()
         return _Timed(tokens=res.tokens, seconds=dt, first_s=blocks[0], step_s=blocks[1:],
-                      target_calls=res.target_calls, draft_calls=res.draft_calls, cpu_s=dc, forwards=timer.take())
+                      target_calls=res.target_calls, draft_calls=res.draft_calls, cpu_s=dc, forwards=timer.take(),
+                      first_tokens=counts[0])
 
     for idx, it in enumerate(items):
         s = it["stream"]
@@ -474,6 +491,7 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
             else:
                 row["spec"][str(m)] = {
                     "s": timed.seconds, "cpu_s": timed.cpu_s, "first_block_s": timed.first_s,
+                    "first_block_tokens": timed.first_tokens,
                     "block_s_median": statistics.median(timed.step_s) if timed.step_s else None,
                     "verify_forward_s_median": _median_of(fw, "target", int(m) + 1),
                     "draft_forward_s_median": _median_of(fw, "draft", 1),
@@ -496,6 +514,13 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
             record["results"] = _results(record["prompts"], cost, E_table)
             record["cross_check"] = _cross_check(record["prompts"], cost)
             write_confirmation(run_dir, record, index)
+        if grid is not None:
+            progress("cost", f"costs by batch: slice {idx + 1}/{len(items)}")
+            grid.step(-(-(idx + 1) * grid.total // len(items)) - grid.done)
+    if grid is not None:
+        batch_record = _grid_record(grid, grid_wall["rounds"], grid_wall["rounds"] + grid.wall_s)
+        batch_record["upfront_wall_s"] = grid_wall["upfront"]  # what a person waits before the first generation
+        batch_record["interleaved"] = f"timed in {len(items)} slices, one after every prompt's generations"
     record["decision_checks"] = decision_checks(run_dir, record)
     record["complete"] = True
     record["load_avg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
@@ -505,6 +530,16 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
     write_confirmation(run_dir, record, index, cost if install_cost else None, batch_record)
     progress("done", f"confirmation of {len(items)} prompt(s) appended to {run_dir / META_FILE}")
     return record
+
+
+def _grid_record(grid: BatchGrid, rounds_s: float, whole_s: float) -> dict[str, Any]:
+    """The stored costs by batch of a finished grid: `whole_wall_s` = the g curve's rounds before the
+    generations + the grid's set-up and every timed forward (the whole measurement of all g and B)."""
+    out = grid.record()
+    out["measured_at"] = new_meta("")["created"]
+    out["rounds_wall_s"] = rounds_s
+    out["whole_wall_s"] = whole_s
+    return out
 
 
 def decision_checks(run_dir: Path, record: dict[str, Any], n_rep: int = 2000, seed: int = 0) -> list[dict[str, Any]]:

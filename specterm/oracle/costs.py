@@ -29,6 +29,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import Self
 
 import numpy as np
 
@@ -297,7 +298,10 @@ BATCH_METHOD = ("dense grid: the target forward of m tokens per row at batch B i
                 "the 1-token forwards of each B; then interleaved rounds, order rotated. c_verify(g, B), c_decode(B), "
                 "c_draft(B) are the timed medians (a point not timed would be interpolated in tokens per forward, "
                 "hardware.batch). Caches: one prefill of the context at B = 1 per model, repeated B times along the "
-                "batch axis (no B-row prefill)")
+                "batch axis (no B-row prefill). When: in a confirmation with generations and interleaved costs (the "
+                "default) the grid (warm-up and both rounds) is timed in slices, one after every prompt, so only the "
+                "g curve's rounds run before the first generation; --costs-only, --batch and --no-interleave-costs "
+                "time it all before")
 
 
 def reused_b1(cost: dict) -> dict:
@@ -312,38 +316,68 @@ def reused_b1(cost: dict) -> dict:
     return out
 
 
-def batch_grid_rounds(quantities: list[tuple], time_one: Callable[[tuple], tuple[float, float]], repeats: int,
-                      reuse: dict | None, on_measure: MeasureCallback | None, cancel) -> tuple[dict, dict]:
+class GridSchedule:
     """The batch grid's timing, shared by both engines: a warm-up of the cheapest forwards of each batch
     (labels "draft:B" and "...:1": first touch of every cache and kernel path; a full warm-up round
     would cost as much as a timed one), then `repeats` rounds of every quantity, order rotated.
     `time_one(quantity)` -> (wall s, CPU s); quantities are tuples whose first item is the label.
-    Returns (samples_s, samples_cpu_s), with `reuse`'s samples (the B = 1 column) added."""
-    samples: dict[str, list[float]] = {q[0]: [] for q in quantities}
-    samples_cpu: dict[str, list[float]] = {q[0]: [] for q in quantities}
-    if reuse:
-        samples.update(reuse["samples_s"])
-        samples_cpu.update(reuse["samples_cpu_s"])
-    warm = [q for q in quantities if q[0].startswith("draft:") or q[0].endswith(":1")]
-    total = len(warm) + repeats * len(quantities)
-    done = 0
-    for q in warm:
-        check_cancel(cancel)
-        dt, _ = time_one(q)
-        done += 1
-        if on_measure is not None:
-            on_measure(done, total, f"{q[0]} (warm-up)", dt)
-    for rnd in range(repeats):
-        shift = (rnd * len(quantities)) // max(repeats, 1)
-        for q in quantities[shift:] + quantities[:shift]:
-            check_cancel(cancel)
-            dt, dc = time_one(q)
-            done += 1
-            samples[q[0]].append(dt)
-            samples_cpu[q[0]].append(dc)
-            if on_measure is not None:
-                on_measure(done, total, q[0], dt)
-    return samples, samples_cpu
+
+    `step(k)` times the next k forwards of that schedule, so a confirmation can time the grid in slices
+    between its generations (`confirm`: one slice after every prompt) instead of all before them;
+    `run_all()` times the rest. `samples()` -> (samples_s, samples_cpu_s), with `reuse`'s samples
+    (the B = 1 column) added; `wall_s` sums the timed slices' wall time."""
+
+    def __init__(self, quantities: list[tuple], time_one: Callable[[tuple], tuple[float, float]], repeats: int,
+                 reuse: dict | None, on_measure: MeasureCallback | None, cancel) -> None:
+        self._samples: dict[str, list[float]] = {q[0]: [] for q in quantities}
+        self._samples_cpu: dict[str, list[float]] = {q[0]: [] for q in quantities}
+        if reuse:
+            self._samples.update(reuse["samples_s"])
+            self._samples_cpu.update(reuse["samples_cpu_s"])
+        warm = [(q, True) for q in quantities if q[0].startswith("draft:") or q[0].endswith(":1")]
+        rounds = []
+        for rnd in range(repeats):
+            shift = (rnd * len(quantities)) // max(repeats, 1)
+            rounds += [(q, False) for q in quantities[shift:] + quantities[:shift]]
+        self._todo = warm + rounds
+        self._time_one, self.on_measure, self.cancel = time_one, on_measure, cancel
+        self.done = 0
+        self.wall_s = 0.0
+
+    @property
+    def total(self) -> int:
+        return len(self._todo)
+
+    @property
+    def complete(self) -> bool:
+        return self.done == self.total
+
+    def step(self, k: int) -> None:
+        """Time the next `k` forwards of the schedule (fewer if fewer are left)."""
+        t0 = time.perf_counter()
+        for q, warm in self._todo[self.done:self.done + max(int(k), 0)]:
+            check_cancel(self.cancel)
+            dt, dc = self._time_one(q)
+            self.done += 1
+            if not warm:
+                self._samples[q[0]].append(dt)
+                self._samples_cpu[q[0]].append(dc)
+            if self.on_measure is not None:
+                self.on_measure(self.done, self.total, f"{q[0]} (warm-up)" if warm else q[0], dt)
+        self.wall_s += time.perf_counter() - t0
+
+    def run_all(self) -> Self:
+        self.step(self.total - self.done)
+        return self
+
+    def samples(self) -> tuple[dict, dict]:
+        return self._samples, self._samples_cpu
+
+
+def batch_grid_rounds(quantities: list[tuple], time_one: Callable[[tuple], tuple[float, float]], repeats: int,
+                      reuse: dict | None, on_measure: MeasureCallback | None, cancel) -> tuple[dict, dict]:
+    """`GridSchedule` timed in one go: (samples_s, samples_cpu_s)."""
+    return GridSchedule(quantities, time_one, repeats, reuse, on_measure, cancel).run_all().samples()
 
 
 def _repeat_cache(cache, batch: int):
@@ -361,53 +395,71 @@ def measure_batch_costs(target, draft, ctx: Sequence[int], batches: Sequence[int
                         repeats: int = BATCH_REPEATS, on_measure: MeasureCallback | None = None,
                         cancel=None, reuse: dict | None = None, prefilled: dict | None = None) -> dict:
     """Time c_decode(B), c_verify(g, B) and c_draft(B) for B in `batches` on caches holding `ctx` (see
-    BATCH_METHOD): the stored dict holds every sample (wall and process CPU time) keyed "target:B:m"
-    and "draft:B", the grid, the held-back points and the wall time of the whole measurement. The
-    fit itself is core (hardware.batch.batch_costs), so a stored measurement can be re-fitted.
+    BATCH_METHOD), all in one go: `BatchGrid(...).run_all().record()`."""
+    return BatchGrid(target, draft, ctx, batches, fit_m, held, repeats, on_measure, cancel, reuse,
+                     prefilled).run_all().record()
+
+
+class BatchGrid(GridSchedule):
+    """The torch batch grid (BATCH_METHOD): caches and forwards set up here, timed by `step` / `run_all`.
+    `record()` is the stored dict: every sample (wall and process CPU time) keyed "target:B:m" and
+    "draft:B", the grid, the held-back points and `wall_s` (set-up plus every timed slice). The fit
+    itself is core (hardware.batch.batch_costs), so a stored measurement can be re-fitted.
 
     reuse: `reused_b1(cost)` of cost rounds just measured on the same caches and context: the B = 1
     forwards are then copied from them instead of timed again (the whole measurement, g curve and
     batch grid, costs one set of B = 1 forwards). prefilled: {"target": cache, "draft": cache} already
     holding `ctx` (the cost rounds' caches; copied, never changed), else both are prefilled here."""
-    import torch
 
-    t_start = time.perf_counter()
-    ctx = list(ctx)
-    base = len(ctx)
-    one = dict(prefilled or {})
-    for name, model in (("target", target), ("draft", draft)):
-        if name in one:
-            continue
-        cache = new_cache(model)
-        forward_logits(model, torch.tensor([ctx], device=model.device), cache)
-        one[name] = cache
-    nxt = context_ids(ctx, max([*fit_m, *(m for _, m in held)]))
-    timed_b = sorted({int(b) for b in batches} - ({1} if reuse else set()))
-    points = sorted({(B, int(m)) for B in timed_b for m in fit_m} | {(int(B), int(m)) for B, m in held if int(B) in timed_b})
-    quantities = []
-    caches = {}
-    for B in timed_b:
-        caches[("target", B)] = _repeat_cache(one["target"], B)
-        caches[("draft", B)] = _repeat_cache(one["draft"], B)
-        quantities.append((f"draft:{B}", draft, caches[("draft", B)],
-                           torch.tensor([nxt[:1]] * B, device=draft.device)))
-    for B, m in points:
-        quantities.append((f"target:{B}:{m}", target, caches[("target", B)],
-                           torch.tensor([nxt[:m]] * B, device=target.device)))
-    samples, samples_cpu = batch_grid_rounds(quantities, lambda q: _time_forward(q[1], q[2], base, q[3]), repeats,
-                                             reuse, on_measure, cancel)
-    cpu_only = target.device.type == "cpu" and draft.device.type == "cpu"
-    return {
-        "batches": sorted({int(b) for b in batches}),
-        "fit_m": sorted({int(m) for m in fit_m}),
-        "reused_b1": bool(reuse),
-        "held_back": [[int(B), int(m)] for B, m in held],
-        "context": base,
-        "repeats": repeats,
-        "threads": torch.get_num_threads(),
-        "samples_s": samples,
-        "samples_cpu_s": samples_cpu,
-        "decision_clock": "cpu" if cpu_only and torch.get_num_threads() == 1 else "wall",
-        "wall_s": time.perf_counter() - t_start,
-        "method": BATCH_METHOD,
-    }
+    def __init__(self, target, draft, ctx: Sequence[int], batches: Sequence[int] = BATCHES,
+                 fit_m: Sequence[int] = BATCH_FIT_M, held: Sequence[tuple[int, int]] = BATCH_HELD,
+                 repeats: int = BATCH_REPEATS, on_measure: MeasureCallback | None = None,
+                 cancel=None, reuse: dict | None = None, prefilled: dict | None = None) -> None:
+        import torch
+
+        t_start = time.perf_counter()
+        ctx = list(ctx)
+        base = len(ctx)
+        one = dict(prefilled or {})
+        for name, model in (("target", target), ("draft", draft)):
+            if name in one:
+                continue
+            cache = new_cache(model)
+            forward_logits(model, torch.tensor([ctx], device=model.device), cache)
+            one[name] = cache
+        nxt = context_ids(ctx, max([*fit_m, *(m for _, m in held)]))
+        timed_b = sorted({int(b) for b in batches} - ({1} if reuse else set()))
+        points = sorted({(B, int(m)) for B in timed_b for m in fit_m}
+                        | {(int(B), int(m)) for B, m in held if int(B) in timed_b})
+        quantities = []
+        caches = {}
+        for B in timed_b:
+            caches[("target", B)] = _repeat_cache(one["target"], B)
+            caches[("draft", B)] = _repeat_cache(one["draft"], B)
+            quantities.append((f"draft:{B}", draft, caches[("draft", B)],
+                               torch.tensor([nxt[:1]] * B, device=draft.device)))
+        for B, m in points:
+            quantities.append((f"target:{B}:{m}", target, caches[("target", B)],
+                               torch.tensor([nxt[:m]] * B, device=target.device)))
+        super().__init__(quantities, lambda q: _time_forward(q[1], q[2], base, q[3]), repeats, reuse, on_measure,
+                         cancel)
+        self.wall_s = time.perf_counter() - t_start  # the set-up counts as measurement time
+        cpu_only = target.device.type == "cpu" and draft.device.type == "cpu"
+        threads = torch.get_num_threads()
+        self.meta = {
+            "batches": sorted({int(b) for b in batches}),
+            "fit_m": sorted({int(m) for m in fit_m}),
+            "reused_b1": bool(reuse),
+            "held_back": [[int(B), int(m)] for B, m in held],
+            "context": base,
+            "repeats": repeats,
+            "threads": threads,
+            "decision_clock": "cpu" if cpu_only and threads == 1 else "wall",
+            "method": BATCH_METHOD,
+        }
+
+    def record(self) -> dict:
+        if not self.complete:
+            raise ValueError(f"the batch grid is not complete ({self.done} of {self.total} forwards timed)")
+        samples, samples_cpu = self.samples()
+        return {**self.meta, "samples_s": samples, "samples_cpu_s": samples_cpu, "wall_s": self.wall_s}

@@ -126,6 +126,7 @@ class BatchCosts:
     fit_rms_rel: float | None = None   # RMS relative residual of the fitted points (pooled medians vs f)
     points: list[tuple[int, int]] = field(default_factory=list)  # the (B, m) fitted
     whole_wall_s: float | None = None  # g-curve rounds + batch grid (None: not recorded)
+    upfront_wall_s: float | None = None  # of which before the first generation (None: all of it, no slices)
     c_draft_fwd: Array | None = None   # (nB, nG): the engine's per-block draft forward (None: torch)
     fwd_points: list[tuple[int, int]] = field(default_factory=list)  # the (B, m) of the draft forwards fitted
 
@@ -256,6 +257,7 @@ def batch_costs(record: dict[str, Any] | None) -> BatchCosts | None:
     ctx = record.get("context")
     wall = record.get("wall_s")
     whole = record.get("whole_wall_s")
+    upfront = record.get("upfront_wall_s")
     out = BatchCosts(
         batches=batches, gammas=np.arange(1, m_max, dtype=np.int64),
         c_decode=np.array([_median(samples.get(f"target:{B}:1")) for B in batches.tolist()]),
@@ -263,7 +265,8 @@ def batch_costs(record: dict[str, Any] | None) -> BatchCosts | None:
         c_draft=np.array([_median(samples.get(f"draft:{B}")) for B in batches.tolist()]),
         knots=knots, fitted=fitted, held_back=held, clock=clock, context=int(ctx) if isinstance(ctx, int) else None,
         wall_s=float(wall) if isinstance(wall, (int, float)) else None, fit_rms_rel=rms_rel, points=pts,
-        whole_wall_s=float(whole) if isinstance(whole, (int, float)) else None)
+        whole_wall_s=float(whole) if isinstance(whole, (int, float)) else None,
+        upfront_wall_s=float(upfront) if isinstance(upfront, (int, float)) else None)
     c_verify = overlay_timed(interpolate(knots, fitted, out.grid_tokens()).reshape(batches.size, out.gammas.size),
                              batches, out.gammas, pts, cp)
     fwd_pts = _fwd_points(record, samples)

@@ -132,6 +132,13 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
         predicted = S_hw(g) with that E and phi on the curve's clock; ratio = realized / predicted,
                     ratio_cpu = realized_cpu / predicted
         predicted_corpus = S_hw(g) with the corpus's (E_true(g), phi(g)) from `corpus_curves`
+        realized_steady = [sum (greedy_s - greedy_prefill_s) / sum (tokens - 1)]
+                          / [sum (spec_s - first_block_s) / sum (tokens - first_block_tokens)]
+                    the same ratio per token with each method's first step left out (the prompt's prefill:
+                    greedy's first token, speculative's first block, which also prefills the draft);
+                    ratio_steady = realized_steady / predicted (None unless every prompt row has the
+                    three fields). S_hw is a steady-state rate and SPEC 6's realized includes the
+                    prefills, so on short generations the two ratios differ by the prefills' share.
 
     With an engine per-block term on the curve (llama.cpp), every S_hw uses the engine's block cost
     (costmodel.block_cost with c_draft_fwd(g)); predicted_engine repeats predicted_spec6 and
@@ -142,7 +149,17 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
         for g_key, sp in row["spec"].items():
             a = acc.setdefault((row["corpus"], int(g_key)), dict(prompts=0, tokens=0, greedy_s=0.0, spec_s=0.0,
                                                                 greedy_cpu=0.0, spec_cpu=0.0, cpu=True,
-                                                                calls=0, blocks=0, refeeds=0, identical=True))
+                                                                calls=0, blocks=0, refeeds=0, identical=True,
+                                                                steady=[0.0, 0, 0.0, 0], has_steady=True))
+            first_s, first_n, pre = sp.get("first_block_s"), sp.get("first_block_tokens"), row.get("greedy_prefill_s")
+            if _check_type(first_s, float) and _check_type(first_n, int) and _check_type(pre, float):
+                st = a["steady"]
+                st[0] += row["greedy_s"] - pre
+                st[1] += row["tokens"] - 1
+                st[2] += sp["s"] - first_s
+                st[3] += row["tokens"] - first_n
+            else:
+                a["has_steady"] = False
             a["prompts"] += 1
             a["tokens"] += row["tokens"]
             a["greedy_s"] += row["greedy_s"]
@@ -172,11 +189,14 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
             pc = s_hw(*corpus_curves[corpus][g], g)
         realized = a["greedy_s"] / a["spec_s"]
         realized_cpu = a["greedy_cpu"] / a["spec_cpu"] if a["cpu"] and a["spec_cpu"] > 0 else None
+        gs, gn, ss, sn = a["steady"]
+        steady = (gs / gn) / (ss / sn) if a["has_steady"] and min(gs, gn, ss, sn) > 0 else None
         out.append({
             "corpus": corpus, "gamma": g, "prompts": int(a["prompts"]), "tokens": int(a["tokens"]),
             "greedy_s": a["greedy_s"], "spec_s": a["spec_s"], "realized": realized,
             "predicted": pred, "ratio": realized / pred, "clock": curve.clock,
             "realized_cpu": realized_cpu, "ratio_cpu": None if realized_cpu is None else realized_cpu / pred,
+            "realized_steady": steady, "ratio_steady": None if steady is None else steady / pred,
             "predicted_corpus": pc,
             "predicted_spec6": s_hw(E, 0.0, g),
             "predicted_mb": float(costmodel.speedup_mb(np.array([E]), curve.r_mb, np.array([g]))[0]),
@@ -200,12 +220,14 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
             else r["predicted_spec6"] if _check_type(r.get("predicted_spec6"), float) else r["predicted"])
     refeed = r["predicted"]
     cpu = float(r["realized_cpu"]) if _check_type(r.get("realized_cpu"), float) else None
+    steady = float(r["realized_steady"]) if _check_type(r.get("realized_steady"), float) else None
     return {"gamma": int(r["gamma"]), "predicted": float(spec), "realized": float(r["realized"]),
             "prompts": int(r["prompts"]), "identical": bool(r["identical"]),
             "ratio": float(r["realized"]) / float(spec), "predicted_refeed": float(refeed),
             "ratio_refeed": float(r["realized"]) / float(refeed), "realized_cpu": cpu,
             "ratio_cpu": None if cpu is None else cpu / float(spec),
             "ratio_cpu_refeed": None if cpu is None else cpu / float(refeed),
+            "realized_steady": steady, "ratio_steady": None if steady is None else steady / float(spec),
             "tokens_per_call": float(r["tokens_per_call"])}
 
 

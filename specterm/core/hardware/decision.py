@@ -281,7 +281,7 @@ def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Ar
     out.by_batch, out.batch_crossover, out.roofline_reference = _plain(rows), crossover, _plain(roofline)
     out.batch_crossover_text = NEVER if crossover is None else f"speculation pays up to batch {crossover}"
     out.batch_fit = _plain({"held_back": batch.held_back, "fit_rms_rel": batch.fit_rms_rel, "wall_s": batch.wall_s,
-                            "whole_wall_s": batch.whole_wall_s, "method": FORMULA,
+                            "whole_wall_s": batch.whole_wall_s, "upfront_wall_s": batch.upfront_wall_s, "method": FORMULA,
                             "timed_points": batch.timed_points(), "grid_points": int(batch.c_verify.size),
                             "clock": batch.clock, "context": batch.context,
                             **({} if batch.c_draft_fwd is None else
