@@ -448,8 +448,9 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
     # P1-P5, then Q1-Q6; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
     q3c, real = _q3_costs(corpora, by_corpus, hw), _realized(sets, corpora)
     best = best_gammas(sets, q3c)
-    rows = scorecard(sets, costs=q3c, realized=real,
-                     replicates={c: replicates(p.parts[c], weights[c], best[c]) for c in corpora} if boot > 0 else None)
+    reps = (dict(zip(corpora, run_all(pool, [partial(replicates, p.parts[c], weights[c], best[c]) for c in corpora])))
+            if boot > 0 else None)  # products: on the pool
+    rows = scorecard(sets, costs=q3c, realized=real, replicates=reps)
     if boot > 0:
         by_seed = {seed: {r.id: r.verdict for r in rows if r.id not in ("Q5", "Q6")}}
         # per set: the policies and their per-stream sums, built once, resampled per seed
