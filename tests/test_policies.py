@@ -446,8 +446,9 @@ def test_analyse_gives_each_set_the_summary_of_its_own_streams(monkeypatch):
             Run(path=Path("y"), meta={"name": "y"}, streams=streams[30:])]
     fast = analysis.analyse(runs, boot=50, shuffles=2, seed=5)
     summary = analysis.policy_summary
-    # the straightforward way: every set replays its own streams, no shared table (nor the stats' block counts)
-    monkeypatch.setattr(analysis, "policy_summary", lambda s, r, W, table=None: summary(s, r, W))
+    # the straightforward way: every set replays its own streams, no shared table (nor the stats' block counts),
+    # and resamples its own sums with its own weights (not the corpora's products added up)
+    monkeypatch.setattr(analysis, "policy_summary", lambda s, r, W, table=None, resampled=None: summary(s, r, W))
     slow = analysis.analyse(runs, boot=50, shuffles=2, seed=5)
     assert set(fast.sets) == {"a", "b", "c", "pooled"}
     for name in fast.sets:

@@ -115,3 +115,61 @@ def test_autocorrelated_beta_is_found_and_iid_beta_is_not():
     assert r_ar.lo < phi - (1 + 3 * phi) / n < r_ar.hi
     assert r_iid.lo < -1 / n < r_iid.hi
     assert r_iid.hi < r_ar.lo
+
+
+def _lag1_on_copies(v: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """sampling._lag1 as it was before (issue 21): x and y copied out of v (each stream less its last,
+    resp. first, value), then summed by segment_sums; the reference for the sums taken on v itself."""
+    N = lengths.size
+    rho, defined = np.zeros(N), np.zeros(N, dtype=bool)
+    m = np.maximum(lengths - 1, 0)
+    if m.sum() == 0:
+        return rho, defined
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = v - np.repeat(sa.segment_sums(v, lengths) / lengths, lengths)
+    ends = np.cumsum(lengths)
+    has = lengths > 0
+    keep_x = np.ones(v.size, dtype=bool)
+    keep_x[ends[has] - 1] = False
+    keep_y = np.ones(v.size, dtype=bool)
+    keep_y[(ends - lengths)[has]] = False
+    x, y = v[keep_x], v[keep_y]
+    step = (x != y).astype(np.float64)
+    steps = sa.segment_sums(step, m)
+    first = (np.cumsum(m) - m)[m > 0]
+    x_moves, y_moves = steps.copy(), steps.copy()
+    x_moves[m > 0] -= step[first + m[m > 0] - 1]
+    y_moves[m > 0] -= step[first]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sx, sy = sa.segment_sums(x, m), sa.segment_sums(y, m)
+        sxx = sa.segment_sums(x * x, m) - sx * sx / m
+        syy = sa.segment_sums(y * y, m) - sy * sy / m
+        sxy = sa.segment_sums(x * y, m) - sx * sy / m
+    defined = (lengths >= 3) & (x_moves > 0) & (y_moves > 0) & (sxx > 0) & (syy > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(defined, sxy / np.sqrt(sxx * syy), 0.0)
+    return np.clip(rho, -1.0, 1.0), defined
+
+
+def test_lag1_on_the_concatenation_equals_the_copies_bit_for_bit():
+    # streams of 0, 1, 2, 3 and many values (empty spans, one pair, spans long enough for numpy's
+    # pairwise sums), constant stretches (steps 0), no beta, at the start and at the end
+    rng = np.random.default_rng(17)
+    for trial in range(60):
+        betas: list[np.ndarray | None] = []
+        for _ in range(int(rng.integers(1, 30))):
+            size = int(rng.choice([0, 1, 2, 3, int(rng.integers(4, 40)), int(rng.integers(100, 600))]))
+            b = rng.random(size)
+            if size and rng.random() < 0.3:
+                b[: size // 2] = 0.25  # a constant stretch
+            betas.append(None if rng.random() < 0.1 else b)
+        v, lengths = sa._concat(betas)
+        got, want = sa._lag1(v, lengths), _lag1_on_copies(v, lengths)
+        assert np.array_equal(got[1], want[1]), trial
+        assert np.array_equal(got[0], want[0]), trial
+
+
+def test_spans_sums_by_hand():
+    x = np.arange(10, dtype=np.float64)
+    # spans [0, 2), [3, 3) empty, [4, 7), [8, 10) up to the end
+    assert sa.spans_sums(x, np.array([0, 3, 4, 8]), np.array([2, 0, 3, 2])).tolist() == [1.0, 0.0, 15.0, 17.0]

@@ -20,6 +20,10 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 - Acceptance by position (position.py) and sampling acceptance (sampling.py) use the same weights
   W per set; every set shares one bin layout (enough bins for the longest analysed stream), and
   the pooled resampled sums are the corpora's added up (W_pooled is their blocks side by side).
+  The pooled policy sums are resampled the same way: they are integers, so the corpora's products
+  added up are W_pooled's product bit for bit (bootstrap.integer_products); the sums with
+  non-integer columns (stream sums, steady state) are multiplied by W_pooled itself, whose bits the
+  order of summation would change.
 - The scorecard is P1-P5 then Q1-Q6 (scorecard.scorecard, economics.q_rows). Borderline (SPEC 4):
   the verdicts are recomputed with the bootstrap weights of seeds 0..4 (and the report's seed) on
   the same per-stream sums (the shuffles keep the report's seed: only the weights change, so the
@@ -51,7 +55,7 @@ import numpy as np
 
 from specterm.core import stats as st
 from specterm.core.blockwalk import E_iid
-from specterm.core.bootstrap import multinomial_weights
+from specterm.core.bootstrap import integer_products, multinomial_weights
 from specterm.core.costmodel import r_or_default, refeed_share
 from specterm.core.cost_ratio import cost_ratio_optimum
 from specterm.core.economics import depth_gain
@@ -71,7 +75,7 @@ from specterm.core.report import (
 )
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import mark_borderline, scorecard
-from specterm.core.borderline import BORDERLINE_SEEDS, best_gammas, replicates, seed_verdicts
+from specterm.core.borderline import BORDERLINE_SEEDS, best_gammas, replicates, seed_plan, seed_verdicts
 from specterm.core.steady import SteadySums, steady_report, steady_sums
 from specterm.core.store import Run, Stream
 
@@ -138,6 +142,12 @@ def _stack(parts: list[st.StreamSums]) -> st.StreamSums:
     )
 
 
+def measured_r(r_list: list[float | None]) -> tuple[list[float], float | None]:
+    """(the distinct measured r of a set's runs, sorted; their median, None when there is none)."""
+    measured = sorted({float(r) for r in r_list if r is not None})
+    return measured, num(np.median(measured)) if measured else None
+
+
 def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None], R: np.ndarray | None = None) -> SetReport:
     """Every number of one set from its sums matrix and bootstrap weights (see module docstring);
     policies, cost_ratio, position, sampling and decision_hw are filled by `analyse`."""
@@ -162,7 +172,7 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None], R
     total, hetero, temporal = part(0), part(1), part(2)
     curve_true = np.array([st.E_true(c, cols, int(g)) for g in GAMMAS])
     curve_iid = E_iid(alpha, GAMMAS)
-    measured = sorted({float(r) for r in r_list if r is not None})
+    measured, r_measured = measured_r(r_list)
     hist = st.run_length_histogram(sums.run_L, alpha if np.isfinite(alpha) else 0.0)
     rep = SetReport(
         n_streams=int(sums.M.shape[0]),
@@ -210,7 +220,7 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None], R
             c2_minus_c1=est(depth_gain) if dg >= 2 else None,
         ),
         optimum=optimum_table(curve_true, curve_iid, r_values(measured), measured),
-        r_measured=num(np.median(measured)) if measured else None,
+        r_measured=r_measured,
         r_measured_values=measured,
     )
     if pending:
@@ -384,20 +394,36 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
     # (each task writes its own columns of W_pooled).
     W_pooled = np.empty((boot, p.n_entries))
     offsets = np.cumsum([0] + [len(by_corpus[c]) for c in corpora]).tolist()
+    members_of = {**{c: by_corpus[c] for c in corpora}, POOLED: [e for c in corpora for e in by_corpus[c]]}
+    r_of = {name: r_or_default(measured_r([run_r[i] for _, i in members])[1]) for name, members in members_of.items()}
+    # per set its policies and per-stream policy sums (integers), resampled with the corpora's weights below
+    pol_sums = {name: policy_sums([s for s, _ in members], r_of[name], table=tables[name])
+                for name, members in members_of.items()}
 
-    def corpus_weights(c: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def corpus_weights(c: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """W of a corpus and its resampled sums: position and sampling sums, and the policy sums of
+        the corpus and of the pooled set's rows of it (integers: one joint product, `integer_products`;
+        None where they are not exact, the sets then multiply their own)."""
         W = multinomial_weights(hi - lo, boot, corpus_seed(seed, c), out=W_pooled[:, lo:hi])
-        return W, W @ p.positions[c].M, W @ p.samplings[c].M
+        flat = [pol_sums[name][1][rows].reshape(hi - lo, -1) for name, rows in ((c, slice(None)), (POOLED, slice(lo, hi)))]
+        ints = integer_products(W, [p.positions[c].M, *flat])
+        if ints is None:
+            return W, W @ p.positions[c].M, W @ p.samplings[c].M, None, None
+        return W, ints[0], W @ p.samplings[c].M, ints[1], ints[2]
 
     done = run_all(pool, [partial(corpus_weights, c, lo, hi) for c, lo, hi in zip(corpora, offsets[:-1], offsets[1:])])
     weights = {c: d[0] for c, d in zip(corpora, done)}
     groups = {c: (p.parts[c], weights[c], by_corpus[c]) for c in corpora}
-    groups[POOLED] = (p.parts[POOLED], W_pooled, [e for c in corpora for e in by_corpus[c]])
+    groups[POOLED] = (p.parts[POOLED], W_pooled, members_of[POOLED])
     # Resampled sums R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = sum of R_corpus.
     resampled_position = {c: d[1] for c, d in zip(corpora, done)}
     resampled_position[POOLED] = _added([resampled_position[c] for c in corpora])
     resampled_sampling = {c: d[2] for c, d in zip(corpora, done)}
     resampled_sampling[POOLED] = _added([resampled_sampling[c] for c in corpora])
+    # the policy sums' resamples; the pooled set's from its corpora's rows, added up (exact integers)
+    resampled_policy: dict[str, np.ndarray | None] = {c: d[3] for c, d in zip(corpora, done)}
+    in_pooled = [d[4] for d in done if d[4] is not None]
+    resampled_policy[POOLED] = _added(in_pooled) if len(in_pooled) == len(done) else None
     unc = [run_cost_uncertainty(run.meta, boot, seed) for run in runs]
 
     def one_set(name: str) -> tuple[SetReport, tuple[Any, ...] | None]:
@@ -405,14 +431,14 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
         sums, W, members = groups[name]
         R = W @ sums.M  # resampled once, read by set_report and the hardware decision
         rep = set_report(sums, W, [run_r[i] for _, i in members], R)
-        r = r_or_default(rep.r_measured)
-        rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name])
+        r = r_of[name]  # = r_or_default(rep.r_measured)
+        rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name], resampled=resampled_policy[name])
         rep.cost_ratio = cost_ratio_optimum(rep, r, ridge=DEFAULT_RIDGE)
         rep.position = position_report(p.positions[name], W, resampled_position[name])
         rep.sampling = sampling_report(p.samplings[name], W, resampled_sampling[name])
         rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed, R)
         rep.steady_state = steady_report(p.steadies[name], W)
-        pol = (*policy_sums([s for s, _ in members], r, table=tables[name]), r) if boot > 0 and members else None
+        pol = (*pol_sums[name], r) if boot > 0 and members else None
         return rep, pol
 
     names = [POOLED, *corpora]  # the pooled set (the largest task) first; the report keeps corpora, then pooled
@@ -422,15 +448,17 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
     # P1-P5, then Q1-Q6; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
     q3c, real = _q3_costs(corpora, by_corpus, hw), _realized(sets, corpora)
     best = best_gammas(sets, q3c)
-    rows = scorecard(sets, costs=q3c, realized=real,
-                     replicates={c: replicates(p.parts[c], weights[c], best[c]) for c in corpora} if boot > 0 else None)
+    reps = (dict(zip(corpora, run_all(pool, [partial(replicates, p.parts[c], weights[c], best[c]) for c in corpora])))
+            if boot > 0 else None)  # products: on the pool
+    rows = scorecard(sets, costs=q3c, realized=real, replicates=reps)
     if boot > 0:
         by_seed = {seed: {r.id: r.verdict for r in rows if r.id not in ("Q5", "Q6")}}
         # per set: the policies and their per-stream sums, built once, resampled per seed
         pol = {name: made[name][1] for name in groups if made[name][1] is not None}
         others = sorted(set(BORDERLINE_SEEDS) - {seed})
-        by_seed.update(zip(others, run_all(pool, [partial(seed_verdicts, other, corpus_seed, corpora, groups, sets, pol, boot,
-                                                       q3c, real, best) for other in others])))
+        plan = seed_plan(corpora, groups, sets, pol, q3c, best)  # what every seed reads, built once
+        by_seed.update(zip(others, run_all(pool, [partial(seed_verdicts, other, corpus_seed, plan, boot, sets, q3c, real)
+                                                  for other in others])))
         rows = mark_borderline(rows, by_seed)
     return Report(
         sets=sets,

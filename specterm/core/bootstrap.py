@@ -6,6 +6,8 @@ is a reweighting of streams: W[b, i] = how often stream i is drawn in resample b
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from specterm.core.params import BOOT
@@ -19,23 +21,100 @@ def multinomial_weights(n_streams: int, boot: int = BOOT, seed: int = 0, out: np
     """W (boot x n_streams) float64: counts of each stream in each percentile-bootstrap resample.
 
     `out`, when given, is a (boot x n_streams) array (a view is fine) that receives W.
+
+    W[b] counts the n_streams draws of rng.integers(0, n_streams) of resample b, rng =
+    np.random.default_rng(seed), all draws one stream, row after row: the multinomial(N, 1/N) law of
+    rng.multinomial, several times faster. Done in row chunks of about WEIGHT_CHUNK indices so the
+    indices and counts stay in cache (the chunking does not change the draws), each draw as
+    `lemire_words` reproduces rng.integers (where it can; else rng.integers itself).
     """
     W = np.empty((max(boot, 0), n_streams), dtype=np.float64) if out is None else out
     if n_streams == 0 or boot <= 0:
         W[...] = 0.0
         return W
     rng = np.random.default_rng(seed)
-    # Drawing N stream indices per resample and counting them is the same multinomial(N, 1/N) law as
-    # rng.multinomial, several times faster; done in row chunks of about WEIGHT_CHUNK indices so the
-    # index array and the counts stay in cache (the chunking does not change the draws: one stream of
-    # rng.integers, row after row).
+    emulate = lemire_applies(rng, n_streams)
     chunk = max(1, min(boot, WEIGHT_CHUNK // max(n_streams, 1)))
+    offsets = np.arange(chunk, dtype=np.uint64) * np.uint64(n_streams)  # row r of a chunk counts into r n .. r n + n - 1
+    carry = np.zeros(0, dtype=np.uint32)
     for lo in range(0, boot, chunk):
-        hi = min(boot, lo + chunk)
-        idx = rng.integers(0, n_streams, size=(hi - lo, n_streams), dtype=np.int64)
-        idx += (np.arange(hi - lo, dtype=np.int64) * n_streams)[:, None]
-        W[lo:hi] = np.bincount(idx.ravel(), minlength=(hi - lo) * n_streams).reshape(hi - lo, n_streams)
+        rows = min(boot, lo + chunk) - lo
+        k = rows * n_streams
+        if emulate:
+            u, carry = lemire_words(rng.bit_generator, n_streams, k, carry)
+            idx = np.multiply(u, np.uint64(n_streams), dtype=np.uint64).reshape(rows, n_streams)
+            idx >>= np.uint64(32)  # the draw floor(u n / 2^32)
+            idx += offsets[:rows, None]
+            flat = idx.view(np.int64).ravel()
+        else:
+            drawn = rng.integers(0, n_streams, size=(rows, n_streams), dtype=np.int64)
+            drawn += offsets[:rows, None].astype(np.int64)
+            flat = drawn.ravel()
+        W[lo:lo + rows] = np.bincount(flat, minlength=k).reshape(rows, n_streams)
     return W
+
+
+def lemire_applies(rng: np.random.Generator, n: int) -> bool:
+    """Whether `lemire_words` reproduces rng.integers(0, n, dtype=int64) here: a PCG64 generator (its
+    32-bit draws are the low, then the high half of each 64-bit output), a little-endian machine (the
+    halves as a uint32 view in that order), and 2 <= n < 2^32 - 1 (numpy's 32-bit Lemire path)."""
+    return isinstance(rng.bit_generator, np.random.PCG64) and sys.byteorder == "little" and 2 <= n < 2**32 - 1
+
+
+def lemire_words(bit_generator: np.random.BitGenerator, n: int, k: int, carry: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 32-bit words u behind the next k draws of rng.integers(0, n, dtype=int64) (Lemire's method,
+    numpy's algorithm for a range below 2^32: draw floor(u n / 2^32), rejecting u while
+    (u n mod 2^32) < (2^32 - n) mod n), and the words drawn but not used (`carry`, passed back in on
+    the next call: numpy's buffered half word). The words come from random_raw, whose 64-bit outputs
+    are the ones rng.integers consumes, two 32-bit words each (`lemire_applies`)."""
+    fresh = bit_generator.random_raw(max(0, -(-(k - carry.size) // 2))).view(np.uint32)
+    u = np.concatenate([carry, fresh]) if carry.size else fresh
+    threshold = (2**32 - n) % n
+    if threshold == 0:  # n a power of two: nothing is rejected
+        return u[:k], u[k:]
+    ok = np.multiply(u, np.uint32(n), dtype=np.uint32) >= threshold
+    while not ok[:k].all():  # rejections (about k n / 2^32 of them): keep the accepted words, in order
+        good = np.flatnonzero(ok)
+        if good.size >= k:
+            return u[good[:k]], u[good[k - 1] + 1:]
+        more = bit_generator.random_raw(-(-(k - good.size) // 2)).view(np.uint32)
+        u = np.concatenate([u, more])
+        ok = np.concatenate([ok, np.multiply(more, np.uint32(n), dtype=np.uint32) >= threshold])
+    return u[:k], u[k:]
+
+
+def exact_product(F: np.ndarray, row_sum: int) -> bool:
+    """Whether W @ F is exact in float64 for every W of nonnegative integer counts whose rows sum to at
+    most row_sum: F holds integers and row_sum * max|F| < 2^53. Then every term W[b, i] F[i, j] and
+    every partial sum is an integer of magnitude <= row_sum * max|F|, so exact, and W @ F is the same
+    number whatever the order of summation (BLAS blocking, strata added one by one)."""
+    F = np.asarray(F, dtype=np.float64)
+    if F.size == 0:
+        return True
+    top = float(np.abs(F).max())
+    return bool(np.isfinite(top) and np.array_equal(F, np.round(F)) and row_sum * top < 2.0**53)
+
+
+def distinct_columns(mats: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(F, where): the distinct columns of the matrices side by side, as float64 (F), and per matrix
+    the index of each of its columns in F (F[:, where[k]] equals mats[k])."""
+    F, inverse = np.unique(np.hstack([np.asarray(m, dtype=np.float64) for m in mats]), axis=1, return_inverse=True)
+    bounds = np.cumsum([0, *[m.shape[1] for m in mats]])
+    flat = np.asarray(inverse).ravel()
+    return F, [flat[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def integer_products(W: np.ndarray, mats: list[np.ndarray]) -> list[np.ndarray] | None:
+    """[W @ F for F in mats] from one product of their distinct columns, for multinomial weights W
+    (rows summing to the rows of each F) when every F holds integers (`exact_product`): the products
+    are then exact, so each column of the joint product is that column's own product, bit for bit.
+    None when some F does not qualify (the caller multiplies as before)."""
+    n = W.shape[1]
+    if not mats or not all(F.shape[0] == n and exact_product(F, n) for F in mats):
+        return None
+    F, where = distinct_columns(mats)
+    P = W @ F
+    return [P[:, w] for w in where]
 
 
 def resampled_sums(sums: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -19,13 +19,14 @@ the report's seed only and never marked borderline.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from specterm.core import stats as st
-from specterm.core.bootstrap import multinomial_weights
+from specterm.core.bootstrap import distinct_columns, exact_product, multinomial_weights
 from specterm.core.costmodel import throughput
 from specterm.core.economics import adaptive_candidates, best_speedup, depth_gain, speedup_factor
 from specterm.core.estimate import num, percentile_cis
@@ -131,35 +132,68 @@ def _policy_key(row: PolicyRow) -> tuple[str, dict[str, Any]]:
     return row.policy, dict(row.params or {})
 
 
-def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, r: float, W: np.ndarray,
-                  keep: list[tuple[str, dict[str, Any]]] | None = None) -> list[PolicyRow]:
-    """Q4's input under weights W: per policy a PolicyRow with only vs_best_fixed set, with
-    T = tokens / (blocks + r drafted) (policies.throughput) from the per-stream sums (N x P x 3) of
-    policies.policy_sums, computed once and resampled here (as policies.policy_summary does). keep:
-    the (policy, params) whose CI is wanted (Q4's candidates); the others get values only."""
+@dataclass(frozen=True)
+class PolicyPlan:
+    """What `policy_ratios` needs of a set besides the weights, the same under every seed: the
+    policies, the per-stream columns resampled (`flat`, N x F float64 holding integers: tokens once
+    when tokens = n under every policy, then blocks and drafted per policy; else tokens, blocks,
+    drafted per policy), the point T per policy and r."""
+
+    policies: list[tuple[str, dict[str, Any]]]
+    flat: np.ndarray
+    one_tokens: bool
+    T: np.ndarray
+    r: float
+
+
+def policy_plan(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, r: float) -> PolicyPlan:
+    """The seed-independent part of `policy_ratios` from policies.policy_sums' (N x P x 3) sums:
+    T = tokens / (blocks + r drafted) per policy at the set's totals, and the columns to resample."""
     n, p, _ = sums.shape
     tot = sums.sum(axis=0).astype(np.float64)
-    if p and np.array_equal(sums[:, :, 0], np.broadcast_to(sums[:, :1, 0], (n, p))):
+    one_tokens = bool(p) and bool(np.array_equal(sums[:, :, 0], np.broadcast_to(sums[:, :1, 0], (n, p))))
+    if one_tokens:
         # tokens = n under every policy: one tokens column resampled instead of p (the same exact
         # integer sums in float64, so the same numbers)
         flat = np.concatenate([sums[:, 0, :1], sums[:, :, 1:].reshape(n, 2 * p)], axis=1).astype(np.float64)
-        rs = W @ flat
-        boot = np.empty((W.shape[0], p, 3))
+    else:
+        flat = sums.reshape(n, p * 3).astype(np.float64)
+    return PolicyPlan(policies, flat, one_tokens, throughput(tot[:, 0], tot[:, 1], tot[:, 2], r), r)
+
+
+def policy_rows(plan: PolicyPlan, rs: np.ndarray, keep: list[tuple[str, dict[str, Any]]] | None = None) -> list[PolicyRow]:
+    """Q4's input from the resampled columns rs = W @ plan.flat (B x F): per policy a PolicyRow with
+    only vs_best_fixed = T / T_best_fixed set; keep: the (policy, params) whose CI is wanted (Q4's
+    candidates, None: all); the others get values only."""
+    policies, p, r = plan.policies, len(plan.policies), plan.r
+    if plan.one_tokens:
+        boot = np.empty((rs.shape[0], p, 3))
         boot[..., 0] = rs[:, :1]
         boot[..., 1:] = rs[:, 1:].reshape(-1, p, 2)
     else:
-        boot = (W @ sums.reshape(n, p * 3).astype(np.float64)).reshape(-1, p, 3)
-    T = throughput(tot[:, 0], tot[:, 1], tot[:, 2], r)
+        boot = rs.reshape(-1, p, 3)
+    T = plan.T
     Tb = throughput(boot[..., 0], boot[..., 1], boot[..., 2], r)
     i_best = [name for name, _ in policies].index("best-fixed")
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio, ratio_b = T / T[i_best], Tb / Tb[:, [i_best]]
     want = [j for j, pp in enumerate(policies) if keep is None or pp in keep]
     lo, hi = np.full(p, np.nan), np.full(p, np.nan)
-    if W.shape[0] and want:
+    if rs.shape[0] and want:
         lo[want], hi[want] = percentile_cis(ratio_b[:, want])
     return [PolicyRow(policy=name, params=params, vs_best_fixed=Estimate(value=num(ratio[j]), ci=[num(lo[j]), num(hi[j])]))
             for j, (name, params) in enumerate(policies)]
+
+
+def policy_ratios(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, r: float, W: np.ndarray,
+                  keep: list[tuple[str, dict[str, Any]]] | None = None) -> list[PolicyRow]:
+    """Q4's input under weights W: per policy a PolicyRow with only vs_best_fixed set, with
+    T = tokens / (blocks + r drafted) (policies.throughput) from the per-stream sums (N x P x 3) of
+    policies.policy_sums, computed once and resampled here (as policies.policy_summary does). keep:
+    the (policy, params) whose CI is wanted (Q4's candidates); the others get values only.
+    (`policy_plan`, then `policy_rows` of W @ plan.flat.)"""
+    plan = policy_plan(policies, sums, r)
+    return policy_rows(plan, W @ plan.flat, keep)
 
 
 def _ends(values: dict[str, float | None]) -> set[str]:
@@ -170,13 +204,40 @@ def _ends(values: dict[str, float | None]) -> set[str]:
     return {max(ok, key=lambda p: p[1])[0], min(ok, key=lambda p: p[1])[0]}
 
 
-def seed_verdicts(seed: int, seed_of: Callable[[int, str], int], corpora: list[str], groups: dict[str, Any],
-                   sets: Mapping[str, SetReport], pol: dict[str, Any] | None,
-                   boot: int, costs: dict[str, Any], realized: dict[str, float], best: dict[str, list[int]]) -> dict[str, str]:
-    """The scorecard's verdicts (Q5, Q6 left out) under the bootstrap weights of `seed` on the same sums.
-    Only the columns and CIs the verdicts read are re-estimated (`_needed`, `verdict_set`); the pooled
-    resampled sums are the corpora's added up (stratified weights); Q3's best g per set is chosen on
-    the point curve (`best_gammas`), the same under every seed."""
+@dataclass(frozen=True)
+class SeedPlan:
+    """What the borderline pass reads, the same under every seed (`seed_plan`, built once per report):
+    per corpus its streams' count and X = M[:, `_needed` columns] (the columns resampled, `sub` their
+    positions), per set the column sums of those columns, Q3's best g (kept for the corpora whose CIs
+    Q3 reads, and the pooled set), the sets whose alpha CI Q2 reads, per set its `PolicyPlan` (Q4), Q4's
+    candidates (`keep`), the gamma and depth gamma of the sums; per corpus F = the distinct columns of
+    its policy columns (`PolicyPlan.flat`) and of the pooled set's policy columns of its rows (most are
+    the same columns), F_cols = where each of the two is in F; exact: every policy column holds integers
+    small enough that W @ F is exact (bootstrap.exact_product), so a column of W @ F is that column's
+    own product and the pooled set's is the corpora's added up, bit for bit (else each is multiplied
+    on its own, the pooled one by W_pooled itself)."""
+
+    corpora: list[str]
+    sizes: list[int]
+    sub: dict[str, int]
+    X: dict[str, np.ndarray]
+    c: dict[str, np.ndarray]
+    best: dict[str, list[int]]
+    alpha_sets: set[str]
+    policies: dict[str, PolicyPlan]
+    keep: list[tuple[str, dict[str, Any]]] | None
+    gamma: int
+    depth_gamma: int
+    F: dict[str, np.ndarray]
+    F_cols: dict[str, tuple[np.ndarray, np.ndarray]]
+    exact: bool
+
+
+def seed_plan(corpora: list[str], groups: dict[str, Any], sets: Mapping[str, SetReport], pol: dict[str, Any] | None,
+              costs: dict[str, Any], best: dict[str, list[int]]) -> SeedPlan:
+    """The `SeedPlan` of a report: groups[name] = (sums, W, members) per set (corpora, then pooled, whose
+    rows are the corpora's in order), sets the report's set reports, pol[name] = (policies, per-stream
+    policy sums, r) per set (policies.policy_sums), costs Q3's measured costs, best Q3's best g per set."""
     # Q2 and Q3 read the CIs of their highest and lowest corpus only (by point value, the same under
     # every seed): alpha's and the speedup's are re-estimated for those corpora alone.
     a_ext = _ends({c: sets[c].alpha for c in corpora})
@@ -190,35 +251,79 @@ def seed_verdicts(seed: int, seed_of: Callable[[int, str], int], corpora: list[s
     gam = sorted({g for gs in best.values() for g in gs})
     first = groups[corpora[0]][0]
     names = _needed(first, gam)
-    sub = {n: i for i, n in enumerate(names)}
     idx = [first.cols[n] for n in names]
-    W_pooled = np.empty((boot, groups[POOLED][0].M.shape[0]))
-    R: dict[str, np.ndarray] = {}
-    reps, lo = {}, 0
-    for c in corpora:
-        sums = groups[c][0]
-        n = sums.M.shape[0]
-        W = multinomial_weights(n, boot, seed_of(seed, c), out=W_pooled[:, lo:lo + n])
-        lo += n
-        R[c] = W @ sums.M[:, idx]
-        E = np.full((boot, GAMMAS.size), np.nan)
-        for g in best[c]:
-            E[:, g - 1] = st.E_true(R[c], sub, g)
-        reps[c] = {"alpha": st.alpha(R[c], sub), "E_true": E}
-    R[POOLED] = sum((R[c] for c in corpora[1:]), R[corpora[0]].copy())
-    Ws = {c: W_pooled[:, o:o + groups[c][0].M.shape[0]] for c, o in zip(corpora, np.cumsum(
-        [0] + [groups[c][0].M.shape[0] for c in corpora])[:-1])}
-    Ws[POOLED] = W_pooled
-    light: dict[str, SetReport] = {}
     keep = None
     if pol is not None and POOLED in sets:
         keep = [_policy_key(c) for c in adaptive_candidates(sets[POOLED].policies)]
-    for name, (sums, _, _members) in groups.items():
-        rows = None
-        if pol is not None and name in pol:
-            names, psums, r = pol[name]
-            rows = policy_ratios(names, psums, r, Ws[name], keep=keep)
-        light[name] = verdict_set(R[name], sums.M[:, idx].sum(axis=0), sub, sums.gamma, sums.depth_gamma, sets[name],
-                                  best[name], rows, pooled=name == POOLED, alpha=name in a_ext)
+    policies = {name: policy_plan(*pol[name]) for name in groups if pol is not None and name in pol}
+    sizes = [groups[c][0].M.shape[0] for c in corpora]
+    bounds = np.cumsum([0, *sizes]).tolist()
+    F, F_cols = {}, {}
+    for c, lo, hi in zip(corpora, bounds[:-1], bounds[1:]):
+        # the corpus's own policy columns, and the pooled set's of its rows
+        parts = {name: policies[name].flat[rows] for name, rows in ((c, slice(None)), (POOLED, slice(lo, hi))) if name in policies}
+        F[c], where = distinct_columns(list(parts.values())) if parts else (np.zeros((hi - lo, 0)), [])
+        at = dict(zip(parts, where))
+        none = np.zeros(0, dtype=np.int64)
+        F_cols[c] = (at.get(c, none), at.get(POOLED, none))
+    return SeedPlan(
+        corpora=list(corpora),
+        sizes=sizes,
+        sub={n: i for i, n in enumerate(names)},
+        X={c: groups[c][0].M[:, idx] for c in corpora},
+        c={name: g[0].M[:, idx].sum(axis=0) for name, g in groups.items()},
+        best=best,
+        alpha_sets=a_ext,
+        policies=policies,
+        keep=keep,
+        gamma=first.gamma,
+        depth_gamma=first.depth_gamma,
+        F=F,
+        F_cols=F_cols,
+        exact=all(exact_product(F[c], n) for c, n in zip(corpora, sizes)) and (
+            POOLED not in policies or exact_product(policies[POOLED].flat, bounds[-1])),
+    )
+
+
+def seed_verdicts(seed: int, seed_of: Callable[[int, str], int], plan: SeedPlan, boot: int,
+                  sets: Mapping[str, SetReport], costs: dict[str, Any], realized: dict[str, float]) -> dict[str, str]:
+    """The scorecard's verdicts (Q5, Q6 left out) under the bootstrap weights of `seed` on the same sums.
+    Only the columns and CIs the verdicts read are re-estimated (`_needed`, `verdict_set`); the pooled
+    resampled sums are the corpora's added up (stratified weights W_pooled = [W_1 | W_2 | ...]), its
+    policy columns too (integers: the same numbers as the product with W_pooled, `SeedPlan.exact`);
+    Q3's best g per set is chosen on the point curve (`best_gammas`), the same under every seed. Each
+    corpus's weights are drawn into one buffer, used and overwritten by the next corpus's."""
+    R: dict[str, np.ndarray] = {}
+    rs: dict[str, np.ndarray] = {}
+    reps = {}
+    pooled = plan.policies.get(POOLED)
+    kept: list[np.ndarray] = []  # the corpora's weights, only when the policy columns are not exact (`SeedPlan.exact`)
+    pooled_parts: list[np.ndarray] = []
+    buffer = np.empty((boot, max(plan.sizes)))  # one for every corpus: its pages are touched once
+    for c, n in zip(plan.corpora, plan.sizes):
+        W = multinomial_weights(n, boot, seed_of(seed, c), out=buffer[:, :n])
+        R[c] = W @ plan.X[c]
+        E = np.full((boot, GAMMAS.size), np.nan)
+        for g in plan.best[c]:
+            E[:, g - 1] = st.E_true(R[c], plan.sub, g)
+        reps[c] = {"alpha": st.alpha(R[c], plan.sub), "E_true": E}
+        if plan.exact:  # integers: each column of P is that column's own product, bit for bit
+            P = W @ plan.F[c]
+            own, in_pooled = plan.F_cols[c]
+            if c in plan.policies:
+                rs[c] = P[:, own]
+            pooled_parts.append(P[:, in_pooled])
+        else:
+            if c in plan.policies:
+                rs[c] = W @ plan.policies[c].flat
+            kept.append(W.copy())
+    R[POOLED] = sum((R[c] for c in plan.corpora[1:]), R[plan.corpora[0]].copy())
+    if pooled is not None:
+        rs[POOLED] = sum(pooled_parts[1:], pooled_parts[0].copy()) if plan.exact else np.hstack(kept) @ pooled.flat
+    light: dict[str, SetReport] = {}
+    for name in [*plan.corpora, POOLED]:
+        rows = policy_rows(plan.policies[name], rs[name], keep=plan.keep) if name in plan.policies else None
+        light[name] = verdict_set(R[name], plan.c[name], plan.sub, plan.gamma, plan.depth_gamma, sets[name],
+                                  plan.best[name], rows, pooled=name == POOLED, alpha=name in plan.alpha_sets)
     return {r.id: r.verdict for r in scorecard(light, costs=costs, realized=realized, replicates=reps)
             if r.id not in ("Q5", "Q6")}

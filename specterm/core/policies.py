@@ -127,26 +127,28 @@ def fixed_blocks(c: Concat, gammas: np.ndarray = GAMMAS) -> np.ndarray:
 def _walk(step: np.ndarray, cost: np.ndarray, c: Concat, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(blocks, drafted) per stream of a walk whose step depends on the position only: s -> s + step[s]
     from each active stream's start while s < its end; blocks counts the block starts, drafted sums
-    cost over them. All streams advance one block per round together; the last few still walking
-    finish alone through `block_starts` (a round's numpy overhead would otherwise be paid per block).
+    cost over them. All streams advance one block per round together (all start together, so the
+    blocks of a stream still walking are the rounds so far); the last few still walking finish
+    alone through `block_starts` (a round's numpy overhead would otherwise be paid per block). One
+    walk per call: walking several at once (laid end to end) was slower, its gathers out of cache.
     """
     blocks = np.zeros(c.ends.size, dtype=np.int64)
     drafted = np.zeros(c.ends.size, dtype=np.int64)
     idx = np.flatnonzero(active & (c.starts < c.ends))
     pos, end = c.starts[idx], c.ends[idx]
-    nb = np.zeros(idx.size, dtype=np.int64)  # per walking stream, blocks and drafted so far
-    nd = np.zeros(idx.size, dtype=np.int64)
+    rounds = 0
+    nd = np.zeros(idx.size, dtype=np.int64)  # per stream still walking, drafted so far
     while idx.size and idx.size >= LOCKSTEP_MIN:
-        nb += 1
+        rounds += 1
         nd += cost[pos]
-        pos = pos + step[pos]
+        pos += step[pos]
         keep = pos < end
         if not keep.all():
             done = ~keep
-            blocks[idx[done]] = nb[done]
+            blocks[idx[done]] = rounds
             drafted[idx[done]] = nd[done]
-            idx, pos, end, nb, nd = idx[keep], pos[keep], end[keep], nb[keep], nd[keep]
-    blocks[idx] = nb
+            idx, pos, end, nd = idx[keep], pos[keep], end[keep], nd[keep]
+    blocks[idx] = rounds
     drafted[idx] = nd
     for i, p, e in zip(idx.tolist(), pos.tolist(), end.tolist()):
         path = p + block_starts(step[p:e])
@@ -160,21 +162,31 @@ def _walk_heuristic(ones: np.ndarray, c: Concat, g0: int, g_min: int) -> tuple[n
 
         k = min(ones ahead of s, g);  s += k + 1;  g = heuristic_next(g, k, g_min)
 
-    The last few streams still walking finish alone through `replay_heuristic` from their current g.
+    All streams start together, so the blocks of a stream still walking are the rounds so far. The
+    last few streams still walking finish alone through `replay_heuristic` from their current g.
     """
     blocks = np.zeros(c.ends.size, dtype=np.int64)
     drafted = np.zeros(c.ends.size, dtype=np.int64)
     idx = np.flatnonzero(c.starts < c.ends)
     pos, end = c.starts[idx], c.ends[idx]
     g = np.full(idx.size, max(g0, g_min), dtype=np.int64)
+    rounds = 0
+    nd = np.zeros(idx.size, dtype=np.int64)  # per stream still walking, drafted so far
     while idx.size and idx.size >= LOCKSTEP_MIN:
         k = np.minimum(ones[pos], g)
-        blocks[idx] += 1
-        drafted[idx] += g
-        pos = pos + k + 1
+        rounds += 1
+        nd += g
+        pos += k
+        pos += 1
         g = heuristic_next(g, k, g_min)
         keep = pos < end
-        idx, pos, end, g = idx[keep], pos[keep], end[keep], g[keep]
+        if not keep.all():
+            done = ~keep
+            blocks[idx[done]] = rounds
+            drafted[idx[done]] = nd[done]
+            idx, pos, end, g, nd = idx[keep], pos[keep], end[keep], g[keep], nd[keep]
+    blocks[idx] = rounds
+    drafted[idx] = nd
     for i, p, e, gi in zip(idx.tolist(), pos.tolist(), end.tolist(), g.tolist()):
         rest = replay_heuristic(c.bits[p:e], g0=gi, g_min=g_min)
         blocks[i] += rest.blocks
@@ -275,7 +287,8 @@ def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5
         for j, tau in enumerate(taus):
             # distance to the next failure (NaN confidence counts as one), capped; past the end: confident
             d = _capped_distance_to_next(~_at_least(conf, tau), cap)
-            depth = np.where(d >= left_c, np.uint8(g_max), np.minimum(d, np.uint8(g_max)))
+            depth = np.minimum(d, np.uint8(g_max))
+            np.copyto(depth, np.uint8(g_max), where=d >= left_c)
             step = np.minimum(ones_c, depth)
             step += np.uint8(1)
             confidence[:, j] = np.stack(_walk(step, depth, c, has_conf), axis=-1)
@@ -353,7 +366,7 @@ def policy_sums(streams: Sequence[Stream], r: float, *, gammas: Sequence[int] = 
 
 def policy_summary(streams: Sequence[Stream], r: float, weights: np.ndarray, *, gammas: Sequence[int] = (),
                    taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5, g_max: int = 16,
-                   table: PolicyTable | None = None) -> list[PolicyRow]:
+                   table: PolicyTable | None = None, resampled: np.ndarray | None = None) -> list[PolicyRow]:
     """One row per policy (order of `policy_sums`) for a set of streams at cost ratio r.
 
     Row: report.PolicyRow (policy, params, tokens_per_block, drafted_per_block, and the Estimates
@@ -363,7 +376,8 @@ def policy_summary(streams: Sequence[Stream], r: float, weights: np.ndarray, *, 
     the best fixed g is the one chosen on the whole set. Confidence rows are omitted when any
     stream lacks draft_conf (imported without it); `has_draft_conf(streams)` says so.
     `table`: these streams' rows of a `policy_table` (see `policy_sums`), so that streams shared by
-    several sets are replayed once.
+    several sets are replayed once. `resampled`: weights @ sums (B x 3P, the sums of `policy_sums`
+    flattened per stream) when the caller has them.
     """
     if len(streams) == 0:
         return []
@@ -373,7 +387,7 @@ def policy_summary(streams: Sequence[Stream], r: float, weights: np.ndarray, *, 
     if W.ndim != 2 or W.shape[1] != n:
         raise ValueError(f"weights must be B x {n} (one column per stream), got {W.shape}")
     tot = sums.sum(axis=0).astype(np.float64)  # P x 3
-    boot = (W @ sums.reshape(n, p * 3)).reshape(-1, p, 3)  # B x P x 3
+    boot = (W @ sums.reshape(n, p * 3) if resampled is None else resampled).reshape(-1, p, 3)  # B x P x 3
     T = throughput(tot[:, 0], tot[:, 1], tot[:, 2], r)
     Tb = throughput(boot[..., 0], boot[..., 1], boot[..., 2], r)
     names = [name for name, _ in policies]

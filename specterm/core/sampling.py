@@ -66,8 +66,28 @@ def _concat(betas: Sequence[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]
     return v, lengths
 
 
+def spans_sums(x: np.ndarray, lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per span i the sum of x[lo[i] : lo[i] + counts[i]] (0 for an empty span), spans in increasing
+    order and not overlapping: one np.add.reduceat over the span bounds, the gaps between spans summed
+    and dropped. Each span is reduced as np.add.reduceat reduces it in `segment_sums` (its first value
+    plus numpy's pairwise sum of the rest), so the same values give the same bits."""
+    out = np.zeros(counts.size)
+    nz = np.flatnonzero(counts > 0)
+    if nz.size:
+        bounds = np.empty(2 * nz.size, dtype=np.int64)
+        bounds[0::2] = lo[nz]
+        bounds[1::2] = lo[nz] + counts[nz]
+        if bounds[-1] == x.size:  # the last span runs to the end: no bound after it
+            bounds = bounds[:-1]
+        out[nz] = np.add.reduceat(x, bounds)[0::2]
+    return out
+
+
 def _lag1(v: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """lag1_pearson on concatenated values (see there); segment sums by np.add.reduceat."""
+    """lag1_pearson on concatenated values (see there). The pairs of stream i (starting at s_i) are
+    x = v[s_i : s_i + m_i] and y = v[s_i + 1 : s_i + 1 + m_i], m_i = n_i - 1; their sums are taken on
+    v, v^2, and the neighbour products and changes of the whole concatenation, span by span
+    (`spans_sums`: the same values in the same order as in x and y laid end to end, so the same bits)."""
     N = lengths.size
     rho, defined = np.zeros(N), np.zeros(N, dtype=bool)
     m = np.maximum(lengths - 1, 0)  # lagged pairs per stream
@@ -75,27 +95,22 @@ def _lag1(v: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return rho, defined
     with np.errstate(divide="ignore", invalid="ignore"):
         v = v - np.repeat(segment_sums(v, lengths) / lengths, lengths)  # centre each stream on its mean
-    ends = np.cumsum(lengths)
-    has = lengths > 0
-    keep_x = np.ones(v.size, dtype=bool)
-    keep_x[ends[has] - 1] = False  # x = beta_0 .. beta_{n-2}
-    keep_y = np.ones(v.size, dtype=bool)
-    keep_y[(ends - lengths)[has]] = False  # y = beta_1 .. beta_{n-1}
-    x, y = v[keep_x], v[keep_y]
+    starts = np.cumsum(lengths) - lengths
     # A side is constant iff no step changes within it: x's steps are pairs 0..n-3, y's are 1..n-2.
-    step = (x != y).astype(np.float64)
-    steps = segment_sums(step, m)
-    first = (np.cumsum(m) - m)[m > 0]
+    step = (v[:-1] != v[1:]).astype(np.float64)  # step[t]: beta_t != beta_{t+1} (t the pair's x index)
+    steps = spans_sums(step, starts, m)
+    pairs = m > 0
     x_moves = steps.copy()
     y_moves = steps.copy()
-    x_moves[m > 0] -= step[first + m[m > 0] - 1]
-    y_moves[m > 0] -= step[first]
+    x_moves[pairs] -= step[starts[pairs] + m[pairs] - 1]
+    y_moves[pairs] -= step[starts[pairs]]
     # Moments of the centred values: S_xy = sum xy - sum x sum y / m (the means are near 0 after centring).
+    vv = v * v
     with np.errstate(divide="ignore", invalid="ignore"):
-        sx, sy = segment_sums(x, m), segment_sums(y, m)
-        sxx = segment_sums(x * x, m) - sx * sx / m
-        syy = segment_sums(y * y, m) - sy * sy / m
-        sxy = segment_sums(x * y, m) - sx * sy / m
+        sx, sy = spans_sums(v, starts, m), spans_sums(v, starts + 1, m)
+        sxx = spans_sums(vv, starts, m) - sx * sx / m
+        syy = spans_sums(vv, starts + 1, m) - sy * sy / m
+        sxy = spans_sums(v[:-1] * v[1:], starts, m) - sx * sy / m
     defined = (lengths >= 3) & (x_moves > 0) & (y_moves > 0) & (sxx > 0) & (syy > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         rho = np.where(defined, sxy / np.sqrt(sxx * syy), 0.0)

@@ -130,6 +130,8 @@ class Shuffler:
         self.m = n - stream_totals(c.bits, c.starts, c.ends)
         self.t = np.repeat(_mark_thresholds(n, self.m), n)
         self.bounds = np.append(c.starts, c.bits.size)
+        self.has = np.flatnonzero(self.m > 0)  # the streams with a zero, and where their zeros begin in a copy
+        self.first = (np.cumsum(self.m) - self.m)[self.has]
 
     def _marks(self, size: int) -> np.ndarray:
         """`size` uniform 16-bit words (the bit generator's raw 64-bit output, four words each)."""
@@ -164,14 +166,12 @@ class Shuffler:
     def blocks(self, gamma: int) -> np.ndarray:
         """Per stream, the walk's blocks at gamma on one shuffled copy, from its zeros:
         m + sum over closed runs floor(L/(gamma+1)) + ceil(T/(gamma+1)) (= geometry.walk_blocks)."""
-        c, m, gp1 = self.c, self.m, gamma + 1
+        c, m, gp1, has, first = self.c, self.m, gamma + 1, self.has, self.first
         z = self.draw()
-        has = np.flatnonzero(m > 0)
-        first = (np.cumsum(m) - m)[has]
-        prev = np.empty_like(z)
-        prev[1:] = z[:-1]
-        prev[first] = c.starts[has] - 1
-        L = z - prev - 1
+        L = np.empty_like(z)  # L = z - previous zero (or the stream's start - 1) - 1
+        np.subtract(z[1:], z[:-1], out=L[1:])
+        L[first] = z[first] - (c.starts[has] - 1)
+        L -= 1
         long = np.flatnonzero(L >= gp1)  # floor(L / (g + 1)) > 0 only there (few runs at usual alpha and g)
         owner = has[np.searchsorted(first, long, side="right") - 1]
         closed = np.bincount(owner, weights=L[long] // gp1, minlength=m.size).astype(np.int64)
