@@ -70,7 +70,9 @@ def checklist(report) -> list[str]:
         lines.append(
             f"- {name}: confirmed at g_hw = {d.gamma_hw} ({at.prompts} prompts): realized {at.realized:.2f}x, decision "
             f"predicts {dp.value:.2f}x [{dp.ci[0]:.2f}, {dp.ci[1]:.2f}] -> in PI {at.in_ci}, sign held {at.sign_held}; "
-            f"cost-model check {at.ratio:.2f} (0.90-1.10: {0.90 <= at.ratio <= 1.10}; CPU time {_f2(at.ratio_cpu)}, "
+            f"cost-model check at the in-generation costs {_f2(at.ratio_insitu)} (0.90-1.10: "
+            f"{at.ratio_insitu is not None and 0.90 <= at.ratio_insitu <= 1.10}), at the micro-benchmark's "
+            f"{at.ratio:.2f} (0.90-1.10: {0.90 <= at.ratio <= 1.10}; CPU time {_f2(at.ratio_cpu)}, "
             f"prefills left out {_f2(at.ratio_steady)}); cost drift "
             f"decode {drift.get('c_decode', float('nan')):+.0f}%, verify {drift.get('c_verify', float('nan')):+.0f}%, "
             f"draft {drift.get('c_draft', float('nan')):+.0f}%")

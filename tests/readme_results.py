@@ -252,6 +252,7 @@ def prose(report, smol) -> str:
     real = {c: r.realized for c, r in conf.items() if r is not None}
     ratios = [r.ratio for r in conf.values() if r is not None and r.ratio is not None]
     refeed = [r.ratio_refeed for r in conf.values() if r is not None and r.ratio_refeed is not None]
+    insitu = [r.ratio_insitu for r in conf.values() if r is not None and r.ratio_insitu is not None]
     held = [getattr(r, "sign_held", None) for r in conf.values() if r is not None]
     signs = (f"the verdict's sign held in {sum(h is True for h in held)} of {sum(h is not None for h in held)} "
              f"corpora with a sign" + (f" ({', '.join(unsure)}: no reliable gain, no sign to hold)" if unsure else ""))
@@ -322,7 +323,9 @@ def prose(report, smol) -> str:
         f"{'; no reliable gain for ' + ', '.join(unsure) if unsure else ''}. `specterm confirm` then timed plain greedy against real "
         f"lossless speculative decoding on stored prompts of every corpus (every output equal to the stored "
         f"y): realized {_span_of(list(real.values()), 2, 'x')}, realized / predicted "
-        f"{_span_of(ratios, 2)} with S_hw as SPEC 6 writes it (refeed model {_span_of(refeed, 2)}), so "
+        f"{_span_of(insitu, 2)} at the costs of the forwards those generations made, and "
+        f"{_span_of(ratios, 2)} at the session's micro-benchmark costs, with S_hw as SPEC 6 writes it "
+        f"(refeed model {_span_of(refeed, 2)}), so "
         f"{signs}. "
         f"On the SmolLM2 self-draft run every corpus is a slowdown (realized "
         f"{_span_of([r.realized for r in sconf], 2, 'x')}; even the memory-bound model says do not "

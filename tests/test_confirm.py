@@ -252,6 +252,11 @@ def test_batch_costs_batched_confirmation_and_the_decision_check(smollm2_pair, t
     n = min(N_NEW, *(s.n for s in group))
     assert row["tokens_per_row"] == n
     assert row["target_calls"] == row["blocks_walk"] == sync_walk([s.bits for s in group], row["gamma"], n)
+    # the forwards the batched generations made, timed: the in-generation prediction is E_sync t1 / (tv + g d1)
+    t1, tv, d1 = row["decode_forward_s_median"], row["verify_forward_s_median"], row["draft_forward_s_median"]
+    assert min(t1, tv, d1) > 0
+    assert row["predicted_insitu"] == pytest.approx(row["E_sync"] * t1 / (tv + row["gamma"] * d1))
+    assert row["ratio_insitu"] == pytest.approx(row["realized"] / row["predicted_insitu"])
 
 
 @pytest.mark.slow
@@ -312,3 +317,11 @@ def test_batch_grid_is_timed_between_the_prompts(smollm2_pair, tmp_path):
             lead = next((i for i, b in enumerate(bits[p["id"]][: int(g)]) if not b), int(g))
             assert sp["first_block_tokens"] == min(lead + 1, p["tokens"])
     assert all(r["ratio_steady"] is not None and r["ratio_steady"] > 0 for r in record["results"])
+    # the cost-model check at the forwards these generations made: medians over the prompts, SPEC 6's block
+    for r in record["results"]:
+        mine = [p for p in record["prompts"] if p["corpus"] == r["corpus"]]
+        t1 = float(np.median([p["greedy_decode_forward_s_median"] for p in mine]))
+        tv = float(np.median([p["spec"][str(r["gamma"])]["verify_forward_s_median"] for p in mine]))
+        d1 = float(np.median([p["spec"][str(r["gamma"])]["draft_forward_s_median"] for p in mine]))
+        assert r["predicted_insitu"] == pytest.approx(r["E_prompts"] * t1 / (tv + r["gamma"] * d1))
+        assert r["ratio_insitu"] == pytest.approx(r["realized"] / r["predicted_insitu"])

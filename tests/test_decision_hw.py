@@ -112,7 +112,10 @@ def _record(date, results):
 
 
 def test_confirmation_rows_in_the_report(tmp_path):
-    old = _record("2026-01-01T00:00:00+00:00", [_result("prose", 3, 1.5, 1.2, 1.32), _result("code", 4, 2.0, 1.6, 1.0)])
+    # prose's in-generation forwards: S = E t1 / (tv + g d1) = 3.0 * 0.5 / (0.9 + 3 * 0.1) = 1.25; 1.32 / 1.25 = 1.056
+    prose = {**_result("prose", 3, 1.5, 1.2, 1.32), "E_prompts": 3.0, "decode_forward_s_median": 0.5,
+             "verify_forward_s_median": 0.9, "draft_forward_s_median": 0.1}
+    old = _record("2026-01-01T00:00:00+00:00", [prose, _result("code", 4, 2.0, 1.6, 1.0)])
     new = _record("2026-02-01T00:00:00+00:00", [_result("code", 5, 1.25, 1.0, 1.1)])
     rep = report_of(tmp_path, cost(0.5, 0.5, 0.1), confirmations=[old, new])
     (p,) = rep.sets["prose"].decision_hw.confirmed
@@ -123,10 +126,13 @@ def test_confirmation_rows_in_the_report(tmp_path):
     assert (c.gamma, c.predicted, c.ratio) == (5, 1.25, pytest.approx(0.88))
     md = to_markdown(rep)
     assert "Decision on this hardware" in md and "| prose |" in md
-    # confirmation table: set, g, prompts, realized, cost-model check (wall; in CPU time 1.32 * 1.01 / 1.5 = 0.89)
-    assert "| prose | 3 | 2 | 1.32x | 0.88 (CPU 0.89) |" in md
+    assert p.predicted_insitu == pytest.approx(1.25) and p.ratio_insitu == pytest.approx(1.056)
+    assert c.ratio_insitu is None  # no in-generation forwards stored
+    # confirmation table: set, g, prompts, realized, cost-model check at the in-generation costs, at the
+    # micro-benchmark's (wall; in CPU time 1.32 * 1.01 / 1.5 = 0.89)
+    assert "| prose | 3 | 2 | 1.32x | 1.06 | 0.88 (CPU 0.89) |" in md
     text = to_text(rep)
-    assert "cost-model check (real / pred)" in text
+    assert "cost-model check: real / pred at in-generation costs" in text
     keys = json.loads(to_json(rep))["sets"]["prose"]["decision_hw"]
     assert list(keys)[:7] == ["measured", "gamma_hw", "speedup_hw", "gamma_mb", "speedup_mb", "verdict", "confirmed"]
     assert list(keys["confirmed"][0])[:5] == ["gamma", "predicted", "realized", "prompts", "identical"]

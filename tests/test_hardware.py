@@ -228,6 +228,34 @@ def test_cost_model_check_without_the_prefills_by_hand():
     assert summarize_results(rows, curve)[0]["realized_steady"] is None
 
 
+def test_cost_model_check_at_the_forwards_the_generations_made_by_hand():
+    """predicted_insitu = E t1 / (tv + g d1) with t1, tv, d1 the medians over prompts of each prompt's
+    in-generation forward medians. By hand: E = 160 / 45; t1 = median(0.40, 0.50) = 0.45, tv = 0.60,
+    d1 = median(0.10, 0.12) = 0.11; S = (160/45) 0.45 / (0.60 + 4 0.11) = 1.6 / 1.04; realized 80 / 64."""
+    from specterm.core.hardware.confirmations import _row
+
+    curve = _curve(0.5, np.full(8, 1.0), 0.1)
+    rows = [
+        {"corpus": "code", "tokens": 100, "greedy_s": 50.0, "greedy_decode_forward_s_median": 0.40,
+         "spec": {"4": {"s": 40.0, "target_calls": 25, "blocks_walk": 25, "identical": True,
+                        "verify_forward_s_median": 0.60, "draft_forward_s_median": 0.10}}},
+        {"corpus": "code", "tokens": 60, "greedy_s": 30.0, "greedy_decode_forward_s_median": 0.50,
+         "spec": {"4": {"s": 24.0, "target_calls": 20, "blocks_walk": 20, "identical": True,
+                        "verify_forward_s_median": 0.60, "draft_forward_s_median": 0.12}}},
+    ]
+    (r,) = summarize_results(rows, curve)
+    S = (160 / 45) * 0.45 / (0.60 + 4 * 0.11)
+    assert r["predicted_insitu"] == pytest.approx(S) and S == pytest.approx(1.6 / 1.04)
+    assert r["ratio_insitu"] == pytest.approx((80 / 64) / S)
+    assert r["predicted"] == pytest.approx((160 / 45) * 0.5 / 1.4)  # the micro-benchmark's prediction is apart
+    # the SPEC 7 row recomputes it from the stored medians, whatever predicted_insitu an older record stored
+    assert _row({**r, "predicted_insitu": 9.9, "tokens_per_call": 1.0})["ratio_insitu"] == pytest.approx((80 / 64) / S)
+    rows[1]["spec"]["4"]["draft_forward_s_median"] = None  # one prompt without its draft forwards: no figure
+    (r,) = summarize_results(rows, curve)
+    assert r["predicted_insitu"] is None and r["ratio_insitu"] is None
+    assert _row({**r, "tokens_per_call": 1.0})["ratio_insitu"] is None
+
+
 def test_confirmed_rows_per_corpus_and_pooled():
     from specterm.core.hardware import confirmed_rows, parse_confirmation
 

@@ -323,9 +323,11 @@ def _batch_fit_note(fit: dict[str, Any]) -> str:
 
 
 def confirmation_table(report: Report) -> Table | None:
-    """Per set and confirmed g: the cost-model check (realized / predicted with this session's costs)
-    and the decision check (leave-out E, the run's costs, 95% prediction interval for K prompts)."""
-    head = ["set", "g", "prompts", "realized", "cost-model check (real / pred)", "decision predicts [95% PI]",
+    """Per set and confirmed g: the cost-model check (realized / predicted with this session's costs: the
+    forwards timed inside the generations, and the micro-benchmark's) and the decision check (leave-out E,
+    the run's costs, 95% prediction interval for K prompts)."""
+    head = ["set", "g", "prompts", "realized", "cost-model check: real / pred at in-generation costs",
+            "real / pred at micro-benchmark costs (CPU; no prefill)", "decision predicts [95% PI]",
             "in PI", "sign held", "cost drift % (decode, verify, draft)", "with this session's costs",
             "context timed / costs"]
     rows = []
@@ -343,12 +345,13 @@ def confirmation_table(report: Report) -> Table | None:
             ctx = f"{fmt(c.timed_context, 0)} / {fmt(c.cost_context, 0)} (run {fmt(c.run_cost_context, 0)})"
             extra = [f"{k} {fmt(v, 2)}" for k, v in (("CPU", c.ratio_cpu), ("no prefill", c.ratio_steady)) if v is not None]
             check = fmt(c.ratio, 2) + (f" ({'; '.join(extra)})" if extra else "")
-            rows.append([name, str(c.gamma), str(c.prompts), _x(c.realized), check,
+            rows.append([name, str(c.gamma), str(c.prompts), _x(c.realized), fmt(c.ratio_insitu, 2), check,
                          MISSING if dp is None else _x_ci(dp.value, dp.ci), YES[c.in_ci], YES[c.sign_held], dr,
                          _x(c.predicted_session_costs), ctx])
         for b in d.confirmed_batch:
             rows.append([name, f"{b.get('gamma')} (B={b.get('batch')})", str(len(b.get("ids", []))), _x(b.get("realized")),
-                         fmt(b.get("ratio"), 2), MISSING, MISSING, MISSING, MISSING, MISSING, MISSING])
+                         fmt(b.get("ratio_insitu"), 2), fmt(b.get("ratio"), 2), MISSING, MISSING, MISSING, MISSING,
+                         MISSING, MISSING])
     if not rows:
         return None
     return ("Confirmations (`specterm confirm`): realized = greedy time / speculative time, same prompts, alternating",

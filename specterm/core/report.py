@@ -239,6 +239,10 @@ class ConfirmedRow(Record):
     ratio_cpu_refeed: float | None = None
     realized_steady: float | None = None   # per token, each method's first step (the prefills) left out
     ratio_steady: float | None = None      # realized_steady / predicted
+    # S_hw at the costs of the forwards these generations made (torch records: timed by hooks), and
+    # realized / it: the cost-model check without the micro-benchmark's session noise
+    predicted_insitu: float | None = None
+    ratio_insitu: float | None = None
     tokens_per_call: float | None = None
     date: str | None = None
     # SPEC 6 decision check (hardware.decision_check): leave-out E, the run's costs, a 95% prediction

@@ -48,6 +48,7 @@ from specterm.core.hardware import (
     decision_hw,
     summarize_results,
 )
+from specterm.core.hardware.confirmations import insitu_speedup
 from specterm.core.optimum import best_gamma
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
 from specterm.core.store import (
@@ -394,7 +395,7 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
         keep_batch = batch_record if config.batch_costs and grid is None else None
         if config.batch > 1:
             return _time_batched(config, pair, run_dir, items, choices, record, index, sampler, session_cost,
-                                 keep_batch, report, cancel, t_start)
+                                 keep_batch, report, cancel, t_start, timer)
         return _time_generations(config, pair, run_dir, items, choices, E_table, record, index, sampler, session_cost,
                                  install_cost, timer, report, cancel, t_start, keep_batch, grid, grid_wall)
     finally:
@@ -566,36 +567,22 @@ def decision_checks(run_dir: Path, record: dict[str, Any], n_rep: int = 2000, se
 
 
 def _results(prompt_rows, cost, E_table) -> list[dict[str, Any]]:
-    """`summarize_results` rows, plus what real decoding measured of its own forwards:
-
-    predicted_insitu: S_hw from the medians of the forwards real decoding made (1-token decode,
-    (g+1)-token verify, 1-token draft), timed inside these very generations (wall time);
-    draft_2token_forwards, python_overhead_s (speculative wall time outside forwards); block_s_median.
-    """
+    """`summarize_results` rows (with predicted_insitu: S_hw at the medians of the forwards these very
+    generations made), plus: draft_2token_forward_s_median, draft_2token_forwards, python_overhead_s
+    (speculative wall time outside forwards), block_s_median."""
     curve = cost_curve(cost)
     assert curve is not None  # the session's own cost rounds measured c_decode
     rows = summarize_results(prompt_rows, curve, E_table)
     for r in rows:
         g = str(r["gamma"])
-        mine = [p for p in prompt_rows if p["corpus"] == r["corpus"] and g in p["spec"]]
-        sp = [p["spec"][g] for p in mine]
+        sp = [p["spec"][g] for p in prompt_rows if p["corpus"] == r["corpus"] and g in p["spec"]]
 
         def med(values):
             values = [v for v in values if v is not None]
             return statistics.median(values) if values else None
 
         r["block_s_median"] = med(x["block_s_median"] for x in sp)
-        t1 = med(p["greedy_decode_forward_s_median"] for p in mine)
-        tv = med(x["verify_forward_s_median"] for x in sp)
-        d1 = med(x["draft_forward_s_median"] for x in sp)
-        d2 = med(x["draft_2token_forward_s_median"] for x in sp)
-        r["decode_forward_s_median"], r["verify_forward_s_median"] = t1, tv
-        r["draft_forward_s_median"], r["draft_2token_forward_s_median"] = d1, d2
-        if None not in (t1, tv, d1):
-            r["predicted_insitu"] = float(costmodel.speedup_hw(r["E_prompts"], t1, tv, d1, r["gamma"], r["refeed_share"],
-                                                               costmodel.refeed_extra(d1, d2)))
-        else:
-            r["predicted_insitu"] = None
+        r["draft_2token_forward_s_median"] = med(x["draft_2token_forward_s_median"] for x in sp)
         r["draft_2token_forwards"] = sum(x["draft_2token_forwards"] for x in sp)
         r["python_overhead_s"] = sum(x["s"] - x["forward_s_sum"] for x in sp)
     return rows
@@ -670,7 +657,7 @@ def log_decision_checks(record: dict[str, Any], log) -> None:
 
 
 def _time_batched(config, pair, run_dir, items, choices, record, index, sampler, session_cost, batch_record,
-                  report, cancel, t_start) -> dict[str, Any]:
+                  report, cancel, t_start, timer: ForwardTimer | None = None) -> dict[str, Any]:
     """A batched confirmation (SPEC 6 "Batch"): per corpus, its timed prompts in groups of B, batched plain
     greedy against lockstep batched speculative decoding (specdec.batched_speculative_generate) at the
     decision's g_hw(B), methods alternating group by group. Each group generates n = the shortest stored
@@ -680,6 +667,8 @@ def _time_batched(config, pair, run_dir, items, choices, record, index, sampler,
         predicted = E_sync c_decode(B) / (c_verify(g, B) + g c_draft(B)), E_sync = n / blocks of the
                     lockstep walk of the group's stored streams (blockwalk.sync_walk), costs by batch of
                     this session when measured (--batch-costs), else the run's
+        predicted_insitu = the same at the medians of the forwards these generations made (`timer`: a
+                    B-row 1-token decode, (g+1)-token verify, 1-token draft step); ratio_insitu = realized / it
     """
     from specterm.core.blockwalk import sync_walk
     from specterm.oracle import specdec
@@ -705,11 +694,14 @@ def _time_batched(config, pair, run_dir, items, choices, record, index, sampler,
         n = min(it["n"] for it in group)
         prompts = [it["ids"] for it in group]
         timed: dict[str, Any] = {}
+        fw: dict[str, list] = {}
         order = ["greedy", "spec"] if gi % 2 == 0 else ["spec", "greedy"]
         for m in order:
             check_cancel(cancel)
             report(Progress("generating", f"{name}: batch of {B}, {'greedy' if m == 'greedy' else f'g={g}'}, {n} tokens",
                             elapsed_s=time.perf_counter() - t_start))
+            if timer is not None:
+                timer.take()
             t0, c0 = time.perf_counter(), time.process_time()
             if m == "greedy":
                 out = specdec.batched_greedy_steps(pair.target, prompts, n, pad, cancel=cancel)
@@ -718,6 +710,7 @@ def _time_batched(config, pair, run_dir, items, choices, record, index, sampler,
                 res = specdec.batched_speculative_generate(pair.target, pair.draft, prompts, n, g, pad, cancel=cancel)
                 out, calls = res.tokens, res.target_calls
             timed[m] = (time.perf_counter() - t0, time.process_time() - c0, out, calls)
+            fw[m] = timer.take() if timer is not None else []
         blocks = sync_walk([it["stream"].bits for it in group], g, n)
         E_sync = n / blocks
         predicted = float(costmodel.speedup_hw(E_sync, costs.c_decode[i_b], costs.c_verify[i_b, g - 1], costs.c_draft[i_b], g))
@@ -730,6 +723,11 @@ def _time_batched(config, pair, run_dir, items, choices, record, index, sampler,
                "E_sync": E_sync, "blocks_walk": blocks, "target_calls": timed["spec"][3], "predicted": predicted,
                "identical": all(same), "order": order}
         row["ratio"] = row["realized"] / predicted
+        t1, tv, d1 = (_median_of(fw["greedy"], "target", 1), _median_of(fw["spec"], "target", g + 1),
+                      _median_of(fw["spec"], "draft", 1))
+        insitu = insitu_speedup(E_sync, t1, tv, d1, g)
+        row.update(decode_forward_s_median=t1, verify_forward_s_median=tv, draft_forward_s_median=d1,
+                   predicted_insitu=insitu, ratio_insitu=None if insitu is None else row["realized"] / insitu)
         record["batched_results"].append(row)
         sampler.round()
         record["cost"] = session_cost()

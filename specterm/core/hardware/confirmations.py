@@ -139,6 +139,12 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
                     ratio_steady = realized_steady / predicted (None unless every prompt row has the
                     three fields). S_hw is a steady-state rate and SPEC 6's realized includes the
                     prefills, so on short generations the two ratios differ by the prefills' share.
+        predicted_insitu = S_hw(g) with that E (SPEC 6 block, no refeed term) and the costs of the forwards
+                    these generations made, each timed (prompt rows' greedy_decode_forward_s_median, spec
+                    verify_forward_s_median and draft_forward_s_median; medians over prompts):
+                    E t1 / (tv + g d1); ratio_insitu = realized / predicted_insitu (None without them).
+                    The cost-model check proper: the micro-benchmark's costs carry their own session
+                    noise (`ratio`), the forwards timed inside the very generations do not.
 
     With an engine per-block term on the curve (llama.cpp), every S_hw uses the engine's block cost
     (costmodel.block_cost with c_draft_fwd(g)); predicted_engine repeats predicted_spec6 and
@@ -150,7 +156,12 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
             a = acc.setdefault((row["corpus"], int(g_key)), dict(prompts=0, tokens=0, greedy_s=0.0, spec_s=0.0,
                                                                 greedy_cpu=0.0, spec_cpu=0.0, cpu=True,
                                                                 calls=0, blocks=0, refeeds=0, identical=True,
-                                                                steady=[0.0, 0, 0.0, 0], has_steady=True))
+                                                                steady=[0.0, 0, 0.0, 0], has_steady=True,
+                                                                fwd=([], [], [])))
+            for lst, v in zip(a["fwd"], (row.get("greedy_decode_forward_s_median"), sp.get("verify_forward_s_median"),
+                                         sp.get("draft_forward_s_median"))):
+                if _check_type(v, float):
+                    lst.append(float(v))
             first_s, first_n, pre = sp.get("first_block_s"), sp.get("first_block_tokens"), row.get("greedy_prefill_s")
             if _check_type(first_s, float) and _check_type(first_n, int) and _check_type(pre, float):
                 st = a["steady"]
@@ -191,12 +202,16 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
         realized_cpu = a["greedy_cpu"] / a["spec_cpu"] if a["cpu"] and a["spec_cpu"] > 0 else None
         gs, gn, ss, sn = a["steady"]
         steady = (gs / gn) / (ss / sn) if a["has_steady"] and min(gs, gn, ss, sn) > 0 else None
+        t1, tv, d1 = (float(np.median(v)) if len(v) == a["prompts"] else None for v in a["fwd"])
+        insitu = insitu_speedup(E, t1, tv, d1, g)
         out.append({
             "corpus": corpus, "gamma": g, "prompts": int(a["prompts"]), "tokens": int(a["tokens"]),
             "greedy_s": a["greedy_s"], "spec_s": a["spec_s"], "realized": realized,
             "predicted": pred, "ratio": realized / pred, "clock": curve.clock,
             "realized_cpu": realized_cpu, "ratio_cpu": None if realized_cpu is None else realized_cpu / pred,
             "realized_steady": steady, "ratio_steady": None if steady is None else steady / pred,
+            "decode_forward_s_median": t1, "verify_forward_s_median": tv, "draft_forward_s_median": d1,
+            "predicted_insitu": insitu, "ratio_insitu": None if insitu is None else realized / insitu,
             "predicted_corpus": pc,
             "predicted_spec6": s_hw(E, 0.0, g),
             "predicted_mb": float(costmodel.speedup_mb(np.array([E]), curve.r_mb, np.array([g]))[0]),
@@ -211,6 +226,15 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
     return out
 
 
+def insitu_speedup(E: float, t1: float | None, tv: float | None, d1: float | None, g: int) -> float | None:
+    """S_hw(g) = E t1 / (tv + g d1) at the costs of the forwards real decoding made (t1 a 1-token decode,
+    tv a (g+1)-token verify, d1 a 1-token draft step, each a median timed inside the generations);
+    None when any is missing (a llama.cpp or batched record, or one made before they were timed)."""
+    if t1 is None or tv is None or d1 is None:
+        return None
+    return float(costmodel.speedup_hw(np.array([E]), t1, tv, d1, np.array([g]))[0])
+
+
 def _row(r: dict[str, Any]) -> dict[str, Any]:
     """A SPEC 7 confirmed row from a stored result row: "predicted" is S_hw as the decision computes it
     (stored as predicted_engine by a llama.cpp confirmation, whose block cost has the engine term, else
@@ -221,6 +245,11 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
     refeed = r["predicted"]
     cpu = float(r["realized_cpu"]) if _check_type(r.get("realized_cpu"), float) else None
     steady = float(r["realized_steady"]) if _check_type(r.get("realized_steady"), float) else None
+    # recomputed from the stored medians: records before 2026-12-01 09:00 stored a refeed-model predicted_insitu
+    t1, tv, d1 = (float(r[k]) if _check_type(r.get(k), float) else None
+                  for k in ("decode_forward_s_median", "verify_forward_s_median", "draft_forward_s_median"))
+    E = r.get("E_prompts")
+    insitu = insitu_speedup(float(E), t1, tv, d1, int(r["gamma"])) if E is not None and _check_type(E, float) else None
     return {"gamma": int(r["gamma"]), "predicted": float(spec), "realized": float(r["realized"]),
             "prompts": int(r["prompts"]), "identical": bool(r["identical"]),
             "ratio": float(r["realized"]) / float(spec), "predicted_refeed": float(refeed),
@@ -228,6 +257,7 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
             "ratio_cpu": None if cpu is None else cpu / float(spec),
             "ratio_cpu_refeed": None if cpu is None else cpu / float(refeed),
             "realized_steady": steady, "ratio_steady": None if steady is None else steady / float(spec),
+            "predicted_insitu": insitu, "ratio_insitu": None if insitu is None else float(r["realized"]) / insitu,
             "tokens_per_call": float(r["tokens_per_call"])}
 
 
