@@ -310,21 +310,21 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
 
     batch_record = meta.get(BATCH_COST_KEY)
     grid = None
-    grid_wall: dict[str, float] = {}
+    grid_rounds_s = 0.0
     if config.batch_costs:
+        rounds_s = time.perf_counter() - t_costs  # the g curve's rounds
         # B = 1 comes from the cost rounds just timed (same caches, context and clock), not timed again
         grid = BatchGrid(pair.target, pair.draft, ctx, on_measure=on_measure, cancel=cancel,
                          reuse=reused_b1(sampler.summary()),
                          prefilled={"target": sampler.quantities[0][2], "draft": sampler.quantities[1][2]})
-        upfront_rounds = time.perf_counter() - t_costs
         if config.costs_only or config.batch > 1 or not config.interleave_costs:
             report(Progress("cost", f"measuring costs by batch at context {ctx_len}"))
-            batch_record = _grid_record(grid.run_all(), upfront_rounds, time.perf_counter() - t_costs)
+            batch_record = _grid_record(grid.run_all(), rounds_s)
             grid = None
         else:  # timed in slices, one after every prompt (_time_generations), stored with the record
             report(Progress("cost", f"costs by batch at context {ctx_len}: {grid.total} forwards, timed in slices "
                                     f"after every prompt"))
-            grid_wall = {"rounds": upfront_rounds, "upfront": time.perf_counter() - t_costs}
+            grid_rounds_s = rounds_s
         if config.costs_only:
             assert batch_record is not None
             with RunLock(run_dir):
@@ -397,19 +397,19 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
             return _time_batched(config, pair, run_dir, items, choices, record, index, sampler, session_cost,
                                  keep_batch, report, cancel, t_start, timer)
         return _time_generations(config, pair, run_dir, items, choices, E_table, record, index, sampler, session_cost,
-                                 install_cost, timer, report, cancel, t_start, keep_batch, grid, grid_wall)
+                                 install_cost, timer, report, cancel, t_start, keep_batch, grid, grid_rounds_s)
     finally:
         timer.close()
 
 
 def _time_generations(config, pair, run_dir, items, choices, E_table, record, index, sampler, session_cost,
                       install_cost, timer, report, cancel, t_start, batch_record=None, grid=None,
-                      grid_wall=None) -> dict[str, Any]:
+                      grid_rounds_s: float = 0.0) -> dict[str, Any]:
     """The timed part of `confirm_run`: warm-up, then every prompt's greedy and speculative generations.
     With `grid` (a BatchGrid not yet timed), one slice of it after every prompt: after prompt i of K the
     first ceil((i+1) T / K) of its T forwards are timed; it is stored as the run's costs by batch at the end
-    (if the session is interrupted, an unfinished grid is not stored). grid_wall: {"rounds": the g curve's
-    rounds before the generations, "upfront": those plus the grid's set-up} in wall seconds."""
+    (if the session is interrupted, an unfinished grid is not stored). grid_rounds_s: the wall seconds of
+    the g curve's rounds before the generations."""
     from specterm.oracle import specdec
 
     cost = record["cost"]
@@ -447,11 +447,12 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
 
     def run_spec(it, g, label, idx) -> _Timed:
         stamps: list[float] = []
-        counts: list[int] = []
+        first_tokens: list[int] = []  # tokens out after the first block
 
         def on_block(res):
             stamps.append(time.perf_counter())
-            counts.append(len(res.tokens))
+            if not first_tokens:
+                first_tokens.append(len(res.tokens))
             progress("generating", prompt_index=idx, prompt_id=label, corpus=it["stream"].corpus,
                      tokens=len(res.tokens), max_new_tokens=it["n"], bits=specdec.spec_bits(res, len(res.tokens)))
 
@@ -463,7 +464,7 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
         blocks = np.diff([t0] + stamps).tolist()
         return _Timed(tokens=res.tokens, seconds=dt, first_s=blocks[0], step_s=blocks[1:],
                       target_calls=res.target_calls, draft_calls=res.draft_calls, cpu_s=dc, forwards=timer.take(),
-                      first_tokens=counts[0])
+                      first_tokens=first_tokens[0])
 
     for idx, it in enumerate(items):
         s = it["stream"]
@@ -519,8 +520,7 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
             progress("cost", f"costs by batch: slice {idx + 1}/{len(items)}")
             grid.step(-(-(idx + 1) * grid.total // len(items)) - grid.done)
     if grid is not None:
-        batch_record = _grid_record(grid, grid_wall["rounds"], grid_wall["rounds"] + grid.wall_s)
-        batch_record["upfront_wall_s"] = grid_wall["upfront"]  # what a person waits before the first generation
+        batch_record = _grid_record(grid, grid_rounds_s, upfront_s=grid_rounds_s + grid.setup_s)
         batch_record["interleaved"] = f"timed in {len(items)} slices, one after every prompt's generations"
     record["decision_checks"] = decision_checks(run_dir, record)
     record["complete"] = True
@@ -533,13 +533,17 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
     return record
 
 
-def _grid_record(grid: BatchGrid, rounds_s: float, whole_s: float) -> dict[str, Any]:
-    """The stored costs by batch of a finished grid: `whole_wall_s` = the g curve's rounds before the
-    generations + the grid's set-up and every timed forward (the whole measurement of all g and B)."""
+def _grid_record(grid: BatchGrid, rounds_s: float, upfront_s: float | None = None) -> dict[str, Any]:
+    """The stored costs by batch of a finished grid: `rounds_wall_s` the g curve's rounds before the
+    generations; `whole_wall_s` = those + the grid's set-up and every timed forward (the whole measurement
+    of all g and B); with the grid timed in slices, `upfront_wall_s` = what a person waits before the
+    first generation (the rounds and the grid's set-up; without slices it is the whole, not stored)."""
     out = grid.record()
     out["measured_at"] = new_meta("")["created"]
     out["rounds_wall_s"] = rounds_s
-    out["whole_wall_s"] = whole_s
+    out["whole_wall_s"] = rounds_s + grid.wall_s
+    if upfront_s is not None:
+        out["upfront_wall_s"] = upfront_s
     return out
 
 
