@@ -109,8 +109,8 @@ def main() -> None:
                 else:
                     open_streams()
             except Exception as exc:  # fail(): typer.Exit, its sentence printed already (typer is imported then)
-                typer = sys.modules.get("typer")
-                if typer is not None and isinstance(exc, typer.Exit):
+                typer_module = sys.modules.get("typer")
+                if typer_module is not None and isinstance(exc, typer_module.Exit):
                     raise SystemExit(exc.exit_code) from None
                 raise
     except SpectermError as exc:
