@@ -12,7 +12,8 @@ from typing import List, Optional
 import typer
 
 from specterm.core.params import BOOT, GAMMA_DEFAULT, GAMMA_MAX, SEED, SHUFFLES
-from specterm.launch import fail, main, open_streams, open_tui, tui_shortcut, warn  # noqa: F401  (main, tui_shortcut: re-exported)
+from specterm import startup
+from specterm.startup import fail, open_streams, open_tui, tui_shortcut, warn  # noqa: F401  (tui_shortcut: re-exported)
 
 app = typer.Typer(
     name="specterm",
@@ -342,6 +343,12 @@ def open_cmd(
 ) -> None:
     """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""
     open_tui(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=not no_cache)
+
+
+def main() -> None:
+    """The whole command line (the script's entry point is launch.main, which imports this module
+    only for a command line other than the TUI's two)."""
+    startup.run(lambda: app)
 
 
 if __name__ == "__main__":

@@ -142,14 +142,14 @@ async def test_a_screen_key_during_the_wait_shows_that_screen(tmp_path, monkeypa
 async def test_runs_given_to_the_app_are_not_loaded_again(tmp_path, monkeypatch):
     """The CLI's own load is the app's: the worker reads no run, the first time nor at `M`."""
     import specterm.core.store as store
-    from specterm.core.store import load_runs, write_run
+    from specterm.core.store import load_runs, read_run_files, write_run
 
     a = make_fixture_run(tmp_path, "pair-a")
     other = [s for s in fixture_streams() if s.corpus == "code"]
     b = write_run(tmp_path / "pair-b", {**META, "name": "pair-b", "target": {"spec": "other/target"}}, other)
     loaded = load_runs([a, b])
     reads = []
-    monkeypatch.setattr(store, "load_runs", lambda paths: reads.append(list(paths)) or load_runs(paths))
+    monkeypatch.setattr(store, "read_run_files", lambda path: reads.append([path]) or read_run_files(path))
     app = make_app([a, b], loaded=loaded, **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()

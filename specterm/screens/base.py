@@ -240,8 +240,8 @@ class ReportScreen(Screen):
         app = self.sapp
         runs = app.runs or []
         pair = "?"
-        if runs:
-            meta = runs[0].meta
+        meta = runs[0].meta if runs else app.pair_meta  # a cached report shown before its runs are parsed
+        if meta is not None:
             pair = f"{short_model(model_spec(meta, 'draft'))} -> {short_model(model_spec(meta, 'target'))}"
             engine = (meta.get("backend") or {}).get("name") if isinstance(meta.get("backend"), dict) else None
             if engine and engine != "torch":  # first: the pair gives way at the end on a narrow screen
