@@ -321,6 +321,42 @@ print("pydantic" in sys.modules, "typer" in sys.modules)
     assert none.returncode == 2 and "no runs in ./streams" in none.stderr and "Traceback" not in none.stderr
 
 
+def test_a_warm_open_paints_its_report_before_importing_numpy(tmp_path):
+    """With the analysis cache warm, `specterm open RUN` shows the cached report (found by the runs'
+    files) before anything imports numpy (~55-80 ms here): numpy comes with the runs, after the frame."""
+    import os
+
+    run = make_fixture_run(tmp_path)
+    code = f"""
+import sys
+import specterm.app as app_module
+from specterm import launch
+
+class Quits(app_module.SpectermApp):
+    def on_report_ready(self, message):
+        super().on_report_ready(message)
+        if message.report is not None and not hasattr(self, "seen"):
+            self.seen = "numpy" in sys.modules
+            self.call_after_refresh(self.done)
+
+    def done(self):
+        print("numpy-at-report", self.seen)
+        self.exit()
+
+    def run(self, **kw):
+        return super().run(headless=True, **kw)
+
+app_module.make_app = lambda paths, **kw: Quits(paths, **kw)
+sys.argv = ["specterm", "open", {str(run)!r}]
+launch.main()
+"""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    env.pop("SPECTERM_CACHE", None)
+    outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout.split()
+            for _ in range(2)]
+    assert outs == [["numpy-at-report", "True"], ["numpy-at-report", "False"]]  # cold: analysed; warm: not yet
+
+
 def test_pending_cis_choose_the_layout_the_cis_will_have():
     """The Overview's columns are chosen with each pending CI measured as a CI, so they do not
     change when the CIs come: at 80 columns the shipped-like widths give NARROW both times."""
