@@ -17,6 +17,12 @@ Key (all of it is stored in the entry and compared in full on every read; the fi
 The content hash is taken of the loaded runs, not of their files: the numbers are a function of
 what was loaded, so a file that changes while it is read cannot pair a report with other data.
 
+Aliases (`*.alias.json`, below): the TUI finds a report by a digest of the bytes of the runs'
+files before it parses them (a warm `specterm open` paints its tables without numpy, then parses
+the runs from the same bytes and checks their key against the alias's: a mismatch withdraws the
+report, deletes the alias and recomputes). An alias is written only by a load that parsed exactly
+the bytes it hashed (store.read_run_files).
+
 Where: $XDG_CACHE_HOME/specterm/reports (default ~/.cache/specterm/reports), the XDG convention
 for data that can be rebuilt. Not beside the run: run directories are data that people copy,
 commit and share (and may be read-only, e.g. the shipped runs in an installed package), and an
