@@ -228,6 +228,11 @@ async def test_a_warm_open_shows_the_report_found_by_the_files_before_it_parses_
             crumbs.append(str(screen.query_one("#crumb", Static).render()))
 
     monkeypatch.setattr(ReportScreen, "update_crumb", update_crumb)
+    from specterm.screens.overview import OverviewScreen
+
+    shows = []
+    real_show = OverviewScreen.show_report
+    monkeypatch.setattr(OverviewScreen, "show_report", lambda screen, report: shows.append(report) or real_show(screen, report))
     app = Ordered([path], **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
@@ -239,6 +244,7 @@ async def test_a_warm_open_shows_the_report_found_by_the_files_before_it_parses_
         final = str(app.screen.query_one("#crumb", Static).render())  # drawn from the runs
         assert final.startswith("layers:1 -> target · ")
         assert crumbs and all(c == final for c in crumbs)  # the same pair, named before the runs came
+        assert len(shows) == 1 and shows[0] is app.report  # the runs only renamed the pair: no second drawing
         assert NUMERIC_CI.search(cells(app.screen))
     assert aliases() == [alias] and alias.read_bytes() == written
 
