@@ -5,8 +5,8 @@ and (with --stepping) the token cursor on a 4096-token stream.
 
 Every measurement runs in a fresh Python process on a pseudo-terminal (120x36), as in a person's
 terminal, with Textual's real driver writing the frames, started the way a person starts it:
-`specterm open RUN...` (specterm.cli.main, typer included; only make_app is swapped for an
-instrumented subclass). Times end when the frame after the action is painted
+`specterm open RUN...` (the script's entry point: specterm.launch.main, or specterm.cli.main in a
+tree without launch.py, such as the baseline; only make_app is swapped for an instrumented subclass). Times end when the frame after the action is painted
 (`call_after_refresh`); beside the wall times the processes' CPU times are kept (less sensitive to
 a loaded machine). The bare app is a Header, a Static and a Footer on two screens.
 
@@ -83,9 +83,12 @@ def painted(app) -> asyncio.Future[float]:
 def child_specterm(out_file: str, paths: list[str], stepping: bool, start_only: bool = False) -> None:
     """`specterm open PATHS` with an instrumented app; works on this tree and on the baseline tree
     (no point-first paint there: its first report is full)."""
+    import importlib.util
+
     import specterm.app as app_module
-    from specterm import cli
     from specterm.app import SCREENS, SpectermApp
+
+    entry = "specterm.launch" if importlib.util.find_spec("specterm.launch") else "specterm.cli"  # the script's main
 
     marks = Marks(out_file)
     modes = [s.mode for s in SCREENS if s.mode != "run"]
@@ -163,7 +166,7 @@ def child_specterm(out_file: str, paths: list[str], stepping: bool, start_only: 
 
     app_module.make_app = lambda paths, **kw: Instrumented(paths, **kw)  # type: ignore[assignment]
     sys.argv = ["specterm", "open", *paths]  # B = 2000, the default
-    cli.main()
+    importlib.import_module(entry).main()
 
 
 def child_bare(out_file: str, stepping: bool) -> None:
@@ -300,6 +303,8 @@ def main() -> None:
     parser.add_argument("--baseline", default=BASELINE, help="git revision timed as the baseline tree")
     parser.add_argument("--baseline-tree", type=Path, default=Path(tempfile.gettempdir()) / f"specterm-{BASELINE}",
                         help="where its worktree is (made when missing)")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the baseline tree (its columns read nan): quicker rounds while working on this tree")
     parser.add_argument("--stepping", action="store_true", help="also time the cursor on a 4096-token stream")
     parser.add_argument("--start-only", action="store_true",
                         help="time the start only (first paint, first table, every table with CIs): no screen switches, no M")
@@ -325,7 +330,7 @@ def main() -> None:
     loaded = [load_run(r) for r in runs]
     n_pos = sum(s.n for r in loaded for s in r.streams)
     pairs = len(group_runs(loaded))
-    base_tree = baseline_tree(args.baseline, args.baseline_tree)
+    base_tree = ROOT if args.no_baseline else baseline_tree(args.baseline, args.baseline_tree)
     print(f"runs: {', '.join(runs)}  ({n_pos} positions, {pairs} model pair(s)); baseline {args.baseline} at {base_tree}")
 
     med = statistics.median
@@ -336,17 +341,19 @@ def main() -> None:
         tmp = Path(tmp_name)
         long = str(long_run(tmp)) if args.stepping else ""
         if BYTECODE_CACHE:  # one untimed start per tree fills the bytecode cache
-            for tree in (ROOT, base_tree):
+            for tree in (ROOT,) if args.no_baseline else (ROOT, base_tree):
                 measure("specterm", runs, tmp, tree=tree, cache=tmp / "warm-up", start_only=True)
             measure("bare", [], tmp)
         for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all alike
             cache = tmp / f"cache-{i}"
             ours["cold"].append(measure("specterm", runs, tmp, cache=cache, start_only=short))  # fills the cache
             ours["warm"].append(measure("specterm", runs, tmp, cache=cache, start_only=short))
-            ours["base"].append(measure("specterm", runs, tmp, tree=base_tree, start_only=short))
+            if not args.no_baseline:
+                ours["base"].append(measure("specterm", runs, tmp, tree=base_tree, start_only=short))
             ours["bare"].append(measure("bare", [], tmp))
+            base_s = f"{ours['base'][-1]['table']:.2f}" if ours["base"] else "-"
             print(f"round {i + 1}: first table cold {ours['cold'][-1]['table']:.2f} s, warm {ours['warm'][-1]['table']:.2f} s, "
-                  f"baseline {ours['base'][-1]['table']:.2f} s, bare first paint {ours['bare'][-1]['first_paint']:.2f} s; "
+                  f"baseline {base_s} s, bare first paint {ours['bare'][-1]['first_paint']:.2f} s; "
                   f"load avg {os.getloadavg()[0]:.2f}", flush=True)
             if args.stepping:
                 steps["ours"].append(med(measure("specterm", [long], tmp, stepping=True)["step"]))
@@ -408,7 +415,7 @@ def main() -> None:
                 f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})")
     record("TUI: first table (cold and warm cache), every screen's first visit, M" + (" (start only)" if short else ""), table,
            [(f"each figure: median over {args.repeat} fresh processes on a {SIZE[0]}x{SIZE[1]} pseudo-terminal (real driver), "
-             f"started as `specterm open RUN...` (cli.main; B = 2000, the default); "
+             f"started as `specterm open RUN...` (the script's main; B = 2000, the default); "
              f"per round: this tree with an empty analysis cache (cold), again with the cache it filled (warm), the baseline "
              f"tree {args.baseline} (the commit before issue 21, a git worktree; no cache there), then a bare Textual app"),
             ("times from process start (first paint, tables) or from the key (switches, M) to the frame painted after it "

@@ -7,6 +7,8 @@ the command palette, export, and the workers that load runs, analyse them and ru
 
 from __future__ import annotations
 
+import gc
+import threading
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
@@ -65,6 +67,9 @@ class SpectermApp(App[Any]):
     ci_pending: var[bool] = var(False)
     """True while the report shown holds point estimates only (boot = 0) and the bootstrap runs;
     the screens say "computing CIs" until the full report replaces it."""
+    pair_meta: dict | None = None
+    """The metadata of the pair's first run while a cached report is shown before its runs are
+    parsed (a warm open): the breadcrumb names the pair from it until `runs` come."""
     set_name: var[str] = var(POOLED)
     """The corpus (or "pooled") shown by the per-set screens; `c` cycles it."""
 
@@ -144,7 +149,8 @@ class SpectermApp(App[Any]):
 
     def schedule_idle_work(self) -> None:
         """Do one piece of idle work soon (then the next), unless a pass is already scheduled."""
-        if not getattr(self, "_idle_scheduled", False) and self.report is not None and not self.ci_pending:
+        if (not getattr(self, "_idle_scheduled", False) and self.report is not None and not self.ci_pending
+                and self.runs is not None):  # a cached report can come first: screens are mounted with both
             self._idle_scheduled = True
             self.set_timer(self.IDLE_STEP_S, self._idle_step)
 
@@ -153,7 +159,7 @@ class SpectermApp(App[Any]):
         is mounted (composed and filled from the report; laid out and painted on its visit) without
         being shown."""
         self._idle_scheduled = False
-        if self.report is None or self.ci_pending or self.is_headless and not self.PREMOUNT_HEADLESS:
+        if self.report is None or self.ci_pending or self.runs is None or self.is_headless and not self.PREMOUNT_HEADLESS:
             return
         stacks = getattr(self, "_screen_stacks", {})
         for stack in stacks.values():
@@ -171,6 +177,12 @@ class SpectermApp(App[Any]):
                 self._screen_stacks[s.mode][0].post_message(ScreenSuspend())
                 self.schedule_idle_work()
                 return
+        if not getattr(self, "_settled", False):
+            # Every screen is mounted: what exists now (screens, report, runs) lives as long as the
+            # app, so the cyclic collector need not walk it again. A full collection during a first
+            # visit walked all of it (30-80 ms of a Streams visit, measured).
+            self._settled = True
+            gc.freeze()
 
     POINT_FIRST_HEADLESS: ClassVar[bool] = False
     """Headless (Pilot tests, snapshots) gets the full report only, as before: the Overview's
@@ -184,6 +196,10 @@ class SpectermApp(App[Any]):
     that comes sooner (a cached one: tens of ms) is composed into the first screen at once: one
     layout and one frame instead of a loading frame, a second layout and a second frame (about
     0.1 s of start-up on the shipped runs). Until then the terminal shows Textual's blank screen."""
+
+    PAINT_WAIT_S: ClassVar[float] = 1.0
+    """At most this long the load waits, after handing over a cached report found by its files
+    (core/cache.py aliases), for the frame that shows it before it parses the runs."""
 
     WAIT_HEADLESS: ClassVar[bool] = False
     """Headless (Pilot tests, snapshots) shows the first screen at once, as before."""
@@ -216,6 +232,7 @@ class SpectermApp(App[Any]):
         self.run_paths = [Path(p) for p in paths]
         self.loaded = None  # read again: the oracle's output may have grown since (same path)
         self.pair_cache = {}
+        self.pair_meta = None
         self.report = None  # first: a screen must never see the new runs with the old report
         self.ci_pending = False
         self.runs = None
@@ -233,24 +250,50 @@ class SpectermApp(App[Any]):
         """Load the runs (unless loaded already), then analyse them; heavy imports happen here, off
         the UI thread.
 
-        A cached report (core/cache.py) is shown at once. Otherwise one `analyse` call hands over the
+        A cached report (core/cache.py) is shown at once. On a warm open it is found by the bytes of
+        the runs' files (an alias), before numpy is imported or the runs are parsed; the runs are
+        parsed from those same bytes once its frame is painted, and their own key must be the
+        entry's (else the report is withdrawn and recomputed). Otherwise one `analyse` call hands over the
         point estimates (its `on_point`: the report of boot = 0, the same shuffles, so the same
         values) before its bootstrap, and they are shown first; the full report with its CIs then
         replaces them whole: a value and a CI on screen always come from one report of one load."""
         from textual.worker import get_current_worker
 
         from specterm.core import cache
-        from specterm.core.store import group_runs, load_runs
+        from specterm.core.store import META_FILE, parse_meta, read_run_files  # no numpy before the first table
 
         worker = get_current_worker()
 
         key_paths = tuple(Path(p) for p in paths)
+        params = dict(self.analysis_params)
+        use_cache = self.use_cache and cache.enabled()
         loaded = self.loaded
+        files = None
+        alias = fkey = None
         if loaded is not None and loaded[0] == key_paths:
             all_runs = loaded[1]
         else:
-            all_runs = load_runs(key_paths)
+            files = [read_run_files(p) for p in key_paths]  # read once: the alias and the runs come from these bytes
+            fkey = cache.files_key(files, params, self.model_group) if use_cache else None
+            if fkey is not None:
+                alias = cache.load_alias(fkey)
+            if alias is not None:  # a warm open: the report first, the runs parsed from the same bytes after it
+                report = cache.load(alias[0])
+                if report is None:
+                    alias = None
+                else:
+                    self.n_model_groups = alias[1]
+                    first = parse_meta(files[alias[2]].meta, key_paths[alias[2]] / META_FILE)  # the crumb's pair
+                    painted = threading.Event()
+                    self.post_message(messages.ReportReady(report, load_id, pair_meta=first, painted=painted))
+                    # Parsing the runs holds the GIL: it waits until the tables are on screen (or 1 s).
+                    painted.wait(self.PAINT_WAIT_S)
+            from specterm.core.store import load_run
+
+            all_runs = [load_run(p, f) for p, f in zip(key_paths, files)]
             self.loaded = (key_paths, all_runs)
+        from specterm.core.store import group_runs
+
         runs = [r for r in all_runs if r.streams]
         if not runs:
             names = ", ".join(str(p) for p in paths)
@@ -259,9 +302,13 @@ class SpectermApp(App[Any]):
         self.n_model_groups = len(groups)
         runs = groups[self.model_group % len(groups)]
         self.post_message(messages.RunsLoaded(runs, load_id))
-        params = dict(self.analysis_params)
-        use_cache = self.use_cache and cache.enabled()
         key = cache.cache_key(runs, params) if use_cache else None
+        if alias is not None:
+            if alias[0] == key:
+                return  # the report shown is this key's (checked against the entry in full)
+            assert fkey is not None  # the alias lied (parsing the same bytes gave other runs): never again
+            cache.remove_alias(fkey)
+            self.post_message(messages.ReportReady(None, load_id))  # off the screen until the right one comes
         report = cache.load(key) if key is not None else None
         if report is None:
             from specterm.core.analysis import analyse
@@ -277,16 +324,33 @@ class SpectermApp(App[Any]):
                 return
             if key is not None:
                 cache.store(key, report)
+        if fkey is not None and key is not None and files is not None:
+            first_path = runs[0].path
+            cache.store_alias(fkey, key, len(groups), next(i for i, f in enumerate(files) if f.path == first_path))
         self.post_message(messages.ReportReady(report, load_id))
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
         if message.load_id == self.load_id:
             self.runs = message.runs
+            if self.report is not None and not self.ci_pending:  # a cached report came first (an alias)
+                self.pair_cache.setdefault(self.pair_key, (self.runs, self.report))
+                self.call_after_refresh(self.schedule_idle_work)  # held back until the runs came
 
     def on_report_ready(self, message: messages.ReportReady) -> None:
+        if message.painted is not None:  # the worker waits for this report's frame before it parses the runs
+            if message.load_id == self.load_id:
+                self.call_after_refresh(message.painted.set)
+            else:
+                message.painted.set()
         if message.load_id != self.load_id:  # an older load's (other runs or another pair): never shown
             return
         report = message.report
+        if report is None:  # the load found its cached report was not its runs' (load): off the screen
+            self.report = None
+            self.ci_pending = False
+            return
+        if message.pair_meta is not None and self.runs is None:
+            self.pair_meta = message.pair_meta
         self.set_name = report.set_or_default(self.set_name)
         self.ci_pending = not message.complete  # read by the screens when `report` changes, just below
         self.report = report
@@ -321,6 +385,7 @@ class SpectermApp(App[Any]):
         set_name = self.pair_sets.get(self.pair_key, POOLED)
         cached = self.pair_cache.get(self.pair_key)
         if cached is None:  # first visit: load and analyse in the worker (the screens show loading)
+            self.pair_meta = None
             self.report = None  # first: a screen must never see the new runs with the old report
             self.set_name = set_name
             self.runs = None

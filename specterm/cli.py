@@ -7,14 +7,13 @@ open and the no-argument form start the Textual app (specterm.app.make_app).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import List, Optional
 
 import typer
 
 from specterm.core.params import BOOT, GAMMA_DEFAULT, GAMMA_MAX, SEED, SHUFFLES
-
-if TYPE_CHECKING:
-    from specterm.core.store import Run
+from specterm import startup
+from specterm.startup import fail, open_streams, open_tui, tui_shortcut, warn  # noqa: F401  (tui_shortcut: re-exported)
 
 app = typer.Typer(
     name="specterm",
@@ -27,19 +26,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-def fail(message: str, code: int = 2) -> None:
-    """Print one sentence to stderr and exit (no traceback)."""
-    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
-    raise typer.Exit(code)
-
-
-def warn(message: str, prefix: str = "warning") -> None:
-    """One line on stderr, control and bidi characters escaped (text.printable)."""
-    from specterm.core.text import printable
-
-    typer.secho(f"{prefix}: {printable(message)}", err=True, fg=typer.colors.YELLOW)
 
 
 # ------------------------------------------------------------------------------ run / merge ---
@@ -338,50 +324,12 @@ def repair_cmd(
 # ------------------------------------------------------------------------ open / no-argument ---
 
 
-def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES,
-             use_cache: bool = True, loaded: "Optional[list[Run]]" = None) -> None:
-    """Check the run directories (one clear sentence if one is wrong), then start the app on them.
-    `loaded`: the runs already loaded from `runs` (the no-argument form), so the app does not load
-    them again."""
-    from specterm.core.store import read_meta
-
-    if loaded is None:
-        for path in runs:
-            read_meta(path)
-    from specterm.app import make_app
-
-    tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=use_cache, loaded=loaded)
-    tui.run()
-    if tui.return_code:  # Textual printed the traceback of an unhandled exception: the shell sees the failure
-        raise SystemExit(tui.return_code)
-
-
 @app.callback(invoke_without_command=True)
 def no_command(ctx: typer.Context) -> None:
     # No docstring on purpose: the Typer(help=...) text stays the --help text.
     if ctx.invoked_subcommand is not None:
         return
-    open_streams()
-
-
-def open_streams() -> None:
-    """`specterm` with no command: the TUI on the runs in ./streams. Every run is loaded here, once:
-    a run that cannot be read is named (one warning each) and the others open; the app takes the
-    loaded runs as they are (it does not read them again)."""
-    from specterm.core.store import find_runs, load_runs_lenient
-
-    paths = find_runs("streams")
-    if not paths:
-        fail("there are no runs in ./streams; make one with `specterm run` or `specterm import`, or pass them with `specterm open RUN...`.")
-    runs, problems = load_runs_lenient(paths)  # one corrupt run must not hide the others
-    for run in runs:
-        for message in run.warnings:
-            warn(message)
-    for problem in problems:
-        warn(f"skipped {problem}")
-    if not runs:
-        fail("no run in ./streams could be read (see the warnings above); fix them with `specterm repair RUN` or re-create them.")
-    open_tui([r.path for r in runs], loaded=runs)
+    open_streams(open_tui)  # this module's open_tui, looked up now (a test may stand in for it)
 
 
 @app.command("open")
@@ -397,43 +345,10 @@ def open_cmd(
     open_tui(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=not no_cache)
 
 
-def tui_shortcut(argv: list[str]) -> list[Path] | None:
-    """The command lines that open the TUI with every default: [] (`specterm`: the runs in ./streams,
-    returned as []) and ["open", RUN, ...] with no option. None for anything else (every option,
-    --help, a missing RUN, every other command), which typer parses.
-
-    Why: typer parses a command's parameters with pydantic (typer >= 0.2x), whose import and
-    adapters cost about 0.1 s of a 0.5 s start; these two lines need no parsing, so `main` starts
-    them directly, with the same checks and messages as the typer path."""
-    if not argv:
-        return []
-    if argv[0] == "open" and len(argv) > 1 and not any(a.startswith("-") for a in argv[1:]):
-        return [Path(a) for a in argv[1:]]
-    return None
-
-
 def main() -> None:
-    import sys
-
-    from specterm.core.errors import SpectermError
-
-    from specterm.core.text import printable
-
-    try:
-        runs = tui_shortcut(sys.argv[1:])
-        if runs is None:
-            app()
-        else:
-            try:
-                if runs:
-                    open_tui(runs)
-                else:
-                    open_streams()
-            except typer.Exit as exc:  # fail(): its sentence is printed already
-                raise SystemExit(exc.exit_code) from None
-    except SpectermError as exc:
-        typer.secho(f"error: {printable(str(exc))}", err=True, fg=typer.colors.RED)
-        raise SystemExit(2) from None
+    """The whole command line (the script's entry point is launch.main, which imports this module
+    only for a command line other than the TUI's two)."""
+    startup.run(lambda: app)
 
 
 if __name__ == "__main__":

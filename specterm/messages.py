@@ -5,6 +5,7 @@ Workers run in threads and talk to the UI only through these (posting a message 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,10 +64,15 @@ class ReportReady(Message):
     """`analyse` finished: the typed report (core/report.py). `complete` is False for the point
     estimates that paint first (boot = 0: no CIs) while the bootstrap runs."""
 
-    report: Report
+    report: Report | None
+    """None: the report shown is withdrawn (a cached one found not to be its runs'; the right one follows)."""
     load_id: int = 0
     """Which load posted it (SpectermApp.load_id): a report of an older load is never shown."""
     complete: bool = True
+    pair_meta: dict[str, Any] | None = None
+    """The metadata of the pair's first run, when the report comes before the runs (a warm open)."""
+    painted: threading.Event | None = None
+    """Set once the frame showing this report is painted (the load waits for it)."""
 
 
 @dataclass

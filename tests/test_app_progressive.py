@@ -185,6 +185,171 @@ async def test_second_open_reads_the_cache_and_paints_the_cis_at_once(tmp_path, 
         assert NUMERIC_CI.search(cells(app.screen))
 
 
+def aliases():
+    from specterm.core import cache
+
+    return sorted(cache.cache_dir().glob("*.alias.json"))
+
+
+class Ordered(SpectermApp):
+    """Records the order in which the report and the runs reach the app, and the breadcrumb each
+    time a screen draws it while the runs are not there yet."""
+
+    def on_report_ready(self, message) -> None:
+        self.__dict__.setdefault("seen", []).append(("report", message.report is not None))
+        super().on_report_ready(message)
+
+    def on_runs_loaded(self, message) -> None:
+        self.__dict__.setdefault("seen", []).append(("runs", True))
+        super().on_runs_loaded(message)
+
+
+async def test_a_warm_open_shows_the_report_found_by_the_files_before_it_parses_the_runs(tmp_path, monkeypatch):
+    """The second open finds the report by the bytes of the runs' files (an alias), shows it with
+    the pair named in the breadcrumb, and only then parses the runs (from the same bytes); their own
+    key is the entry's, so the alias stays."""
+    from specterm.screens.base import ReportScreen
+
+    path = make_fixture_run(tmp_path)
+    app = make_app([path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        first = app.report.to_dict()
+    (alias,) = aliases()
+    written = alias.read_bytes()
+    gate = Gate(monkeypatch, set())
+    crumbs = []
+    real = ReportScreen.update_crumb
+
+    def update_crumb(screen):
+        real(screen)
+        if screen.app.runs is None:
+            crumbs.append(str(screen.query_one("#crumb", Static).render()))
+
+    monkeypatch.setattr(ReportScreen, "update_crumb", update_crumb)
+    from specterm.screens.overview import OverviewScreen
+
+    shows = []
+    real_show = OverviewScreen.show_report
+    monkeypatch.setattr(OverviewScreen, "show_report", lambda screen, report: shows.append(report) or real_show(screen, report))
+    app = Ordered([path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert gate.calls == []  # no analysis
+        assert app.seen == [("report", True), ("runs", True)]  # the report first, the runs after its frame
+        assert app.report.to_dict() == first and not app.ci_pending
+        assert [r.name for r in app.runs] == ["tiny-run"] and app.pair_cache[0][1] is app.report
+        final = str(app.screen.query_one("#crumb", Static).render())  # drawn from the runs
+        assert final.startswith("layers:1 -> target · ")
+        assert crumbs and all(c == final for c in crumbs)  # the same pair, named before the runs came
+        assert len(shows) == 1 and shows[0] is app.report  # the runs only renamed the pair: no second drawing
+        assert NUMERIC_CI.search(cells(app.screen))
+    assert aliases() == [alias] and alias.read_bytes() == written
+
+
+async def test_one_bit_edited_in_the_records_misses_the_alias_and_the_numbers_change(tmp_path, monkeypatch):
+    """Same size, same mtime, one bit of one record (its checksum redone): the files' digest differs,
+    so the alias is not found, the runs are analysed again, and the numbers are the new runs'."""
+    import json
+    import os
+
+    from specterm.core.store import CHECKSUM_FIELD, RECORDS_FILE, load_run, record_checksum
+
+    path = make_fixture_run(tmp_path)
+    app = make_app([path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        before = app.report
+    records = path / RECORDS_FILE
+    stat = records.stat()
+    lines = records.read_bytes().split(b"\n")
+    rec = json.loads(lines[0])
+    rec["bits"] = rec["bits"][:3] + ("1" if rec["bits"][3] == "0" else "0") + rec["bits"][4:]
+    rec.pop("draft_argmax", None)  # bits must agree with the stored argmaxes: drop them, as an import would
+    rec[CHECKSUM_FIELD] = record_checksum(rec)
+    new_line = json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode()
+    records.write_bytes(b"\n".join([new_line, *lines[1:]]))
+    os.utime(records, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    load_run(path)  # still a valid run
+    gate = Gate(monkeypatch, set())
+    app = make_app([path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert len(gate.calls) == 1  # analysed again
+        assert app.report.to_dict() != before.to_dict()
+        assert app.report.to_dict() == analysis.analyse([load_run(path)], gamma=8, seed=0, **FAST).to_dict()
+    assert len(aliases()) == 2  # one per content of the files
+
+
+@pytest.mark.parametrize("damage", ["garbage", "other key", "not an alias"])
+async def test_a_damaged_alias_is_ignored_and_rewritten(tmp_path, monkeypatch, damage):
+    import json
+
+    path = make_fixture_run(tmp_path)
+    app = make_app([path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        first = app.report.to_dict()
+    (alias,) = aliases()
+    good = alias.read_bytes()
+    entry = json.loads(good)
+    if damage == "garbage":
+        alias.write_bytes(b"\x80 not json")
+    elif damage == "other key":
+        entry["key"]["group"] = 7
+        alias.write_text(json.dumps(entry))
+    else:
+        entry["groups"] = 0
+        alias.write_text(json.dumps(entry))
+    gate = Gate(monkeypatch, set())
+    app = Ordered([path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.seen == [("runs", True), ("report", True)]  # the normal path: runs, then the cached report
+        assert gate.calls == [] and app.report.to_dict() == first  # the entry itself was fine
+    assert alias.read_bytes() == good  # rewritten
+
+
+async def test_an_alias_to_other_runs_is_caught_once_the_runs_are_parsed(tmp_path, monkeypatch):
+    """An alias that points to another run set's entry (a hand-copied cache, say): the report shown
+    from it is withdrawn as soon as the runs parsed from the same bytes give another key, and the
+    right report replaces it; the alias is rewritten to the right entry."""
+    import json
+
+    from specterm.core.store import write_run
+
+    a = make_fixture_run(tmp_path, "run-a")
+    b = write_run(tmp_path / "run-b", {**META, "name": "run-b"}, [s for s in fixture_streams() if s.corpus == "code"])
+    reports = {}
+    for p in (a, b):
+        app = make_app([p], **FAST)
+        async with app.run_test(size=SIZE) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            reports[p.name] = app.report.to_dict()
+    entries = {json.loads(x.read_bytes())["key"]["files"][0]["path"]: x for x in aliases()}
+    alias_a, alias_b = entries[str(a.resolve())], entries[str(b.resolve())]
+    forged = json.loads(alias_a.read_bytes())
+    right = forged["content"]
+    forged["content"] = json.loads(alias_b.read_bytes())["content"]
+    alias_a.write_text(json.dumps(forged))
+    gate = Gate(monkeypatch, set())
+    app = Ordered([a], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.seen == [("report", True), ("runs", True), ("report", False), ("report", True)]
+        assert gate.calls == [] and app.report.to_dict() == reports["run-a"]
+        assert [r.name for r in app.runs] == ["run-a"] and [r.name for r in app.report.runs] == ["run-a"]
+    assert json.loads(alias_a.read_bytes())["content"] == right
+
+
 async def test_boot_zero_has_no_pending_state(tmp_path, monkeypatch):
     gate = Gate(monkeypatch, set())
     app = make_app([make_fixture_run(tmp_path)], boot=0, shuffles=4, use_cache=False)

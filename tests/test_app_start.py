@@ -142,14 +142,14 @@ async def test_a_screen_key_during_the_wait_shows_that_screen(tmp_path, monkeypa
 async def test_runs_given_to_the_app_are_not_loaded_again(tmp_path, monkeypatch):
     """The CLI's own load is the app's: the worker reads no run, the first time nor at `M`."""
     import specterm.core.store as store
-    from specterm.core.store import load_runs, write_run
+    from specterm.core.store import load_runs, read_run_files, write_run
 
     a = make_fixture_run(tmp_path, "pair-a")
     other = [s for s in fixture_streams() if s.corpus == "code"]
     b = write_run(tmp_path / "pair-b", {**META, "name": "pair-b", "target": {"spec": "other/target"}}, other)
     loaded = load_runs([a, b])
     reads = []
-    monkeypatch.setattr(store, "load_runs", lambda paths: reads.append(list(paths)) or load_runs(paths))
+    monkeypatch.setattr(store, "read_run_files", lambda path: reads.append([path]) or read_run_files(path))
     app = make_app([a, b], loaded=loaded, **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
@@ -290,13 +290,14 @@ def test_the_tui_command_lines_skip_typer_parsing_and_the_rest_do_not():
 
 
 def test_specterm_open_starts_without_pydantic(tmp_path):
-    """typer parses parameters with pydantic (~0.1 s to import); `specterm open RUN` does not need it,
-    and its errors read as the typer path's."""
+    """typer parses parameters with pydantic (~0.1 s to import), and typer itself takes 30-45 ms;
+    `specterm open RUN` (the script's entry point, launch.main) needs neither, and its errors read as
+    the typer path's."""
     run = make_fixture_run(tmp_path)
     code = f"""
 import sys
 import specterm.app as app_module
-from specterm import cli
+from specterm import launch
 
 class Quits(app_module.SpectermApp):
     def on_ready(self):
@@ -307,17 +308,53 @@ class Quits(app_module.SpectermApp):
 
 app_module.make_app = lambda paths, **kw: Quits(paths, **kw)
 sys.argv = ["specterm", "open", {str(run)!r}]
-cli.main()
-print("pydantic" in sys.modules)
+launch.main()
+print("pydantic" in sys.modules, "typer" in sys.modules)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["False"]
+    assert out == ["False", "False"]
     missing = subprocess.run([sys.executable, "-m", "specterm", "open", str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 2 and "is not a run directory" in missing.stderr and "Traceback" not in missing.stderr
     empty = tmp_path / "empty"
     empty.mkdir()
     none = subprocess.run([sys.executable, "-m", "specterm"], capture_output=True, text=True, cwd=empty)
     assert none.returncode == 2 and "no runs in ./streams" in none.stderr and "Traceback" not in none.stderr
+
+
+def test_a_warm_open_paints_its_report_before_importing_numpy(tmp_path):
+    """With the analysis cache warm, `specterm open RUN` shows the cached report (found by the runs'
+    files) before anything imports numpy (~55-80 ms here): numpy comes with the runs, after the frame."""
+    import os
+
+    run = make_fixture_run(tmp_path)
+    code = f"""
+import sys
+import specterm.app as app_module
+from specterm import launch
+
+class Quits(app_module.SpectermApp):
+    def on_report_ready(self, message):
+        super().on_report_ready(message)
+        if message.report is not None and not hasattr(self, "seen"):
+            self.seen = "numpy" in sys.modules
+            self.call_after_refresh(self.done)
+
+    def done(self):
+        print("numpy-at-report", self.seen)
+        self.exit()
+
+    def run(self, **kw):
+        return super().run(headless=True, **kw)
+
+app_module.make_app = lambda paths, **kw: Quits(paths, **kw)
+sys.argv = ["specterm", "open", {str(run)!r}]
+launch.main()
+"""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    env.pop("SPECTERM_CACHE", None)
+    outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout.split()
+            for _ in range(2)]
+    assert outs == [["numpy-at-report", "True"], ["numpy-at-report", "False"]]  # cold: analysed; warm: not yet
 
 
 def test_pending_cis_choose_the_layout_the_cis_will_have():

@@ -194,3 +194,53 @@ def test_report_cli_uses_the_cache(run_path, counted):
     assert first.output == second.output and len(counted) == 1
     third = CliRunner().invoke(app, [*args, "--no-cache"])
     assert third.output == first.output and len(counted) == 2
+
+
+def test_files_key_names_the_bytes_the_pair_and_the_parameters(run_path, monkeypatch):
+    """An alias's key (cache.files_key) changes with one byte of either file, the pair shown, any
+    parameter; a load from those bytes is the load from the directory; no key when numpy's version
+    cannot be told without importing it."""
+    from specterm.core.store import META_FILE, load_run, read_run_files
+
+    files = read_run_files(run_path)
+    assert files.meta == (run_path / META_FILE).read_bytes() and files.records == (run_path / RECORDS_FILE).read_bytes()
+    from_bytes, from_dir = load_run(run_path, files), load_run(run_path)
+    assert cache.cache_key([from_bytes], PARAMS) == cache.cache_key([from_dir], PARAMS)
+    key = cache.files_key([files], PARAMS, 0)
+    assert key == cache.files_key([read_run_files(run_path)], PARAMS, 0)
+    assert key["files"][0]["path"] == str(run_path.resolve())
+    assert cache.files_key([files], PARAMS, 1) != key
+    assert cache.files_key([files], {**PARAMS, "seed": 2}, 0) != key
+    flipped = bytearray(files.records or b"")
+    flipped[10] ^= 1
+    assert cache.files_key([type(files)(files.path, files.meta, bytes(flipped))], PARAMS, 0) != key
+    assert cache.files_key([type(files)(files.path, files.meta + b" ", files.records)], PARAMS, 0) != key
+    assert cache.files_key([type(files)(files.path, files.meta, None)], PARAMS, 0) != key
+    with pytest.raises(ValueError):
+        cache.files_key([files], {"nope": 1}, 0)
+    monkeypatch.setattr(cache, "numpy_stamp", lambda: None)
+    assert cache.files_key([files], PARAMS, 0) is None
+
+
+def test_numpy_stamp_follows_numpy_version_file():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("numpy")
+    raw = (Path(list(spec.submodule_search_locations)[0]) / "version.py").read_bytes()
+    assert np.__version__.encode() in raw  # the file holds the version the stamp stands for
+    assert cache.numpy_stamp().endswith(cache.hashlib.blake2b(raw, digest_size=16).hexdigest())
+
+
+def test_read_run_files_says_what_read_meta_says(tmp_path, run_path):
+    from specterm.core.errors import SpectermError
+    from specterm.core.store import read_meta, read_run_files
+
+    for bad in (tmp_path / "missing", tmp_path):
+        with pytest.raises(SpectermError) as by_files:
+            read_run_files(bad)
+        with pytest.raises(SpectermError) as by_meta:
+            read_meta(bad)
+        assert str(by_files.value) == str(by_meta.value)
+    (run_path / RECORDS_FILE).unlink()
+    assert read_run_files(run_path).records is None and load_run(run_path).streams == []

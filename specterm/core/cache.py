@@ -17,6 +17,12 @@ Key (all of it is stored in the entry and compared in full on every read; the fi
 The content hash is taken of the loaded runs, not of their files: the numbers are a function of
 what was loaded, so a file that changes while it is read cannot pair a report with other data.
 
+Aliases (`*.alias.json`, below): the TUI finds a report by a digest of the bytes of the runs'
+files before it parses them (a warm `specterm open` paints its tables without numpy, then parses
+the runs from the same bytes and checks their key against the alias's: a mismatch withdraws the
+report, deletes the alias and recomputes). An alias is written only by a load that parsed exactly
+the bytes it hashed (store.read_run_files).
+
 Where: $XDG_CACHE_HOME/specterm/reports (default ~/.cache/specterm/reports), the XDG convention
 for data that can be rebuilt. Not beside the run: run directories are data that people copy,
 commit and share (and may be read-only, e.g. the shipped runs in an installed package), and an
@@ -39,8 +45,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from specterm.core.store.atomic import write_bytes_atomic
 
@@ -66,8 +70,8 @@ def enabled() -> bool:
 
 
 @functools.cache
-def code_version() -> str:
-    """specterm's version + a hash of every source file of specterm/core + numpy's version."""
+def core_sources() -> str:
+    """specterm's version + a hash of every source file of specterm/core."""
     import specterm
 
     core = Path(__file__).resolve().parent
@@ -77,11 +81,38 @@ def code_version() -> str:
         h.update(b"\0")
         h.update(path.read_bytes())
         h.update(b"\0")
-    return f"{getattr(specterm, '__version__', '?')}+{h.hexdigest()}+numpy{np.__version__}"
+    return f"{getattr(specterm, '__version__', '?')}+{h.hexdigest()}"
+
+
+@functools.cache
+def code_version() -> str:
+    """specterm's version + a hash of every source file of specterm/core + numpy's version."""
+    import numpy as np
+
+    return f"{core_sources()}+numpy{np.__version__}"
+
+
+@functools.cache
+def numpy_stamp() -> str | None:
+    """numpy's version without importing numpy (a warm open reads the cache before it imports
+    numpy): a digest of numpy/version.py, which holds the version string an installed numpy was
+    built with. An alias's stand-in for code_version's numpy{version}; None when it cannot be read
+    (then no alias is read or written)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("numpy")
+    where = list(spec.submodule_search_locations or []) if spec is not None else []
+    try:
+        raw = (Path(where[0]) / "version.py").read_bytes()
+    except (IndexError, OSError):
+        return None
+    return f"numpy-version.py:{hashlib.blake2b(raw, digest_size=16).hexdigest()}"
 
 
 def _update(h: Any, value: Any) -> None:
     """Feed one field's value into the hash, typed (so 1, "1" and [1] differ)."""
+    import numpy as np
+
     if value is None:
         h.update(b"N")
     elif isinstance(value, np.ndarray):
@@ -100,6 +131,8 @@ def _update(h: Any, value: Any) -> None:
 def run_digest(run: Run) -> dict[str, Any]:
     """What the numbers of one run depend on: its path, and a hash of its metadata and of every
     field of every stream, with the stream and position counts."""
+    import numpy as np
+
     h = hashlib.blake2b(digest_size=20)
     _update(h, json.dumps(run.meta, sort_keys=True, default=repr))
     positions = 0
@@ -202,3 +235,82 @@ def cached_analyse(runs: Sequence[Run], *, use_cache: bool = True, **params: Any
     report = analyse(list(runs), **params)
     store(key, report)
     return report
+
+
+# -- aliases: the runs' files -> the entry of what they load to ----------------------------------------
+# The key above needs the runs loaded (parsed and validated: about 40-60 ms on the shipped runs) and
+# hashed. An alias names an entry by the bytes of the runs' files instead, so that a warm open
+# shows the report before it parses them. It is written only by a load that parsed exactly the
+# bytes it hashed (store.read_run_files, then load_run(files=...)), and it says: these bytes, with
+# this code, parameters and pair, load to the runs of `content` (the entry's full key). The entry it
+# points to is still read and checked against that full key (load), and the app checks the alias
+# once it has parsed the same bytes (the runs' own key must equal `content`; else the alias is
+# deleted and the report recomputed), so an alias can never pair a report with other data unless
+# parsing the same bytes with the same code gave other runs.
+
+def files_key(files: Sequence[Any], params: dict[str, Any], group: int) -> dict[str, Any] | None:
+    """An alias's key: cache schema, code (numpy's by numpy_stamp), every run's resolved path and
+    the digests of the bytes of its run.json and prompts.jsonl (store.RunFiles, in order), the
+    parameters, and which model pair of them is shown (`group`, before the modulo by the number of
+    pairs). None when numpy's version cannot be told without importing it."""
+    unknown = set(params) - set(PARAM_NAMES)
+    if unknown:
+        raise ValueError(f"files_key: unknown parameter(s) {sorted(unknown)}")
+    stamp = numpy_stamp()
+    if stamp is None:
+        return None
+
+    def digest(raw: bytes | None) -> str | None:
+        return None if raw is None else hashlib.blake2b(raw, digest_size=20).hexdigest()
+
+    return {
+        "cache_schema": CACHE_SCHEMA,
+        "alias": True,
+        "code": f"{core_sources()}+{stamp}",
+        "files": [{"path": str(Path(f.path).resolve()), "meta": digest(f.meta), "records": digest(f.records)}
+                  for f in files],
+        "params": {name: params.get(name) for name in PARAM_NAMES},
+        "group": int(group),
+    }
+
+
+def alias_path(fkey: dict[str, Any]) -> Path:
+    text = json.dumps(fkey, sort_keys=True)
+    return cache_dir() / f"{hashlib.blake2b(text.encode(), digest_size=20).hexdigest()}.alias.json"
+
+
+def load_alias(fkey: dict[str, Any]) -> tuple[dict[str, Any], int, int] | None:
+    """(the entry's full key, the number of model pairs, the index of the run whose metadata names
+    the pair) for `fkey`, or None (missing, unreadable, another key: such an alias is deleted)."""
+    path = alias_path(fkey)
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        entry = json.loads(raw)
+        if not isinstance(entry, dict) or entry.get("key") != fkey:
+            raise ValueError("another key")
+        content, groups, first = entry["content"], entry["groups"], entry["first"]
+        if not isinstance(content, dict) or type(groups) is not int or type(first) is not int or groups < 1 \
+                or not 0 <= first < len(fkey["files"]):
+            raise ValueError("not an alias")
+    except Exception:
+        remove_alias(fkey)
+        return None
+    return content, groups, first
+
+
+def store_alias(fkey: dict[str, Any], content: dict[str, Any], groups: int, first: int) -> None:
+    """Write the alias atomically (nothing when it cannot be written)."""
+    path = alias_path(fkey)
+    try:
+        text = json.dumps({"key": fkey, "content": content, "groups": groups, "first": first}, separators=(",", ":"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(path, text.encode("utf-8"))
+    except (OSError, ValueError):
+        return
+
+
+def remove_alias(fkey: dict[str, Any]) -> None:
+    _remove(alias_path(fkey))

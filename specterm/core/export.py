@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from specterm.core.costmodel import r_or_default
 from specterm.core.fmt import MISSING, ci, est, fmt
 from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Report
 
@@ -223,6 +222,8 @@ def _params(p: Any) -> str:
 
 
 def policy_tables(report: Report) -> list[Table]:
+    from specterm.core.costmodel import r_or_default  # here: costmodel imports numpy, the Overview's tables need none
+
     tables: list[Table] = []
     for name, s in report.ordered_sets():
         if not s.policies:

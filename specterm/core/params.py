@@ -15,11 +15,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+    GAMMAS: np.ndarray[Any, np.dtype[np.int_]]
 
 GAMMA_MAX = 32
-GAMMAS = np.arange(1, GAMMA_MAX + 1)
 YIELD_GAMMAS: tuple[int, ...] = (2, 4, 8, 16)
 R_GRID: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(1, 13))
 R_DEFAULT = 0.2
@@ -55,3 +58,15 @@ ACCELERATORS: dict[str, Accelerator] = {
 }
 DEFAULT_ACCELERATOR = "h100"
 DEFAULT_RIDGE = float(round(ACCELERATORS[DEFAULT_ACCELERATOR].ridge))
+
+
+def __getattr__(name: str) -> Any:
+    """GAMMAS = numpy.arange(1, GAMMA_MAX + 1), made on first use (PEP 562): the TUI imports this
+    module before its first table, which needs no numpy (issue 21: a warm open imports numpy after it)."""
+    if name == "GAMMAS":
+        import numpy as np
+
+        value = np.arange(1, GAMMA_MAX + 1)
+        globals()["GAMMAS"] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -100,7 +100,7 @@ class ReportScreen(Screen):
         # No `loading = True` here: _state_changed (below) sets the body's loading state in every case, and a
         # screen composed with its report (a cached one) never mounts and removes the indicator.
         self.watch(self.app, "error", self._app_changed, init=False)
-        self.watch(self.app, "runs", self._app_changed, init=False)
+        self.watch(self.app, "runs", self._app_runs_changed, init=False)
         self.watch(self.app, "report", self._app_changed, init=False)
         if self.USES_SET:
             self.watch(self.app, "set_name", self._app_set_changed, init=False)
@@ -114,6 +114,17 @@ class ReportScreen(Screen):
         else:
             self._stale = True
             self.sapp.schedule_idle_work()
+
+    def _app_runs_changed(self, _: Any = None) -> None:
+        """The runs changed. A shown screen drawn from the report that already shows the app's
+        report (a warm open: the cached report comes before its runs) only names the pair again in
+        its breadcrumb; anything else redraws as for any change."""
+        app = self.sapp
+        if (self.is_current and self.NEEDS_REPORT and app.report is not None and not app.ci_pending
+                and getattr(self, "_shown_report", None) is app.report):
+            self.update_crumb()
+            return
+        self._app_changed()
 
     def _app_set_changed(self, _: Any = None) -> None:
         if self.is_current:
@@ -161,6 +172,7 @@ class ReportScreen(Screen):
             self._switch_pair(app.pair_key)
             if self.NEEDS_REPORT:
                 self.show_report(app.report)
+                self._shown_report = app.report
             else:
                 self.show_runs(app.runs)
             return
@@ -240,8 +252,8 @@ class ReportScreen(Screen):
         app = self.sapp
         runs = app.runs or []
         pair = "?"
-        if runs:
-            meta = runs[0].meta
+        meta = runs[0].meta if runs else app.pair_meta  # a cached report shown before its runs are parsed
+        if meta is not None:
             pair = f"{short_model(model_spec(meta, 'draft'))} -> {short_model(model_spec(meta, 'target'))}"
             engine = (meta.get("backend") or {}).get("name") if isinstance(meta.get("backend"), dict) else None
             if engine and engine != "torch":  # first: the pair gives way at the end on a narrow screen

@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specterm.core.errors import SpectermError
-from specterm.core.store.records import RecordBounds
+
+if TYPE_CHECKING:
+    from specterm.core.store.records import RecordBounds  # imported by record_bounds: no numpy for read_meta
 
 FORMAT = "specterm-run"
 SCHEMA_VERSION = 1
@@ -29,9 +31,17 @@ def read_meta(path: Path) -> dict[str, Any]:
     if not meta_path.is_file():
         raise SpectermError(f"{path} has no {META_FILE}, so it is not a specterm run; pass a directory made by `specterm run` or `specterm import`.")
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8-sig"))
+        raw = meta_path.read_bytes()
     except OSError as exc:
         raise SpectermError(f"cannot read {meta_path} ({exc.strerror}); check its permissions.") from None
+    return parse_meta(raw, meta_path)
+
+
+def parse_meta(raw: bytes, meta_path: Path) -> dict[str, Any]:
+    """The validated metadata held by `raw`, the bytes of `meta_path` (read_meta, or a load that
+    read the run's files once: store/runs.py read_run_files)."""
+    try:
+        meta = json.loads(raw.decode("utf-8-sig"))
     except RecursionError:
         raise SpectermError(f"{meta_path} is nested too deeply to be run metadata; restore it or re-create the run.") from None
     except Exception as exc:  # one sentence for anything else: bad UTF-8, bad JSON, an integer beyond the digit limit
@@ -151,6 +161,8 @@ def record_bounds(meta: dict[str, Any]) -> RecordBounds:
     max_n = gen.get("max_new_tokens") if isinstance(gen, dict) else None
     target = meta.get("target")
     vocab = target.get("vocab_size") if isinstance(target, dict) else None
+    from specterm.core.store.records import RecordBounds
+
     return RecordBounds(max_n=max_n if _is_int(max_n) else None, vocab=vocab if _is_int(vocab) else None)
 
 

@@ -28,7 +28,8 @@ from typing import Any
 
 from specterm.core.errors import SpectermError
 from specterm.core.store.atomic import is_temp_name
-from specterm.core.store.meta import META_FILE, RECORDS_FILE, read_meta, record_bounds
+from specterm.core.store.files import RunFiles, read_records_file, read_run_files
+from specterm.core.store.meta import META_FILE, RECORDS_FILE, parse_meta, read_meta, record_bounds
 from specterm.core.store.records import BOM, Stream, check_unique, decode_line
 
 
@@ -68,15 +69,13 @@ class StoredLine:
     complete: bool
 
 
-def stored_lines(path: Path) -> list[StoredLine]:
-    """The non-blank lines of a run's prompts.jsonl (a leading UTF-8 BOM is skipped)."""
-    rec_path = Path(path) / RECORDS_FILE
-    try:
-        data = rec_path.read_bytes()
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise SpectermError(f"cannot read {rec_path} ({exc.strerror}); check its permissions.") from None
+def stored_lines(path: Path, data: bytes | None = None) -> list[StoredLine]:
+    """The non-blank lines of a run's prompts.jsonl (a leading UTF-8 BOM is skipped); `data`: its
+    bytes, already read (else the file is read)."""
+    if data is None:
+        data = read_records_file(path)
+        if data is None:
+            return []
     data = data.removeprefix(BOM)
     parts = data.split(b"\n")
     out = [StoredLine(i, raw, True) for i, raw in enumerate(parts[:-1], start=1)]
@@ -100,7 +99,7 @@ def split_damaged_tail(raw: bytes) -> tuple[bytes, bytes] | None:
 
 
 def iter_records(path: Path, meta: dict[str, Any] | None = None,
-                 warn: Callable[[str], None] | None = None) -> Iterator[tuple[int, Stream]]:
+                 warn: Callable[[str], None] | None = None, data: bytes | None = None) -> Iterator[tuple[int, Stream]]:
     """(line number, Stream) for each record of a run's prompts.jsonl (`meta`: its run.json, read
     when not given), each checked against the run's bounds (meta.record_bounds).
 
@@ -114,7 +113,7 @@ def iter_records(path: Path, meta: dict[str, Any] | None = None,
     name = str(meta.get("name") or path.name)
     require = meta.get("checksums") is True
     bounds = record_bounds(meta)
-    for line in stored_lines(path):
+    for line in stored_lines(path, data):
         where = f"{rec_path}:{line.lineno}"
         if line.complete:
             yield line.lineno, decode_line(line.raw, where, name, require, bounds)
@@ -132,13 +131,18 @@ def iter_records(path: Path, meta: dict[str, Any] | None = None,
         yield line.lineno, stream
 
 
-def load_run(path: str | os.PathLike[str]) -> Run:
+def load_run(path: str | os.PathLike[str], files: RunFiles | None = None) -> Run:
     """Load and validate a run directory. Raises SpectermError with one sentence on any problem;
-    a record kept from a damaged line is named in `Run.warnings`."""
+    a record kept from a damaged line is named in `Run.warnings`. `files`: its files' bytes, read
+    once by read_run_files (what is parsed is exactly what was read); else they are read here."""
     path = Path(path)
-    run = Run(path=path, meta=read_meta(path))
+    if files is None:
+        files = read_run_files(path)
+    run = Run(path=path, meta=parse_meta(files.meta, path / META_FILE))
     lines: list[int] = []
-    for lineno, stream in iter_records(path, run.meta, run.warnings.append):
+    if files.records is None:
+        return run
+    for lineno, stream in iter_records(path, run.meta, run.warnings.append, files.records):
         run.streams.append(stream)
         lines.append(lineno)
     rec_path = path / RECORDS_FILE

@@ -1,0 +1,126 @@
+"""The two command lines that open the TUI with every default, `specterm` (the runs in ./streams)
+and `specterm open RUN...`, started without typer (`run`); every other command line goes to the
+typer app of specterm/cli.py, which `run` is handed.
+
+Why apart from cli.py: typer (with click) takes 30-45 ms to import, and the TUI's start-up pays
+every millisecond before its first table (issue 21: a warm open paints every table with CIs in
+<= 0.5 s). These two command lines need no parsing, so nothing here imports typer unless a sentence
+has to be printed. cli.py re-exports these names and its commands call them; the script's entry
+point is specterm/launch.py (cli.py imports this module, so this module never imports cli.py).
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, List, Optional
+
+from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
+
+if TYPE_CHECKING:
+    from specterm.core.store import Run
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print one sentence to stderr and exit (no traceback)."""
+    import typer
+
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    raise typer.Exit(code)
+
+
+def warn(message: str, prefix: str = "warning") -> None:
+    """One line on stderr, control and bidi characters escaped (text.printable)."""
+    import typer
+
+    from specterm.core.text import printable
+
+    typer.secho(f"{prefix}: {printable(message)}", err=True, fg=typer.colors.YELLOW)
+
+
+def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES,
+             use_cache: bool = True, loaded: "Optional[list[Run]]" = None) -> None:
+    """Check the run directories (one clear sentence if one is wrong), then start the app on them.
+    `loaded`: the runs already loaded from `runs` (the no-argument form), so the app does not load
+    them again."""
+    from specterm.core.store import read_meta
+
+    if loaded is None:
+        for path in runs:
+            read_meta(path)
+    from specterm.app import make_app
+
+    # Every object made so far (modules, classes, functions: textual's and specterm's) lives as long
+    # as the process: kept out of the cyclic collector, the full collection that start-up otherwise
+    # runs before the first table (17-18 ms of CPU here) has nothing to walk.
+    gc.freeze()
+    tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=use_cache, loaded=loaded)
+    tui.run()
+    if tui.return_code:  # Textual printed the traceback of an unhandled exception: the shell sees the failure
+        raise SystemExit(tui.return_code)
+
+
+def open_streams(opener: Callable[..., Any] | None = None) -> None:
+    """`specterm` with no command: the TUI on the runs in ./streams. Every run is loaded here, once:
+    a run that cannot be read is named (one warning each) and the others open; the app takes the
+    loaded runs as they are (it does not read them again). `opener`: open_tui, or the one cli.py
+    holds (the typer path passes it, so that a test's stand-in for cli.open_tui is the one called)."""
+    from specterm.core.store import find_runs, load_runs_lenient
+
+    paths = find_runs("streams")
+    if not paths:
+        fail("there are no runs in ./streams; make one with `specterm run` or `specterm import`, or pass them with `specterm open RUN...`.")
+    runs, problems = load_runs_lenient(paths)  # one corrupt run must not hide the others
+    for run in runs:
+        for message in run.warnings:
+            warn(message)
+    for problem in problems:
+        warn(f"skipped {problem}")
+    if not runs:
+        fail("no run in ./streams could be read (see the warnings above); fix them with `specterm repair RUN` or re-create them.")
+    (opener or open_tui)([r.path for r in runs], loaded=runs)
+
+
+def tui_shortcut(argv: list[str]) -> list[Path] | None:
+    """The command lines that open the TUI with every default: [] (`specterm`: the runs in ./streams,
+    returned as []) and ["open", RUN, ...] with no option. None for anything else (every option,
+    --help, a missing RUN, every other command), which typer parses.
+
+    Why: typer parses a command's parameters with pydantic (typer >= 0.2x), whose import and
+    adapters cost about 0.1 s of a 0.5 s start, and typer itself 30-45 ms more; these two lines need
+    no parsing, so `main` starts them directly, with the same checks and messages as the typer path."""
+    if not argv:
+        return []
+    if argv[0] == "open" and len(argv) > 1 and not any(a.startswith("-") for a in argv[1:]):
+        return [Path(a) for a in argv[1:]]
+    return None
+
+
+def run(typer_app: Callable[[], Callable[[], Any]]) -> None:
+    """The command line in sys.argv: the TUI's two (tui_shortcut) here, anything else by the typer
+    app that `typer_app()` returns (imported only then)."""
+    from specterm.core.errors import SpectermError
+    from specterm.core.text import printable
+
+    try:
+        runs = tui_shortcut(sys.argv[1:])
+        if runs is None:
+            typer_app()()
+        else:
+            try:
+                if runs:
+                    open_tui(runs)
+                else:
+                    open_streams()
+            except Exception as exc:  # fail(): typer.Exit, its sentence printed already (typer is imported then)
+                typer_module = sys.modules.get("typer")
+                if typer_module is not None and isinstance(exc, typer_module.Exit):
+                    raise SystemExit(exc.exit_code) from None
+                raise
+    except SpectermError as exc:
+        import typer
+
+        typer.secho(f"error: {printable(str(exc))}", err=True, fg=typer.colors.RED)
+        raise SystemExit(2) from None
