@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from edge_runs import EDGE_RUNS, ERROR_RUNS
+from pilot_settle import settling
 from textual.widgets import DataTable, Input
 from tui_checks import FIT_AT_80, cut_cells, overflowing
 
@@ -148,29 +149,30 @@ async def one_pass(paths: list[Path], size: tuple[int, int], start: int, seen: O
             seen.errors.add(app.error)
 
     try:
-        async with app.run_test(size=size) as pilot:
-            await settle(app, pilot)
-            for info in MODES:
-                await pilot.press(info.key)
+        with settling(app):  # Pilot's waits end when the app is quiescent (tests/pilot_settle.py), not after idle CPU windows
+            async with app.run_test(size=size) as pilot:
                 await settle(app, pilot)
-                scan(f"{info.title}")
-                for key in screen_keys(app, info.mode) if every_key else []:
-                    step += 1
-                    if step < start:
-                        continue
-                    await pilot.press(*(["minus"] * 12 if key == LOWEST_R else [key]))
+                for info in MODES:
+                    await pilot.press(info.key)
                     await settle(app, pilot)
-                    if app._exception is not None:
-                        crashed = step
-                        seen.crashes.append(f"{info.title}: {key}: {type(app._exception).__name__}: {app._exception}")
+                    scan(f"{info.title}")
+                    for key in screen_keys(app, info.mode) if every_key else []:
+                        step += 1
+                        if step < start:
+                            continue
+                        await pilot.press(*(["minus"] * 12 if key == LOWEST_R else [key]))
+                        await settle(app, pilot)
+                        if app._exception is not None:
+                            crashed = step
+                            seen.crashes.append(f"{info.title}: {key}: {type(app._exception).__name__}: {app._exception}")
+                            break
+                        scan(f"{info.title} after {key}")
+                        await back_to(app, pilot, info.mode)
+                    if crashed is not None:
                         break
-                    scan(f"{info.title} after {key}")
-                    await back_to(app, pilot, info.mode)
-                if crashed is not None:
-                    break
-            if crashed is None:
-                await pilot.press("q")
-                await pilot.pause()
+                if crashed is None:
+                    await pilot.press("q")
+                    await pilot.pause()
     except Exception as exc:  # run_test re-raises the app's exception on exit
         if crashed is None:
             crashed = max(step, 0)
