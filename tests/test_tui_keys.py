@@ -14,7 +14,8 @@
 One pass per (run set, size) observes both; the two tests read it. Cases that fail on today's app
 are xfail(strict=True) with what was found: a fix turns them into XPASS failures, the sign to drop
 the mark. By default each run set is pressed at 80x24 and the shipped runs at 160x45 as well;
-SPECTERM_TUI_MATRIX=full adds every run set at 160x45 (about 40 s per pass on a busy 2-core box).
+SPECTERM_TUI_MATRIX=full adds every run set at 160x45 (10-30 s per pass on a busy 2-core box; Pilot
+waits for a quiescent app, tests/pilot_settle.py, not for idle CPU windows).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from tui_checks import FIT_AT_80, cut_cells, overflowing
 
 from specterm.app import SCREENS, SpectermApp, make_app, screen_class
 
-# Each pass is ~40 s: out of the quick loop (-m "not slow"), selectable alone with -m tui.
+# Each pass is 10-30 s: out of the quick loop (-m "not slow"), selectable alone with -m tui.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.tui]
 FAST = {"boot": 50, "shuffles": 2}
 SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
