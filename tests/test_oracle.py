@@ -236,3 +236,56 @@ def test_batch_grid_in_slices_times_the_same_schedule_as_in_one_go(tiny_pair):
     assert sorted(rec["samples_s"]) == sorted(["draft:2", "draft:4"] + [f"target:{B}:{m}" for B in (2, 4) for m in (1, 2, 3)])
     assert all(len(v) == 2 and min(v) > 0 for v in rec["samples_s"].values())
     assert rec["wall_s"] >= sum(sum(v) for v in rec["samples_s"].values())
+
+
+def _write_gguf(path: Path, words: list[str], weight: np.ndarray) -> None:
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(2)
+    w.add_array("tokenizer.ggml.tokens", words)
+    w.add_tensor("token_embd.weight", weight)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def _fields(reader) -> dict:
+    return {name: [bytes(p).hex() for p in f.parts] for name, f in reader.fields.items()}
+
+
+def test_gguf_parsed_once_shares_one_parse_per_file_and_restores_gguf(tmp_path):
+    """Inside models.gguf_parsed_once, GGUFReader(path) is one parse per (file, size, mtime), with the
+    same fields and tensors as a fresh reader; a rewritten file is parsed again; name maps are built
+    once per (arch, n_blocks); after the block (also after an error, and after a nested block) gguf's
+    own names are back."""
+    import gguf
+
+    from specterm.oracle import models as M
+
+    path = tmp_path / "m.gguf"
+    _write_gguf(path, ["a", "bb", "ccc"], np.arange(6, dtype=np.float32).reshape(2, 3))
+    fresh = gguf.GGUFReader(str(path))
+    reader_cls, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with M.gguf_parsed_once():
+        first = gguf.GGUFReader(str(path))
+        assert gguf.GGUFReader(path) is first  # a Path or a str: one file
+        assert _fields(first) == _fields(fresh)
+        assert [t.name for t in first.tensors] == ["token_embd.weight"]
+        assert np.array_equal(first.tensors[0].data, fresh.tensors[0].data)
+        with M.gguf_parsed_once():  # nested: same memo, and the inner exit restores nothing
+            assert gguf.GGUFReader(str(path)) is first
+        assert gguf.GGUFReader(str(path)) is first
+        _write_gguf(path, ["a", "bb", "ccc", "dddd"], np.ones((2, 3), dtype=np.float32))
+        again = gguf.GGUFReader(str(path))
+        assert again is not first and len(again.fields["tokenizer.ggml.tokens"].data) == 4
+        names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2)
+        assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2) is names
+        assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 3) is not names
+        assert names.mapping == name_map(gguf.MODEL_ARCH.LLAMA, 2).mapping
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (reader_cls, name_map)
+    assert gguf.GGUFReader(str(path)) is not again
+    with pytest.raises(RuntimeError), M.gguf_parsed_once():
+        raise RuntimeError("a load that fails")
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (reader_cls, name_map)

@@ -14,7 +14,8 @@
 One pass per (run set, size) observes both; the two tests read it. Cases that fail on today's app
 are xfail(strict=True) with what was found: a fix turns them into XPASS failures, the sign to drop
 the mark. By default each run set is pressed at 80x24 and the shipped runs at 160x45 as well;
-SPECTERM_TUI_MATRIX=full adds every run set at 160x45 (about 40 s per pass on a busy 2-core box).
+SPECTERM_TUI_MATRIX=full adds every run set at 160x45 (10-30 s per pass on a busy 2-core box; Pilot
+waits for a quiescent app, tests/pilot_settle.py, not for idle CPU windows).
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from pathlib import Path
 
 import pytest
 from edge_runs import EDGE_RUNS, ERROR_RUNS
+from pilot_settle import settling
 from textual.widgets import DataTable, Input
 from tui_checks import FIT_AT_80, cut_cells, overflowing
 
 from specterm.app import SCREENS, SpectermApp, make_app, screen_class
 
-# Each pass is ~40 s: out of the quick loop (-m "not slow"), selectable alone with -m tui.
+# Each pass is 10-30 s: out of the quick loop (-m "not slow"), selectable alone with -m tui.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.tui]
 FAST = {"boot": 50, "shuffles": 2}
 SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
@@ -148,29 +150,30 @@ async def one_pass(paths: list[Path], size: tuple[int, int], start: int, seen: O
             seen.errors.add(app.error)
 
     try:
-        async with app.run_test(size=size) as pilot:
-            await settle(app, pilot)
-            for info in MODES:
-                await pilot.press(info.key)
+        with settling(app):  # Pilot's waits end when the app is quiescent (tests/pilot_settle.py), not after idle CPU windows
+            async with app.run_test(size=size) as pilot:
                 await settle(app, pilot)
-                scan(f"{info.title}")
-                for key in screen_keys(app, info.mode) if every_key else []:
-                    step += 1
-                    if step < start:
-                        continue
-                    await pilot.press(*(["minus"] * 12 if key == LOWEST_R else [key]))
+                for info in MODES:
+                    await pilot.press(info.key)
                     await settle(app, pilot)
-                    if app._exception is not None:
-                        crashed = step
-                        seen.crashes.append(f"{info.title}: {key}: {type(app._exception).__name__}: {app._exception}")
+                    scan(f"{info.title}")
+                    for key in screen_keys(app, info.mode) if every_key else []:
+                        step += 1
+                        if step < start:
+                            continue
+                        await pilot.press(*(["minus"] * 12 if key == LOWEST_R else [key]))
+                        await settle(app, pilot)
+                        if app._exception is not None:
+                            crashed = step
+                            seen.crashes.append(f"{info.title}: {key}: {type(app._exception).__name__}: {app._exception}")
+                            break
+                        scan(f"{info.title} after {key}")
+                        await back_to(app, pilot, info.mode)
+                    if crashed is not None:
                         break
-                    scan(f"{info.title} after {key}")
-                    await back_to(app, pilot, info.mode)
-                if crashed is not None:
-                    break
-            if crashed is None:
-                await pilot.press("q")
-                await pilot.pause()
+                if crashed is None:
+                    await pilot.press("q")
+                    await pilot.pause()
     except Exception as exc:  # run_test re-raises the app's exception on exit
         if crashed is None:
             crashed = max(step, 0)

@@ -82,19 +82,20 @@ def load_pair(config: OracleConfig, report: ProgressCallback = lambda p: None) -
     d_spec = M.resolve_spec(config.draft)
     device = M.resolve_device(config.device)
     dtype = M.resolve_dtype(config.dtype, device, "gguf" in (t_spec.kind, d_spec.kind))
-    report(Progress("loading", f"loading tokenizer of {config.target}"))
-    tok_t = M.load_tokenizer(t_spec, config.trust_remote_code)
-    if d_spec.kind != "layers":
-        report(Progress("loading", f"loading tokenizer of {config.draft}"))
-        tok_d = M.load_tokenizer(d_spec, config.trust_remote_code)
-        M.check_tokenizers(tok_t, tok_d)
-    report(Progress("loading", f"loading target {config.target}"))
-    target = M.load_model(t_spec, device, dtype, config.trust_remote_code)
-    report(Progress("loading", f"loading draft {config.draft}"))
-    if d_spec.kind == "layers":
-        draft = M.layer_skip_draft(target, d_spec.layers)
-    else:
-        draft = M.load_model(d_spec, device, dtype, config.trust_remote_code)
+    with M.gguf_parsed_once():  # a GGUF's tokenizer, config and weights from one parse
+        report(Progress("loading", f"loading tokenizer of {config.target}"))
+        tok_t = M.load_tokenizer(t_spec, config.trust_remote_code)
+        if d_spec.kind != "layers":
+            report(Progress("loading", f"loading tokenizer of {config.draft}"))
+            tok_d = M.load_tokenizer(d_spec, config.trust_remote_code)
+            M.check_tokenizers(tok_t, tok_d)
+        report(Progress("loading", f"loading target {config.target}"))
+        target = M.load_model(t_spec, device, dtype, config.trust_remote_code)
+        report(Progress("loading", f"loading draft {config.draft}"))
+        if d_spec.kind == "layers":
+            draft = M.layer_skip_draft(target, d_spec.layers)
+        else:
+            draft = M.load_model(d_spec, device, dtype, config.trust_remote_code)
     meta = {
         "target": {**t_spec.describe(), "class": type(target).__name__,
                    "layers": target.config.num_hidden_layers, "vocab_size": target.config.vocab_size},
