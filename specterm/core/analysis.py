@@ -40,7 +40,9 @@ the pooled streams (`PolicyTable.stacked`); then per corpus its weights and resa
 sampling sums; per set its report; per borderline seed its verdicts. Random streams stay keyed by
 (seed, corpus), each task computes what the serial code computed, and sums across tasks (the
 pooled resampled sums) are added in the corpora's order after them: the report is bit-identical
-whatever the thread count and scheduling (tests/test_analysis_threads.py).
+whatever the thread count and scheduling (tests/test_analysis_threads.py). Meanwhile numpy's
+OpenBLAS runs on one thread and glibc keeps freed memory for reuse (parallel.one_blas_thread,
+parallel.kept_heap: at 10M positions the page faults of fresh blocks cost 0.5-1 s of system time).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ from specterm.core.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, R
                                     run_curve_and_confirmations)
 from specterm.core.hardware.decision import verdict_sign_held
 from specterm.core.optimum import optimum_table, r_values
-from specterm.core.parallel import analysis_threads, contiguous_parts, one_blas_thread, run_all, submit
+from specterm.core.parallel import analysis_threads, contiguous_parts, kept_heap, one_blas_thread, run_all, submit
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bin_width_for, bins_needed, position_report, position_sums
@@ -490,12 +492,12 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     """
     threads = analysis_threads()
     if threads == 1:
-        with one_blas_thread():
+        with one_blas_thread(), kept_heap():
             prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma)
             if on_point is not None and boot > 0:
                 on_point(_assemble(prepared, 0))
             return _assemble(prepared, boot)
-    with one_blas_thread(), ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") as pool:
+    with one_blas_thread(), kept_heap(), ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") as pool:
         prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma, pool, threads)
         if on_point is not None and boot > 0:
             on_point(_assemble(prepared, 0, pool))
