@@ -519,9 +519,13 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
             prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma)
             if on_point is not None and boot > 0:
                 on_point(_assemble(prepared, 0))
-            return _assemble(prepared, boot)
+            report = _assemble(prepared, boot)
+            del prepared  # its sums and weights freed while the heap is kept (parallel.kept_heap)
+        return report
     with one_blas_thread(), kept_heap(), ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") as pool:
         prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma, pool, threads)
         if on_point is not None and boot > 0:
             on_point(_assemble(prepared, 0, pool))
-        return _assemble(prepared, boot, pool)
+        report = _assemble(prepared, boot, pool)
+        del prepared
+    return report

@@ -26,10 +26,15 @@
   s, 36k on one thread). While an analysis runs, the pool's threads share the main arena
   (M_ARENA_MAX = 1) and freed blocks below 1 GiB stay in the heap for reuse (mmap and trim
   thresholds raised); after the last analysis that holds it, the thresholds are set to glibc's own
-  dynamic maxima (32 MiB, 64 MiB) and malloc_trim(0) hands the free memory back. The same report:
-  0.2-0.3 s of system time and ~16-20k page faults, and less resident memory after it (140 MB
-  against 440 MB before). M_ARENA_MAX stays 1 for the process (glibc cannot restore its default);
-  threads that already had an arena keep it (the TUI's worker thread that calls analyse).
+  dynamic maxima (32 MiB, 64 MiB: what they reach after the first large free anyway), so the heap's
+  free top is handed back at the next free above 64 MiB, and the free blocks inside it are kept
+  for the next analysis, as glibc keeps its heap after any free. The same report: 0.1-0.3 s of
+  system time and ~17k page faults (first touches) on a fresh process, ~0.01-0.08 s and under 2k
+  on the next report in the same process. Not done: malloc_trim(0) after the analysis (140 MB
+  resident after a 10M report against ~400 MB) made every next report fault its memory in again,
+  1M positions: 12k page faults a report against ~0-1.5k. M_ARENA_MAX stays 1 for the process
+  (glibc cannot restore its default); threads that already had an arena keep it (the TUI's worker
+  thread that calls analyse).
 """
 
 from __future__ import annotations
@@ -119,20 +124,19 @@ HEAP_AFTER = (32 << 20, 64 << 20)  # after: the most glibc's dynamic thresholds 
 
 
 @cache
-def _malloc_controls() -> tuple[Any, Any] | None:
-    """(mallopt, malloc_trim) of the glibc this process runs on, or None (another C library)."""
+def _malloc_controls() -> Any | None:
+    """mallopt of the glibc this process runs on, or None (another C library)."""
     try:
         if not os.confstr("CS_GNU_LIBC_VERSION"):
             return None
         libc = ctypes.CDLL(None)
     except (AttributeError, ValueError, OSError):
         return None
-    mallopt, trim = getattr(libc, "mallopt", None), getattr(libc, "malloc_trim", None)
-    if mallopt is None or trim is None:
+    mallopt = getattr(libc, "mallopt", None)
+    if mallopt is None:
         return None
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return mallopt, trim
+    return mallopt
 
 
 _HEAP_LOCK = threading.Lock()
@@ -142,13 +146,12 @@ _heap_held = [0]  # analyses holding the heap kept
 @contextmanager
 def kept_heap() -> Iterator[None]:
     """glibc's freed memory kept for reuse inside (one arena, blocks below 1 GiB from the heap, no trim),
-    handed back after the last holder (see the module docstring); nested and concurrent analyses
-    alike. Nothing is done on another C library."""
-    controls = _malloc_controls()
-    if controls is None:
+    glibc's own thresholds' maxima after the last holder (see the module docstring); nested and
+    concurrent analyses alike. Nothing is done on another C library."""
+    mallopt = _malloc_controls()
+    if mallopt is None:
         yield
         return
-    mallopt, trim = controls
     with _HEAP_LOCK:
         if _heap_held[0] == 0:
             mallopt(M_ARENA_MAX, 1)  # before the pool's threads take their first block
@@ -163,7 +166,6 @@ def kept_heap() -> Iterator[None]:
             if _heap_held[0] == 0:
                 mallopt(M_MMAP_THRESHOLD, HEAP_AFTER[0])
                 mallopt(M_TRIM_THRESHOLD, HEAP_AFTER[1])
-                trim(0)
 
 
 def submit(pool: Executor | None, fn: Callable[[], T]) -> Future[T]:
