@@ -36,6 +36,7 @@ from _common import md_table, record, synthetic_streams
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "950a878"
+STAGE_GAP_S = 0.001  # modeled_wall: main-thread work between two submits that starts a new stage
 
 CHILD = r"""
 import json, sys, time
@@ -109,22 +110,29 @@ def profile_report(run, boot: int, shuffles: int, top: int) -> tuple[str, str]:
 def modeled_wall(run, boot: int, shuffles: int, threads: int) -> tuple[float, float]:
     """(serial CPU s, modeled wall s on `threads` idle cores) of one full report: every task of
     analyse (core/parallel.py) timed alone, serially (CPU time), then list-scheduled in submission
-    order on `threads` workers stage by stage (a stage: the preparation, then each `run_all`), plus
-    the main thread's own work. Assumes perfect scaling (no memory-bandwidth contention, the GIL
-    released throughout): a bound to compare the measured wall time with on an idle machine."""
+    order on `threads` workers stage by stage, plus the main thread's own work (all of it serial,
+    also where it overlaps the pool's tasks). A stage: the tasks submitted together; a new one
+    begins at each `run_all` and at a `submit` after more than STAGE_GAP_S of the main thread's own
+    work (tasks submitted after the main thread computed what they read). Assumes perfect scaling
+    (no memory-bandwidth contention, the GIL released throughout): a bound to compare the measured
+    wall time with on an idle machine."""
     from specterm.core import parallel
 
-    stage, log = [0], []
+    stage, log, last = [0], [], [time.process_time()]
     real_submit, real_run, real_prepare = parallel.submit, parallel.run_all, analysis._prepare
 
     def timed(pool, fn):
         c0 = time.process_time()
+        if c0 - last[0] > STAGE_GAP_S:
+            stage[0] += 1
         out = real_submit(None, fn)
-        log.append((stage[0], time.process_time() - c0))
+        last[0] = time.process_time()
+        log.append((stage[0], last[0] - c0))
         return out
 
     def staged(pool, fns):
         stage[0] += 1
+        last[0] = time.process_time()
         return real_run(pool, fns)
 
     def prepare(*args):
@@ -138,7 +146,7 @@ def modeled_wall(run, boot: int, shuffles: int, threads: int) -> tuple[float, fl
     analysis._prepare = prepare
     try:
         with parallel.one_blas_thread():  # as analyse holds it (this process has no OPENBLAS_NUM_THREADS=1)
-            c0 = time.process_time()
+            c0 = last[0] = time.process_time()
             analysis.analyse([run], gamma=8, boot=boot, shuffles=shuffles, seed=0)
             total = time.process_time() - c0
     finally:

@@ -182,3 +182,47 @@ def test_openblas_held_to_one_thread_while_an_analysis_runs(monkeypatch, synth):
             assert seen == [1] and get() == 2
     finally:
         put(before)
+
+
+def test_heap_kept_while_an_analysis_runs_and_handed_back_after(monkeypatch, synth):
+    """kept_heap: on first entry one arena and the raised thresholds, nothing more while nested or
+    concurrent; on the last exit glibc's dynamic maxima back; around analyse too (recorded on a fake
+    mallopt, so any C library)."""
+    calls: list[tuple[str, int, int]] = []
+
+    def mallopt(param: int, value: int) -> int:
+        calls.append(("mallopt", param, value))
+        return 1
+
+    monkeypatch.setattr(parallel, "_malloc_controls", lambda: mallopt)
+    entry = [("mallopt", -8, 1), ("mallopt", -3, 1 << 30), ("mallopt", -1, 2**31 - 1)]
+    exit_ = [("mallopt", -3, 32 << 20), ("mallopt", -1, 64 << 20)]
+    with parallel.kept_heap():
+        assert calls == entry
+        with parallel.kept_heap():  # nested (or a second analysis at the same time)
+            pass
+        assert calls == entry
+    assert calls == entry + exit_
+    seen = []
+    real = analysis._assemble
+
+    def spy(*args, **kwargs):
+        seen.append(list(calls))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(analysis, "_assemble", spy)
+    for threads in ("2", "1"):
+        calls.clear()
+        monkeypatch.setenv(parallel.THREADS_ENV, threads)
+        analysis.analyse(_runs(synth), boot=20, shuffles=2)
+        assert seen[-1] == entry and calls == entry + exit_
+
+
+def test_kept_heap_on_this_c_library(synth):
+    """The real controls (glibc here; none elsewhere): entering and leaving works, the count is back to
+    0, and a report made while the heap is already held (its blocks reused) has the same bits."""
+    before = _doc(analysis.analyse(_runs(synth), boot=20, shuffles=2))
+    with parallel.kept_heap():
+        inside = _doc(analysis.analyse(_runs(synth), boot=20, shuffles=2))
+    assert inside == before
+    assert parallel._heap_held[0] == 0

@@ -37,6 +37,16 @@ def test_weights_equal_rng_integers_draw_for_draw(monkeypatch, n, boot, seed):
         assert np.array_equal(multinomial_weights(n, boot, seed), ref), (n, boot, chunk)
 
 
+@pytest.mark.parametrize("n, boot, seed", [(3, 40, 1), (2000, 12, 4)])
+def test_weights_through_rng_integers_equal_the_definition(monkeypatch, n, boot, seed):
+    # the path without the emulation (another bit generator, a big-endian machine), odd chunks too
+    monkeypatch.setattr(bootstrap, "lemire_applies", lambda rng, n: False)
+    ref = weights_by_rows(n, boot, seed)
+    for chunk in (1, 3 * n + 1, 65_536):
+        monkeypatch.setattr(bootstrap, "WEIGHT_CHUNK", chunk)
+        assert np.array_equal(multinomial_weights(n, boot, seed), ref), (n, boot, chunk)
+
+
 def test_the_rejecting_cases_do_reject():
     # the cases above are only a check of the rejection path if words are rejected in them
     assert rejected_words(3_000_001, 3_000_001 + 5_000, 6) > 100

@@ -40,13 +40,15 @@ the pooled streams (`PolicyTable.stacked`); then per corpus its weights and resa
 sampling sums; per set its report; per borderline seed its verdicts. Random streams stay keyed by
 (seed, corpus), each task computes what the serial code computed, and sums across tasks (the
 pooled resampled sums) are added in the corpora's order after them: the report is bit-identical
-whatever the thread count and scheduling (tests/test_analysis_threads.py).
+whatever the thread count and scheduling (tests/test_analysis_threads.py). Meanwhile numpy's
+OpenBLAS runs on one thread and glibc keeps freed memory for reuse (parallel.one_blas_thread,
+parallel.kept_heap: at 10M positions the page faults of fresh blocks cost 0.5-1 s of system time).
 """
 
 from __future__ import annotations
 
 import zlib
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, overload
@@ -66,12 +68,12 @@ from specterm.core.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, R
                                     run_curve_and_confirmations)
 from specterm.core.hardware.decision import verdict_sign_held
 from specterm.core.optimum import optimum_table, r_values
-from specterm.core.parallel import analysis_threads, contiguous_parts, one_blas_thread, run_all, submit
+from specterm.core.parallel import analysis_threads, contiguous_parts, kept_heap, one_blas_thread, run_all, submit
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bin_width_for, bins_needed, position_report, position_sums
 from specterm.core.report import (
-    POOLED, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, SetReport,
+    POOLED, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, ScoreRow, SetReport,
 )
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import mark_borderline, scorecard
@@ -309,9 +311,20 @@ def _realized(sets: dict[str, SetReport], corpora: list[str]) -> dict[str, float
     return out
 
 
+def _draw_weights(sizes: list[int], seeds: list[int], boot: int, pool: Executor | None) -> tuple[np.ndarray, list[Future[np.ndarray]]]:
+    """W_pooled (boot x streams: the corpora's weights side by side, stratified) and the futures of
+    its blocks, each corpus's multinomial weights drawn on the pool into its columns."""
+    W_pooled = np.empty((boot, sum(sizes)))
+    bounds = np.cumsum([0, *sizes]).tolist()
+    return W_pooled, [submit(pool, partial(multinomial_weights, hi - lo, boot, s, W_pooled[:, lo:hi]))
+                      for s, lo, hi in zip(seeds, bounds[:-1], bounds[1:])]
+
+
 @dataclass
 class _Prepared:
-    """Everything of `analyse` that does not depend on boot: per-set sums, shuffles, policy tables."""
+    """Everything of `analyse` that does not depend on boot: per-set sums, shuffles, policy tables;
+    and the bootstrap weights of the report's boot (`weights`: W_pooled and its corpora's blocks,
+    drawn on the pool behind the preparation's tasks, so they fill the pool while the last ones end)."""
     runs: list[Run]
     gamma: int
     shuffles: int
@@ -326,6 +339,8 @@ class _Prepared:
     steadies: dict[str, SteadySums]
     tables: dict[str, PolicyTable]
     hw: list[Hardware]
+    boot: int
+    weights: tuple[np.ndarray, list[Future[np.ndarray]]]
 
 
 def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, depth_gamma: int | None,
@@ -362,6 +377,8 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     table_f = [submit(pool, partial(policy_table, pooled_streams[sl], fixed=False))
                for sl in contiguous_parts(len(pooled_streams), TABLE_PARTS_PER_THREAD * threads if threads > 1 else 1)]
     rest_f = {c: submit(pool, partial(rest, c)) for c in corpora}
+    # the report's bootstrap weights need nothing above: drawn last, while the longest tasks end
+    weights = _draw_weights([len(by_corpus[c]) for c in corpora], [corpus_seed(seed, c) for c in corpora], boot, pool)
     parts: dict[str, st.StreamSums] = {c: sums_f[c].result() for c in corpora}
     parts[POOLED] = _stack([parts[c] for c in corpora])
     positions: dict[str, PositionSums] = {}
@@ -382,7 +399,7 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     hw = [run_curve_and_confirmations(run.meta, f"{run.path}/run.json") for run in runs]
     return _Prepared(runs=runs, gamma=gamma, shuffles=shuffles, seed=seed, depth_gamma=depth_gamma, corpora=corpora,
                      by_corpus=by_corpus, n_entries=len(entries), parts=parts, positions=positions,
-                     samplings=samplings, steadies=steadies, tables=tables, hw=hw)
+                     samplings=samplings, steadies=steadies, tables=tables, hw=hw, boot=boot, weights=weights)
 
 
 def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
@@ -391,8 +408,9 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
     runs, seed, corpora, by_corpus, tables, hw = p.runs, p.seed, p.corpora, p.by_corpus, p.tables, p.hw
     run_r = [run.r_measured for run in runs]
     # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block
-    # (each task writes its own columns of W_pooled).
-    W_pooled = np.empty((boot, p.n_entries))
+    # (each draw writes its own columns of W_pooled), drawn with the preparation for its boot.
+    sizes = [len(by_corpus[c]) for c in corpora]
+    W_pooled, drawn = p.weights if boot == p.boot else _draw_weights(sizes, [corpus_seed(seed, c) for c in corpora], boot, pool)
     offsets = np.cumsum([0] + [len(by_corpus[c]) for c in corpora]).tolist()
     members_of = {**{c: by_corpus[c] for c in corpora}, POOLED: [e for c in corpora for e in by_corpus[c]]}
     r_of = {name: r_or_default(measured_r([run_r[i] for _, i in members])[1]) for name, members in members_of.items()}
@@ -400,18 +418,18 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
     pol_sums = {name: policy_sums([s for s, _ in members], r_of[name], table=tables[name])
                 for name, members in members_of.items()}
 
-    def corpus_weights(c: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
-        """W of a corpus and its resampled sums: position and sampling sums, and the policy sums of
-        the corpus and of the pooled set's rows of it (integers: one joint product, `integer_products`;
-        None where they are not exact, the sets then multiply their own)."""
-        W = multinomial_weights(hi - lo, boot, corpus_seed(seed, c), out=W_pooled[:, lo:hi])
+    def corpus_weights(c: str, lo: int, hi: int, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """A corpus's weights W (its block of W_pooled) and its resampled sums: position and sampling
+        sums, and the policy sums of the corpus and of the pooled set's rows of it (integers: one joint
+        product, `integer_products`; None where they are not exact, the sets then multiply their own)."""
         flat = [pol_sums[name][1][rows].reshape(hi - lo, -1) for name, rows in ((c, slice(None)), (POOLED, slice(lo, hi)))]
         ints = integer_products(W, [p.positions[c].M, *flat])
         if ints is None:
             return W, W @ p.positions[c].M, W @ p.samplings[c].M, None, None
         return W, ints[0], W @ p.samplings[c].M, ints[1], ints[2]
 
-    done = run_all(pool, [partial(corpus_weights, c, lo, hi) for c, lo, hi in zip(corpora, offsets[:-1], offsets[1:])])
+    Ws = [f.result() for f in drawn]
+    done = run_all(pool, [partial(corpus_weights, c, lo, hi, W) for c, lo, hi, W in zip(corpora, offsets[:-1], offsets[1:], Ws)])
     weights = {c: d[0] for c, d in zip(corpora, done)}
     groups = {c: (p.parts[c], weights[c], by_corpus[c]) for c in corpora}
     groups[POOLED] = (p.parts[POOLED], W_pooled, members_of[POOLED])
@@ -448,23 +466,30 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
     # P1-P5, then Q1-Q6; Q3 takes each corpus's measured costs (its run's robust curve) and realized speedups.
     q3c, real = _q3_costs(corpora, by_corpus, hw), _realized(sets, corpora)
     best = best_gammas(sets, q3c)
-    reps = (dict(zip(corpora, run_all(pool, [partial(replicates, p.parts[c], weights[c], best[c]) for c in corpora])))
-            if boot > 0 else None)  # products: on the pool
-    rows = scorecard(sets, costs=q3c, realized=real, replicates=reps)
-    if boot > 0:
-        by_seed = {seed: {r.id: r.verdict for r in rows if r.id not in ("Q5", "Q6")}}
-        # per set: the policies and their per-stream sums, built once, resampled per seed
-        pol = {name: made[name][1] for name in groups if made[name][1] is not None}
-        others = sorted(set(BORDERLINE_SEEDS) - {seed})
-        plan = seed_plan(corpora, groups, sets, pol, q3c, best)  # what every seed reads, built once
-        by_seed.update(zip(others, run_all(pool, [partial(seed_verdicts, other, corpus_seed, plan, boot, sets, q3c, real)
-                                                  for other in others])))
-        rows = mark_borderline(rows, by_seed)
+    if boot == 0:
+        return _report(p, sets, scorecard(sets, costs=q3c, realized=real, replicates=None), boot)
+    # On the pool: Q2/Q3's replicates (products), then the borderline seeds; meanwhile this thread
+    # builds the seeds' plan, then (their replicates in) the report seed's scorecard. Results are
+    # taken in a fixed order, so the numbers are the serial code's.
+    reps_f = [submit(pool, partial(replicates, p.parts[c], weights[c], best[c])) for c in corpora]
+    # per set: the policies and their per-stream sums, built once, resampled per seed
+    pol = {name: made[name][1] for name in groups if made[name][1] is not None}
+    others = sorted(set(BORDERLINE_SEEDS) - {seed})
+    plan = seed_plan(corpora, groups, sets, pol, q3c, best)  # what every seed reads, built once
+    seeds_f = [submit(pool, partial(seed_verdicts, other, corpus_seed, plan, boot, sets, q3c, real)) for other in others]
+    rows = scorecard(sets, costs=q3c, realized=real, replicates={c: f.result() for c, f in zip(corpora, reps_f)})
+    by_seed = {seed: {r.id: r.verdict for r in rows if r.id not in ("Q5", "Q6")}}
+    by_seed.update(zip(others, [f.result() for f in seeds_f]))
+    return _report(p, sets, mark_borderline(rows, by_seed), boot)
+
+
+def _report(p: _Prepared, sets: dict[str, SetReport], rows: list[ScoreRow], boot: int) -> Report:
+    """The Report of the prepared runs from its sets and scorecard rows."""
     return Report(
         sets=sets,
         scorecard=rows,
-        runs=[run_summary(run) for run in runs],
-        params=Params(gamma=p.gamma, boot=boot, shuffles=p.shuffles, seed=seed, depth_gamma=p.depth_gamma,
+        runs=[run_summary(run) for run in p.runs],
+        params=Params(gamma=p.gamma, boot=boot, shuffles=p.shuffles, seed=p.seed, depth_gamma=p.depth_gamma,
                       r_default=R_DEFAULT, ridge=DEFAULT_RIDGE),
     )
 
@@ -490,13 +515,17 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     """
     threads = analysis_threads()
     if threads == 1:
-        with one_blas_thread():
+        with one_blas_thread(), kept_heap():
             prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma)
             if on_point is not None and boot > 0:
                 on_point(_assemble(prepared, 0))
-            return _assemble(prepared, boot)
-    with one_blas_thread(), ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") as pool:
+            report = _assemble(prepared, boot)
+            del prepared  # its sums and weights freed while the heap is kept (parallel.kept_heap)
+        return report
+    with one_blas_thread(), kept_heap(), ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") as pool:
         prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma, pool, threads)
         if on_point is not None and boot > 0:
             on_point(_assemble(prepared, 0, pool))
-        return _assemble(prepared, boot, pool)
+        report = _assemble(prepared, boot, pool)
+        del prepared
+    return report
