@@ -88,7 +88,10 @@ def child_specterm(out_file: str, paths: list[str], stepping: bool, start_only: 
     import specterm.app as app_module
     from specterm.app import SCREENS, SpectermApp
 
-    entry = "specterm.launch" if importlib.util.find_spec("specterm.launch") else "specterm.cli"  # the script's main
+    import specterm
+
+    # the script's main; looked up in the tree under test (find_spec would also see the editable install's)
+    entry = "specterm.launch" if (Path(specterm.__file__).parent / "launch.py").exists() else "specterm.cli"
 
     marks = Marks(out_file)
     modes = [s.mode for s in SCREENS if s.mode != "run"]

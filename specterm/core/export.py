@@ -324,13 +324,11 @@ def _batch_fit_note(fit: dict[str, Any]) -> str:
 
 
 def confirmation_table(report: Report) -> Table | None:
-    """Per set and confirmed g: the cost-model check (realized / predicted with this session's costs: the
-    forwards timed inside the generations, and the micro-benchmark's) and the decision check (leave-out E,
-    the run's costs, 95% prediction interval for K prompts)."""
+    """Per set and confirmed g: the cost-model check (realized / predicted at this session's costs: the forwards
+    timed in the generations, and the micro-benchmark's) and the decision check (leave-out E, the run's costs, 95% PI)."""
     head = ["set", "g", "prompts", "realized", "cost-model check: real / pred at in-generation costs",
-            "real / pred at micro-benchmark costs (CPU; no prefill)", "decision predicts [95% PI]",
-            "in PI", "sign held", "cost drift % (decode, verify, draft)", "with this session's costs",
-            "context timed / costs"]
+            "real / pred at micro-benchmark costs (CPU; no prefill)", "decision predicts [95% PI]", "in PI", "sign held",
+            "cost drift % (decode, verify, draft)", "with this session's costs", "context timed / costs"]
     rows = []
     for name, s in report.ordered_sets():
         d = s.decision_hw
@@ -351,8 +349,7 @@ def confirmation_table(report: Report) -> Table | None:
                          _x(c.predicted_session_costs), ctx])
         for b in d.confirmed_batch:
             rows.append([name, f"{b.get('gamma')} (B={b.get('batch')})", str(len(b.get("ids", []))), _x(b.get("realized")),
-                         fmt(b.get("ratio_insitu"), 2), fmt(b.get("ratio"), 2), MISSING, MISSING, MISSING, MISSING,
-                         MISSING, MISSING])
+                         fmt(b.get("ratio_insitu"), 2), fmt(b.get("ratio"), 2), *[MISSING] * 6])
     if not rows:
         return None
     return ("Confirmations (`specterm confirm`): realized = greedy time / speculative time, same prompts, alternating",
