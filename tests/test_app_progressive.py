@@ -168,13 +168,18 @@ async def test_no_stale_ci_when_m_leaves_a_pair_whose_bootstrap_runs(tmp_path, m
         assert [r.name for r in app.report.runs] == ["pair-a"]
 
 
-async def test_second_open_reads_the_cache_and_paints_the_cis_at_once(tmp_path, monkeypatch):
-    path = make_fixture_run(tmp_path)
+async def opened_report(path):
+    """The report (as a dict) of one open of `path`, once its analysis is done (fills the cache)."""
     app = make_app([path], **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
-        first = app.report.to_dict()
+        return app.report.to_dict()
+
+
+async def test_second_open_reads_the_cache_and_paints_the_cis_at_once(tmp_path, monkeypatch):
+    path = make_fixture_run(tmp_path)
+    first = await opened_report(path)
     gate = Gate(monkeypatch, set())
     app = make_app([path], **FAST)
     async with app.run_test(size=SIZE) as pilot:
@@ -211,11 +216,7 @@ async def test_a_warm_open_shows_the_report_found_by_the_files_before_it_parses_
     from specterm.screens.base import ReportScreen
 
     path = make_fixture_run(tmp_path)
-    app = make_app([path], **FAST)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        first = app.report.to_dict()
+    first = await opened_report(path)
     (alias,) = aliases()
     written = alias.read_bytes()
     gate = Gate(monkeypatch, set())
@@ -290,11 +291,7 @@ async def test_a_damaged_alias_is_ignored_and_rewritten(tmp_path, monkeypatch, d
     import json
 
     path = make_fixture_run(tmp_path)
-    app = make_app([path], **FAST)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        first = app.report.to_dict()
+    first = await opened_report(path)
     (alias,) = aliases()
     good = alias.read_bytes()
     entry = json.loads(good)

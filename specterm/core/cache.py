@@ -163,20 +163,33 @@ def entry_path(key: dict[str, Any]) -> Path:
     return cache_dir() / f"{hashlib.blake2b(text.encode(), digest_size=20).hexdigest()}.json"
 
 
-def load(key: dict[str, Any]) -> Report | None:
-    """The cached report for `key`, or None (missing, unreadable, another key or schema, or not a
-    report: such an entry is deleted, to be rebuilt)."""
-    from specterm.core.report import Report
-
-    path = entry_path(key)
+def _read_keyed(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON object at `path` if it is stored under `key`; None when missing or unreadable, and an
+    entry that is not JSON or holds another key is deleted (to be rebuilt)."""
     try:
         raw = path.read_bytes()
     except OSError:
         return None
     try:
         entry = json.loads(raw)
-        if not isinstance(entry, dict) or entry.get("key") != key:
-            raise ValueError("another key")
+    except (ValueError, RecursionError):
+        entry = None
+    if not isinstance(entry, dict) or entry.get("key") != key:
+        _remove(path)
+        return None
+    return entry
+
+
+def load(key: dict[str, Any]) -> Report | None:
+    """The cached report for `key`, or None (missing, unreadable, another key or schema, or not a
+    report: such an entry is deleted, to be rebuilt)."""
+    from specterm.core.report import Report
+
+    path = entry_path(key)
+    entry = _read_keyed(path, key)
+    if entry is None:
+        return None
+    try:
         report = Report.from_dict(entry["report"])
     except Exception:
         _remove(path)
@@ -282,15 +295,10 @@ def alias_path(fkey: dict[str, Any]) -> Path:
 def load_alias(fkey: dict[str, Any]) -> tuple[dict[str, Any], int, int] | None:
     """(the entry's full key, the number of model pairs, the index of the run whose metadata names
     the pair) for `fkey`, or None (missing, unreadable, another key: such an alias is deleted)."""
-    path = alias_path(fkey)
-    try:
-        raw = path.read_bytes()
-    except OSError:
+    entry = _read_keyed(alias_path(fkey), fkey)
+    if entry is None:
         return None
     try:
-        entry = json.loads(raw)
-        if not isinstance(entry, dict) or entry.get("key") != fkey:
-            raise ValueError("another key")
         content, groups, first = entry["content"], entry["groups"], entry["first"]
         if not isinstance(content, dict) or type(groups) is not int or type(first) is not int or groups < 1 \
                 or not 0 <= first < len(fkey["files"]):

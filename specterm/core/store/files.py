@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specterm.core.errors import SpectermError
-from specterm.core.store.meta import META_FILE, RECORDS_FILE
+from specterm.core.store.meta import RECORDS_FILE, read_meta_bytes
 
 
 @dataclass(frozen=True)
@@ -39,13 +39,4 @@ def read_run_files(path: str | os.PathLike[str]) -> RunFiles:
     """Read the run directory's run.json and prompts.jsonl (the errors of read_meta and
     stored_lines, one sentence each)."""
     path = Path(path)
-    meta_path = path / META_FILE
-    if not path.is_dir():
-        raise SpectermError(f"{path} is not a run directory; pass a directory under streams/ (see `specterm list`).")
-    if not meta_path.is_file():
-        raise SpectermError(f"{path} has no {META_FILE}, so it is not a specterm run; pass a directory made by `specterm run` or `specterm import`.")
-    try:
-        meta = meta_path.read_bytes()
-    except OSError as exc:
-        raise SpectermError(f"cannot read {meta_path} ({exc.strerror}); check its permissions.") from None
-    return RunFiles(path, meta, read_records_file(path))
+    return RunFiles(path, read_meta_bytes(path)[1], read_records_file(path))

@@ -22,8 +22,9 @@ SCHEMA_VERSION = 1
 META_FILE = "run.json"
 RECORDS_FILE = "prompts.jsonl"
 
-def read_meta(path: Path) -> dict[str, Any]:
-    """The validated run.json of the run directory `path`; SpectermError (one sentence) on any problem."""
+def read_meta_bytes(path: Path) -> tuple[Path, bytes]:
+    """(path of run.json, its bytes) of the run directory `path`; SpectermError (one sentence) when it is
+    not a run directory or the file cannot be read."""
     path = Path(path)
     meta_path = path / META_FILE
     if not path.is_dir():
@@ -31,9 +32,14 @@ def read_meta(path: Path) -> dict[str, Any]:
     if not meta_path.is_file():
         raise SpectermError(f"{path} has no {META_FILE}, so it is not a specterm run; pass a directory made by `specterm run` or `specterm import`.")
     try:
-        raw = meta_path.read_bytes()
+        return meta_path, meta_path.read_bytes()
     except OSError as exc:
         raise SpectermError(f"cannot read {meta_path} ({exc.strerror}); check its permissions.") from None
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """The validated run.json of the run directory `path`; SpectermError (one sentence) on any problem."""
+    meta_path, raw = read_meta_bytes(path)
     return parse_meta(raw, meta_path)
 
 
