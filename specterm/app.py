@@ -29,7 +29,7 @@ from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 
 if TYPE_CHECKING:
     from specterm.core.report import Report
-    from specterm.core.store import Run
+    from specterm.core.store import Run, RunFiles
     from specterm.oracle.run import OracleConfig
 
 
@@ -87,6 +87,7 @@ class SpectermApp(App[Any]):
         initial: str | None = None,
         use_cache: bool = True,
         loaded: "Sequence[Run] | None" = None,
+        loaded_files: "Sequence[RunFiles] | None" = None,
     ) -> None:
         super().__init__()
         self.run_paths = [Path(p) for p in run_paths]
@@ -95,6 +96,9 @@ class SpectermApp(App[Any]):
         """(paths, runs) as loaded from those paths: the CLI's own load (`specterm` loads every run to
         warn about bad ones) and the worker's, so that neither the first table nor `M` to a pair not
         yet shown reads the runs again. Given as `loaded`, they must be `load_runs(run_paths)`."""
+        self.loaded_files = list(loaded_files) if loaded is not None and loaded_files is not None else None
+        """The bytes `loaded` was parsed from (store.read_run_files), if the CLI kept them: the worker
+        then writes the alias a later open finds the report by."""
         self.oracle_config = oracle_config
         self.oracle = oracle
         self.oracle_check = check
@@ -231,6 +235,7 @@ class SpectermApp(App[Any]):
         """Load runs (e.g. the oracle's output) and show the Overview."""
         self.run_paths = [Path(p) for p in paths]
         self.loaded = None  # read again: the oracle's output may have grown since (same path)
+        self.loaded_files = None
         self.pair_cache = {}
         self.pair_meta = None
         self.report = None  # first: a screen must never see the new runs with the old report
@@ -272,6 +277,9 @@ class SpectermApp(App[Any]):
         alias = fkey = None
         if loaded is not None and loaded[0] == key_paths:
             all_runs = loaded[1]
+            if self.loaded_files is not None and use_cache:
+                files = self.loaded_files
+                fkey = cache.files_key(files, params, self.model_group)
         else:
             files = [read_run_files(p) for p in key_paths]  # read once: the alias and the runs come from these bytes
             fkey = cache.files_key(files, params, self.model_group) if use_cache else None
@@ -326,7 +334,8 @@ class SpectermApp(App[Any]):
                 cache.store(key, report)
         if fkey is not None and key is not None and files is not None:
             first_path = runs[0].path
-            cache.store_alias(fkey, key, len(groups), next(i for i, f in enumerate(files) if f.path == first_path))
+            cache.store_alias(fkey, key, len(groups), next(i for i, f in enumerate(files) if f.path == first_path),
+                              [w for r in all_runs for w in r.warnings])
         self.post_message(messages.ReportReady(report, load_id))
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:

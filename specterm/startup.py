@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, List, Optional
 from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
 
 if TYPE_CHECKING:
-    from specterm.core.store import Run
+    from specterm.core.store import Run, RunFiles
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -41,10 +41,11 @@ def warn(message: str, prefix: str = "warning") -> None:
 
 
 def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES,
-             use_cache: bool = True, loaded: "Optional[list[Run]]" = None) -> None:
+             use_cache: bool = True, loaded: "Optional[list[Run]]" = None,
+             loaded_files: "Optional[list[RunFiles]]" = None) -> None:
     """Check the run directories (one clear sentence if one is wrong), then start the app on them.
     `loaded`: the runs already loaded from `runs` (the no-argument form), so the app does not load
-    them again."""
+    them again; `loaded_files`: the bytes they were parsed from (the app keys the alias by them)."""
     from specterm.core.store import read_meta
 
     if loaded is None:
@@ -56,23 +57,45 @@ def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, see
     # as the process: kept out of the cyclic collector, the full collection that start-up otherwise
     # runs before the first table (17-18 ms of CPU here) has nothing to walk.
     gc.freeze()
-    tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=use_cache, loaded=loaded)
+    tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=use_cache, loaded=loaded,
+                   loaded_files=loaded_files)
     tui.run()
     if tui.return_code:  # Textual printed the traceback of an unhandled exception: the shell sees the failure
         raise SystemExit(tui.return_code)
 
 
 def open_streams(opener: Callable[..., Any] | None = None) -> None:
-    """`specterm` with no command: the TUI on the runs in ./streams. Every run is loaded here, once:
-    a run that cannot be read is named (one warning each) and the others open; the app takes the
-    loaded runs as they are (it does not read them again). `opener`: open_tui, or the one cli.py
-    holds (the typer path passes it, so that a test's stand-in for cli.open_tui is the one called)."""
-    from specterm.core.store import find_runs, load_runs_lenient
+    """`specterm` with no command: the TUI on the runs in ./streams. A run that cannot be read is named
+    (one warning each) and the others open. `opener`: open_tui, or the one cli.py holds (the typer
+    path passes it, so that a test's stand-in for cli.open_tui is the one called).
+
+    Warm (the analysis cache has an alias for the bytes of every run's files, core/cache.py): every
+    run loaded when that alias was written, so none is skipped; its load warnings are said again and
+    the app opens on the runs as `specterm open` does (report first, no numpy before it). Otherwise
+    every run is loaded here, once, from bytes read once: the app takes the loaded runs and those
+    bytes as they are (it does not read them again, and writes the alias for the next open)."""
+    from specterm.core.store import find_runs
 
     paths = find_runs("streams")
     if not paths:
         fail("there are no runs in ./streams; make one with `specterm run` or `specterm import`, or pass them with `specterm open RUN...`.")
-    runs, problems = load_runs_lenient(paths)  # one corrupt run must not hide the others
+    warm = warm_warnings(paths)
+    if warm is not None:
+        for message in warm:
+            warn(message)
+        (opener or open_tui)(paths)
+        return
+    from specterm.core.errors import SpectermError
+    from specterm.core.store import load_run, read_run_files
+
+    runs, files, problems = [], [], []
+    for path in paths:  # one corrupt run must not hide the others
+        try:
+            f = read_run_files(path)
+            runs.append(load_run(path, f))
+            files.append(f)
+        except SpectermError as exc:
+            problems.append(str(exc))
     for run in runs:
         for message in run.warnings:
             warn(message)
@@ -80,7 +103,26 @@ def open_streams(opener: Callable[..., Any] | None = None) -> None:
         warn(f"skipped {problem}")
     if not runs:
         fail("no run in ./streams could be read (see the warnings above); fix them with `specterm repair RUN` or re-create them.")
-    (opener or open_tui)([r.path for r in runs], loaded=runs)
+    (opener or open_tui)([r.path for r in runs], loaded=runs, loaded_files=files)
+
+
+def warm_warnings(paths: List[Path]) -> "Optional[list[str]]":
+    """The load warnings an alias of the analysis cache stored for the bytes of these runs' files, with
+    the default parameters and the first model pair (`open_streams`); None when there is no such alias
+    (or the cache is off, or a file cannot be read). Reads bytes and JSON only: no numpy."""
+    from specterm.core import cache
+    from specterm.core.errors import SpectermError
+    from specterm.core.store import read_run_files
+
+    if not cache.enabled():
+        return None
+    try:
+        files = [read_run_files(p) for p in paths]
+    except SpectermError:
+        return None
+    fkey = cache.files_key(files, {"gamma": GAMMA_DEFAULT, "boot": BOOT, "shuffles": SHUFFLES, "seed": SEED}, 0)
+    alias = cache.load_alias(fkey) if fkey is not None else None
+    return None if alias is None else alias[3]
 
 
 def tui_shortcut(argv: list[str]) -> list[Path] | None:

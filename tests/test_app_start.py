@@ -168,6 +168,7 @@ async def test_runs_given_to_the_app_are_not_loaded_again(tmp_path, monkeypatch)
 
 def test_no_command_loads_each_run_once(tmp_path, monkeypatch):
     """`specterm` loads every run to warn about bad ones and hands them to the app as they are."""
+    import specterm.core.store as store
     import specterm.core.store.runs as runs_module
     from specterm import app as app_module
     from typer.testing import CliRunner
@@ -177,7 +178,9 @@ def test_no_command_loads_each_run_once(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     real = runs_module.load_run
     reads = []
-    monkeypatch.setattr(runs_module, "load_run", lambda p: reads.append(p) or real(p))
+    # the package's name too: its lazy names (PEP 562) are kept once looked up
+    monkeypatch.setattr(runs_module, "load_run", lambda p, *a: reads.append(p) or real(p, *a))
+    monkeypatch.setattr(store, "load_run", runs_module.load_run)
 
     class Quits(app_module.SpectermApp):
         def on_report_ready(self, message) -> None:
@@ -319,6 +322,69 @@ print("pydantic" in sys.modules, "typer" in sys.modules)
     empty.mkdir()
     none = subprocess.run([sys.executable, "-m", "specterm"], capture_output=True, text=True, cwd=empty)
     assert none.returncode == 2 and "no runs in ./streams" in none.stderr and "Traceback" not in none.stderr
+
+
+def test_no_command_opens_warm_by_the_alias_and_says_the_load_warnings_again(tmp_path, monkeypatch):
+    """`specterm` a second time: the analysis cache's alias for the bytes of every run's files says that
+    every run loads, so the CLI loads none (the app opens them as `specterm open` does) and repeats the
+    warnings their load raised (here a damaged newline: the record kept). A changed file misses it."""
+    import specterm.core.store as store
+    import specterm.core.store.runs as runs_module
+    from specterm import app as app_module
+    from specterm.core.store import RECORDS_FILE
+    from typer.testing import CliRunner
+
+    make_fixture_run(tmp_path / "streams", "run-a")
+    b = make_fixture_run(tmp_path / "streams", "run-b")
+    data = (b / RECORDS_FILE).read_bytes()
+    (b / RECORDS_FILE).write_bytes(data[:-1] + b"*")  # the last newline damaged: kept, with a warning
+    monkeypatch.chdir(tmp_path)
+    real = runs_module.load_run
+    reads = []
+    # the package's name too: its lazy names (PEP 562) are kept once looked up
+    monkeypatch.setattr(runs_module, "load_run", lambda p, *a: reads.append(p) or real(p, *a))
+    monkeypatch.setattr(store, "load_run", runs_module.load_run)
+
+    class Quits(app_module.SpectermApp):  # exits once the full report and the runs are both in
+        def on_report_ready(self, message) -> None:
+            super().on_report_ready(message)
+            self.quit_when_done()
+
+        def on_runs_loaded(self, message) -> None:
+            super().on_runs_loaded(message)
+            self.quit_when_done()
+
+        def quit_when_done(self) -> None:
+            if self.report is not None and not self.ci_pending and self.runs is not None:
+                self.call_after_refresh(self.exit)
+
+        def run(self, **kw):  # no terminal under pytest
+            return super().run(headless=True, **kw)
+
+    made: list[dict] = []
+
+    def make(paths, **kw):
+        made.append(kw)
+        return Quits(paths, **kw)
+
+    monkeypatch.setattr(app_module, "make_app", make)
+    cold = CliRunner().invoke(cli.app, [])
+    assert cold.exit_code == 0, cold.output
+    assert cold.output.count("stray byte") == 1
+    assert sorted(p.name for p in reads) == ["run-a", "run-b"]  # the CLI's lenient load, cold
+    files = made[0]["loaded_files"]
+    assert [f.records for f in files] == [(r.path / RECORDS_FILE).read_bytes() for r in made[0]["loaded"]]
+    reads.clear()
+    warm = CliRunner().invoke(cli.app, [])
+    assert warm.exit_code == 0, warm.output
+    assert warm.output.count("stray byte") == 1  # said again, from the alias
+    assert made[1].get("loaded") is None  # the app opened the runs itself, as `specterm open` does
+    assert sorted(p.name for p in reads) == ["run-a", "run-b"]  # by the app's worker, after the report
+    (b / RECORDS_FILE).write_bytes(data)  # repaired: other bytes, no alias, the lenient load again
+    reads.clear()
+    again = CliRunner().invoke(cli.app, [])
+    assert again.exit_code == 0 and "stray byte" not in again.output
+    assert made[2]["loaded"] is not None
 
 
 def test_a_warm_open_paints_its_report_before_importing_numpy(tmp_path):

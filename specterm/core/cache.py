@@ -292,28 +292,33 @@ def alias_path(fkey: dict[str, Any]) -> Path:
     return cache_dir() / f"{hashlib.blake2b(text.encode(), digest_size=20).hexdigest()}.alias.json"
 
 
-def load_alias(fkey: dict[str, Any]) -> tuple[dict[str, Any], int, int] | None:
+def load_alias(fkey: dict[str, Any]) -> tuple[dict[str, Any], int, int, list[str]] | None:
     """(the entry's full key, the number of model pairs, the index of the run whose metadata names
-    the pair) for `fkey`, or None (missing, unreadable, another key: such an alias is deleted)."""
+    the pair, the warnings that loading those runs raised) for `fkey`, or None (missing, unreadable,
+    another key: such an alias is deleted)."""
     entry = _read_keyed(alias_path(fkey), fkey)
     if entry is None:
         return None
     try:
-        content, groups, first = entry["content"], entry["groups"], entry["first"]
+        content, groups, first, warnings = entry["content"], entry["groups"], entry["first"], entry["warnings"]
         if not isinstance(content, dict) or type(groups) is not int or type(first) is not int or groups < 1 \
-                or not 0 <= first < len(fkey["files"]):
+                or not 0 <= first < len(fkey["files"]) or not isinstance(warnings, list) \
+                or not all(isinstance(w, str) for w in warnings):
             raise ValueError("not an alias")
     except Exception:
         remove_alias(fkey)
         return None
-    return content, groups, first
+    return content, groups, first, warnings
 
 
-def store_alias(fkey: dict[str, Any], content: dict[str, Any], groups: int, first: int) -> None:
-    """Write the alias atomically (nothing when it cannot be written)."""
+def store_alias(fkey: dict[str, Any], content: dict[str, Any], groups: int, first: int,
+                warnings: Sequence[str] = ()) -> None:
+    """Write the alias atomically (nothing when it cannot be written). `warnings`: what loading the runs
+    said (Run.warnings, in order), so that an open that finds the report by the alias says it too."""
     path = alias_path(fkey)
     try:
-        text = json.dumps({"key": fkey, "content": content, "groups": groups, "first": first}, separators=(",", ":"))
+        text = json.dumps({"key": fkey, "content": content, "groups": groups, "first": first,
+                           "warnings": list(warnings)}, separators=(",", ":"))
         path.parent.mkdir(parents=True, exist_ok=True)
         write_bytes_atomic(path, text.encode("utf-8"))
     except (OSError, ValueError):

@@ -7,8 +7,9 @@ One module per job, in import order (each imports only those above it):
 - `records`: a record's codec and validation (Stream, checksums, base64 arrays, bounds);
 - `models`:  a model's identity (model_key), name (model_label, public_model) and location;
 - `meta`:    run.json: read and validated field by field, generation settings, record bounds;
-- `files`:   a run's two files read once, as bytes (RunFiles), for a load and the cache's aliases;
-- `runs`:    loading a run (Run, load_run) and discovery under a folder;
+- `files`:   a run's two files read once, as bytes (RunFiles), for a load and the cache's aliases,
+  and discovery under a folder (find_runs, discover_runs);
+- `runs`:    loading a run (Run, load_run);
 - `pooling`: which runs are analysed together (pair, measurement, pool_runs, group_runs, single_pair);
 - `writer`:  the run's lock, new metadata, the append-only RunWriter and resume;
 - `rewrite`: whole-run writing: write_run (import), merge_runs, repair_run.
@@ -79,18 +80,22 @@ if TYPE_CHECKING:
                                           record_line,
                                           stream_from_record,
     )
-    from specterm.core.store.files import RunFiles, read_records_file, read_run_files
+    from specterm.core.store.files import (
+                                          RunFiles,
+                                          discover_runs,
+                                          find_runs,
+                                          merged_shard_names,
+                                          read_records_file,
+                                          read_run_files,
+    )
     from specterm.core.store.rewrite import RepairResult, merge_runs, repair_run, write_run
     from specterm.core.store.runs import (
                                           Run,
                                           StoredLine,
-                                          discover_runs,
-                                          find_runs,
                                           iter_records,
                                           load_run,
                                           load_runs,
                                           load_runs_lenient,
-                                          merged_shard_names,
                                           split_damaged_tail,
                                           stored_lines,
     )
@@ -127,14 +132,14 @@ _WHERE: dict[str, str] = {
         "record_checksum", "record_line", "stream_from_record"
     ), "records"),
     **dict.fromkeys((
-        "RunFiles", "read_records_file", "read_run_files"
+        "RunFiles", "discover_runs", "find_runs", "merged_shard_names", "read_records_file", "read_run_files"
     ), "files"),
     **dict.fromkeys((
         "RepairResult", "merge_runs", "repair_run", "write_run"
     ), "rewrite"),
     **dict.fromkeys((
-        "Run", "StoredLine", "discover_runs", "find_runs", "iter_records", "load_run", "load_runs",
-        "load_runs_lenient", "merged_shard_names", "split_damaged_tail", "stored_lines"
+        "Run", "StoredLine", "iter_records", "load_run", "load_runs", "load_runs_lenient", "split_damaged_tail",
+        "stored_lines"
     ), "runs"),
     **dict.fromkeys((
         "LOCK_FILE", "RunLock", "RunWriter", "check_unlocked", "hardware_info", "lock_holder", "new_meta",

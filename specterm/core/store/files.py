@@ -9,8 +9,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import Any
+
 from specterm.core.errors import SpectermError
-from specterm.core.store.meta import RECORDS_FILE, read_meta_bytes
+from specterm.core.store.atomic import is_temp_name
+from specterm.core.store.meta import META_FILE, RECORDS_FILE, read_meta, read_meta_bytes
 
 
 @dataclass(frozen=True)
@@ -40,3 +43,49 @@ def read_run_files(path: str | os.PathLike[str]) -> RunFiles:
     stored_lines, one sentence each)."""
     path = Path(path)
     return RunFiles(path, read_meta_bytes(path)[1], read_records_file(path))
+
+
+def merged_shard_names(metas: dict[Path, dict[str, Any]]) -> set[str]:
+    """Names of the shard directories that some run in `metas` was merged from."""
+    names: set[str] = set()
+    for meta in metas.values():
+        for src in meta.get("merged_from") or []:
+            if isinstance(src, str):
+                names.add(Path(src).name)
+    return names
+
+
+def discover_runs(root: str | os.PathLike[str] = "streams") -> tuple[list[Path], list[Path]]:
+    """(runs, merged shards) directly under `root`, sorted by name; hidden entries (temporary
+    directories of an unfinished write) are never runs.
+
+    A shard run (run.json "shard": [i, N]) whose directory a merged run under the same root lists in
+    "merged_from" is left out of the runs: its prompts are already in the merged run, and counting
+    them again would pool every prompt twice.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        return [], []
+    metas: dict[Path, dict[str, Any]] = {}
+    try:
+        entries = sorted(root.iterdir())
+    except OSError as exc:
+        raise SpectermError(f"cannot list {root} ({exc.strerror}); check its permissions.") from None
+    for p in entries:
+        if is_temp_name(p.name):
+            continue  # an unfinished import/merge (or any hidden entry) is never a run
+        if (p / META_FILE).is_file():
+            try:
+                metas[p] = read_meta(p)
+            except SpectermError:
+                metas[p] = {}  # listed; loading it reports what is wrong
+    merged = merged_shard_names(metas)
+    runs = [p for p, m in metas.items() if not (m.get("shard") and p.name in merged)]
+    shards = [p for p, m in metas.items() if m.get("shard") and p.name in merged]
+    return runs, shards
+
+
+def find_runs(root: str | os.PathLike[str] = "streams") -> list[Path]:
+    """Run directories directly under `root` (those with a run.json), sorted by name, without the
+    shards of a merged run there (see discover_runs)."""
+    return discover_runs(root)[0]

@@ -13,8 +13,9 @@ Layout of `streams/NAME/`:
   write: loading ignores it and `RunWriter` cuts it away on resume.
 - `run.lock`: the advisory lock of the session writing the run (store/writer.py).
 
-Discovery never loads a hidden entry (store/atomic.py `is_temp_name`): the unfinished temporary
-directories of a killed `import` or `merge` are not runs.
+Discovery (find_runs, discover_runs) lives in store/files.py, numpy-free, so `specterm` lists
+./streams before the first table without numpy; it never loads a hidden entry (store/atomic.py
+`is_temp_name`): the unfinished temporary directories of a killed `import` or `merge` are not runs.
 """
 
 from __future__ import annotations
@@ -27,8 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from specterm.core.errors import SpectermError
-from specterm.core.store.atomic import is_temp_name
-from specterm.core.store.files import RunFiles, read_records_file, read_run_files
+from specterm.core.store.files import (  # noqa: F401  (discovery lives there, numpy-free; re-exported)
+    RunFiles,
+    discover_runs,
+    find_runs,
+    merged_shard_names,
+    read_records_file,
+    read_run_files,
+)
 from specterm.core.store.meta import META_FILE, RECORDS_FILE, parse_meta, read_meta, record_bounds
 from specterm.core.store.records import BOM, Stream, check_unique, decode_line
 
@@ -165,50 +172,3 @@ def load_runs_lenient(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Run
         except SpectermError as exc:
             problems.append(str(exc))
     return runs, problems
-
-
-
-def merged_shard_names(metas: dict[Path, dict[str, Any]]) -> set[str]:
-    """Names of the shard directories that some run in `metas` was merged from."""
-    names: set[str] = set()
-    for meta in metas.values():
-        for src in meta.get("merged_from") or []:
-            if isinstance(src, str):
-                names.add(Path(src).name)
-    return names
-
-
-def discover_runs(root: str | os.PathLike[str] = "streams") -> tuple[list[Path], list[Path]]:
-    """(runs, merged shards) directly under `root`, sorted by name; hidden entries (temporary
-    directories of an unfinished write) are never runs.
-
-    A shard run (run.json "shard": [i, N]) whose directory a merged run under the same root lists in
-    "merged_from" is left out of the runs: its prompts are already in the merged run, and counting
-    them again would pool every prompt twice.
-    """
-    root = Path(root)
-    if not root.is_dir():
-        return [], []
-    metas: dict[Path, dict[str, Any]] = {}
-    try:
-        entries = sorted(root.iterdir())
-    except OSError as exc:
-        raise SpectermError(f"cannot list {root} ({exc.strerror}); check its permissions.") from None
-    for p in entries:
-        if is_temp_name(p.name):
-            continue  # an unfinished import/merge (or any hidden entry) is never a run
-        if (p / META_FILE).is_file():
-            try:
-                metas[p] = read_meta(p)
-            except SpectermError:
-                metas[p] = {}  # listed; loading it reports what is wrong
-    merged = merged_shard_names(metas)
-    runs = [p for p, m in metas.items() if not (m.get("shard") and p.name in merged)]
-    shards = [p for p, m in metas.items() if m.get("shard") and p.name in merged]
-    return runs, shards
-
-
-def find_runs(root: str | os.PathLike[str] = "streams") -> list[Path]:
-    """Run directories directly under `root` (those with a run.json), sorted by name, without the
-    shards of a merged run there (see discover_runs)."""
-    return discover_runs(root)[0]
