@@ -283,7 +283,7 @@ def list_cmd(
     if not paths:
         typer.echo(f"no runs under {printable(str(root))}/; make one with `specterm run` or `specterm import`.")
         return
-    runs, problems = load_runs_lenient(paths)
+    runs, _, problems = load_runs_lenient(paths)
     rows: list[list[str]] = []
     for run in runs:
         n, alpha, gate = rates(run.streams)

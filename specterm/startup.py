@@ -85,17 +85,9 @@ def open_streams(opener: Callable[..., Any] | None = None) -> None:
             warn(message)
         (opener or open_tui)(paths)
         return
-    from specterm.core.errors import SpectermError
-    from specterm.core.store import load_run, read_run_files
+    from specterm.core.store import load_runs_lenient
 
-    runs, files, problems = [], [], []
-    for path in paths:  # one corrupt run must not hide the others
-        try:
-            f = read_run_files(path)
-            runs.append(load_run(path, f))
-            files.append(f)
-        except SpectermError as exc:
-            problems.append(str(exc))
+    runs, files, problems = load_runs_lenient(paths)  # one corrupt run must not hide the others
     for run in runs:
         for message in run.warnings:
             warn(message)

@@ -166,41 +166,57 @@ async def test_runs_given_to_the_app_are_not_loaded_again(tmp_path, monkeypatch)
         assert [[p.name for p in r] for r in reads] == [["pair-a"]] and app.loaded is not None
 
 
-def test_no_command_loads_each_run_once(tmp_path, monkeypatch):
-    """`specterm` loads every run to warn about bad ones and hands them to the app as they are."""
+def no_command_harness(monkeypatch) -> tuple[list, list[dict]]:
+    """`specterm` (no command) made headless: (the paths load_run reads, the keyword arguments of every
+    app made); each app quits once its full report and its runs are both in."""
     import specterm.core.store as store
     import specterm.core.store.runs as runs_module
     from specterm import app as app_module
-    from typer.testing import CliRunner
 
-    make_fixture_run(tmp_path / "streams", "run-a")
-    make_fixture_run(tmp_path / "streams", "run-b")
-    monkeypatch.chdir(tmp_path)
     real = runs_module.load_run
-    reads = []
+    reads: list = []
     # the package's name too: its lazy names (PEP 562) are kept once looked up
     monkeypatch.setattr(runs_module, "load_run", lambda p, *a: reads.append(p) or real(p, *a))
     monkeypatch.setattr(store, "load_run", runs_module.load_run)
 
     class Quits(app_module.SpectermApp):
         def on_report_ready(self, message) -> None:
-            if message.complete:
+            super().on_report_ready(message)
+            self.quit_when_done()
+
+        def on_runs_loaded(self, message) -> None:
+            super().on_runs_loaded(message)
+            self.quit_when_done()
+
+        def quit_when_done(self) -> None:
+            if self.report is not None and not self.ci_pending and self.runs is not None:
                 self.call_after_refresh(self.exit)
 
         def run(self, **kw):  # no terminal under pytest
             return super().run(headless=True, **kw)
 
-    made = {}
+    made: list[dict] = []
 
     def make(paths, **kw):
-        made.update(kw)
+        made.append(kw)
         return Quits(paths, **kw)
 
     monkeypatch.setattr(app_module, "make_app", make)
+    return reads, made
+
+
+def test_no_command_loads_each_run_once(tmp_path, monkeypatch):
+    """`specterm` loads every run to warn about bad ones and hands them to the app as they are."""
+    from typer.testing import CliRunner
+
+    make_fixture_run(tmp_path / "streams", "run-a")
+    make_fixture_run(tmp_path / "streams", "run-b")
+    monkeypatch.chdir(tmp_path)
+    reads, made = no_command_harness(monkeypatch)
     result = CliRunner().invoke(cli.app, [])
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in reads) == ["run-a", "run-b"]  # once each, by the CLI
-    assert [r.name for r in made["loaded"]] == ["run-a", "run-b"]
+    assert [r.name for r in made[0]["loaded"]] == ["run-a", "run-b"]
 
 
 async def test_the_overview_marks_pending_cis_then_shows_the_real_ones(tmp_path, monkeypatch):
@@ -328,9 +344,6 @@ def test_no_command_opens_warm_by_the_alias_and_says_the_load_warnings_again(tmp
     """`specterm` a second time: the analysis cache's alias for the bytes of every run's files says that
     every run loads, so the CLI loads none (the app opens them as `specterm open` does) and repeats the
     warnings their load raised (here a damaged newline: the record kept). A changed file misses it."""
-    import specterm.core.store as store
-    import specterm.core.store.runs as runs_module
-    from specterm import app as app_module
     from specterm.core.store import RECORDS_FILE
     from typer.testing import CliRunner
 
@@ -339,35 +352,7 @@ def test_no_command_opens_warm_by_the_alias_and_says_the_load_warnings_again(tmp
     data = (b / RECORDS_FILE).read_bytes()
     (b / RECORDS_FILE).write_bytes(data[:-1] + b"*")  # the last newline damaged: kept, with a warning
     monkeypatch.chdir(tmp_path)
-    real = runs_module.load_run
-    reads = []
-    # the package's name too: its lazy names (PEP 562) are kept once looked up
-    monkeypatch.setattr(runs_module, "load_run", lambda p, *a: reads.append(p) or real(p, *a))
-    monkeypatch.setattr(store, "load_run", runs_module.load_run)
-
-    class Quits(app_module.SpectermApp):  # exits once the full report and the runs are both in
-        def on_report_ready(self, message) -> None:
-            super().on_report_ready(message)
-            self.quit_when_done()
-
-        def on_runs_loaded(self, message) -> None:
-            super().on_runs_loaded(message)
-            self.quit_when_done()
-
-        def quit_when_done(self) -> None:
-            if self.report is not None and not self.ci_pending and self.runs is not None:
-                self.call_after_refresh(self.exit)
-
-        def run(self, **kw):  # no terminal under pytest
-            return super().run(headless=True, **kw)
-
-    made: list[dict] = []
-
-    def make(paths, **kw):
-        made.append(kw)
-        return Quits(paths, **kw)
-
-    monkeypatch.setattr(app_module, "make_app", make)
+    reads, made = no_command_harness(monkeypatch)
     cold = CliRunner().invoke(cli.app, [])
     assert cold.exit_code == 0, cold.output
     assert cold.output.count("stray byte") == 1

@@ -28,14 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from specterm.core.errors import SpectermError
-from specterm.core.store.files import (  # noqa: F401  (discovery lives there, numpy-free; re-exported)
-    RunFiles,
-    discover_runs,
-    find_runs,
-    merged_shard_names,
-    read_records_file,
-    read_run_files,
-)
+from specterm.core.store.files import RunFiles, read_records_file, read_run_files
 from specterm.core.store.meta import META_FILE, RECORDS_FILE, parse_meta, read_meta, record_bounds
 from specterm.core.store.records import BOM, Stream, check_unique, decode_line
 
@@ -162,13 +155,17 @@ def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[Run]:
     return [load_run(p) for p in paths]
 
 
-def load_runs_lenient(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Run], list[str]]:
-    """(the runs that load, one sentence per run that does not): one corrupt run hides no other."""
+def load_runs_lenient(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Run], list[RunFiles], list[str]]:
+    """(the runs that load, the bytes each was parsed from, one sentence per run that does not): one
+    corrupt run hides no other."""
     runs: list[Run] = []
+    files: list[RunFiles] = []
     problems: list[str] = []
     for p in paths:
         try:
-            runs.append(load_run(p))
+            f = read_run_files(p)
+            runs.append(load_run(p, f))
+            files.append(f)
         except SpectermError as exc:
             problems.append(str(exc))
-    return runs, problems
+    return runs, files, problems
