@@ -42,6 +42,8 @@ import os
 from collections.abc import Iterator
 from time import monotonic
 
+from textual.worker import WorkerState
+
 READY = " ready callbacks in the event loop"
 SCREEN_PENDING = ("_layout_required", "_scroll_required", "_repaint_required", "_recompose_required",
                   "_dirty_widgets", "_callbacks")
@@ -83,6 +85,17 @@ def busy(app) -> str | None:
     return None
 
 
+async def _workers_done(app) -> None:
+    """Wait until the running workers finish, whatever their outcome. Not WorkerManager.wait_for_complete:
+    its Worker.wait re-raises a worker's error (WorkerFailed) in the waiter, so a test of how the app
+    shows a failed worker failed by chance, when its settle caught the worker still running."""
+    running = [w for w in app.workers if w.state == WorkerState.RUNNING]
+    if running:
+        await asyncio.gather(*(w.wait() for w in running), return_exceptions=True)
+    else:  # pending: not started yet (Worker.wait refuses those)
+        await asyncio.sleep(0.001)
+
+
 async def settled(app, timeout: float = 60.0) -> None:
     """Return once `app` is quiescent (see the module docstring) or has an exception; raise
     AssertionError if it is still busy after `timeout` seconds."""
@@ -93,7 +106,7 @@ async def settled(app, timeout: float = 60.0) -> None:
         if reason is None or reason.endswith(READY):
             await asyncio.sleep(0)  # one turn of the event loop
         elif reason == "workers":
-            await app.workers.wait_for_complete()
+            await _workers_done(app)
         elif reason == "animations":
             await app.animator.wait_until_complete()
         elif reason == "screen":
