@@ -99,6 +99,9 @@ class SpectermApp(App[Any]):
         self.loaded_files = list(loaded_files) if loaded is not None and loaded_files is not None else None
         """The bytes `loaded` was parsed from (store.read_run_files), if the CLI kept them: the worker
         then writes the alias a later open finds the report by."""
+        self._prefetched: tuple[Any, ...] | None = None
+        """(load_id, paths, files, files key, alias or None, painted event): what _show_warm read, for
+        that load's worker."""
         self.oracle_config = oracle_config
         self.oracle = oracle
         self.oracle_check = check
@@ -211,11 +214,49 @@ class SpectermApp(App[Any]):
     def on_mount(self) -> None:
         self._first_shown = False
         if self.run_paths:
-            self.start_load()
+            self.load_id += 1
+            warm = self.loaded is None and self._show_warm()
+            self.load(self.run_paths, self.load_id)
+            if warm:  # the cached report is the first screen's: no wait, no blank frame
+                return
             if self.FIRST_SCREEN_WAIT_S > 0 and (not self.is_headless or self.WAIT_HEADLESS):
                 self._first_timer = self.set_timer(self.FIRST_SCREEN_WAIT_S, self.show_first_screen)
                 return
         self.show_first_screen()
+
+    def _show_warm(self) -> bool:
+        """Look for a cached report by the bytes of the runs' files (a warm open, core/cache.py
+        aliases) here, on the UI thread before the first frame, and show it: about 20 ms of reading
+        and JSON, against a blank frame, a worker hand-over and a second layout before the table when
+        the worker looked (60-100 ms of start-up measured). True when shown. The bytes, and the alias
+        when shown, go to the load worker (`_prefetched`), which parses the runs from them once this
+        report's frame is painted and checks that they are the entry's. A file that cannot be read
+        is left to the worker, which says what is wrong."""
+        from specterm.core import cache
+        from specterm.core.store import META_FILE, parse_meta, read_run_files
+
+        if not (self.use_cache and cache.enabled()):
+            return False
+        paths = tuple(self.run_paths)
+        try:
+            files = [read_run_files(p) for p in paths]
+        except SpectermError:
+            return False
+        fkey = cache.files_key(files, dict(self.analysis_params), self.model_group)
+        alias = cache.load_alias(fkey) if fkey is not None else None
+        report = cache.load(alias[0]) if alias is not None else None
+        painted = threading.Event()
+        self._prefetched = (self.load_id, paths, files, fkey, alias if report is not None else None, painted)
+        if report is None or alias is None:
+            return False
+        self.n_model_groups = alias[1]
+        first = parse_meta(files[alias[2]].meta, paths[alias[2]] / META_FILE)  # the crumb's pair
+        # Textual initializes the app's reactives after its Mount, calling their watchers: a screen
+        # shown before that would be drawn twice. Reading them initializes them now, with no screen yet.
+        for name in ("runs", "report", "error", "ci_pending", "set_name"):
+            getattr(self, name)
+        self.on_report_ready(messages.ReportReady(report, self.load_id, pair_meta=first, painted=painted))
+        return True
 
     def show_first_screen(self, mode: str | None = None) -> None:
         """Show the first screen (`mode`, else `initial`), once: when the report (or an error)
@@ -228,7 +269,17 @@ class SpectermApp(App[Any]):
         timer = getattr(self, "_first_timer", None)
         if timer is not None:
             timer.stop()
-        self.switch_mode(mode or self.initial)
+        self._first_switch = True
+        try:
+            self.switch_mode(mode or self.initial)
+        finally:
+            self._first_switch = False
+
+    def delay_update(self, delay: float = 0.05) -> None:
+        """Textual's switch_mode holds every update for 50 ms to mask the change of screen; the
+        first screen replaces a blank one, so nothing is masked and its table is painted at once."""
+        if not getattr(self, "_first_switch", False):
+            super().delay_update(delay)
 
     # -- loading and analysis -----------------------------------------------------------------
     def open_results(self, paths: Sequence[Path]) -> None:
@@ -275,11 +326,21 @@ class SpectermApp(App[Any]):
         loaded = self.loaded
         files = None
         alias = fkey = None
+        prefetched, self._prefetched = self._prefetched, None
         if loaded is not None and loaded[0] == key_paths:
             all_runs = loaded[1]
             if self.loaded_files is not None and use_cache:
                 files = self.loaded_files
                 fkey = cache.files_key(files, params, self.model_group)
+        elif prefetched is not None and prefetched[:2] == (load_id, key_paths):
+            # the first load, after _show_warm read the files (and showed the alias's report, if any)
+            _, _, files, fkey, alias, painted = prefetched
+            if alias is not None:  # parsing the runs holds the GIL: after the report's frame (or 1 s)
+                painted.wait(self.PAINT_WAIT_S)
+            from specterm.core.store import load_run
+
+            all_runs = [load_run(p, f) for p, f in zip(key_paths, files)]
+            self.loaded = (key_paths, all_runs)
         else:
             files = [read_run_files(p) for p in key_paths]  # read once: the alias and the runs come from these bytes
             fkey = cache.files_key(files, params, self.model_group) if use_cache else None

@@ -24,11 +24,12 @@ except ImportError:  # pragma: no cover
 
 
 def bindings_signature(screen: Screen) -> tuple[Any, ...]:
-    """What the footer draws from: each active binding's key, description, action, enabled state,
-    tooltip, whether it shows and its group."""
+    """What the footer draws from: each shown active binding's key, description, action, enabled
+    state, tooltip and group (Footer.compose draws only bindings with `show`; a focused table's
+    hidden keys coming or going changes nothing it draws)."""
     return tuple(
-        (b.key, b.key_display, b.description, b.action, enabled, tooltip, b.show, b.group)
-        for (_, b, enabled, tooltip) in screen.active_bindings.values()
+        (b.key, b.key_display, b.description, b.action, enabled, tooltip, b.group)
+        for (_, b, enabled, tooltip) in screen.active_bindings.values() if b.show
     )
 
 
@@ -41,7 +42,13 @@ class KeyFooter(Footer):
     def compose(self) -> ComposeResult:
         """Textual's keys, each given the footer's `compact` before it mounts: FooterKey starts
         compact and its watcher, then its data binding to the footer, switched the class twice,
-        each switch a restyle of the key (20 restyles at the first paint of the Overview)."""
+        each switch a restyle of the key (20 restyles at the first paint of the Overview).
+
+        The keys are drawn when the footer is first composed: Textual's Footer composes empty and
+        waits for its screen's first bindings update, whose recompose (mount, layout, a second
+        frame) came after the first table was painted."""
+        self._bindings_ready = True
+        self._shown = (self.compact, self.show_command_palette, bindings_signature(self.screen))
         for widget in super().compose():
             if FooterKey is not None and isinstance(widget, FooterKey) and "compact" in widget._reactives:
                 widget.set_reactive(FooterKey.compact, self.compact)
