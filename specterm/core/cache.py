@@ -39,7 +39,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
+try:  # hashlib's own blake2b, without hashlib's import (it loads OpenSSL: ~10 ms of a warm open's start)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - an interpreter without the builtin module
+    from hashlib import blake2b
 import json
 import os
 from collections.abc import Sequence
@@ -75,7 +78,7 @@ def core_sources() -> str:
     import specterm
 
     core = Path(__file__).resolve().parent
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     for path in sorted(core.rglob("*.py")):
         h.update(str(path.relative_to(core)).encode())
         h.update(b"\0")
@@ -106,7 +109,7 @@ def numpy_stamp() -> str | None:
         raw = (Path(where[0]) / "version.py").read_bytes()
     except (IndexError, OSError):
         return None
-    return f"numpy-version.py:{hashlib.blake2b(raw, digest_size=16).hexdigest()}"
+    return f"numpy-version.py:{blake2b(raw, digest_size=16).hexdigest()}"
 
 
 def _update(h: Any, value: Any) -> None:
@@ -133,7 +136,7 @@ def run_digest(run: Run) -> dict[str, Any]:
     field of every stream, with the stream and position counts."""
     import numpy as np
 
-    h = hashlib.blake2b(digest_size=20)
+    h = blake2b(digest_size=20)
     _update(h, json.dumps(run.meta, sort_keys=True, default=repr))
     positions = 0
     for stream in run.streams:
@@ -160,7 +163,7 @@ def cache_key(runs: Sequence[Run], params: dict[str, Any]) -> dict[str, Any]:
 
 def entry_path(key: dict[str, Any]) -> Path:
     text = json.dumps(key, sort_keys=True)
-    return cache_dir() / f"{hashlib.blake2b(text.encode(), digest_size=20).hexdigest()}.json"
+    return cache_dir() / f"{blake2b(text.encode(), digest_size=20).hexdigest()}.json"
 
 
 def _read_keyed(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
@@ -274,7 +277,7 @@ def files_key(files: Sequence[Any], params: dict[str, Any], group: int) -> dict[
         return None
 
     def digest(raw: bytes | None) -> str | None:
-        return None if raw is None else hashlib.blake2b(raw, digest_size=20).hexdigest()
+        return None if raw is None else blake2b(raw, digest_size=20).hexdigest()
 
     return {
         "cache_schema": CACHE_SCHEMA,
@@ -289,7 +292,7 @@ def files_key(files: Sequence[Any], params: dict[str, Any], group: int) -> dict[
 
 def alias_path(fkey: dict[str, Any]) -> Path:
     text = json.dumps(fkey, sort_keys=True)
-    return cache_dir() / f"{hashlib.blake2b(text.encode(), digest_size=20).hexdigest()}.alias.json"
+    return cache_dir() / f"{blake2b(text.encode(), digest_size=20).hexdigest()}.alias.json"
 
 
 def load_alias(fkey: dict[str, Any]) -> tuple[dict[str, Any], int, int, list[str]] | None:
