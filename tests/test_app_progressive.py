@@ -250,6 +250,37 @@ async def test_a_warm_open_shows_the_report_found_by_the_files_before_it_parses_
     assert aliases() == [alias] and alias.read_bytes() == written
 
 
+class MountSeen(SpectermApp):
+    """Records, as on_mount returns (before any worker or frame), the report and the screen shown."""
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.at_mount = (self.report, type(self.screen).__name__)
+
+
+async def test_a_warm_open_has_its_report_in_the_first_screen_as_mount_returns(tmp_path):
+    """Warm, the cached report is found on the UI thread in on_mount and composed into the first
+    screen: when on_mount returns the report is the cached one and the Overview shows it (cold, the
+    report comes later from the load worker, and the first screen is a loading state)."""
+    from specterm.core.report import Report
+
+    path = make_fixture_run(tmp_path)
+    cold = MountSeen([path], **FAST)
+    async with cold.run_test(size=SIZE) as pilot:
+        assert cold.at_mount[0] is None  # nothing cached yet: the worker analyses
+        await cold.workers.wait_for_complete()
+        await pilot.pause()
+        first = cold.report.to_dict()
+    warm = MountSeen([path], **FAST)
+    async with warm.run_test(size=SIZE) as pilot:
+        report, screen = warm.at_mount
+        assert isinstance(report, Report) and report.to_dict() == first
+        assert screen == "OverviewScreen"
+        await warm.workers.wait_for_complete()
+        await pilot.pause()
+        assert warm.report is report and NUMERIC_CI.search(cells(warm.screen))
+
+
 async def test_one_bit_edited_in_the_records_misses_the_alias_and_the_numbers_change(tmp_path, monkeypatch):
     """Same size, same mtime, one bit of one record (its checksum redone): the files' digest differs,
     so the alias is not found, the runs are analysed again, and the numbers are the new runs'."""
