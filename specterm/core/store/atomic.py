@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import secrets
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -65,7 +64,7 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
 
 
 def _temp_name(target: Path, suffix: str) -> Path:
-    return target.with_name(f".{target.name}.{secrets.token_hex(6)}{suffix}")
+    return target.with_name(f".{target.name}.{os.urandom(6).hex()}{suffix}")
 
 
 def open_new_file(path: Path) -> int:
