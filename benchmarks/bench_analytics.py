@@ -8,7 +8,7 @@ Streams: two-state Markov chains of ~1000 positions (5 corpora, per-corpus accep
 autocorrelation, draft_conf and beta set), written once with this tree's `write_run`; both trees
 load the same stored run. Each round times, in a fresh subprocess per tree (baseline first, then
 this tree, alternating, so both see the same background load), the best of --repeats reports,
-wall and CPU (process) time; this tree on its default min(2, CPUs) threads (SPECTERM_THREADS) and
+wall and CPU (process) time; this tree on its default threads (min(2, CPUs), one for a small report: parallel.analysis_threads) and
 on one. --profile runs cProfile on this tree's full report (on one thread: cProfile sees the main
 thread only) at the first size and prints the top functions.
 
@@ -60,8 +60,11 @@ if threaded:  # this tree: the default thread count (min(2, CPUs)) above, and on
     out["threads"] = analysis.analysis_threads()
     cases.append(("full_1thread", int(sys.argv[4]), {}))
 for name, boot, kw in cases:
-    if threaded:
-        os.environ["SPECTERM_THREADS"] = "1" if name == "full_1thread" else str(out["threads"])
+    if threaded:  # this tree's own choice (by size: parallel.PARALLEL_MIN_POSITIONS), and one thread
+        if name == "full_1thread":
+            os.environ["SPECTERM_THREADS"] = "1"
+        else:
+            os.environ.pop("SPECTERM_THREADS", None)
     wall = cpu = float("inf")
     for _ in range(int(sys.argv[3])):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -260,7 +263,8 @@ def main() -> None:
               "per subprocess, median over rounds"),
              f"analyse(gamma=8, shuffles={args.shuffles}, seed=0), all 5 corpora + pooled; point = boot=0 (same shuffles)",
              "synthetic Markov streams of ~1000 positions, draft_conf and beta set; OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1; "
-             "this tree's analyse runs its tasks on min(2, CPUs) threads (SPECTERM_THREADS; the baseline has one), "
+             "this tree's analyse runs its tasks on its default threads (min(2, CPUs); one below 200k positions, 3M for the "
+             "point estimates: parallel.PARALLEL_MIN_POSITIONS; the baseline has one), "
              "and once more on one thread for the row 'one thread'",
              f"CPUs: {os.cpu_count()}; the other jobs on the machine at the start: see the load average",
              "CPU = process time, less sensitive than wall time to the other jobs on this shared machine: compare ratios",

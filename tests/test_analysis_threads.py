@@ -153,6 +153,40 @@ def test_thread_setting(monkeypatch):
             parallel.analysis_threads()
 
 
+def test_small_reports_run_on_one_thread_unless_told(monkeypatch):
+    monkeypatch.delenv(parallel.THREADS_ENV, raising=False)
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 16)
+    full, point = parallel.PARALLEL_MIN_POSITIONS, parallel.POINT_PARALLEL_MIN_POSITIONS
+    assert parallel.analysis_threads(full - 1, 2000) == 1
+    assert parallel.analysis_threads(full, 2000) == 2
+    assert parallel.analysis_threads(point - 1, 0) == 1
+    assert parallel.analysis_threads(point, 0) == 2
+    assert parallel.analysis_threads(full, None) == 2
+    monkeypatch.setenv(parallel.THREADS_ENV, "3")  # said explicitly: whatever the size
+    assert parallel.analysis_threads(10, 2000) == 3
+
+
+def test_analyse_makes_a_pool_only_past_the_threshold(monkeypatch, synth):
+    pools = []
+
+    class Counted(analysis.ThreadPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            pools.append(args[0] if args else kwargs.get("max_workers"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.delenv(parallel.THREADS_ENV, raising=False)
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(analysis, "ThreadPoolExecutor", Counted)
+    runs = _runs(synth)
+    positions = sum(s.n for run in runs for s in run.streams)
+    small = analysis.analyse(runs, boot=30, shuffles=3, seed=2)
+    assert pools == []
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_POSITIONS", positions)
+    large = analysis.analyse(runs, boot=30, shuffles=3, seed=2)
+    assert pools == [2]
+    assert _doc(small) == _doc(large)
+
+
 def test_openblas_held_to_one_thread_while_an_analysis_runs(monkeypatch, synth):
     controls = parallel._blas_controls()
     if controls is None:

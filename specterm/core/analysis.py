@@ -33,8 +33,8 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 - Steady state (steady.py): every set's autocorrelation, D/D_geom and deficit split on t >= 32,
   bootstrapped with the set's W.
 
-Threads (parallel.py; $SPECTERM_THREADS, default min(2, CPUs)): the report's work runs on a pool of
-threads as independent tasks whose results are taken in a fixed order: per corpus its sums (with
+Threads (parallel.py; $SPECTERM_THREADS, default min(2, CPUs), one below PARALLEL_MIN_POSITIONS): the
+report's work runs on a pool of threads as independent tasks whose results are taken in a fixed order: per corpus its sums (with
 the shuffles) and its position / steady / sampling sums, the policy table in contiguous parts of
 the pooled streams (`PolicyTable.stacked`); then per corpus its weights and resampled position /
 sampling sums; per set its report; per borderline seed its verdicts. Random streams stay keyed by
@@ -513,7 +513,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     full report costs little more than without it. With boot = 0 it is not called (the returned
     report is that report).
     """
-    threads = analysis_threads()
+    threads = analysis_threads(sum(s.bits.size for run in runs for s in run.streams), boot)
     if threads == 1:
         with one_blas_thread(), kept_heap():
             prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma)

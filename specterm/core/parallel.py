@@ -1,8 +1,8 @@
 """The thread pool of `analysis.analyse`: how many threads, running a list of independent tasks on it
 (or inline), splitting n items into parts, and numpy's OpenBLAS held to one thread meanwhile.
 
-- Threads: $SPECTERM_THREADS (a positive integer), else min(2, os.cpu_count()); 1 runs every task
-  inline, in the serial order.
+- Threads: $SPECTERM_THREADS (a positive integer), else min(2, os.cpu_count()), except for a small
+  report (PARALLEL_MIN_POSITIONS), which runs on one; 1 runs every task inline, in the serial order.
 - Threads, not processes: numpy releases the GIL in the large array operations the report's tasks
   spend their time in (random draws, ufuncs, gathers, cumulative sums, bincount, BLAS), the tasks
   share the loaded runs and sums without copying or pickling them (hundreds of MB at 10M
@@ -54,11 +54,26 @@ THREADS_ENV = "SPECTERM_THREADS"
 T = TypeVar("T")
 
 
-def analysis_threads() -> int:
-    """Threads of `analyse`: $SPECTERM_THREADS (a positive integer), else min(2, os.cpu_count()).
-    1 runs every task inline, in the order of the serial code."""
+PARALLEL_MIN_POSITIONS = 200_000
+"""Fewer positions than this (all the analysed runs' streams) and `analyse` runs on one thread unless
+$SPECTERM_THREADS says otherwise: a report's tasks are then a few ms each, and the GIL hand-overs
+between the threads (each numpy call gives the GIL up and waits to take it back) cost more than the
+second core gives. Measured on 2 cores, the full report (B = 2000), best of runs, 1 thread / 2:
+10k positions (the shipped runs) 0.37 / 0.42 s, 100k 0.27 / 0.33, 300k 0.53 / 0.49, 1M 0.90 / 0.79."""
+POINT_PARALLEL_MIN_POSITIONS = 3_000_000
+"""The same for the point estimates alone (boot = 0): 1M 0.41 / 0.49 s, 3M 1.10 / 1.10, 10M 3.5-4.1 / 2.7-2.9."""
+
+
+def analysis_threads(positions: int | None = None, boot: int | None = None) -> int:
+    """Threads of `analyse`: $SPECTERM_THREADS (a positive integer) when set; else one thread for a
+    report of fewer than PARALLEL_MIN_POSITIONS positions (POINT_PARALLEL_MIN_POSITIONS when boot is
+    0), else min(2, os.cpu_count()). Without `positions`, the count for a large report.
+    1 runs every task inline, in the order of the serial code (the numbers are the same either way)."""
     raw = os.environ.get(THREADS_ENV, "").strip()
     if not raw:
+        small = PARALLEL_MIN_POSITIONS if boot != 0 else POINT_PARALLEL_MIN_POSITIONS
+        if positions is not None and positions < small:
+            return 1
         return max(1, min(2, os.cpu_count() or 1))
     try:
         value = int(raw)
