@@ -8,9 +8,9 @@ Streams: two-state Markov chains of ~1000 positions (5 corpora, per-corpus accep
 autocorrelation, draft_conf and beta set), written once with this tree's `write_run`; both trees
 load the same stored run. Each round times, in a fresh subprocess per tree (baseline first, then
 this tree, alternating, so both see the same background load), the best of --repeats reports,
-wall and CPU (process) time; this tree on its default threads (min(2, CPUs), one for a small report: parallel.analysis_threads) and
-on one. --profile runs cProfile on this tree's full report (on one thread: cProfile sees the main
-thread only) at the first size and prints the top functions.
+wall and CPU (process) time; this tree on its default threads (min(2, CPUs), one for a small
+report: parallel.analysis_threads) and on one. --profile runs cProfile on this tree's full report
+(on one thread: cProfile sees the main thread only) at the first size and prints the top functions.
 
     python benchmarks/bench_analytics.py [--sizes 1000000,10000000] [--rounds 3] [--repeats 2] [--profile] [--model] [--no-append]
 """
@@ -56,8 +56,7 @@ cases = [("point", 0, {}), ("full", int(sys.argv[4]), {})]
 if "on_point" in inspect.signature(analysis.analyse).parameters:  # this tree: the point report handed over first
     cases.append(("full_on_point", int(sys.argv[4]), {"on_point": lambda report: None}))
 threaded = hasattr(analysis, "analysis_threads")
-if threaded:  # this tree: the default thread count (min(2, CPUs)) above, and one thread
-    out["threads"] = analysis.analysis_threads()
+if threaded:  # this tree: its default thread count (parallel.analysis_threads) above, and one thread
     cases.append(("full_1thread", int(sys.argv[4]), {}))
 for name, boot, kw in cases:
     if threaded:  # this tree's own choice (by size: parallel.PARALLEL_MIN_POSITIONS), and one thread

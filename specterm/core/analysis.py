@@ -33,16 +33,17 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 - Steady state (steady.py): every set's autocorrelation, D/D_geom and deficit split on t >= 32,
   bootstrapped with the set's W.
 
-Threads (parallel.py; $SPECTERM_THREADS, default min(2, CPUs), one below PARALLEL_MIN_POSITIONS): the
-report's work runs on a pool of threads as independent tasks whose results are taken in a fixed order: per corpus its sums (with
-the shuffles) and its position / steady / sampling sums, the policy table in contiguous parts of
-the pooled streams (`PolicyTable.stacked`); then per corpus its weights and resampled position /
-sampling sums; per set its report; per borderline seed its verdicts. Random streams stay keyed by
-(seed, corpus), each task computes what the serial code computed, and sums across tasks (the
-pooled resampled sums) are added in the corpora's order after them: the report is bit-identical
-whatever the thread count and scheduling (tests/test_analysis_threads.py). Meanwhile numpy's
-OpenBLAS runs on one thread and glibc keeps freed memory for reuse (parallel.one_blas_thread,
-parallel.kept_heap: at 10M positions the page faults of fresh blocks cost 0.5-1 s of system time).
+Threads (parallel.py; $SPECTERM_THREADS, default min(2, CPUs), one below PARALLEL_MIN_POSITIONS):
+the report's work runs on a pool of threads as independent tasks whose results are taken in a fixed
+order: per corpus its sums (with the shuffles) and its position / steady / sampling sums, the policy
+table in contiguous parts of the pooled streams (`PolicyTable.stacked`); then per corpus its weights
+and resampled position / sampling sums; per set its report; per borderline seed its verdicts. Random
+streams stay keyed by (seed, corpus), each task computes what the serial code computed, and sums
+across tasks (the pooled resampled sums) are added in the corpora's order after them: the report is
+bit-identical whatever the thread count and scheduling (tests/test_analysis_threads.py). Meanwhile
+numpy's OpenBLAS runs on one thread and glibc keeps freed memory for reuse
+(parallel.one_blas_thread, parallel.kept_heap: at 10M positions the page faults of fresh blocks cost
+0.5-1 s of system time).
 """
 
 from __future__ import annotations

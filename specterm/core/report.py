@@ -63,8 +63,7 @@ def _make_converter(tp: Any) -> Callable[[Any], Any]:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         return _converter(args[0]) if len(args) == 1 else _same
     if isinstance(tp, type) and issubclass(tp, Record):
-        record = tp
-        return lambda value: None if value is None else value if isinstance(value, record) else record.from_dict(value)
+        return lambda value: None if value is None else value if isinstance(value, tp) else tp.from_dict(value)
     if origin is list:
         (item,) = typing.get_args(tp)
         each = _converter(item)
