@@ -84,17 +84,46 @@ def painted(app) -> asyncio.Future[float]:
 def child_specterm(out_file: str, paths: list[str], stepping: bool, start_only: bool = False) -> None:
     """`specterm open PATHS` with an instrumented app; works on this tree and on the baseline tree
     (no point-first paint there: its first report is full)."""
+    import importlib.abc
     import importlib.util
-
-    import specterm.app as app_module
-    from specterm.app import SCREENS, SpectermApp
 
     import specterm
 
     # the script's main; looked up in the tree under test (find_spec would also see the editable install's)
     entry = "specterm.launch" if (Path(specterm.__file__).parent / "launch.py").exists() else "specterm.cli"
-
     marks = Marks(out_file)
+
+    class Instrument(importlib.abc.MetaPathFinder):
+        """Swaps make_app when the entry point first imports specterm.app, not before: importing it
+        here would import Textual before the entry point starts anything (the analysis's child
+        process of specterm/headstart.py starts before Textual is imported)."""
+
+        def find_spec(self, name, path, target=None):
+            if name != "specterm.app":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(name)
+            run_module = spec.loader.exec_module
+
+            def exec_module(module):
+                run_module(module)
+                instrument(module)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    def instrument(app_module) -> None:
+        cls = instrumented(app_module, marks, stepping, start_only)
+        app_module.make_app = lambda paths, **kw: cls(paths, **kw)
+
+    sys.meta_path.insert(0, Instrument())
+    sys.argv = ["specterm", "open", *paths]  # B = 2000, the default
+    importlib.import_module(entry).main()
+
+
+def instrumented(app_module, marks: Marks, stepping: bool, start_only: bool):
+    """The app class of `specterm open`, with the bench's marks and key sequence."""
+    SpectermApp, SCREENS = app_module.SpectermApp, app_module.SCREENS
     modes = [s.mode for s in SCREENS if s.mode != "run"]
 
     class Instrumented(SpectermApp):
@@ -174,9 +203,7 @@ def child_specterm(out_file: str, paths: list[str], stepping: bool, start_only: 
             marks.save()
             self.exit()
 
-    app_module.make_app = lambda paths, **kw: Instrumented(paths, **kw)  # type: ignore[assignment]
-    sys.argv = ["specterm", "open", *paths]  # B = 2000, the default
-    importlib.import_module(entry).main()
+    return Instrumented
 
 
 def child_bare(out_file: str, stepping: bool) -> None:

@@ -8,6 +8,7 @@ the command palette, export, and the workers that load runs, analyse them and ru
 from __future__ import annotations
 
 import gc
+import json
 import threading
 from functools import partial
 from pathlib import Path
@@ -30,6 +31,7 @@ from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 if TYPE_CHECKING:
     from specterm.core.report import Report
     from specterm.core.store import Run, RunFiles
+    from specterm.headstart import HeadStart
     from specterm.oracle.run import OracleConfig
 
 
@@ -88,6 +90,7 @@ class SpectermApp(App[Any]):
         use_cache: bool = True,
         loaded: "Sequence[Run] | None" = None,
         loaded_files: "Sequence[RunFiles] | None" = None,
+        head_start: "HeadStart | None" = None,
     ) -> None:
         super().__init__()
         self.run_paths = [Path(p) for p in run_paths]
@@ -99,6 +102,10 @@ class SpectermApp(App[Any]):
         self.loaded_files = list(loaded_files) if loaded is not None and loaded_files is not None else None
         """The bytes `loaded` was parsed from (store.read_run_files), if the CLI kept them: the worker
         then writes the alias a later open finds the report by."""
+        self.head_start = head_start
+        """The child process analysing the first load's runs (specterm/headstart.py), until that load
+        takes it; closed when the app ends."""
+        self._head_starts = [head_start] if head_start is not None else []
         self._prefetched: tuple[Any, ...] | None = None
         """(load_id, paths, files, files key, alias or None, painted event): what _show_warm read, for
         that load's worker."""
@@ -323,24 +330,24 @@ class SpectermApp(App[Any]):
         key_paths = tuple(Path(p) for p in paths)
         params = dict(self.analysis_params)
         use_cache = self.use_cache and cache.enabled()
+        head, self.head_start = self.head_start, None  # the first load's only, and only if it is the one started
+        if head is not None and not head.serves(key_paths, params, self.model_group):
+            head.close()
+            head = None
         loaded = self.loaded
         files = None
+        all_runs = None
         alias = fkey = None
+        painted = None
         prefetched, self._prefetched = self._prefetched, None
         if loaded is not None and loaded[0] == key_paths:
             all_runs = loaded[1]
-            if self.loaded_files is not None and use_cache:
-                files = self.loaded_files
+            files = self.loaded_files
+            if files is not None and use_cache:
                 fkey = cache.files_key(files, params, self.model_group)
         elif prefetched is not None and prefetched[:2] == (load_id, key_paths):
             # the first load, after _show_warm read the files (and showed the alias's report, if any)
             _, _, files, fkey, alias, painted = prefetched
-            if alias is not None:  # parsing the runs holds the GIL: after the report's frame (or 1 s)
-                painted.wait(self.PAINT_WAIT_S)
-            from specterm.core.store import load_run
-
-            all_runs = [load_run(p, f) for p, f in zip(key_paths, files)]
-            self.loaded = (key_paths, all_runs)
         else:
             files = [read_run_files(p) for p in key_paths]  # read once: the alias and the runs come from these bytes
             fkey = cache.files_key(files, params, self.model_group) if use_cache else None
@@ -355,10 +362,23 @@ class SpectermApp(App[Any]):
                     first = parse_meta(files[alias[2]].meta, key_paths[alias[2]] / META_FILE)  # the crumb's pair
                     painted = threading.Event()
                     self.post_message(messages.ReportReady(report, load_id, pair_meta=first, painted=painted))
-                    # Parsing the runs holds the GIL: it waits until the tables are on screen (or 1 s).
-                    painted.wait(self.PAINT_WAIT_S)
+        head_key = head_report = None
+        head_complete = False
+        if head is not None:
+            if alias is None and files is not None:
+                point_first = params["boot"] > 0 and (not self.is_headless or self.POINT_FIRST_HEADLESS)
+                shown = self._head_first(head, files, params, key_paths, load_id, point_first)
+                if shown is not None:
+                    head_key, head_report, head_complete, painted = shown
+            if head_key is None:
+                head.close()
+                head = None
+        if painted is not None and (alias is not None or head_key is not None):
+            painted.wait(self.PAINT_WAIT_S)  # parsing the runs holds the GIL: after the report's frame (or 1 s)
+        if all_runs is None:
             from specterm.core.store import load_run
 
+            assert files is not None
             all_runs = [load_run(p, f) for p, f in zip(key_paths, files)]
             self.loaded = (key_paths, all_runs)
         from specterm.core.store import group_runs
@@ -378,7 +398,18 @@ class SpectermApp(App[Any]):
             assert fkey is not None  # the alias lied (parsing the same bytes gave other runs): never again
             cache.remove_alias(fkey)
             self.post_message(messages.ReportReady(None, load_id))  # off the screen until the right one comes
-        report = cache.load(key) if key is not None else None
+        report = None
+        if head is not None:  # shown already: the child's runs must be these (their whole key)
+            own = key if key is not None else cache.cache_key(runs, params)
+            if json.loads(json.dumps(own)) == head_key:
+                report = head_report if head_report is not None and head_complete else self._head_full(head)
+            else:  # parsing the same bytes gave other runs: off the screen, analysed here
+                self.post_message(messages.ReportReady(None, load_id))
+            head.close()
+            if report is not None and key is not None:
+                cache.store(key, report)
+        if report is None:
+            report = cache.load(key) if key is not None else None
         if report is None:
             from specterm.core.analysis import analyse
 
@@ -398,6 +429,56 @@ class SpectermApp(App[Any]):
             cache.store_alias(fkey, key, len(groups), next(i for i, f in enumerate(files) if f.path == first_path),
                               [w for r in all_runs for w in r.warnings])
         self.post_message(messages.ReportReady(report, load_id))
+
+    def on_unmount(self) -> None:
+        for head in self._head_starts:  # a child still analysing for a load that will not read it
+            head.close()
+
+    def _head_first(self, head: "HeadStart", files: "Sequence[RunFiles]", params: dict[str, Any],
+                    paths: tuple[Path, ...], load_id: int, point_first: bool) -> "tuple[Any, Report, bool, threading.Event] | None":
+        """Show the head start's first report (specterm/headstart.py), if the child parsed the bytes this
+        load read (its files key is this load's: same bytes, code and parameters, so the same runs):
+        (the child's cache key of its runs, the report, whether it is complete, the event set when its
+        frame is painted). None when the child's first messages are not that (then it is not used)."""
+        from specterm.core import cache
+        from specterm.core.store import META_FILE, parse_meta
+
+        said = head.read()
+        fkey = cache.files_key(files, params, 0)
+        if said is None or fkey is None or said.get("fkey") != json.loads(json.dumps(fkey)):
+            return None
+        shown = self._head_report(head)
+        if shown is not None and not shown[1] and not point_first:
+            shown = self._head_report(head)  # the full report only (headless, as the app's own analysis)
+        if shown is None:
+            return None
+        try:
+            i = int(said["first"])
+            first = parse_meta(files[i].meta, paths[i] / META_FILE)  # the crumb's pair
+            self.n_model_groups = int(said["groups"])
+        except (KeyError, IndexError, TypeError, ValueError, SpectermError):
+            return None
+        painted = threading.Event()
+        self.post_message(messages.ReportReady(shown[0], load_id, complete=shown[1], pair_meta=first, painted=painted))
+        return said.get("key"), shown[0], shown[1], painted
+
+    @staticmethod
+    def _head_report(head: "HeadStart") -> "tuple[Report, bool] | None":
+        """The child's next report and whether it is complete; None when the next message is not one."""
+        from specterm.core.report import Report
+
+        said = head.read()
+        if said is None or "report" not in said:
+            return None
+        try:
+            return Report.from_dict(said["report"]), bool(said.get("complete"))
+        except Exception:  # not a report: never shown
+            return None
+
+    def _head_full(self, head: "HeadStart") -> "Report | None":
+        """The child's full report (after its point estimates), or None when it ends without one."""
+        shown = self._head_report(head)
+        return shown[0] if shown is not None and shown[1] else None
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
         if message.load_id == self.load_id:

@@ -21,6 +21,7 @@ from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
 
 if TYPE_CHECKING:
     from specterm.core.store import Run, RunFiles
+    from specterm.headstart import HeadStart
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -42,15 +43,31 @@ def warn(message: str, prefix: str = "warning") -> None:
 
 def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES,
              use_cache: bool = True, loaded: "Optional[list[Run]]" = None,
-             loaded_files: "Optional[list[RunFiles]]" = None) -> None:
+             loaded_files: "Optional[list[RunFiles]]" = None, head_start: "Optional[HeadStart]" = None) -> None:
     """Check the run directories (one clear sentence if one is wrong), then start the app on them.
     `loaded`: the runs already loaded from `runs` (the no-argument form), so the app does not load
-    them again; `loaded_files`: the bytes they were parsed from (the app keys the alias by them)."""
+    them again; `loaded_files`: the bytes they were parsed from (the app keys the alias by them);
+    `head_start`: the child already analysing them (open_streams). Otherwise the child starts here,
+    before Textual is imported (specterm/headstart.py); it is stopped when the app ends."""
     from specterm.core.store import read_meta
+    from specterm.headstart import HeadStart
 
     if loaded is None:
         for path in runs:
             read_meta(path)
+    if head_start is None:
+        head_start = HeadStart.start(runs, {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed},
+                                     use_cache=use_cache)
+    try:
+        _run_app(runs, gamma, boot, seed, shuffles, use_cache, loaded, loaded_files, head_start)
+    finally:
+        if head_start is not None:
+            head_start.close()
+
+
+def _run_app(runs: List[Path], gamma: int, boot: int, seed: int, shuffles: int, use_cache: bool,
+             loaded: "Optional[list[Run]]", loaded_files: "Optional[list[RunFiles]]",
+             head_start: "Optional[HeadStart]") -> None:
     from specterm.app import make_app
 
     # Every object made so far (modules, classes, functions: textual's and specterm's) lives as long
@@ -58,7 +75,7 @@ def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, see
     # runs before the first table (17-18 ms of CPU here) has nothing to walk.
     gc.freeze()
     tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=use_cache, loaded=loaded,
-                   loaded_files=loaded_files)
+                   loaded_files=loaded_files, head_start=head_start)
     tui.run()
     if tui.return_code:  # Textual printed the traceback of an unhandled exception: the shell sees the failure
         raise SystemExit(tui.return_code)
@@ -86,16 +103,24 @@ def open_streams(opener: Callable[..., Any] | None = None) -> None:
         (opener or open_tui)(paths)
         return
     from specterm.core.store import load_runs_lenient
+    from specterm.headstart import HeadStart
 
-    runs, files, problems = load_runs_lenient(paths)  # one corrupt run must not hide the others
-    for run in runs:
-        for message in run.warnings:
-            warn(message)
-    for problem in problems:
-        warn(f"skipped {problem}")
-    if not runs:
-        fail("no run in ./streams could be read (see the warnings above); fix them with `specterm repair RUN` or re-create them.")
-    (opener or open_tui)([r.path for r in runs], loaded=runs, loaded_files=files)
+    # the analysis starts now, in a child process, while the runs are loaded here and Textual is
+    # imported (specterm/headstart.py); it reads and skips the runs this load skips
+    head = HeadStart.start(paths, {"gamma": GAMMA_DEFAULT, "boot": BOOT, "shuffles": SHUFFLES, "seed": SEED}, lenient=True)
+    try:
+        runs, files, problems = load_runs_lenient(paths)  # one corrupt run must not hide the others
+        for run in runs:
+            for message in run.warnings:
+                warn(message)
+        for problem in problems:
+            warn(f"skipped {problem}")
+        if not runs:
+            fail("no run in ./streams could be read (see the warnings above); fix them with `specterm repair RUN` or re-create them.")
+        (opener or open_tui)([r.path for r in runs], loaded=runs, loaded_files=files, head_start=head)
+    finally:
+        if head is not None:
+            head.close()
 
 
 def warm_warnings(paths: List[Path]) -> "Optional[list[str]]":

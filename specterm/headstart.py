@@ -1,0 +1,171 @@
+"""A head start for a cold open: the first analysis runs in a child process, started before Textual
+is imported, on another core.
+
+Why: without a cached report the app analysed its runs in a thread of its own process, once Textual
+was imported and the app mounted, under one GIL with the UI thread. On the shipped runs (2-core
+VM) the point estimates took 0.3 s of the thread's CPU but 0.45-0.65 s of wall time there, and
+started 0.8-1.0 s after launch. The child starts at launch, before the 0.3-0.5 s import of Textual,
+so the import and the analysis overlap; the app shows the child's reports as they come.
+
+`specterm open` / `specterm` (startup.py) start it with the paths and analysis parameters of the
+first load (`HeadStart.start`); the app's first load of exactly those paths, parameters and the
+first model pair reads it (app.py `load`), and every other load, or a load that finds a cached
+report first, closes it.
+
+The child (`python -m specterm.headstart`) reads one JSON request on stdin ({"paths", "params",
+"lenient"}) and writes one JSON object per line on stdout:
+
+    {"fkey": ..., "key": ..., "groups": n, "first": i}
+        after the runs are parsed: cache.files_key of the bytes it parsed (group 0), cache.cache_key
+        of the first model pair's runs, the number of pairs, and the index of the pair's first run
+    {"report": ..., "complete": false}   the point estimates (Report.to_dict), when boot > 0
+    {"report": ..., "complete": true}    the full report
+    {"error": "..."}                     a SpectermError: the app loads on its own and says it
+    {"fkey": ..., "warm": true}          the cache has an alias for those bytes (a warm open): nothing
+                                         more; the app shows the cached report itself
+
+Never trusted further than the alias of a warm open (core/cache.py): a report is shown only when
+the child's files key equals the app's, computed from the bytes the app read itself (same bytes,
+same code and parameters: the same runs), and once the app has parsed those bytes the runs' own
+cache key must equal the child's (else the report is withdrawn and the app analyses on its own).
+Anything else from the child (no output, a crash, garbage) and the app analyses on its own, as
+before. Reports travel as JSON (nothing is unpickled); a float survives the round trip exactly.
+
+SPECTERM_HEADSTART=0 turns it off. This module imports only the standard library until the child
+runs; the child imports core only (no Textual, no torch).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+
+def enabled() -> bool:
+    """False when SPECTERM_HEADSTART is 0, off, no or false."""
+    return os.environ.get("SPECTERM_HEADSTART", "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+class HeadStart:
+    """The parent's side: the child process, the request it was started with, its messages."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], paths: Sequence[Path], params: dict[str, Any]) -> None:
+        self.proc = proc
+        self.paths = tuple(Path(p) for p in paths)
+        self.params = dict(params)
+
+    @classmethod
+    def start(cls, paths: Sequence[Path], params: dict[str, Any], lenient: bool = False,
+              use_cache: bool = True) -> HeadStart | None:
+        """Start the child on `paths` with the analysis `params` (gamma, boot, shuffles, seed);
+        `lenient`: runs that cannot be read are left out (load_runs_lenient, as `specterm` does);
+        `use_cache`: the child may read the analysis cache (it never writes it: the app does).
+        None when it is turned off or cannot start (then the app analyses on its own)."""
+        if not enabled():
+            return None
+        request = json.dumps({"paths": [str(p) for p in paths], "params": dict(params), "lenient": lenient,
+                              "use_cache": use_cache})
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "specterm.headstart"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+            assert proc.stdin is not None
+            proc.stdin.write(request.encode("utf-8") + b"\n")
+            proc.stdin.close()
+        except (OSError, ValueError):
+            return None
+        return cls(proc, paths, params)
+
+    def serves(self, paths: Sequence[Path], params: dict[str, Any], group: int) -> bool:
+        """Whether it was started for this load: these paths and parameters, the first model pair."""
+        return tuple(Path(p) for p in paths) == self.paths and dict(params) == self.params and group == 0
+
+    def read(self) -> dict[str, Any] | None:
+        """The child's next message; None at its end (it exited, crashed or was closed) or on a line
+        that is not a JSON object."""
+        out = self.proc.stdout
+        if out is None:
+            return None
+        try:
+            line = out.readline()
+            message = json.loads(line) if line else None
+        except (OSError, ValueError):
+            return None
+        return message if isinstance(message, dict) else None
+
+    def close(self) -> None:
+        """Stop the child (if it still runs) and release its pipe; safe to call more than once."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.kill()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.proc.stdout is not None:
+            try:
+                self.proc.stdout.close()
+            except OSError:
+                pass
+
+
+def _send(out: IO[str], message: dict[str, Any]) -> None:
+    out.write(json.dumps(message, separators=(",", ":")) + "\n")
+    out.flush()
+
+
+def serve(request: dict[str, Any], out: IO[str]) -> None:
+    """The child's work (see the module docstring): parse the runs from the bytes it reads, say which
+    bytes and runs they were, then the point estimates and the full report of the first model pair.
+    The pair's runs are those the app would analyse: the runs with prompts, grouped by measurement."""
+    from specterm.core import cache
+    from specterm.core.errors import SpectermError
+    from specterm.core.store import group_runs, load_run, load_runs_lenient, read_run_files
+
+    params = {k: int(request["params"][k]) for k in ("gamma", "boot", "shuffles", "seed")}
+    use_cache = bool(request.get("use_cache", True)) and cache.enabled()
+    try:
+        paths = [Path(p) for p in request["paths"]]
+        if request.get("lenient"):
+            runs, files, _ = load_runs_lenient(paths)
+        else:
+            files = [read_run_files(p) for p in paths]
+            fkey = cache.files_key(files, params, 0) if use_cache else None
+            if fkey is not None and cache.load_alias(fkey) is not None:  # a warm open: the app shows it sooner
+                _send(out, {"fkey": fkey, "warm": True})
+                return
+            runs = [load_run(p, f) for p, f in zip(paths, files)]
+        with_prompts = [r for r in runs if r.streams]
+        if not with_prompts:
+            raise SpectermError("no prompts")  # the app says it in its own words
+        groups = group_runs(with_prompts)
+        pair = groups[0]
+        key = cache.cache_key(pair, params)
+        _send(out, {"fkey": cache.files_key(files, params, 0), "key": key, "groups": len(groups),
+                    "first": next(i for i, r in enumerate(runs) if r.path == pair[0].path)})
+        report = cache.load(key) if use_cache else None
+        if report is None:
+            from specterm.core.analysis import analyse
+
+            report = analyse(pair, **params, on_point=lambda point: _send(out, {"report": point.to_dict(), "complete": False}))
+        _send(out, {"report": report.to_dict(), "complete": True})
+    except SpectermError as exc:
+        _send(out, {"error": str(exc)})
+
+
+def main() -> None:
+    """`python -m specterm.headstart`: one request on stdin, the messages on stdout."""
+    try:
+        serve(json.loads(sys.stdin.readline()), sys.stdout)
+    except BrokenPipeError:  # the app closed it (it needs no more): nothing to say
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

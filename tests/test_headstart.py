@@ -1,0 +1,204 @@
+"""The head start of a cold open (specterm/headstart.py): a child process analyses the runs while the
+app starts. Its reports are the in-process analysis, bit for bit; the app shows them only for the
+bytes it read itself, withdraws them when the parsed runs are not the child's, analyses on its own
+when the child says nothing useful, and the child never outlives `specterm open`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from app_fixture import make_fixture_run
+
+from specterm.app import SpectermApp, make_app
+from specterm.core import analysis, cache
+from specterm.core.store import CHECKSUM_FIELD, RECORDS_FILE, load_run, read_run_files, record_checksum
+from specterm.headstart import HeadStart
+
+FAST = {"gamma": 8, "boot": 60, "shuffles": 2, "seed": 0}
+SIZE = (120, 36)
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("SPECTERM_CACHE", raising=False)
+    monkeypatch.delenv("SPECTERM_HEADSTART", raising=False)
+
+
+def drained(head: HeadStart) -> list[dict]:
+    """Every message of the child, in order (it has ended when this returns)."""
+    out = []
+    while (m := head.read()) is not None:
+        out.append(m)
+    head.close()
+    return out
+
+
+class Replay(HeadStart):
+    """A head start that says `messages` (a child's, possibly altered) and nothing more."""
+
+    def __init__(self, paths, params, messages):
+        self.paths, self.params, self.messages, self.closed = tuple(paths), dict(params), list(messages), False
+
+    def read(self):
+        return self.messages.pop(0) if self.messages else None
+
+    def close(self):
+        self.closed = True
+
+
+def flip_one_bit(path) -> None:
+    """One accept bit of the first record flipped (its checksum redone): a valid run, other numbers."""
+    records = path / RECORDS_FILE
+    lines = records.read_bytes().split(b"\n")
+    rec = json.loads(lines[0])
+    rec["bits"] = rec["bits"][:3] + ("1" if rec["bits"][3] == "0" else "0") + rec["bits"][4:]
+    rec.pop("draft_argmax", None)  # bits must agree with the stored argmaxes: drop them, as an import would
+    rec[CHECKSUM_FIELD] = record_checksum(rec)
+    records.write_bytes(b"\n".join([json.dumps(rec, separators=(",", ":")).encode(), *lines[1:]]))
+
+
+def canonical(d: dict) -> str:
+    return json.dumps(d, sort_keys=True)
+
+
+def test_the_childs_messages_are_the_in_process_analysis(tmp_path):
+    """fkey and key are those of the bytes and runs, the point report is analyse(boot = 0), the full
+    report analyse(...), bit for bit (through JSON)."""
+    from specterm.core.report import Report
+
+    path = make_fixture_run(tmp_path)
+    head = HeadStart.start([path], FAST)
+    assert head is not None
+    first, point, full = drained(head)
+    run = load_run(path)
+    assert first["fkey"] == json.loads(json.dumps(cache.files_key([read_run_files(path)], FAST, 0)))
+    assert first["key"] == json.loads(json.dumps(cache.cache_key([run], FAST)))
+    assert (first["groups"], first["first"]) == (1, 0)
+    assert point["complete"] is False and full["complete"] is True
+    expected_point = analysis.analyse([run], **{**FAST, "boot": 0}).to_dict()
+    expected = analysis.analyse([run], **FAST).to_dict()
+    assert canonical(Report.from_dict(point["report"]).to_dict()) == canonical(expected_point)
+    assert canonical(Report.from_dict(full["report"]).to_dict()) == canonical(expected)
+    assert head.proc.returncode == 0
+
+
+def test_off_by_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECTERM_HEADSTART", "0")
+    assert HeadStart.start([make_fixture_run(tmp_path)], FAST) is None
+
+
+def test_a_warm_open_gets_only_the_files_key(tmp_path):
+    """An alias for these bytes exists: the child stops after saying so (the app shows the cached report)."""
+    path = make_fixture_run(tmp_path)
+    files = [read_run_files(path)]
+    run = load_run(path)
+    key = cache.cache_key([run], FAST)
+    cache.store(key, analysis.analyse([run], **FAST))
+    cache.store_alias(cache.files_key(files, FAST, 0), key, 1, 0, [])
+    (said,) = drained(HeadStart.start([path], FAST))
+    assert said["warm"] is True
+
+
+@pytest.mark.anyio
+async def test_the_app_shows_the_childs_report_without_analysing(tmp_path, monkeypatch):
+    path = make_fixture_run(tmp_path)
+    expected = analysis.analyse([load_run(path)], **FAST).to_dict()
+    head = HeadStart.start([path], FAST)
+
+    def no(*a, **k):
+        raise AssertionError("the app analysed although the head start had the report")
+
+    monkeypatch.setattr(analysis, "analyse", no)
+    app = make_app([path], head_start=head, **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert canonical(app.report.to_dict()) == canonical(expected)
+        assert not app.ci_pending and app.runs is not None
+    assert head.proc.poll() is not None  # ended, and reaped
+    # it was stored as the app's own analysis is: a second open is warm
+    assert cache.load(cache.cache_key([load_run(path)], FAST)).to_dict() == app.report.to_dict()
+
+
+@pytest.mark.anyio
+async def test_other_bytes_than_the_childs_are_analysed_here(tmp_path):
+    """The child parsed the run before one bit of it changed: its files key is not the app's, so its
+    numbers are never shown; the app's report is the changed run's."""
+    path = make_fixture_run(tmp_path)
+    said = drained(HeadStart.start([path], FAST))
+    old = said[-1]["report"]
+    flip_one_bit(path)
+    head = Replay([path], FAST, said)
+    seen = []
+
+    class Watching(SpectermApp):
+        def watch_report(self, report):
+            if report is not None:
+                seen.append(canonical(report.to_dict()))
+
+    app = Watching([path], head_start=head, **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        new = analysis.analyse([load_run(path)], **FAST).to_dict()
+        assert canonical(app.report.to_dict()) == canonical(new) != canonical(old)
+    assert canonical(old) not in seen and head.closed
+
+
+@pytest.mark.anyio
+async def test_a_report_of_other_runs_is_withdrawn_once_the_runs_are_parsed(tmp_path):
+    """Same files key but another content key (parsing the same bytes gave other runs): the report
+    shown first is withdrawn and the app's own analysis replaces it."""
+    path = make_fixture_run(tmp_path)
+    said = drained(HeadStart.start([path], FAST))
+    foreign = json.loads(json.dumps(said[-1]["report"]))  # a report with other numbers
+    foreign["sets"]["pooled"]["alpha"] = 0.123456
+    said[0]["key"] = {**said[0]["key"], "runs": []}
+    said[-1]["report"] = foreign
+    head = Replay([path], FAST, said)
+    app = make_app([path], head_start=head, **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        own = analysis.analyse([load_run(path)], **FAST).to_dict()
+        assert canonical(app.report.to_dict()) == canonical(own) != canonical(foreign)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("messages", [[], [{"error": "no prompts"}], [{"fkey": None}], ["garbage"]])
+async def test_a_child_with_nothing_useful_leaves_the_analysis_to_the_app(tmp_path, messages):
+    path = make_fixture_run(tmp_path)
+    head = Replay([path], FAST, [m for m in messages if isinstance(m, dict)])
+    app = make_app([path], head_start=head, **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        own = analysis.analyse([load_run(path)], **FAST).to_dict()
+        assert canonical(app.report.to_dict()) == canonical(own)
+    assert head.closed
+
+
+def test_specterm_open_stops_its_child_when_the_app_ends(tmp_path, monkeypatch):
+    """The child runs while the app does; when the app ends (here at once) it is stopped and reaped."""
+    import specterm.app as app_module
+    from specterm import startup
+
+    started = []
+
+    class Ends:
+        return_code = 0
+
+        def __init__(self, runs, head_start=None, **kw):
+            started.append(head_start)
+
+        def run(self):
+            assert head_start_alive(started[0])
+
+    def head_start_alive(head):
+        return head is not None and head.proc.poll() is None
+
+    monkeypatch.setattr(app_module, "make_app", Ends)
+    startup.open_tui([make_fixture_run(tmp_path)], boot=2000)  # long enough to be running when the app starts
+    assert started[0] is not None and started[0].proc.returncode is not None  # stopped and reaped
