@@ -91,6 +91,7 @@ class SpectermApp(App[Any]):
         loaded: "Sequence[Run] | None" = None,
         loaded_files: "Sequence[RunFiles] | None" = None,
         head_start: "HeadStart | None" = None,
+        files_read: "tuple[Any, ...] | None" = None,
     ) -> None:
         super().__init__()
         self.run_paths = [Path(p) for p in run_paths]
@@ -106,6 +107,9 @@ class SpectermApp(App[Any]):
         """The child process analysing the first load's runs (specterm/headstart.py), until that load
         takes it; closed when the app ends."""
         self._head_starts = [head_start] if head_start is not None else []
+        self.files_read = files_read
+        """(files, files key, alias or None) of `run_paths` as startup.warm_read read them for these
+        analysis parameters and the first pair, taken by _show_warm instead of reading them again."""
         self._prefetched: tuple[Any, ...] | None = None
         """(load_id, paths, files, files key, alias or None, painted event): what _show_warm read, for
         that load's worker."""
@@ -245,12 +249,16 @@ class SpectermApp(App[Any]):
         if not (self.use_cache and cache.enabled()):
             return False
         paths = tuple(self.run_paths)
-        try:
-            files = [read_run_files(p) for p in paths]
-        except SpectermError:
-            return False
-        fkey = cache.files_key(files, dict(self.analysis_params), self.model_group)
-        alias = cache.load_alias(fkey) if fkey is not None else None
+        read, self.files_read = self.files_read, None
+        if read is not None and self.model_group == 0:
+            files, fkey, alias = read
+        else:
+            try:
+                files = [read_run_files(p) for p in paths]
+            except SpectermError:
+                return False
+            fkey = cache.files_key(files, dict(self.analysis_params), self.model_group)
+            alias = cache.load_alias(fkey) if fkey is not None else None
         report = cache.load(alias[0]) if alias is not None else None
         painted = threading.Event()
         self._prefetched = (self.load_id, paths, files, fkey, alias if report is not None else None, painted)
@@ -405,8 +413,9 @@ class SpectermApp(App[Any]):
                 report = head_report if head_report is not None and head_complete else self._head_full(head)
             else:  # parsing the same bytes gave other runs: off the screen, analysed here
                 self.post_message(messages.ReportReady(None, load_id))
-            head.close()
-            if report is not None and key is not None:
+            if report is None:
+                head.close()
+            elif key is not None:  # the child goes on with the other pairs (for M); closed when the app ends
                 cache.store(key, report)
         if report is None:
             report = cache.load(key) if key is not None else None

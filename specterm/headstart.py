@@ -24,6 +24,11 @@ The child (`python -m specterm.headstart`) reads one JSON request on stdin ({"pa
     {"fkey": ..., "warm": true}          the cache has an alias for those bytes (a warm open): nothing
                                          more; the app shows the cached report itself
 
+After the full report, when the cache is on, the child analyses the runs' other model pairs and
+stores their reports in the analysis cache, where `M` finds them (the app's load of a pair reads
+the cache by the runs' whole key): a person reads the first table before pressing `M`, and the
+second core is idle meanwhile. The app stops the child when it ends (`close`).
+
 Never trusted further than the alias of a warm open (core/cache.py): a report is shown only when
 the child's files key equals the app's, computed from the bytes the app read itself (same bytes,
 same code and parameters: the same runs), and once the app has parsed those bytes the runs' own
@@ -44,6 +49,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
+
+
+STOP_WAIT_S = 1.0
+"""How long `close` waits for the child to exit after SIGTERM (then SIGKILL)."""
 
 
 def enabled() -> bool:
@@ -98,16 +107,16 @@ class HeadStart:
         return message if isinstance(message, dict) else None
 
     def close(self) -> None:
-        """Stop the child (if it still runs) and release its pipe; safe to call more than once."""
-        if self.proc.poll() is None:
+        """Stop the child (if it still runs: SIGTERM, which it turns into an exit between two Python
+        steps; SIGKILL after STOP_WAIT_S) and release its pipe; safe to call more than once."""
+        for stop in (self.proc.terminate, self.proc.kill):
+            if self.proc.poll() is not None:
+                break
             try:
-                self.proc.kill()
-            except OSError:
+                stop()
+                self.proc.wait(timeout=STOP_WAIT_S)
+            except (OSError, subprocess.TimeoutExpired):
                 pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
         if self.proc.stdout is not None:
             try:
                 self.proc.stdout.close()
@@ -126,13 +135,15 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
     The pair's runs are those the app would analyse: the runs with prompts, grouped by measurement."""
     from specterm.core import cache
     from specterm.core.errors import SpectermError
-    from specterm.core.store import group_runs, load_run, load_runs_lenient, read_run_files
+    from specterm.core.store import read_run_files  # numpy comes with the parsing, after the alias check
 
     params = {k: int(request["params"][k]) for k in ("gamma", "boot", "shuffles", "seed")}
     use_cache = bool(request.get("use_cache", True)) and cache.enabled()
     try:
         paths = [Path(p) for p in request["paths"]]
         if request.get("lenient"):
+            from specterm.core.store import load_runs_lenient
+
             runs, files, _ = load_runs_lenient(paths)
         else:
             files = [read_run_files(p) for p in paths]
@@ -140,7 +151,11 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
             if fkey is not None and cache.load_alias(fkey) is not None:  # a warm open: the app shows it sooner
                 _send(out, {"fkey": fkey, "warm": True})
                 return
+            from specterm.core.store import load_run
+
             runs = [load_run(p, f) for p, f in zip(paths, files)]
+        from specterm.core.store import group_runs
+
         with_prompts = [r for r in runs if r.streams]
         if not with_prompts:
             raise SpectermError("no prompts")  # the app says it in its own words
@@ -155,12 +170,26 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
 
             report = analyse(pair, **params, on_point=lambda point: _send(out, {"report": point.to_dict(), "complete": False}))
         _send(out, {"report": report.to_dict(), "complete": True})
+        if use_cache:  # the other pairs, for `M`: while a person reads the first table, on this core
+            from specterm.core.analysis import analyse
+
+            for other in groups[1:]:
+                key = cache.cache_key(other, params)
+                if cache.load(key) is None:
+                    cache.store(key, analyse(other, **params))
     except SpectermError as exc:
         _send(out, {"error": str(exc)})
 
 
+def _stop(signum: int, frame: Any) -> None:
+    raise SystemExit(0)  # unwinds: a cache entry being written is removed (store.atomic), not left half
+
+
 def main() -> None:
     """`python -m specterm.headstart`: one request on stdin, the messages on stdout."""
+    import signal
+
+    signal.signal(signal.SIGTERM, _stop)
     try:
         serve(json.loads(sys.stdin.readline()), sys.stdout)
     except BrokenPipeError:  # the app closed it (it needs no more): nothing to say

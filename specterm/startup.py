@@ -55,11 +55,12 @@ def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, see
     if loaded is None:
         for path in runs:
             read_meta(path)
-    if head_start is None:
-        head_start = HeadStart.start(runs, {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed},
-                                     use_cache=use_cache)
+    params = {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed}
+    files_read = warm_read(runs, params) if loaded is None and head_start is None and use_cache else None
+    if head_start is None and loaded is None and (files_read is None or files_read[2] is None):  # not warm
+        head_start = HeadStart.start(runs, params, use_cache=use_cache)
     try:
-        _run_app(runs, gamma, boot, seed, shuffles, use_cache, loaded, loaded_files, head_start)
+        _run_app(runs, gamma, boot, seed, shuffles, use_cache, loaded, loaded_files, head_start, files_read)
     finally:
         if head_start is not None:
             head_start.close()
@@ -67,7 +68,7 @@ def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, see
 
 def _run_app(runs: List[Path], gamma: int, boot: int, seed: int, shuffles: int, use_cache: bool,
              loaded: "Optional[list[Run]]", loaded_files: "Optional[list[RunFiles]]",
-             head_start: "Optional[HeadStart]") -> None:
+             head_start: "Optional[HeadStart]", files_read: "Optional[tuple[Any, ...]]") -> None:
     from specterm.app import make_app
 
     # Every object made so far (modules, classes, functions: textual's and specterm's) lives as long
@@ -75,7 +76,7 @@ def _run_app(runs: List[Path], gamma: int, boot: int, seed: int, shuffles: int, 
     # runs before the first table (17-18 ms of CPU here) has nothing to walk.
     gc.freeze()
     tui = make_app(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=use_cache, loaded=loaded,
-                   loaded_files=loaded_files, head_start=head_start)
+                   loaded_files=loaded_files, head_start=head_start, files_read=files_read)
     tui.run()
     if tui.return_code:  # Textual printed the traceback of an unhandled exception: the shell sees the failure
         raise SystemExit(tui.return_code)
@@ -121,6 +122,25 @@ def open_streams(opener: Callable[..., Any] | None = None) -> None:
     finally:
         if head is not None:
             head.close()
+
+
+def warm_read(paths: List[Path], params: dict[str, Any]) -> "Optional[tuple[list[RunFiles], Any, Any]]":
+    """(the bytes of the runs' files, their files key, the cache's alias for them or None), read once
+    before the app starts: whether the open is warm decides whether the analysis gets a head start,
+    and the app's first load takes them as they are (SpectermApp files_read). None when the cache is
+    off or a file cannot be read (the app then reads them and says what is wrong). No numpy."""
+    from specterm.core import cache
+    from specterm.core.errors import SpectermError
+    from specterm.core.store import read_run_files
+
+    if not cache.enabled():
+        return None
+    try:
+        files = [read_run_files(p) for p in paths]
+    except SpectermError:
+        return None
+    fkey = cache.files_key(files, params, 0)
+    return files, fkey, cache.load_alias(fkey) if fkey is not None else None
 
 
 def warm_warnings(paths: List[Path]) -> "Optional[list[str]]":

@@ -202,3 +202,77 @@ def test_specterm_open_stops_its_child_when_the_app_ends(tmp_path, monkeypatch):
     monkeypatch.setattr(app_module, "make_app", Ends)
     startup.open_tui([make_fixture_run(tmp_path)], boot=2000)  # long enough to be running when the app starts
     assert started[0] is not None and started[0].proc.returncode is not None  # stopped and reaped
+
+
+@pytest.mark.anyio
+async def test_the_child_caches_the_other_pairs_for_m(tmp_path, monkeypatch):
+    """Two model pairs: the child shows the first and stores the second's report in the cache, so `M`
+    shows it without analysing in the app; both are the in-process analysis of each pair."""
+    from edge_runs import two_pairs
+
+    from specterm.core.store import group_runs
+
+    paths = two_pairs(tmp_path)
+    pairs = group_runs([load_run(p) for p in paths])
+    expected = [analysis.analyse(pair, **FAST).to_dict() for pair in pairs]
+    head = HeadStart.start(paths, FAST)
+
+    def no(*a, **k):
+        raise AssertionError("the app analysed although the head start had the report")
+
+    monkeypatch.setattr(analysis, "analyse", no)
+    app = make_app(paths, head_start=head, **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert canonical(app.report.to_dict()) == canonical(expected[0])
+        assert head.proc.wait(timeout=60) == 0  # the second pair analysed and stored
+        await pilot.press("M")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert canonical(app.report.to_dict()) == canonical(expected[1])
+
+
+def test_close_stops_a_running_child_at_once(tmp_path):
+    """SIGTERM ends the child between two Python steps (a cache entry being written is removed, not
+    left half): it exits with 0 well before the SIGKILL that would follow."""
+    import time
+
+    head = HeadStart.start([make_fixture_run(tmp_path)], {**FAST, "boot": 20000})  # seconds of bootstrap
+    assert head.read() is not None  # started and past its imports (the handler is installed)
+    t0 = time.perf_counter()
+    head.close()
+    assert head.proc.returncode == 0 and time.perf_counter() - t0 < 1.0
+
+
+def test_a_warm_open_starts_no_child_and_reads_the_files_once(tmp_path, monkeypatch):
+    """The cache has an alias for the runs' bytes: `specterm open` starts no child, and the app gets the
+    bytes, their key and the alias as read (it does not read them again); cold: a child, no alias."""
+    import specterm.app as app_module
+    from specterm import startup
+    from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
+
+    made = []
+
+    class Ends:
+        return_code = 0
+
+        def __init__(self, runs, **kw):
+            made.append(kw)
+
+        def run(self):
+            pass
+
+    monkeypatch.setattr(app_module, "make_app", Ends)
+    path = make_fixture_run(tmp_path)
+    startup.open_tui([path])
+    assert made[0]["head_start"] is not None and made[0]["files_read"][2] is None  # cold
+    params = {"gamma": GAMMA_DEFAULT, "boot": BOOT, "shuffles": SHUFFLES, "seed": SEED}
+    files = [read_run_files(path)]
+    key = cache.cache_key([load_run(path)], params)
+    cache.store(key, analysis.analyse([load_run(path)], **{**params, "boot": 20, "shuffles": 2}))
+    cache.store_alias(cache.files_key(files, params, 0), key, 1, 0, [])
+    startup.open_tui([path])
+    assert made[1]["head_start"] is None
+    read_files, fkey, alias = made[1]["files_read"]
+    assert [f.records for f in read_files] == [f.records for f in files] and alias[0] == json.loads(json.dumps(key))
