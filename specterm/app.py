@@ -215,6 +215,12 @@ class SpectermApp(App[Any]):
     layout and one frame instead of a loading frame, a second layout and a second frame (about
     0.1 s of start-up on the shipped runs). Until then the terminal shows Textual's blank screen."""
 
+    HEAD_START_WAIT_S: ClassVar[float] = 0.0
+    """FIRST_SCREEN_WAIT_S of a cold open with a head start (specterm/headstart.py): its point estimates
+    come 0.3-0.5 s after the mount, so the first screen (loading) is composed at once, its 0.1-0.2 s
+    of the UI thread spent before they come rather than beside them (same-run A/B on the shipped
+    runs, 6 pairs: first table 0.97 s against 1.04 s with the 0.25 s wait)."""
+
     PAINT_WAIT_S: ClassVar[float] = 1.0
     """At most this long the load waits, after handing over a cached report found by its files
     (core/cache.py aliases), for the frame that shows it before it parses the runs."""
@@ -230,8 +236,9 @@ class SpectermApp(App[Any]):
             self.load(self.run_paths, self.load_id)
             if warm:  # the cached report is the first screen's: no wait, no blank frame
                 return
-            if self.FIRST_SCREEN_WAIT_S > 0 and (not self.is_headless or self.WAIT_HEADLESS):
-                self._first_timer = self.set_timer(self.FIRST_SCREEN_WAIT_S, self.show_first_screen)
+            wait = self.HEAD_START_WAIT_S if self._head_starts else self.FIRST_SCREEN_WAIT_S
+            if wait > 0 and (not self.is_headless or self.WAIT_HEADLESS):
+                self._first_timer = self.set_timer(wait, self.show_first_screen)
                 return
         self.show_first_screen()
 
@@ -370,18 +377,18 @@ class SpectermApp(App[Any]):
                     first = parse_meta(files[alias[2]].meta, key_paths[alias[2]] / META_FILE)  # the crumb's pair
                     painted = threading.Event()
                     self.post_message(messages.ReportReady(report, load_id, pair_meta=first, painted=painted))
-        head_key = head_report = None
+        head_report = None
         head_complete = False
         if head is not None:
             if alias is None and files is not None:
                 point_first = params["boot"] > 0 and (not self.is_headless or self.POINT_FIRST_HEADLESS)
                 shown = self._head_first(head, files, params, key_paths, load_id, point_first)
                 if shown is not None:
-                    head_key, head_report, head_complete, painted = shown
-            if head_key is None:
+                    head_report, head_complete, painted = shown
+            if head_report is None:
                 head.close()
                 head = None
-        if painted is not None and (alias is not None or head_key is not None):
+        if painted is not None and (alias is not None or head is not None):
             painted.wait(self.PAINT_WAIT_S)  # parsing the runs holds the GIL: after the report's frame (or 1 s)
         if all_runs is None:
             from specterm.core.store import load_run
@@ -407,11 +414,12 @@ class SpectermApp(App[Any]):
             cache.remove_alias(fkey)
             self.post_message(messages.ReportReady(None, load_id))  # off the screen until the right one comes
         report = None
-        if head is not None:  # shown already: the child's runs must be these (their whole key)
-            own = key if key is not None else cache.cache_key(runs, params)
-            if json.loads(json.dumps(own)) == head_key:
-                report = head_report if head_report is not None and head_complete else self._head_full(head)
-            else:  # parsing the same bytes gave other runs: off the screen, analysed here
+        if head is not None:  # shown already: kept when the child's runs are these (their whole key)
+            full = head_report if head_complete else self._head_full(head)  # the key comes before it
+            own = json.loads(json.dumps(key if key is not None else cache.cache_key(runs, params)))
+            if full is not None and head.key == own:
+                report = full
+            elif head.key is not None and head.key != own:  # the same bytes parsed to other runs: off the screen
                 self.post_message(messages.ReportReady(None, load_id))
             if report is None:
                 head.close()
@@ -444,11 +452,11 @@ class SpectermApp(App[Any]):
             head.close()
 
     def _head_first(self, head: "HeadStart", files: "Sequence[RunFiles]", params: dict[str, Any],
-                    paths: tuple[Path, ...], load_id: int, point_first: bool) -> "tuple[Any, Report, bool, threading.Event] | None":
+                    paths: tuple[Path, ...], load_id: int, point_first: bool) -> "tuple[Report, bool, threading.Event] | None":
         """Show the head start's first report (specterm/headstart.py), if the child parsed the bytes this
         load read (its files key is this load's: same bytes, code and parameters, so the same runs):
-        (the child's cache key of its runs, the report, whether it is complete, the event set when its
-        frame is painted). None when the child's first messages are not that (then it is not used)."""
+        (the report, whether it is complete, the event set when its frame is painted). None when the
+        child's first messages are not that (then it is not used)."""
         from specterm.core import cache
         from specterm.core.store import META_FILE, parse_meta
 
@@ -469,7 +477,7 @@ class SpectermApp(App[Any]):
             return None
         painted = threading.Event()
         self.post_message(messages.ReportReady(shown[0], load_id, complete=shown[1], pair_meta=first, painted=painted))
-        return said.get("key"), shown[0], shown[1], painted
+        return shown[0], shown[1], painted
 
     @staticmethod
     def _head_report(head: "HeadStart") -> "tuple[Report, bool] | None":

@@ -15,14 +15,13 @@ report first, closes it.
 The child (`python -m specterm.headstart`) reads one JSON request on stdin ({"paths", "params",
 "lenient"}) and writes one JSON object per line on stdout:
 
-    {"fkey": ..., "key": ..., "groups": n, "first": i}
-        after the runs are parsed: cache.files_key of the bytes it parsed (group 0), cache.cache_key
-        of the first model pair's runs, the number of pairs, and the index of the pair's first run
+    {"fkey": ..., "groups": n, "first": i}
+        after the runs are parsed: cache.files_key of the bytes it parsed (group 0), the number of
+        model pairs, and the index of the first pair's first run
     {"report": ..., "complete": false}   the point estimates (Report.to_dict), when boot > 0
+    {"key": ...}                         cache.cache_key of the first pair's runs
     {"report": ..., "complete": true}    the full report
     {"error": "..."}                     a SpectermError: the app loads on its own and says it
-    {"fkey": ..., "warm": true}          the cache has an alias for those bytes (a warm open): nothing
-                                         more; the app shows the cached report itself
 
 After the full report, when the cache is on, the child analyses the runs' other model pairs and
 stores their reports in the analysis cache, where `M` finds them (the app's load of a pair reads
@@ -31,8 +30,9 @@ second core is idle meanwhile. The app stops the child when it ends (`close`).
 
 Never trusted further than the alias of a warm open (core/cache.py): a report is shown only when
 the child's files key equals the app's, computed from the bytes the app read itself (same bytes,
-same code and parameters: the same runs), and once the app has parsed those bytes the runs' own
-cache key must equal the child's (else the report is withdrawn and the app analyses on its own).
+same code and parameters: the same runs), and the full report is kept only when the runs the app
+parsed from those bytes have the child's cache key (else what was shown is withdrawn and the app
+analyses on its own).
 Anything else from the child (no output, a crash, garbage) and the app analyses on its own, as
 before. Reports travel as JSON (nothing is unpickled); a float survives the round trip exactly.
 
@@ -44,11 +44,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess  # the parent's: the child does not import it (its start is on the first table's way)
 
 
 STOP_WAIT_S = 1.0
@@ -67,6 +69,8 @@ class HeadStart:
         self.proc = proc
         self.paths = tuple(Path(p) for p in paths)
         self.params = dict(params)
+        self.key: Any = None
+        """The child's cache key of the first pair's runs, once read (`read`)."""
 
     @classmethod
     def start(cls, paths: Sequence[Path], params: dict[str, Any], lenient: bool = False,
@@ -77,6 +81,8 @@ class HeadStart:
         None when it is turned off or cannot start (then the app analyses on its own)."""
         if not enabled():
             return None
+        import subprocess
+
         request = json.dumps({"paths": [str(p) for p in paths], "params": dict(params), "lenient": lenient,
                               "use_cache": use_cache})
         try:
@@ -95,7 +101,7 @@ class HeadStart:
 
     def read(self) -> dict[str, Any] | None:
         """The child's next message; None at its end (it exited, crashed or was closed) or on a line
-        that is not a JSON object."""
+        that is not a JSON object. The key message is kept (`key`) and read past."""
         out = self.proc.stdout
         if out is None:
             return None
@@ -104,11 +110,18 @@ class HeadStart:
             message = json.loads(line) if line else None
         except (OSError, ValueError):
             return None
-        return message if isinstance(message, dict) else None
+        if not isinstance(message, dict):
+            return None
+        if "key" in message:
+            self.key = message["key"]
+            return self.read()
+        return message
 
     def close(self) -> None:
         """Stop the child (if it still runs: SIGTERM, which it turns into an exit between two Python
         steps; SIGKILL after STOP_WAIT_S) and release its pipe; safe to call more than once."""
+        import subprocess
+
         for stop in (self.proc.terminate, self.proc.kill):
             if self.proc.poll() is not None:
                 break
@@ -135,7 +148,6 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
     The pair's runs are those the app would analyse: the runs with prompts, grouped by measurement."""
     from specterm.core import cache
     from specterm.core.errors import SpectermError
-    from specterm.core.store import read_run_files  # numpy comes with the parsing, after the alias check
 
     params = {k: int(request["params"][k]) for k in ("gamma", "boot", "shuffles", "seed")}
     use_cache = bool(request.get("use_cache", True)) and cache.enabled()
@@ -146,14 +158,11 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
 
             runs, files, _ = load_runs_lenient(paths)
         else:
-            files = [read_run_files(p) for p in paths]
-            fkey = cache.files_key(files, params, 0) if use_cache else None
-            if fkey is not None and cache.load_alias(fkey) is not None:  # a warm open: the app shows it sooner
-                _send(out, {"fkey": fkey, "warm": True})
-                return
-            from specterm.core.store import load_run
+            from specterm.core.store import load_run, read_run_files
 
+            files = [read_run_files(p) for p in paths]
             runs = [load_run(p, f) for p, f in zip(paths, files)]
+        from specterm.core.analysis import analyse
         from specterm.core.store import group_runs
 
         with_prompts = [r for r in runs if r.streams]
@@ -161,18 +170,12 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
             raise SpectermError("no prompts")  # the app says it in its own words
         groups = group_runs(with_prompts)
         pair = groups[0]
-        key = cache.cache_key(pair, params)
-        _send(out, {"fkey": cache.files_key(files, params, 0), "key": key, "groups": len(groups),
+        _send(out, {"fkey": cache.files_key(files, params, 0), "groups": len(groups),
                     "first": next(i for i, r in enumerate(runs) if r.path == pair[0].path)})
-        report = cache.load(key) if use_cache else None
-        if report is None:
-            from specterm.core.analysis import analyse
-
-            report = analyse(pair, **params, on_point=lambda point: _send(out, {"report": point.to_dict(), "complete": False}))
+        report = analyse(pair, **params, on_point=lambda point: _send(out, {"report": point.to_dict(), "complete": False}))
+        _send(out, {"key": cache.cache_key(pair, params)})  # after the point estimates: not on their way
         _send(out, {"report": report.to_dict(), "complete": True})
         if use_cache:  # the other pairs, for `M`: while a person reads the first table, on this core
-            from specterm.core.analysis import analyse
-
             for other in groups[1:]:
                 key = cache.cache_key(other, params)
                 if cache.load(key) is None:

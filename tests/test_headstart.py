@@ -38,8 +38,9 @@ def drained(head: HeadStart) -> list[dict]:
 class Replay(HeadStart):
     """A head start that says `messages` (a child's, possibly altered) and nothing more."""
 
-    def __init__(self, paths, params, messages):
+    def __init__(self, paths, params, messages, key=None):
         self.paths, self.params, self.messages, self.closed = tuple(paths), dict(params), list(messages), False
+        self.key = key
 
     def read(self):
         return self.messages.pop(0) if self.messages else None
@@ -71,10 +72,10 @@ def test_the_childs_messages_are_the_in_process_analysis(tmp_path):
     path = make_fixture_run(tmp_path)
     head = HeadStart.start([path], FAST)
     assert head is not None
-    first, point, full = drained(head)
+    first, point, full = drained(head)  # the key message is kept and read past
     run = load_run(path)
     assert first["fkey"] == json.loads(json.dumps(cache.files_key([read_run_files(path)], FAST, 0)))
-    assert first["key"] == json.loads(json.dumps(cache.cache_key([run], FAST)))
+    assert head.key == json.loads(json.dumps(cache.cache_key([run], FAST)))
     assert (first["groups"], first["first"]) == (1, 0)
     assert point["complete"] is False and full["complete"] is True
     expected_point = analysis.analyse([run], **{**FAST, "boot": 0}).to_dict()
@@ -87,18 +88,6 @@ def test_the_childs_messages_are_the_in_process_analysis(tmp_path):
 def test_off_by_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECTERM_HEADSTART", "0")
     assert HeadStart.start([make_fixture_run(tmp_path)], FAST) is None
-
-
-def test_a_warm_open_gets_only_the_files_key(tmp_path):
-    """An alias for these bytes exists: the child stops after saying so (the app shows the cached report)."""
-    path = make_fixture_run(tmp_path)
-    files = [read_run_files(path)]
-    run = load_run(path)
-    key = cache.cache_key([run], FAST)
-    cache.store(key, analysis.analyse([run], **FAST))
-    cache.store_alias(cache.files_key(files, FAST, 0), key, 1, 0, [])
-    (said,) = drained(HeadStart.start([path], FAST))
-    assert said["warm"] is True
 
 
 @pytest.mark.anyio
@@ -127,10 +116,11 @@ async def test_other_bytes_than_the_childs_are_analysed_here(tmp_path):
     """The child parsed the run before one bit of it changed: its files key is not the app's, so its
     numbers are never shown; the app's report is the changed run's."""
     path = make_fixture_run(tmp_path)
-    said = drained(HeadStart.start([path], FAST))
+    child = HeadStart.start([path], FAST)
+    said = drained(child)
     old = said[-1]["report"]
     flip_one_bit(path)
-    head = Replay([path], FAST, said)
+    head = Replay([path], FAST, said, child.key)
     seen = []
 
     class Watching(SpectermApp):
@@ -152,12 +142,12 @@ async def test_a_report_of_other_runs_is_withdrawn_once_the_runs_are_parsed(tmp_
     """Same files key but another content key (parsing the same bytes gave other runs): the report
     shown first is withdrawn and the app's own analysis replaces it."""
     path = make_fixture_run(tmp_path)
-    said = drained(HeadStart.start([path], FAST))
+    child = HeadStart.start([path], FAST)
+    said = drained(child)
     foreign = json.loads(json.dumps(said[-1]["report"]))  # a report with other numbers
     foreign["sets"]["pooled"]["alpha"] = 0.123456
-    said[0]["key"] = {**said[0]["key"], "runs": []}
     said[-1]["report"] = foreign
-    head = Replay([path], FAST, said)
+    head = Replay([path], FAST, said, {**child.key, "runs": []})
     app = make_app([path], head_start=head, **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
