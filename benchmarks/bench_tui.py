@@ -414,7 +414,7 @@ def main() -> None:
         return f"<= {limit * 1000:.0f} ms: {'yes' if x <= limit else 'no'}"
 
     rows = [
-        row("first paint (this tree: blank until the report or 0.25 s; baseline: Loading...)", m("cold", "first_paint"),
+        row("first paint (this tree: blank until the report or 0.25 s, loading at once with a head start; baseline: Loading...)", m("cold", "first_paint"),
             m("warm", "first_paint"), m("base", "first_paint"), bare_first, ""),
         row("first table (cold: point estimates; warm: with CIs)", m("cold", "table"), m("warm", "table"), m("base", "table"),
             bare_first, f"cold {met(m('cold', 'table'), 1.0)}"),
