@@ -65,10 +65,12 @@ def enabled() -> bool:
 class HeadStart:
     """The parent's side: the child process, the request it was started with, its messages."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], paths: Sequence[Path], params: dict[str, Any]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], paths: Sequence[Path], params: dict[str, Any],
+                 lenient: bool = False) -> None:
         self.proc = proc
         self.paths = tuple(Path(p) for p in paths)
         self.params = dict(params)
+        self.lenient = lenient
         self.key: Any = None
         """The child's cache key of the first pair's runs, once read (`read`)."""
 
@@ -91,13 +93,16 @@ class HeadStart:
             assert proc.stdin is not None
             proc.stdin.write(request.encode("utf-8") + b"\n")
             proc.stdin.close()
-        except (OSError, ValueError):
+        except (OSError, ValueError, TypeError):  # no fork/exec here, or no sys.executable (embedded)
             return None
-        return cls(proc, paths, params)
+        return cls(proc, paths, params, lenient)
 
     def serves(self, paths: Sequence[Path], params: dict[str, Any], group: int) -> bool:
-        """Whether it was started for this load: these paths and parameters, the first model pair."""
-        return tuple(Path(p) for p in paths) == self.paths and dict(params) == self.params and group == 0
+        """Whether it was started for this load: these parameters, the first model pair, and these paths
+        (lenient: the load's are those of them that could be read, which the files key then checks)."""
+        mine = tuple(Path(p) for p in paths)
+        ok_paths = set(mine) <= set(self.paths) if self.lenient else mine == self.paths
+        return ok_paths and dict(params) == self.params and group == 0
 
     def read(self) -> dict[str, Any] | None:
         """The child's next message; None at its end (it exited, crashed or was closed) or on a line

@@ -40,7 +40,7 @@ class Replay(HeadStart):
 
     def __init__(self, paths, params, messages, key=None):
         self.paths, self.params, self.messages, self.closed = tuple(paths), dict(params), list(messages), False
-        self.key = key
+        self.key, self.lenient = key, False
 
     def read(self):
         return self.messages.pop(0) if self.messages else None
@@ -266,3 +266,47 @@ def test_a_warm_open_starts_no_child_and_reads_the_files_once(tmp_path, monkeypa
     assert made[1]["head_start"] is None
     read_files, fkey, alias = made[1]["files_read"]
     assert [f.records for f in read_files] == [f.records for f in files] and alias[0] == json.loads(json.dumps(key))
+
+
+def test_specterm_with_a_corrupt_run_takes_the_childs_report_of_the_others(tmp_path, monkeypatch):
+    """`specterm` (./streams, lenient): the child skips the run that cannot be read, as the CLI's own
+    load does, so its files key is the app's and the app shows its report without analysing."""
+    from specterm import startup
+
+    good = make_fixture_run(tmp_path / "streams", "run-a")
+    bad = make_fixture_run(tmp_path / "streams", "run-b")
+    (bad / "run.json").write_text("{not json")
+    monkeypatch.chdir(tmp_path)
+    # the report names the run by the path `specterm` found it at (./streams/run-a)
+    expected = analysis.analyse([load_run(good.relative_to(tmp_path))], **{**FAST, "boot": 2000, "shuffles": 20}).to_dict()
+
+    def no(*a, **k):
+        raise AssertionError("the app analysed although the head start had the report")
+
+    shown = []
+
+    class Quits(SpectermApp):
+        def watch_error(self, error):
+            if error:
+                shown.append(error)
+                self.call_after_refresh(self.exit)
+
+        def on_report_ready(self, message):
+            super().on_report_ready(message)
+            if self.report is not None and not self.ci_pending and self.runs is not None:
+                shown.append(self.report.to_dict())
+                self.call_after_refresh(self.exit)
+
+        def on_runs_loaded(self, message):
+            super().on_runs_loaded(message)
+            if self.report is not None and not self.ci_pending:
+                shown.append(self.report.to_dict())
+                self.call_after_refresh(self.exit)
+
+    def opener(paths, **kw):
+        assert kw["head_start"] is not None and [p.name for p in paths] == ["run-a"]
+        Quits(paths, **kw).run(headless=True)
+
+    monkeypatch.setattr(analysis, "analyse", no)
+    startup.open_streams(opener)
+    assert shown and canonical(shown[0]) == canonical(expected)
