@@ -147,19 +147,8 @@ def warm_warnings(paths: List[Path]) -> "Optional[list[str]]":
     """The load warnings an alias of the analysis cache stored for the bytes of these runs' files, with
     the default parameters and the first model pair (`open_streams`); None when there is no such alias
     (or the cache is off, or a file cannot be read). Reads bytes and JSON only: no numpy."""
-    from specterm.core import cache
-    from specterm.core.errors import SpectermError
-    from specterm.core.store import read_run_files
-
-    if not cache.enabled():
-        return None
-    try:
-        files = [read_run_files(p) for p in paths]
-    except SpectermError:
-        return None
-    fkey = cache.files_key(files, {"gamma": GAMMA_DEFAULT, "boot": BOOT, "shuffles": SHUFFLES, "seed": SEED}, 0)
-    alias = cache.load_alias(fkey) if fkey is not None else None
-    return None if alias is None else alias[3]
+    read = warm_read(paths, {"gamma": GAMMA_DEFAULT, "boot": BOOT, "shuffles": SHUFFLES, "seed": SEED})
+    return None if read is None or read[2] is None else read[2][3]
 
 
 def tui_shortcut(argv: list[str]) -> list[Path] | None:

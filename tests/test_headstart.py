@@ -64,6 +64,22 @@ def canonical(d: dict) -> str:
     return json.dumps(d, sort_keys=True)
 
 
+def forbid_analysis(monkeypatch) -> None:
+    """The app's own analysis fails the test (the child, another process, is not affected)."""
+    def no(*a, **k):
+        raise AssertionError("the app analysed although the head start had the report")
+
+    monkeypatch.setattr(analysis, "analyse", no)
+
+
+async def final_report(app) -> str:
+    """The report the app shows once its load is done (canonical JSON)."""
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        return canonical(app.report.to_dict())
+
+
 def test_the_childs_messages_are_the_in_process_analysis(tmp_path):
     """fkey and key are those of the bytes and runs, the point report is analyse(boot = 0), the full
     report analyse(...), bit for bit (through JSON)."""
@@ -95,11 +111,7 @@ async def test_the_app_shows_the_childs_report_without_analysing(tmp_path, monke
     path = make_fixture_run(tmp_path)
     expected = analysis.analyse([load_run(path)], **FAST).to_dict()
     head = HeadStart.start([path], FAST)
-
-    def no(*a, **k):
-        raise AssertionError("the app analysed although the head start had the report")
-
-    monkeypatch.setattr(analysis, "analyse", no)
+    forbid_analysis(monkeypatch)
     app = make_app([path], head_start=head, **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
@@ -128,12 +140,8 @@ async def test_other_bytes_than_the_childs_are_analysed_here(tmp_path):
             if report is not None:
                 seen.append(canonical(report.to_dict()))
 
-    app = Watching([path], head_start=head, **FAST)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        new = analysis.analyse([load_run(path)], **FAST).to_dict()
-        assert canonical(app.report.to_dict()) == canonical(new) != canonical(old)
+    new = canonical(analysis.analyse([load_run(path)], **FAST).to_dict())
+    assert await final_report(Watching([path], head_start=head, **FAST)) == new != canonical(old)
     assert canonical(old) not in seen and head.closed
 
 
@@ -148,12 +156,8 @@ async def test_a_report_of_other_runs_is_withdrawn_once_the_runs_are_parsed(tmp_
     foreign["sets"]["pooled"]["alpha"] = 0.123456
     said[-1]["report"] = foreign
     head = Replay([path], FAST, said, {**child.key, "runs": []})
-    app = make_app([path], head_start=head, **FAST)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        own = analysis.analyse([load_run(path)], **FAST).to_dict()
-        assert canonical(app.report.to_dict()) == canonical(own) != canonical(foreign)
+    own = canonical(analysis.analyse([load_run(path)], **FAST).to_dict())
+    assert await final_report(make_app([path], head_start=head, **FAST)) == own != canonical(foreign)
 
 
 @pytest.mark.anyio
@@ -161,12 +165,8 @@ async def test_a_report_of_other_runs_is_withdrawn_once_the_runs_are_parsed(tmp_
 async def test_a_child_with_nothing_useful_leaves_the_analysis_to_the_app(tmp_path, messages):
     path = make_fixture_run(tmp_path)
     head = Replay([path], FAST, [m for m in messages if isinstance(m, dict)])
-    app = make_app([path], head_start=head, **FAST)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        own = analysis.analyse([load_run(path)], **FAST).to_dict()
-        assert canonical(app.report.to_dict()) == canonical(own)
+    own = canonical(analysis.analyse([load_run(path)], **FAST).to_dict())
+    assert await final_report(make_app([path], head_start=head, **FAST)) == own
     assert head.closed
 
 
@@ -206,11 +206,7 @@ async def test_the_child_caches_the_other_pairs_for_m(tmp_path, monkeypatch):
     pairs = group_runs([load_run(p) for p in paths])
     expected = [analysis.analyse(pair, **FAST).to_dict() for pair in pairs]
     head = HeadStart.start(paths, FAST)
-
-    def no(*a, **k):
-        raise AssertionError("the app analysed although the head start had the report")
-
-    monkeypatch.setattr(analysis, "analyse", no)
+    forbid_analysis(monkeypatch)
     app = make_app(paths, head_start=head, **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
@@ -280,9 +276,6 @@ def test_specterm_with_a_corrupt_run_takes_the_childs_report_of_the_others(tmp_p
     # the report names the run by the path `specterm` found it at (./streams/run-a)
     expected = analysis.analyse([load_run(good.relative_to(tmp_path))], **{**FAST, "boot": 2000, "shuffles": 20}).to_dict()
 
-    def no(*a, **k):
-        raise AssertionError("the app analysed although the head start had the report")
-
     shown = []
 
     class Quits(SpectermApp):
@@ -307,6 +300,6 @@ def test_specterm_with_a_corrupt_run_takes_the_childs_report_of_the_others(tmp_p
         assert kw["head_start"] is not None and [p.name for p in paths] == ["run-a"]
         Quits(paths, **kw).run(headless=True)
 
-    monkeypatch.setattr(analysis, "analyse", no)
+    forbid_analysis(monkeypatch)
     startup.open_streams(opener)
     assert shown and canonical(shown[0]) == canonical(expected)
