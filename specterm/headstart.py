@@ -7,13 +7,15 @@ VM) the point estimates took 0.3 s of the thread's CPU but 0.45-0.65 s of wall t
 started 0.8-1.0 s after launch. The child starts at launch, before the 0.3-0.5 s import of Textual,
 so the import and the analysis overlap; the app shows the child's reports as they come.
 
-`specterm open` / `specterm` (startup.py) start it with the paths and analysis parameters of the
-first load (`HeadStart.start`); the app's first load of exactly those paths, parameters and the
-first model pair reads it (app.py `load`), and every other load, or a load that finds a cached
+`specterm open` / `specterm` (startup.py) start it on a cold open (no alias for the runs' bytes:
+startup.warm_read) with the paths and analysis parameters of the first load (`HeadStart.start`);
+the app's first load of those paths (for `specterm`, the readable ones among them), parameters and
+the first model pair reads it (app.py `load`), and every other load, or a load that finds a cached
 report first, closes it.
 
 The child (`python -m specterm.headstart`) reads one JSON request on stdin ({"paths", "params",
-"lenient"}) and writes one JSON object per line on stdout:
+"lenient", "use_cache"}) and writes one JSON object per line on stdout (`HeadStart.read` keeps the
+key message as `key` and reads past it):
 
     {"fkey": ..., "groups": n, "first": i}
         after the runs are parsed: cache.files_key of the bytes it parsed (group 0), the number of
