@@ -106,7 +106,8 @@ class SpectermApp(App[Any]):
         self.head_start = head_start
         """The child process analysing the first load's runs (specterm/headstart.py), until that load
         takes it; closed when the app ends."""
-        self._head_starts = [head_start] if head_start is not None else []
+        self._head_child = head_start
+        """The same child, kept after its load took it: closed when the app ends (on_unmount)."""
         self.files_read = files_read
         """(files, files key, alias or None) of `run_paths` as startup.warm_read read them for these
         analysis parameters and the first pair, taken by _show_warm instead of reading them again."""
@@ -236,7 +237,7 @@ class SpectermApp(App[Any]):
             self.load(self.run_paths, self.load_id)
             if warm:  # the cached report is the first screen's: no wait, no blank frame
                 return
-            wait = self.HEAD_START_WAIT_S if self._head_starts else self.FIRST_SCREEN_WAIT_S
+            wait = self.HEAD_START_WAIT_S if self._head_child is not None else self.FIRST_SCREEN_WAIT_S
             if wait > 0 and (not self.is_headless or self.WAIT_HEADLESS):
                 self._first_timer = self.set_timer(wait, self.show_first_screen)
                 return
@@ -382,7 +383,7 @@ class SpectermApp(App[Any]):
         if head is not None:
             if alias is None and files is not None:
                 point_first = params["boot"] > 0 and (not self.is_headless or self.POINT_FIRST_HEADLESS)
-                shown = self._head_first(head, files, params, key_paths, load_id, point_first)
+                shown = self._head_first(head, files, fkey, params, key_paths, load_id, point_first)
                 if shown is not None:
                     head_report, head_complete, painted = shown
             if head_report is None:
@@ -448,20 +449,22 @@ class SpectermApp(App[Any]):
         self.post_message(messages.ReportReady(report, load_id))
 
     def on_unmount(self) -> None:
-        for head in self._head_starts:  # a child still analysing for a load that will not read it
-            head.close()
+        if self._head_child is not None:  # a child may still be analysing (the other pairs, for M)
+            self._head_child.close()
 
-    def _head_first(self, head: "HeadStart", files: "Sequence[RunFiles]", params: dict[str, Any],
-                    paths: tuple[Path, ...], load_id: int, point_first: bool) -> "tuple[Report, bool, threading.Event] | None":
+    def _head_first(self, head: "HeadStart", files: "Sequence[RunFiles]", fkey: dict[str, Any] | None,
+                    params: dict[str, Any], paths: tuple[Path, ...], load_id: int,
+                    point_first: bool) -> "tuple[Report, bool, threading.Event] | None":
         """Show the head start's first report (specterm/headstart.py), if the child parsed the bytes this
-        load read (its files key is this load's: same bytes, code and parameters, so the same runs):
-        (the report, whether it is complete, the event set when its frame is painted). None when the
-        child's first messages are not that (then it is not used)."""
+        load read (its files key is this load's, `fkey`, computed here when the load did not need it:
+        same bytes, code and parameters, so the same runs): (the report, whether it is complete, the
+        event set when its frame is painted). None when the child's first messages are not that (then
+        it is not used)."""
         from specterm.core import cache
         from specterm.core.store import META_FILE, parse_meta
 
         said = head.read()
-        fkey = cache.files_key(files, params, 0)
+        fkey = cache.files_key(files, params, 0) if fkey is None else fkey  # a head start serves pair 0 only
         if said is None or fkey is None or said.get("fkey") != json.loads(json.dumps(fkey)):
             return None
         shown = self._head_report(head)

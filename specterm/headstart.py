@@ -81,7 +81,8 @@ class HeadStart:
               use_cache: bool = True) -> HeadStart | None:
         """Start the child on `paths` with the analysis `params` (gamma, boot, shuffles, seed);
         `lenient`: runs that cannot be read are left out (load_runs_lenient, as `specterm` does);
-        `use_cache`: the child may read the analysis cache (it never writes it: the app does).
+        `use_cache`: the child may read the analysis cache and store the other model pairs' reports
+        in it (the first pair's the app stores).
         None when it is turned off or cannot start (then the app analyses on its own)."""
         if not enabled():
             return None

@@ -43,12 +43,15 @@ def warn(message: str, prefix: str = "warning") -> None:
 
 def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES,
              use_cache: bool = True, loaded: "Optional[list[Run]]" = None,
-             loaded_files: "Optional[list[RunFiles]]" = None, head_start: "Optional[HeadStart]" = None) -> None:
+             loaded_files: "Optional[list[RunFiles]]" = None, head_start: "Optional[HeadStart]" = None,
+             files_read: "Optional[tuple[list[RunFiles], Any, Any]]" = None) -> None:
     """Check the run directories (one clear sentence if one is wrong), then start the app on them.
     `loaded`: the runs already loaded from `runs` (the no-argument form), so the app does not load
     them again; `loaded_files`: the bytes they were parsed from (the app keys the alias by them);
-    `head_start`: the child already analysing them (open_streams). Otherwise the child starts here,
-    before Textual is imported (specterm/headstart.py); it is stopped when the app ends."""
+    `head_start`: the child already analysing them (open_streams); `files_read`: warm_read's reading of
+    them with these parameters (open_streams, warm). Otherwise they are read here (warm_read) and, when
+    no alias is found, the child starts, before Textual is imported (specterm/headstart.py); it is
+    stopped when the app ends."""
     from specterm.core.store import read_meta
     from specterm.headstart import HeadStart
 
@@ -56,7 +59,8 @@ def open_tui(runs: List[Path], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, see
         for path in runs:
             read_meta(path)
     params = {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed}
-    files_read = warm_read(runs, params) if loaded is None and head_start is None and use_cache else None
+    if files_read is None and loaded is None and head_start is None and use_cache:
+        files_read = warm_read(runs, params)
     if head_start is None and loaded is None and (files_read is None or files_read[2] is None):  # not warm
         head_start = HeadStart.start(runs, params, use_cache=use_cache)
     try:
@@ -97,11 +101,11 @@ def open_streams(opener: Callable[..., Any] | None = None) -> None:
     paths = find_runs("streams")
     if not paths:
         fail("there are no runs in ./streams; make one with `specterm run` or `specterm import`, or pass them with `specterm open RUN...`.")
-    warm = warm_warnings(paths)
-    if warm is not None:
-        for message in warm:
+    read = warm_read(paths, {"gamma": GAMMA_DEFAULT, "boot": BOOT, "shuffles": SHUFFLES, "seed": SEED})
+    if read is not None and read[2] is not None:  # an alias: its load warnings, and the app takes the bytes read
+        for message in read[2][3]:
             warn(message)
-        (opener or open_tui)(paths)
+        (opener or open_tui)(paths, files_read=read)
         return
     from specterm.core.store import load_runs_lenient
     from specterm.headstart import HeadStart
@@ -141,14 +145,6 @@ def warm_read(paths: List[Path], params: dict[str, Any]) -> "Optional[tuple[list
         return None
     fkey = cache.files_key(files, params, 0)
     return files, fkey, cache.load_alias(fkey) if fkey is not None else None
-
-
-def warm_warnings(paths: List[Path]) -> "Optional[list[str]]":
-    """The load warnings an alias of the analysis cache stored for the bytes of these runs' files, with
-    the default parameters and the first model pair (`open_streams`); None when there is no such alias
-    (or the cache is off, or a file cannot be read). Reads bytes and JSON only: no numpy."""
-    read = warm_read(paths, {"gamma": GAMMA_DEFAULT, "boot": BOOT, "shuffles": SHUFFLES, "seed": SEED})
-    return None if read is None or read[2] is None else read[2][3]
 
 
 def tui_shortcut(argv: list[str]) -> list[Path] | None:

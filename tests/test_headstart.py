@@ -303,3 +303,25 @@ def test_specterm_with_a_corrupt_run_takes_the_childs_report_of_the_others(tmp_p
     forbid_analysis(monkeypatch)
     startup.open_streams(opener)
     assert shown and canonical(shown[0]) == canonical(expected)
+
+
+def test_a_warm_specterm_hands_its_reading_of_the_files_to_the_app(tmp_path, monkeypatch):
+    """`specterm` (./streams), warm: the alias found by the CLI's reading of the files comes with that
+    reading to the app (files, key, alias), which then neither reads them again nor starts a child."""
+    from specterm import startup
+    from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
+
+    path = make_fixture_run(tmp_path / "streams", "run-a")
+    monkeypatch.chdir(tmp_path)
+    rel = path.relative_to(tmp_path)
+    params = {"gamma": GAMMA_DEFAULT, "boot": BOOT, "shuffles": SHUFFLES, "seed": SEED}
+    files = [read_run_files(rel)]
+    key = cache.cache_key([load_run(rel)], params)
+    cache.store(key, analysis.analyse([load_run(rel)], **{**params, "boot": 20, "shuffles": 2}))
+    cache.store_alias(cache.files_key(files, params, 0), key, 1, 0, [])
+    opened = []
+    startup.open_streams(lambda paths, **kw: opened.append((paths, kw)))
+    ((paths, kw),) = opened
+    read_files, fkey, alias = kw["files_read"]
+    assert paths == [rel] and "head_start" not in kw and "loaded" not in kw
+    assert [f.records for f in read_files] == [f.records for f in files] and alias[0] == json.loads(json.dumps(key))
