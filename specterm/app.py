@@ -391,6 +391,19 @@ class SpectermApp(App[Any]):
                 head = None
         if painted is not None and (alias is not None or head is not None):
             painted.wait(self.PAINT_WAIT_S)  # parsing the runs holds the GIL: after the report's frame (or 1 s)
+        head_full: list[Report | None] = []  # the child's full report, read while the runs are parsed here
+        head_reader = None
+        if head is not None and not head_complete:
+            # Shown as soon as the child sends it, not once the runs are parsed here (10M positions:
+            # 3 s): the trust of its point report and of a warm open's alias (the same bytes, code and
+            # parameters); below it is kept only if the parsed runs have the child's key, else withdrawn.
+            def read_full() -> None:
+                head_full.append(self._head_full(head))
+                if head_full[0] is not None and not worker.is_cancelled:
+                    self.post_message(messages.ReportReady(head_full[0], load_id))
+
+            head_reader = threading.Thread(target=read_full, name="specterm-head-full", daemon=True)
+            head_reader.start()
         if all_runs is None:
             from specterm.core.store import load_run
 
@@ -416,7 +429,9 @@ class SpectermApp(App[Any]):
             self.post_message(messages.ReportReady(None, load_id))  # off the screen until the right one comes
         report = None
         if head is not None:  # shown already: kept when the child's runs are these (their whole key)
-            full = head_report if head_complete else self._head_full(head)  # the key comes before it
+            if head_reader is not None:
+                head_reader.join()
+            full = head_report if head_complete else head_full[0]  # the key came before it
             own = json.loads(json.dumps(key if key is not None else cache.cache_key(runs, params)))
             if full is not None and head.key == own:
                 report = full

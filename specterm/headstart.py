@@ -32,9 +32,10 @@ second core is idle meanwhile. The app stops the child when it ends (`close`).
 
 Never trusted further than the alias of a warm open (core/cache.py): a report is shown only when
 the child's files key equals the app's, computed from the bytes the app read itself (same bytes,
-same code and parameters: the same runs), and the full report is kept only when the runs the app
-parsed from those bytes have the child's cache key (else what was shown is withdrawn and the app
-analyses on its own).
+same code and parameters: the same runs), the full report too, as soon as it comes (while the app
+parses the runs itself: seconds at 10M positions), and it is kept only when the runs the app parsed
+from those bytes have the child's cache key (else what was shown is withdrawn and the app analyses
+on its own).
 Anything else from the child (no output, a crash, garbage) and the app analyses on its own, as
 before. Reports travel as JSON (nothing is unpickled); a float survives the round trip exactly.
 

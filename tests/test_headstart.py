@@ -6,6 +6,7 @@ when the child says nothing useful, and the child never outlives `specterm open`
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from app_fixture import make_fixture_run
@@ -158,6 +159,79 @@ async def test_a_report_of_other_runs_is_withdrawn_once_the_runs_are_parsed(tmp_
     head = Replay([path], FAST, said, {**child.key, "runs": []})
     own = canonical(analysis.analyse([load_run(path)], **FAST).to_dict())
     assert await final_report(make_app([path], head_start=head, **FAST)) == own != canonical(foreign)
+
+
+class PointFirst(SpectermApp):
+    POINT_FIRST_HEADLESS = True  # the point report, then the full one, as on a terminal
+
+
+def held_parse(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """The app's parse of the runs waits for `go` (the test sets it); `parsing` is set when it starts."""
+    from specterm.core import store
+
+    parsing, go = threading.Event(), threading.Event()
+    real = store.load_run
+
+    def slow(*args, **kwargs):
+        parsing.set()
+        assert go.wait(30), "the test never let the parse go on"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store, "load_run", slow)
+    return parsing, go
+
+
+async def settle_until(pilot, ready, seconds: float = 20.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if ready():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the app never got there")
+
+
+@pytest.mark.anyio
+async def test_the_childs_full_report_is_shown_while_the_runs_are_parsed(tmp_path, monkeypatch):
+    """The child's CIs come when it sends them, not once this process has parsed the runs (10M
+    positions: seconds); the parsed runs then confirm them (kept, nothing analysed here)."""
+    path = make_fixture_run(tmp_path)
+    child = HeadStart.start([path], FAST)
+    said = drained(child)
+    expected = canonical(analysis.analyse([load_run(path)], **FAST).to_dict())
+    head = Replay([path], FAST, said, child.key)
+    parsing, go = held_parse(monkeypatch)
+    forbid_analysis(monkeypatch)
+    app = PointFirst([path], head_start=head, **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle_until(pilot, lambda: app.report is not None and not app.ci_pending)
+        assert parsing.is_set() and app.runs is None  # every CI on screen, the runs not parsed yet
+        assert canonical(app.report.to_dict()) == expected
+        go.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.runs is not None and canonical(app.report.to_dict()) == expected and not head.closed
+
+
+@pytest.mark.anyio
+async def test_a_full_report_shown_early_is_withdrawn_when_the_runs_are_not_the_childs(tmp_path, monkeypatch):
+    """The same files key but another content key: the child's full report, shown before the parse,
+    is taken off the screen once the runs are parsed, and the app's own analysis replaces it."""
+    path = make_fixture_run(tmp_path)
+    child = HeadStart.start([path], FAST)
+    said = drained(child)
+    foreign = json.loads(json.dumps(said[-1]["report"]))
+    foreign["sets"]["pooled"]["alpha"] = 0.123456
+    said[-1]["report"] = foreign
+    head = Replay([path], FAST, said, {**child.key, "runs": []})
+    own = canonical(analysis.analyse([load_run(path)], **FAST).to_dict())
+    parsing, go = held_parse(monkeypatch)
+    app = PointFirst([path], head_start=head, **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle_until(pilot, lambda: app.report is not None and not app.ci_pending)
+        assert canonical(app.report.to_dict()) == canonical(foreign) and app.runs is None
+        go.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert canonical(app.report.to_dict()) == own != canonical(foreign) and head.closed
 
 
 @pytest.mark.anyio

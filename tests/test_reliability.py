@@ -11,12 +11,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from specterm import cli
 from specterm.core.errors import SpectermError
 from specterm.core.importer import import_jsonl
 from specterm.core.store import group_runs, pool_runs, single_pair
+from specterm.core.store.records import canonical_json
 from specterm.core.store import (
     BOM,
     CHECKSUM_FIELD,
@@ -312,6 +315,39 @@ def test_a_byte_flipped_to_another_base64_character_is_refused(tmp_path):
     (path / RECORDS_FILE).write_bytes(flipped)
     with pytest.raises(SpectermError, match=r"prompts.jsonl:1: the record does not match its checksum"):
         load_run(path)
+
+
+def canonical_reference(obj) -> bytes:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+# strings that hit the direct path (base64 and bit strings) beside every character JSON escapes:
+# quote, backslash, control characters, DEL, non-ASCII and lone surrogates
+_EDGY = st.text(alphabet=st.sampled_from(list('01AZaz+/= ~"\\\x00\x1f\x7f\x80é\u2028\ud800')), max_size=12)
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(), _EDGY,
+                    st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, categories=None), max_size=6))
+
+
+_KEY = st.one_of(_EDGY, st.sampled_from(["bits", "draft_conf", "n", "id"]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(
+    # a record's kinds of values only (the direct path, unless a string needs escaping)
+    st.dictionaries(_KEY, st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), _EDGY), max_size=6),
+    st.dictionaries(_KEY, st.one_of(_SCALAR, st.lists(_SCALAR, max_size=3), st.dictionaries(_EDGY, _SCALAR, max_size=2)),
+                    max_size=8)))
+def test_canonical_json_is_json_dumps_with_sorted_keys_and_ascii_escapes(obj):
+    """The checksum's canonical form (built directly for plain records) is json.dumps's, byte for byte."""
+    assert canonical_json(obj) == canonical_reference(obj)
+
+
+def test_canonical_json_of_stored_records_and_of_keys_json_cannot_sort():
+    rec = stream(0).to_record()
+    assert canonical_json(rec) == canonical_reference(rec)
+    with pytest.raises(TypeError):  # json.dumps cannot sort str and int keys together: neither can it
+        canonical_json({"a": 1, 2: 3})
+    assert canonical_json({1: "x", 0: None}) == canonical_reference({1: "x", 0: None})
 
 
 @pytest.mark.parametrize("value", [np.nan, np.inf, -0.25, 1.5])
