@@ -66,6 +66,9 @@ class SpectermApp(App[Any]):
     """`analyse(runs)`: the typed report (core/report.py; None until ready)."""
     error: var[str | None] = var(None)
     """One sentence when loading or analysing failed."""
+    load_stage: var[str] = var("")
+    """What the load is doing now (`messages.LoadStage`; "" before its first stage): the line a
+    screen shows while it waits for the report."""
     ci_pending: var[bool] = var(False)
     """True while the report shown holds point estimates only (boot = 0) and the bootstrap runs;
     the screens say "computing CIs" until the full report replaces it."""
@@ -322,6 +325,7 @@ class SpectermApp(App[Any]):
     def start_load(self) -> None:
         """Load and analyse `run_paths` (the pair `model_group`) in the worker, as a new load."""
         self.load_id += 1
+        self.load_stage = ""
         self.load(self.run_paths, self.load_id)
 
     @work(thread=True, exclusive=True, group="analysis", exit_on_error=False, description="load and analyse the runs")
@@ -378,6 +382,8 @@ class SpectermApp(App[Any]):
                     first = parse_meta(files[alias[2]].meta, key_paths[alias[2]] / META_FILE)  # the crumb's pair
                     painted = threading.Event()
                     self.post_message(messages.ReportReady(report, load_id, pair_meta=first, painted=painted))
+        if alias is None and all_runs is None and files is not None:
+            self.post_message(messages.LoadStage(parsing_line(files), load_id))
         head_report = None
         head_complete = False
         if head is not None:
@@ -451,6 +457,8 @@ class SpectermApp(App[Any]):
                     self.post_message(messages.ReportReady(point, load_id, complete=False))
 
             point_first = params["boot"] > 0 and (not self.is_headless or self.POINT_FIRST_HEADLESS)
+            prompts = [x for r in runs for x in r.streams]
+            self.post_message(messages.LoadStage(computing_line(len(prompts), sum(x.n for x in prompts), point_first), load_id))
             report = analyse(runs, gamma=params["gamma"], boot=params["boot"], shuffles=params["shuffles"],
                              seed=params["seed"], on_point=point_ready if point_first else None)
             if worker.is_cancelled:
@@ -482,6 +490,8 @@ class SpectermApp(App[Any]):
         fkey = cache.files_key(files, params, 0) if fkey is None else fkey  # a head start serves pair 0 only
         if said is None or fkey is None or said.get("fkey") != json.loads(json.dumps(fkey)):
             return None
+        if isinstance(said.get("prompts"), int) and isinstance(said.get("positions"), int):
+            self.post_message(messages.LoadStage(computing_line(said["prompts"], said["positions"], point_first), load_id))
         shown = self._head_report(head)
         if shown is not None and not shown[1] and not point_first:
             shown = self._head_report(head)  # the full report only (headless, as the app's own analysis)
@@ -514,6 +524,10 @@ class SpectermApp(App[Any]):
         """The child's full report (after its point estimates), or None when it ends without one."""
         shown = self._head_report(head)
         return shown[0] if shown is not None and shown[1] else None
+
+    def on_load_stage(self, message: messages.LoadStage) -> None:
+        if message.load_id == self.load_id:
+            self.load_stage = message.text
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
         if message.load_id == self.load_id:
@@ -693,6 +707,18 @@ def prewarm_screens() -> None:
             pass
     import specterm.core.cost_ratio
     import specterm.core.optimum  # noqa: F401  (Optimum's throughput curves)
+
+
+def parsing_line(files: "Sequence[RunFiles]") -> str:
+    """The loading line while the runs' files are parsed (here or in the head start's child)."""
+    size = sum(len(f.meta) + len(f.records or b"") for f in files)
+    return f"Parsing the runs ({len(files)} run{'' if len(files) == 1 else 's'}, {size / 1e6:,.1f} MB) ..."
+
+
+def computing_line(prompts: int, positions: int, point_first: bool) -> str:
+    """The loading line while the first report of `prompts` prompts is computed."""
+    what = "the point estimates" if point_first else "the report"
+    return f"Computing {what} of {positions:,} positions in {prompts:,} prompts ..."
 
 
 def make_app(run_paths: Sequence[Path] = (), **kwargs: Any) -> SpectermApp:

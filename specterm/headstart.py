@@ -17,9 +17,10 @@ The child (`python -m specterm.headstart`) reads one JSON request on stdin ({"pa
 "lenient", "use_cache"}) and writes one JSON object per line on stdout (`HeadStart.read` keeps the
 key message as `key` and reads past it):
 
-    {"fkey": ..., "groups": n, "first": i}
+    {"fkey": ..., "groups": n, "first": i, "prompts": p, "positions": t}
         after the runs are parsed: cache.files_key of the bytes it parsed (group 0), the number of
-        model pairs, and the index of the first pair's first run
+        model pairs, the index of the first pair's first run, and that pair's prompts and positions
+        (the loading line while the point estimates are computed)
     {"report": ..., "complete": false}   the point estimates (Report.to_dict), when boot > 0
     {"key": ...}                         cache.cache_key of the first pair's runs
     {"report": ..., "complete": true}    the full report
@@ -180,7 +181,8 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
         groups = group_runs(with_prompts)
         pair = groups[0]
         _send(out, {"fkey": cache.files_key(files, params, 0), "groups": len(groups),
-                    "first": next(i for i, r in enumerate(runs) if r.path == pair[0].path)})
+                    "first": next(i for i, r in enumerate(runs) if r.path == pair[0].path),
+                    "prompts": sum(len(r.streams) for r in pair), "positions": sum(s.n for r in pair for s in r.streams)})
         report = analyse(pair, **params, on_point=lambda point: _send(out, {"report": point.to_dict(), "complete": False}))
         _send(out, {"key": cache.cache_key(pair, params)})  # after the point estimates: not on their way
         _send(out, {"report": report.to_dict(), "complete": True})

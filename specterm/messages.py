@@ -76,6 +76,15 @@ class ReportReady(Message):
 
 
 @dataclass
+class LoadStage(Message):
+    """What the load is doing now (parsing the runs, computing the point estimates), for the line a
+    screen shows while it waits: a 10M-position run takes seconds at each."""
+
+    text: str
+    load_id: int = 0
+
+
+@dataclass
 class LoadFailed(Message):
     """Loading or analysing the runs failed; `error` is one sentence."""
 

@@ -466,3 +466,41 @@ async def test_crumb_names_a_non_torch_engine_first(tmp_path):
             await pilot.pause()
             text = str(app.screen.query_one("#crumb", Static).render())
             assert text.strip().startswith("llama.cpp: ") is prefix, text
+
+
+async def test_the_loading_line_says_what_the_load_is_doing(tmp_path, monkeypatch):
+    """While a screen waits, its line names the stage: parsing the runs (their size on disk), then
+    computing the point estimates (positions and prompts of the runs); each stage is held here."""
+    from specterm.core import store
+
+    path = make_fixture_run(tmp_path)
+    size_mb = sum(f.stat().st_size for f in path.iterdir()) / 1e6
+    streams = store.load_run(path).streams
+    positions, prompts = sum(int(s.bits.size) for s in streams), len(streams)
+    parse_go, analyse_go = threading.Event(), threading.Event()
+    real_load, real_analyse = store.load_run, analysis.analyse
+
+    def held_load(*a, **k):
+        assert parse_go.wait(30)
+        return real_load(*a, **k)
+
+    def held_analyse(*a, **k):
+        assert analyse_go.wait(30)
+        return real_analyse(*a, **k)
+
+    monkeypatch.setattr(store, "load_run", held_load)
+    monkeypatch.setattr(analysis, "analyse", held_analyse)
+    app = point_first_app([path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        parsing = f"Parsing the runs (1 run, {size_mb:,.1f} MB) ..."
+        await until(pilot, lambda: status(app.screen) == parsing, "the parsing line")
+        assert app.screen.query_one("#body").loading
+        parse_go.set()
+        computing = f"Computing the point estimates of {positions:,} positions in {prompts:,} prompts ..."
+        await until(pilot, lambda: status(app.screen) == computing, "the computing line")
+        await pilot.press("3")  # another screen waiting for the same load says the same
+        await until(pilot, lambda: status(app.screen) == computing, "the computing line on Optimum")
+        analyse_go.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.report is not None and not app.ci_pending and status(app.screen) == ""

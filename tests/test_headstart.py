@@ -234,6 +234,43 @@ async def test_a_full_report_shown_early_is_withdrawn_when_the_runs_are_not_the_
         assert canonical(app.report.to_dict()) == own != canonical(foreign) and head.closed
 
 
+class HeldPoint(Replay):
+    """A Replay whose point report (its second message) waits until `go` is set."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.go, self.reads = threading.Event(), 0
+
+    def read(self):
+        self.reads += 1
+        if self.reads == 2:
+            assert self.go.wait(30), "the test never let the child go on"
+        return super().read()
+
+
+@pytest.mark.anyio
+async def test_while_the_child_computes_the_loading_line_says_how_much(tmp_path):
+    """The child's first message counts the pair's prompts and positions; the loading line says them
+    while the point estimates are on their way."""
+    from specterm.screens.base import loading_text
+
+    path = make_fixture_run(tmp_path)
+    child = HeadStart.start([path], FAST)
+    said = drained(child)
+    streams = load_run(path).streams
+    assert (said[0]["prompts"], said[0]["positions"]) == (len(streams), sum(int(s.bits.size) for s in streams))
+    head = HeldPoint([path], FAST, said, child.key)
+    app = PointFirst([path], head_start=head, **FAST)
+    line = f"Computing the point estimates of {said[0]['positions']:,} positions in {said[0]['prompts']:,} prompts ..."
+    async with app.run_test(size=SIZE) as pilot:
+        await settle_until(pilot, lambda: app.load_stage == line)
+        assert app.report is None and loading_text(app) == line
+        head.go.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.report is not None and not app.ci_pending
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("messages", [[], [{"error": "no prompts"}], [{"fkey": None}], ["garbage"]])
 async def test_a_child_with_nothing_useful_leaves_the_analysis_to_the_app(tmp_path, messages):

@@ -99,7 +99,9 @@ class ReportScreen(Screen):
         self._stale = False
         # No `loading = True` here: _state_changed (below) sets the body's loading state in every case, and a
         # screen composed with its report (a cached one) never mounts and removes the indicator.
+        self._waiting = False  # the status line says what the load is doing (`load_stage`)
         self.watch(self.app, "error", self._app_changed, init=False)
+        self.watch(self.app, "load_stage", self._stage_changed, init=False)
         self.watch(self.app, "runs", self._app_runs_changed, init=False)
         self.watch(self.app, "report", self._app_changed, init=False)
         if self.USES_SET:
@@ -157,10 +159,16 @@ class ReportScreen(Screen):
             event.refresh_styles = False  # Screen's own handler runs after this one (Textual walks the MRO)
         self.catch_up()
 
+    def _stage_changed(self, _: Any = None) -> None:
+        """The load's next stage: the status line of a screen waiting for it says so (nothing redrawn)."""
+        if self._waiting:
+            self.query_one("#status", Static).update(loading_text(self.sapp))
+
     def _state_changed(self, _: Any = None) -> None:
         app = self.sapp
         body = self.query_one("#body")
         status = self.query_one("#status", Static)
+        self._waiting = False
         ready = app.report if self.NEEDS_REPORT else app.runs
         if self.NEEDS_CIS and app.ci_pending:
             ready = None
@@ -189,7 +197,8 @@ class ReportScreen(Screen):
                           "when it ends, Enter there opens the results.")
         else:
             body.loading = True
-            status.update("Loading the runs and computing the report ...")
+            self._waiting = True
+            status.update(loading_text(app))
 
     # -- per-pair state -----------------------------------------------------------------------------
     def _switch_pair(self, key: int) -> None:
@@ -344,6 +353,11 @@ class ReportScreen(Screen):
             meta = runs[0].meta
             pair = f"{printable(str(model_spec(meta, 'draft') or '?'))} -> {printable(str(model_spec(meta, 'target') or '?'))}"
         return f"run: {names} · pair: {pair} · {self.crumb_r_text()}"
+
+
+def loading_text(app: SpectermApp) -> str:
+    """The status line while the runs are loaded and analysed: the load's stage once it has one."""
+    return app.load_stage or "Loading the runs and computing the report ..."
 
 
 def ci_pending_text(app: SpectermApp) -> str:
