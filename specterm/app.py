@@ -24,6 +24,7 @@ from textual.worker import Worker, WorkerState
 from specterm import messages
 from specterm.commands import SpectermCommands
 from specterm.core.errors import SpectermError
+from specterm.core.fmt import computing_line, parsing_line
 from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
 from specterm.core.report import POOLED
 from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
@@ -383,7 +384,7 @@ class SpectermApp(App[Any]):
                     painted = threading.Event()
                     self.post_message(messages.ReportReady(report, load_id, pair_meta=first, painted=painted))
         if alias is None and all_runs is None and files is not None:
-            self.post_message(messages.LoadStage(parsing_line(files), load_id))
+            self.post_message(messages.LoadStage(parsing_line(len(files), sum(len(f.meta) + len(f.records or b"") for f in files)), load_id))
         head_report = None
         head_complete = False
         if head is not None:
@@ -707,18 +708,6 @@ def prewarm_screens() -> None:
             pass
     import specterm.core.cost_ratio
     import specterm.core.optimum  # noqa: F401  (Optimum's throughput curves)
-
-
-def parsing_line(files: "Sequence[RunFiles]") -> str:
-    """The loading line while the runs' files are parsed (here or in the head start's child)."""
-    size = sum(len(f.meta) + len(f.records or b"") for f in files)
-    return f"Parsing the runs ({len(files)} run{'' if len(files) == 1 else 's'}, {size / 1e6:,.1f} MB) ..."
-
-
-def computing_line(prompts: int, positions: int, point_first: bool) -> str:
-    """The loading line while the first report of `prompts` prompts is computed."""
-    what = "the point estimates" if point_first else "the report"
-    return f"Computing {what} of {positions:,} positions in {prompts:,} prompts ..."
 
 
 def make_app(run_paths: Sequence[Path] = (), **kwargs: Any) -> SpectermApp:

@@ -242,18 +242,23 @@ def report_cmd(
     from specterm.core.cache import cached_analyse
     from specterm.core.errors import SpectermError
     from specterm.core.export import to_json, to_markdown, to_text
+    from specterm.core.fmt import computing_line, parsing_line
     from specterm.core.store import single_pair
     from specterm.core.store import load_runs
     from specterm.core.text import printable
 
     if format not in REPORT_FORMATS:
         raise SpectermError(f"unknown --format '{format}'; use one of {', '.join(REPORT_FORMATS)}.")
-    loaded = load_runs(runs)
-    for run in loaded:
-        for message in run.warnings:
-            warn(message)
-    report = cached_analyse(single_pair(loaded, note=lambda m: warn(m, "note")), use_cache=not no_cache, gamma=gamma,
-                            boot=boot, shuffles=shuffles, seed=seed)
+    with startup.stderr_status() as say:  # a 10M-position run takes seconds to parse and more to analyse
+        say(parsing_line(len(runs), sum(_run_bytes(p) for p in runs)))
+        loaded = load_runs(runs)
+        for run in loaded:
+            for message in run.warnings:
+                warn(message)
+        pair = single_pair(loaded, note=lambda m: warn(m, "note"))
+        streams = [s for r in pair for s in r.streams]
+        report = cached_analyse(pair, use_cache=not no_cache, gamma=gamma, boot=boot, shuffles=shuffles, seed=seed,
+                                on_compute=lambda: say(computing_line(len(streams), sum(s.n for s in streams))))
     text = {"md": to_markdown, "json": to_json, "text": to_text}[format](report)
     if format != "json":  # JSON escapes control characters itself
         text = printable(text, keep="\n")
@@ -265,6 +270,19 @@ def report_cmd(
         except OSError as exc:
             raise SpectermError(f"cannot write {output} ({exc.strerror}); choose another -o path.") from None
         typer.echo(f"wrote {output}", err=True)
+
+
+def _run_bytes(path: Path) -> int:
+    """The bytes of a run's two files (0 for one that cannot be read: load_runs then says why)."""
+    from specterm.core.store import META_FILE, RECORDS_FILE
+
+    total = 0
+    for name in (META_FILE, RECORDS_FILE):
+        try:
+            total += (Path(path) / name).stat().st_size
+        except OSError:
+            pass
+    return total
 
 
 @app.command("list")

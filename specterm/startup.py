@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, List, Optional
 
@@ -30,6 +31,19 @@ def fail(message: str, code: int = 2) -> None:
 
     typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
     raise typer.Exit(code)
+
+
+@contextmanager
+def stderr_status() -> Iterator[Callable[[str], None]]:
+    """`say(text)` shows `text` as a transient status line on stderr while the block runs, on a
+    terminal only (a pipe or a log gets nothing); the line is gone when the block ends."""
+    if not sys.stderr.isatty():
+        yield lambda text: None
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status("") as status:
+        yield lambda text: status.update(text)
 
 
 def warn(message: str, prefix: str = "warning") -> None:

@@ -292,3 +292,49 @@ def test_a_runs_digest_feeds_the_hash_in_large_chunks_with_the_same_digest(monke
     assert sum(fed) == sum(pieces) > 2 * 2**20
     assert sum(p > 2048 for p in pieces) >= 400  # the reference hands the GIL over hundreds of times
     assert len(fed) <= sum(pieces) // 2**20 + 1  # chunked: once a MiB
+
+
+def test_report_cli_says_its_stages_on_a_terminal(run_path, counted, monkeypatch):
+    """`specterm report` names what it waits for (a status line on a terminal's stderr): parsing the
+    runs (their bytes on disk), then computing the report (positions, prompts), which a cached
+    report skips; the report on stdout is the same."""
+    import contextlib
+
+    from typer.testing import CliRunner
+
+    from specterm import startup
+    from specterm.cli import app
+
+    said: list[str] = []
+
+    @contextlib.contextmanager
+    def recorded():
+        yield said.append
+
+    monkeypatch.setattr(startup, "stderr_status", recorded)
+    size = sum(f.stat().st_size for f in run_path.iterdir())
+    streams = load_run(run_path).streams
+    parsing = f"Parsing the runs (1 run, {size / 1e6:,.1f} MB) ..."
+    computing = f"Computing the report of {sum(s.bits.size for s in streams):,} positions in {len(streams)} prompts ..."
+    args = ["report", str(run_path), "--format", "json", "--boot", "60", "--shuffles", "3", "--seed", "1", "-g", "4"]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0 and said == [parsing, computing]
+    said.clear()
+    second = CliRunner().invoke(app, args)
+    assert second.output == first.output and said == [parsing] and len(counted) == 1
+
+
+def test_the_status_line_is_for_terminals_only(monkeypatch):
+    import io
+
+    from specterm import startup
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, shown in ((io.StringIO(), False), (Terminal(), True)):
+        monkeypatch.setattr("sys.stderr", stream)
+        with startup.stderr_status() as say:
+            say("Parsing the runs (1 run, 0.1 MB) ...")
+        assert ("Parsing the runs (1 run, 0.1 MB) ..." in stream.getvalue()) is shown

@@ -45,7 +45,7 @@ except ImportError:  # pragma: no cover - an interpreter without the builtin mod
     from hashlib import blake2b
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -263,19 +263,21 @@ def _prune(folder: Path, keep: int = MAX_ENTRIES) -> None:
         _remove(p)
 
 
-def cached_analyse(runs: Sequence[Run], *, use_cache: bool = True, **params: Any) -> Report:
+def cached_analyse(runs: Sequence[Run], *, use_cache: bool = True, on_compute: Callable[[], None] | None = None,
+                   **params: Any) -> Report:
     """`analysis.analyse(runs, **params)`, read from the cache when an entry for exactly these runs,
-    parameters and code exists, else computed and stored."""
+    parameters and code exists, else computed (`on_compute` called first) and stored."""
     from specterm.core.analysis import analyse
 
-    if not (use_cache and enabled()):
-        return analyse(list(runs), **params)
-    key = cache_key(runs, params)
-    cached = load(key)
+    key = cache_key(runs, params) if use_cache and enabled() else None
+    cached = load(key) if key is not None else None
     if cached is not None:
         return cached
+    if on_compute is not None:
+        on_compute()
     report = analyse(list(runs), **params)
-    store(key, report)
+    if key is not None:
+        store(key, report)
     return report
 
 

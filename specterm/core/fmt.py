@@ -6,6 +6,7 @@ the scorecard's evidence sentences).
               never "-0.000" (unsigned_zero)
     ci        a 95% CI as "[lo, hi]" ("[n/a]" when a bound is missing)
     est       an Estimate as "value[suffix] [lo, hi]", e.g. "+0.233 [0.19, 0.27]" (SPEC 7's bracket style)
+    parsing_line, computing_line   what a load says while it waits (the TUI's loading line, `report`'s status)
 
 Why here, in core/ and importing nothing of specterm: the scorecard's evidence sentences are part of
 the SPEC 7 JSON, so core code (scorecard.py, economics.py) writes numbers into text too, and it must
@@ -81,3 +82,16 @@ def est(e: HasValueAndCI | None, digits: int = 3, ci_digits: int | None = None, 
     if missing_ci is not None and bounds == f"[{MISSING}]":
         return f"{value} {missing_ci}" if missing_ci else value
     return f"{value} {bounds}"
+
+
+def parsing_line(runs: int, size: int) -> str:
+    """What a load says while it parses `runs` runs of `size` bytes (the TUI's loading line, the
+    report command's status)."""
+    return f"Parsing the runs ({runs} run{'' if runs == 1 else 's'}, {size / 1e6:,.1f} MB) ..."
+
+
+def computing_line(prompts: int, positions: int, point_first: bool = False) -> str:
+    """What a load says while it computes the first report of `prompts` prompts (point_first: the
+    point estimates, whose CIs follow)."""
+    what = "the point estimates" if point_first else "the report"
+    return f"Computing {what} of {positions:,} positions in {prompts:,} prompts ..."
