@@ -92,9 +92,14 @@ class HeadStart:
 
         request = json.dumps({"paths": [str(p) for p in paths], "params": dict(params), "lenient": lenient,
                               "use_cache": use_cache})
+        # The child imports this process's specterm: its folder first on the path, and not the current
+        # directory (-P), where another checkout's specterm would be found first (other code: its
+        # reports would never match this app's files key, so there would be no head start).
+        here = str(Path(__file__).resolve().parents[1])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])}
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "specterm.headstart"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+            proc = subprocess.Popen([sys.executable, "-P", "-m", "specterm.headstart"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True, env=env)
             assert proc.stdin is not None
             proc.stdin.write(request.encode("utf-8") + b"\n")
             proc.stdin.close()

@@ -436,3 +436,18 @@ def test_a_warm_specterm_hands_its_reading_of_the_files_to_the_app(tmp_path, mon
     read_files, fkey, alias = kw["files_read"]
     assert paths == [rel] and "head_start" not in kw and "loaded" not in kw
     assert [f.records for f in read_files] == [f.records for f in files] and alias[0] == json.loads(json.dumps(key))
+
+
+def test_the_child_runs_this_specterm_whatever_the_current_folder_holds(tmp_path, monkeypatch):
+    """Started in a folder holding another `specterm` package (another checkout), the child still
+    imports this one: its files key is this code's, so the app can take its reports."""
+    path = make_fixture_run(tmp_path / "runs")
+    other = tmp_path / "elsewhere" / "specterm"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("raise ImportError('the other checkout')\n")
+    (other / "headstart.py").write_text("raise SystemExit(3)\n")
+    monkeypatch.chdir(other.parent)
+    head = HeadStart.start([path], FAST)
+    first = drained(head)[0]
+    assert first["fkey"] == json.loads(json.dumps(cache.files_key([read_run_files(path)], FAST, 0)))
+    assert head.proc.returncode == 0
