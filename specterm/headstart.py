@@ -13,9 +13,9 @@ the app's first load of those paths (for `specterm`, the readable ones among the
 the first model pair reads it (app.py `load`), and every other load, or a load that finds a cached
 report first, closes it.
 
-The child (`python -m specterm.headstart`) reads one JSON request on stdin ({"paths", "params",
-"lenient", "use_cache"}) and writes one JSON object per line on stdout (`HeadStart.read` keeps the
-key message as `key` and reads past it):
+The child (`CHILD`: `main` of this process's own specterm package) reads one JSON request on stdin
+({"paths", "params", "lenient", "use_cache"}) and writes one JSON object per line on stdout
+(`HeadStart.read` keeps the key message as `key` and reads past it):
 
     {"fkey": ..., "groups": n, "first": i, "prompts": p, "positions": t}
         after the runs are parsed: cache.files_key of the bytes it parsed (group 0), the number of
@@ -66,6 +66,22 @@ def enabled() -> bool:
     return os.environ.get("SPECTERM_HEADSTART", "1").strip().lower() not in ("0", "off", "no", "false")
 
 
+CHILD = """
+import importlib.util, os, sys
+package = sys.argv[1]
+spec = importlib.util.spec_from_file_location("specterm", os.path.join(package, "__init__.py"),
+                                              submodule_search_locations=[package])
+sys.modules["specterm"] = module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+from specterm.headstart import main
+main()
+"""
+"""The child's program (`python -P -c CHILD PACKAGE`): `main` of the specterm package at PACKAGE, this
+process's own, whatever the child's path would find first: `python -m` looked in the current folder
+first, where another checkout's specterm ran other code, whose files key never matched this app's
+(so no head start). The path is left in its order (the package is loaded by its location)."""
+
+
 class HeadStart:
     """The parent's side: the child process, the request it was started with, its messages."""
 
@@ -92,14 +108,10 @@ class HeadStart:
 
         request = json.dumps({"paths": [str(p) for p in paths], "params": dict(params), "lenient": lenient,
                               "use_cache": use_cache})
-        # The child imports this process's specterm: its folder first on the path, and not the current
-        # directory (-P), where another checkout's specterm would be found first (other code: its
-        # reports would never match this app's files key, so there would be no head start).
-        here = str(Path(__file__).resolve().parents[1])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])}
         try:
-            proc = subprocess.Popen([sys.executable, "-P", "-m", "specterm.headstart"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True, env=env)
+            proc = subprocess.Popen([sys.executable, "-P", "-c", CHILD, str(Path(__file__).resolve().parent)],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    close_fds=True)
             assert proc.stdin is not None
             proc.stdin.write(request.encode("utf-8") + b"\n")
             proc.stdin.close()
@@ -205,7 +217,7 @@ def _stop(signum: int, frame: Any) -> None:
 
 
 def main() -> None:
-    """`python -m specterm.headstart`: one request on stdin, the messages on stdout."""
+    """The child (CHILD, or `python -m specterm.headstart`): one request on stdin, the messages on stdout."""
     import signal
 
     signal.signal(signal.SIGTERM, _stop)
