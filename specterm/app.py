@@ -450,6 +450,13 @@ class SpectermApp(App[Any]):
                 cache.store(key, report)
         if report is None:
             report = cache.load(key) if key is not None else None
+        child = self._head_child
+        if report is None and key is not None and head is None and child is not None:
+            # another model pair (`M`): the head start's child analyses it now, or did (for the cache)
+            prompts = [x for r in runs for x in r.streams]
+            self.post_message(messages.LoadStage(computing_line(len(prompts), sum(x.n for x in prompts)), load_id))
+            if child.wait_stored(json.loads(json.dumps(key))):
+                report = cache.load(key)
         if report is None:
             from specterm.core.analysis import analyse
 
@@ -498,6 +505,7 @@ class SpectermApp(App[Any]):
             shown = self._head_report(head)  # the full report only (headless, as the app's own analysis)
         if shown is None:
             return None
+        head.delivered = shown[1]  # once the full report is read, what it says next is for `M`
         try:
             i = int(said["first"])
             first = parse_meta(files[i].meta, paths[i] / META_FILE)  # the crumb's pair
@@ -524,6 +532,7 @@ class SpectermApp(App[Any]):
     def _head_full(self, head: "HeadStart") -> "Report | None":
         """The child's full report (after its point estimates), or None when it ends without one."""
         shown = self._head_report(head)
+        head.delivered = True  # what it says next is for `M` (HeadStart.wait_stored)
         return shown[0] if shown is not None and shown[1] else None
 
     def on_load_stage(self, message: messages.LoadStage) -> None:

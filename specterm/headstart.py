@@ -24,6 +24,8 @@ The child (`CHILD`: `main` of this process's own specterm package) reads one JSO
     {"report": ..., "complete": false}   the point estimates (Report.to_dict), when boot > 0
     {"key": ...}                         cache.cache_key of the first pair's runs
     {"report": ..., "complete": true}    the full report
+    {"stored": ...}                      then, with the cache on, per other model pair: its report is in
+                                         the analysis cache under this key (`wait_stored`)
     {"error": "..."}                     a SpectermError: the app loads on its own and says it
 
 After the full report, when the cache is on, the child analyses the runs' other model pairs and
@@ -49,6 +51,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -93,6 +96,11 @@ class HeadStart:
         self.lenient = lenient
         self.key: Any = None
         """The child's cache key of the first pair's runs, once read (`read`)."""
+        self.delivered = False
+        """Whether the app has read the child's full report (then only "stored" messages follow)."""
+        self.stored: list[Any] = []
+        """The keys of the other pairs' reports the child stored, as far as read (`wait_stored`)."""
+        self._lock = threading.Lock()
 
     @classmethod
     def start(cls, paths: Sequence[Path], params: dict[str, Any], lenient: bool = False,
@@ -143,6 +151,23 @@ class HeadStart:
             self.key = message["key"]
             return self.read()
         return message
+
+    def wait_stored(self, key: Any) -> bool:
+        """Whether the child has stored the report of the runs with cache key `key` (as JSON gives it
+        back) in the analysis cache: its messages are read until it says so or ends. False at once
+        before the app has its full report (`delivered`: the first load still reads the messages).
+        `M` to a pair the child is analysing waits for it instead of analysing it a second time beside
+        it on the two cores. Safe from several loads at once (one reads, the others wait)."""
+        if not self.delivered:
+            return False
+        with self._lock:
+            while key not in self.stored:
+                said = self.read()
+                if said is None:
+                    return False
+                if "stored" in said:
+                    self.stored.append(said["stored"])
+            return True
 
     def close(self) -> None:
         """Stop the child (if it still runs: SIGTERM, which it turns into an exit between two Python
@@ -208,6 +233,7 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
                 key = cache.cache_key(other, params)
                 if cache.load(key) is None:
                     cache.store(key, analyse(other, **params))
+                _send(out, {"stored": key})
     except SpectermError as exc:
         _send(out, {"error": str(exc)})
 

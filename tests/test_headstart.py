@@ -41,7 +41,7 @@ class Replay(HeadStart):
 
     def __init__(self, paths, params, messages, key=None):
         self.paths, self.params, self.messages, self.closed = tuple(paths), dict(params), list(messages), False
-        self.key, self.lenient = key, False
+        self.key, self.lenient, self.delivered, self.stored, self._lock = key, False, False, [], threading.Lock()
 
     def read(self):
         return self.messages.pop(0) if self.messages else None
@@ -451,3 +451,47 @@ def test_the_child_runs_this_specterm_whatever_the_current_folder_holds(tmp_path
     first = drained(head)[0]
     assert first["fkey"] == json.loads(json.dumps(cache.files_key([read_run_files(path)], FAST, 0)))
     assert head.proc.returncode == 0
+
+
+@pytest.mark.anyio
+async def test_m_to_a_pair_the_child_is_analysing_waits_for_it(tmp_path, monkeypatch):
+    """`M` before the child has stored the second pair: the app waits for the child's word (its report
+    is in the cache) instead of analysing the pair a second time beside it, and shows that report."""
+    from edge_runs import two_pairs
+
+    from specterm.core.store import group_runs
+
+    paths = two_pairs(tmp_path)
+    pairs = group_runs([load_run(p) for p in paths])
+    expected = [analysis.analyse(pair, **FAST) for pair in pairs]
+    child = HeadStart.start(paths, FAST, use_cache=False)  # says the first pair only: the rest is played here
+    said = drained(child)
+    second_key = json.loads(json.dumps(cache.cache_key(pairs[1], FAST)))
+
+    class Storing(Replay):
+        """The child's messages, then, once the test lets it, the second pair stored and said so."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.go = threading.Event()
+
+        def read(self):
+            if not self.messages and not self.stored and self.go.wait(30):
+                cache.store(cache.cache_key(pairs[1], FAST), expected[1])
+                self.messages.append({"stored": second_key})
+            return super().read()
+
+    head = Storing(paths, FAST, said, child.key)
+    forbid_analysis(monkeypatch)
+    app = make_app(paths, head_start=head, **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert canonical(app.report.to_dict()) == canonical(expected[0].to_dict())
+        await pilot.press("M")
+        await settle_until(pilot, lambda: app.load_stage.startswith("Computing the report of"))
+        assert app.report is None  # waiting for the child, not analysing (that would fail the test)
+        head.go.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert canonical(app.report.to_dict()) == canonical(expected[1].to_dict())
