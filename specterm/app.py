@@ -417,7 +417,7 @@ class SpectermApp(App[Any]):
             assert files is not None
             all_runs = [load_run(p, f) for p, f in zip(key_paths, files)]
             self.loaded = (key_paths, all_runs)
-        from specterm.core.store import group_runs
+        from specterm.core.store import group_runs, prompts_and_positions
 
         runs = [r for r in all_runs if r.streams]
         if not runs:
@@ -450,13 +450,14 @@ class SpectermApp(App[Any]):
                 cache.store(key, report)
         if report is None:
             report = cache.load(key) if key is not None else None
-        child = self._head_child
-        if report is None and key is not None and head is None and child is not None:
-            # another model pair (`M`): the head start's child analyses it now, or did (for the cache)
-            prompts = [x for r in runs for x in r.streams]
-            self.post_message(messages.LoadStage(computing_line(len(prompts), sum(x.n for x in prompts)), load_id))
-            if child.wait_stored(json.loads(json.dumps(key))):
-                report = cache.load(key)
+        if report is None:
+            counts = prompts_and_positions(runs)  # the loading line's
+            child = self._head_child
+            if key is not None and head is None and child is not None:
+                # another model pair (`M`): the head start's child analyses it now, or did (for the cache)
+                self.post_message(messages.LoadStage(computing_line(*counts), load_id))
+                if child.wait_stored(key):
+                    report = cache.load(key)
         if report is None:
             from specterm.core.analysis import analyse
 
@@ -465,8 +466,7 @@ class SpectermApp(App[Any]):
                     self.post_message(messages.ReportReady(point, load_id, complete=False))
 
             point_first = params["boot"] > 0 and (not self.is_headless or self.POINT_FIRST_HEADLESS)
-            prompts = [x for r in runs for x in r.streams]
-            self.post_message(messages.LoadStage(computing_line(len(prompts), sum(x.n for x in prompts), point_first), load_id))
+            self.post_message(messages.LoadStage(computing_line(*counts, point_first), load_id))
             report = analyse(runs, gamma=params["gamma"], boot=params["boot"], shuffles=params["shuffles"],
                              seed=params["seed"], on_point=point_ready if point_first else None)
             if worker.is_cancelled:
@@ -505,7 +505,6 @@ class SpectermApp(App[Any]):
             shown = self._head_report(head)  # the full report only (headless, as the app's own analysis)
         if shown is None:
             return None
-        head.delivered = shown[1]  # once the full report is read, what it says next is for `M`
         try:
             i = int(said["first"])
             first = parse_meta(files[i].meta, paths[i] / META_FILE)  # the crumb's pair
@@ -532,7 +531,6 @@ class SpectermApp(App[Any]):
     def _head_full(self, head: "HeadStart") -> "Report | None":
         """The child's full report (after its point estimates), or None when it ends without one."""
         shown = self._head_report(head)
-        head.delivered = True  # what it says next is for `M` (HeadStart.wait_stored)
         return shown[0] if shown is not None and shown[1] else None
 
     def on_load_stage(self, message: messages.LoadStage) -> None:

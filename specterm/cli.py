@@ -243,8 +243,7 @@ def report_cmd(
     from specterm.core.errors import SpectermError
     from specterm.core.export import to_json, to_markdown, to_text
     from specterm.core.fmt import computing_line, parsing_line
-    from specterm.core.store import single_pair
-    from specterm.core.store import load_runs
+    from specterm.core.store import load_runs, prompts_and_positions, single_pair
     from specterm.core.text import printable
 
     if format not in REPORT_FORMATS:
@@ -256,9 +255,8 @@ def report_cmd(
             for message in run.warnings:
                 warn(message)
         pair = single_pair(loaded, note=lambda m: warn(m, "note"))
-        streams = [s for r in pair for s in r.streams]
         report = cached_analyse(pair, use_cache=not no_cache, gamma=gamma, boot=boot, shuffles=shuffles, seed=seed,
-                                on_compute=lambda: say(computing_line(len(streams), sum(s.n for s in streams))))
+                                on_compute=lambda: say(computing_line(*prompts_and_positions(pair))))
     text = {"md": to_markdown, "json": to_json, "text": to_text}[format](report)
     if format != "json":  # JSON escapes control characters itself
         text = printable(text, keep="\n")

@@ -97,7 +97,7 @@ class HeadStart:
         self.key: Any = None
         """The child's cache key of the first pair's runs, once read (`read`)."""
         self.delivered = False
-        """Whether the app has read the child's full report (then only "stored" messages follow)."""
+        """Whether the child's full report has been read (`read`; then only "stored" messages follow)."""
         self.stored: list[Any] = []
         """The keys of the other pairs' reports the child stored, as far as read (`wait_stored`)."""
         self._lock = threading.Lock()
@@ -134,32 +134,40 @@ class HeadStart:
         ok_paths = set(mine) <= set(self.paths) if self.lenient else mine == self.paths
         return ok_paths and dict(params) == self.params and group == 0
 
-    def read(self) -> dict[str, Any] | None:
-        """The child's next message; None at its end (it exited, crashed or was closed) or on a line
-        that is not a JSON object. The key message is kept (`key`) and read past."""
+    def _receive(self) -> Any:
+        """The next line of the child's stdout as JSON; None at its end (it exited, crashed or was
+        closed) or on a line that is not JSON."""
         out = self.proc.stdout
         if out is None:
             return None
         try:
             line = out.readline()
-            message = json.loads(line) if line else None
+            return json.loads(line) if line else None
         except (OSError, ValueError):
             return None
+
+    def read(self) -> dict[str, Any] | None:
+        """The child's next message; None at its end or on a line that is not a JSON object. The key
+        message is kept (`key`) and read past; the full report marks the child `delivered`."""
+        message = self._receive()
         if not isinstance(message, dict):
             return None
         if "key" in message:
             self.key = message["key"]
             return self.read()
+        if message.get("complete") is True:
+            self.delivered = True
         return message
 
     def wait_stored(self, key: Any) -> bool:
-        """Whether the child has stored the report of the runs with cache key `key` (as JSON gives it
-        back) in the analysis cache: its messages are read until it says so or ends. False at once
-        before the app has its full report (`delivered`: the first load still reads the messages).
-        `M` to a pair the child is analysing waits for it instead of analysing it a second time beside
-        it on the two cores. Safe from several loads at once (one reads, the others wait)."""
+        """Whether the child has stored the report of the runs with cache key `key` in the analysis
+        cache: its messages are read until it says so or ends. False at once before its full report
+        has been read (`delivered`: until then the first load reads the messages). `M` to a pair the
+        child is analysing waits for it instead of analysing it a second time beside it on the two
+        cores. Safe from several loads at once (one reads, the others wait)."""
         if not self.delivered:
             return False
+        key = json.loads(json.dumps(key))  # as the child's message gives it back
         with self._lock:
             while key not in self.stored:
                 said = self.read()
@@ -215,16 +223,17 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
             files = [read_run_files(p) for p in paths]
             runs = [load_run(p, f) for p, f in zip(paths, files)]
         from specterm.core.analysis import analyse
-        from specterm.core.store import group_runs
+        from specterm.core.store import group_runs, prompts_and_positions
 
         with_prompts = [r for r in runs if r.streams]
         if not with_prompts:
             raise SpectermError("no prompts")  # the app says it in its own words
         groups = group_runs(with_prompts)
         pair = groups[0]
+        prompts, positions = prompts_and_positions(pair)
         _send(out, {"fkey": cache.files_key(files, params, 0), "groups": len(groups),
                     "first": next(i for i, r in enumerate(runs) if r.path == pair[0].path),
-                    "prompts": sum(len(r.streams) for r in pair), "positions": sum(s.n for r in pair for s in r.streams)})
+                    "prompts": prompts, "positions": positions})
         report = analyse(pair, **params, on_point=lambda point: _send(out, {"report": point.to_dict(), "complete": False}))
         _send(out, {"key": cache.cache_key(pair, params)})  # after the point estimates: not on their way
         _send(out, {"report": report.to_dict(), "complete": True})

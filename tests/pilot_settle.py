@@ -148,3 +148,12 @@ def settling(app) -> Iterator[None]:
         yield
     finally:
         textual.app.wait_for_idle, textual.pilot.wait_for_idle = saved
+
+
+async def until(pilot, cond, what: str, tries: int = 400) -> None:
+    """Pause the Pilot 20 ms at a time until cond() holds; fail naming `what` after `tries` pauses."""
+    for _ in range(tries):
+        if cond():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"timed out waiting for {what}")

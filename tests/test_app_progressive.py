@@ -9,6 +9,7 @@ import threading
 
 import pytest
 from app_fixture import META, fixture_streams, make_fixture_run
+from pilot_settle import until
 from textual.widgets import DataTable, Static
 
 from specterm.app import SpectermApp, make_app
@@ -88,14 +89,6 @@ def cells(screen) -> str:
 def status(screen) -> str:
     s = screen.query_one("#status", Static)
     return str(s.render()) if s.display else ""
-
-
-async def until(pilot, cond, what: str, tries: int = 400) -> None:
-    for _ in range(tries):
-        if cond():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def test_point_estimates_paint_first_then_cis(tmp_path, monkeypatch):

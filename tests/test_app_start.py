@@ -11,6 +11,7 @@ import threading
 
 import pytest
 from app_fixture import META, fixture_streams, make_fixture_run
+from pilot_settle import until
 from textual.widgets import DataTable, Static
 
 from specterm import cli
@@ -65,14 +66,6 @@ class Hold:
 
 def cells(screen) -> str:
     return "\n".join(" | ".join(str(c) for c in t.get_row_at(i)) for t in screen.query(DataTable) for i in range(t.row_count))
-
-
-async def until(pilot, cond, what: str, tries: int = 400) -> None:
-    for _ in range(tries):
-        if cond():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_the_start_path_imports_nothing_heavy():

@@ -10,6 +10,7 @@ import threading
 
 import pytest
 from app_fixture import make_fixture_run
+from pilot_settle import until
 
 from specterm.app import SpectermApp, make_app
 from specterm.core import analysis, cache
@@ -43,7 +44,7 @@ class Replay(HeadStart):
         self.paths, self.params, self.messages, self.closed = tuple(paths), dict(params), list(messages), False
         self.key, self.lenient, self.delivered, self.stored, self._lock = key, False, False, [], threading.Lock()
 
-    def read(self):
+    def _receive(self):
         return self.messages.pop(0) if self.messages else None
 
     def close(self):
@@ -181,14 +182,6 @@ def held_parse(monkeypatch) -> tuple[threading.Event, threading.Event]:
     return parsing, go
 
 
-async def settle_until(pilot, ready, seconds: float = 20.0) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if ready():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("the app never got there")
-
-
 @pytest.mark.anyio
 async def test_the_childs_full_report_is_shown_while_the_runs_are_parsed(tmp_path, monkeypatch):
     """The child's CIs come when it sends them, not once this process has parsed the runs (10M
@@ -202,7 +195,7 @@ async def test_the_childs_full_report_is_shown_while_the_runs_are_parsed(tmp_pat
     forbid_analysis(monkeypatch)
     app = PointFirst([path], head_start=head, **FAST)
     async with app.run_test(size=SIZE) as pilot:
-        await settle_until(pilot, lambda: app.report is not None and not app.ci_pending)
+        await until(pilot, lambda: app.report is not None and not app.ci_pending, "every CI", tries=1000)
         assert parsing.is_set() and app.runs is None  # every CI on screen, the runs not parsed yet
         assert canonical(app.report.to_dict()) == expected
         go.set()
@@ -226,7 +219,7 @@ async def test_a_full_report_shown_early_is_withdrawn_when_the_runs_are_not_the_
     parsing, go = held_parse(monkeypatch)
     app = PointFirst([path], head_start=head, **FAST)
     async with app.run_test(size=SIZE) as pilot:
-        await settle_until(pilot, lambda: app.report is not None and not app.ci_pending)
+        await until(pilot, lambda: app.report is not None and not app.ci_pending, "every CI", tries=1000)
         assert canonical(app.report.to_dict()) == canonical(foreign) and app.runs is None
         go.set()
         await app.workers.wait_for_complete()
@@ -241,11 +234,11 @@ class HeldPoint(Replay):
         super().__init__(*args, **kwargs)
         self.go, self.reads = threading.Event(), 0
 
-    def read(self):
+    def _receive(self):
         self.reads += 1
         if self.reads == 2:
             assert self.go.wait(30), "the test never let the child go on"
-        return super().read()
+        return super()._receive()
 
 
 @pytest.mark.anyio
@@ -263,7 +256,7 @@ async def test_while_the_child_computes_the_loading_line_says_how_much(tmp_path)
     app = PointFirst([path], head_start=head, **FAST)
     line = f"Computing the point estimates of {said[0]['positions']:,} positions in {said[0]['prompts']:,} prompts ..."
     async with app.run_test(size=SIZE) as pilot:
-        await settle_until(pilot, lambda: app.load_stage == line)
+        await until(pilot, lambda: app.load_stage == line, "the computing line", tries=1000)
         assert app.report is None and loading_text(app) == line
         head.go.set()
         await app.workers.wait_for_complete()
@@ -475,11 +468,11 @@ async def test_m_to_a_pair_the_child_is_analysing_waits_for_it(tmp_path, monkeyp
             super().__init__(*args, **kwargs)
             self.go = threading.Event()
 
-        def read(self):
+        def _receive(self):
             if not self.messages and not self.stored and self.go.wait(30):
                 cache.store(cache.cache_key(pairs[1], FAST), expected[1])
                 self.messages.append({"stored": second_key})
-            return super().read()
+            return super()._receive()
 
     head = Storing(paths, FAST, said, child.key)
     forbid_analysis(monkeypatch)
@@ -489,7 +482,7 @@ async def test_m_to_a_pair_the_child_is_analysing_waits_for_it(tmp_path, monkeyp
         await pilot.pause()
         assert canonical(app.report.to_dict()) == canonical(expected[0].to_dict())
         await pilot.press("M")
-        await settle_until(pilot, lambda: app.load_stage.startswith("Computing the report of"))
+        await until(pilot, lambda: app.load_stage.startswith("Computing the report of"), "the wait for the child", tries=1000)
         assert app.report is None  # waiting for the child, not analysing (that would fail the test)
         head.go.set()
         await app.workers.wait_for_complete()

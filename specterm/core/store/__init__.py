@@ -96,6 +96,7 @@ if TYPE_CHECKING:
                                           load_run,
                                           load_runs,
                                           load_runs_lenient,
+                                          prompts_and_positions,
                                           split_damaged_tail,
                                           stored_lines,
     )
@@ -138,7 +139,8 @@ _WHERE: dict[str, str] = {
         "RepairResult", "merge_runs", "repair_run", "write_run"
     ), "rewrite"),
     **dict.fromkeys((
-        "Run", "StoredLine", "iter_records", "load_run", "load_runs", "load_runs_lenient", "split_damaged_tail",
+        "Run", "StoredLine", "iter_records", "load_run", "load_runs", "load_runs_lenient", "prompts_and_positions",
+        "split_damaged_tail",
         "stored_lines"
     ), "runs"),
     **dict.fromkeys((
@@ -169,7 +171,8 @@ __all__ = [
     "check_unique", "check_unlocked", "decode_array", "decode_line", "discover_runs", "encode_array", "find_runs",
     "generation_settings", "group_label", "group_runs", "hardware_info", "iter_records", "load_run", "load_runs",
     "load_runs_lenient", "lock_holder", "measurement_key", "merge_runs", "merged_shard_names", "model_key",
-    "model_label", "model_location", "models_dirs", "new_meta", "pair_key", "pair_label", "parse_meta", "pool_runs", "public_model",
+    "model_label", "model_location", "models_dirs", "new_meta", "pair_key", "pair_label", "parse_meta", "pool_runs",
+    "prompts_and_positions", "public_model",
     "read_meta", "read_records_file", "read_run_files", "record_bounds", "record_checksum", "record_line", "repair_run", "resume_conflict",
     "same_measurement", "settings_difference", "sha256_file", "single_pair", "split_damaged_tail", "stored_lines",
     "stream_from_record", "validate_meta", "write_atomic", "write_bytes_atomic", "write_failure",

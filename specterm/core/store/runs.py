@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,11 @@ class Run:
         cost = self.meta.get("cost") or {}
         r = cost.get("r_measured")
         return float(r) if isinstance(r, (int, float)) and not isinstance(r, bool) else None
+
+
+def prompts_and_positions(runs: Sequence[Run]) -> tuple[int, int]:
+    """How many prompts (streams) the runs hold, and how many stored positions in all."""
+    return sum(len(r.streams) for r in runs), sum(s.n for r in runs for s in r.streams)
 
 
 @dataclass
