@@ -438,11 +438,12 @@ class SpectermApp(App[Any]):
         if head is not None:  # shown already: kept when the child's runs are these (their whole key)
             if head_reader is not None:
                 head_reader.join()
-            full = head_report if head_complete else head_full[0]  # the key came before it
+            full = head_report if head_complete else head_full[0]
             own = json.loads(json.dumps(key if key is not None else cache.cache_key(runs, params)))
-            if full is not None and head.key == own:
+            child_key = head.read_key()  # the child sends it after the full report
+            if full is not None and child_key == own:
                 report = full
-            elif head.key is not None and head.key != own:  # the same bytes parsed to other runs: off the screen
+            elif child_key is not None and child_key != own:  # the same bytes parsed to other runs: off the screen
                 self.post_message(messages.ReportReady(None, load_id))
             if report is None:
                 head.close()

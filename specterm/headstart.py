@@ -15,15 +15,16 @@ report first, closes it.
 
 The child (`CHILD`: `main` of this process's own specterm package) reads one JSON request on stdin
 ({"paths", "params", "lenient", "use_cache"}) and writes one JSON object per line on stdout
-(`HeadStart.read` keeps the key message as `key` and reads past it):
+(`HeadStart.read` keeps the key message as `key` and reads past it; `read_key` reads up to it):
 
     {"fkey": ..., "groups": n, "first": i, "prompts": p, "positions": t}
         after the runs are parsed: cache.files_key of the bytes it parsed (group 0), the number of
         model pairs, the index of the first pair's first run, and that pair's prompts and positions
         (the loading line while the point estimates are computed)
     {"report": ..., "complete": false}   the point estimates (Report.to_dict), when boot > 0
-    {"key": ...}                         cache.cache_key of the first pair's runs
     {"report": ..., "complete": true}    the full report
+    {"key": ...}                         cache.cache_key of the first pair's runs (after the full
+                                         report: not on its way, 0.2 s at 10M positions)
     {"stored": ...}                      then, with the cache on, per other model pair: its report is in
                                          the analysis cache under this key (`wait_stored`)
     {"error": "..."}                     a SpectermError: the app loads on its own and says it
@@ -159,6 +160,20 @@ class HeadStart:
             self.delivered = True
         return message
 
+    def read_key(self) -> Any:
+        """The child's cache key of the first pair's runs: `key` once read, else its messages read up to
+        the key message (it follows the full report); None when the child ends or says something else
+        first. Only after the full report has been read (`delivered`), so it never takes a report."""
+        if not self.delivered:
+            return self.key
+        with self._lock:
+            while self.key is None:
+                said = self._receive()
+                if not isinstance(said, dict) or "key" not in said:
+                    break
+                self.key = said["key"]
+        return self.key
+
     def wait_stored(self, key: Any) -> bool:
         """Whether the child has stored the report of the runs with cache key `key` in the analysis
         cache: its messages are read until it says so or ends. False at once before its full report
@@ -235,8 +250,8 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
                     "first": next(i for i, r in enumerate(runs) if r.path == pair[0].path),
                     "prompts": prompts, "positions": positions})
         report = analyse(pair, **params, on_point=lambda point: _send(out, {"report": point.to_dict(), "complete": False}))
-        _send(out, {"key": cache.cache_key(pair, params)})  # after the point estimates: not on their way
         _send(out, {"report": report.to_dict(), "complete": True})
+        _send(out, {"key": cache.cache_key(pair, params)})  # after the reports: not on their way
         if use_cache:  # the other pairs, for `M`: while a person reads the first table, on this core
             for other in groups[1:]:
                 key = cache.cache_key(other, params)

@@ -162,6 +162,41 @@ async def test_a_report_of_other_runs_is_withdrawn_once_the_runs_are_parsed(tmp_
     assert await final_report(make_app([path], head_start=head, **FAST)) == own != canonical(foreign)
 
 
+def test_the_child_sends_its_key_after_the_full_report(tmp_path):
+    """The raw order of the child's messages: files key, point report, full report, then the runs' cache
+    key (computing it, 0.2 s at 10M positions, is not on the full report's way)."""
+    head = HeadStart.start([make_fixture_run(tmp_path)], FAST)
+    assert head is not None
+    kinds = []
+    while (m := head._receive()) is not None:
+        kinds.append(next(k for k in ("fkey", "key") if k in m) if "report" not in m else f"report:{m['complete']}")
+    head.close()
+    assert kinds == ["fkey", "report:False", "report:True", "key"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("same", [True, False])
+async def test_the_key_read_after_the_full_report_keeps_or_withdraws_it(tmp_path, monkeypatch, same):
+    """The key message comes after the full report (none known before): the load reads it once it has
+    parsed the runs; its own key keeps the child's report (stored, nothing analysed here), another key
+    withdraws it and the app's own analysis replaces it."""
+    path = make_fixture_run(tmp_path)
+    child = HeadStart.start([path], FAST)
+    said = drained(child)
+    key = child.key if same else {**child.key, "runs": []}
+    own = analysis.analyse([load_run(path)], **FAST)
+    if same:
+        forbid_analysis(monkeypatch)
+    else:
+        said[-1]["report"] = json.loads(json.dumps(said[-1]["report"]))
+        said[-1]["report"]["sets"]["pooled"]["alpha"] = 0.123456  # other numbers, to see it go
+    head = Replay([path], FAST, [*said, {"key": key}])
+    assert await final_report(make_app([path], head_start=head, **FAST)) == canonical(own.to_dict())
+    assert head.key == json.loads(json.dumps(key)) and not head.messages
+    stored = cache.load(cache.cache_key([load_run(path)], FAST))
+    assert stored is not None and canonical(stored.to_dict()) == canonical(own.to_dict())
+
+
 class PointFirst(SpectermApp):
     POINT_FIRST_HEADLESS = True  # the point report, then the full one, as on a terminal
 
