@@ -147,31 +147,34 @@ class HeadStart:
         except (OSError, ValueError):
             return None
 
-    def read(self) -> dict[str, Any] | None:
-        """The child's next message; None at its end or on a line that is not a JSON object. The key
-        message is kept (`key`) and read past; the full report marks the child `delivered`."""
+    def _next(self) -> dict[str, Any] | None:
+        """The child's next message as it came; None at its end or on a line that is not a JSON object.
+        A key message is kept (`key`), a full report marks the child `delivered`."""
         message = self._receive()
         if not isinstance(message, dict):
             return None
         if "key" in message:
             self.key = message["key"]
-            return self.read()
-        if message.get("complete") is True:
+        elif message.get("complete") is True:
             self.delivered = True
         return message
 
+    def read(self) -> dict[str, Any] | None:
+        """The child's next message other than the key (kept as `key` and read past); None at its end
+        or on a line that is not a JSON object."""
+        while (message := self._next()) is not None and "key" in message:
+            pass
+        return message
+
     def read_key(self) -> Any:
-        """The child's cache key of the first pair's runs: `key` once read, else its messages read up to
-        the key message (it follows the full report); None when the child ends or says something else
-        first. Only after the full report has been read (`delivered`), so it never takes a report."""
+        """The child's cache key of the first pair's runs: `key` once read, else the child's next message,
+        which is the key (it follows the full report); None when the child ends or says something else.
+        Only after the full report has been read (`delivered`), so it never takes a report."""
         if not self.delivered:
             return self.key
         with self._lock:
-            while self.key is None:
-                said = self._receive()
-                if not isinstance(said, dict) or "key" not in said:
-                    break
-                self.key = said["key"]
+            if self.key is None:
+                self._next()
         return self.key
 
     def wait_stored(self, key: Any) -> bool:

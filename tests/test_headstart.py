@@ -66,6 +66,14 @@ def canonical(d: dict) -> str:
     return json.dumps(d, sort_keys=True)
 
 
+def with_foreign_full(said: list[dict]) -> dict:
+    """The child's messages with its full report (the last) replaced by one with other numbers; returns it."""
+    foreign = json.loads(json.dumps(said[-1]["report"]))
+    foreign["sets"]["pooled"]["alpha"] = 0.123456
+    said[-1]["report"] = foreign
+    return foreign
+
+
 def forbid_analysis(monkeypatch) -> None:
     """The app's own analysis fails the test (the child, another process, is not affected)."""
     def no(*a, **k):
@@ -154,9 +162,7 @@ async def test_a_report_of_other_runs_is_withdrawn_once_the_runs_are_parsed(tmp_
     path = make_fixture_run(tmp_path)
     child = HeadStart.start([path], FAST)
     said = drained(child)
-    foreign = json.loads(json.dumps(said[-1]["report"]))  # a report with other numbers
-    foreign["sets"]["pooled"]["alpha"] = 0.123456
-    said[-1]["report"] = foreign
+    foreign = with_foreign_full(said)  # a report with other numbers
     head = Replay([path], FAST, said, {**child.key, "runs": []})
     own = canonical(analysis.analyse([load_run(path)], **FAST).to_dict())
     assert await final_report(make_app([path], head_start=head, **FAST)) == own != canonical(foreign)
@@ -188,8 +194,7 @@ async def test_the_key_read_after_the_full_report_keeps_or_withdraws_it(tmp_path
     if same:
         forbid_analysis(monkeypatch)
     else:
-        said[-1]["report"] = json.loads(json.dumps(said[-1]["report"]))
-        said[-1]["report"]["sets"]["pooled"]["alpha"] = 0.123456  # other numbers, to see it go
+        with_foreign_full(said)  # other numbers, to see it go
     head = Replay([path], FAST, [*said, {"key": key}])
     assert await final_report(make_app([path], head_start=head, **FAST)) == canonical(own.to_dict())
     assert head.key == json.loads(json.dumps(key)) and not head.messages
@@ -246,9 +251,7 @@ async def test_a_full_report_shown_early_is_withdrawn_when_the_runs_are_not_the_
     path = make_fixture_run(tmp_path)
     child = HeadStart.start([path], FAST)
     said = drained(child)
-    foreign = json.loads(json.dumps(said[-1]["report"]))
-    foreign["sets"]["pooled"]["alpha"] = 0.123456
-    said[-1]["report"] = foreign
+    foreign = with_foreign_full(said)
     head = Replay([path], FAST, said, {**child.key, "runs": []})
     own = canonical(analysis.analyse([load_run(path)], **FAST).to_dict())
     parsing, go = held_parse(monkeypatch)
