@@ -14,6 +14,7 @@ from textual.events import ScreenResume
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
+from specterm.compat_textual import styles_current
 from specterm.core.params import R_DEFAULT
 from specterm.core.text import printable
 from specterm.widgets.columns import fit_text
@@ -51,6 +52,13 @@ class ReportScreen(Screen):
         Binding("g", "cursor_end(0)", "top", show=False, id="nav.top", tooltip="Cursor to the first row (vim g)"),
         Binding("G", "cursor_end(1)", "bottom", show=False, id="nav.bottom", tooltip="Cursor to the last row (vim G)"),
     ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._stale = False
+        """True while hidden with older data than the app holds (`stale`)."""
+        self._shown_report: Report | None = None
+        """The report the screen last showed (a runs-only change then redraws just the breadcrumb)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every subclass's show_report also refreshes the breadcrumb line (pair · corpus · r)."""
@@ -96,7 +104,6 @@ class ReportScreen(Screen):
         self._shown_width: int | None = None
         self.title = "specterm"
         self.sub_title = self.SCREEN_TITLE
-        self._stale = False
         # No `loading = True` here: _state_changed (below) sets the body's loading state in every case, and a
         # screen composed with its report (a cached one) never mounts and removes the indicator.
         self._waiting = False  # the status line says what the load is doing (`load_stage`)
@@ -106,7 +113,8 @@ class ReportScreen(Screen):
         self.watch(self.app, "report", self._app_changed, init=False)
         if self.USES_SET:
             self.watch(self.app, "set_name", self._app_set_changed, init=False)
-        self._state_changed()  # also when mounted hidden (the app's idle pass): that is the point
+        if self.app.is_running:  # not while quitting: Textual may prune the screen's widgets before its Mount
+            self._state_changed()  # also when mounted hidden (the app's idle pass): that is the point
 
     # -- hidden screens catch up when shown (or when the app is idle) ---------------------------------
     def _app_changed(self, _: Any = None) -> None:
@@ -123,7 +131,7 @@ class ReportScreen(Screen):
         its breadcrumb; anything else redraws as for any change."""
         app = self.sapp
         if (self.is_current and self.NEEDS_REPORT and app.report is not None and not app.ci_pending
-                and getattr(self, "_shown_report", None) is app.report):
+                and self._shown_report is app.report):
             self.update_crumb()
             return
         self._app_changed()
@@ -138,7 +146,7 @@ class ReportScreen(Screen):
     @property
     def stale(self) -> bool:
         """True while a hidden screen shows older data than the app holds."""
-        return getattr(self, "_stale", False)
+        return self._stale
 
     def catch_up(self) -> None:
         """Redraw from the app's current runs and report (a hidden screen, before it is shown)."""
@@ -155,7 +163,7 @@ class ReportScreen(Screen):
         the screen's `_css_update_count` is behind the app's, as it is after `t`. So the restyle is
         skipped when the counts agree, and done as Textual would otherwise; it was most of a revisit
         (36-122 ms of CPU per switch, against 7-27 without it)."""
-        if getattr(self, "_css_update_count", None) == getattr(self.app, "_css_update_count", object()):
+        if styles_current(self, self.app):
             event.refresh_styles = False  # Screen's own handler runs after this one (Textual walks the MRO)
         self.catch_up()
 
