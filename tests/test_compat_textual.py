@@ -83,12 +83,12 @@ async def test_a_footer_marked_ready_composes_its_keys_at_once():
     async with app.run_test() as pilot:
         await pilot.pause()
         footer = app.query_one(Footer)
-        assert footer._bindings_ready  # noqa: SLF001  (Textual's own flag, which the helper sets)
+        assert footer._bindings_ready  # Textual's own flag, which the helper sets
         fresh = Footer()
-        assert not fresh._bindings_ready  # noqa: SLF001
-        assert [w for w in fresh.compose()] == []  # not ready: Textual composes no keys
+        assert not fresh._bindings_ready
+        assert list(fresh.compose()) == []  # not ready: Textual composes no keys
         compat.mark_footer_ready(fresh)
-        assert fresh._bindings_ready  # noqa: SLF001
+        assert fresh._bindings_ready
 
 
 def private_uses(source: str) -> set[str]:

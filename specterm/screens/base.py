@@ -64,22 +64,22 @@ class ReportScreen(Screen):
         """Every subclass's show_report also refreshes the breadcrumb line (pair · corpus · r)."""
         super().__init_subclass__(**kwargs)
         show = cls.__dict__.get("show_report")
-        if show is not None and not getattr(show, "_with_crumb", False):
+        if show is not None and not getattr(show, "adds_crumb", False):
             @functools.wraps(show)
             def with_crumb(self: "ReportScreen", report: Any) -> None:
                 show(self, report)
                 self.update_crumb()
 
-            with_crumb._with_crumb = True  # type: ignore[attr-defined]
+            with_crumb.adds_crumb = True  # type: ignore[attr-defined]
             cls.show_report = with_crumb  # type: ignore[method-assign]
         show_runs = cls.__dict__.get("show_runs")
-        if show_runs is not None and not getattr(show_runs, "_with_crumb", False):
+        if show_runs is not None and not getattr(show_runs, "adds_crumb", False):
             @functools.wraps(show_runs)
             def runs_with_crumb(self: "ReportScreen", runs: Any) -> None:
                 show_runs(self, runs)
                 self.update_crumb()
 
-            runs_with_crumb._with_crumb = True  # type: ignore[attr-defined]
+            runs_with_crumb.adds_crumb = True  # type: ignore[attr-defined]
             cls.show_runs = runs_with_crumb  # type: ignore[method-assign]
 
     @property
