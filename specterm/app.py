@@ -178,10 +178,12 @@ class SpectermApp(App[Any]):
         self._idle_scheduled = False
         if self.report is None or self.ci_pending or self.runs is None or not self.is_running:  # not while quitting
             return
+        from specterm.screens.base import ReportScreen  # imported by now: a report is shown
+
         stacks = compat_textual.screen_stacks(self)
         for stack in stacks.values():
             for screen in stack:
-                if screen is not self.screen and getattr(screen, "stale", False):
+                if screen is not self.screen and isinstance(screen, ReportScreen) and screen.stale:
                     screen.catch_up()
                     self.schedule_idle_work()
                     return
@@ -233,7 +235,7 @@ class SpectermApp(App[Any]):
         # shown before that would be drawn twice. Reading them initializes them now, with no screen yet.
         for name in ("runs", "report", "error", "ci_pending", "set_name"):
             getattr(self, name)
-        self.on_report_ready(messages.from_load(shown))
+        self.on_report_ready(messages.report_ready(shown))
 
     def show_first_screen(self, mode: str | None = None) -> None:
         """Show the first screen (`mode`, else `initial`), once: when the report (or an error)
@@ -284,8 +286,10 @@ class SpectermApp(App[Any]):
         from textual.worker import get_current_worker
 
         worker = get_current_worker()
-        self.loading.load(paths, load_id, self.model_group, lambda event: self.post_message(messages.from_load(event)),
-                          lambda: worker.is_cancelled)
+        def post(event: loading.Event) -> None:
+            self.post_message(messages.from_load(event))
+
+        self.loading.load(paths, load_id, self.model_group, post, lambda: worker.is_cancelled)
 
     def on_unmount(self) -> None:
         self.loading.close()  # the head start's child may still be analysing (the other pairs, for M)

@@ -102,5 +102,10 @@ def from_load(event: loading.Event) -> Message:
         return LoadStage(event.text, event.load_id)
     if isinstance(event, loading.Parsed):
         return RunsLoaded(event.runs, event.load_id, groups=event.groups)
-    return ReportReady(event.report, event.load_id, complete=event.complete, pair_meta=event.pair_meta,
-                       painted=event.painted, groups=event.groups)
+    return report_ready(event)
+
+
+def report_ready(shown: loading.Shown) -> ReportReady:
+    """The ReportReady message of a report a load shows (or withdraws)."""
+    return ReportReady(shown.report, shown.load_id, complete=shown.complete, pair_meta=shown.pair_meta,
+                       painted=shown.painted, groups=shown.groups)

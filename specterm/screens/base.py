@@ -8,13 +8,14 @@ import math
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.events import ScreenResume
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
 from specterm.compat_textual import styles_current
+from specterm.core.errors import SpectermError
 from specterm.core.params import R_DEFAULT
 from specterm.core.text import printable
 from specterm.widgets.columns import fit_text
@@ -186,10 +187,10 @@ class ReportScreen(Screen):
             if status.display:
                 status.update(ci_pending_text(app))
             self._switch_pair(app.pair_key)
-            if self.NEEDS_REPORT:
+            if self.NEEDS_REPORT and app.report is not None:  # `ready`
                 self.show_report(app.report)
                 self._shown_report = app.report
-            else:
+            elif app.runs is not None:
                 self.show_runs(app.runs)
             return
         status.display = True
@@ -309,10 +310,13 @@ class ReportScreen(Screen):
         """For NEEDS_REPORT = False screens: fill from the loaded runs."""
 
     # -- helpers for subclasses -----------------------------------------------------------------
-    def current_set(self, report: Report) -> tuple[str, SetReport | None]:
+    def current_set(self, report: Report) -> tuple[str, SetReport]:
         """The set the app shows (report.set_or_default's fallback) and its report."""
         name = report.set_or_default(self.sapp.set_name)
-        return name, report.sets.get(name)
+        current = report.sets.get(name)
+        if current is None:  # every report holds its pooled set (a load refuses runs without prompts)
+            raise SpectermError("The report holds no set to show; open runs with finished prompts.")
+        return name, current
 
     def set_label(self) -> str:
         names = [safe(n) for n in self.sapp.set_names]
@@ -345,7 +349,10 @@ class ReportScreen(Screen):
     def export_markdown(self) -> str:
         """What `e` writes: this screen's sections of export.markdown_tables, each under its title
         as in `specterm report --format md`, the first headed by the context (run · pair · r)."""
-        return screen_markdown(self.sapp.report, self.EXPORT_SECTIONS, self.export_context())
+        report = self.sapp.report
+        if report is None:  # the app's export actions check first
+            raise SpectermError("The report is not ready yet; try again when the tables show.")
+        return screen_markdown(report, self.EXPORT_SECTIONS, self.export_context())
 
     def export_stem(self) -> str:
         """The default file name for `e` (without .md): specterm-<screen>-<draft>-<target>."""
@@ -414,7 +421,7 @@ def pair_slug(runs: Sequence[Any]) -> str:
     return "-".join(parts)
 
 
-def set_bindings(screen: str) -> list[Binding]:
+def set_bindings(screen: str) -> list[BindingType]:
     """`c` / `C`: the next / previous set (corpus or pooled), for USES_SET screens."""
     return [
         Binding("c", "app.cycle_set(1)", "corpus", id=f"{screen}.corpus", tooltip="Next corpus (or pooled)"),
@@ -441,7 +448,7 @@ def step_value(values: Sequence[float], current: float, step: int) -> float:
     return smaller[-1] if smaller else values[0]
 
 
-class RStepping:
+class RStepping(ReportScreen):
     """Keys for the cost ratio r of a ReportScreen: `-`/`+` step through `r_choices(report)`, `m`
     goes back to the measured r. It starts at the measured r, else at the choice nearest R_DEFAULT.
     Subclasses define `r_choices` and `measured_r`."""
