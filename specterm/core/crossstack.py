@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from specterm.core.blockwalk import block_accepts, block_counts
+from specterm.core.fmt import MISSING
 from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve
 from specterm.core.params import BOOT, SEED
 from specterm.core.store import Run, Stream
@@ -261,7 +262,7 @@ def _test_dict(t: HistTest | None) -> dict[str, Any] | None:
 
 def _f(x: Any, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
+        return MISSING
     return f"{x:.{digits}f}"
 
 
@@ -289,7 +290,7 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
             gap = (r["real_tokens_per_call"] / r["walk_b_same_prompts"] - 1) * 100 if r.get("real_tokens_per_call") else None
             lines.append(f"| {name} | {g} | {_f(r.get('walk_a'))} | {_f(r.get('walk_b'))} | {_f(r.get('walk_b_all'))} "
                          f"| {_f(r.get('real_tokens_per_call'))} "
-                         f"| {_f(r.get('walk_b_same_prompts'))} | {_f(gap, 1) + '%' if gap is not None else '-'} "
+                         f"| {_f(r.get('walk_b_same_prompts'))} | {_f(gap, 1) + '%' if gap is not None else MISSING} "
                          f"| {r.get('real_prompts', 0)} ({r.get('real_identical', 0)}) |")
     lines += ["", f"Accepted-run histogram at g = {hist_gamma} (blocks with K = 0..{hist_gamma}); {cs['test']}.", "",
               f"| corpus | real {b} | walk on {b} bits | walk on {a} bits | real vs walk {b}: chi2 (dof), p | real vs walk {a}: chi2 (dof), p |",
@@ -300,7 +301,7 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
             continue
 
         def t(x: dict[str, Any] | None) -> str:
-            return "-" if x is None else f"{x['chi2']:.2f} ({x['dof']}), {x['p']:.3g}"
+            return MISSING if x is None else f"{x['chi2']:.2f} ({x['dof']}), {x['p']:.3g}"
 
         lines.append(f"| {name} | {r['hist_real']} | {r['hist_walk_b']} | {r['hist_walk_a']} | "
                      f"{t(r['test_real_vs_walk_b'])} | {t(r['test_real_vs_walk_a'])} |")

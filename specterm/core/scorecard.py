@@ -40,8 +40,8 @@ import numpy as np
 
 from specterm.core import economics
 from specterm.core import verdict as vd
-from specterm.core.fmt import fmt
-from specterm.core.params import R_GRID
+from specterm.core.fmt import MISSING, fmt
+from specterm.core.params import R_GRID, STEADY_FROM
 from specterm.core.report import MEASUREMENT, Estimate, ScoreRow, SetReport, SteadyState
 
 PREDICTIONS = {
@@ -66,7 +66,6 @@ P2_RANGE = (2.1, 24.0)
 P3_GAP_RANGE = (1.0, 3.0)
 P4_RANGE = (0.033, 0.051)
 P5_ALPHA = 0.05
-STEADY_FROM = 32  # SPEC 4: the steady state is positions t >= 32
 
 
 def _f(x: float | None) -> float:
@@ -179,9 +178,9 @@ def _direction_text(what: str, cis: Mapping[str, tuple[float, float]], bound: fl
 
 def _steady_text(outcome: str | None, detail: str) -> str:
     if outcome is None:
-        return "; steady state (t >= 32): n/a"
+        return f"; steady state (t >= {STEADY_FROM}): {MISSING}"
     word = {vd.HOLDS: "holds", vd.NOT_REPRODUCED: "falsified"}.get(outcome, "inconclusive")
-    return f"; steady state (t >= 32): {word} ({detail})"
+    return f"; steady state (t >= {STEADY_FROM}): {word} ({detail})"
 
 
 def _corpus_rule(sets: Mapping[str, SetReport], corpora: list[str], key: Callable[[SetReport | SteadyState], Estimate],
