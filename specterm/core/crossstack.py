@@ -314,19 +314,19 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
               "|---|---|---|---|---|---|"]
 
     def sign(x: bool | None) -> str:
-        return "n/a" if x is None else "sign held" if x else "sign wrong"
+        return MISSING if x is None else "sign held" if x else "sign wrong"
 
     def check(c: dict[str, Any]) -> str:
         dp = c.get("decision_predicted") or {}
         ci = dp.get("ci") or [None, None]
-        inside = "n/a" if c.get("in_ci") is None else "in" if c["in_ci"] else "out"
+        inside = MISSING if c.get("in_ci") is None else "in" if c["in_ci"] else "out"
         return (f"g={c['gamma']}: {c['realized']:.2f}x ({_f(dp.get('value'), 2)}x [{_f(ci[0], 2)}, {_f(ci[1], 2)}], "
                 f"{inside}, {sign(c.get('sign_held'))}; {c['prompts']} prompts)")
 
     for name, e in cs["corpora"].items():
         for eng, d in ((a, e["decision_a"]), (b, e["decision_b"])):
             if not d.get("measured"):
-                lines.append(f"| {name} | {eng} | - | - | no measured costs | - |")
+                lines.append(f"| {name} | {eng} | {MISSING} | {MISSING} | no measured costs | {MISSING} |")
                 continue
             ci = d.get("speedup_hw_ci") or [None, None]
             conf = "; ".join(check(c) for c in d.get("confirmed", [])) or "not confirmed"
