@@ -38,7 +38,7 @@ class KeyFooter(Footer):
         super().__init__(*args, **kwargs)
         self._shown: tuple[Any, ...] | None = None
         """The signature of the keys shown (None until composed)."""
-        self._composed = False
+        self._keys_composed = False
         """Whether compose has drawn the keys (then an update with the same signature has nothing to draw)."""
 
     def compose(self) -> ComposeResult:
@@ -50,7 +50,7 @@ class KeyFooter(Footer):
         waits for its screen's first bindings update, whose recompose (mount, layout, a second
         frame) came after the first table was painted."""
         mark_footer_ready(self)
-        self._composed = True
+        self._keys_composed = True
         self._shown = (self.compact, self.show_command_palette, bindings_signature(self.screen))
         for widget in super().compose():
             if isinstance(widget, FooterKey) and has_reactive(widget, "compact"):
@@ -61,7 +61,7 @@ class KeyFooter(Footer):
     def bindings_changed(self, screen: Screen) -> None:
         if screen.app.app_focus and self.is_attached and screen is self.screen:
             signature = (self.compact, self.show_command_palette, bindings_signature(screen))
-            if self._composed and signature == self._shown:
+            if self._keys_composed and signature == self._shown:
                 return
             self._shown = signature
         super().bindings_changed(screen)
