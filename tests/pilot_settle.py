@@ -44,6 +44,8 @@ from time import monotonic
 
 from textual.worker import WorkerState
 
+from specterm import compat_textual
+
 READY = " ready callbacks in the event loop"
 SCREEN_PENDING = ("_layout_required", "_scroll_required", "_repaint_required", "_recompose_required",
                   "_dirty_widgets", "_callbacks")
@@ -51,7 +53,7 @@ SCREEN_PENDING = ("_layout_required", "_scroll_required", "_repaint_required", "
 
 def _pumps(app) -> Iterator:
     yield app
-    for stack in getattr(app, "_screen_stacks", {}).values():
+    for stack in compat_textual.screen_stacks(app).values():
         yield from stack
     yield from list(app._registry)
 

@@ -12,6 +12,7 @@ from app_fixture import META, fixture_streams, make_fixture_run
 from pilot_settle import until
 from textual.widgets import DataTable, Static
 
+from specterm import compat_textual
 from specterm.app import SpectermApp, make_app
 from specterm.core import analysis
 from specterm.core.report import Estimate
@@ -389,17 +390,17 @@ async def test_idle_pass_mounts_every_screen_and_hidden_screens_catch_up_after_m
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
         def crumb(m: str) -> str:
-            found = app._screen_stacks[m][0].query("#crumb")  # composed and mounted a step after _init_mode
+            found = compat_textual.screen_stacks(app)[m][0].query("#crumb")  # composed and mounted a step after _init_mode
             return str(found.first(Static).render()) if found else ""
 
         # every screen mounted and filled: the last one's mount runs a moment after the idle step that started it
-        await until(pilot, lambda: all(m in app._screen_stacks and crumb(m) for m in modes), "every screen mounted")
+        await until(pilot, lambda: all(m in compat_textual.screen_stacks(app) and crumb(m) for m in modes), "every screen mounted")
         assert app.current_mode == "overview"
         crumbs = {m: crumb(m) for m in modes}
         assert all("target" in c and "bigtarget" not in c for c in crumbs.values()), crumbs
         await pilot.press("M")
         await until(pilot, lambda: app.report is not None and not app.ci_pending, "pair b")
-        hidden = [app._screen_stacks[m][0] for m in modes if m != "overview"]
+        hidden = [compat_textual.screen_stacks(app)[m][0] for m in modes if m != "overview"]
         await until(pilot, lambda: not any(s.stale for s in hidden), "hidden screens redrawn in the idle pass")
         for screen in hidden:
             assert "bigtarget" in str(screen.query_one("#crumb", Static).render())
