@@ -172,6 +172,31 @@ def confirm_cmd(
     confirm_command(**params)
 
 
+@app.command("costs")
+def costs_cmd(
+    run: Path = typer.Argument(
+        ..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads per forward (default: 1 on a machine with <= 2 cores, else every core); recorded."),
+    device: Optional[str] = typer.Option(None, "--device", help="torch: auto|cpu|cuda|mps (default: the run's device)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="torch: float32|bfloat16|float16 (default: the run's dtype)."),
+    target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
+    draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
+    batch: bool = typer.Option(False, "--batch", help="Also time the by-batch grid (B = 1, 2, 4, 8) for the batch crossover."),
+    max_rounds: int = typer.Option(12, "--max-rounds", help="Timed rounds at most (the first 3 time the whole g curve)."),
+    max_seconds: float = typer.Option(600.0, "--max-seconds", help="Seconds of timing at most (model loading not counted)."),
+    busy_ok: bool = typer.Option(False, "--busy-ok", help="Keep timing on a busy machine (the profile is marked busy and every verdict from it says so)."),
+    quiet_wait: float = typer.Option(120.0, "--quiet-wait", help="Seconds to wait for a busy machine to be quiet before giving up."),
+) -> None:
+    """Measure a cost profile of this machine (costs + CPU/GPU, threads, engine, load) and add it to the run.
+
+    Times c_decode, c_verify(g) for g = 1..16 and c_draft in the run's engine, until every corpus's verdict and
+    g_hw are settled by the costs (or a cap). The run's decision on this machine then uses it; other profiles stay."""
+    from specterm.engines.costs import costs_command
+
+    costs_command(run=run, threads=threads, device=device, dtype=dtype, target=target, draft=draft, batch=batch,
+                  max_rounds=max_rounds, max_seconds=max_seconds, busy_ok=busy_ok, quiet_wait=quiet_wait)
+
+
 @app.command("crossstack")
 def crossstack_cmd(
     run_a: Path = typer.Argument(..., help="The reference run (e.g. streams/qwen2.5-coder-0.5b-1.5b, torch)."),
