@@ -540,7 +540,8 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
         rep.position = position_report(p.positions[name], W, resampled_position[name])
         rep.sampling = sampling_report(p.samplings[name], W, resampled_sampling[name])
         idx = sorted({i for _, i in members})
-        shown = _label(p.profiles, idx, shown_ids[idx[0]]) if members and shown_ids[idx[0]] is not None else None
+        first = shown_ids[idx[0]] if members else None
+        shown = _label(p.profiles, idx, first) if first is not None else None
         rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed, R, profile=shown,
                                            matches=shown is not None and all(p.profiles[i].matches for i in idx))
         rep.decision_by_profile = by_profile(rep, name, members, sums, W, R)
