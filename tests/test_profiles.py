@@ -321,3 +321,18 @@ def test_machine_defaults():
     assert machine_mod.default_threads(2) == 1 and machine_mod.default_threads(1) == 1
     assert machine_mod.default_threads(16) == 16
     assert machine_mod.short_device_name("Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz") == "Intel Xeon Gold 6338"
+
+
+def test_confirm_measures_a_profile_first_only_where_none_matches(tmp_path, monkeypatch):
+    from specterm import cli
+    from specterm.engines import costs as C
+
+    path = write_run(tmp_path / "legacy", legacy_meta(), fixture_streams())
+    called = []
+    monkeypatch.setattr(C, "costs_command", lambda **kw: called.append(kw["run"]))
+    monkeypatch.setenv("SPECTERM_MACHINE_CPU", EPYC)  # the EPYC profile matches: confirm goes straight on
+    cli._profile_first(path, None, None, None, None, None)
+    assert called == []
+    monkeypatch.setenv("SPECTERM_MACHINE_CPU", "AMD Ryzen 9")  # no profile of this machine: measured first
+    cli._profile_first(path, None, None, None, None, None)
+    assert called == [path]
