@@ -1,8 +1,9 @@
 """The specterm Textual app: one screen per view (as modes, mounted on first visit), global keys,
-the command palette, export, and the workers that load runs, analyse them and run the oracle.
+the command palette, export, and the worker that loads and analyses the runs.
 
-`make_app` is the one factory the CLI and the tests share. Nothing here computes a statistic:
-`specterm.core.analysis.analyse` does, in a thread worker, and the screens read its report.
+`make_app` is the one factory the CLI and the tests share. The app paints: loading (the cache alias,
+the head start, point estimates then CIs, withdrawal) is specterm/loading.py's, whose events come
+here as messages; `specterm.core.analysis.analyse` computes, and the screens read its report.
 """
 
 from __future__ import annotations
