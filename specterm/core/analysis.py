@@ -49,6 +49,7 @@ numpy's OpenBLAS runs on one thread and glibc keeps freed memory for reuse
 from __future__ import annotations
 
 import zlib
+from collections import Counter
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -68,9 +69,9 @@ from specterm.core.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, R
                                     confirming, decision_check, decision_hw, q3_costs, run_cost_uncertainty,
                                     run_curve_and_confirmations)
 from specterm.core.hardware.decision import verdict_sign_held
-from specterm.core.optimum import optimum_table, r_values
+from specterm.core.optimum import optimum_table, p3_shares, r_values
 from specterm.core.parallel import analysis_threads, contiguous_parts, kept_heap, one_blas_thread, run_all, submit
-from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
+from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, EXACT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bin_width_for, bins_needed, position_report, position_sums
 from specterm.core.report import (
@@ -280,7 +281,8 @@ def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]
     out = decision_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve,
                       r_fallback=r_or_default(rep.r_measured) if curve is None else None,
                       phi_true=phi, confirmed=confirmed, note=note, E_boot=E_boot, reps=u.reps,
-                      batch=u.batch, batch_reps=u.batch_reps, batch_fwd_reps=u.batch_fwd_reps)
+                      batch=u.batch, batch_reps=u.batch_reps, batch_fwd_reps=u.batch_fwd_reps,
+                      n_prompts=min(Counter(s.corpus for s, _ in members).values()))
     out.confirmed_batch = batched_rows(confs, name) if curve is not None else []
     for row in out.confirmed:
         if row.gamma == out.gamma_hw and row.sign_held is not None:
@@ -350,8 +352,8 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     for name, value in (("--gamma", gamma), ("depth gamma", depth_gamma)):
         if not 1 <= value <= GAMMA_MAX:
             raise SpectermError(f"{name} must be between 1 and {GAMMA_MAX}, got {value}.")
-    if boot < 0 or shuffles < 0:
-        raise SpectermError("--boot and --shuffles must be 0 or more.")
+    if boot < 0 or shuffles < EXACT:
+        raise SpectermError("--boot must be 0 or more and --shuffles -1 (exact), 0 (no split) or more.")
     entries = [(s, i) for i, run in enumerate(runs) for s in run.streams]
     if not entries:
         raise SpectermError("the runs hold no prompts yet; run `specterm run` or `specterm import` first.")
@@ -450,6 +452,7 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
         sums, W, members = groups[name]
         R = W @ sums.M  # resampled once, read by set_report and the hardware decision
         rep = set_report(sums, W, [run_r[i] for _, i in members], R)
+        rep.optimum_shares = p3_shares(R, sums.cols)
         r = r_of[name]  # = r_or_default(rep.r_measured)
         rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name], resampled=resampled_policy[name])
         rep.cost_ratio = cost_ratio_optimum(rep, r, ridge=DEFAULT_RIDGE)

@@ -254,6 +254,13 @@ def _x_ci(value: Any, ci_: Any) -> str:
 VERDICT_WORDS = {"speculate": "speculate", "do_not_speculate": "do not speculate", "no_reliable_gain": "no reliable gain"}
 
 
+def verdict_words(d: Any) -> str:
+    """A decision's verdict in words: VERDICT_WORDS of its kind, or "too few prompts (n = K; needs M)"."""
+    if d.verdict_kind == "too_few_prompts":
+        return str(d.verdict).split(":")[0]
+    return VERDICT_WORDS.get(d.verdict_kind or "", MISSING)
+
+
 def decision_table(report: Report) -> Table | None:
     """SPEC 6's one decision table: per set g_hw, S_hw(g_hw) [95% CI], the three-way verdict, the
     break-even v* beside the measured c_verify(g_hw) / c_decode, and the memory-bound reference as a
@@ -270,7 +277,7 @@ def decision_table(report: Report) -> Table | None:
         be = MISSING if d.break_even_verify is None else f"{fmt(d.break_even_verify, 2)} ({fmt(d.verify_steps, 2)})"
         mb = MISSING if d.gamma_mb is None else f"g={d.gamma_mb}: {_x_ci(d.speedup_mb, d.speedup_mb_ci)}"
         rows.append([name, fmt(d.gamma_hw), _x_ci(d.speedup_hw, d.speedup_hw_ci),
-                     VERDICT_WORDS.get(d.verdict_kind or "", MISSING), be, mb, d.verdict])
+                     verdict_words(d), be, mb, d.verdict])
     if not rows:
         return None
     clock = f", costs on the {'/'.join(sorted(clocks))} clock" if clocks else ""
