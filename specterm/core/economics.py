@@ -440,16 +440,17 @@ def q5(decisions: Mapping[str, Sequence[ProfileDecision]]) -> ScoreRow:
     found = []
     for c, ds in usable.items():
         clear = [d for d in ds if vd.STRADDLES not in (d.measured, d.reference)]
-        own = [d.label for d in clear if d.measured != d.reference]
-        if own:
-            found.append(f"{c} ({', '.join(own)}: the measured decision and the memory-bound reference on different sides)")
-            continue
+        why = []
         pairs = [(a, b) for i, a in enumerate(clear) for b in clear[i + 1:]
                  if a.measured != b.measured and a.reference == b.reference]
         if pairs:
             a, b = pairs[0]
-            found.append(f"{c} ({a.label} {a.measured}, {b.label} {b.measured}, the memory-bound reference "
-                         f"{a.reference} on both)")
+            why.append(f"{a.label} {a.measured}, {b.label} {b.measured}, the memory-bound reference {a.reference} on both")
+        own = [d.label for d in clear if d.measured != d.reference]
+        if own:
+            why.append(f"{', '.join(own)}: the measured decision and the memory-bound reference on different sides")
+        if why:
+            found.append(f"{c} ({'; '.join(why)})")
     n_prof = max(len(ds) for ds in usable.values())
     if found:
         return _row("Q5", vd.HOLDS, vd.NA, "only the measured costs tell the side in " + "; ".join(found) + f" ({detail})")
