@@ -16,7 +16,21 @@ Per corpus (prompts matched by (corpus, id)):
   implementation of SPEC 6's decision and decision check; with the engine's block cost for a run
   whose costs carry one, costmodel), at the report's defaults (2000 replicates, seed 0).
 
-The histogram test is Pearson's chi-square test of homogeneity on the 2 x (g+1) table of block
+The comparison that decides (`paired_tokens_per_call`): per corpus and g, tokens per target call of the
+real decoder against the walk on the same engine's bits over the same prompts, paired over prompts
+(the prompt is the independent unit; both decoders read largely the same tokens, so they are not two
+independent samples). The relative difference d = (sum real tokens / sum real calls) / (sum walk
+tokens / sum walk calls) - 1 has a percentile-bootstrap 95% interval over prompts (one multinomial
+resample of the prompts for both decoders) and a two one-sided test (TOST) against a +-5% margin:
+equivalence at level 0.05 is shown exactly when the 90% interval lies inside (-5%, +5%). Wording:
+"equivalent within 5%" (TOST), "different" (the 95% interval excludes 0, equivalence not shown), or
+"not shown equivalent (the data can rule out only differences above X%)", X = the largest |bound| of
+the 90% interval, the smallest margin this data could establish. Below params.MIN_PROMPTS prompts the
+wording is "too few prompts (n = K; needs M)", the numbers kept.
+
+The histogram test stays as a descriptive line, with its power against the difference seen (the
+noncentral chi-square with noncentrality = the statistic): "no difference detected" by a test of that
+power is not agreement. It is Pearson's chi-square test of homogeneity on the 2 x (g+1) table of block
 counts (scipy.stats.chi2_contingency), sparse K bins merged upward until every column holds at least
 MIN_COLUMN blocks. Why not Kolmogorov-Smirnov: K is a bounded count with g+1 values and thousands of
 ties, where the KS null distribution (continuous data) does not hold and the test is conservative;
@@ -37,11 +51,78 @@ import numpy.typing as npt
 
 from specterm.core.blockwalk import block_accepts, block_counts
 from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve
-from specterm.core.params import BOOT, SEED
+from specterm.core.params import BOOT, MIN_PROMPTS, SEED
 from specterm.core.store import Run, Stream
+from specterm.core.verdict import too_few_text
 
 MIN_COLUMN = 10
 HIST_GAMMAS = (1, 4, 8)
+EQUIVALENCE_MARGIN = 0.05  # TOST margin on tokens per target call, relative (+-5%)
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Real decoder against the walk, paired over prompts (module docstring): d = real / walk - 1 in tokens
+    per target call, its 95% and 90% percentile intervals over prompts, the TOST margin, the smallest margin
+    the data could establish (max |90% bound|) and the wording."""
+
+    prompts: int
+    blocks_real: int
+    blocks_walk: int
+    diff: float
+    ci95: tuple[float, float]
+    ci90: tuple[float, float]
+    margin: float
+    establishable: float
+    wording: str
+
+
+def equivalence_wording(ci95: tuple[float, float], ci90: tuple[float, float], margin: float = EQUIVALENCE_MARGIN) -> str:
+    """The cross-stack wording from the paired difference's intervals (module docstring): TOST at level 0.05
+    (90% interval inside (-margin, +margin)) first, then "different" (95% interval excludes 0), else
+    "not shown equivalent (the data can rule out only differences above X%)"."""
+    lo90, hi90 = ci90
+    if -margin < lo90 and hi90 < margin:
+        return f"equivalent within {100 * margin:g}%"
+    if ci95[0] > 0 or ci95[1] < 0:
+        return "different"
+    return f"not shown equivalent (the data can rule out only differences above {100 * max(abs(lo90), abs(hi90)):.1f}%)"
+
+
+def paired_tokens_per_call(real_tokens: Sequence[float], real_calls: Sequence[float], walk_tokens: Sequence[float],
+                           walk_calls: Sequence[float], boot: int = BOOT, seed: int = SEED,
+                           margin: float = EQUIVALENCE_MARGIN, min_prompts: int = MIN_PROMPTS) -> PairedComparison | None:
+    """The paired comparison of the module docstring from per-prompt sums (one entry per prompt, both
+    decoders on the same prompt); None without prompts or calls."""
+    from specterm.core.bootstrap import multinomial_weights, percentile_ci
+
+    X = np.array([real_tokens, real_calls, walk_tokens, walk_calls], dtype=np.float64).T  # prompts x 4
+    n = X.shape[0]
+    if n == 0 or X[:, 1].sum() == 0 or X[:, 3].sum() == 0:
+        return None
+
+    def d(c: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray((c[..., 0] / c[..., 1]) / (c[..., 2] / c[..., 3]) - 1.0, dtype=np.float64)
+
+    R = multinomial_weights(n, boot, seed) @ X
+    reps = d(R)
+    lo95, hi95 = (float(x) for x in percentile_ci(reps))
+    lo90, hi90 = (float(x) for x in percentile_ci(reps, 0.90))
+    wording = equivalence_wording((lo95, hi95), (lo90, hi90), margin)
+    if n < min_prompts:
+        wording = too_few_text(n, min_prompts)
+    return PairedComparison(prompts=n, blocks_real=int(X[:, 1].sum()), blocks_walk=int(X[:, 3].sum()),
+                            diff=float(d(X.sum(axis=0))), ci95=(lo95, hi95), ci90=(lo90, hi90), margin=margin,
+                            establishable=max(abs(lo90), abs(hi90)), wording=wording)
+
+
+def chi2_power(statistic: float, dof: int, level: float = 0.05) -> float:
+    """The chi-square test's power against the difference seen: P(noncentral chi2(dof, nc = statistic) >
+    the level's critical value) (the statistic estimates the noncentrality of the difference seen)."""
+    from scipy.stats import chi2, ncx2
+
+    return float(ncx2.sf(chi2.ppf(1 - level, dof), dof, max(statistic, 1e-12)))
 
 
 @dataclass(frozen=True)
@@ -228,6 +309,9 @@ def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
                                 if agree else None),
                     agree_walk=(sum(int(x["walk_tokens"]) for x in agree) / sum(int(x["walk_calls"]) for x in agree)
                                 if agree else None),
+                    paired=_paired_dict(paired_tokens_per_call(
+                        [int(x["tokens_out"]) for x in sp], [int(x["target_calls"]) for x in sp],
+                        [int(x["walk_tokens"]) for x in sp], [int(x["walk_calls"]) for x in sp])),
                     hist_real=h_real, hist_walk_b=h_wb, hist_walk_a=h_wa,
                     test_real_vs_walk_b=_test_dict(histogram_test(h_real, h_wb)),
                     test_real_vs_walk_a=_test_dict(histogram_test(h_real, h_wa)),
@@ -256,13 +340,26 @@ def _walk_like(bits: npt.NDArray[np.uint8], gamma: int, n_predict: int) -> npt.N
 def _test_dict(t: HistTest | None) -> dict[str, Any] | None:
     if t is None:
         return None
-    return {"chi2": t.statistic, "dof": t.dof, "p": t.p_value, "bins": t.merged_bins}
+    return {"chi2": t.statistic, "dof": t.dof, "p": t.p_value, "bins": t.merged_bins,
+            "power": chi2_power(t.statistic, t.dof)}
+
+
+def _paired_dict(p: PairedComparison | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {"prompts": p.prompts, "blocks_real": p.blocks_real, "blocks_walk": p.blocks_walk, "diff": p.diff,
+            "ci95": list(p.ci95), "ci90": list(p.ci90), "margin": p.margin, "establishable": p.establishable,
+            "wording": p.wording}
 
 
 def _f(x: Any, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
     return f"{x:.{digits}f}"
+
+
+def _pct(x: Any) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:+.1f}%"
 
 
 def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
@@ -291,8 +388,23 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
                          f"| {_f(r.get('real_tokens_per_call'))} "
                          f"| {_f(r.get('walk_b_same_prompts'))} | {_f(gap, 1) + '%' if gap is not None else '-'} "
                          f"| {r.get('real_prompts', 0)} ({r.get('real_identical', 0)}) |")
-    lines += ["", f"Accepted-run histogram at g = {hist_gamma} (blocks with K = 0..{hist_gamma}); {cs['test']}.", "",
-              f"| corpus | real {b} | walk on {b} bits | walk on {a} bits | real vs walk {b}: chi2 (dof), p | real vs walk {a}: chi2 (dof), p |",
+    lines += ["", (f"Real {b} decoder against the walk on its bits, tokens per target call, paired over prompts: "
+                   f"difference real / walk - 1 with its 95% interval over prompts, the 90% interval of the two one-sided "
+                   f"tests (TOST) against a +-{100 * EQUIVALENCE_MARGIN:g}% margin, and what it shows."), "",
+              "| corpus | g | prompts | blocks (real / walk) | difference [95% CI] | 90% CI | result |",
+              "|---|---|---|---|---|---|---|"]
+    for name, e in cs["corpora"].items():
+        for g in gammas:
+            pc = e["by_gamma"].get(str(g), {}).get("paired")
+            if pc is None:
+                continue
+            lines.append(f"| {name} | {g} | {pc['prompts']} | {pc['blocks_real']} / {pc['blocks_walk']} | "
+                         f"{_pct(pc['diff'])} [{_pct(pc['ci95'][0])}, {_pct(pc['ci95'][1])}] | "
+                         f"[{_pct(pc['ci90'][0])}, {_pct(pc['ci90'][1])}] | {pc['wording']} |")
+    lines += ["", (f"Accepted-run histogram at g = {hist_gamma} (blocks with K = 0..{hist_gamma}), a descriptive line: "
+                   f"{cs['test']}; power against the difference seen in brackets (a test of low power detecting no "
+                   "difference is not agreement)."), "",
+              f"| corpus | real {b} | walk on {b} bits | walk on {a} bits | real vs walk {b}: chi2 (dof), p [power] | real vs walk {a}: chi2 (dof), p [power] |",
               "|---|---|---|---|---|---|"]
     for name, e in cs["corpora"].items():
         r = e["by_gamma"].get(str(hist_gamma), {})
@@ -300,7 +412,10 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
             continue
 
         def t(x: dict[str, Any] | None) -> str:
-            return "-" if x is None else f"{x['chi2']:.2f} ({x['dof']}), {x['p']:.3g}"
+            if x is None:
+                return "-"
+            power = f" [{x['power']:.2f}]" if x.get("power") is not None else ""
+            return f"{x['chi2']:.2f} ({x['dof']}), {x['p']:.3g}{power}"
 
         lines.append(f"| {name} | {r['hist_real']} | {r['hist_walk_b']} | {r['hist_walk_a']} | "
                      f"{t(r['test_real_vs_walk_b'])} | {t(r['test_real_vs_walk_a'])} |")

@@ -430,7 +430,9 @@ def markdown_tables(report: Report) -> dict[str, str]:
 
 
 def _params_line(report: Report) -> str:
-    return ", ".join(f"{k}={v}" for k, v in report.params.to_dict().items())
+    """The parameters, shuffles < 0 written "exact" (the deficit split's exact expectation, params.EXACT)."""
+    return ", ".join(f"{k}={'exact' if k == 'shuffles' and isinstance(v, int) and v < 0 else v}"
+                     for k, v in report.params.to_dict().items())
 
 
 def to_markdown(report: Report) -> str:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -372,9 +373,13 @@ def too_few(row: ScoreRow, n: int, needs: int = MIN_PROMPTS) -> ScoreRow:
     n/a), and the evidence keeps its numbers after those words."""
     words = vd.too_few_text(n, needs)
     ev = row.evidence[len(row.verdict) + 2:] if row.evidence.startswith(row.verdict + ": ") else row.evidence
+    # the outcomes the evidence names (its size, its steady state) are not judged either; the numbers stay
+    ev = re.sub(r"\bsize (holds|not reproduced|inconclusive)\b", "size not judged", ev)
+    ev = re.sub(r"(steady state \(t >= 32\)): (holds|falsified|inconclusive)\b", r"\1: not judged", ev)
     return dataclasses.replace(row, verdict=words, verdict_kind=vd.TOO_FEW, evidence=f"{words}: {ev}",
                                direction=vd.INCONCLUSIVE if row.direction != vd.NA else vd.NA,
-                               size=vd.INCONCLUSIVE if row.size != vd.NA else vd.NA)
+                               size=vd.INCONCLUSIVE if row.size != vd.NA else vd.NA,
+                               steady_state=None if row.steady_state is None else vd.INCONCLUSIVE)
 
 
 def mark_borderline(rows: list[ScoreRow], verdicts_by_seed: Mapping[int, Mapping[str, str]]) -> list[ScoreRow]:

@@ -198,7 +198,15 @@ def too_few_prompts(out: DecisionHW, n: int | None, needs: int = MIN_PROMPTS) ->
     if n is None or n >= needs or out.verdict_kind is None:
         return out
     words = vd.too_few_text(n, needs)
-    out.verdict_kind, out.speculate, out.verdict = vd.TOO_FEW, False, f"{words}: {out.verdict}"
+    verdict = out.verdict
+    if out.measured and out.gamma_hw is not None and out.speedup_hw is not None:
+        # the verdict's first clause (speculate / do not / no reliable gain) gives way to the words; its numbers stay
+        rest = verdict.split("; ", 1)[1] if "; " in verdict else ""
+        lo, hi = out.speedup_hw_ci
+        interval = (f"{out.speedup_hw:.2f}x [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None
+                    else f"{out.speedup_hw:.2f}x (no interval: bootstrap off)")
+        verdict = f"g = {out.gamma_hw} gives {interval}" + (f"; {rest}" if rest else "")
+    out.verdict_kind, out.speculate, out.verdict = vd.TOO_FEW, False, f"{words}: {verdict}"
     return out
 
 
