@@ -190,6 +190,7 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None], R
         autocorr_simpson=est(st.autocorr_simpson),
         autocorr_defined_streams=int(c[cols["ac_def"]]),
         dispersion_ratio=est(st.dispersion_ratio),
+        dispersion_ratio_trailing=est(st.dispersion_ratio_trailing),
         runlengths=RunLengths(
             L=[int(x) for x in hist["L"]],
             count=[int(x) for x in hist["count"]],

@@ -409,6 +409,8 @@ class SetReport(Record):
     runlengths: RunLengths
     deficit: Deficit
     yield_ratio: dict[str, Estimate]
+    # D/D_geom with each stream's trailing run counted (right-censored; stats.dispersion_ratio_trailing)
+    dispersion_ratio_trailing: Estimate | None = None
     curve: Curve
     depth: Depth
     optimum: list[OptimumRow]

@@ -218,7 +218,28 @@ def p2(sets: Mapping[str, SetReport], corpora: list[str]) -> ScoreRow:
     size = vd.combine(vd.size(lo, hi, *P2_RANGE) for lo, hi in cis.values()) if cis else vd.INCONCLUSIVE
     off = [c for c, (lo, hi) in cis.items() if vd.size(lo, hi, *P2_RANGE) == vd.NOT_REPRODUCED]
     size_text = f"size {size}" + (f" (CI excludes 2.1 to 24 in {_names(off)})" if off else "") + f" (seed's size: {SEED_SIZE['P2']})"
-    return _row("P2", direction, size, f"{text}; {size_text}" + _steady_text(steady, steady_detail), steady)
+    return _row("P2", direction, size, f"{text}; {size_text}" + _length_text(sets, corpora)
+                + _steady_text(steady, steady_detail), steady)
+
+
+def _length_text(sets: Mapping[str, SetReport], corpora: list[str]) -> str:
+    """P2's caveat on stream length: D/D_geom with each stream's trailing run counted (right-censored), and
+    the streams' length; the seed states no stream length, so no comparison at matched length is made."""
+    tr = {c: sets[c].dispersion_ratio_trailing for c in corpora}
+    if not corpora or any(t is None or t.value is None for t in tr.values()):
+        return ""
+    vals = [float(t.value) for t in tr.values() if t is not None and t.value is not None]
+    n = [sets[c].n_positions / sets[c].n_streams for c in corpora if sets[c].n_streams]
+    pooled = sets.get("pooled")
+    both = ""
+    if pooled is not None and pooled.dispersion_ratio_trailing is not None:
+        both = (f", pooled {_fmt(_f(pooled.dispersion_ratio.value), 2)} closed only against "
+                f"{_fmt(_f(pooled.dispersion_ratio_trailing.value), 2)}")
+    lengths = _fmt(min(n), 0) if round(min(n)) == round(max(n)) else f"{_fmt(min(n), 0)} to {_fmt(max(n), 0)}"
+    return (f"; with each stream's trailing run counted (right-censored) D/D_geom is {_fmt(min(vals), 2)} to "
+            f"{_fmt(max(vals), 2)} per corpus{both}: at a mean of {lengths} analysed positions per "
+            "stream the cut trailing run removes the longest runs, so D/D_geom depends on stream length; the seed "
+            "states none, so its 2.1x to 24x is not compared at matched length")
 
 
 def _optimum_diffs(s: SetReport) -> np.ndarray:

@@ -16,6 +16,8 @@ Columns of M (per stream i, on the analysed stream a = bits up to the first gate
     shuf_blocks                expected blocks at the deficit's gamma over in-place orderings (exact;
                                or the mean over S shuffles with --shuffles S)
     acc_j, reach_j, uncut_j    per-depth counts at depth_gamma, j = 1..depth_gamma (see depth_counts)
+    trail_runs, trail_L, trail_L2  the trailing run T (ones after the last zero): [T > 0], T, T^2
+                               (dispersion_ratio_trailing: runs counted with the censored trailing one)
 
 Choices and caveats (where the SPEC is silent):
 
@@ -313,6 +315,7 @@ def sum_columns(depth_gamma: int) -> list[str]:
     names += ["shuf_blocks"]
     for j in range(1, depth_gamma + 1):
         names += [f"acc_{j}", f"reach_{j}", f"uncut_{j}"]
+    names += ["trail_runs", "trail_L", "trail_L2"]
     return names
 
 
@@ -356,6 +359,10 @@ def stream_sums(
         M[:, cols[f"acc_{j}"]] = acc[:, j - 1]
         M[:, cols[f"reach_{j}"]] = reach[:, j - 1]
         M[:, cols[f"uncut_{j}"]] = uncut[:, j - 1]
+    T = runs.trailing.astype(np.float64)
+    M[:, cols["trail_runs"]] = T > 0
+    M[:, cols["trail_L"]] = T
+    M[:, cols["trail_L2"]] = T**2
     return StreamSums(M=M, cols=cols, gamma=gamma, depth_gamma=depth_gamma, run_L=runs.L, run_seg=runs.seg)
 
 
@@ -427,6 +434,17 @@ def dispersion_geom(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
 def dispersion_ratio(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """D / D_geom = D (1 - alpha)."""
     return dispersion(c, cols) * (1.0 - alpha(c, cols))
+
+
+def dispersion_ratio_trailing(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
+    """D / D_geom with each stream's trailing run (T >= 1 ones not closed by a zero) counted as a run of
+    length T: right-censored (its true length is >= T), so this D is a lower bound on what longer streams
+    would show for those runs. Short streams cut the longest runs: at 128 positions per stream the closed
+    runs alone understate the dispersion most (issue 34)."""
+    R = col(c, cols, "runs") + col(c, cols, "trail_runs")
+    m = div(col(c, cols, "L") + col(c, cols, "trail_L"), R)
+    D = div(div(col(c, cols, "L2") + col(c, cols, "trail_L2"), R) - m**2, m)
+    return D * (1.0 - alpha(c, cols))
 
 
 def E_true(c: np.ndarray, cols: dict[str, int], gamma: int) -> np.ndarray:
