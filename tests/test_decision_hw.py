@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from app_fixture import META, fixture_streams
+from app_fixture import META, fixture_streams, make_stream
 from specterm.core.analysis import analyse
 from specterm.core.errors import SpectermError
 from specterm.core.export import to_json, to_markdown, to_text
@@ -26,11 +26,22 @@ def cost(c_decode, c_verify, c_draft, c_draft2=None):
     return out
 
 
+def decision_streams():
+    """The app fixture's streams plus more of each corpus: MIN_PROMPTS per corpus, so the decision's verdict
+    is judged (below it every verdict reads "too few prompts", tests/test_evidence_limits.py)."""
+    from specterm.core.params import MIN_PROMPTS
+
+    base = fixture_streams()
+    more = [make_stream(f"{c[0]}x{i}", c, 48 + 4 * (i % 5), 100 + i) for c in ("prose", "code")
+            for i in range(MIN_PROMPTS - sum(s.corpus == c for s in base))]
+    return base + more
+
+
 def report_of(tmp_path, cost_dict, name="run", confirmations=None):
     meta = {**META, "name": name, "cost": cost_dict}
     if confirmations is not None:
         meta["confirmations"] = confirmations
-    path = write_run(tmp_path / name, meta, fixture_streams())
+    path = write_run(tmp_path / name, meta, decision_streams())
     return analyse(load_runs([path]), boot=0, shuffles=0)
 
 

@@ -93,7 +93,8 @@ def optimum_gaps(E_true_reps: ArrayLike, alpha_reps: ArrayLike, rs: Iterable[flo
     a = np.asarray(alpha_reps, dtype=np.float64).reshape(-1, 1)
     g = np.asarray(gammas, dtype=np.float64)[None, :]
     Ei = E_iid(a, g)
-    out = [best_gamma_rows(E / (1 + g * r), gammas) - best_gamma_rows(Ei / (1 + g * r), gammas) for r in rs]
+    out = [best_gamma_rows(curve_throughput(E, r, g), gammas) - best_gamma_rows(curve_throughput(Ei, r, g), gammas)
+           for r in rs]
     return np.stack(out, axis=1) if out else np.zeros((E.shape[0], 0), dtype=np.int64)
 
 
