@@ -454,11 +454,11 @@ def q5(decisions: Mapping[str, Sequence[ProfileDecision]]) -> ScoreRow:
     n_prof = max(len(ds) for ds in usable.values())
     if found:
         return _row("Q5", vd.HOLDS, vd.NA, "only the measured costs tell the side in " + "; ".join(found) + f" ({detail})")
-    why = ("the measured decision and the memory-bound reference agree, or a CI contains 1, in every set"
+    reason = ("the measured decision and the memory-bound reference agree, or a CI contains 1, in every set"
            + (" on the one profile measured: agreement on one machine is no evidence against the claim; "
               "measure another machine's profile (`specterm costs RUN`) to test it" if n_prof == 1 else
               " and on every profile"))
-    return _row("Q5", vd.INCONCLUSIVE, vd.NA, f"{why} ({detail})")
+    return _row("Q5", vd.INCONCLUSIVE, vd.NA, f"{reason} ({detail})")
 
 
 def q6(by_batch: Sequence[Mapping[str, Any]] | None, batch_crossover: float | None = None,

@@ -4,6 +4,9 @@ Tables are built once as (title, header, rows) and rendered as markdown or as al
 Cells follow the published style (numbers through core/fmt.py, the one number formatter): a value
 then its 95% CI in brackets, e.g. `+0.233 [0.19, 0.27]`,
 and the deficit as `total = hetero + temporal [CI of temporal]`, e.g. `0.064 = 0.016 + 0.048 [0.030, 0.063]`.
+
+Length: one table builder per report section (the md, json and text outputs share them); split, the
+sections' formatting would be spread over modules that each read the whole report.
 """
 
 from __future__ import annotations

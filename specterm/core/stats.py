@@ -41,6 +41,10 @@ Choices and caveats (where the SPEC is silent):
   so this lands in hetero, never in temporal.
 - The per-stream p11 - p10 has a finite-length bias of about -1/n under i.i.d. acceptance
   (-0.008 at n = 128); the pooled version does not.
+
+Length: the sums matrix's every column, the shuffle control that fills one of them (random shuffles and
+their exact expectation), and the statistics read from the column sums, in one place, so a column and
+the statistic over it cannot drift apart.
 """
 
 from __future__ import annotations
