@@ -406,3 +406,20 @@ def test_q_rows_wire_q5_q6_to_decision_hw():
         s.decision_hw = DecisionHW(measured=True, speedup_hw=1.1)
     rows = {r.id: r for r in ec.q_rows(sets)}
     assert rows["Q5"].verdict == rows["Q6"].verdict == "inconclusive"
+
+
+def test_q5_reads_every_cost_profile_of_a_set():
+    """With cost profiles (a decision per machine), Q5 holds when two machines' measured decisions fall on
+    different sides of 1 while the memory-bound reference stays on one side; one profile alone that agrees
+    with its reference shows nothing."""
+    from types import SimpleNamespace
+
+    both = SimpleNamespace(decision_hw=None, decision_by_profile={"epyc": dhw((1.1, 1.2), (1.3, 1.4)),
+                                                                  "xeon": dhw((0.8, 0.9), (1.3, 1.4))})
+    ds = ec.profile_decisions(both)
+    assert [(d.label, d.measured, d.reference) for d in ds] == [("epyc", "above 1", "above 1"), ("xeon", "below 1", "above 1")]
+    row = ec.q5({"code": ds})
+    assert row.verdict == "holds" and "epyc above 1, xeon below 1, the memory-bound reference above 1 on both" in row.evidence
+    one = SimpleNamespace(decision_hw=dhw((1.1, 1.2), (1.3, 1.4)))
+    assert ec.q5({"code": ec.profile_decisions(one)}).verdict == "inconclusive"
+    assert ec.profile_decisions(SimpleNamespace(decision_hw=dhw((1.1, 1.2), (1.3, 1.4), measured=False))) == []

@@ -32,6 +32,11 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
   report's seed only and never marked borderline.
 - Steady state (steady.py): every set's autocorrelation, D/D_geom and deficit split on t >= 32,
   bootstrapped with the set's W.
+- P3 per bootstrap replicate (optimum.p3_shares): every set's g*_true and g*_iid in each replicate of
+  R = W @ M, over the r grid; the shares are the set's optimum_shares (the borderline pass redoes the
+  pooled set's under each seed).
+- Too few prompts (SPEC 6): each set's decision gets the fewest prompts of any corpus it resamples
+  (`n_prompts`); the scorecard reads the corpora's (scorecard.fewest_prompts).
 
 Threads (parallel.py; $SPECTERM_THREADS, default min(2, CPUs), one below PARALLEL_MIN_POSITIONS):
 the report's work runs on a pool of threads as independent tasks whose results are taken in a fixed

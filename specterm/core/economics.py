@@ -421,6 +421,19 @@ def profile_decision(d: DecisionHW, label: str) -> ProfileDecision:
     return ProfileDecision(label, side_hw, side_mb, text)
 
 
+def profile_decisions(s: SetReport) -> list[ProfileDecision]:
+    """A set's measured decisions, one per cost profile, for Q5: its `decision_by_profile` {profile id:
+    DecisionHW} where the report has one (SPEC 7 cost profiles), else its decision_hw (the run's one
+    profile); decisions without measured costs are left out."""
+    by_profile = getattr(s, "decision_by_profile", None)
+    if isinstance(by_profile, Mapping) and by_profile:
+        return [profile_decision(d, str(pid)) for pid, d in by_profile.items() if isinstance(d, DecisionHW) and d.measured]
+    d = s.decision_hw
+    if d is None or not d.measured:
+        return []
+    return [profile_decision(d, str(getattr(d, "profile", None) or "the run's cost profile"))]
+
+
 def q5(decisions: Mapping[str, Sequence[ProfileDecision]]) -> ScoreRow:
     """Q5 ("only the measured cost ratio tells which side of 1.0 you are on", SPEC 4) from each set's
     decisions, one per cost profile (a run with one profile: a list of one).
@@ -557,8 +570,7 @@ def q_rows(sets: Mapping[str, SetReport], costs: Mapping[str, Mapping[str, Any]]
     s_ends = _extremes({c: b.speedup for c, b in speedups.items()}) or (None, None)
     ratio = _replicate_interval(speed_reps if replicates is not None else None, s_ends[0], s_ends[1], "ratio")
     pooled = sets.get("pooled")
-    decisions = {c: [profile_decision(d, getattr(d, "profile", None) or "the run's cost profile")]
-                 for c in corpora if (d := sets[c].decision_hw) is not None and d.measured}
+    decisions = {c: profile_decisions(sets[c]) for c in corpora}
     dhw = pooled.decision_hw if pooled is not None else None
     # the roofline B* of the named preset: the cost-ratio model's (SPEC 6)
     ref = pooled.cost_ratio if pooled is not None else None

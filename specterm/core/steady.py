@@ -16,10 +16,9 @@ uses the report's weights W (the same streams, the same resamples). Choices wher
   ones that started before t = 32 counts from t = 32 (the cut is a stream start for the run-length
   statistics, as the stream's real start is).
 - The shuffle control of the steady parts is the exact expectation over in-place permutations
-  (stats.expected_shuffled_blocks, as the report's own split by default), the limit S -> infinity of SPEC 3's average over S shuffles: a
-  second set of S = 20 Monte-Carlo shuffles over t >= 32 cost as much as the report's own shuffles
-  (the report's largest cost, ~40% more time at 1M positions) and would carry Monte-Carlo error
-  besides. `steady_sums(..., exact=False)` uses S shuffles with the set's seed instead.
+  (stats.expected_shuffled_blocks, as the report's own split is by default), the limit S -> infinity
+  of SPEC 3's average over S shuffles: no Monte-Carlo error, and the same for every seed.
+  `steady_sums(..., exact=False)` with S > 0 shuffles uses S shuffles with the set's seed instead.
 """
 
 from __future__ import annotations
