@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from app_fixture import META, fixture_streams, make_stream
+from app_fixture import META, fixture_streams, judged_streams
 from specterm.core.analysis import analyse
 from specterm.core.errors import SpectermError
 from specterm.core.export import to_json, to_markdown, to_text
@@ -26,22 +26,11 @@ def cost(c_decode, c_verify, c_draft, c_draft2=None):
     return out
 
 
-def decision_streams():
-    """The app fixture's streams plus more of each corpus: MIN_PROMPTS per corpus, so the decision's verdict
-    is judged (below it every verdict reads "too few prompts", tests/test_evidence_limits.py)."""
-    from specterm.core.params import MIN_PROMPTS
-
-    base = fixture_streams()
-    more = [make_stream(f"{c[0]}x{i}", c, 48 + 4 * (i % 5), 100 + i) for c in ("prose", "code")
-            for i in range(MIN_PROMPTS - sum(s.corpus == c for s in base))]
-    return base + more
-
-
 def report_of(tmp_path, cost_dict, name="run", confirmations=None):
     meta = {**META, "name": name, "cost": cost_dict}
     if confirmations is not None:
         meta["confirmations"] = confirmations
-    path = write_run(tmp_path / name, meta, decision_streams())
+    path = write_run(tmp_path / name, meta, judged_streams())
     return analyse(load_runs([path]), boot=0, shuffles=0)
 
 
@@ -89,13 +78,15 @@ def test_verdict_sign_follows_s_hw(tmp_path):
     for _name, s in slow.ordered_sets():
         d = s.decision_hw
         assert d.speedup_hw < 1 and d.speculate is False
-        assert d.verdict.startswith(f"do not speculate on this hardware: the best draft length, g = {d.gamma_hw}")
+        # the verdict names the machine of its costs (a hand-made cost names none: "unknown machine")
+        assert d.machine == "unknown machine, torch float32"
+        assert d.verdict.startswith(f"do not speculate on {d.machine}: the best draft length, g = {d.gamma_hw}")
         assert "memory-bound" not in d.verdict  # a column of the table, never part of the verdict (SPEC 6)
         assert f"pays when a verify of {d.gamma_hw + 1} tokens costs less than v* = {d.break_even_verify:.2f}" in d.verdict
     fast = report_of(tmp_path, cost(0.5, 0.5, 0.01), "fast")
     for _name, s in fast.ordered_sets():
         assert s.decision_hw.speculate is True
-        assert s.decision_hw.verdict.startswith(f"speculate with g = {s.decision_hw.gamma_hw} on this hardware")
+        assert s.decision_hw.verdict.startswith(f"speculate with g = {s.decision_hw.gamma_hw} on {s.decision_hw.machine}")
 
 
 def test_refeed_model_in_extra_keys_and_named_when_it_flips_the_sign(tmp_path):
@@ -136,7 +127,7 @@ def test_confirmation_rows_in_the_report(tmp_path):
     (c,) = rep.sets["code"].decision_hw.confirmed  # the newer record supersedes code only
     assert (c.gamma, c.predicted, c.ratio) == (5, 1.25, pytest.approx(0.88))
     md = to_markdown(rep)
-    assert "Decision on this hardware" in md and "| prose |" in md
+    assert "Decision on unknown machine, torch float32" in md and "| prose |" in md
     assert p.predicted_insitu == pytest.approx(1.25) and p.ratio_insitu == pytest.approx(1.056)
     assert c.ratio_insitu is None  # no in-generation forwards stored
     # confirmation table: set, g, prompts, realized, cost-model check at the in-generation costs, at the

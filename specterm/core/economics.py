@@ -571,12 +571,32 @@ def q_rows(sets: Mapping[str, SetReport], costs: Mapping[str, Mapping[str, Any]]
     ratio = _replicate_interval(speed_reps if replicates is not None else None, s_ends[0], s_ends[1], "ratio")
     pooled = sets.get("pooled")
     decisions = {c: profile_decisions(sets[c]) for c in corpora}
-    dhw = pooled.decision_hw if pooled is not None else None
     # the roofline B* of the named preset: the cost-ratio model's (SPEC 6)
     ref = pooled.cost_ratio if pooled is not None else None
     b_star = ref.roofline_B_star if ref is not None else None
     return [q1(conditional, gain), q2(alphas, spread), q3(speedups, realized, ratio),
             q4(pooled.policies if pooled is not None else [], {c: sets[c].policies for c in corpora}),
             q5(decisions),
-            q6(dhw.by_batch if dhw is not None else None, dhw.batch_crossover if dhw is not None else None,
-               b_star, ref.gamma_true if ref is not None else None)]
+            q6_profiles(pooled, b_star, ref.gamma_true if ref is not None else None)]
+
+
+def q6_profiles(pooled: SetReport | None, roofline: float | None, roofline_gamma: int | None) -> ScoreRow:
+    """Q6 per cost profile (SPEC 6: by-batch is a profile's): `q6` on the pooled set's decision of every
+    profile with batch costs (decision_by_profile; else its one decision_hw). One profile: its row. Several:
+    holds when some profile's row holds, falsified when one is falsified and none holds, else inconclusive;
+    the evidence gives each profile's, named by its machine."""
+    if pooled is None:
+        return q6(None, None, roofline, roofline_gamma)
+    by = getattr(pooled, "decision_by_profile", None) or {}
+    ds = [(str(getattr(d, "machine", None) or pid), d) for pid, d in by.items() if isinstance(d, DecisionHW) and d.by_batch]
+    if not ds:
+        d = pooled.decision_hw
+        return q6(d.by_batch if d is not None else None, d.batch_crossover if d is not None else None, roofline, roofline_gamma)
+    rows = [(label, q6(d.by_batch, d.batch_crossover, roofline, roofline_gamma)) for label, d in ds]
+    if len(rows) == 1:
+        return rows[0][1]
+    verdicts = [r.direction for _, r in rows]
+    direction = (vd.HOLDS if vd.HOLDS in verdicts else vd.NOT_REPRODUCED if vd.NOT_REPRODUCED in verdicts
+                 else vd.INCONCLUSIVE)
+    ev = "; ".join(f"{label}: {r.evidence}" for label, r in rows)
+    return _row("Q6", direction, vd.NA, f"per cost profile with batch costs: {ev}")

@@ -62,7 +62,8 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
                 E_boot: ArrayLike | None = None, reps: CostReplicates | None = None,
                 batch: BatchCosts | None = None,
                 batch_reps: tuple[Array, Array, Array] | None = None,
-                batch_fwd_reps: Array | None = None, n_prompts: int | None = None) -> DecisionHW:
+                batch_fwd_reps: Array | None = None, where: str | None = None,
+                n_prompts: int | None = None) -> DecisionHW:
     """SPEC 7 `decision_hw` of one set (report.DecisionHW) from its E curves (over `gammas`) and the
     run's robust cost curve; undefined numbers are None.
 
@@ -90,6 +91,8 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
     CI above 1 (None: "never on this device"). With an engine term by batch (batch.c_draft_fwd, its
     replicates batch_fwd_reps) the block by batch is the engine's: c_verify(g, B) + g c_draft(B) +
     c_draft_fwd(g, B).
+    where: the machine and engine the costs were measured on (their cost profile's label), named in
+    the verdict ("speculate with g = 2 on Intel Xeon, 1 thread, torch 2.13 float32: ..."); None: "this hardware".
     """
     gammas = np.asarray(gammas, dtype=np.int64)
     order = np.argsort(gammas, kind="stable")
@@ -126,7 +129,7 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         out.verdict_kind = verdict_kind(s_mb, ci_ref)
         out.speculate = out.verdict_kind == SPECULATE
         out.verdict = f"{note or NO_COSTS_NOTE}: {mb_text}"
-        return too_few_prompts(out, n_prompts)
+        return too_few_prompts(out, n_prompts, where=where)
     grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
     c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
     c_fwd = curve.draft_fwd_on(grid)  # the engine's per-block term (None: SPEC 6's block)
@@ -168,7 +171,7 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         E_at = float(E_t[np.flatnonzero(grid == g_hw)[0]])
         v_star = float(costmodel.break_even_verify(E_at, curve.c_draft, curve.c_decode, g_hw, curve.draft_fwd_at(g_hw)))
         steps = curve.verify_at(g_hw) / curve.c_decode
-        verdict = verdict_text(kind, g_hw, float(s_hw), ci_hw) + (
+        verdict = verdict_text(kind, g_hw, float(s_hw), ci_hw, where) + (
             f"; speculation at g = {g_hw} pays when a verify of {g_hw + 1} tokens costs less than "
             f"v* = {v_star:.2f} decode steps (measured here: {steps:.2f})")
         if curve.c_draft_fwd is not None:
@@ -188,10 +191,10 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
                     "S_true_refeed": _plain(S_refeed)}
     if c_fwd is not None:  # the engine's per-block term the block cost includes (absent for torch runs)
         out.curve_hw["c_draft_fwd"] = _plain(c_fwd)
-    return too_few_prompts(out, n_prompts)
+    return too_few_prompts(out, n_prompts, where=where)
 
 
-def too_few_prompts(out: DecisionHW, n: int | None, needs: int = MIN_PROMPTS) -> DecisionHW:
+def too_few_prompts(out: DecisionHW, n: int | None, needs: int = MIN_PROMPTS, where: str | None = None) -> DecisionHW:
     """SPEC 6 "Too few prompts": below `needs` prompts (n: the fewest prompts of any corpus the set's
     bootstrap resamples) the decision reads "too few prompts (n = K; needs M)" (verdict_kind
     "too_few_prompts", speculate False), its numbers kept after those words; unchanged otherwise."""
@@ -205,7 +208,8 @@ def too_few_prompts(out: DecisionHW, n: int | None, needs: int = MIN_PROMPTS) ->
         lo, hi = out.speedup_hw_ci
         interval = (f"{out.speedup_hw:.2f}x [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None
                     else f"{out.speedup_hw:.2f}x (no interval: bootstrap off)")
-        verdict = f"g = {out.gamma_hw} gives {interval}" + (f"; {rest}" if rest else "")
+        on = f" on {where}" if where else ""
+        verdict = f"g = {out.gamma_hw}{on} gives {interval}" + (f"; {rest}" if rest else "")
     out.verdict_kind, out.speculate, out.verdict = vd.TOO_FEW, False, f"{words}: {verdict}"
     return out
 
@@ -258,16 +262,18 @@ def verdict_sign_held(kind: str | None, realized: float) -> bool | None:
     return None
 
 
-def verdict_text(kind: str | None, g: int, S: float, ci: Sequence[float | None]) -> str:
-    """SPEC 6's wording of a verdict, e.g. "speculate with g = 7 on this hardware: 1.24x [1.10, 1.38]"."""
+def verdict_text(kind: str | None, g: int, S: float, ci: Sequence[float | None], where: str | None = None) -> str:
+    """SPEC 6's wording of a verdict, e.g. "speculate with g = 7 on AMD EPYC, 1 thread, torch float32:
+    1.24x [1.10, 1.38]" (`where`: the cost profile's machine; None: "this hardware")."""
+    where = where or "this hardware"
     lo, hi = ci
     interval = (f"{S:.2f}x [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None
                 else f"{S:.2f}x (no interval: bootstrap off)")
     if kind == SPECULATE:
-        return f"speculate with g = {g} on this hardware: {interval}"
+        return f"speculate with g = {g} on {where}: {interval}"
     if kind == DO_NOT:
-        return f"do not speculate on this hardware: the best draft length, g = {g}, gives {interval}"
-    return f"no reliable gain on this hardware: g = {g} gives {interval}"
+        return f"do not speculate on {where}: the best draft length, g = {g}, gives {interval}"
+    return f"no reliable gain on {where}: g = {g} gives {interval}"
 
 
 MIN_COST_SAMPLES = 5  # fewer samples per cost than this: the batch ratios' resampling is named in batch_fit
