@@ -356,7 +356,7 @@ def prose(report, smol) -> str:
         f"the {q[4].evidence.split('best adaptive policy: ', 1)[1].split(' (best fixed')[0]} on the pooled set, "
         f"{'and in every corpus' if q[4].verdict == 'holds' else 'but not clearly in every corpus (' + _q4_short(q[4]) + ')'}. "
         f"Q5 (only the measured cost tells "
-        f"which side of 1.0 you are on): {_verdict(q[5])}, {q[5].evidence.split(': ', 1)[1].split(' (')[0]}. "
+        f"which side of 1.0 you are on): {_verdict(q[5])}: {_q5_why(q[5], corpora[0])}. "
         f"Q6 (the crossover depends on the batch): {_verdict(q[6])}: {_q6_why(q[6])}. "
         f"Acceptance rises along the continuation: the warm-up gain (the mean over streams of "
         f"alpha(t >= 32) - alpha(t < 16)) is clear in {', '.join(clear)} "
@@ -370,6 +370,11 @@ def prose(report, smol) -> str:
     import textwrap
 
     return "\n\n".join("\n".join(textwrap.wrap(p, 100, break_on_hyphens=False)) for p in paragraphs)
+
+
+def _q5_why(row, first: str) -> str:
+    """Q5's reason: its evidence without the verdict and the per-corpus detail (which opens "(<first corpus>: ")."""
+    return row.evidence.split(": ", 1)[1].split(f" ({first}: ")[0]
 
 
 def _q6_why(row) -> str:

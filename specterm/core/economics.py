@@ -427,7 +427,8 @@ def profile_decisions(s: SetReport) -> list[ProfileDecision]:
     profile); decisions without measured costs are left out."""
     by_profile = getattr(s, "decision_by_profile", None)
     if isinstance(by_profile, Mapping) and by_profile:
-        return [profile_decision(d, str(pid)) for pid, d in by_profile.items() if isinstance(d, DecisionHW) and d.measured]
+        return [profile_decision(d, str(getattr(d, "machine", None) or pid)) for pid, d in by_profile.items()
+                if isinstance(d, DecisionHW) and d.measured]
     d = s.decision_hw
     if d is None or not d.measured:
         return []
