@@ -21,6 +21,8 @@ def _prompts(corpus: Optional[str], prompts: Optional[Path], dataset: Optional[s
         out += corpora.load_prompts_file(prompts)
     if dataset is not None:
         out += corpora.load_dataset_prompts(dataset, limit)
+    if corpus is not None and not all(c.strip() for c in corpus.split(",")):
+        raise SpectermError(f"--corpus {corpus!r} names an empty corpus; name them (e.g. prose,code) or leave --corpus out for all.")
     if corpus is not None or not out:
         names = [c.strip() for c in corpus.split(",")] if corpus else None
         out += corpora.load_builtin(names, limit)
@@ -60,16 +62,17 @@ def _check_out(out: Path, resume: bool) -> None:
     """--out must be a new path we can create, or (with --resume) an existing run; nothing is created."""
     import tempfile
 
-    from specterm.core.store import check_unlocked
-    from specterm.core.store import META_FILE
+    from specterm.core.store import LOCK_FILE, META_FILE, check_unlocked
+    from specterm.core.store.atomic import check_visible_name, is_temp_name
 
+    check_visible_name(out)
     if out.exists() and not out.is_dir():
         raise SpectermError(f"--out {out} is a file, not a run directory; choose another --out.")
     if (out / META_FILE).is_file():
         if not resume:
             raise SpectermError(f"{out} already holds a run; pass --resume to continue it or choose another --out.")
         check_unlocked(out)
-    elif out.is_dir() and any(out.iterdir()):
+    elif out.is_dir() and any(p.name != LOCK_FILE and not is_temp_name(p.name) for p in out.iterdir()):
         raise SpectermError(f"{out} exists and is not a specterm run (no {META_FILE}); choose another --out.")
     probe = out
     while not probe.exists() and probe != probe.parent:
@@ -253,6 +256,11 @@ def _barrier_and_merge(sh: tuple[int, int], final_out: Path) -> None:
 def merge_command(*, shards: list[Path], out: Path) -> None:
     """`specterm merge`: store.merge_runs, then one line saying what was merged."""
     from specterm.core.store import merge_runs
+    from specterm.core.store.atomic import check_visible_name, leftovers_line, sweep_leftovers
 
+    check_visible_name(out)
     path, streams = merge_runs(shards, out)
     print(f"merged {len(streams)} prompts from {len(shards)} shard(s) into {path}", file=sys.stderr)
+    swept = sweep_leftovers(path.parent)
+    if swept:
+        print(leftovers_line(path.parent, swept), file=sys.stderr)
