@@ -563,3 +563,16 @@ def test_sweep_age_guard_keeps_a_just_created_temp_name(tmp_path):
     os.utime(fresh, (time.time() - 60, time.time() - 60))
     assert sweep_leftovers(tmp_path) == [fresh.name]
 
+
+
+def test_n_beyond_the_targets_context_is_refused_before_any_model_loads(tiny_model_dir, tmp_path, monkeypatch):
+    """`-n 100000` beyond the model's context was not refused up front (the tiny model: 1024 positions)."""
+    from specterm.oracle import models
+
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("a model was loaded before the check"))
+    out = tmp_path / "run"
+    res = runner.invoke(app, ["run", "--no-cost", "--headless", "--target", str(tiny_model_dir), "--draft", "layers:2",
+                              "--corpus", "code", "--limit", "1", "--out", str(out), "-n", "100000"])
+    assert isinstance(res.exception, SpectermError), res.output
+    assert "beyond the target's context of 1024" in str(res.exception) and one_sentence(str(res.exception))
+    assert not out.exists()

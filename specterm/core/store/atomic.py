@@ -11,6 +11,12 @@ directories 0777 less the umask (0644 / 0755 under the usual umask 022), like an
 creates, never mkstemp's private 0600 / 0700.
 
 An OSError becomes one sentence (`write_failure`): "No space left on device" says to free space.
+
+Every output file a person asks for (`report -o`, `crossstack -o`, the TUI's exports) goes through
+`write_output`: the same idiom, plus a refusal of a directory, a missing folder, a run directory and
+a run's own file names. A writer holds an flock on its temp name until the rename, so
+`sweep_leftovers` removes exactly the temp names of writers that died (a killed import, merge,
+repair or run), never a live one's.
 """
 
 from __future__ import annotations

@@ -19,13 +19,28 @@ each append), lets a load tell a truncated prompts.jsonl from a short run (store
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specterm.core.errors import SpectermError
+
+
+
+def _sha256(data: bytes) -> str:
+    """Hex sha256 of `data` by the interpreter's builtin module (_sha2 from Python 3.12, _sha256
+    before), without hashlib's import: its OpenSSL load is ~5-10 ms of a warm open (issue 21)."""
+    import importlib
+
+    for name in ("_sha2", "_sha256"):
+        try:
+            return str(importlib.import_module(name).sha256(data).hexdigest())
+        except ImportError:
+            continue
+    import hashlib  # pragma: no cover - an interpreter without the builtin module
+
+    return hashlib.sha256(data).hexdigest()
 
 if TYPE_CHECKING:
     from specterm.core.store.records import RecordBounds  # imported by record_bounds: no numpy for read_meta
@@ -43,7 +58,7 @@ def meta_checksum(meta: dict[str, Any]) -> str:
     sorted keys, ASCII escapes, no spaces, so the spacing and key order of the file do not matter."""
     payload = {k: v for k, v in meta.items() if k != META_CHECKSUM_FIELD}
     text = json.dumps(payload, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+    return _sha256(text.encode("ascii"))[:16]
 
 
 def seal_meta(meta: dict[str, Any]) -> dict[str, Any]:
