@@ -329,6 +329,8 @@ def test_check_cost_values_applies_to_any_cost_dict_and_passes_the_shipped_ones(
         meta = json.loads((path / META_FILE).read_text())
         check_cost_values(meta["cost"], str(path))
     check_cost_values({"c_verify_iqr_s": {"1": 0.0}}, "profile")  # a spread may be 0
+    with pytest.raises(SpectermError, match=r"'cost.c_verify_s.4' is 0.0001 s against c_decode_s 3000 s"):
+        check_cost_values({"c_decode_s": 3000.0, "c_verify_s": {"1": 2000.0, "4": 1e-4}}, "profile")
     with pytest.raises(SpectermError, match=r"profile x: 'cost.c_draft_s' is 0, outside \(0, 3600\]"):
         check_cost_values({"c_draft_s": 0}, "profile x")
 

@@ -242,6 +242,29 @@ def check_cost_values(cost: dict[str, Any], where: str) -> None:
         if key == "earlier":
             for i, old in enumerate(value):
                 check_cost_values(old, f"{where} (cost.earlier[{i}])")
+    _check_cost_scale(cost, where)
+
+
+MAX_COST_SPREAD = 1e4  # a draft token, a verification or a batch step within 10^4 of one target decode step
+
+
+def _check_cost_scale(cost: dict[str, Any], where: str) -> None:
+    """Refuse seconds that are each plausible but not together: every c_*_s (not a spread) within a
+    factor MAX_COST_SPREAD of c_decode_s, so that no speedup is ever computed from a decode step 10^4
+    times slower than a verification (the speedup S_hw would print as thousands of x)."""
+    base = cost.get("c_decode_s")
+    if not _is_number(base) or base <= 0:
+        return
+    for key, value in cost.items():
+        if not (key.startswith("c_") and key.endswith("_s")) or key.endswith("_iqr_s") or key == "c_decode_s":
+            continue
+        items = value.items() if isinstance(value, dict) else [("", value)]
+        for sub, x in items:
+            if _is_number(x) and x > 0 and not base / MAX_COST_SPREAD <= x <= base * MAX_COST_SPREAD:
+                name = f"{key}.{sub}" if sub else key
+                raise SpectermError(f"{where}: 'cost.{name}' is {x:.6g} s against c_decode_s {base:.6g} s, more than "
+                                    f"{MAX_COST_SPREAD:g} times apart, which no measurement gives; the file is corrupt, "
+                                    "restore it or re-measure the costs (`specterm run --resume --remeasure-cost`).")
 
 
 def _check_fields(obj: dict[str, Any], fields: dict[str, tuple[Any, str]], prefix: str, where: Path) -> None:
