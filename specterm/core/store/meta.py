@@ -252,10 +252,10 @@ def _check_cost_scale(cost: dict[str, Any], where: str) -> None:
     """Refuse seconds that are each plausible but not together: every c_*_s (not a spread) within a
     factor MAX_COST_SPREAD of c_decode_s, so that no speedup is ever computed from a decode step 10^4
     times slower than a verification (the speedup S_hw would print as thousands of x)."""
-    raw = cost.get("c_decode_s")
-    if not _is_number(raw) or raw <= 0:
+    decode = cost.get("c_decode_s")
+    if not (isinstance(decode, (int, float)) and _is_number(decode) and decode > 0):
         return
-    base = float(raw)
+    base = float(decode)
     for key, value in cost.items():
         if not (key.startswith("c_") and key.endswith("_s")) or key.endswith("_iqr_s") or key == "c_decode_s":
             continue
