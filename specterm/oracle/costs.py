@@ -127,10 +127,14 @@ class RoundRobinSampler:
         """Announce `rounds` more rounds (only the progress total depends on it)."""
         self.planned += rounds * len(self.quantities)
 
-    def round(self) -> None:
+    def round(self, only: set[str] | None = None) -> list[str]:
+        """Time one round (the first is the warm-up); `only`: the labels to time (a focused round of
+        `specterm costs`: the quantities the decision still needs). Returns the labels timed."""
         warm = self.rounds == 0
         shift = self.rounds % len(self.quantities)
         order = warm_up_quantities(self.quantities) if warm else self.quantities[shift:] + self.quantities[:shift]
+        if only is not None and not warm:
+            order = [q for q in order if q[0] in only]
         if warm and self.planned >= len(self.quantities):  # the announced total counted a full warm-up round
             self.planned -= len(self.quantities) - len(order)
         if self.done + len(order) > self.planned:
@@ -146,6 +150,13 @@ class RoundRobinSampler:
             if self.on_measure is not None:
                 self.on_measure(self.done, self.planned, f"{label} (warm-up)" if warm else label, dt)
         self.rounds += 1
+        return [] if warm else [q[0] for q in order]
+
+    def drop(self, labels: list[str]) -> None:
+        """Forget the last sample of each of `labels` (a round timed while the machine was busy)."""
+        for label in labels:
+            self.samples[label].pop()
+            self.samples_cpu[label].pop()
 
     def common_summary(self) -> dict:
         """The stored keys of both engines (module docstring), from every timed round so far."""
