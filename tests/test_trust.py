@@ -578,3 +578,18 @@ def test_n_beyond_the_targets_context_is_refused_before_any_model_loads(tiny_mod
     assert isinstance(res.exception, SpectermError), res.output
     assert "beyond the target's context of 1024" in str(res.exception) and one_sentence(str(res.exception))
     assert not out.exists()
+
+
+def test_repair_and_resume_remove_a_killed_writers_tmp_inside_the_run(tmp_path):
+    """A killed repair left a .tmp inside the run that nobody removed."""
+    run = make_fixture_run(tmp_path)
+    for name in (".prompts.jsonl.0123456789ab.tmp", ".run.json.ba9876543210.tmp"):
+        (run / name).write_text("half")
+        os.utime(run / name, (time.time() - 60, time.time() - 60))
+    result = repair_run(run)
+    assert any("removed 2 leftover(s) of interrupted writes" in n for n in result.notes)
+    (run / ".run.json.0a0a0a0a0a0a.tmp").write_text("half")
+    os.utime(run / ".run.json.0a0a0a0a0a0a.tmp", (time.time() - 60, time.time() - 60))
+    with RunWriter(run, read_meta(run), resume=True) as writer:
+        assert any("removed 1 leftover(s)" in w for w in writer.warnings)
+    assert not [p for p in run.iterdir() if p.name.endswith(".tmp")]

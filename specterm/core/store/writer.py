@@ -20,6 +20,7 @@ from specterm.core.errors import SpectermError
 from specterm.core.store.atomic import (
     FILE_MODE,
     open_append,
+    leftovers_line,
     open_new_file,
     sweep_leftovers,
     write_failure,
@@ -207,7 +208,6 @@ class RunWriter:
         self.path = Path(path)
         self.done: set[tuple[str, str]] = set()
         self.warnings: list[str] = []
-        self.swept: list[str] = []
         self.lock = RunLock(self.path)
         meta_path = self.path / META_FILE
         if meta_path.exists() or meta_path.is_symlink():
@@ -220,7 +220,9 @@ class RunWriter:
                 if conflict:
                     raise SpectermError(f"{self.path} {conflict}; resume with the same settings or choose another --out.")
                 self.meta = old
-                self.swept = sweep_leftovers(self.path)  # a killed repair's or run.json writer's temp file
+                swept = sweep_leftovers(self.path)  # a killed repair's or run.json writer's temp file
+                if swept:
+                    self.warnings.append(leftovers_line(self.path, swept))
                 self._mend_tail()
                 self.done = {(s.corpus, s.id) for s in load_run(self.path).streams}
             except BaseException:
