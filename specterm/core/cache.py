@@ -29,6 +29,9 @@ commit and share (and may be read-only, e.g. the shipped runs in an installed pa
 entry beside the run would travel with it to machines where it can only be a miss.
 SPECTERM_CACHE=0 (or `--no-cache`) turns the cache off.
 
+Length: the key, an entry's proofs (digest, counts) and the aliases share one entry format and its
+one reader (_read_keyed); split apart, each module would import the others' private pieces.
+
 Never trusted: an entry that is not valid JSON, has another schema or key, or does not rebuild a
 Report is deleted and the report recomputed. Every entry proves what it serves: it carries `digest`,
 a blake2b of its key and of the exact JSON text of its report (`entry_digest`; the report is stored
