@@ -1,6 +1,6 @@
 """The `specterm` command line (typer). Heavy imports live inside the commands so `--help` is instant.
 
-run / merge are implemented in specterm/oracle/runner.py; import / report / list call specterm.core;
+run / merge are implemented in specterm/runner.py (the CLI layer: it may open the app, the oracle never does); import / report / list call specterm.core;
 open and the no-argument form start the Textual app (specterm.app.make_app).
 """
 
@@ -86,7 +86,7 @@ def run_cmd(
         fail(f"unknown --backend {backend}; use torch or llama.cpp.")
     if threads is not None:
         fail("--threads is for --backend llama.cpp; torch picks its own threads.")
-    from specterm.oracle.runner import run_command
+    from specterm.runner import run_command
 
     run_command(**params)
 
@@ -97,7 +97,7 @@ def merge_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Merged run directory."),
 ) -> None:
     """Merge shard runs of the same models into one run (each prompt exactly once)."""
-    from specterm.oracle.runner import merge_command
+    from specterm.runner import merge_command
 
     merge_command(shards=shards, out=out)
 

@@ -104,10 +104,12 @@ def histogram(ks: npt.NDArray[np.int64], gamma: int) -> list[int]:
     return [int(c) for c in counts]
 
 
-def first_divergence(a: npt.NDArray[np.int32] | None, b: npt.NDArray[np.int32] | None) -> int | None:
-    """Index of the first token where two y differ (the shorter length when one is a prefix); None if equal."""
+def first_divergence(a: npt.ArrayLike | None, b: npt.ArrayLike | None) -> int | None:
+    """Index of the first token where two y differ (the shorter length when one is a prefix); None if
+    equal. Arrays or token lists (a decoder's output against the stored y)."""
     if a is None or b is None:
         return 0
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     n = min(a.size, b.size)
     diff = np.flatnonzero(a[:n] != b[:n])
     if diff.size:

@@ -4,6 +4,10 @@ Tables are built once as (title, header, rows) and rendered as markdown or as al
 Cells follow the published style (numbers through core/fmt.py, the one number formatter): a value
 then its 95% CI in brackets, e.g. `+0.233 [0.19, 0.27]`,
 and the deficit as `total = hetero + temporal [CI of temporal]`, e.g. `0.064 = 0.016 + 0.048 [0.030, 0.063]`.
+
+Length: every section's table builders in one place, since the report (md, text), the TUI's exports and
+the README's generated Results all render these same tables; the decision alone has five (the shown
+profile's, every profile side by side, by batch, the confirmations, every confirmation by machine).
 """
 
 from __future__ import annotations
