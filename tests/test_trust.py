@@ -122,7 +122,7 @@ def test_another_runs_report_pasted_into_an_entry_is_a_miss_even_with_a_matching
     said: list[str] = []
     again = cache.cached_analyse([load_run(small)], note=said.append, **PARAMS)
     assert again.sets["pooled"].n_streams == 3 == own.sets["pooled"].n_streams
-    assert len(said) == 1 and "6" in said[0] and "3" in said[0]
+    assert len(said) == 1 and "run(s) of [6] prompts where the runs hold [3]" in said[0]
 
 
 def test_a_cache_entry_without_a_digest_is_never_served(tmp_path):
@@ -489,7 +489,7 @@ def test_import_prints_one_line_for_what_the_sweep_removed(tmp_path, monkeypatch
 
 
 def test_a_directory_holding_only_run_lock_does_not_block_run(tmp_path):
-    from specterm.oracle.runner import _check_out
+    from specterm.runner import _check_out
 
     out = tmp_path / "r"
     out.mkdir()
@@ -500,7 +500,7 @@ def test_a_directory_holding_only_run_lock_does_not_block_run(tmp_path):
 
 def test_an_empty_corpus_is_refused():
     """`--corpus ""` meant all corpora."""
-    from specterm.oracle.runner import _prompts
+    from specterm.runner import _prompts
 
     for corpus in ("", "code,,prose"):
         with pytest.raises(SpectermError, match="empty corpus"):

@@ -286,7 +286,8 @@ def count_mismatch(report: Report, key: dict[str, Any]) -> str | None:
     streams = sum(int(r.get("streams", 0)) for r in runs)
     positions = sum(int(r.get("positions", 0)) for r in runs)
     if len(report.runs) != len(runs) or any(s.n_streams != int(r.get("streams", -1)) for s, r in zip(report.runs, runs)):
-        return f"describes {len(report.runs)} run(s) of {[s.n_streams for s in report.runs]} prompts, not these"
+        held = [int(r.get("streams", -1)) for r in runs]
+        return f"describes run(s) of {[s.n_streams for s in report.runs]} prompts where the runs hold {held}"
     corpora = [s for name, s in report.sets.items() if name != POOLED]
     pooled = report.sets.get(POOLED)
     got_streams = sum(s.n_streams for s in corpora)
