@@ -292,6 +292,14 @@ def validate_meta(meta: dict[str, Any], where: Path) -> None:
     for i, conf in enumerate(confirmations if isinstance(confirmations, list) else []):
         if isinstance(conf, dict) and isinstance(conf.get("cost"), dict):
             check_cost_values(conf["cost"], f"{where} (confirmations[{i}])")
+    profiles = meta.get("profiles")
+    if profiles is not None and not isinstance(profiles, list):
+        raise SpectermError(f"{where}: 'profiles' must be a list of cost profiles; the file is corrupt, restore it.")
+    for i, prof in enumerate(profiles or []):
+        if not isinstance(prof, dict) or not isinstance(prof.get("cost"), dict) or not isinstance(prof.get("id"), str):
+            raise SpectermError(f"{where}: profiles[{i}] is not a cost profile (an object with an id and a cost); "
+                                "the file is corrupt, restore it.")
+        check_cost_values(prof["cost"], f"{where} (profiles[{i}])")
 
 
 def record_bounds(meta: dict[str, Any]) -> RecordBounds:
