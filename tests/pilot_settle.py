@@ -78,9 +78,10 @@ def busy(app) -> str | None:
         return "animations"
     if app._batch_count:
         return "a batch update"
-    for table in app.query("DataTable"):  # cell widths are measured at the table's next Idle (update_cell(update_width=True))
-        if table._updated_cells or table._require_update_dimensions:
-            return "a table's column widths"
+    for screen in app.screen_stack:  # a modal's (help) background shows too
+        for table in screen.query("DataTable"):  # widths are measured at the table's next Idle (update_cell(update_width=True))
+            if table._updated_cells or table._require_update_dimensions:
+                return "a table's column widths"
     try:
         screen = app.screen
     except Exception:  # no screen yet (start-up): nothing to lay out
