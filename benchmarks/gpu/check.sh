@@ -76,7 +76,8 @@ step() {
   local s rc dt
   s=$(date +%s)
   echo "----- $name: $*" >>"$LOG"
-  timeout --signal=INT --kill-after=20 "$left" "$@" >>"$LOG" 2>&1; rc=$?
+  # --foreground: Ctrl-C reaches the step too (timeout would otherwise put it in a process group of its own)
+  timeout --foreground --signal=INT --kill-after=20 "$left" "$@" >>"$LOG" 2>&1; rc=$?
   dt=$(( $(date +%s) - s ))
   case $rc in
     0) record "$name" ok "$dt"; log "$name: ok in ${dt}s" ;;
