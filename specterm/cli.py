@@ -1,6 +1,6 @@
 """The `specterm` command line (typer). Heavy imports live inside the commands so `--help` is instant.
 
-run / merge are implemented in specterm/oracle/runner.py; import / report / list call specterm.core;
+run / merge are implemented in specterm/runner.py (the CLI layer: it may open the app, the oracle never does); import / report / list call specterm.core;
 open and the no-argument form start the Textual app (specterm.app.make_app).
 """
 
@@ -86,7 +86,7 @@ def run_cmd(
         fail(f"unknown --backend {backend}; use torch or llama.cpp.")
     if threads is not None:
         fail("--threads is for --backend llama.cpp; torch picks its own threads.")
-    from specterm.oracle.runner import run_command
+    from specterm.runner import run_command
 
     run_command(**params)
 
@@ -97,7 +97,7 @@ def merge_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Merged run directory."),
 ) -> None:
     """Merge shard runs of the same models into one run (each prompt exactly once)."""
-    from specterm.oracle.runner import merge_command
+    from specterm.runner import merge_command
 
     merge_command(shards=shards, out=out)
 
@@ -116,7 +116,8 @@ def confirm_cmd(
     device: Optional[str] = typer.Option(None, "--device", help="auto|cpu|cuda|mps (default: the run's device)."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="float32|bfloat16|float16 (default: the run's dtype)."),
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", "-n", help="Generate and compare only the first N tokens of each stored y."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default: torch's choice); recorded with the result."),
+    threads: Optional[int] = typer.Option(None, "--threads",
+                                          help="CPU threads per forward (default: 1 on <= 2 cores, else every core); recorded with the result."),
     repeats: int = typer.Option(5, "--repeats", help="Timed rounds of the cost measurement before the generations (one more follows every prompt)."),
     target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
     draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
@@ -147,8 +148,11 @@ def confirm_cmd(
         16, "--cost-max-gamma", min=1, max=16,
         help="With --engine llama.cpp: time c_verify(g) for g = 1..this (fewer: a shorter cost measurement)."),
 ) -> None:
-    """Time plain greedy against real speculative decoding at the run's g_hw (always), this session's g_hw, g_iid; record it in run.json."""
+    """Time plain greedy against real speculative decoding at the run's g_hw (always), this session's g_hw, g_iid; record it in run.json.
+
+    The run's decision here is its cost profile of this machine: without one, `specterm costs` measures it first."""
     params = dict(locals())
+    _profile_first(run, threads, device, dtype, target, draft)
     engine = params.pop("engine")
     llama = {k: params.pop(k) for k in ("llama_bin", "llama_src", "keep_logs", "cost_max_gamma")}
     if engine == "llama.cpp":
@@ -170,6 +174,52 @@ def confirm_cmd(
     from specterm.oracle.confirm import confirm_command
 
     confirm_command(**params)
+
+
+def _profile_first(run: Path, threads: Optional[int], device: Optional[str], dtype: Optional[str],
+                   target: Optional[str], draft: Optional[str]) -> None:
+    """Before a confirmation: measure a cost profile of this machine when the run has none (SPEC 6), so the
+    decision it checks is this machine's."""
+    from specterm.core.hardware.profiles import decision_profile
+    from specterm.core.machine import this_machine
+    from specterm.core.store import read_meta
+
+    try:
+        meta = read_meta(run)
+    except Exception:  # confirm itself reports an unreadable run in one sentence
+        return
+    if decision_profile(meta, this_machine()) is not None:
+        return
+    warn(f"the run has no cost profile of this machine ({this_machine().label()}); measuring one first (`specterm costs`)")
+    from specterm.engines.costs import costs_command
+
+    costs_command(run=run, threads=threads, device=device, dtype=dtype, target=target, draft=draft, batch=False,
+                  max_rounds=12, max_seconds=600.0, busy_ok=False, quiet_wait=120.0)
+
+
+@app.command("costs")
+def costs_cmd(
+    run: Path = typer.Argument(
+        ..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads per forward (default: 1 on <= 2 cores, else every core); recorded."),
+    device: Optional[str] = typer.Option(None, "--device", help="torch: auto|cpu|cuda|mps (default: the run's device)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="torch: float32|bfloat16|float16 (default: the run's dtype)."),
+    target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
+    draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
+    batch: bool = typer.Option(False, "--batch", help="Also time the by-batch grid (B = 1, 2, 4, 8) for the batch crossover."),
+    max_rounds: int = typer.Option(12, "--max-rounds", help="Timed rounds at most (the first 3 time the whole g curve)."),
+    max_seconds: float = typer.Option(600.0, "--max-seconds", help="Seconds of timing at most (model loading not counted)."),
+    busy_ok: bool = typer.Option(False, "--busy-ok", help="Keep timing on a busy machine (the profile is marked busy and every verdict from it says so)."),
+    quiet_wait: float = typer.Option(120.0, "--quiet-wait", help="Seconds to wait for a busy machine to be quiet before giving up."),
+) -> None:
+    """Measure a cost profile of this machine (costs + CPU/GPU, threads, engine, load) and add it to the run.
+
+    Times c_decode, c_verify(g) for g = 1..16 and c_draft in the run's engine, until every corpus's verdict and
+    g_hw are settled by the costs (or a cap). The run's decision on this machine then uses it; other profiles stay."""
+    from specterm.engines.costs import costs_command
+
+    costs_command(run=run, threads=threads, device=device, dtype=dtype, target=target, draft=draft, batch=batch,
+                  max_rounds=max_rounds, max_seconds=max_seconds, busy_ok=busy_ok, quiet_wait=quiet_wait)
 
 
 @app.command("crossstack")

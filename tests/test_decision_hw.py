@@ -78,13 +78,15 @@ def test_verdict_sign_follows_s_hw(tmp_path):
     for _name, s in slow.ordered_sets():
         d = s.decision_hw
         assert d.speedup_hw < 1 and d.speculate is False
-        assert d.verdict.startswith(f"do not speculate on this hardware: the best draft length, g = {d.gamma_hw}")
+        # the verdict names the machine of its costs (a hand-made cost names none: "unknown machine")
+        assert d.machine == "unknown machine, torch float32"
+        assert d.verdict.startswith(f"do not speculate on {d.machine}: the best draft length, g = {d.gamma_hw}")
         assert "memory-bound" not in d.verdict  # a column of the table, never part of the verdict (SPEC 6)
         assert f"pays when a verify of {d.gamma_hw + 1} tokens costs less than v* = {d.break_even_verify:.2f}" in d.verdict
     fast = report_of(tmp_path, cost(0.5, 0.5, 0.01), "fast")
     for _name, s in fast.ordered_sets():
         assert s.decision_hw.speculate is True
-        assert s.decision_hw.verdict.startswith(f"speculate with g = {s.decision_hw.gamma_hw} on this hardware")
+        assert s.decision_hw.verdict.startswith(f"speculate with g = {s.decision_hw.gamma_hw} on {s.decision_hw.machine}")
 
 
 def test_refeed_model_in_extra_keys_and_named_when_it_flips_the_sign(tmp_path):
@@ -125,7 +127,7 @@ def test_confirmation_rows_in_the_report(tmp_path):
     (c,) = rep.sets["code"].decision_hw.confirmed  # the newer record supersedes code only
     assert (c.gamma, c.predicted, c.ratio) == (5, 1.25, pytest.approx(0.88))
     md = to_markdown(rep)
-    assert "Decision on this hardware" in md and "| prose |" in md
+    assert "Decision on unknown machine, torch float32" in md and "| prose |" in md
     assert p.predicted_insitu == pytest.approx(1.25) and p.ratio_insitu == pytest.approx(1.056)
     assert c.ratio_insitu is None  # no in-generation forwards stored
     # confirmation table: set, g, prompts, realized, cost-model check at the in-generation costs, at the

@@ -67,14 +67,18 @@ from specterm.core.estimate import num, percentile_cis
 from specterm.core.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, RunCostUncertainty, batched_rows,
                                     confirming, decision_check, decision_hw, q3_costs, run_cost_uncertainty,
                                     run_curve_and_confirmations)
+from specterm.core.hardware.confirmations import confirmed_rows
+from specterm.core.hardware.decision import _plain as _plain_row
 from specterm.core.hardware.decision import verdict_sign_held
+from specterm.core.hardware.profiles import NO_MATCH, Profile, profile_meta, run_engine, run_profiles, shown_profile
+from specterm.core.machine import Machine, this_machine
 from specterm.core.optimum import optimum_table, r_values
 from specterm.core.parallel import analysis_threads, contiguous_parts, kept_heap, one_blas_thread, run_all, submit
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bin_width_for, bins_needed, position_report, position_sums
 from specterm.core.report import (
-    POOLED, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, ScoreRow, SetReport,
+    POOLED, ConfirmedRow, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, ScoreRow, SetReport,
 )
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import mark_borderline, scorecard
@@ -112,7 +116,7 @@ def _meta(meta: dict[str, Any], key: str) -> Any:
     return None
 
 
-def run_summary(run: Run) -> RunSummary:
+def run_summary(run: Run, shown: Profile | None = None) -> RunSummary:
     return RunSummary(
         name=run.name,
         path=str(run.path),
@@ -123,7 +127,50 @@ def run_summary(run: Run) -> RunSummary:
         r_measured=num(run.r_measured),
         n_streams=len(run.streams),
         corpora=list(run.corpora),
+        engine=run_engine(run.meta),
+        shown_profile=None if shown is None else shown.id,
     )
+
+
+@dataclass(frozen=True)
+class RunProfiles:
+    """A run's cost profiles, the one shown (SPEC 6: the newest matching this machine, else the
+    newest) and whether it matches; `views`: per profile id, the run as that profile's decision sees
+    it (profiles.profile_meta)."""
+
+    run: Run
+    profiles: list[Profile]
+    shown: Profile | None
+    matches: bool
+    views: dict[str, Run]
+
+
+def _no_costs(meta: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in meta.items() if k not in ("cost", "batch_cost", "confirmations")}
+
+
+def run_profiles_of(run: Run, machine: Machine) -> RunProfiles:
+    profiles = run_profiles(run.meta)
+    shown, matches = shown_profile(profiles, machine, run_engine(run.meta))
+    views = {p.id: Run(path=run.path, meta=profile_meta(run.meta, p), streams=run.streams, warnings=run.warnings)
+             for p in profiles}
+    return RunProfiles(run=run, profiles=profiles, shown=shown, matches=matches, views=views)
+
+
+def _shown_view(rp: RunProfiles) -> Run:
+    """The run as the shown profile's decision sees it (the run itself when it has no profile)."""
+    return rp.run if rp.shown is None else rp.views[rp.shown.id]
+
+
+def _view_or_none(rp: RunProfiles, pid: str) -> Run:
+    return rp.views.get(pid) or Run(path=rp.run.path, meta=_no_costs(rp.run.meta), streams=rp.run.streams,
+                                    warnings=rp.run.warnings)
+
+
+def _label(profiles: list[RunProfiles], idx: list[int], pid: str) -> Profile | None:
+    """The profile `pid` when every run in `idx` has it (the same costs), else None."""
+    found = [next((p for p in profiles[i].profiles if p.id == pid), None) for i in idx]
+    return found[0] if found and all(f is not None for f in found) else None
 
 
 def _sums(streams: list[Stream], gamma: int, depth_gamma: int, shuffles: int, seed: int) -> st.StreamSums:
@@ -247,12 +294,14 @@ Hardware = tuple[CostCurve | None, list[Confirmation]]
 
 def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]], runs: list[Run],
                      hw: list[Hardware], sums: st.StreamSums, W: np.ndarray,
-                     unc: list[RunCostUncertainty], seed: int, R: np.ndarray | None = None) -> DecisionHW:
+                     unc: list[RunCostUncertainty], seed: int, R: np.ndarray | None = None,
+                     profile: Profile | None = None, matches: bool | None = None) -> DecisionHW:
     """hardware.decision_hw of a set from the cost curve of the run(s) its streams come from (streams
     of runs with different measured costs get no hardware decision: measured False), the refeed
     share phi(g) of its streams, its confirmed rows with their decision checks, and its uncertainty:
     E_true(g) in the set's bootstrap replicates R = W @ M (the same resamples as every statistic)
-    beside the run's cost replicates (`unc`, one per run)."""
+    beside the run's cost replicates (`unc`, one per run). `profile`: the cost profile `runs` show
+    (profiles.profile_meta), named in the verdict, with whether it `matches` this machine."""
     idx = sorted({i for _, i in members})
     costs = [runs[i].meta.get("cost") for i in idx]
     curve, confs, note = hw[idx[0]][0], hw[idx[0]][1], None
@@ -280,8 +329,19 @@ def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]
     out = decision_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve,
                       r_fallback=r_or_default(rep.r_measured) if curve is None else None,
                       phi_true=phi, confirmed=confirmed, note=note, E_boot=E_boot, reps=u.reps,
-                      batch=u.batch, batch_reps=u.batch_reps, batch_fwd_reps=u.batch_fwd_reps)
+                      batch=u.batch, batch_reps=u.batch_reps, batch_fwd_reps=u.batch_fwd_reps,
+                      where=profile.label() if profile is not None and curve is not None else None)
     out.confirmed_batch = batched_rows(confs, name) if curve is not None else []
+    if curve is not None:  # every confirmation of these costs' machine, not only the newest (SPEC 6)
+        streams_all = [(s.id, s.a) for s, _ in members]
+        out.confirmed_history = [ConfirmedRow.from_dict(_plain_row(
+            {**row, **decision_check(row, c, name, streams_all, curve, u.reps, W.shape[0], seed)} if name != POOLED else row))
+            for c in confs for row in confirmed_rows(c, name)]
+    if profile is not None and curve is not None:
+        out.profile, out.machine, out.matches_this_machine = profile.id, profile.label(), matches
+        out.busy_warning = profile.busy_warning()
+        if out.busy_warning:
+            out.verdict += f"; warning: {out.busy_warning}"
     for row in out.confirmed:
         if row.gamma == out.gamma_hw and row.sign_held is not None:
             row.sign_held = verdict_sign_held(out.verdict_kind, float(row.realized))
@@ -342,10 +402,17 @@ class _Prepared:
     hw: list[Hardware]
     boot: int
     weights: tuple[np.ndarray, list[Future[np.ndarray]]]
+    profiles: list[RunProfiles]
+    machine: Machine
 
 
 def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, depth_gamma: int | None,
              pool: Executor | None = None, threads: int = 1) -> _Prepared:
+    """The boot-independent part of `analyse`. The runs are read as their shown cost profile sees
+    them (run_profiles_of): every number that uses costs is that profile's."""
+    machine = this_machine()
+    profiles = [run_profiles_of(run, machine) for run in runs]
+    runs = [_shown_view(rp) for rp in profiles]
     depth_gamma = gamma if depth_gamma is None else depth_gamma
     for name, value in (("--gamma", gamma), ("depth gamma", depth_gamma)):
         if not 1 <= value <= GAMMA_MAX:
@@ -400,7 +467,8 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     hw = [run_curve_and_confirmations(run.meta, f"{run.path}/run.json") for run in runs]
     return _Prepared(runs=runs, gamma=gamma, shuffles=shuffles, seed=seed, depth_gamma=depth_gamma, corpora=corpora,
                      by_corpus=by_corpus, n_entries=len(entries), parts=parts, positions=positions,
-                     samplings=samplings, steadies=steadies, tables=tables, hw=hw, boot=boot, weights=weights)
+                     samplings=samplings, steadies=steadies, tables=tables, hw=hw, boot=boot, weights=weights,
+                     profiles=profiles, machine=machine)
 
 
 def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
@@ -444,6 +512,29 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
     in_pooled = [d[4] for d in done if d[4] is not None]
     resampled_policy[POOLED] = _added(in_pooled) if len(in_pooled) == len(done) else None
     unc = [run_cost_uncertainty(run.meta, boot, seed) for run in runs]
+    # every other profile of the runs: its views, hardware and cost replicates (the shown one's are above)
+    shown_ids = [None if rp.shown is None else rp.shown.id for rp in p.profiles]
+    pids = list(dict.fromkeys(q.id for rp in p.profiles for q in rp.profiles))
+    views = {pid: [_view_or_none(rp, pid) for rp in p.profiles] for pid in pids}
+    hw_of = {pid: [run_curve_and_confirmations(v.meta, f"{v.path}/run.json") for v in views[pid]] for pid in pids}
+    unc_of = {pid: [run_cost_uncertainty(v.meta, boot, seed) for v in views[pid]] for pid in pids}
+
+    def by_profile(rep: SetReport, name: str, members: list[tuple[Stream, int]], sums: st.StreamSums,
+                   W: np.ndarray, R: np.ndarray) -> dict[str, DecisionHW]:
+        """The set's decision under every cost profile its runs share (SPEC 6: a decision per profile)."""
+        idx = sorted({i for _, i in members})
+        out = {}
+        for pid in pids:
+            prof = _label(p.profiles, idx, pid)
+            if prof is None:
+                continue
+            ok = all(p.profiles[i].profiles and prof.matches(p.machine, run_engine(p.profiles[i].run.meta)) for i in idx)
+            if rep.decision_hw is not None and all(shown_ids[i] == pid for i in idx):
+                out[pid] = rep.decision_hw
+            else:
+                out[pid] = _set_decision_hw(rep, name, members, views[pid], hw_of[pid], sums, W, unc_of[pid], seed, R,
+                                            profile=prof, matches=ok)
+        return out
 
     def one_set(name: str) -> tuple[SetReport, tuple[Any, ...] | None]:
         """A set's report, and (when boot > 0) its policies and per-stream policy sums for the borderline pass."""
@@ -455,7 +546,12 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
         rep.cost_ratio = cost_ratio_optimum(rep, r, ridge=DEFAULT_RIDGE)
         rep.position = position_report(p.positions[name], W, resampled_position[name])
         rep.sampling = sampling_report(p.samplings[name], W, resampled_sampling[name])
-        rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed, R)
+        idx = sorted({i for _, i in members})
+        first = shown_ids[idx[0]] if members else None
+        shown = _label(p.profiles, idx, first) if first is not None else None
+        rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed, R, profile=shown,
+                                           matches=shown is not None and all(p.profiles[i].matches for i in idx))
+        rep.decision_by_profile = by_profile(rep, name, members, sums, W, R)
         rep.steady_state = steady_report(p.steadies[name], W)
         pol = (*pol_sums[name], r) if boot > 0 and members else None
         return rep, pol
@@ -484,12 +580,32 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
     return _report(p, sets, mark_borderline(rows, by_seed), boot)
 
 
+def profile_rows(profiles: list[RunProfiles], machine: Machine) -> list[dict[str, Any]]:
+    """SPEC 7 `profiles[]`: every run's cost profiles, each with its run and whether it is shown."""
+    return [{**q.summary(machine, run_engine(rp.run.meta)), "run": rp.run.name, "shown": rp.shown is q}
+            for rp in profiles for q in rp.profiles]
+
+
+def profile_note(profiles: list[RunProfiles], machine: Machine) -> str | None:
+    """SPEC 6: when a run's profiles include none of this machine, one sentence with the command that
+    measures one (None when every run with costs has a matching profile)."""
+    missing = [rp for rp in profiles if rp.profiles and not rp.matches]
+    if not missing:
+        return None
+    engines = sorted({run_engine(rp.run.meta) for rp in missing})
+    where = f"{machine.label()}, {' / '.join(engines)}"
+    return NO_MATCH.format(machine=where, run=" ".join(str(rp.run.path) for rp in missing))
+
+
 def _report(p: _Prepared, sets: dict[str, SetReport], rows: list[ScoreRow], boot: int) -> Report:
     """The Report of the prepared runs from its sets and scorecard rows."""
     return Report(
+        profiles=profile_rows(p.profiles, p.machine),
+        this_machine=p.machine.key(),
+        profile_note=profile_note(p.profiles, p.machine),
         sets=sets,
         scorecard=rows,
-        runs=[run_summary(run) for run in p.runs],
+        runs=[run_summary(_shown_view(rp), rp.shown) for rp in p.profiles],
         params=Params(gamma=p.gamma, boot=boot, shuffles=p.shuffles, seed=p.seed, depth_gamma=p.depth_gamma,
                       r_default=R_DEFAULT, ridge=DEFAULT_RIDGE),
     )

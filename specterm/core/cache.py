@@ -49,6 +49,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specterm.core.machine import this_machine
 from specterm.core.store.atomic import write_bytes_atomic
 
 if TYPE_CHECKING:
@@ -184,6 +185,7 @@ def cache_key(runs: Sequence[Run], params: dict[str, Any]) -> dict[str, Any]:
         "code": code_version(),
         "runs": [run_digest(r) for r in runs],
         "params": {name: params.get(name) for name in PARAM_NAMES},
+        "machine": this_machine().key(),  # which cost profile is shown depends on the machine (SPEC 6)
     }
 
 
@@ -315,6 +317,7 @@ def files_key(files: Sequence[Any], params: dict[str, Any], group: int) -> dict[
                   for f in files],
         "params": {name: params.get(name) for name in PARAM_NAMES},
         "group": int(group),
+        "machine": this_machine().key(),
     }
 
 

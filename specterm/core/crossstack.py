@@ -102,10 +102,12 @@ def histogram(ks: npt.NDArray[np.int64], gamma: int) -> list[int]:
     return [int(c) for c in counts]
 
 
-def first_divergence(a: npt.NDArray[np.int32] | None, b: npt.NDArray[np.int32] | None) -> int | None:
-    """Index of the first token where two y differ (the shorter length when one is a prefix); None if equal."""
+def first_divergence(a: npt.ArrayLike | None, b: npt.ArrayLike | None) -> int | None:
+    """Index of the first token where two y differ (the shorter length when one is a prefix); None if
+    equal. Arrays or token lists (a decoder's output against the stored y)."""
     if a is None or b is None:
         return 0
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     n = min(a.size, b.size)
     diff = np.flatnonzero(a[:n] != b[:n])
     if diff.size:
@@ -304,7 +306,8 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
 
         lines.append(f"| {name} | {r['hist_real']} | {r['hist_walk_b']} | {r['hist_walk_a']} | "
                      f"{t(r['test_real_vs_walk_b'])} | {t(r['test_real_vs_walk_a'])} |")
-    lines += ["", ("Decision on this hardware in each engine (stored costs, SPEC 6; the engine's block cost where its "
+    lines += ["", ("Decision in each engine on the machine of its cost profile, named in each verdict (SPEC 6; the "
+                   "engine's block cost where its "
                    "costs carry one) and the decision checks of its confirmations (`specterm report`: the decision's "
                    "prediction for K new prompts with its 95% prediction interval; in = realized inside it; sign = "
                    "realized on the verdict's side of 1, n/a for no reliable gain)."),

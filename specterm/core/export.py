@@ -4,6 +4,10 @@ Tables are built once as (title, header, rows) and rendered as markdown or as al
 Cells follow the published style (numbers through core/fmt.py, the one number formatter): a value
 then its 95% CI in brackets, e.g. `+0.233 [0.19, 0.27]`,
 and the deficit as `total = hetero + temporal [CI of temporal]`, e.g. `0.064 = 0.016 + 0.048 [0.030, 0.063]`.
+
+Length: every section's table builders in one place, since the report (md, text), the TUI's exports and
+the README's generated Results all render these same tables; the decision alone has five (the shown
+profile's, every profile side by side, by batch, the confirmations, every confirmation by machine).
 """
 
 from __future__ import annotations
@@ -237,9 +241,61 @@ def policy_tables(report: Report) -> list[Table]:
 
 
 def decide_tables(report: Report) -> list[Table]:
-    """The decision on this hardware (one table, first), then S_hw by batch, then the confirmations."""
-    out = [t for t in (decision_table(report), batch_table(report), confirmation_table(report)) if t is not None]
+    """The decision of the shown cost profile (one table, first), every profile's decision side by side,
+    then S_hw by batch, then the confirmations."""
+    out = [t for t in (decision_table(report), profile_table(report), batch_table(report), confirmation_table(report),
+                       confirmation_history_table(report)) if t is not None]
     return out
+
+
+def shown_machine(report: Report) -> str | None:
+    """The machine and engine of the shown decision's costs (one label, or several joined by "; ")."""
+    labels = list(dict.fromkeys(s.decision_hw.machine for _, s in report.ordered_sets()
+                                if s.decision_hw is not None and s.decision_hw.machine))
+    return "; ".join(labels) if labels else None
+
+
+def context_line(report: Report) -> str:
+    """Which runs, engines and machine a report or an export shows: "runs: NAME (torch, 80 prompts);
+    costs: AMD EPYC, 1 thread, torch float32 (this machine)"."""
+    runs = ", ".join(f"{r.name} ({r.engine or MISSING}, {r.n_streams} prompt{'s' if r.n_streams != 1 else ''})"
+                     for r in report.runs)
+    machine = shown_machine(report)
+    if machine is None:
+        costs = "costs: not measured"
+    else:
+        here = [s.decision_hw.matches_this_machine for _, s in report.ordered_sets()
+                if s.decision_hw is not None and s.decision_hw.machine]
+        costs = f"costs: {machine}" + (" (this machine)" if here and all(here) else " (not this machine)")
+    return f"runs: {runs}; {costs}"
+
+
+def profile_table(report: Report) -> Table | None:
+    """Every cost profile's decision side by side (SPEC 6: a decision per profile), per set: machine,
+    g_hw, S_hw [95% CI], verdict, and the realized speedup at g_hw of that profile's newest confirmation."""
+    if len(report.profiles) < 2 and not report.profile_note:
+        return None
+    labels = {p["id"]: p for p in report.profiles}
+    head = ["set", "machine (cost profile)", "g_hw", "S_hw [95% CI]", "verdict", "realized at g_hw"]
+    rows = []
+    for name, s in report.ordered_sets():
+        for pid, d in s.decision_by_profile.items():
+            prof = labels.get(pid, {})
+            tags = [t for t, on in (("shown", d is s.decision_hw or pid == (s.decision_hw.profile if s.decision_hw else None)),
+                                    ("this machine", prof.get("matches_this_machine")), ("busy", prof.get("busy"))) if on]
+            when = str(prof.get("measured_at") or "")[:10]
+            machine = f"{d.machine or prof.get('label') or pid} [{pid}{', ' + when if when else ''}]"
+            c = d.confirmed_at(d.gamma_hw)
+            rows.append([name, machine + (f" ({', '.join(tags)})" if tags else ""), fmt(d.gamma_hw),
+                         _x_ci(d.speedup_hw, d.speedup_hw_ci), VERDICT_WORDS.get(d.verdict_kind or "", MISSING),
+                         MISSING if c is None else _x(c.realized)])
+    if not rows:
+        return None
+    title = ("Decision by machine (every cost profile of the run; each CI covers prompts and that profile's cost "
+             "samples, not another machine)")
+    if report.profile_note:
+        title += f". {report.profile_note}"
+    return title, head, rows
 
 
 def _x(value: Any) -> str:
@@ -258,8 +314,10 @@ def decision_table(report: Report) -> Table | None:
     """SPEC 6's one decision table: per set g_hw, S_hw(g_hw) [95% CI], the three-way verdict, the
     break-even v* beside the measured c_verify(g_hw) / c_decode, and the memory-bound reference as a
     labelled column; the verdict sentence last."""
+    machine = shown_machine(report)
+    where = machine or "this hardware"
     head = ["set", "g_hw", "S_hw [95% CI]", "verdict", "break-even v* (verify here)",
-            "memory-bound ref. (verify = 1 decode step)", "verdict on this hardware"]
+            "memory-bound ref. (verify = 1 decode step)", "verdict (machine of the costs)"]
     rows, clocks = [], set()
     for name, s in report.ordered_sets():
         d = s.decision_hw
@@ -275,11 +333,11 @@ def decision_table(report: Report) -> Table | None:
         return None
     clock = f", costs on the {'/'.join(sorted(clocks))} clock" if clocks else ""
     if any(s.decision_hw is not None and "c_draft_fwd" in s.decision_hw.curve_hw for _, s in report.ordered_sets()):
-        return (f"Decision on this hardware: S_hw = E c_decode / (c_verify(g) + g c_draft + c_draft_fwd(g)), the engine's "
-                f"block cost (c_draft_fwd: its per-block (g+1)-token draft forward), 95% CI over prompts and cost "
-                f"samples{clock}; v* = E - (g c_draft + c_draft_fwd(g)) / c_decode decode steps", head, rows)
-    return (f"Decision on this hardware: S_hw = E c_decode / (c_verify(g) + g c_draft), 95% CI over prompts and "
-            f"cost samples{clock}; v* = E - g c_draft / c_decode decode steps", head, rows)
+        return (f"Decision on {where}: S_hw = E c_decode / (c_verify(g) + g c_draft + c_draft_fwd(g)), the engine's "
+                f"block cost (c_draft_fwd: its per-block (g+1)-token draft forward), 95% CI over prompts and this "
+                f"profile's cost samples{clock}; v* = E - (g c_draft + c_draft_fwd(g)) / c_decode decode steps", head, rows)
+    return (f"Decision on {where}: S_hw = E c_decode / (c_verify(g) + g c_draft), 95% CI over prompts and "
+            f"this profile's cost samples{clock}; v* = E - g c_draft / c_decode decode steps", head, rows)
 
 
 def batch_table(report: Report) -> Table | None:
@@ -356,6 +414,25 @@ def confirmation_table(report: Report) -> Table | None:
             head, rows)
 
 
+def confirmation_history_table(report: Report) -> Table | None:
+    """Every confirmation of every cost profile (SPEC 6: confirmations belong to the profile they ran on),
+    oldest first: machine, date, g, realized, and the decision check against that profile's costs."""
+    head = ["set", "machine (cost profile)", "date", "g", "prompts", "realized", "decision predicts [95% PI]", "in PI",
+            "sign held"]
+    rows = []
+    for name, s in report.ordered_sets():
+        for pid, d in s.decision_by_profile.items():
+            for c in d.confirmed_history:
+                dp = c.decision_predicted
+                rows.append([name, f"{d.machine or pid} [{pid}]", str(c.date or MISSING)[:16], str(c.gamma), str(c.prompts),
+                             _x(c.realized), MISSING if dp is None else _x_ci(dp.value, dp.ci), YES[c.in_ci],
+                             YES[c.sign_held]])
+    if not rows:
+        return None
+    return ("Every confirmation, by the machine it ran on (the decision check uses that machine's cost profile)",
+            head, rows)
+
+
 def scorecard_tables(report: Report) -> list[Table]:
     """One table per seed: the measurement seed's P rows, then the economics seed's Q rows."""
     titles = {MEASUREMENT: "P1-P5, computed from the numbers above", ECONOMICS: f"the {SEEDS[ECONOMICS]}'s claims, computed from the numbers above"}
@@ -428,7 +505,9 @@ def _params_line(report: Report) -> str:
 
 def to_markdown(report: Report) -> str:
     md = markdown_tables(report)
-    parts = ["# specterm report", "", _params_line(report)]
+    parts = ["# specterm report", "", _cell(context_line(report)), "", _params_line(report)]
+    if report.profile_note:
+        parts += ["", f"**{_cell(report.profile_note)}**"]
     for section in SECTIONS:
         parts += ["", f"## {TITLES[section]}", "", md[section]]
     return "\n".join(parts) + "\n"
@@ -440,7 +519,9 @@ def to_json(report: Report) -> str:
 
 
 def to_text(report: Report) -> str:
-    parts = ["specterm report", _params_line(report)]
+    parts = ["specterm report", context_line(report), _params_line(report)]
+    if report.profile_note:
+        parts.append(report.profile_note)
     for section, tbls in tables(report).items():
         parts += ["", TITLES[section].upper()]
         if not tbls:

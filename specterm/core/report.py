@@ -324,6 +324,12 @@ class DecisionHW(Record):
     cost_context: int | None = None
     batch_fit: dict[str, Any] | None = None
     confirmed_batch: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # Cost profiles (SPEC 6 "Cost profiles"): whose costs these are, and whether that is this machine.
+    profile: str | None = None              # the profile's id (None: no measured costs)
+    machine: str | None = None              # its machine and engine, as the verdict names it
+    matches_this_machine: bool | None = None
+    busy_warning: str | None = None         # set when the profile was timed on a busy machine
+    confirmed_history: list[ConfirmedRow] = dataclasses.field(default_factory=list)  # every confirmation on this profile, oldest first
 
     def confirmed_at(self, gamma: int | None) -> ConfirmedRow | None:
         """The confirmed row at draft length `gamma` (None when that g was not timed)."""
@@ -406,6 +412,7 @@ class SetReport(Record):
     sampling: Sampling | None = None
     decision_hw: DecisionHW | None = None
     steady_state: SteadyState | None = None
+    decision_by_profile: dict[str, DecisionHW] = dataclasses.field(default_factory=dict)  # profile id -> its decision
 
 
 MEASUREMENT, ECONOMICS = "measurement", "economics"
@@ -443,6 +450,8 @@ class RunSummary(Record):
     r_measured: float | None = None
     n_streams: int = 0
     corpora: list[str] = dataclasses.field(default_factory=list)
+    engine: str | None = None               # torch | llama.cpp
+    shown_profile: str | None = None        # the id of the cost profile whose decision is shown
 
 
 @dataclass(kw_only=True)
@@ -472,6 +481,9 @@ class Report(Record):
     scorecard: list[ScoreRow]
     runs: list[RunSummary]
     params: Params
+    profiles: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # SPEC 7 profiles[], each with its "run"
+    this_machine: dict[str, Any] = dataclasses.field(default_factory=dict)    # the machine the report was made on
+    profile_note: str | None = None         # said when no profile of a run matches this machine
 
     @property
     def set_names(self) -> list[str]:

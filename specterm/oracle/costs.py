@@ -29,7 +29,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 
@@ -127,10 +127,14 @@ class RoundRobinSampler:
         """Announce `rounds` more rounds (only the progress total depends on it)."""
         self.planned += rounds * len(self.quantities)
 
-    def round(self) -> None:
+    def round(self, only: set[str] | None = None) -> list[str]:
+        """Time one round (the first is the warm-up); `only`: the labels to time (a focused round of
+        `specterm costs`: the quantities the decision still needs). Returns the labels timed."""
         warm = self.rounds == 0
         shift = self.rounds % len(self.quantities)
         order = warm_up_quantities(self.quantities) if warm else self.quantities[shift:] + self.quantities[:shift]
+        if only is not None and not warm:
+            order = [q for q in order if q[0] in only]
         if warm and self.planned >= len(self.quantities):  # the announced total counted a full warm-up round
             self.planned -= len(self.quantities) - len(order)
         if self.done + len(order) > self.planned:
@@ -146,6 +150,13 @@ class RoundRobinSampler:
             if self.on_measure is not None:
                 self.on_measure(self.done, self.planned, f"{label} (warm-up)" if warm else label, dt)
         self.rounds += 1
+        return [] if warm else [q[0] for q in order]
+
+    def drop(self, labels: list[str]) -> None:
+        """Forget the last sample of each of `labels` (a round timed while the machine was busy)."""
+        for label in labels:
+            self.samples[label].pop()
+            self.samples_cpu[label].pop()
 
     def common_summary(self) -> dict:
         """The stored keys of both engines (module docstring), from every timed round so far."""
@@ -464,3 +475,17 @@ class BatchGrid(GridSchedule):
             raise ValueError(f"the batch grid is not complete ({self.done} of {self.total} forwards timed)")
         samples, samples_cpu = self.samples()
         return {**self.meta, "samples_s": samples, "samples_cpu_s": samples_cpu, "wall_s": self.wall_s}
+
+
+def grid_record(grid: "BatchGrid", rounds_s: float, upfront_s: float | None = None) -> dict[str, Any]:
+    """The stored costs by batch of a finished grid: `rounds_wall_s` the g curve's rounds before the
+    generations; `whole_wall_s` = those + the grid's set-up and every timed forward (the whole measurement
+    of all g and B); with the grid timed in slices, `upfront_wall_s` = what a person waits before the
+    first generation (the rounds and the grid's set-up; without slices it is the whole, not stored)."""
+    out = grid.record()
+    out["measured_at"] = new_meta("")["created"]
+    out["rounds_wall_s"] = rounds_s
+    out["whole_wall_s"] = rounds_s + grid.wall_s
+    if upfront_s is not None:
+        out["upfront_wall_s"] = upfront_s
+    return out

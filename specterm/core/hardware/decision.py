@@ -61,7 +61,7 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
                 E_boot: ArrayLike | None = None, reps: CostReplicates | None = None,
                 batch: BatchCosts | None = None,
                 batch_reps: tuple[Array, Array, Array] | None = None,
-                batch_fwd_reps: Array | None = None) -> DecisionHW:
+                batch_fwd_reps: Array | None = None, where: str | None = None) -> DecisionHW:
     """SPEC 7 `decision_hw` of one set (report.DecisionHW) from its E curves (over `gammas`) and the
     run's robust cost curve; undefined numbers are None.
 
@@ -81,6 +81,8 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
     r_mb = c_draft / c_decode per replicate). Without replicates the intervals are [None, None] and
     the verdict says so; its kind then follows the point estimate.
     Batch (SPEC 6 "Batch"): with `batch` (the run's costs by batch, BatchCosts) and its replicates,
+    where: the machine and engine the costs were measured on (their cost profile's label), named in
+    the verdict ("speculate with g = 2 on Intel Xeon, 1 thread, torch 2.13 float32: ..."); None: "this hardware".
     by_batch lists S_hw(g_hw(B), B) with its CI per measured B (g over batch.gammas), and
     batch_crossover is the largest B whose CI lies above 1 (None: "never on this device"). With an
     engine term by batch (batch.c_draft_fwd, its replicates batch_fwd_reps) the block by batch is the
@@ -163,7 +165,7 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         E_at = float(E_t[np.flatnonzero(grid == g_hw)[0]])
         v_star = float(costmodel.break_even_verify(E_at, curve.c_draft, curve.c_decode, g_hw, curve.draft_fwd_at(g_hw)))
         steps = curve.verify_at(g_hw) / curve.c_decode
-        verdict = verdict_text(kind, g_hw, float(s_hw), ci_hw) + (
+        verdict = verdict_text(kind, g_hw, float(s_hw), ci_hw, where) + (
             f"; speculation at g = {g_hw} pays when a verify of {g_hw + 1} tokens costs less than "
             f"v* = {v_star:.2f} decode steps (measured here: {steps:.2f})")
         if curve.c_draft_fwd is not None:
@@ -233,16 +235,18 @@ def verdict_sign_held(kind: str | None, realized: float) -> bool | None:
     return None
 
 
-def verdict_text(kind: str | None, g: int, S: float, ci: Sequence[float | None]) -> str:
-    """SPEC 6's wording of a verdict, e.g. "speculate with g = 7 on this hardware: 1.24x [1.10, 1.38]"."""
+def verdict_text(kind: str | None, g: int, S: float, ci: Sequence[float | None], where: str | None = None) -> str:
+    """SPEC 6's wording of a verdict, e.g. "speculate with g = 7 on AMD EPYC, 1 thread, torch float32:
+    1.24x [1.10, 1.38]" (`where`: the cost profile's machine; None: "this hardware")."""
+    where = where or "this hardware"
     lo, hi = ci
     interval = (f"{S:.2f}x [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None
                 else f"{S:.2f}x (no interval: bootstrap off)")
     if kind == SPECULATE:
-        return f"speculate with g = {g} on this hardware: {interval}"
+        return f"speculate with g = {g} on {where}: {interval}"
     if kind == DO_NOT:
-        return f"do not speculate on this hardware: the best draft length, g = {g}, gives {interval}"
-    return f"no reliable gain on this hardware: g = {g} gives {interval}"
+        return f"do not speculate on {where}: the best draft length, g = {g}, gives {interval}"
+    return f"no reliable gain on {where}: g = {g} gives {interval}"
 
 
 def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Array | None, batch: BatchCosts,

@@ -1,0 +1,116 @@
+"""This machine, as a cost profile names machines (SPEC 6 "Cost profiles"): CPU model name, cores,
+the threads specterm uses per forward by default, GPUs. Standard library only (the warm path and the
+cache key read it before numpy is imported)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+
+def default_threads(cores: int | None) -> int:
+    """Threads per forward that specterm uses by default on a CPU: 1 on a machine with <= 2 cores (a
+    2-thread forward beside any other process is a straggler), else every core."""
+    return 1 if cores is None or cores <= 2 else int(cores)
+
+
+def cpu_name() -> str | None:
+    """This CPU's model name (/proc/cpuinfo "model name", as run.json's hardware.cpu records it)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+@lru_cache(maxsize=1)
+def gpu_names() -> tuple[str, ...]:
+    """This machine's NVIDIA GPU names from nvidia-smi (no torch import), empty without one."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return ()
+    try:
+        out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return tuple(line.strip() for line in out.splitlines() if line.strip())
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What a decision needs to know of this machine: CPU name, cores, threads specterm uses, GPUs."""
+
+    cpu: str | None
+    cores: int | None
+    threads: int
+    gpus: tuple[str, ...] = ()
+
+    def key(self) -> dict[str, Any]:
+        return {"cpu": self.cpu, "cores": self.cores, "threads": self.threads, "gpus": list(self.gpus)}
+
+    def label(self) -> str:
+        name = short_device_name(self.cpu) if self.cpu else "unknown CPU"
+        return f"{name}, {self.threads} thread{'s' if self.threads != 1 else ''}"
+
+
+@lru_cache(maxsize=4)
+def _this_machine(threads_env: str, cpu_env: str | None, gpus_env: str | None) -> Machine:
+    cores = os.cpu_count()
+    threads = int(threads_env) if threads_env.isdigit() and int(threads_env) > 0 else default_threads(cores)
+    gpus = gpu_names() if gpus_env is None else tuple(g.strip() for g in gpus_env.split(",") if g.strip())
+    return Machine(cpu=cpu_name() if cpu_env is None else cpu_env, cores=cores, threads=threads, gpus=gpus)
+
+
+def this_machine() -> Machine:
+    """This machine. Environment overrides, to see the decision another machine would be shown (and to
+    pin the machine in tests, so that results do not depend on the CI machine's kind):
+    SPECTERM_FORWARD_THREADS (threads per forward), SPECTERM_MACHINE_CPU (the CPU model name),
+    SPECTERM_MACHINE_GPUS (comma-separated GPU names; empty: none)."""
+    env = os.environ
+    return _this_machine(env.get("SPECTERM_FORWARD_THREADS", ""), env.get("SPECTERM_MACHINE_CPU"),
+                         env.get("SPECTERM_MACHINE_GPUS"))
+
+
+def short_device_name(name: str) -> str:
+    """A device name for a verdict line: "Intel(R) Xeon(R) Processor" -> "Intel Xeon Processor"."""
+    text = re.sub(r"\((R|TM|tm|r)\)", "", name)
+    text = re.sub(r"\s+CPU\s+@.*$", "", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def cpu_busy_seconds() -> float | None:
+    """Seconds every CPU of this machine spent busy since boot (/proc/stat: all but idle and iowait),
+    None where /proc/stat is missing."""
+    try:
+        with open("/proc/stat") as fh:
+            parts = fh.readline().split()
+    except OSError:
+        return None
+    if not parts or parts[0] != "cpu":
+        return None
+    ticks = [int(x) for x in parts[1:]]
+    busy = sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0)
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process, every thread."""
+    t = os.times()
+    return t.user + t.system
+
+
+def other_cpu_share(busy0: float, busy1: float, own0: float, own1: float, wall: float) -> float:
+    """Cores' worth of CPU that other processes used over `wall` seconds:
+    ((busy1 - busy0) - (own1 - own0)) / wall, from machine-wide busy seconds and this process's."""
+    if wall <= 0:
+        return 0.0
+    return max(0.0, ((busy1 - busy0) - (own1 - own0)) / wall)

@@ -1,0 +1,44 @@
+"""Engines: one small interface (`Engine`, engines/base.py) for what an inference engine does for
+specterm, with torch/ and llamacpp/ implementing it. A command written against it (`specterm costs`,
+engines/costs.py) runs on every engine; a third engine (a GPU server, MLX) is one new folder.
+
+    engine = engine_for(run.meta)          # the engine that made the run
+    pair = engine.open(run.meta, ...)      # load the run's models (found by name and sha256)
+    pair.describe()                        # engine, version, build, device: what a cost profile records
+    pair.encode(text)                      # the prompt's token ids
+    pair.cost_sampler(ctx, gammas, ...)    # rounds of timed forwards (c_decode, c_verify(g), c_draft)
+    pair.batch_costs(sampler, ctx, ...)    # the costs by batch (B = 1, 2, 4, 8)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specterm.engines.base import Engine, OpenPair
+
+ENGINES = ("torch", "llama.cpp")
+
+
+def engine_named(name: str) -> Engine:
+    """The engine called `name` (torch or llama.cpp); one sentence when there is none."""
+    from specterm.core.errors import SpectermError
+
+    if name == "torch":
+        from specterm.engines.torch import TorchEngine
+
+        return TorchEngine()
+    if name == "llama.cpp":
+        from specterm.engines.llamacpp import LlamaEngine
+
+        return LlamaEngine()
+    raise SpectermError(f"unknown engine {name!r}; use one of {', '.join(ENGINES)}.")
+
+
+def engine_for(meta: dict[str, Any]) -> Engine:
+    """The engine that made a run (run.json `backend`; torch when it names none)."""
+    from specterm.core.hardware.profiles import run_engine
+
+    return engine_named(run_engine(meta))
+
+
+__all__ = ["ENGINES", "Engine", "OpenPair", "engine_for", "engine_named"]

@@ -1,0 +1,336 @@
+"""`specterm costs RUN`: measure a cost profile of this machine and add it to the run (SPEC 6 "Cost
+profiles"), written once against the engine interface (engines/base.py), so it runs on every engine.
+
+1. Open the run's pair in its engine (models found by name and sha256), `threads` per forward
+   (default: 1 on a machine with <= 2 cores, else every core; recorded).
+2. Context: the run's median prompt + y/2 tokens (SPEC 6), the cache filled once.
+3. Rounds (oracle/costs.RoundRobinSampler): a light warm-up, FULL_ROUNDS rounds of the whole g curve
+   (c_decode, c_draft, c_draft2, c_verify(g) for g = 1..16, and the engine's per-block terms), then
+   focused rounds of the quantities the decision still needs (decode, the draft's, and the g in
+   core/hardware/settle's `focus`), until every set's verdict and g_hw are settled
+   (core/hardware/settle) or a cap (max rounds, max seconds). The profile says why it stopped.
+4. Busy machine: after every round, the load average and the CPU that other processes used during
+   it (core/machine.other_cpu_share). Above BUSY_OTHER_SHARE of a core (or a load above the cores)
+   the round is dropped and timing waits for the machine to be quiet (`quiet_wait` s, then stops
+   with one sentence); with `busy_ok` it keeps timing and the profile is marked busy, a warning that
+   every verdict drawn from it carries.
+5. `batch`: the by-batch grid (B = 1, 2, 4, 8) after the rounds, reusing their B = 1 forwards.
+6. The profile is appended to run.json's `profiles` under the run's lock (old runs' costs are first
+   written out as their migrated profiles); nothing is written before the end, so Ctrl-C keeps
+   nothing half-written.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from specterm.core.blockwalk import set_yield
+from specterm.core.errors import SpectermError
+from specterm.core.hardware.profiles import BUSY_LOAD_PER_CORE, BUSY_OTHER_SHARE, PROFILES_KEY, new_profile, with_profile
+from specterm.core.hardware.settle import SetSettle, set_settle
+from specterm.core.machine import cpu_busy_seconds, default_threads, other_cpu_share, own_cpu_seconds
+from specterm.core.progress import Progress, check_cancel
+from specterm.core.report import POOLED
+from specterm.core.store import RunLock, Run, check_unlocked, load_run, new_meta, read_meta, write_meta_atomic
+from specterm.engines import engine_for
+from specterm.engines.base import OpenOptions, Sampler
+
+COST_GAMMAS = tuple(range(1, 17))
+FULL_ROUNDS = 3        # timed rounds of the whole g curve (3: the fewest that give every cost a median's SE)
+MAX_ROUNDS = 12        # timed rounds at most (full and focused)
+MAX_SECONDS = 600.0    # timing (not loading) at most, seconds
+QUIET_WAIT = 120.0     # seconds to wait for a busy machine to be quiet before stopping
+QUIET_POLL = 2.0
+
+
+@dataclass
+class CostsConfig:
+    run: Path
+    threads: int | None = None
+    device: str | None = None
+    dtype: str | None = None
+    target: str | None = None
+    draft: str | None = None
+    batch: bool = False
+    max_rounds: int = MAX_ROUNDS
+    max_seconds: float = MAX_SECONDS
+    busy_ok: bool = False
+    quiet_wait: float = QUIET_WAIT
+
+
+def set_curves(run: Run, gammas: np.ndarray) -> dict[str, np.ndarray]:
+    """E_true(g) of every corpus and of the pooled set (the analysed positions of each stream)."""
+    sets: dict[str, list[np.ndarray]] = {}
+    for s in run.streams:
+        if s.valid_len:
+            sets.setdefault(s.corpus, []).append(s.a)
+    out = {name: set_yield(bits, gammas)[0] for name, bits in sorted(sets.items())}
+    if out:
+        out[POOLED] = set_yield([b for bits in sets.values() for b in bits], gammas)[0]
+    return out
+
+
+def context_length(run: Run, encode: Callable[[str], list[int]]) -> tuple[int, list[int]]:
+    """SPEC 6's cost context: the median over the run's streams of prompt tokens + n/2, and ids of that
+    length (the first stream's prompt + y, repeated; only the length matters)."""
+    from specterm.oracle.costs import context_ids
+
+    usable = [s for s in run.streams if s.prompt is not None and s.y is not None and s.n > 0]
+    if not usable:
+        raise SpectermError("this run stores no prompt text and tokens y (imported bits?); costs need a run made by `specterm run`.")
+    lengths = [len(encode(s.prompt)) + s.n / 2 for s in usable if s.prompt is not None]
+    n = int(round(statistics.median(lengths)))
+    first = usable[0]
+    assert first.prompt is not None and first.y is not None
+    return n, context_ids(encode(first.prompt) + first.y.tolist(), n)
+
+
+def settle_all(curves: dict[str, np.ndarray], gammas: np.ndarray, cost: dict[str, Any]) -> dict[str, SetSettle]:
+    out = {}
+    for name, E in curves.items():
+        got = set_settle(gammas, E, cost)
+        if got is not None:
+            out[name] = got
+    return out
+
+
+class Quiet:
+    """The load and other processes' CPU over each round (core/machine), and waiting for quiet."""
+
+    def __init__(self, threshold: float = BUSY_OTHER_SHARE) -> None:
+        self.threshold = threshold
+        self.cores = os.cpu_count() or 1
+        self.worst_other = 0.0
+        self.worst_load = 0.0
+        self._start()
+
+    def _start(self) -> None:
+        self.t0, self.busy0, self.own0 = time.perf_counter(), cpu_busy_seconds(), own_cpu_seconds()
+
+    def read(self) -> tuple[float | None, float]:
+        """(other processes' CPU in cores since the last read, the 1-minute load average); restarts."""
+        busy1, own1, t1 = cpu_busy_seconds(), own_cpu_seconds(), time.perf_counter()
+        other = (None if self.busy0 is None or busy1 is None
+                 else other_cpu_share(self.busy0, busy1, self.own0, own1, t1 - self.t0))
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+        self._start()
+        return other, load
+
+    def busy(self, other: float | None, load: float) -> bool:
+        return (other is not None and other > self.threshold) or load > BUSY_LOAD_PER_CORE * self.cores + 1
+
+    def note(self, other: float | None, load: float) -> None:
+        self.worst_other = max(self.worst_other, other or 0.0)
+        self.worst_load = max(self.worst_load, load)
+
+
+def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: None, cancel: Any = None,
+            warn: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+    """Measure a cost profile of this machine for the run (module docstring) and append it to run.json;
+    returns the profile record."""
+    run_dir = Path(config.run)
+    run = load_run(run_dir)
+    check_unlocked(run_dir)  # before minutes of loading, as confirm does
+    if config.max_rounds < FULL_ROUNDS:
+        raise SpectermError(f"--max-rounds must be at least {FULL_ROUNDS} (the whole g curve is timed {FULL_ROUNDS} times).")
+    threads = config.threads if config.threads is not None else default_threads(os.cpu_count())
+    if threads < 1:
+        raise SpectermError("--threads must be at least 1.")
+    gammas = np.array(COST_GAMMAS, dtype=np.int64)
+    curves = set_curves(run, gammas)
+    if not curves:
+        raise SpectermError("the run has no analysed positions; nothing to decide.")
+    engine = engine_for(run.meta)
+    t_load = time.perf_counter()
+    pair = engine.open(run.meta, OpenOptions(target=config.target, draft=config.draft, device=config.device,
+                                             dtype=config.dtype, threads=threads), report)
+    try:
+        load_s = time.perf_counter() - t_load
+        ctx_len, ctx = context_length(run, pair.encode)
+        described = pair.describe()
+        check_cancel(cancel)
+        t0 = time.perf_counter()
+
+        def on_measure(i: int, total: int, label: str, seconds: float) -> None:
+            report(Progress("cost", f"{label} {seconds:.3f} s", prompts_done=i, n_prompts=total,
+                            elapsed_s=time.perf_counter() - t0))
+
+        report(Progress("cost", f"timing {engine.name} forwards at context {ctx_len} ({threads} thread(s))"))
+        sampler = pair.cost_sampler(ctx, COST_GAMMAS, on_measure, cancel)
+        profile_extra = _rounds(sampler, curves, gammas, config, t0, warn, cancel)
+        batch_record = None
+        cost = sampler.summary()
+        cost["measured_at"] = new_meta("")["created"]
+        cost["measured_by"] = "specterm costs"
+        cost["timing_s"] = time.perf_counter() - t0
+        cost["load_s"] = load_s
+        if config.batch:
+            report(Progress("cost", f"timing the by-batch grid at context {ctx_len}"))
+            batch_record = pair.batch_costs(sampler, ctx, on_measure, cancel)
+    finally:
+        pair.close()
+    record = new_profile(cost, described, source="measured by specterm costs", batch_cost=batch_record,
+                         context_rule="median over the run's streams of prompt tokens + n/2", **profile_extra)
+    add_profile(run_dir, record)
+    return record
+
+
+def _rounds(sampler: Sampler, curves: dict[str, np.ndarray], gammas: np.ndarray, config: CostsConfig, t0: float,
+            warn: Callable[[str], None], cancel: Any) -> dict[str, Any]:
+    """The timing rounds (module docstring, steps 3 and 4); returns the profile's load, busy flag and
+    stop reason."""
+    quiet = Quiet()
+    busy_kept = False
+    timed = 0
+    labels = [str(q[0]) for q in sampler.quantities]
+    sampler.plan(1 + FULL_ROUNDS)
+    sampler.round()  # warm-up (untimed)
+    quiet.read()
+    stop = ""
+    while True:
+        check_cancel(cancel)
+        only = None
+        if timed >= FULL_ROUNDS:
+            settled = settle_all(curves, gammas, sampler.summary())
+            if settled and all(s.settled for s in settled.values()):
+                pooled = settled.get(POOLED) or next(iter(settled.values()))
+                stop = (f"settled after {timed} timed rounds: every set's verdict and g_hw are settled by the costs "
+                        f"(pooled: {pooled.why()})")
+                break
+            if timed >= config.max_rounds:
+                open_sets = [n for n, s in settled.items() if not s.settled]
+                stop = f"cap: {config.max_rounds} timed rounds (not settled: {', '.join(open_sets)})"
+                break
+            if time.perf_counter() - t0 >= config.max_seconds:
+                stop = f"cap: {config.max_seconds:.0f} s of timing after {timed} rounds"
+                break
+            focus = sorted({g for s in settled.values() if not s.settled for g in s.focus})
+            only = {"decode", "draft", "draft2"} | {f"verify:{g}" for g in focus} | {f"draft_fwd:{g}" for g in focus}
+            only &= set(labels)
+            sampler.plan(1)
+        did = sampler.round(only)
+        other, load = quiet.read()
+        if quiet.busy(other, load):
+            share = "?" if other is None else f"{other:.2f}"
+            if config.busy_ok:
+                busy_kept = True
+                quiet.note(other, load)
+                warn(f"busy machine: other processes used {share} of a core (load {load:.2f}); timing goes on (--busy-ok), "
+                     "the profile is marked busy")
+            else:
+                sampler.drop(did)
+                warn(f"busy machine: other processes used {share} of a core during that round (load {load:.2f}); "
+                     "the round is dropped, waiting for the machine to be quiet")
+                _wait_quiet(quiet, config.quiet_wait, cancel)
+                continue
+        else:
+            quiet.note(other, load)
+        timed += 1
+    extra = {"load": {"avg": round(quiet.worst_load, 2), "other_cpu_share": round(quiet.worst_other, 3)},
+             "busy": busy_kept, "stop_reason": stop, "rounds": timed}
+    return extra
+
+
+def _wait_quiet(quiet: Quiet, limit: float, cancel: Any) -> None:
+    """Poll until other processes use less than the threshold over a poll, or give up after `limit` s."""
+    waited = 0.0
+    other: float | None = None
+    load = 0.0
+    while waited < limit:
+        check_cancel(cancel)
+        time.sleep(QUIET_POLL)
+        waited += QUIET_POLL
+        other, load = quiet.read()
+        if not quiet.busy(other, load):
+            return
+    share = "?" if other is None else f"{other:.2f}"
+    raise SpectermError(f"the machine stayed busy for {limit:.0f} s (other processes {share} of a core, load {load:.2f}); "
+                        "run `specterm costs` again when it is quiet, or pass --busy-ok to keep a profile marked busy.")
+
+
+def add_profile(run_dir: Path, record: dict[str, Any]) -> None:
+    """Append a profile to run.json under the run's lock (the migrated profiles of an old run first);
+    an existing profile with the same id is kept, never overwritten."""
+    with RunLock(run_dir):
+        meta = read_meta(run_dir)
+        meta[PROFILES_KEY] = with_profile(meta, record)
+        write_meta_atomic(run_dir, meta)
+
+
+def costs_command(*, run: Path, threads: int | None, device: str | None, dtype: str | None, target: str | None,
+                  draft: str | None, batch: bool, max_rounds: int, max_seconds: float, busy_ok: bool,
+                  quiet_wait: float) -> None:
+    """CLI glue: a progress bar on a terminal (log lines otherwise), warnings on stderr, then each set's
+    decision under the new profile. Ctrl-C writes nothing."""
+    import sys
+
+    from specterm.core.progress import Cancelled
+
+    read_meta(Path(run))  # one sentence for a wrong path, before anything slow
+    config = CostsConfig(run=Path(run), threads=threads, device=device, dtype=dtype, target=target, draft=draft,
+                         batch=batch, max_rounds=max_rounds, max_seconds=max_seconds, busy_ok=busy_ok,
+                         quiet_wait=quiet_wait)
+    t0 = time.perf_counter()
+
+    def log(msg: str) -> None:
+        print(time.strftime("%H:%M:%S"), msg, file=sys.stderr, flush=True)
+
+    from contextlib import AbstractContextManager, nullcontext
+
+    bar_ctx: AbstractContextManager[Any] = nullcontext()
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as RichProgress
+
+        bar = RichProgress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                           console=Console(stderr=True))
+        task = bar.add_task("loading the models", total=None)
+        bar_ctx = bar
+
+        def on_progress(p: Progress) -> None:
+            if p.n_prompts:
+                bar.update(task, total=p.n_prompts, completed=p.prompts_done, description=f"timing {p.message}"[:50])
+            else:
+                bar.update(task, description=p.message[:70])
+
+        def warn(msg: str) -> None:
+            bar.console.print(f"[yellow]{msg}[/]")
+    else:
+        last = [0.0]
+
+        def on_progress(p: Progress) -> None:
+            if not p.n_prompts or time.perf_counter() - last[0] > 5:
+                last[0] = time.perf_counter()
+                log(p.message if not p.n_prompts else f"timing {p.prompts_done}/{p.n_prompts}: {p.message}")
+
+        warn = log
+    try:
+        with bar_ctx:
+            record = measure(config, on_progress, warn=warn)
+    except (Cancelled, KeyboardInterrupt):
+        print("interrupted: no profile was written (run.json is unchanged).", file=sys.stderr)
+        raise SystemExit(130) from None
+    log(f"profile {record['id']} added to {Path(run) / 'run.json'}: {record['stop_reason']}")
+    log(f"timing {record['cost']['timing_s']:.1f} s, model loading {record['cost']['load_s']:.1f} s, "
+        f"whole command {time.perf_counter() - t0:.1f} s")
+    _print_decisions(Path(run), record["id"], log)
+
+
+def _print_decisions(run_dir: Path, pid: str, log: Callable[[str], None]) -> None:
+    """Each set's decision under profile `pid` (the report's decision_by_profile)."""
+    from specterm.core.cache import cached_analyse
+
+    report = cached_analyse([load_run(run_dir)])
+    for name, s in report.ordered_sets():
+        d = s.decision_by_profile.get(pid)
+        if d is not None:
+            log(f"{name:>12}: {d.verdict.split('; speculation at')[0]}")
