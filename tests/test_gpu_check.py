@@ -170,6 +170,18 @@ def test_summary_is_one_markdown_row_per_step(tmp_path):
     assert rows[6][3] == "7 files \\| each <= 16 MiB"
 
 
+def test_cost_line_names_the_last_profiles_machine():
+    assert results.cost_line({}) == "no cost profile stored"
+    meta = {"profiles": [
+        {"device": {"name": "AMD EPYC", "kind": "cpu"}, "engine": {"name": "torch", "version": "2.13"}, "dtype": "float32",
+         "cost": {"c_decode_s": 0.05, "c_draft_s": 0.04}, "busy": True, "stop_reason": "cap", "batch_cost": None},
+        {"device": {"name": "NVIDIA H200", "kind": "cuda"}, "engine": {"name": "torch", "version": "2.11"}, "dtype": "float32",
+         "cost": {"c_decode_s": 0.0021, "c_draft_s": 0.0015}, "busy": False, "stop_reason": "settled", "batch_cost": {"1": {}}},
+    ]}
+    assert results.cost_line(meta) == ("2 profile(s); last: NVIDIA H200 (cuda), torch 2.11, float32: c_decode 2.1 ms, c_draft 1.5 ms, "
+                                       "busy False, stopped: settled; by batch: yes")
+
+
 # ------------------------------------------------------------------ check.sh, no model ---
 
 

@@ -12,14 +12,13 @@
 #                (pip install --no-index --no-deps --target; specterm always, from its wheel)
 #   env          python, torch, CUDA, the GPU (torch.cuda.get_device_name, memory, capability), TF32
 #   device-f32   the oracle on --device, float32, TF32 off (specterm sets it for float32 on CUDA;
-#                NVIDIA_TF32_OVERRIDE=0 too), 2 prompts per corpus, 64 tokens, with its cost rounds
+#                NVIDIA_TF32_OVERRIDE=0 too), 2 prompts per corpus, 64 tokens
 #   cpu-f32      the same prompts on the CPU, float32
 #   device_vs_cpu  bits (and y) compared stream by stream (results.py compare)
 #   device-bf16  the same on --device in bfloat16 (specterm's default dtype on CUDA, except for GGUF)
 #   bf16_vs_f32  flips counted against device-f32
-#   costs        `specterm costs RUN` (a cost profile of this machine) where this specterm has that
-#                command; otherwise `specterm confirm RUN --batch-costs --costs-only` (c_decode(B),
-#                c_verify(g, B), c_draft(B) stored with the run, beside the run's own cost rounds)
+#   costs        `specterm costs RUN --batch`: a cost profile of this machine (its GPU's name, the
+#                engine, c_decode, c_verify(g), c_draft and the by-batch grid) added to device-f32
 #   confirm      `specterm confirm RUN -k 1 --corpus code,prose --decision-only`: realized speedup at
 #                the run's g_hw, outputs checked against the stored y (two corpora: a minute on 2 CPU cores)
 #   report       `specterm report RUN --format json`
@@ -224,7 +223,7 @@ print(line)
 PY
 
 COMMON=(--target "$TARGET" --draft "$DRAFT" --limit 2 --max-new-tokens 64 --headless)
-step device-f32 40 "${ST[@]}" run "${COMMON[@]}" --device "$DEVICE" --dtype float32 --out "$RUNS/device-f32" || true
+step device-f32 40 "${ST[@]}" run "${COMMON[@]}" --device "$DEVICE" --dtype float32 --no-cost --out "$RUNS/device-f32" || true
 step cpu-f32 40 "${ST[@]}" run "${COMMON[@]}" --device cpu --dtype float32 --no-cost --out "$RUNS/cpu-f32" || true
 needs device_vs_cpu "$RUNS/device-f32/prompts.jsonl" "$RUNS/cpu-f32/prompts.jsonl" &&
   step device_vs_cpu 5 bash -c '"$0" "$1" compare "$2" "$3" >"$4"' "$PY" "$HERE/results.py" "$RUNS/device-f32" "$RUNS/cpu-f32" "$WORK/device_vs_cpu.json"
@@ -232,15 +231,10 @@ step device-bf16 40 "${ST[@]}" run "${COMMON[@]}" --device "$DEVICE" --dtype bfl
 needs bf16_vs_f32 "$RUNS/device-bf16/prompts.jsonl" "$RUNS/device-f32/prompts.jsonl" &&
   step bf16_vs_f32 5 bash -c '"$0" "$1" compare "$2" "$3" >"$4"' "$PY" "$HERE/results.py" "$RUNS/device-bf16" "$RUNS/device-f32" "$WORK/bf16_vs_f32.json"
 
-if needs costs "$RUNS/device-f32/run.json"; then
-  if "${ST[@]}" costs --help >/dev/null 2>&1; then
-    echo "specterm costs" >"$WORK/notes/costs.txt"
-    step costs 30 "${ST[@]}" costs "$RUNS/device-f32" || true
-  else  # this specterm has no `costs` command: the batch grid of confirm, beside the run's own cost rounds
-    echo "specterm confirm --batch-costs --costs-only" >"$WORK/notes/costs.txt"
-    step costs 30 "${ST[@]}" confirm "$RUNS/device-f32" --batch-costs --costs-only || true
-  fi
-fi
+# the cost profile of this machine (GPU name, engine, dtype, samples) with the by-batch grid; --busy-ok: on the
+# one visit a busy machine is measured and marked busy (every verdict from it says so) rather than waited for
+needs costs "$RUNS/device-f32/run.json" &&
+  step costs 30 "${ST[@]}" costs "$RUNS/device-f32" --batch --busy-ok --max-seconds 90
 needs confirm "$RUNS/device-f32/run.json" &&
   step confirm 40 "${ST[@]}" confirm "$RUNS/device-f32" -k 1 -n 64 --corpus code,prose --decision-only
 RESERVE=15  # the report uses the reserve kept for it

@@ -179,14 +179,17 @@ def decision_notes(report: dict[str, Any]) -> dict[str, str]:
 
 
 def cost_line(run_json: dict[str, Any]) -> str:
-    """The measured costs stored with a run (c_decode, c_draft, r at its g) and where they were measured."""
-    cost = run_json.get("cost") or {}
-    where = run_json.get("gpu") or (run_json.get("hardware") or {}).get("cpu") or run_json.get("device") or "?"
-    if not cost:
-        return f"no costs stored ({where})"
-    ms = lambda s: f"{s * 1e3:.2f} ms" if isinstance(s, (int, float)) else "n/a"
-    return (f"{where}: c_decode {ms(cost.get('c_decode_s'))}, c_draft {ms(cost.get('c_draft_s'))}, "
-            f"r({cost.get('r_gamma')}) = {_num(cost.get('r_measured'))}; batch costs: {'yes' if run_json.get('batch_cost') else 'no'}")
+    """The run's cost profiles (SPEC 6): how many, and the last one's machine, engine, dtype, c_decode,
+    c_draft, whether it was busy, why timing stopped and whether it has the by-batch grid."""
+    profiles = [p for p in run_json.get("profiles") or [] if isinstance(p, dict)]
+    if not profiles:
+        return "no cost profile stored"
+    p = profiles[-1]
+    device, engine, cost = p.get("device") or {}, p.get("engine") or {}, p.get("cost") or {}
+    ms = lambda s: f"{s * 1e3:.3g} ms" if isinstance(s, (int, float)) else "n/a"
+    return (f"{len(profiles)} profile(s); last: {device.get('name', '?')} ({device.get('kind', '?')}), {engine.get('name', '?')} "
+            f"{engine.get('version', '')}, {p.get('dtype', '?')}: c_decode {ms(cost.get('c_decode_s'))}, c_draft {ms(cost.get('c_draft_s'))}, "
+            f"busy {p.get('busy')}, stopped: {p.get('stop_reason')}; by batch: {'yes' if p.get('batch_cost') else 'no'}")
 
 
 def run_line(run: Path) -> str:
