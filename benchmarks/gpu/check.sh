@@ -152,6 +152,27 @@ for name in sorted(wheels):
         print(f"no wheel for this python ({cp}): {name}, left out", file=sys.stderr)
         continue
     print(name)
+
+# Warn (in the log) where the box's own version of a package does not meet a carried wheel's requirement.
+try:
+    import zipfile
+    from packaging.requirements import Requirement
+except ImportError:
+    sys.exit(0)
+for whls in wheels.values():
+    with zipfile.ZipFile(whls[0]) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = z.read(meta).decode("utf-8", "replace").splitlines()
+    for line in (l for l in lines if l.startswith("Requires-Dist:")):
+        req = Requirement(line.split(":", 1)[1].strip())
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        try:
+            have = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            continue
+        if req.specifier and not req.specifier.contains(have, prereleases=True):
+            print(f"warning: this python has {req.name} {have}, but {whls[0].name} asks for {req}", file=sys.stderr)
 PY
 )
   echo "installing: $(echo $names)"

@@ -13,7 +13,7 @@
 #                  sha256 checked), K the most that fit in 40 MB (cut_gguf.py says why GGUF);
 #   manifest.json  target file, draft (the target's layers:K-1 self-draft), K, source sha256, wheels.
 # Then prints the carried size beside the repository's tracked files (<= 60 MiB together).
-# PYTHON (default python3) must have pip, gguf and, for the cut's check, torch and transformers;
+# PYTHON (default python3) must have pip, setuptools, gguf and, for the cut's check, torch and transformers;
 # SMOLLM2_GGUF=PATH uses that file instead of the package (same sha256 required).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
