@@ -176,6 +176,7 @@ for whls in wheels.values():
 PY
 )
   echo "installing: $(echo $names)"
+  echo "into a temporary folder: $(echo $names)" >"$NOTES/install.txt"
   if "$PY" -m pip --version >/dev/null 2>&1; then
     # --isolated and no config file: only the carried wheels, whatever this machine's pip settings say
     # shellcheck disable=SC2086  # names: one distribution name per word
@@ -199,7 +200,8 @@ PY
 assert specterm.__file__.startswith(sys.argv[1]), specterm.__file__
 print("imports ok; specterm from", specterm.__file__)' "$SITE"
 }
-export -f install_wheels; export PY CARRY SITE
+NOTES=$WORK/notes
+export -f install_wheels; export PY CARRY SITE NOTES
 step install 10 bash -c install_wheels || true
 
 # ---- env: what this box is (one json file and one line for the summary)
