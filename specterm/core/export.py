@@ -283,7 +283,7 @@ def profile_table(report: Report) -> Table | None:
             machine = f"{d.machine or prof.get('label') or pid} [{pid}{', ' + when if when else ''}]"
             c = d.confirmed_at(d.gamma_hw)
             rows.append([name, machine + (f" ({', '.join(tags)})" if tags else ""), fmt(d.gamma_hw),
-                         _x_ci(d.speedup_hw, d.speedup_hw_ci), VERDICT_WORDS.get(d.verdict_kind or "", MISSING),
+                         _x_ci(d.speedup_hw, d.speedup_hw_ci), verdict_word(d),
                          MISSING if c is None else _x(c.realized)])
     if not rows:
         return None
@@ -304,6 +304,17 @@ def _x_ci(value: Any, ci_: Any) -> str:
 
 
 VERDICT_WORDS = {"speculate": "speculate", "do_not_speculate": "do not speculate", "no_reliable_gain": "no reliable gain"}
+NO_VERDICT = "none: costs not measured"
+
+
+def verdict_word(d: Any) -> str:
+    """The verdict column of a decision: its kind in words (a kind without words of its own, e.g.
+    "too_few_prompts", with its underscores as spaces); none without measured costs (SPEC 6: the
+    memory-bound reference is a reference, never a verdict of its own)."""
+    if not d.measured:
+        return NO_VERDICT
+    kind = d.verdict_kind or ""
+    return VERDICT_WORDS.get(kind) or (kind.replace("_", " ") if kind else MISSING)
 
 
 def decision_table(report: Report) -> Table | None:
@@ -324,7 +335,7 @@ def decision_table(report: Report) -> Table | None:
         be = MISSING if d.break_even_verify is None else f"{fmt(d.break_even_verify, 2)} ({fmt(d.verify_steps, 2)})"
         mb = MISSING if d.gamma_mb is None else f"g={d.gamma_mb}: {_x_ci(d.speedup_mb, d.speedup_mb_ci)}"
         rows.append([name, fmt(d.gamma_hw), _x_ci(d.speedup_hw, d.speedup_hw_ci),
-                     VERDICT_WORDS.get(d.verdict_kind or "", MISSING), be, mb, d.verdict])
+                     verdict_word(d), be, mb, d.verdict])
     if not rows:
         return None
     clock = f", costs on the {'/'.join(sorted(clocks))} clock" if clocks else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from specterm.core.export import deficit_cell, steady_cells
@@ -139,10 +140,12 @@ class OverviewScreen(ReportScreen):
         open_streams_for(self, event.row_key.value if event.row_key is not None else None)
 
     def compose_body(self) -> ComposeResult:
-        yield Static("", id="overview-meta", classes="meta")
-        yield DataTable(id="overview-table", cursor_type="row", zebra_stripes=True)
-        yield Static("", id="overview-verdicts", classes="note")
-        yield Static("", id="overview-note", classes="note")
+        # One scrolling pane: at 80x24 the scorecard lines and the notes lie below the fold.
+        with VerticalScroll(id="overview-scroll"):
+            yield Static("", id="overview-meta", classes="meta")
+            yield DataTable(id="overview-table", cursor_type="row", zebra_stripes=True)
+            yield Static("", id="overview-verdicts", classes="note")
+            yield Static("", id="overview-note", classes="note")
 
     def show_report(self, report: Report) -> None:
         table = self.query_one("#overview-table", DataTable)
@@ -154,6 +157,10 @@ class OverviewScreen(ReportScreen):
             table.header_height = max(label.count("\n") + 1 for _, label in columns)
             fill_table(table, columns, rows, width=self.avail_width)
         self.query_one("#overview-meta", Static).update("\n".join(run_lines(report)))
+        if report is not getattr(self, "_drawn_report", None):  # a new report or pair: the pane from its top
+            self._drawn_report = report
+            pane = self.query_one("#overview-scroll", VerticalScroll)
+            self.call_after_refresh(pane.scroll_home, animate=False)
         pooled = report.pooled
         note = [
             "n: prompts; beta_bar: sampling acceptance 1 - TV(p, q) (temperature 1) along the greedy continuation y"
