@@ -350,6 +350,8 @@ class SpectermApp(App[Any]):
         from specterm.core.store import META_FILE, parse_meta, read_run_files  # no numpy before the first table
 
         worker = get_current_worker()
+        stored = threading.Event()  # set once this load's report is in the cache (on_unmount waits for it)
+        self._load_stored = (load_id, stored)
 
         key_paths = tuple(Path(p) for p in paths)
         params = dict(self.analysis_params)
@@ -433,6 +435,7 @@ class SpectermApp(App[Any]):
         key = cache.cache_key(runs, params) if use_cache else None
         if alias is not None:
             if alias[0] == key:
+                stored.set()
                 return  # the report shown is this key's (checked against the entry in full)
             assert fkey is not None  # the alias lied (parsing the same bytes gave other runs): never again
             cache.remove_alias(fkey)
@@ -481,9 +484,18 @@ class SpectermApp(App[Any]):
             first_path = runs[0].path
             cache.store_alias(fkey, key, len(groups), next(i for i, f in enumerate(files) if f.path == first_path),
                               [w for r in all_runs for w in r.warnings])
+        stored.set()
         self.post_message(messages.ReportReady(report, load_id))
 
+    STORE_WAIT_S: ClassVar[float] = 10.0
+    """At most this long the app, quitting while its full report is shown, waits for the load to write
+    that report to the cache (a head start's report is stored once the runs are parsed here): the
+    next start is then warm."""
+
     def on_unmount(self) -> None:
+        load_id, stored = getattr(self, "_load_stored", (None, None))
+        if stored is not None and load_id == self.load_id and self.report is not None and not self.ci_pending:
+            stored.wait(self.STORE_WAIT_S)  # before the child is closed: the load reads its key from it
         if self._head_child is not None:  # a child may still be analysing (the other pairs, for M)
             self._head_child.close()
 

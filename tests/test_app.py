@@ -228,7 +228,7 @@ async def test_decide_accelerator_changes_the_roofline_reference(run_path, tmp_p
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-decide-layers-1-target.md").read_text()
+        written = (tmp_path / "specterm-decide-layers-1-target-torch.md").read_text()
         assert markdown_tables(app.report)["decide"] in written
         assert "custom ridge" in written and "= 100 FLOP/byte" in written and f"| pooled | {line[1]} |" in written
 
@@ -245,15 +245,15 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-overview-layers-1-target.md").read_text()
-        context = "run: tiny-run · pair: layers:1 -> tiny/target · r = 0.150 (measured)"
+        written = (tmp_path / "specterm-overview-layers-1-target-torch.md").read_text()
+        context = "runs: tiny-run (torch, 6 prompts); costs: not measured · pair: layers:1 -> tiny/target · r = 0.150 (measured)"
         assert written == f"## {TITLES['overview']}\n\n{context}\n\n{md['overview']}\n"
 
         await pilot.press("4", "e")
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-optimum-layers-1-target.md").read_text()
+        written = (tmp_path / "specterm-optimum-layers-1-target-torch.md").read_text()
         assert md["optimum"] in written and md["yield"] in written
 
         # a path typed in the dialog
@@ -273,7 +273,7 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         await pilot.press("escape")
         await pilot.pause()
-        assert not (tmp_path / "specterm-policies-layers-1-target.md").exists()
+        assert not (tmp_path / "specterm-policies-layers-1-target-torch.md").exists()
 
         # everything, via the command palette: the same text as `specterm report --format md`
         await pilot.press("ctrl+p")
@@ -284,7 +284,7 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        assert (tmp_path / "specterm-report-layers-1-target.md").read_text() == to_markdown(app.report)
+        assert (tmp_path / "specterm-report-layers-1-target-torch.md").read_text() == to_markdown(app.report)
 
 
 async def test_command_palette_switches_screens(run_path):

@@ -345,6 +345,11 @@ class ReportScreen(Screen):
         """The default file name for `e` (without .md): specterm-<screen>-<draft>-<target>-<engine>."""
         return f"specterm-{self.EXPORT_NAME}-{pair_slug(self.sapp.runs or [], self.sapp.report)}"
 
+    def context_report(self) -> "Report | None":
+        """The report whose runs, engines and machine the export's context line names (Decide: the
+        shown profile's view)."""
+        return self.sapp.report
+
     def export_context(self) -> str:
         """One markdown line: the runs, engines and machine of the costs (export.context_line), the
         model pair and the r the shown numbers were computed at."""
@@ -356,7 +361,8 @@ class ReportScreen(Screen):
         if runs:
             meta = runs[0].meta
             pair = f"{printable(str(model_spec(meta, 'draft') or '?'))} -> {printable(str(model_spec(meta, 'target') or '?'))}"
-        context = context_line(app.report) if app.report is not None else "runs: " + (", ".join(printable(r.name) for r in runs) or "?")
+        report = self.context_report()
+        context = context_line(report) if report is not None else "runs: " + (", ".join(printable(r.name) for r in runs) or "?")
         r_text = self.crumb_r_text()
         return f"{printable(context)} · pair: {pair}" + (f" · {r_text}" if r_text else "")
 

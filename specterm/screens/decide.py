@@ -236,11 +236,11 @@ class DecideScreen(RStepping, ReportScreen):
         costs = costs_text(view)
         if costs_measured(view):
             bar = safe(fit_text(f"{which}ecision on {costs.removeprefix('costs: ')}", self.avail_width))
-            rows = ci_below(decision_rows(view), CI_COLUMNS, self.avail_width)
+            decision = ci_below(decision_rows(view), CI_COLUMNS, self.avail_width)
             verdicts = hardware_verdicts(view)
         else:
             bar = "[b]No verdict: costs were not measured[/] for this run"
-            rows = ci_below(reference_rows(view), CI_COLUMNS, self.avail_width)
+            decision = ci_below(reference_rows(view), CI_COLUMNS, self.avail_width)
             verdicts = ("Without measured costs there is no verdict. The last column is the memory-bound "
                         "reference (if a (g+1)-token verify cost one decode step, a GPU at small batch), "
                         f"a reference only. Measure costs on this machine: [b]{safe(costs_command(self.sapp.runs or []))}[/]")
@@ -253,7 +253,7 @@ class DecideScreen(RStepping, ReportScreen):
         card = _text_block(profile_table(report), width) + hardware_card(view, width).split("\n")
         with self.app.batch_update():
             self.query_one("#accelerator", Static).update(bar)
-            fill_table(self.query_one("#decide-table", DataTable), COLUMNS, rows, width=self.avail_width)
+            fill_table(self.query_one("#decide-table", DataTable), COLUMNS, decision, width=self.avail_width)
             self.query_one("#profile-note", Static).update("\n".join(notes))
             self.query_one("#profile-note", Static).display = bool(notes)
             self.query_one("#hw-verdicts", Static).update(verdicts)
@@ -278,6 +278,10 @@ class DecideScreen(RStepping, ReportScreen):
         if pid is None or not ids:
             return "costs not measured"
         return f"profile {ids.index(pid) + 1}/{len(ids)}" if pid in ids else f"profile {pid}"
+
+    def context_report(self) -> Report | None:
+        report = self.sapp.report
+        return self.shown_view(report) if report is not None else None
 
     def head_costs(self) -> str:
         report = self.sapp.report
