@@ -458,7 +458,7 @@ async def test_head_names_the_engine(tmp_path):
             await app.workers.wait_for_complete()
             await pilot.pause()
             text = str(app.screen.query_one("#head", Static).render())
-            assert text.strip().startswith(f"Overview · run 1/1 · {engine} -n "), text
+            assert text.strip().startswith(f"Overview · run 1/1 · {engine} · costs "), text  # the fixture stores no -n
 
 
 async def test_the_loading_line_says_what_the_load_is_doing(tmp_path, monkeypatch):

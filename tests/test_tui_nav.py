@@ -163,7 +163,7 @@ async def test_export_never_overwrites_without_asking(tmp_path, monkeypatch):
         written = (tmp_path / "specterm-scorecard-layers-1-target-torch-2.md").read_text()
         assert mine.read_text() == "mine\n"
         # heading and context: run, pair, r
-        assert written.startswith("## ") and "run: tiny-run" in written and " -> " in written and "r = 0.150" in written
+        assert written.startswith("## ") and "runs: tiny-run (torch, 6 prompts)" in written and " -> " in written and "r = 0.150" in written
         # a path that exists: the first Enter warns, the second overwrites
         await pilot.press("e")
         await pilot.pause()
@@ -181,7 +181,7 @@ async def test_export_never_overwrites_without_asking(tmp_path, monkeypatch):
         await pilot.press("enter")
         await pilot.pause()
         streams = (tmp_path / "specterm-streams-layers-1-target-torch.md").read_text()
-        assert streams.startswith("## Streams: prompt list") and "run: tiny-run" in streams
+        assert streams.startswith("## Streams: prompt list") and "runs: tiny-run (torch, 6 prompts)" in streams
         assert "corpus: code" in streams and "| c0 |" in streams and "| p0 |" not in streams
 
 
