@@ -116,7 +116,8 @@ def confirm_cmd(
     device: Optional[str] = typer.Option(None, "--device", help="auto|cpu|cuda|mps (default: the run's device)."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="float32|bfloat16|float16 (default: the run's dtype)."),
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", "-n", help="Generate and compare only the first N tokens of each stored y."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default: torch's choice); recorded with the result."),
+    threads: Optional[int] = typer.Option(None, "--threads",
+                                          help="CPU threads per forward (default: 1 on <= 2 cores, else every core); recorded with the result."),
     repeats: int = typer.Option(5, "--repeats", help="Timed rounds of the cost measurement before the generations (one more follows every prompt)."),
     target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
     draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
@@ -147,8 +148,11 @@ def confirm_cmd(
         16, "--cost-max-gamma", min=1, max=16,
         help="With --engine llama.cpp: time c_verify(g) for g = 1..this (fewer: a shorter cost measurement)."),
 ) -> None:
-    """Time plain greedy against real speculative decoding at the run's g_hw (always), this session's g_hw, g_iid; record it in run.json."""
+    """Time plain greedy against real speculative decoding at the run's g_hw (always), this session's g_hw, g_iid; record it in run.json.
+
+    The run's decision here is its cost profile of this machine: without one, `specterm costs` measures it first."""
     params = dict(locals())
+    _profile_first(run, threads, device, dtype, target, draft)
     engine = params.pop("engine")
     llama = {k: params.pop(k) for k in ("llama_bin", "llama_src", "keep_logs", "cost_max_gamma")}
     if engine == "llama.cpp":
@@ -172,11 +176,32 @@ def confirm_cmd(
     confirm_command(**params)
 
 
+def _profile_first(run: Path, threads: Optional[int], device: Optional[str], dtype: Optional[str],
+                   target: Optional[str], draft: Optional[str]) -> None:
+    """Before a confirmation: measure a cost profile of this machine when the run has none (SPEC 6), so the
+    decision it checks is this machine's."""
+    from specterm.core.hardware.profiles import decision_profile
+    from specterm.core.machine import this_machine
+    from specterm.core.store import read_meta
+
+    try:
+        meta = read_meta(run)
+    except Exception:  # confirm itself reports an unreadable run in one sentence
+        return
+    if decision_profile(meta, this_machine()) is not None:
+        return
+    warn(f"the run has no cost profile of this machine ({this_machine().label()}); measuring one first (`specterm costs`)")
+    from specterm.engines.costs import costs_command
+
+    costs_command(run=run, threads=threads, device=device, dtype=dtype, target=target, draft=draft, batch=False,
+                  max_rounds=12, max_seconds=600.0, busy_ok=False, quiet_wait=120.0)
+
+
 @app.command("costs")
 def costs_cmd(
     run: Path = typer.Argument(
         ..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads per forward (default: 1 on a machine with <= 2 cores, else every core); recorded."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads per forward (default: 1 on <= 2 cores, else every core); recorded."),
     device: Optional[str] = typer.Option(None, "--device", help="torch: auto|cpu|cuda|mps (default: the run's device)."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="torch: float32|bfloat16|float16 (default: the run's dtype)."),
     target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),

@@ -9,6 +9,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+# Which cost profile a report shows depends on the machine (SPEC 6): pin the one the tests and the README
+# are written for, so that results do not depend on the kind of machine CI runs on (core/machine.py).
+os.environ.setdefault("SPECTERM_MACHINE_CPU", "AMD EPYC")
+os.environ.setdefault("SPECTERM_MACHINE_GPUS", "")
+os.environ.setdefault("SPECTERM_FORWARD_THREADS", "1")
+
 from models_fixtures import smollm2_pair, tiny_model_dir  # noqa: F401  (fixtures for every test module)
 from specterm.core.store import Run, Stream
 

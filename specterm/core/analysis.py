@@ -67,6 +67,8 @@ from specterm.core.estimate import num, percentile_cis
 from specterm.core.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, RunCostUncertainty, batched_rows,
                                     confirming, decision_check, decision_hw, q3_costs, run_cost_uncertainty,
                                     run_curve_and_confirmations)
+from specterm.core.hardware.confirmations import confirmed_rows
+from specterm.core.hardware.decision import _plain as _plain_row
 from specterm.core.hardware.decision import verdict_sign_held
 from specterm.core.hardware.profiles import NO_MATCH, Profile, profile_meta, run_engine, run_profiles, shown_profile
 from specterm.core.machine import Machine, this_machine
@@ -76,7 +78,7 @@ from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, 
 from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bin_width_for, bins_needed, position_report, position_sums
 from specterm.core.report import (
-    POOLED, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, ScoreRow, SetReport,
+    POOLED, ConfirmedRow, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, ScoreRow, SetReport,
 )
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import mark_borderline, scorecard
@@ -330,6 +332,11 @@ def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]
                       batch=u.batch, batch_reps=u.batch_reps, batch_fwd_reps=u.batch_fwd_reps,
                       where=profile.label() if profile is not None and curve is not None else None)
     out.confirmed_batch = batched_rows(confs, name) if curve is not None else []
+    if curve is not None:  # every confirmation of these costs' machine, not only the newest (SPEC 6)
+        streams_all = [(s.id, s.a) for s, _ in members]
+        out.confirmed_history = [ConfirmedRow.from_dict(_plain_row(
+            {**row, **decision_check(row, c, name, streams_all, curve, u.reps, W.shape[0], seed)} if name != POOLED else row))
+            for c in confs for row in confirmed_rows(c, name)]
     if profile is not None and curve is not None:
         out.profile, out.machine, out.matches_this_machine = profile.id, profile.label(), matches
         out.busy_warning = profile.busy_warning()
@@ -540,7 +547,8 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
         rep.position = position_report(p.positions[name], W, resampled_position[name])
         rep.sampling = sampling_report(p.samplings[name], W, resampled_sampling[name])
         idx = sorted({i for _, i in members})
-        shown = _label(p.profiles, idx, shown_ids[idx[0]]) if members and shown_ids[idx[0]] is not None else None
+        first = shown_ids[idx[0]] if members else None
+        shown = _label(p.profiles, idx, first) if first is not None else None
         rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed, R, profile=shown,
                                            matches=shown is not None and all(p.profiles[i].matches for i in idx))
         rep.decision_by_profile = by_profile(rep, name, members, sums, W, R)

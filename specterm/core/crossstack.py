@@ -304,7 +304,8 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
 
         lines.append(f"| {name} | {r['hist_real']} | {r['hist_walk_b']} | {r['hist_walk_a']} | "
                      f"{t(r['test_real_vs_walk_b'])} | {t(r['test_real_vs_walk_a'])} |")
-    lines += ["", ("Decision on this hardware in each engine (stored costs, SPEC 6; the engine's block cost where its "
+    lines += ["", ("Decision in each engine on the machine of its cost profile, named in each verdict (SPEC 6; the "
+                   "engine's block cost where its "
                    "costs carry one) and the decision checks of its confirmations (`specterm report`: the decision's "
                    "prediction for K new prompts with its 95% prediction interval; in = realized inside it; sign = "
                    "realized on the verdict's side of 1, n/a for no reliable gain)."),

@@ -239,8 +239,8 @@ def policy_tables(report: Report) -> list[Table]:
 def decide_tables(report: Report) -> list[Table]:
     """The decision of the shown cost profile (one table, first), every profile's decision side by side,
     then S_hw by batch, then the confirmations."""
-    out = [t for t in (decision_table(report), profile_table(report), batch_table(report), confirmation_table(report))
-           if t is not None]
+    out = [t for t in (decision_table(report), profile_table(report), batch_table(report), confirmation_table(report),
+                       confirmation_history_table(report)) if t is not None]
     return out
 
 
@@ -418,6 +418,25 @@ def confirmation_table(report: Report) -> Table | None:
     if not rows:
         return None
     return ("Confirmations (`specterm confirm`): realized = greedy time / speculative time, same prompts, alternating",
+            head, rows)
+
+
+def confirmation_history_table(report: Report) -> Table | None:
+    """Every confirmation of every cost profile (SPEC 6: confirmations belong to the profile they ran on),
+    oldest first: machine, date, g, realized, and the decision check against that profile's costs."""
+    head = ["set", "machine (cost profile)", "date", "g", "prompts", "realized", "decision predicts [95% PI]", "in PI",
+            "sign held"]
+    rows = []
+    for name, s in report.ordered_sets():
+        for pid, d in s.decision_by_profile.items():
+            for c in d.confirmed_history:
+                dp = c.decision_predicted
+                rows.append([name, f"{d.machine or pid} [{pid}]", str(c.date or MISSING)[:16], str(c.gamma), str(c.prompts),
+                             _x(c.realized), MISSING if dp is None else _x_ci(dp.value, dp.ci), YES[c.in_ci],
+                             YES[c.sign_held]])
+    if not rows:
+        return None
+    return ("Every confirmation, by the machine it ran on (the decision check uses that machine's cost profile)",
             head, rows)
 
 

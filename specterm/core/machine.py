@@ -62,17 +62,22 @@ class Machine:
         return f"{name}, {self.threads} thread{'s' if self.threads != 1 else ''}"
 
 
-@lru_cache(maxsize=1)
-def _this_machine(env: str) -> Machine:
+@lru_cache(maxsize=4)
+def _this_machine(threads_env: str, cpu_env: str | None, gpus_env: str | None) -> Machine:
     cores = os.cpu_count()
-    threads = int(env) if env.isdigit() and int(env) > 0 else default_threads(cores)
-    return Machine(cpu=cpu_name(), cores=cores, threads=threads, gpus=gpu_names())
+    threads = int(threads_env) if threads_env.isdigit() and int(threads_env) > 0 else default_threads(cores)
+    gpus = gpu_names() if gpus_env is None else tuple(g.strip() for g in gpus_env.split(",") if g.strip())
+    return Machine(cpu=cpu_name() if cpu_env is None else cpu_env, cores=cores, threads=threads, gpus=gpus)
 
 
 def this_machine() -> Machine:
-    """This machine. SPECTERM_THREADS overrides the default thread count (for matching, as --threads
-    does for measuring)."""
-    return _this_machine(os.environ.get("SPECTERM_THREADS", ""))
+    """This machine. Environment overrides, to see the decision another machine would be shown (and to
+    pin the machine in tests, so that results do not depend on the CI machine's kind):
+    SPECTERM_FORWARD_THREADS (threads per forward), SPECTERM_MACHINE_CPU (the CPU model name),
+    SPECTERM_MACHINE_GPUS (comma-separated GPU names; empty: none)."""
+    env = os.environ
+    return _this_machine(env.get("SPECTERM_FORWARD_THREADS", ""), env.get("SPECTERM_MACHINE_CPU"),
+                         env.get("SPECTERM_MACHINE_GPUS"))
 
 
 def short_device_name(name: str) -> str:

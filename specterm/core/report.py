@@ -329,6 +329,7 @@ class DecisionHW(Record):
     machine: str | None = None              # its machine and engine, as the verdict names it
     matches_this_machine: bool | None = None
     busy_warning: str | None = None         # set when the profile was timed on a busy machine
+    confirmed_history: list[ConfirmedRow] = dataclasses.field(default_factory=list)  # every confirmation on this profile, oldest first
 
     def confirmed_at(self, gamma: int | None) -> ConfirmedRow | None:
         """The confirmed row at draft length `gamma` (None when that g was not timed)."""

@@ -34,8 +34,7 @@ import numpy as np
 
 from specterm.core.blockwalk import set_yield
 from specterm.core.errors import SpectermError
-from specterm.core.hardware.profiles import (BUSY_LOAD_PER_CORE, BUSY_OTHER_SHARE, PROFILES_KEY, profile_id,
-                                             stored_or_migrated)
+from specterm.core.hardware.profiles import BUSY_LOAD_PER_CORE, BUSY_OTHER_SHARE, PROFILES_KEY, new_profile, with_profile
 from specterm.core.hardware.settle import SetSettle, set_settle
 from specterm.core.machine import cpu_busy_seconds, default_threads, other_cpu_share, own_cpu_seconds
 from specterm.core.progress import Progress, check_cancel
@@ -178,18 +177,8 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
             batch_record = pair.batch_costs(sampler, ctx, on_measure, cancel)
     finally:
         pair.close()
-    record = {
-        "id": profile_id(cost),
-        **described,
-        "context": ctx_len,
-        "context_rule": "median over the run's streams of prompt tokens + n/2",
-        "clock": "cpu" if cost.get("decision_clock") == "cpu" else "wall",
-        "measured_at": cost["measured_at"],
-        "source": "measured by specterm costs",
-        "cost": cost,
-        "batch_cost": batch_record,
-        **profile_extra,
-    }
+    record = new_profile(cost, described, source="measured by specterm costs", batch_cost=batch_record,
+                         context_rule="median over the run's streams of prompt tokens + n/2", **profile_extra)
     add_profile(run_dir, record)
     return record
 
@@ -272,10 +261,7 @@ def add_profile(run_dir: Path, record: dict[str, Any]) -> None:
     an existing profile with the same id is kept, never overwritten."""
     with RunLock(run_dir):
         meta = read_meta(run_dir)
-        profiles = stored_or_migrated(meta)
-        if all(p.get("id") != record["id"] for p in profiles):
-            profiles.append(record)
-        meta[PROFILES_KEY] = profiles
+        meta[PROFILES_KEY] = with_profile(meta, record)
         write_meta_atomic(run_dir, meta)
 
 

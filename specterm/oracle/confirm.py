@@ -49,6 +49,8 @@ from specterm.core.hardware import (
     summarize_results,
 )
 from specterm.core.hardware.confirmations import insitu_speedup
+from specterm.core.hardware.profiles import decision_profile
+from specterm.core.machine import this_machine
 from specterm.core.optimum import best_gamma
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
 from specterm.core.store import (
@@ -76,7 +78,7 @@ class ConfirmConfig:
     device: str | None = None          # None: the run's device
     dtype: str | None = None           # None: the run's dtype
     max_new_tokens: int | None = None  # None: the whole stored y
-    threads: int | None = None         # torch CPU threads (None: torch's default)
+    threads: int | None = None         # torch CPU threads (None: core.machine.default_threads: 1 on <= 2 cores)
     cost_repeats: int = 5                 # timed cost rounds before the generations (one more after each prompt)
     cost_gammas: tuple[int, ...] = COST_GAMMAS
     target: str | None = None          # None: the run's target, found by streams.model_location
@@ -263,7 +265,11 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
         raise SpectermError(f"--gamma must be among the measured draft lengths {cost_gammas.min()}..{cost_gammas.max()}.")
     if config.max_new_tokens is not None and config.max_new_tokens < 1:
         raise SpectermError("--max-new-tokens must be at least 1.")
-    if config.threads is not None:
+    if config.threads is None:  # SPEC 6: 1 thread per forward on <= 2 cores (a 2-thread forward beside anything is a straggler)
+        from specterm.core.machine import default_threads
+
+        torch.set_num_threads(default_threads(os.cpu_count()))
+    else:
         if config.threads < 1:
             raise SpectermError("--threads must be at least 1.")
         torch.set_num_threads(config.threads)
@@ -306,9 +312,10 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
 
     cost = session_cost()
     curve = cost_curve(cost)  # g_hw and g_iid are chosen from the rounds before any generation
-    run_curve = cost_curve(meta.get("cost"))  # the run's decision: its stored costs
-
-    batch_record = meta.get(BATCH_COST_KEY)
+    # the run's decision on this machine: its cost profile's costs (SPEC 6; `specterm confirm` measures one first)
+    here = decision_profile(meta, this_machine())
+    run_curve = cost_curve(here.cost) if here is not None else None
+    batch_record = here.batch_cost if here is not None else None
     grid = None
     grid_rounds_s = 0.0
     if config.batch_costs:
@@ -556,10 +563,12 @@ def decision_checks(run_dir: Path, record: dict[str, Any], n_rep: int = 2000, se
     from specterm.core.hardware.curve import cost_replicates
 
     run = load_run(run_dir)
-    curve = cost_curve(run.meta.get("cost"))
+    here = decision_profile(run.meta, this_machine())  # the costs of this machine's profile, as the report uses
+    cost = here.cost if here is not None else None
+    curve = cost_curve(cost)
     if curve is None:
         return []
-    reps = cost_replicates(run.meta.get("cost"), n_rep, cost_seed(seed, "cost"))
+    reps = cost_replicates(cost, n_rep, cost_seed(seed, "cost"))
     conf = Confirmation(date=record["date"], device=record["device"], threads=record["threads"], complete=True,
                         results=[], record=record)
     out = []
@@ -679,7 +688,10 @@ def _time_batched(config, pair, run_dir, items, choices, record, index, sampler,
 
     B = config.batch
     pad = pair.tokenizer.pad_token_id if pair.tokenizer.pad_token_id is not None else 0
-    costs = batch_costs(batch_record if batch_record is not None else read_meta(run_dir).get(BATCH_COST_KEY))
+    if batch_record is None:
+        here = decision_profile(read_meta(run_dir), this_machine())
+        batch_record = here.batch_cost if here is not None else None
+    costs = batch_costs(batch_record)
     if costs is None:
         raise SpectermError("a batched confirmation needs the run's costs by batch; add --batch-costs.")
     i_b = int(np.flatnonzero(costs.batches == B)[0])

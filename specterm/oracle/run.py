@@ -341,9 +341,15 @@ def _measure_cost(config: OracleConfig, pair: LoadedPair, writer: RunWriter, pro
     cost = measure_cost_ratio(pair.target, pair.draft, ctx, config.max_new_tokens, repeats=config.cost_repeats,
                               gammas=config.cost_gammas, on_measure=on_measure, cancel=cancel)
     cost["measured_at"] = new_meta("")["created"]
+    from specterm.core.hardware.profiles import new_profile, with_profile
+    from specterm.engines.torch import TorchPair
+
+    # a cost profile of this machine (SPEC 6), read before `cost` changes (an old run's costs migrate first)
+    profiles = with_profile(writer.meta, new_profile(cost, TorchPair(pair, _torch_threads()).describe(),
+                                                     source="measured by specterm run"))
     if old_cost.get("r_measured"):
         cost["earlier"] = [*old_cost.pop("earlier", []), old_cost]
-    writer.update_meta(cost=cost)
+    writer.update_meta(cost=cost, profiles=profiles)
 
 
 def _generate_speculative(config: OracleConfig, pair: LoadedPair, batch: list[Prompt], ids_batch: list[list[int]],

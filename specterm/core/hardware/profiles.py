@@ -317,3 +317,40 @@ def profile_meta(meta: dict[str, Any], profile: Profile | None) -> dict[str, Any
     out["confirmations"] = [c for c in (confs if isinstance(confs, list) else [])
                             if isinstance(c, dict) and confirmation_profile(c, profiles) == profile.id]
     return out
+
+
+def new_profile(cost: dict[str, Any], described: dict[str, Any], *, source: str,
+                batch_cost: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """A profile record for costs measured now: the engine's description (engine, device, dtype:
+    engines' OpenPair.describe), the cost record, and `extra` (load, busy, stop_reason, context...)."""
+    load = cost.get("load_avg")
+    record: dict[str, Any] = {
+        "id": profile_id(cost),
+        **described,
+        "context": cost.get("context"),
+        "clock": "cpu" if cost.get("decision_clock") == "cpu" else "wall",
+        "measured_at": cost.get("measured_at"),
+        "load": {"avg": load[0] if isinstance(load, list) and load else None, "other_cpu_share": None},
+        "busy": False,
+        "stop_reason": "fixed rounds",
+        "source": source,
+        "cost": {k: v for k, v in cost.items() if k != "earlier"},
+        "batch_cost": batch_cost,
+    }
+    record.update(extra)
+    return record
+
+
+def with_profile(meta: dict[str, Any], record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's profile records with `record` appended (an old run's migrated profiles first, read from
+    `meta` as it is now, before its `cost` changes); a profile already there is kept, never replaced."""
+    profiles = stored_or_migrated(meta)
+    if all(p.get("id") != record.get("id") for p in profiles):
+        profiles.append(record)
+    return profiles
+
+
+def decision_profile(meta: dict[str, Any], machine: Machine) -> Profile | None:
+    """The profile whose costs decide for this machine (the newest matching one), or None."""
+    shown, matches = shown_profile(run_profiles(meta), machine, run_engine(meta))
+    return shown if matches else None

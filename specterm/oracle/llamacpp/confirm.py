@@ -57,6 +57,8 @@ import numpy as np
 
 from specterm.core.blockwalk import E_iid as E_iid_formula
 from specterm.core.errors import SpectermError
+from specterm.core.hardware.profiles import decision_profile
+from specterm.core.machine import default_threads, this_machine
 from specterm.core.costmodel import refeed_counts
 from specterm.core.hardware import cost_curve, decision_hw, summarize_results, timing_rows
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
@@ -213,7 +215,8 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
     extra = sorted({int(g) for g in config.gammas})
     if any(g < 1 or g > max(COST_GAMMAS) for g in extra):
         raise SpectermError(f"--gamma must be between 1 and {max(COST_GAMMAS)}.")
-    run_curve = cost_curve(run.meta.get("cost"))  # the run's decision: its stored costs
+    here = decision_profile(run.meta, this_machine())  # the run's decision on this machine: its profile's costs
+    run_curve = cost_curve(here.cost) if here is not None else None
     by_corpus = corpus_E(run.streams, np.array(COST_GAMMAS, dtype=np.int64))
     decision_g: dict[str, int | None] = {}
     for name in sorted({s.corpus for s in chosen}):
@@ -450,7 +453,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
         raise SpectermError("--repeats must be at least 1.")
     config = LlamaConfirmConfig(run=Path(run), per_corpus=per_corpus, gammas=tuple(gamma),
                                 corpora=tuple(c.strip() for c in corpus.split(",")) if corpus else None,
-                                max_new_tokens=max_new_tokens, threads=1 if threads is None else threads,
+                                max_new_tokens=max_new_tokens, threads=default_threads(os.cpu_count()) if threads is None else threads,
                                 cost_repeats=repeats, target=target, draft=draft, llama_bin=llama_bin,
                                 llama_src=llama_src, keep_logs=keep_logs, batch_costs=batch_costs,
                                 cost_gammas=tuple(range(1, cost_max_gamma + 1)))
