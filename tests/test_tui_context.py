@@ -275,3 +275,42 @@ def test_stale_temp_files_of_a_killed_writer_are_removed(tmp_path):
     os.utime(old, (past, past))
     assert cache.remove_stale_temps(folder) == [old]
     assert not old.exists() and young.exists()  # a younger one may be a write under way
+
+
+# -- Streams: laid out again on resize; the cut at a gate failure shown where it is ---------------------
+
+async def test_streams_relays_its_list_on_resize_and_shows_the_cut(tmp_path):
+    import math
+
+    from app_fixture import GATE_FAIL_AT
+    from tui_checks import cut_cells
+
+    from specterm.widgets.sparkline import ScaledSparkline
+
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("2")
+        await ready(app, pilot)
+        table = app.screen.query_one("#prompts", DataTable)
+        narrow = [str(c.label) for c in table.ordered_columns]
+        await pilot.resize_terminal(160, 45)
+        await ready(app, pilot)
+        wide = [str(c.label) for c in table.ordered_columns]
+        assert "gate" in wide and len(wide) > len(narrow), (narrow, wide)
+        assert [c for c in cut_cells(app) if c.screen == "StreamsScreen"] == []
+        await pilot.resize_terminal(*SIZE)
+        await ready(app, pilot)
+        assert [str(c.label) for c in table.ordered_columns] == narrow
+        assert [c for c in cut_cells(app) if c.screen == "StreamsScreen"] == []
+        # the stream whose gate fails at t = GATE_FAIL_AT: n analysed in the list, the sparkline blank after
+        cut = next(i for i, s in enumerate(app.screen.streams) if s.valid_len < s.n)
+        s = app.screen.streams[cut]
+        assert str(table.get_cell(str(cut), "n")) == f"{GATE_FAIL_AT}/{s.n}"
+        table.move_cursor(row=app.screen.shown.index(cut), animate=False)
+        await ready(app, pilot)
+        data = app.screen.query_one("#rolling", ScaledSparkline).data
+        assert len(data) == s.n and all(math.isnan(v) for v in data[GATE_FAIL_AT:])
+        assert not any(math.isnan(v) for v in data[:GATE_FAIL_AT])
+        label = static_text(app.screen.query_one("#rolling-label", Static))
+        assert f"t < {GATE_FAIL_AT} of {s.n} analysed" in label

@@ -367,6 +367,11 @@ class ReportScreen(Screen):
         return f"{printable(context)} · pair: {pair}" + (f" · {r_text}" if r_text else "")
 
 
+def plural(n: int, noun: str) -> str:
+    """"1 prompt", "2 prompts"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def loading_text(app: SpectermApp) -> str:
     """The status line while the runs are loaded and analysed: the load's stage once it has one."""
     return app.load_stage or "Loading the runs and computing the report ..."

@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Static
 from specterm.core.export import deficit_cell, steady_cells
 from specterm.core.fmt import MISSING, ci, est, fmt
 from specterm.core.report import POOLED, SEEDS, Report, SetReport
-from specterm.screens.base import ReportScreen
+from specterm.screens.base import ReportScreen, plural
 from specterm.widgets.columns import ci_below, table_width
 from specterm.widgets.styles import verdict_markup
 from specterm.core.fmt import is_num
@@ -123,7 +123,7 @@ def run_lines(report: Report) -> list[str]:
             f"draft {safe(run.draft or '?')} -> target {safe(run.target or '?')}",
             safe(device or "device ?"),
             f"r = {run.r_measured:.3f}" if is_num(run.r_measured) else "r not measured",
-            f"{run.n_streams} prompts",
+            plural(run.n_streams, "prompt"),
         ]
         lines.append("  ·  ".join(parts))
     return lines
