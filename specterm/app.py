@@ -641,7 +641,9 @@ class SpectermApp(App[Any]):
         nine), and it leaves after 3 s (an error after 6 s); app.tcss keeps it on the footer line."""
         limit = 6.0 if severity == "error" else 3.0
         self.clear_notifications()
-        super().notify(message, title=title, severity=severity, timeout=min(timeout or limit, limit), markup=markup)
+        if title:  # a title is a line of its own: one line at 80 columns, it leads the message instead
+            message = f"{title}: {message}"
+        super().notify(message, severity=severity, timeout=min(timeout or limit, limit), markup=markup)
 
     def action_switch_screen(self, mode: str) -> None:  # type: ignore[override]  # sync: App.action_switch_screen is async
         self.drill_from = None  # a screen chosen by its key: Escape on Streams has nothing to go back to

@@ -316,6 +316,11 @@ async def test_a_toast_sits_on_the_footer_line_and_leaves_soon(tmp_path):
         region = toasts[0].region
         assert region.bottom == NARROW[1] and region.height == 1, region  # the footer line only
         assert all(n.timeout <= 3 for n in app._notifications)
+        # a titled toast of 70 characters is one line too at 80 columns (issue 37)
+        app.notify("x" * 62, title="export")
+        await pilot.pause(0.3)
+        region = list(app.screen.query(Toast))[0].region
+        assert region.bottom == NARROW[1] and region.height == 1, region
 
 
 # -- every r says which it is; alpha with its CI ------------------------------------------------
