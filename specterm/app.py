@@ -60,7 +60,7 @@ class SpectermApp(App[Any]):
         Binding("y", "copy", "copy", show=False, id="app.copy",
                 tooltip="Copy the focused row (or the verdict) as markdown to the clipboard (OSC 52)"),
         Binding("question_mark,f1", "help", "help", key_display="?", id="app.help",
-                tooltip="Every key of every screen (also F1)"),
+                tooltip="Every key of every screen"),
         Binding("q", "quit", "quit", show=False, id="app.quit", tooltip="Quit specterm"),
     ]
 
