@@ -314,3 +314,41 @@ async def test_streams_relays_its_list_on_resize_and_shows_the_cut(tmp_path):
         assert not any(math.isnan(v) for v in data[:GATE_FAIL_AT])
         label = static_text(app.screen.query_one("#rolling-label", Static))
         assert f"t < {GATE_FAIL_AT} of {s.n} analysed" in label
+
+
+# -- verdicts shown as the report words them; y copies the focused row ----------------------------------
+
+async def test_a_too_few_prompts_verdict_shows_as_the_report_says_it(tmp_path):
+    """A verdict kind the screens have no words of their own for (the verdicts issue's
+    "too_few_prompts") shows as the report's words on Decide and the Scorecard, never as n/a."""
+    import dataclasses
+
+    app = make_app([TORCH_RUN], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        report = app.report
+        few = "too few prompts (n = 1; needs 8)"
+        pooled = report.pooled
+        d = dataclasses.replace(pooled.decision_hw, verdict_kind="too_few_prompts", verdict=few)
+        sets = {**report.sets, "pooled": dataclasses.replace(pooled, decision_hw=d,
+                                                             decision_by_profile={**pooled.decision_by_profile, d.profile: d})}
+        rows = [dataclasses.replace(row, verdict=few) if row.id == "P1" else row for row in report.scorecard]
+        app.report = dataclasses.replace(report, sets=sets, scorecard=rows)
+        await pilot.press("6")
+        await ready(app, pilot)
+        table = app.screen.query_one("#decide-table", DataTable)
+        assert str(table.get_cell("pooled", "kind")) == "too few prompts"
+        assert few in static_text(app.screen.query_one("#hw-verdicts", Static))
+        await pilot.press("7")
+        await ready(app, pilot)
+        assert "too few prompts" in " ".join(screen_words(app.screen).split())
+        # y: the focused row as markdown, to the clipboard
+        await pilot.press("6")
+        await ready(app, pilot)
+        app.screen.query_one("#decide-table", DataTable).focus()
+        table.move_cursor(row=table.get_row_index("pooled"), animate=False)
+        await pilot.press("y")
+        await pilot.pause()
+        head, rule, row = app.clipboard.strip().splitlines()
+        assert head.startswith("| corpus | g_hw | S_hw [95% CI] | verdict") and rule.startswith("|---|")
+        assert row.startswith(f"| pooled | {fmt(d.gamma_hw)} | {fmt(d.speedup_hw, 2)}x [") and "| too few prompts |" in row
