@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from app_fixture import make_fixture_run
 from pilot_settle import until
+from tui_checks import static_text, wrapped_table_lines
 from rich.cells import cell_len
-from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
@@ -40,10 +40,6 @@ async def ready(app, pilot) -> None:
     await pilot.pause()
 
 
-def static_text(widget: Static) -> str:
-    return Text.from_markup(str(widget.content)).plain if isinstance(widget.content, str) else str(widget.render())
-
-
 def screen_words(screen) -> str:
     """Everything a screen holds in text (scrolled out of view too): its Statics and its tables' cells."""
     parts = [static_text(w) for w in screen.query(Static)]
@@ -51,36 +47,6 @@ def screen_words(screen) -> str:
         parts += [str(c.label) for c in table.ordered_columns]
         parts += [str(table.get_cell_at((i, j))) for i in range(table.row_count) for j in range(len(table.columns))]
     return "\n".join(parts)
-
-
-RULE = re.compile(r"^-+(  -+)*$")
-
-
-def table_lines(text: str) -> list[str]:
-    """The lines of the aligned text tables in `text`: the head line above each rule ("----  --"),
-    the rule, and the lines below it up to a blank line."""
-    lines = text.splitlines()
-    out = []
-    for i, line in enumerate(lines):
-        if RULE.match(line.strip()) and i > 0:
-            out += [lines[i - 1], line]
-            for row in lines[i + 1:]:
-                if not row.strip():
-                    break
-                out.append(row)
-    return out
-
-
-def wrapped_table_lines(screen) -> list[str]:
-    """Lines of the screen's text tables wider than the Static that shows them: such a line wraps
-    mid row."""
-    out = []
-    for w in screen.query(Static):
-        width = w.content_region.width
-        if not w.display or width <= 0:
-            continue
-        out += [f"#{w.id}: {line}" for line in table_lines(static_text(w)) if cell_len(line) > width]
-    return out
 
 
 # -- the text-table fitter -------------------------------------------------------------------------
