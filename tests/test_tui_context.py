@@ -318,3 +318,20 @@ async def test_a_too_few_prompts_verdict_shows_as_the_report_says_it(tmp_path):
         head, rule, row = app.clipboard.strip().splitlines()
         assert head.startswith("| corpus | g_hw | S_hw [95% CI] | verdict") and rule.startswith("|---|")
         assert row.startswith(f"| pooled | {fmt(d.gamma_hw)} | {fmt(d.speedup_hw, 2)}x [") and "| too few prompts |" in row
+
+
+async def test_an_export_says_the_r_its_tables_are_at(tmp_path):
+    """Optimum stepped to r = 0.200: its export's tables are the report's (measured r = 0.150 and the
+    r grid), and the context line says so, with the r the screen showed."""
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("4", "plus")
+        await ready(app, pilot)
+        context = app.screen.export_markdown().splitlines()[2]
+        assert context.endswith("· tables at the measured r = 0.150 and over the r grid "
+                                "(the screen showed r = 0.200 (chosen))"), context
+        assert context.startswith("runs: tiny-run (torch, 6 prompts); costs: not measured · pair: ")
+        await pilot.press("m")
+        await ready(app, pilot)
+        assert app.screen.export_markdown().splitlines()[2].endswith("· r = 0.150 (measured)")

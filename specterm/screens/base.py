@@ -363,8 +363,12 @@ class ReportScreen(Screen):
             pair = f"{printable(str(model_spec(meta, 'draft') or '?'))} -> {printable(str(model_spec(meta, 'target') or '?'))}"
         report = self.context_report()
         context = context_line(report) if report is not None else "runs: " + (", ".join(printable(r.name) for r in runs) or "?")
-        r_text = self.crumb_r_text()
+        r_text = self.export_r_text()
         return f"{printable(context)} · pair: {pair}" + (f" · {r_text}" if r_text else "")
+
+    def export_r_text(self) -> str:
+        """The r the exported tables were computed at (the crumb's r, unless a screen says otherwise)."""
+        return self.crumb_r_text()
 
 
 def plural(n: int, noun: str) -> str:
@@ -511,6 +515,17 @@ class RStepping:
         if measured is not None:
             return measured
         return min(self.r_choices(report) or [R_DEFAULT], key=lambda r: abs(r - R_DEFAULT))
+
+    def export_r_text(self) -> str:
+        """The report's tables are at the measured r (and over the r grid), whatever r the screen
+        steps to: the export says so, and which r the screen showed (issue 37: a table at 0.146 was
+        headed "r = 0.250 (chosen)")."""
+        report = self.sapp.report  # type: ignore[attr-defined]
+        measured = self.measured_r(report) if report is not None else None
+        crumb = self.crumb_r_text()  # type: ignore[attr-defined]
+        if measured is None or self.r is None or math.isclose(self.r, measured, rel_tol=1e-9, abs_tol=1e-12):
+            return crumb
+        return f"tables at the measured r = {measured:.3f} and over the r grid (the screen showed {crumb})"
 
     def action_step_r(self, step: int) -> None:
         report = self.sapp.report

@@ -279,6 +279,10 @@ class DecideScreen(RStepping, ReportScreen):
             return "costs not measured"
         return f"profile {ids.index(pid) + 1}/{len(ids)}" if pid in ids else f"profile {pid}"
 
+    def export_r_text(self) -> str:
+        """Decide's export names the profile of its decision; the cost-ratio model as shown says its own r."""
+        return self.crumb_r_text()
+
     def context_report(self) -> Report | None:
         report = self.sapp.report
         return self.shown_view(report) if report is not None else None

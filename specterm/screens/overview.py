@@ -123,7 +123,8 @@ def run_lines(report: Report) -> list[str]:
             f"draft {safe(run.draft or '?')} -> target {safe(run.target or '?')}",
             safe(device or "device ?"),
             f"r = {run.r_measured:.3f}" if is_num(run.r_measured) else "r not measured",
-            plural(run.n_streams, "prompt"),
+            # a copy of a run (or a run whose prompts another holds) adds none: a prompt counts once
+            plural(run.n_streams, "prompt") if run.n_streams else "no prompts of its own (another run holds them; each counts once)",
         ]
         lines.append("  ·  ".join(parts))
     return lines
