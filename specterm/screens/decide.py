@@ -29,7 +29,7 @@ from specterm.widgets.columns import fit_text
 from specterm.widgets.tables import fill_table, fit_text_table, safe
 
 COLUMNS = [("set", "corpus"), ("g_hw", "g_hw"), ("s_hw", "S_hw [95% CI]"), ("kind", "verdict"),
-           ("vstar", "v* (here)"), ("mb", "mem-bound ref.")]
+           ("vstar", "v* (measured)"), ("mb", "mem-bound ref.")]
 CI_COLUMNS = [2, 5]  # S_hw and the memory-bound reference: their CIs go below the value when narrow
 COST_RATIO_HEAD = ["set", "g*_true", "T", "g*_iid", "iid promise", "iid in fact", "roofline B*"]
 
