@@ -57,6 +57,10 @@ def test_fit_text_table_moves_cis_then_falls_back_to_records():
     assert fit_text_table(head, rows, 20) == ["set   S_hw", "      [95% CI]", "----  ------------", "code  1.04x",
                                               "      [0.95, 1.13]"]
     assert fit_text_table(head, rows, 10) == ["code", "  S_hw [95% CI]: 1.04x [0.95, 1.13]"]
+    # a long name gives way (an ellipsis), down to 8 cells, before the numbers move
+    long = [["a-very-long-corpus-name", "3"]]
+    assert fit_text_table(["set", "g"], long, 15) == ["set           g", "------------  -", "a-very-long…  3"]
+    assert fit_text_table(["set", "g"], long, 9) == ["a-very-long-corpus-name", "  g: 3"]
 
 
 # -- the head line ------------------------------------------------------------------------------------

@@ -18,8 +18,7 @@ from specterm.core.errors import SpectermError
 import dataclasses
 from typing import Any
 
-from specterm.core.export import (batch_table, confirmation_table, decision_table, markdown_table, profile_table,
-                                  text_table)
+from specterm.core.export import (batch_table, confirmation_table, decision_table, markdown_table, profile_table)
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
 from specterm.core.report import Report
 from specterm.screens.base import ReportScreen, RStepping, costs_text, r_bindings
@@ -222,14 +221,14 @@ class DecideScreen(RStepping, ReportScreen):
             acc = f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte"
         measured = self.measured_r(report)
         r_text = f"r = {self.r:.3f}" + (" (measured)" if measured is not None and abs(self.r - measured) < 1e-12 else "")
+        width = max(self.avail_width - 2, 20)  # the scroll pane's padding
         cost_ratio = ["", f"[b]Cost-ratio model (not a decision): T = E / (1 + g r) at {safe(r_text)}, r = c_draft / "
                           f"c_verify; roofline B* = I*/(g+1) for {safe(acc)}[/] (keys - + r, a accelerator, i ridge)",
-                      *(safe(line) for line in text_table(COST_RATIO_HEAD, rows).splitlines()), *notes]
+                      *(safe(line) for line in fit_text_table(COST_RATIO_HEAD, rows, width)), *notes]
         view = self.shown_view(report)
         if report is not getattr(self, "_drawn_report", None):  # another pair or a new report: from the top
             self._drawn_report = report
             self.query_one("#verdict-scroll", VerticalScroll).scroll_home(animate=False)
-        width = max(self.avail_width - 2, 20)  # the scroll pane's padding
         ids = profile_ids(report)
         pid = self.profile or shown_profile(report)
         which = f"Profile {ids.index(pid) + 1}/{len(ids)} (p next): d" if pid in ids and len(ids) > 1 else "D"

@@ -119,17 +119,28 @@ def multiline_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[
     return out
 
 
+NAME_LEAST = 8
+"""Cells a name keeps at least when it gives way in fit_text_table."""
+
+
 def fit_text_table(head: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> list[str]:
     """A core export table as plain lines that are never wider than `width` cells, so no line wraps
-    mid row: the one-line table when it fits; else each CI on a second line of its cell
+    mid row: the one-line table when it fits (a long first cell, a name, may give way with an
+    ellipsis, down to NAME_LEAST cells); else each CI on a second line of its cell
     ("1.04x [0.95, 1.13]" over two lines, as the decision table does); else one block per row, its
     first cell then "column: value" lines (a record view, readable at any width)."""
-    flat = multiline_table(head, rows)
-    if max(map(cell_len, flat), default=0) <= width:
-        return flat
-    split = multiline_table([h.replace(" [", "\n[") for h in head], [[ci_below(c) for c in r] for r in rows])
-    if max(map(cell_len, split), default=0) <= width:
-        return split
+    split_head = [h.replace(" [", "\n[") for h in head]
+    split_rows = [[ci_below(c) for c in r] for r in rows]
+    for h, rs in ((list(head), [list(r) for r in rows]), (split_head, split_rows)):
+        lines = multiline_table(h, rs)
+        excess = max(map(cell_len, lines), default=0) - width
+        if excess <= 0:
+            return lines
+        first = max(cell_len(str(c)) for c in [h[0], *(r[0] for r in rs)])
+        if rs and first - excess >= NAME_LEAST and cell_len(str(h[0])) <= first - excess:
+            from specterm.widgets.columns import fit_text
+
+            return multiline_table(h, [[fit_text(str(r[0]), first - excess), *r[1:]] for r in rs])
     out = []
     for row in rows:
         out.append(str(row[0]))
