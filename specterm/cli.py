@@ -1,6 +1,6 @@
 """The `specterm` command line (typer). Heavy imports live inside the commands so `--help` is instant.
 
-run / merge are implemented in specterm/oracle/runner.py; import / report / list call specterm.core;
+run / merge are implemented in specterm/runner.py (the CLI layer: it may open the app, the oracle never does); import / report / list call specterm.core;
 open and the no-argument form start the Textual app (specterm.app.make_app).
 """
 
@@ -14,6 +14,10 @@ import typer
 from specterm.core.params import BOOT, GAMMA_DEFAULT, GAMMA_MAX, SEED, SHUFFLES
 from specterm import startup
 from specterm.startup import fail, open_streams, open_tui, tui_shortcut, warn  # noqa: F401  (tui_shortcut: re-exported)
+
+SHUFFLES_HELP = ("The hetero/temporal split's shuffle control: -1 (default) the exact expectation over in-place "
+                 "orderings (no shuffle noise, the same for every --seed); N > 0 the mean over N random in-place "
+                 "shuffles, for comparison; 0 no split.")
 
 app = typer.Typer(
     name="specterm",
@@ -86,7 +90,7 @@ def run_cmd(
         fail(f"unknown --backend {backend}; use torch or llama.cpp.")
     if threads is not None:
         fail("--threads is for --backend llama.cpp; torch picks its own threads.")
-    from specterm.oracle.runner import run_command
+    from specterm.runner import run_command
 
     run_command(**params)
 
@@ -97,7 +101,7 @@ def merge_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Merged run directory."),
 ) -> None:
     """Merge shard runs of the same models into one run (each prompt exactly once)."""
-    from specterm.oracle.runner import merge_command
+    from specterm.runner import merge_command
 
     merge_command(shards=shards, out=out)
 
@@ -284,7 +288,7 @@ def report_cmd(
     gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", min=1, max=GAMMA_MAX, help="Draft length of the yield deficit and the per-depth table (1..32)."),
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
     seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
-    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
+    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=-1, help=SHUFFLES_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
@@ -404,7 +408,7 @@ def open_cmd(
     gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", min=1, max=GAMMA_MAX, help="Draft length of the yield deficit and the per-depth table (1..32)."),
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
     seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
-    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
+    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=-1, help=SHUFFLES_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
     """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""

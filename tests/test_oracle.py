@@ -179,7 +179,7 @@ def test_layer_skip_draft_shares_weights(tiny_pair):
 
 
 def test_prompt_list_from_file_and_limit(tmp_path):
-    from specterm.oracle.runner import _prompts
+    from specterm.runner import _prompts
 
     f = tmp_path / "mine.txt"
     f.write_text("first prompt\n\nsecond prompt\nthird\n")

@@ -39,6 +39,7 @@ from specterm.core import costmodel
 from specterm.core.blockwalk import E_iid as E_iid_formula
 from specterm.core.blockwalk import set_yield
 from specterm.core.costmodel import refeed_counts, refeed_share
+from specterm.core.crossstack import first_divergence
 from specterm.core.errors import SpectermError
 from specterm.core.hardware import (
     BATCH_COST_KEY,
@@ -66,7 +67,7 @@ from specterm.core.store import (
     read_meta,
     write_meta_atomic,
 )
-from specterm.oracle.costs import BATCH_FIT_M, COST_GAMMAS, BatchGrid, context_ids, reused_b1, session_rounds
+from specterm.oracle.costs import BATCH_FIT_M, COST_GAMMAS, BatchGrid, context_ids, grid_record, reused_b1, session_rounds
 
 
 @dataclass
@@ -112,13 +113,20 @@ def _model_spec(entry: Any, role: str, override: str | None = None) -> str:
     return model_location(entry, override)
 
 
-def select_streams(streams: list[Stream], per_corpus: int, corpora: tuple[str, ...] | None = None) -> list[Stream]:
-    """The first `per_corpus` streams of each corpus (sorted) that have prompt text, y and a gate of 1.000."""
+def select_streams(streams: list[Stream], per_corpus: int, corpora: tuple[str, ...] | None = None,
+                   gate_held: bool = True) -> list[Stream]:
+    """The first `per_corpus` streams of each corpus (sorted) that have prompt text and y, and with
+    `gate_held` a gate of 1.000 (torch). Without it (llama.cpp) every stream qualifies: a llama.cpp
+    run's gate falls below 1 at near-ties (batched teacher forcing vs serial decoding), and the
+    speculative decoder verifies in batches too, so those streams are exactly the ones to check: each
+    output is compared with y and the first divergence recorded beside the stream's first gate failure."""
     if per_corpus < 1:
         raise SpectermError("--per-corpus must be at least 1.")
-    usable = [s for s in streams if s.prompt is not None and s.y is not None and s.n > 0 and s.valid_len == s.n]
+    usable = [s for s in streams if s.prompt is not None and s.y is not None and s.n > 0
+              and (s.valid_len == s.n or not gate_held)]
     if not usable:
-        raise SpectermError("this run stores no prompt text and tokens y with a passed gate (imported bits?); "
+        held = " with a passed gate" if gate_held else ""
+        raise SpectermError(f"this run stores no prompt text and tokens y{held} (imported bits?); "
                             "confirm needs a run made by `specterm run`.")
     names = sorted({s.corpus for s in usable})
     if corpora is not None:
@@ -126,10 +134,7 @@ def select_streams(streams: list[Stream], per_corpus: int, corpora: tuple[str, .
         if missing:
             raise SpectermError(f"corpus {', '.join(missing)} is not in this run; choose from {', '.join(names)}.")
         names = [c for c in names if c in corpora]
-    out = []
-    for name in names:
-        out += [s for s in usable if s.corpus == name][:per_corpus]
-    return out
+    return [s for name in names for s in [x for x in usable if x.corpus == name][:per_corpus]]
 
 
 def corpus_E(streams: list[Stream], gammas: np.ndarray) -> dict[str, tuple[np.ndarray, float, np.ndarray]]:
@@ -180,12 +185,6 @@ def _write_confirmation(run_dir: Path, record: dict[str, Any], index: int | None
         meta["cost"] = new
     write_meta_atomic(run_dir, meta)
     return index
-
-
-def _first_mismatch(a: list[int], b: list[int]) -> int | None:
-    if a == b:
-        return None
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 class ForwardTimer:
@@ -326,7 +325,7 @@ def confirm_run(config: ConfirmConfig, on_progress: ProgressCallback | None = No
                          prefilled={"target": sampler.quantities[0][2], "draft": sampler.quantities[1][2]})
         if config.costs_only or config.batch > 1 or not config.interleave_costs:
             report(Progress("cost", f"measuring costs by batch at context {ctx_len}"))
-            batch_record = _grid_record(grid.run_all(), rounds_s)
+            batch_record = grid_record(grid.run_all(), rounds_s)
             grid = None
         else:  # timed in slices, one after every prompt (_time_generations), stored with the record
             report(Progress("cost", f"costs by batch at context {ctx_len}: {grid.total} forwards, timed in slices "
@@ -486,7 +485,7 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
             progress("generating", f"{s.corpus}/{label}: generating {it['n']} tokens", prompt_index=idx,
                      prompt_id=label, corpus=s.corpus, max_new_tokens=it["n"])
             timed = run_greedy(it, label, idx) if m == "greedy" else run_spec(it, m, label, idx)
-            mismatch = _first_mismatch(timed.tokens, it["y"])
+            mismatch = first_divergence(timed.tokens, it["y"])
             gen_time += timed.seconds
             gen_tokens += len(timed.tokens)
             done += 1
@@ -527,7 +526,7 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
             progress("cost", f"costs by batch: slice {idx + 1}/{len(items)}")
             grid.step(-(-(idx + 1) * grid.total // len(items)) - grid.done)
     if grid is not None:
-        batch_record = _grid_record(grid, grid_rounds_s, upfront_s=grid_rounds_s + grid.setup_s)
+        batch_record = grid_record(grid, grid_rounds_s, upfront_s=grid_rounds_s + grid.setup_s)
         batch_record["interleaved"] = f"timed in {len(items)} slices, one after every prompt's generations"
     record["decision_checks"] = decision_checks(run_dir, record)
     record["complete"] = True
@@ -538,20 +537,6 @@ def _time_generations(config, pair, run_dir, items, choices, E_table, record, in
     write_confirmation(run_dir, record, index, cost if install_cost else None, batch_record)
     progress("done", f"confirmation of {len(items)} prompt(s) appended to {run_dir / META_FILE}")
     return record
-
-
-def _grid_record(grid: BatchGrid, rounds_s: float, upfront_s: float | None = None) -> dict[str, Any]:
-    """The stored costs by batch of a finished grid: `rounds_wall_s` the g curve's rounds before the
-    generations; `whole_wall_s` = those + the grid's set-up and every timed forward (the whole measurement
-    of all g and B); with the grid timed in slices, `upfront_wall_s` = what a person waits before the
-    first generation (the rounds and the grid's set-up; without slices it is the whole, not stored)."""
-    out = grid.record()
-    out["measured_at"] = new_meta("")["created"]
-    out["rounds_wall_s"] = rounds_s
-    out["whole_wall_s"] = rounds_s + grid.wall_s
-    if upfront_s is not None:
-        out["upfront_wall_s"] = upfront_s
-    return out
 
 
 def decision_checks(run_dir: Path, record: dict[str, Any], n_rep: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
@@ -623,7 +608,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     import sys
 
     from specterm.core.progress import Cancelled
-    from specterm.oracle.runner import headless_progress
+    from specterm.runner import headless_progress
 
     read_meta(Path(run))  # one sentence for a wrong path, before anything slow
     if repeats < 1:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 
@@ -475,3 +475,17 @@ class BatchGrid(GridSchedule):
             raise ValueError(f"the batch grid is not complete ({self.done} of {self.total} forwards timed)")
         samples, samples_cpu = self.samples()
         return {**self.meta, "samples_s": samples, "samples_cpu_s": samples_cpu, "wall_s": self.wall_s}
+
+
+def grid_record(grid: "BatchGrid", rounds_s: float, upfront_s: float | None = None) -> dict[str, Any]:
+    """The stored costs by batch of a finished grid: `rounds_wall_s` the g curve's rounds before the
+    generations; `whole_wall_s` = those + the grid's set-up and every timed forward (the whole measurement
+    of all g and B); with the grid timed in slices, `upfront_wall_s` = what a person waits before the
+    first generation (the rounds and the grid's set-up; without slices it is the whole, not stored)."""
+    out = grid.record()
+    out["measured_at"] = new_meta("")["created"]
+    out["rounds_wall_s"] = rounds_s
+    out["whole_wall_s"] = rounds_s + grid.wall_s
+    if upfront_s is not None:
+        out["upfront_wall_s"] = upfront_s
+    return out

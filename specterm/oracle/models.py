@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 import inspect
 import os
 import re
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from specterm.core.errors import SpectermError
+from specterm.core.machine import cpu_name
+from specterm.core.store.models import sha256_file
 
 _LAYERS_RE = re.compile(r"^layers:(\d+)$")
 _HUB_ID_RE = re.compile(r"[\w.-]+(/[\w.-]+)?")
@@ -45,17 +46,6 @@ class ModelSpec:
         if self.sha256:
             out["sha256"] = self.sha256
         return out
-
-
-def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while True:
-            block = fh.read(chunk)
-            if not block:
-                break
-            h.update(block)
-    return h.hexdigest()
 
 
 def resolve_spec(spec: str, hash_files: bool = True) -> ModelSpec:
@@ -360,3 +350,57 @@ def eos_ids(model, tokenizer) -> set[int]:
         elif isinstance(src, (list, tuple)):
             ids.update(int(x) for x in src)
     return ids
+
+
+# ------------------------------------------------------------------ what a cost profile records ---
+
+
+def torch_build() -> dict[str, Any]:
+    """torch's BLAS / oneDNN build as torch.__config__.show() prints it (the lines that change costs)."""
+    import torch
+
+    text = torch.__config__.show()
+    build: dict[str, Any] = {}
+    for key in ("BLAS_INFO", "LAPACK_INFO", "USE_MKLDNN", "USE_OPENMP", "CUDA_VERSION", "CUDNN_VERSION"):
+        m = re.search(rf"{key}=([^,\n]+)", text)
+        if m:
+            build[key] = m.group(1).strip()
+    m = re.search(r"Intel\(R\) oneAPI Deep Neural Network Library \(oneDNN\) (v[\d.]+)", text)
+    if m:
+        build["oneDNN"] = m.group(1)
+    m = re.search(r"CPU capability usage: (\S+)", text)
+    if m:
+        build["cpu_capability"] = m.group(1)
+    return build
+
+
+def torch_device(device: str, threads: int) -> dict[str, Any]:
+    """The device record of a cost profile for a torch device."""
+    import torch
+
+    if device.startswith("cuda"):
+        d = torch.device(device)
+        props = torch.cuda.get_device_properties(d)
+        return {"kind": "cuda", "name": torch.cuda.get_device_name(d), "cores": props.multi_processor_count,
+                "threads": None, "memory_gb": round(props.total_memory / 2**30, 1),
+                "driver": f"CUDA {torch.version.cuda}", "capability": f"{props.major}.{props.minor}"}
+    if device == "mps":
+        return {"kind": "mps", "name": "Apple MPS", "cores": os.cpu_count(), "threads": threads, "memory_gb": None,
+                "driver": None, "capability": None}
+    return {"kind": "cpu", "name": cpu_name(), "cores": os.cpu_count(), "threads": threads,
+            "memory_gb": _memory_gb(), "driver": None, "capability": None}
+
+
+def _memory_gb() -> float | None:
+    try:
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def describe_torch(device: str, threads: int, dtype: Any) -> dict[str, Any]:
+    """A cost profile's engine, device and dtype for torch on `device` with `threads` per forward."""
+    import torch
+
+    return {"engine": {"name": "torch", "version": torch.__version__, "build": torch_build()},
+            "device": torch_device(device, threads), "dtype": dtype}

@@ -342,11 +342,11 @@ def _measure_cost(config: OracleConfig, pair: LoadedPair, writer: RunWriter, pro
                               gammas=config.cost_gammas, on_measure=on_measure, cancel=cancel)
     cost["measured_at"] = new_meta("")["created"]
     from specterm.core.hardware.profiles import new_profile, with_profile
-    from specterm.engines.torch import TorchPair
+    from specterm.oracle.models import describe_torch
 
     # a cost profile of this machine (SPEC 6), read before `cost` changes (an old run's costs migrate first)
-    profiles = with_profile(writer.meta, new_profile(cost, TorchPair(pair, _torch_threads()).describe(),
-                                                     source="measured by specterm run"))
+    described = describe_torch(str(pair.meta.get("device", "cpu")), _torch_threads(), pair.meta.get("dtype"))
+    profiles = with_profile(writer.meta, new_profile(cost, described, source="measured by specterm run"))
     if old_cost.get("r_measured"):
         cost["earlier"] = [*old_cost.pop("earlier", []), old_cost]
     writer.update_meta(cost=cost, profiles=profiles)

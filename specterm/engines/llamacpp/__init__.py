@@ -3,11 +3,9 @@ specterm/oracle/llamacpp/ (models, costs)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from specterm.core.machine import cpu_name
 from specterm.engines.base import MeasureCallback, OpenOptions, Sampler
 
 N_CTX = 1024  # the cost contexts hold a prompt + y/2 (hundreds of tokens) plus a 17-token verify
@@ -18,16 +16,9 @@ class LlamaPair:
         self.target, self.draft, self.threads = target, draft, threads
 
     def describe(self) -> dict[str, Any]:
-        from specterm.oracle.llamacpp.models import engine_info
+        from specterm.oracle.llamacpp.models import describe_llamacpp
 
-        info = engine_info(self.threads)
-        build = info.get("build")
-        return {"engine": {"name": "llama.cpp", "version": info.get("binding_version"),
-                           "build": {"system_info": info.get("system_info"),
-                                     **(build if isinstance(build, dict) else {"how": build})}},
-                "device": {"kind": "cpu", "name": cpu_name(), "cores": os.cpu_count(), "threads": self.threads,
-                           "memory_gb": None, "driver": None, "capability": None},
-                "dtype": "gguf"}
+        return describe_llamacpp(self.threads)
 
     def encode(self, text: str) -> list[int]:
         return list(self.target.tokenize(text))

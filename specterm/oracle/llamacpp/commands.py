@@ -19,7 +19,7 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
     """`specterm run --backend llama.cpp`: checks (binding, GGUF files, --out, prompts), then the run."""
     from specterm.oracle.llamacpp import require_binding
     from specterm.oracle.run import OracleConfig
-    from specterm.oracle.runner import _check_out, _prompts, _slug, headless_progress
+    from specterm.runner import _check_out, _prompts, _slug, headless_progress
 
     given = {"device": device, "dtype": dtype, "batch_size": batch_size, "shard": shard,
              "trust_remote_code": trust_remote_code, "dataset": dataset}

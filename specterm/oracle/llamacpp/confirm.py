@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from specterm.core.blockwalk import E_iid as E_iid_formula
+from specterm.core.crossstack import first_divergence, histogram
 from specterm.core.errors import SpectermError
 from specterm.core.hardware.profiles import decision_profile
 from specterm.core.machine import default_threads, this_machine
@@ -150,39 +151,6 @@ def run_speculative(cmd: list[str], timeout: float = 1800.0) -> tuple[SpecLog, f
     return parse_speculative_log(log), wall, log
 
 
-def first_mismatch(a: list[int], b: list[int]) -> int | None:
-    if a == b:
-        return None
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-
-
-def histogram(ks: np.ndarray, gamma: int) -> list[int]:
-    """Counts of blocks with K = 0..gamma accepted drafts."""
-    return np.bincount(np.asarray(ks, dtype=np.int64), minlength=gamma + 1)[: gamma + 1].tolist()
-
-
-def select_streams_any_gate(streams, per_corpus: int, corpora: tuple[str, ...] | None = None) -> list:
-    """The first `per_corpus` streams of each corpus (sorted) with prompt text and y, whatever their gate.
-
-    Unlike the torch confirm (gate 1.000 required), a llama.cpp run's gate falls below 1 at
-    near-ties (batched teacher forcing vs serial decoding), and the speculative decoder verifies in
-    batches too, so those streams are exactly the ones to check: each output is compared with y
-    and the first divergence recorded beside the stream's first gate failure."""
-    if per_corpus < 1:
-        raise SpectermError("--per-corpus must be at least 1.")
-    usable = [s for s in streams if s.prompt is not None and s.y is not None and s.n > 0]
-    if not usable:
-        raise SpectermError("this run stores no prompt text and tokens y (imported bits?); confirm needs a run made by "
-                            "`specterm run`.")
-    names = sorted({s.corpus for s in usable})
-    if corpora is not None:
-        missing = [c for c in corpora if c not in names]
-        if missing:
-            raise SpectermError(f"corpus {', '.join(missing)} is not in this run; choose from {', '.join(names)}.")
-        names = [c for c in names if c in corpora]
-    return [s for name in names for s in [x for x in usable if x.corpus == name][:per_corpus]]
-
-
 def _resolve(meta: dict[str, Any], role: str, override: str | None) -> Path:
     from specterm.core.store import model_location
     from specterm.oracle import models as M
@@ -202,7 +170,7 @@ def _resolve(meta: dict[str, Any], role: str, override: str | None) -> Path:
 def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback | None = None,
                      cancel: threading.Event | None = None) -> dict[str, Any]:
     """Run the confirmation (module docstring); returns the record written to run.json."""
-    from specterm.oracle.confirm import corpus_E, write_confirmation
+    from specterm.oracle.confirm import corpus_E, select_streams, write_confirmation
     from specterm.oracle.llamacpp.costs import LlamaCostSampler
     from specterm.oracle.llamacpp.run import context_size
 
@@ -211,7 +179,7 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
     t_start = time.perf_counter()
     run_dir = Path(config.run)
     run = load_run(run_dir)
-    chosen = select_streams_any_gate(run.streams, config.per_corpus, config.corpora)
+    chosen = select_streams(run.streams, config.per_corpus, config.corpora, gate_held=False)
     extra = sorted({int(g) for g in config.gammas})
     if any(g < 1 or g > max(COST_GAMMAS) for g in extra):
         raise SpectermError(f"--gamma must be between 1 and {max(COST_GAMMAS)}.")
@@ -242,6 +210,7 @@ def confirm_llamacpp(config: LlamaConfirmConfig, on_progress: ProgressCallback |
         n_cmp = s.n if config.max_new_tokens is None else min(s.n, config.max_new_tokens)
         if n_cmp < 3:  # the speculative run needs -n n - 1 - g >= 1
             continue
+        assert s.prompt is not None and s.y is not None  # select_streams keeps only streams that have both
         ids = probe.tokenize(s.prompt)
         refeeds, blocks = refeed_counts(s.bits[:n_cmp], cost_gammas)
         items.append({"stream": s, "ids": ids, "y": s.y[:n_cmp].tolist(), "n": n_cmp,
@@ -355,7 +324,7 @@ def _time(config, items, choices, E_table, record, index, sampler, session_cost,
                             elapsed_s=time.perf_counter() - t_start))
             if m == "greedy":
                 toks, stamps, cpu = greedy_timed(target, it["ids"], it["n"], eog)
-                mm = first_mismatch(toks, it["y"])
+                mm = first_divergence(toks, it["y"])
                 row.update(greedy_s=stamps[-1], greedy_cpu_s=cpu, greedy_identical=mm is None, greedy_first_mismatch=mm,
                            greedy_tokens=len(toks), greedy_cum_s=stamps)
                 msg = f"{len(toks)} tokens in {stamps[-1]:.2f} s"
@@ -371,7 +340,7 @@ def _time(config, items, choices, E_table, record, index, sampler, session_cost,
                     config.keep_logs.mkdir(parents=True, exist_ok=True)
                     (config.keep_logs / f"{s.corpus}-{s.id}-g{g}.log").write_text(raw, encoding="utf-8")
                 toks = slog.tokens
-                mm = first_mismatch(toks, it["y"][: len(toks)])
+                mm = first_divergence(toks, it["y"][: len(toks)])
                 walk = capped_walk_accepts(s.bits[: it["n"]], g, n_predict)
                 ks = slog.accepted
                 row["spec"][str(g)] = {
@@ -445,7 +414,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     from specterm.core.store import read_meta
     from specterm.oracle.llamacpp import require_binding
     from specterm.oracle.confirm import log_decision_checks
-    from specterm.oracle.runner import headless_progress
+    from specterm.runner import headless_progress
 
     read_meta(Path(run))
     require_binding()

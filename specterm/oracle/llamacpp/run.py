@@ -281,10 +281,9 @@ def _measure_cost(config, pair: LlamaPair, writer: RunWriter, prompt, tally, can
     cost["measured_at"] = new_meta("")["created"]
     cost["load_avg"] = list(_loadavg())
     from specterm.core.hardware.profiles import new_profile, with_profile
-    from specterm.engines.llamacpp import LlamaPair as EnginePair
+    from specterm.oracle.llamacpp.models import describe_llamacpp
 
-    profiles = with_profile(writer.meta, new_profile(cost, EnginePair(pair.target, pair.draft, threads).describe(),
-                                                     source="measured by specterm run"))
+    profiles = with_profile(writer.meta, new_profile(cost, describe_llamacpp(threads), source="measured by specterm run"))
     if old.get("r_measured"):
         cost["earlier"] = [*old.pop("earlier", []), old]
     writer.update_meta(cost=cost, profiles=profiles)

@@ -1,5 +1,6 @@
 """`specterm run` and `specterm merge`: argument handling, the headless progress display, and
-scale-out (torchrun / accelerate ranks, --shard i/N, merge)."""
+scale-out (torchrun / accelerate ranks, --shard i/N, merge). The CLI layer (it may open the Run
+screen of the app); the oracle and the engines never import the app."""
 
 from __future__ import annotations
 
