@@ -453,9 +453,14 @@ async def test_decide_shows_the_hardware_decision_and_predicted_vs_realized(tmp_
         verdicts = str(app.screen.query_one("#hw-verdicts", Static).render())
         assert f"prose: do not speculate on {d.machine}" in verdicts  # the verdict names the machine of its costs
         checks = str(app.screen.query_one("#verdicts", Static).render())
-        line = next(ln for ln in checks.splitlines() if ln.startswith("prose "))
+        # the confirmations: wider than the pane even with CIs below their values, so one block per row
+        # ("column: value" lines, issue 37: no table line wraps mid row); the profiles' table comes first
+        block = checks.split("Confirmations", 1)[1].split("\nprose\n", 1)[1].splitlines()
+        cells = dict(ln.strip().rsplit(": ", 1) for ln in block if ln.startswith("  "))
         # g, prompts, realized, the check at in-generation costs (none stored), at the micro-benchmark's 0.6 / 0.48
-        assert line.split()[:6] == ["prose", "2", "2", "0.60x", MISSING, "1.25"]
+        assert [cells["g"], cells["prompts"], cells["realized"]] == ["2", "2", "0.60x"]
+        assert cells["cost-model check: real / pred at in-generation costs"] == MISSING
+        assert cells["real / pred at micro-benchmark costs (CPU; no prefill)"] == "1.25"
 
 
 async def test_overview_scorecard_line_marks_borderline_verdicts():

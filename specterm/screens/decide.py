@@ -123,8 +123,18 @@ def costs_measured(report: Report) -> bool:
 
 def costs_command(runs: list[Any]) -> str:
     """The command that measures a cost profile of the shown runs on this machine."""
-    paths = " ".join(printable(str(r.path)) for r in runs) if runs else "RUN"
+    paths = " ".join(printable(str(shown_path(r.path))) for r in runs) if runs else "RUN"
     return f"specterm costs {paths}"
+
+
+def shown_path(path: Any) -> Any:
+    """A run's path as a person types it here: relative to the working folder when inside it."""
+    from pathlib import Path
+
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve())
+    except (ValueError, OSError):
+        return path
 
 
 def reference_rows(report: Report) -> list[tuple[str, list[str]]]:
