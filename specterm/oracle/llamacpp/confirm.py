@@ -411,12 +411,13 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     import sys
 
     from specterm.core.progress import Cancelled
-    from specterm.core.store import read_meta
+    from specterm.core.store import check_writable, read_meta
     from specterm.oracle.llamacpp import require_binding
     from specterm.oracle.confirm import log_decision_checks
     from specterm.runner import headless_progress
 
     read_meta(Path(run))
+    check_writable(Path(run))  # a read-only or locked run: refused before models load and costs are timed
     require_binding()
     if repeats < 1:
         raise SpectermError("--repeats must be at least 1.")
