@@ -362,7 +362,7 @@ def confirm(config: ConfirmConfig, on_progress: ProgressCallback | None = None,
     corpora = sorted({s.corpus for s in chosen})
     decision_g, has_profile = _decisions(config, run, corpora)
     # the cost curve covers every g timed, so each has a prediction with this session's costs
-    timed = {*extra, *engine.always_timed, *(g for g in decision_g.values() if g is not None)}
+    timed = set() if config.costs_only else {*extra, *engine.always_timed, *(g for g in decision_g.values() if g is not None)}
     gam = np.array(sorted(set(cost_gammas) | timed), dtype=np.int64)
     own = pair is None
     if pair is None:
