@@ -34,7 +34,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -105,23 +105,29 @@ class ConfirmConfig:
 
 @dataclass
 class ConfirmSession:
-    """The state of one confirmation, shared by the flow and the engine's timing (no long parameter lists)."""
+    """The state of one confirmation, shared by the flow's steps and the engine's timing (no long
+    parameter lists). The steps fill it in order: the g measured and the run's decisions (`confirm`),
+    the items and this session's costs (`_measure`), the choices and the record (`_begin`)."""
 
     config: ConfirmConfig
     engine: Engine
+    pair: ConfirmPair
     run_dir: Path
     run: Run
-    pair: ConfirmPair
-    items: list[Item]
-    choices: dict[str, dict[str, Any]]
-    E_table: dict[str, dict[int, tuple[float, float]]]
-    record: dict[str, Any]
-    index: int
-    sampler: Sampler
-    session_cost: Callable[[], dict[str, Any]]
     report: ProgressCallback
     cancel: threading.Event | None
     t_start: float
+    cost_gammas: np.ndarray                                    # every g on this session's cost curve
+    decision_g: dict[str, int | None]                          # the run's decision g_hw per corpus
+    has_profile: bool                                          # the run has a cost profile of this machine
+    items: list[Item] = field(default_factory=list)
+    ctx_len: int = 0                                           # the cost context (mean prompt + n/2)
+    sampler: Sampler | None = None
+    session_cost: Callable[[], dict[str, Any]] = dict          # the stored dict of every cost round so far
+    choices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    E_table: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
+    record: dict[str, Any] = field(default_factory=dict)
+    index: int | None = None                                   # the record's place in run.json's confirmations
     install_cost: bool = False
     batch_record: dict[str, Any] | None = None  # costs by batch measured up front, stored at the end
     batch_job: Any = None                       # costs by batch timed in slices between the prompts
@@ -363,73 +369,100 @@ def confirm(config: ConfirmConfig, on_progress: ProgressCallback | None = None,
     decision_g, has_profile = _decisions(config, run, corpora)
     # the cost curve covers every g timed, so each has a prediction with this session's costs
     timed = set() if config.costs_only else {*extra, *engine.always_timed, *(g for g in decision_g.values() if g is not None)}
-    gam = np.array(sorted(set(cost_gammas) | timed), dtype=np.int64)
     own = pair is None
     if pair is None:
         pair = engine.open(run.meta, OpenOptions(target=config.target, draft=config.draft, device=config.device,
                                                  dtype=config.dtype, threads=threads), report)
+    session = ConfirmSession(config=config, engine=engine, pair=pair, run_dir=run_dir, run=run, report=report,
+                             cancel=cancel, t_start=t_start, decision_g=decision_g, has_profile=has_profile,
+                             cost_gammas=np.array(sorted(set(cost_gammas) | timed), dtype=np.int64))
     try:
         check_cancel(cancel)
-        return _confirm(config, engine, run_dir, run, pair, chosen, gam, decision_g, has_profile, report, cancel, t_start)
+        fields = _measure(session, chosen)
+        if config.costs_only:
+            return _store_batch_costs(session)
+        _begin(session, fields)
+        with pair.timing():
+            if config.batch > 1:
+                return pair.time_batched(session)
+            return time_prompts(session)
     finally:
         if own:
             pair.close()
 
 
-def _confirm(config: ConfirmConfig, engine: Engine, run_dir: Path, run: Run, pair: ConfirmPair, chosen: list[Stream],
-             cost_gammas: np.ndarray, decision_g: dict[str, int | None], has_profile: bool, report: ProgressCallback,
-             cancel: threading.Event | None, t_start: float) -> dict[str, Any]:
+def _measure(session: ConfirmSession, chosen: list[Stream]) -> dict[str, Any]:
+    """The items, the engine made ready to time them (its record fields returned), and this session's cost
+    rounds before the generations at the mean context of the timed generations; with --batch-costs the
+    engine's costs by batch, up front or (torch, interleaved) in slices between the prompts."""
     from specterm.oracle.costs import context_ids, session_rounds
 
-    items = build_items(chosen, pair.encode, config.max_new_tokens, cost_gammas, engine.min_tokens)
-    ctx_len = int(round(float(np.mean([len(it.ids) + it.n / 2 for it in items]))))
-    fields = pair.confirm_setup(config, items, ctx_len, run.meta, report, cancel)
+    config, pair, report = session.config, session.pair, session.report
+    items = session.items = build_items(chosen, pair.encode, config.max_new_tokens, session.cost_gammas,
+                                        session.engine.min_tokens)
+    ctx_len = session.ctx_len = int(round(float(np.mean([len(it.ids) + it.n / 2 for it in items]))))
+    fields = pair.confirm_setup(config, items, ctx_len, session.run.meta, report, session.cancel)
     ctx = context_ids(items[0].ids + items[0].y, ctx_len)
     report(Progress("cost", f"measuring costs at context {ctx_len} ({config.cost_repeats} interleaved repeats)"))
 
     def on_measure(i: int, total: int, label: str, seconds: float) -> None:
-        report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.3f} s", elapsed_s=time.perf_counter() - t_start))
+        report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.3f} s",
+                        elapsed_s=time.perf_counter() - session.t_start))
 
-    sampler = pair.cost_sampler(ctx, cost_gammas.tolist(), on_measure, cancel)
+    sampler = session.sampler = pair.cost_sampler(ctx, session.cost_gammas.tolist(), on_measure, session.cancel)
     t_costs = time.perf_counter()
     flag = "" if config.engine == "torch" else f" --engine {config.engine}"
-    session_cost = session_rounds(sampler, config.cost_repeats, len(items) if config.interleave_costs else 0,  # type: ignore[arg-type]
-                                  f"specterm confirm{flag} (rounds before the generations and one after every prompt)")
-    cost = session_cost()
-    batch_record, batch_job = None, None
+    session.session_cost = session_rounds(sampler, config.cost_repeats, len(items) if config.interleave_costs else 0,  # type: ignore[arg-type]
+                                          f"specterm confirm{flag} (rounds before the generations and one after every prompt)")
     if config.batch_costs:
         rounds_s = time.perf_counter() - t_costs  # the g curve's rounds
-        job = pair.batch_cost_job(sampler, ctx, on_measure, cancel, rounds_s)
+        job = pair.batch_cost_job(sampler, ctx, on_measure, session.cancel, rounds_s)
         if config.costs_only or config.batch > 1 or not config.interleave_costs or not job.sliced:
             report(Progress("cost", f"measuring costs by batch at context {ctx_len}"))
-            batch_record = job.run_all()
+            session.batch_record = job.run_all()
         else:  # timed in slices, one after every prompt, stored with the record
             report(Progress("cost", f"costs by batch at context {ctx_len}: {job.total} forwards, timed in slices "
                                     "after every prompt"))
-            batch_job = job
-    if config.costs_only:
-        assert batch_record is not None
-        with RunLock(run_dir):
-            meta_now = read_meta(run_dir)
-            meta_now[BATCH_COST_KEY] = batch_record
-            write_meta_atomic(run_dir, meta_now)
-        report(Progress("done", f"costs by batch stored in {run_dir / META_FILE} (whole measurement "
-                                f"{batch_record['whole_wall_s']:.1f} s wall); no generations (--costs-only)"))
-        return {"batch_cost": batch_record, "results": [], "costs_only": True}
+            session.batch_job = job
+    return fields
+
+
+def _store_batch_costs(session: ConfirmSession) -> dict[str, Any]:
+    """--costs-only: the costs by batch stored as the run's, no generations, no confirmation record."""
+    batch_record = session.batch_record
+    assert batch_record is not None
+    with RunLock(session.run_dir):
+        meta_now = read_meta(session.run_dir)
+        meta_now[BATCH_COST_KEY] = batch_record
+        write_meta_atomic(session.run_dir, meta_now)
+    session.report(Progress("done", f"costs by batch stored in {session.run_dir / META_FILE} (whole measurement "
+                                    f"{batch_record['whole_wall_s']:.1f} s wall); no generations (--costs-only)"))
+    return {"batch_cost": batch_record, "results": [], "costs_only": True}
+
+
+def _begin(session: ConfirmSession, fields: dict[str, Any]) -> None:
+    """The choices (with the run's costs by batch for a batched confirmation) and the record skeleton with
+    the engine's `fields`, written to run.json before the first generation."""
+    config, run = session.config, session.run
+    cost = session.session_cost()
     run_batch = None
     if config.batch > 1:
         here = decision_profile(run.meta, this_machine())
-        run_batch = batch_costs(batch_record if batch_record is not None else (here.batch_cost if here else None))
+        run_batch = batch_costs(session.batch_record if session.batch_record is not None
+                                else (here.batch_cost if here is not None else None))
         if run_batch is None:
             raise SpectermError("a batched confirmation needs the run's costs by batch; add --batch-costs.")
-    corpora = sorted({it.stream.corpus for it in items})
-    choices = choose(config, run, engine, corpora, cost_gammas, cost, decision_g, has_profile, run_batch)
-    by_corpus = corpus_E(run.streams, cost_gammas)
-    E_table = {name: {int(g): (float(e), float(p)) for g, e, p in zip(cost_gammas, by_corpus[name][0], by_corpus[name][2])}
-               for name in choices}
+    corpora = sorted({it.stream.corpus for it in session.items})
+    gam = session.cost_gammas
+    session.choices = choose(config, run, session.engine, corpora, gam, cost, session.decision_g, session.has_profile,
+                             run_batch)
+    by_corpus = corpus_E(run.streams, gam)
+    session.E_table = {name: {int(g): (float(e), float(p)) for g, e, p in zip(gam, by_corpus[name][0], by_corpus[name][2])}
+                       for name in session.choices}
     meta = run.meta
-    install_cost = engine.installs_cost and fields.get("device") == meta.get("device") and not (meta.get("cost") or {}).get("c_decode_s")
-    record: dict[str, Any] = {
+    session.install_cost = (session.engine.installs_cost and fields.get("device") == meta.get("device")
+                            and not (meta.get("cost") or {}).get("c_decode_s"))
+    session.record = {
         "date": new_meta("")["created"],
         **fields,
         "specterm_version": meta.get("specterm_version"),
@@ -437,24 +470,17 @@ def _confirm(config: ConfirmConfig, engine: Engine, run_dir: Path, run: Run, pai
         "load_avg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "per_corpus": config.per_corpus,
         "max_new_tokens": config.max_new_tokens,
-        "cost_context": ctx_len,
+        "cost_context": session.ctx_len,
         "cost_context_rule": fields.get("cost_context_rule",
                                         "mean over the timed prompts of prompt tokens + n/2 (n = tokens compared)"),
         "run_cost_context": (meta.get("cost") or {}).get("context"),
         "complete": False,
         "cost": cost,
-        "choices": choices,
+        "choices": session.choices,
         "prompts": [],
         "results": [],
     }
-    session = ConfirmSession(config=config, engine=engine, run_dir=run_dir, run=run, pair=pair, items=items, choices=choices,
-                             E_table=E_table, record=record, index=write_confirmation(run_dir, record, None),
-                             sampler=sampler, session_cost=session_cost, report=report, cancel=cancel, t_start=t_start,
-                             install_cost=install_cost, batch_record=batch_record, batch_job=batch_job)
-    with pair.timing():
-        if config.batch > 1:
-            return pair.time_batched(session)
-        return time_prompts(session)
+    session.write()
 
 
 def time_prompts(session: ConfirmSession) -> dict[str, Any]:
@@ -469,6 +495,7 @@ def time_prompts(session: ConfirmSession) -> dict[str, Any]:
         record["prompts"].append(time_prompt(session, idx, it))
         for extra_round in ((False, True) if session.config.interleave_costs else (False,)):  # the finished prompt first
             if extra_round:
+                assert session.sampler is not None  # measured by _measure
                 session.sampler.round()
                 record["cost"] = session.session_cost()
             record["results"] = results(record["prompts"], record["cost"], session.E_table, pair)

@@ -289,6 +289,7 @@ def time_batched(session: ConfirmSession, pair, timer: ForwardTimer | None) -> d
         row.update(decode_forward_s_median=t1, verify_forward_s_median=tv, draft_forward_s_median=d1,
                    predicted_insitu=insitu, ratio_insitu=None if insitu is None else row["realized"] / insitu)
         record["batched_results"].append(row)
+        assert session.sampler is not None  # the session's cost rounds (engines/confirm._measure)
         session.sampler.round()
         record["cost"] = session.session_cost()
         session.write()
