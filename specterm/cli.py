@@ -15,6 +15,10 @@ from specterm.core.params import BOOT, GAMMA_DEFAULT, GAMMA_MAX, SEED, SHUFFLES
 from specterm import startup
 from specterm.startup import fail, open_streams, open_tui, tui_shortcut, warn  # noqa: F401  (tui_shortcut: re-exported)
 
+SHUFFLES_HELP = ("The hetero/temporal split's shuffle control: -1 (default) the exact expectation over in-place "
+                 "orderings (no shuffle noise, the same for every --seed); N > 0 the mean over N random in-place "
+                 "shuffles, for comparison; 0 no split.")
+
 app = typer.Typer(
     name="specterm",
     help=(
@@ -280,7 +284,7 @@ def report_cmd(
     gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", min=1, max=GAMMA_MAX, help="Draft length of the yield deficit and the per-depth table (1..32)."),
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
     seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
-    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
+    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=-1, help=SHUFFLES_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
@@ -400,7 +404,7 @@ def open_cmd(
     gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", min=1, max=GAMMA_MAX, help="Draft length of the yield deficit and the per-depth table (1..32)."),
     boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
     seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
-    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=0, help="In-place shuffles per stream for the hetero/temporal split."),
+    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=-1, help=SHUFFLES_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
     """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""

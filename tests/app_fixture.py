@@ -53,6 +53,17 @@ def fixture_streams() -> list[Stream]:
     ]
 
 
+def judged_streams() -> list[Stream]:
+    """fixture_streams plus more of each corpus, params.MIN_PROMPTS per corpus: enough prompts for a verdict
+    to be judged (below it every verdict reads "too few prompts", tests/test_evidence_limits.py)."""
+    from specterm.core.params import MIN_PROMPTS
+
+    base = fixture_streams()
+    more = [make_stream(f"{c[0]}x{i}", c, 48 + 4 * (i % 5), 100 + i) for c in ("prose", "code")
+            for i in range(MIN_PROMPTS - sum(s.corpus == c for s in base))]
+    return base + more
+
+
 META = {
     "format": FORMAT,
     "schema_version": SCHEMA_VERSION,

@@ -429,7 +429,7 @@ async def test_runs_of_different_model_pairs_are_never_pooled(tmp_path):
 
 
 async def test_decide_shows_the_hardware_decision_and_predicted_vs_realized(tmp_path):
-    from app_fixture import META
+    from app_fixture import META, judged_streams
     from specterm.core.store import write_run
 
     cost = {"r_measured": 0.2, "c_decode_s": 0.5, "c_draft_s": 0.1,
@@ -438,7 +438,8 @@ async def test_decide_shows_the_hardware_decision_and_predicted_vs_realized(tmp_
             "results": [{"corpus": "prose", "gamma": 2, "prompts": 2, "tokens": 256, "greedy_s": 60.0, "spec_s": 100.0,
                          "realized": 0.6, "predicted": 0.5, "predicted_spec6": 0.48, "tokens_per_call": 2.5,
                          "identical": True}]}
-    path = write_run(tmp_path / "hw", {**META, "name": "hw", "cost": cost, "confirmations": [conf]}, fixture_streams())
+    # enough prompts per corpus for the decision to be judged (below params.MIN_PROMPTS: "too few prompts")
+    path = write_run(tmp_path / "hw", {**META, "name": "hw", "cost": cost, "confirmations": [conf]}, judged_streams())
     app = make_app([path], **FAST)
     async with app.run_test(size=(160, 48)) as pilot:
         await ready(app, pilot)

@@ -225,22 +225,40 @@ def test_isotonic_rows_equals_pool_adjacent_violators():
 
 
 def test_by_batch_and_the_measured_crossover():
-    """Verify costs that grow with the batch: speculation pays at B = 1 and 2 (CI above 1), not at 8."""
+    """Verify costs that grow with the batch: speculation pays at small B (CI above 1), not at 8. The
+    by-batch costs are the decision's, scaled by the batch grid's ratios c(B) / c(1), so the B = 1 row is
+    the decision itself (figure and interval)."""
     rec = _batch_record(lambda B, m: 0.2 * (1 + 0.05 * B) if m == 1 else 0.2 + 0.05 * B * m, noise=0.01)
     bc = batch_costs(rec)
     E = np.array([1.9, 2.7, 3.3, 3.8, 4.1, 4.3, 4.45, 4.55])
     gam = np.arange(1, 9)
-    curve = cost_curve({"c_decode_s": 0.21, "c_draft_s": 0.06, "c_verify_s": {str(g): 0.25 + 0.05 * g for g in gam}})
+    cost = {"c_decode_s": 0.21, "c_draft_s": 0.06, "c_verify_s": {str(g): 0.25 + 0.05 * g for g in gam},
+            "samples_s": {"decode": [0.21, 0.2, 0.22, 0.21, 0.205], "draft": [0.06, 0.061, 0.059, 0.06, 0.062],
+                          **{f"verify:{g}": [0.25 + 0.05 * g + e for e in (0, 0.01, -0.01, 0.005, 0.0)] for g in gam}}}
+    curve = cost_curve(cost)
+    reps = cost_replicates(cost, 300, 1)
     E_boot = np.tile(E, (300, 1)) * np.random.default_rng(0).normal(1, 0.01, (300, 1))
-    d = decision_hw(gam, E, None, curve, E_boot=E_boot, batch=bc, batch_reps=bc.replicates(rec, 300, 0))
+    d = decision_hw(gam, E, None, curve, E_boot=E_boot, reps=reps, batch=bc, batch_reps=bc.replicates(rec, 300, 0))
     rows = {r["batch"]: r for r in d.by_batch}
-    for B in (1, 2, 4, 8):  # independent recomputation of S_hw(g, B) = E c_decode(B) / (c_verify(g, B) + g c_draft(B))
-        S = E * bc.c_decode[[1, 2, 4, 8].index(B)] / (bc.c_verify[[1, 2, 4, 8].index(B)] + gam * (0.05 + 0.01 * B))
+    assert rows[1]["gamma_hw"] == d.gamma_hw and rows[1]["speedup_hw"]["value"] == d.speedup_hw
+    assert rows[1]["speedup_hw"]["ci"] == d.speedup_hw_ci and None not in d.speedup_hw_ci
+    i = {B: k for k, B in enumerate((1, 2, 4, 8))}
+    c_ver = np.array([curve.verify_at(int(g)) for g in gam])
+    for B in (2, 4, 8):  # independent recomputation: the decision's costs times the batch grid's ratio to B = 1
+        rd, rv, rr = (bc.c_decode[i[B]] / bc.c_decode[0], bc.c_verify[i[B]] / bc.c_verify[0], bc.c_draft[i[B]] / bc.c_draft[0])
+        S = E * curve.c_decode * rd / (c_ver * rv + gam * curve.c_draft * rr)
         assert rows[B]["gamma_hw"] == int(gam[np.argmax(S)]) and rows[B]["speedup_hw"]["value"] == pytest.approx(S.max())
+        lo, hi = rows[B]["speedup_hw"]["ci"]
+        assert lo < S.max() < hi
     lo = {B: rows[B]["speedup_hw"]["ci"][0] for B in rows}
-    expected = max([B for B in rows if lo[B] > 1], default=None)
+    expected = None
+    for B in sorted(rows):  # B_hw: every B up to it above 1
+        if not lo[B] > 1:
+            break
+        expected = B
     assert d.batch_crossover == expected and rows[8]["speedup_hw"]["value"] < rows[1]["speedup_hw"]["value"]
     assert d.roofline_reference["B_star"] == pytest.approx(d.roofline_reference["ridge"] / (d.gamma_hw + 1))
+    assert d.batch_fit["samples_per_cost_min"] == bc.min_samples
 
 
 # ------------------------------------------------------------------------------- leave-out ---

@@ -238,11 +238,19 @@ def test_by_batch_uses_the_engine_block_by_hand():
     assert bc.c_draft_fwd == pytest.approx(a_d + c_d * B * (g + 1))
     E = np.array([1.9, 2.7, 3.3, 3.8, 4.1, 4.3, 4.45, 4.55])
     gam = np.arange(1, 9)
-    curve = cost_curve({"c_decode_s": 0.31, "c_draft_s": 0.06, "c_verify_s": {str(x): 0.3 + 0.01 * (x + 1) for x in gam}})
+    # the decision's own costs are the batch grid's B = 1 (a + c m, draft 0.06, engine term a_d + c_d m), so
+    # scaling them by c(B) / c(1) gives the batch grid's costs at B exactly
+    cost = {"c_decode_s": a + c, "c_draft_s": 0.06, "c_verify_s": {str(x): a + c * (x + 1) for x in gam},
+            "c_draft_fwd_s": {str(x): a_d + c_d * (x + 1) for x in gam}, "engine": "llama.cpp",
+            "samples_s": {"decode": [a + c] * 3, "draft": [0.06] * 3, **{f"verify:{x}": [a + c * (x + 1)] * 3 for x in gam},
+                          **{f"draft_fwd:{x}": [a_d + c_d * (x + 1)] * 3 for x in gam}}}
+    curve = cost_curve(cost)
+    assert curve.c_draft_fwd is not None
     reps = bc.replicates(rec, 50, 0)
-    d = decision_hw(gam, E, None, curve, E_boot=np.tile(E, (50, 1)), batch=bc, batch_reps=reps,
-                    batch_fwd_reps=bc.draft_fwd_replicates(rec, 50, 0))
+    d = decision_hw(gam, E, None, curve, E_boot=np.tile(E, (50, 1)), reps=cost_replicates(cost, 50, 0), batch=bc,
+                    batch_reps=reps, batch_fwd_reps=bc.draft_fwd_replicates(rec, 50, 0))
     rows = {r["batch"]: r for r in d.by_batch}
+    assert rows[1]["speedup_hw"]["value"] == d.speedup_hw and rows[1]["speedup_hw"]["ci"] == d.speedup_hw_ci
     for b in batches:
         S = E * (a + c * b) / (a + c * b * (gam + 1) + gam * (0.05 + 0.01 * b) + a_d + c_d * b * (gam + 1))
         S_spec6 = E * (a + c * b) / (a + c * b * (gam + 1) + gam * (0.05 + 0.01 * b))

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from app_fixture import META, fixture_streams
+from app_fixture import META, fixture_streams, judged_streams
 from specterm.core.analysis import analyse
 from specterm.core.errors import SpectermError
 from specterm.core.export import to_json, to_markdown, to_text
@@ -30,7 +30,7 @@ def report_of(tmp_path, cost_dict, name="run", confirmations=None):
     meta = {**META, "name": name, "cost": cost_dict}
     if confirmations is not None:
         meta["confirmations"] = confirmations
-    path = write_run(tmp_path / name, meta, fixture_streams())
+    path = write_run(tmp_path / name, meta, judged_streams())
     return analyse(load_runs([path]), boot=0, shuffles=0)
 
 

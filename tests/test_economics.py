@@ -4,6 +4,8 @@ falsifying outcome in the SPEC)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from report_factory import make_set
@@ -11,6 +13,7 @@ from report_factory import policy as prow
 
 from specterm.core import economics as ec
 from specterm.core import stats as st
+from specterm.core import verdict as vd
 from specterm.core.analysis import set_report
 from specterm.core.bootstrap import multinomial_weights
 from specterm.core.estimate import Estimate, bootstrap_estimate
@@ -278,19 +281,61 @@ def dhw(hw, mb, measured=True, **more):
                       gamma_mb=2, speedup_mb=sum(mb) / 2, speedup_mb_ci=list(mb), **more)
 
 
+def pd(label, measured, reference):
+    return ec.ProfileDecision(label, measured, reference, f"{label}: {measured} / {reference}")
+
+
+A, B_, S = "above 1", "below 1", "straddles 1"
+
+
 @pytest.mark.parametrize("decisions, verdict, phrase", [
-    # the 2-core CPU: memory-bound says speculate, measured costs say do not (prose), code straddles
-    ({"code": dhw((0.98, 1.11), (1.4, 1.6)), "prose": dhw((0.75, 0.87), (1.2, 1.3))}, "holds", "different sides of 1 in prose"),
-    ({"code": dhw((1.2, 1.4), (1.4, 1.6)), "prose": dhw((1.05, 1.1), (1.2, 1.3))}, "falsified", "same side in every corpus"),
-    ({"code": dhw((0.95, 1.05), (1.4, 1.6)), "prose": dhw((1.05, 1.1), (1.2, 1.3))}, "inconclusive", "no corpus where"),
-    ({"code": dhw((0.95, 1.05), (0.9, 1.1)), "prose": dhw((0.97, 1.1), (0.99, 1.3))}, "inconclusive", "no corpus where"),
-    ({"code": dhw((0.75, 0.87), (1.2, 1.3), measured=False)}, "inconclusive", "no corpus has measured costs"),
-    ({"code": None, "prose": DecisionHW(measured=True, speedup_hw=1.2)}, "inconclusive", "no corpus has measured costs"),  # CIs undefined
+    # one profile (the 2-core CPU): memory-bound says speculate, the measured costs say do not (prose)
+    ({"code": [pd("cpu", S, A)], "prose": [pd("cpu", B_, A)]}, "holds", "prose (cpu: the measured decision and the memory-bound"),
+    # two machines: measured decisions on different sides, the reference above 1 on both (it does not move)
+    ({"code": [pd("epyc", A, A), pd("xeon", B_, A)]}, "holds", "code (epyc above 1, xeon below 1, the memory-bound reference above 1 on both"),
+    # the measured decisions differ, but so does the reference: the reference told the side as well
+    ({"code": [pd("epyc", A, A), pd("xeon", B_, B_)]}, "inconclusive", "and on every profile"),
+    # agreement everywhere (what used to read "falsified"): no evidence against the claim
+    ({"code": [pd("cpu", A, A)], "prose": [pd("cpu", A, A)]}, "inconclusive", "no evidence against the claim"),
+    ({"code": [pd("cpu", B_, B_)], "prose": [pd("cpu", A, A)]}, "inconclusive", "no evidence against the claim"),
+    # a straddling CI on either side shows nothing
+    ({"code": [pd("cpu", S, A)], "prose": [pd("cpu", B_, S)]}, "inconclusive", "a CI contains 1"),
+    ({}, "inconclusive", "no set has a measured decision"),
+    ({"code": []}, "inconclusive", "no set has a measured decision"),
 ])
 def test_q5(decisions, verdict, phrase):
     row = ec.q5(decisions)
     assert row.verdict == verdict and phrase in row.evidence, row
     assert row.size == "n/a" and row.id == "Q5" and row.seed == "economics"
+    for ds in decisions.values():  # the evidence names both decisions of every profile
+        for d in ds:
+            assert d.text in row.evidence
+
+
+def test_q5_is_never_falsified():
+    """SPEC 4: Q5 has no falsified outcome, whatever the sides (every combination of 1-3 profiles, 1-2 sets)."""
+    sides = (A, B_, S)
+    profiles = [pd(f"m{i}", m, r) for i, (m, r) in enumerate(itertools.product(sides, sides))]
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        sets = {c: [profiles[int(i)] for i in rng.integers(0, len(profiles), rng.integers(1, 4))] for c in ("code", "prose")[: rng.integers(1, 3)]}
+        row = ec.q5(sets)
+        assert row.verdict in ("holds", "inconclusive") and row.direction != "not reproduced"
+        # holds exactly when a profile's two decisions sit on clear, different sides, or two profiles'
+        # measured decisions do while their reference agrees (an independent restatement of the rule)
+        expect = any(
+            any(d.measured != d.reference and S not in (d.measured, d.reference) for d in ds)
+            or any(x.measured != y.measured and x.reference == y.reference and S not in (x.measured, y.measured, x.reference)
+                   for x in ds for y in ds)
+            for ds in sets.values())
+        assert (row.verdict == "holds") == expect, sets
+
+
+def test_profile_decision_reads_the_sides_of_both_intervals():
+    d = ec.profile_decision(dhw((0.75, 0.87), (1.2, 1.3)), "xeon, torch")
+    assert (d.measured, d.reference) == ("below 1", "above 1") and d.label == "xeon, torch"
+    assert "measured g=3 0.81x [0.75, 0.87] (below 1)" in d.text and "memory-bound g=2 1.25x [1.20, 1.30] (above 1)" in d.text
+    assert ec.profile_decision(DecisionHW(measured=True, speedup_hw=1.2), "x").measured == "straddles 1"  # no interval
 
 
 def batch(b, v, lo, hi, g=3):
@@ -298,9 +343,22 @@ def batch(b, v, lo, hi, g=3):
 
 
 @pytest.mark.parametrize("by_batch, verdict, phrase", [
-    ([batch(1, 1.6, 1.5, 1.7), batch(4, 1.2, 1.1, 1.3), batch(16, 0.8, 0.7, 0.9)], "holds", "below 1 at B = 16"),
-    ([batch(1, 1.6, 1.5, 1.7), batch(4, 1.2, 1.1, 1.3), batch(16, 1.05, 1.01, 1.1)], "inconclusive", "never lies below 1"),
-    ([batch(1, 0.9, 0.85, 0.95), batch(8, 1.3, 1.2, 1.4)], "falsified", "rises with B"),
+    ([batch(1, 1.6, 1.5, 1.7), batch(4, 1.2, 1.1, 1.3), batch(16, 0.8, 0.7, 0.9)], "holds",
+     "above 1 at B = 1 and below 1 at B = 16"),
+    # above 1 everywhere measured, short of the roofline's B*: no crossover on this device
+    ([batch(1, 1.6, 1.5, 1.7), batch(4, 1.2, 1.1, 1.3), batch(16, 1.05, 1.01, 1.1)], "inconclusive",
+     "no crossover on this device: the CI lies above 1 at every measured B"),
+    # ... and past B* = 49.2: falsified
+    ([batch(1, 1.6, 1.5, 1.7), batch(64, 1.05, 1.01, 1.1)], "falsified", "past the roofline B*"),
+    # SmolLM2's shape: below 1 at every B, the point values falling: no crossover, not "holds"
+    ([batch(1, 0.70, 0.66, 0.75), batch(2, 0.69, 0.62, 0.74), batch(8, 0.68, 0.61, 0.76)], "inconclusive",
+     "no crossover on this device: the CI lies below 1 at every measured B"),
+    # llama.cpp's shape: B = 1 straddles, then below: the interval never lay above 1
+    ([batch(1, 0.98, 0.85, 1.04), batch(4, 0.60, 0.54, 0.74), batch(8, 0.74, 0.67, 0.86)], "inconclusive",
+     "no crossover shown"),
+    # above, below, above again: speculation does not stop paying
+    ([batch(1, 1.4, 1.2, 1.6), batch(2, 0.8, 0.7, 0.9), batch(4, 1.4, 1.2, 1.7)], "inconclusive", "above 1 again at B = 4"),
+    ([batch(1, 0.9, 0.85, 0.95), batch(8, 1.3, 1.2, 1.4)], "inconclusive", "no crossover shown"),
     ([batch(1, 1.6, 1.5, 1.7)], "inconclusive", "no batch costs"),
     (None, "inconclusive", "no batch costs"),
 ])
@@ -310,6 +368,17 @@ def test_q6(by_batch, verdict, phrase):
     assert "roofline B* = I*/(g+1) ~ 49 at g = 5" in row.evidence and "B* ~ 49 at g = 5 on an H100" in row.evidence
     if verdict == "holds":
         assert "measured crossover B_hw = 4" in row.evidence
+
+
+@pytest.mark.parametrize("sides, expected", [
+    ([(1, A), (2, A), (4, A), (8, A)], 8),
+    ([(1, A), (2, B_), (4, A), (8, A)], 1),   # B = 2 below: B_hw stops there, whatever B = 4 and 8 say
+    ([(8, A), (1, A), (4, S), (2, A)], 2),    # order of the input does not matter
+    ([(1, S), (2, A)], None),                 # "never on this device"
+    ([], None),
+])
+def test_batch_hw_is_the_largest_b_with_every_smaller_b_above_1(sides, expected):
+    assert vd.batch_hw(sides) == expected
 
 
 def fake_q_set(alpha, decision_hw=None, cost_ratio=None):
@@ -330,10 +399,27 @@ def test_q_rows_wire_q5_q6_to_decision_hw():
             "pooled": fake_q_set(0.8, pooled_hw, CostRatioOptimum(r=0.2, ridge=295.0, gamma_true=5, roofline_B_star=49.17))}
     rows = {r.id: r for r in ec.q_rows(sets)}
     assert [*rows] == ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]
-    assert rows["Q5"].verdict == "holds" and "different sides of 1 in prose" in rows["Q5"].evidence
+    assert rows["Q5"].verdict == "holds" and "the side in prose (the run's cost profile" in rows["Q5"].evidence
     assert rows["Q6"].verdict == "holds" and "B_hw = 1" in rows["Q6"].evidence and "~ 49 at g = 5" in rows["Q6"].evidence
     # without the decision's CIs (an older report, imported bits): inconclusive
     for s in sets.values():
         s.decision_hw = DecisionHW(measured=True, speedup_hw=1.1)
     rows = {r.id: r for r in ec.q_rows(sets)}
     assert rows["Q5"].verdict == rows["Q6"].verdict == "inconclusive"
+
+
+def test_q5_reads_every_cost_profile_of_a_set():
+    """With cost profiles (a decision per machine), Q5 holds when two machines' measured decisions fall on
+    different sides of 1 while the memory-bound reference stays on one side; one profile alone that agrees
+    with its reference shows nothing."""
+    from types import SimpleNamespace
+
+    both = SimpleNamespace(decision_hw=None, decision_by_profile={"epyc": dhw((1.1, 1.2), (1.3, 1.4)),
+                                                                  "xeon": dhw((0.8, 0.9), (1.3, 1.4))})
+    ds = ec.profile_decisions(both)
+    assert [(d.label, d.measured, d.reference) for d in ds] == [("epyc", "above 1", "above 1"), ("xeon", "below 1", "above 1")]
+    row = ec.q5({"code": ds})
+    assert row.verdict == "holds" and "epyc above 1, xeon below 1, the memory-bound reference above 1 on both" in row.evidence
+    one = SimpleNamespace(decision_hw=dhw((1.1, 1.2), (1.3, 1.4)))
+    assert ec.q5({"code": ec.profile_decisions(one)}).verdict == "inconclusive"
+    assert ec.profile_decisions(SimpleNamespace(decision_hw=dhw((1.1, 1.2), (1.3, 1.4), measured=False))) == []

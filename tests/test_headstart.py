@@ -416,7 +416,9 @@ def test_specterm_with_a_corrupt_run_takes_the_childs_report_of_the_others(tmp_p
     (bad / "run.json").write_text("{not json")
     monkeypatch.chdir(tmp_path)
     # the report names the run by the path `specterm` found it at (./streams/run-a)
-    expected = analysis.analyse([load_run(good.relative_to(tmp_path))], **{**FAST, "boot": 2000, "shuffles": 20}).to_dict()
+    from specterm.core.params import BOOT, SHUFFLES
+
+    expected = analysis.analyse([load_run(good.relative_to(tmp_path))], **{**FAST, "boot": BOOT, "shuffles": SHUFFLES}).to_dict()
 
     shown = []
 

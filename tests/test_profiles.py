@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from app_fixture import META, fixture_streams
+from app_fixture import META, judged_streams
 from specterm.core import machine as machine_mod
 from specterm.core.analysis import analyse
 from specterm.core.blockwalk import set_yield
@@ -117,7 +117,7 @@ def test_confirmations_belong_to_the_profile_of_their_machine():
 
 def _analyse(tmp_path, monkeypatch, machine):
     monkeypatch.setattr("specterm.core.analysis.this_machine", lambda: machine)
-    path = write_run(tmp_path / "legacy", legacy_meta(), fixture_streams())
+    path = write_run(tmp_path / "legacy", legacy_meta(), judged_streams())
     return analyse(load_runs([path]), boot=200, shuffles=0), path
 
 
@@ -166,7 +166,7 @@ def test_another_machines_profile_is_never_used_silently(tmp_path, monkeypatch):
 def test_the_cache_key_names_the_machine(tmp_path, monkeypatch):
     from specterm.core import cache
 
-    path = write_run(tmp_path / "legacy", legacy_meta(), fixture_streams())
+    path = write_run(tmp_path / "legacy", legacy_meta(), judged_streams())
     runs = load_runs([path])
     monkeypatch.setattr(cache, "this_machine", lambda: Machine(cpu=EPYC, cores=2, threads=1))
     a = cache.cache_key(runs, {"boot": 0})
@@ -267,7 +267,7 @@ class FakeEngine:
 def _fake_costs(tmp_path, monkeypatch, busy_rounds=0, busy_ok=False):
     from specterm.engines import costs as C
 
-    path = write_run(tmp_path / "legacy", legacy_meta(), fixture_streams())
+    path = write_run(tmp_path / "legacy", legacy_meta(), judged_streams())
     monkeypatch.setattr(C, "engine_for", lambda meta: FakeEngine())
     reads = iter([(0.0, 0.1)] + [(1.5, 3.5)] * busy_rounds + [(0.0, 0.5)] * 100)
     monkeypatch.setattr(C.Quiet, "read", lambda self: next(reads))
@@ -327,7 +327,7 @@ def test_confirm_measures_a_profile_first_only_where_none_matches(tmp_path, monk
     from specterm import cli
     from specterm.engines import costs as C
 
-    path = write_run(tmp_path / "legacy", legacy_meta(), fixture_streams())
+    path = write_run(tmp_path / "legacy", legacy_meta(), judged_streams())
     called = []
     monkeypatch.setattr(C, "costs_command", lambda **kw: called.append(kw["run"]))
     monkeypatch.setenv("SPECTERM_MACHINE_CPU", EPYC)  # the EPYC profile matches: confirm goes straight on

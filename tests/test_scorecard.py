@@ -13,7 +13,7 @@ from scipy import stats as sps
 from specterm.core import verdict as vd
 from specterm.core.analysis import analyse
 from specterm.core.params import R_GRID
-from specterm.core.report import Deficit, Estimate, SetReport
+from specterm.core.report import Deficit, Estimate, OptimumShares, SetReport
 from specterm.core.scorecard import mark_borderline, p_rows, spearman_permutation
 
 
@@ -148,7 +148,7 @@ def test_markov_alone_falsifies_p3(synth):
     rng = np.random.default_rng(1)
     rep = analyse([run_of(synth, {"m": [synth.markov(rng, 2000, 0.95, 0.2) for _ in range(100)]})], boot=100, shuffles=2)
     row = next(r for r in rows_of(rep) if r["id"] == "P3")
-    assert row["verdict"] == "falsified" and row["evidence"].startswith("falsified: g*_true")
+    assert row["verdict"] == "falsified" and row["evidence"].startswith("falsified: in 100 bootstrap replicates")
 
 
 def test_anti_correlated_chain_falsifies(synth):
@@ -177,8 +177,10 @@ def test_regular_runs_make_p3_hold(synth):
         runs = rng.integers(6, 9, size=300)
         stream = np.concatenate([np.r_[np.ones(L), 0] for L in runs]).astype(np.uint8)
         arrays.append(stream[rng.integers(0, 8):][:1000])
-    v = verdicts(analyse([run_of(synth, {"regular": arrays})], boot=100, shuffles=2))
-    assert v["P3"] == "holds"
+    rep = analyse([run_of(synth, {"regular": arrays})], boot=100, shuffles=2)
+    # P3's direction holds in every replicate; the seed's size (its counter-claim, 1 to 3 below) in none
+    assert directions(rep)["P3"] == "holds" and verdicts(rep)["P3"] == "holds in direction, not in size"
+    assert rep.sets["pooled"].optimum_shares.holds == 1.0 and rep.sets["pooled"].optimum_shares.size == 0.0
 
 
 # ----------------------------------------------------------------- hand-made numbers ---
@@ -223,18 +225,22 @@ def test_p2(cis, verdict):
     assert verdicts(sets)["P2"] == verdict
 
 
-@pytest.mark.parametrize("diffs,verdict,phrase", [
-    # the seed's size is its counter-claim, g*_iid - g*_true in 1..3: a P3 that holds (gaps -1..0) misses it
-    ((1,) * 7 + (0,) * 5, "holds in direction, not in size", "above g*_iid at 7 of 12"),
-    ((1,) * 6 + (0,) * 6, "inconclusive", "above at 6"),  # exactly half is not most
-    ((-1, -2, -3) + (-1,) * 9, "falsified", "g*_true is 1 to 3 below g*_iid at every r in [0.05, 0.6]"),
-    ((0,) * 11 + (-1,), "falsified", "below by 1 at 1 of 12"),
-    ((0,) * 12, "inconclusive", "equal at 12"),
-    ((-1,) * 11 + (1,), "inconclusive", "above at 1"),
+@pytest.mark.parametrize("shares,verdict,phrase", [
+    # (holds, falsified, size) shares of the replicates; the size is the seed's counter-claim (1 to 3 below)
+    ((0.96, 0.0, 0.0), "holds in direction, not in size", "g*_true > g*_iid at most r of the grid in 96.0%"),
+    ((0.94, 0.0, 0.0), "inconclusive", "in 94.0%"),  # 94% is not 95%
+    ((0.0, 0.95, 0.97), "falsified", "and < at some in 95.0%"),
+    ((0.0, 0.999, 0.0), "falsified", "lies in [1, 3] at every r in 0.0% of replicates"),
+    ((0.0, 0.5, 0.5), "inconclusive", "in 50.0%"),
+    (None, "inconclusive", "no bootstrap replicates to judge P3 by"),
 ])
-def test_p3(diffs, verdict, phrase):
-    row = next(r for r in p_rows(sets_of(c=fake_set(), pooled=fake_set(diffs=diffs))) if r.id == "P3")
-    assert row.verdict == verdict and phrase in row.evidence
+def test_p3(shares, verdict, phrase):
+    pooled = fake_set(diffs=(0,) * 11 + (-1,))
+    if shares is not None:
+        pooled.optimum_shares = OptimumShares(replicates=2000, holds=shares[0], falsified=shares[1], size=shares[2])
+    row = next(r for r in p_rows(sets_of(c=fake_set(), pooled=pooled)) if r.id == "P3")
+    assert row.verdict == verdict and phrase in row.evidence, row.evidence
+    assert "above g*_iid at 0, equal at 11, below at 1" in row.evidence  # the point grid stays in the evidence
 
 
 @pytest.mark.parametrize("ci,verdict", [

@@ -166,8 +166,8 @@ def test_expected_shuffled_blocks_in_groups_equals_one_pass(monkeypatch):
         k[full] = n[full]  # no zeros
         cases.append((n, k))
     cases.append((np.array([5, 7, 0, 3, 1000]), np.array([5, 0, 0, 1, 999])))
-    for chunk in (1, 37, 1 << 12, steady.ESB_CHUNK, 1 << 40):
-        monkeypatch.setattr(steady, "ESB_CHUNK", chunk)
+    for chunk in (1, 37, 1 << 12, st.ESB_CHUNK, 1 << 40):
+        monkeypatch.setattr(st, "ESB_CHUNK", chunk)
         for g in (1, 4, 8, 31):
             for n, k in cases:
                 assert np.array_equal(steady.expected_shuffled_blocks(n, k, g), _expected_shuffled_blocks_one_pass(n, k, g)), (chunk, g)

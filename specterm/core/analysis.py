@@ -32,6 +32,11 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
   report's seed only and never marked borderline.
 - Steady state (steady.py): every set's autocorrelation, D/D_geom and deficit split on t >= 32,
   bootstrapped with the set's W.
+- P3 per bootstrap replicate (optimum.p3_shares): every set's g*_true and g*_iid in each replicate of
+  R = W @ M, over the r grid; the shares are the set's optimum_shares (the borderline pass redoes the
+  pooled set's under each seed).
+- Too few prompts (SPEC 6): each set's decision gets the fewest prompts of any corpus it resamples
+  (`n_prompts`); the scorecard reads the corpora's (scorecard.fewest_prompts).
 
 Threads (parallel.py; $SPECTERM_THREADS, default min(2, CPUs), one below PARALLEL_MIN_POSITIONS):
 the report's work runs on a pool of threads as independent tasks whose results are taken in a fixed
@@ -49,6 +54,7 @@ numpy's OpenBLAS runs on one thread and glibc keeps freed memory for reuse
 from __future__ import annotations
 
 import zlib
+from collections import Counter
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -72,9 +78,9 @@ from specterm.core.hardware.decision import _plain as _plain_row
 from specterm.core.hardware.decision import verdict_sign_held
 from specterm.core.hardware.profiles import NO_MATCH, Profile, profile_meta, run_engine, run_profiles, shown_profile
 from specterm.core.machine import Machine, this_machine
-from specterm.core.optimum import optimum_table, r_values
+from specterm.core.optimum import optimum_table, p3_shares, r_values
 from specterm.core.parallel import analysis_threads, contiguous_parts, kept_heap, one_blas_thread, run_all, submit
-from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
+from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, EXACT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
 from specterm.core.position import PositionSums, bin_width_for, bins_needed, position_report, position_sums
 from specterm.core.report import (
@@ -236,6 +242,7 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None], R
         autocorr_simpson=est(st.autocorr_simpson),
         autocorr_defined_streams=int(c[cols["ac_def"]]),
         dispersion_ratio=est(st.dispersion_ratio),
+        dispersion_ratio_trailing=est(st.dispersion_ratio_trailing),
         runlengths=RunLengths(
             L=[int(x) for x in hist["L"]],
             count=[int(x) for x in hist["count"]],
@@ -330,7 +337,8 @@ def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]
                       r_fallback=r_or_default(rep.r_measured) if curve is None else None,
                       phi_true=phi, confirmed=confirmed, note=note, E_boot=E_boot, reps=u.reps,
                       batch=u.batch, batch_reps=u.batch_reps, batch_fwd_reps=u.batch_fwd_reps,
-                      where=profile.label() if profile is not None and curve is not None else None)
+                      where=profile.label() if profile is not None and curve is not None else None,
+                      n_prompts=min(Counter(s.corpus for s, _ in members).values()))
     out.confirmed_batch = batched_rows(confs, name) if curve is not None else []
     if curve is not None:  # every confirmation of these costs' machine, not only the newest (SPEC 6)
         streams_all = [(s.id, s.a) for s, _ in members]
@@ -417,8 +425,8 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     for name, value in (("--gamma", gamma), ("depth gamma", depth_gamma)):
         if not 1 <= value <= GAMMA_MAX:
             raise SpectermError(f"{name} must be between 1 and {GAMMA_MAX}, got {value}.")
-    if boot < 0 or shuffles < 0:
-        raise SpectermError("--boot and --shuffles must be 0 or more.")
+    if boot < 0 or shuffles < EXACT:
+        raise SpectermError("--boot must be 0 or more and --shuffles -1 (exact), 0 (no split) or more.")
     entries = [(s, i) for i, run in enumerate(runs) for s in run.streams]
     if not entries:
         raise SpectermError("the runs hold no prompts yet; run `specterm run` or `specterm import` first.")
@@ -541,6 +549,7 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
         sums, W, members = groups[name]
         R = W @ sums.M  # resampled once, read by set_report and the hardware decision
         rep = set_report(sums, W, [run_r[i] for _, i in members], R)
+        rep.optimum_shares = p3_shares(R, sums.cols)
         r = r_of[name]  # = r_or_default(rep.r_measured)
         rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name], resampled=resampled_policy[name])
         rep.cost_ratio = cost_ratio_optimum(rep, r, ridge=DEFAULT_RIDGE)

@@ -30,6 +30,7 @@ from specterm.core.bootstrap import distinct_columns, exact_product, multinomial
 from specterm.core.costmodel import throughput
 from specterm.core.economics import adaptive_candidates, best_speedup, depth_gain, speedup_factor
 from specterm.core.estimate import num, percentile_cis
+from specterm.core.optimum import p3_shares
 from specterm.core.params import GAMMAS
 from specterm.core.report import POOLED, Deficit, Estimate, PolicyRow, SetReport
 from specterm.core.scorecard import scorecard
@@ -40,11 +41,13 @@ BORDERLINE_SEEDS = (0, 1, 2, 3, 4)  # SPEC 4: a verdict is checked under the boo
 
 def _needed(sums: st.StreamSums, gammas: list[int]) -> list[str]:
     """The sums columns the verdicts read (verdict_set): autocorrelation, D/D_geom, the temporal
-    deficit, alpha, depth counts up to 8, and the blocks at `gammas` (Q3's best g per corpus)."""
+    deficit, alpha, depth counts up to 8, the blocks at `gammas` (Q3's best g per corpus) and at every g
+    (P3, judged per replicate on the pooled set)."""
     names = ["n", "ones", "ac_val", "ac_def", "runs", "L", "L2", f"blocks_{sums.gamma}", "shuf_blocks"]
     for j in range(1, min(sums.depth_gamma, 8) + 1):
         names += [f"acc_{j}", f"reach_{j}"]
     names += [f"blocks_{g}" for g in gammas]
+    names += [f"blocks_{g}" for g in GAMMAS.tolist()]  # P3: the pooled E_true(g) at every g, per replicate
     return list(dict.fromkeys(names))
 
 
@@ -75,7 +78,7 @@ def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, 
     temporal deficit, alpha's CI, E_true's CI at `gammas` (Q3's best g; None elsewhere), the depth CIs
     up to 8 and c_2 - c_1; `policies`: the set's vs_best_fixed under the same weights (Q4). The pooled
     set's verdicts read only its autocorrelation (P1's size) and temporal deficit (P4): pooled=True
-    re-estimates those alone. The other fields are the report's (dataclasses.replace), except the
+    re-estimates those alone, and P3's replicate shares (optimum.p3_shares). The other fields are the report's (dataclasses.replace), except the
     steady state: None, as no verdict reads it (only the P rows' evidence does)."""
     g, dg = gamma, depth_gamma
     stats: dict[str, Any] = {
@@ -114,6 +117,7 @@ def verdict_set(R: np.ndarray, c: np.ndarray, cols: dict[str, int], gamma: int, 
                                   c2_minus_c1=_estimate(e["gain"]) if "gain" in e else None),
         policies=policies or [],
         steady_state=None,
+        optimum_shares=p3_shares(R, cols) if pooled else rep.optimum_shares,
     )
 
 

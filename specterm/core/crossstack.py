@@ -16,7 +16,14 @@ Per corpus (prompts matched by (corpus, id)):
   implementation of SPEC 6's decision and decision check; with the engine's block cost for a run
   whose costs carry one, costmodel), at the report's defaults (2000 replicates, seed 0).
 
-The histogram test is Pearson's chi-square test of homogeneity on the 2 x (g+1) table of block
+The comparison that decides (core/equivalence.py): per corpus and g, tokens per target call of the real
+decoder against the walk on the same engine's bits over the same prompts, paired over prompts, with a
+95% interval and a two one-sided test against a +-5% margin: "equivalent within 5%", "different", or
+"not shown equivalent (the data can rule out only differences above X%)".
+
+The histogram test stays as a descriptive line, with its power against the difference seen (the
+noncentral chi-square with noncentrality = the statistic): "no difference detected" by a test of that
+power is not agreement. It is Pearson's chi-square test of homogeneity on the 2 x (g+1) table of block
 counts (scipy.stats.chi2_contingency), sparse K bins merged upward until every column holds at least
 MIN_COLUMN blocks. Why not Kolmogorov-Smirnov: K is a bounded count with g+1 values and thousands of
 ties, where the KS null distribution (continuous data) does not hold and the test is conservative;
@@ -37,13 +44,12 @@ import numpy.typing as npt
 
 from specterm.core.blockwalk import block_accepts, block_counts
 from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve
+from specterm.core.equivalence import EQUIVALENCE_MARGIN, chi2_power, paired_tokens_per_call
 from specterm.core.params import BOOT, SEED
 from specterm.core.store import Run, Stream
 
 MIN_COLUMN = 10
 HIST_GAMMAS = (1, 4, 8)
-
-
 @dataclass(frozen=True)
 class HistTest:
     """A chi-square test of homogeneity of two K histograms."""
@@ -230,6 +236,9 @@ def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
                                 if agree else None),
                     agree_walk=(sum(int(x["walk_tokens"]) for x in agree) / sum(int(x["walk_calls"]) for x in agree)
                                 if agree else None),
+                    paired=_paired_dict(paired_tokens_per_call(
+                        [int(x["tokens_out"]) for x in sp], [int(x["target_calls"]) for x in sp],
+                        [int(x["walk_tokens"]) for x in sp], [int(x["walk_calls"]) for x in sp])),
                     hist_real=h_real, hist_walk_b=h_wb, hist_walk_a=h_wa,
                     test_real_vs_walk_b=_test_dict(histogram_test(h_real, h_wb)),
                     test_real_vs_walk_a=_test_dict(histogram_test(h_real, h_wa)),
@@ -258,13 +267,26 @@ def _walk_like(bits: npt.NDArray[np.uint8], gamma: int, n_predict: int) -> npt.N
 def _test_dict(t: HistTest | None) -> dict[str, Any] | None:
     if t is None:
         return None
-    return {"chi2": t.statistic, "dof": t.dof, "p": t.p_value, "bins": t.merged_bins}
+    return {"chi2": t.statistic, "dof": t.dof, "p": t.p_value, "bins": t.merged_bins,
+            "power": chi2_power(t.statistic, t.dof)}
+
+
+def _paired_dict(p: Any) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {"prompts": p.prompts, "blocks_real": p.blocks_real, "blocks_walk": p.blocks_walk, "diff": p.diff,
+            "ci95": list(p.ci95), "ci90": list(p.ci90), "margin": p.margin, "establishable": p.establishable,
+            "wording": p.wording}
 
 
 def _f(x: Any, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
     return f"{x:.{digits}f}"
+
+
+def _pct(x: Any) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:+.1f}%"
 
 
 def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
@@ -293,8 +315,24 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
                          f"| {_f(r.get('real_tokens_per_call'))} "
                          f"| {_f(r.get('walk_b_same_prompts'))} | {_f(gap, 1) + '%' if gap is not None else '-'} "
                          f"| {r.get('real_prompts', 0)} ({r.get('real_identical', 0)}) |")
-    lines += ["", f"Accepted-run histogram at g = {hist_gamma} (blocks with K = 0..{hist_gamma}); {cs['test']}.", "",
-              f"| corpus | real {b} | walk on {b} bits | walk on {a} bits | real vs walk {b}: chi2 (dof), p | real vs walk {a}: chi2 (dof), p |",
+    lines += ["", (f"Real {b} decoder against the walk on its bits, tokens per target call, paired over prompts: "
+                   f"difference real / walk - 1 with its 95% interval over prompts, the 90% interval of the two one-sided "
+                   f"tests (TOST) against a +-{100 * EQUIVALENCE_MARGIN:g}% margin, and what it shows."), "",
+              "| corpus | g | prompts | blocks (real / walk) | difference [95% CI] | 90% CI | result |",
+              "|---|---|---|---|---|---|---|"]
+    for name, e in cs["corpora"].items():
+        for g in gammas:
+            pc = e["by_gamma"].get(str(g), {}).get("paired")
+            if pc is None:
+                continue
+            lines.append(f"| {name} | {g} | {pc['prompts']} | {pc['blocks_real']} / {pc['blocks_walk']} | "
+                         f"{_pct(pc['diff'])} [{_pct(pc['ci95'][0])}, {_pct(pc['ci95'][1])}] | "
+                         f"[{_pct(pc['ci90'][0])}, {_pct(pc['ci90'][1])}] | {pc['wording']} |")
+    lines += ["", (f"Accepted-run histogram at g = {hist_gamma} (blocks with K = 0..{hist_gamma}), a descriptive line: "
+                   f"{cs['test']}; power against the difference seen in brackets (a test of low power detecting no "
+                   "difference is not agreement)."), "",
+              (f"| corpus | real {b} | walk on {b} bits | walk on {a} bits | real vs walk {b}: chi2 (dof), p [power] "
+               f"| real vs walk {a}: chi2 (dof), p [power] |"),
               "|---|---|---|---|---|---|"]
     for name, e in cs["corpora"].items():
         r = e["by_gamma"].get(str(hist_gamma), {})
@@ -302,7 +340,10 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
             continue
 
         def t(x: dict[str, Any] | None) -> str:
-            return "-" if x is None else f"{x['chi2']:.2f} ({x['dof']}), {x['p']:.3g}"
+            if x is None:
+                return "-"
+            power = f" [{x['power']:.2f}]" if x.get("power") is not None else ""
+            return f"{x['chi2']:.2f} ({x['dof']}), {x['p']:.3g}{power}"
 
         lines.append(f"| {name} | {r['hist_real']} | {r['hist_walk_b']} | {r['hist_walk_a']} | "
                      f"{t(r['test_real_vs_walk_b'])} | {t(r['test_real_vs_walk_a'])} |")

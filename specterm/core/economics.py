@@ -21,15 +21,19 @@ Rules (direction; size against the seed's, SEED_SIZE), and the choices where the
     Q2 direction: the CIs of the highest and lowest corpus alpha (by point estimate) do not overlap;
        never falsified (the SPEC names no falsifying outcome; overlapping CIs do not show equal
        acceptance). size: the CI of the spread (paired bootstrap replicates) overlaps 0.45..0.70.
-    Q3 direction: the best corpus's speedup at its own best g has a CI above the worst corpus's;
+    Q3 direction: the best corpus's speedup at its own best g has a CI above the worst corpus's
+       (with measured costs: each corpus's decision on this hardware, its g_hw and its interval over
+       prompts and cost samples, the numbers the decision prints);
        never falsified (as Q2). Each corpus's best g is chosen once on the whole corpus (argmax of the
        point curve, ties: smallest g, as optimum.best_gamma), and its CI is the bootstrap of the
        speedup at that g. size: the CI of the best / worst ratio overlaps 3..6.
     Q4 direction: the heuristic schedule or the confidence stop at its best pooled tau beats the
        pooled best fixed g and each corpus's own (CIs of T / T_best_fixed above 1); falsified when
        every candidate has a CI below 1 somewhere. Choosing tau on the same data favours the
-       confidence stop slightly; the CI does not account for that choice. size: n/a.
-    Q5, Q6: see q5, q6 (the decision on this hardware and its batch costs). size: n/a.
+       confidence stop slightly; the CI does not account for that choice, and the evidence says so
+       (SPEC 4). size: n/a.
+    Q5, Q6: see q5, q6 (the decision on this hardware per cost profile, and its batch costs). Q5 is
+       never falsified and Q6 needs intervals on both sides of 1 (SPEC 4). size: n/a.
 
 Length: six claims, each a rule with its evidence text and the seed's size, over the shared
 speedup helpers (best_speedup, speedup_factor) that Q3 and the README tables use; splitting the rules
@@ -88,6 +92,10 @@ SEED_FIGURES = {
 }
 
 ADAPTIVE = ("heuristic", "confidence")
+DECISION_CI = (", intervals the decision's (prompts and cost samples); the best / worst ratio's resamples prompts "
+               "(one machine's costs largely cancel in it)")
+SAME_DATA_TAU = ("; tau was chosen on the same prompts it is judged on (no held-out choice): the CI does not "
+                 "account for that choice")
 
 
 # ------------------------------------------------ statistics of column sums c (..., K) ---
@@ -364,6 +372,8 @@ def q4(policies: Sequence[PolicyRow], corpus_policies: Mapping[str, Sequence[Pol
         ev += "; also " + ", ".join(others)
     if not any(p.policy == "confidence" for p in policies):
         ev += "; no confidence stop (a stream lacks draft_conf)"
+    elif any(p.policy == "confidence" for p in cands):
+        ev += SAME_DATA_TAU
     corpora = dict(corpus_policies or {})
     outcome, corpus_parts = [], []
     for i, cand in enumerate(cands):
@@ -389,50 +399,80 @@ def q4(policies: Sequence[PolicyRow], corpus_policies: Mapping[str, Sequence[Pol
     return _row("Q4", vd.INCONCLUSIVE, vd.NA, ev + "; a CI contains 1 or is undefined")
 
 
-def _side(ci: Sequence[float | None] | None) -> str:
-    """A speedup CI against 1: "speculate" (above), "do not speculate" (below), "straddles" (contains
-    1 or undefined); verdict.direction with threshold 1."""
-    lo, hi = (None, None) if not ci else (ci[0], ci[1])
-    return {vd.HOLDS: "speculate", vd.NOT_REPRODUCED: "do not speculate"}.get(vd.direction(lo, hi, 1.0), "straddles")
+@dataclass(frozen=True)
+class ProfileDecision:
+    """One cost profile's decision for one set, as Q5 reads it: `label` names the profile (its machine
+    and engine), `measured` the side of 1 of the measured decision's CI (S_hw(g_hw)), `reference` the
+    side of the memory-bound reference's CI (S_mb, c_verify(g) := c_decode) on the same profile's
+    c_draft / c_decode; `text` the two decisions as printed."""
+
+    label: str
+    measured: str
+    reference: str
+    text: str = ""
 
 
-def _has_ci(ci: Sequence[float | None] | None) -> bool:
-    """A CI with both bounds defined ([None, None] is what --boot 0 gives: no interval)."""
-    return bool(ci) and all(x is not None for x in ci)  # type: ignore[union-attr]
+def profile_decision(d: DecisionHW, label: str) -> ProfileDecision:
+    """A set's DecisionHW (one profile's costs) as Q5's ProfileDecision."""
+    hw, mb = d.speedup_hw_ci or [None, None], d.speedup_mb_ci or [None, None]
+    side_hw, side_mb = vd.ci_side(hw), vd.ci_side(mb)
+    text = (f"{label}: measured g={d.gamma_hw} {_fmt(d.speedup_hw, 2)}x [{_fmt(hw[0], 2)}, {_fmt(hw[1], 2)}] ({side_hw}), "
+            f"memory-bound g={d.gamma_mb} {_fmt(d.speedup_mb, 2)}x [{_fmt(mb[0], 2)}, {_fmt(mb[1], 2)}] ({side_mb})")
+    return ProfileDecision(label, side_hw, side_mb, text)
 
 
-def q5(decisions: Mapping[str, DecisionHW | None]) -> ScoreRow:
-    """Q5 from each corpus's decision on this hardware (report.DecisionHW: "measured", "gamma_hw",
-    "speedup_hw", "speedup_hw_ci", "gamma_mb", "speedup_mb", "speedup_mb_ci").
+def profile_decisions(s: SetReport) -> list[ProfileDecision]:
+    """A set's measured decisions, one per cost profile, for Q5: its `decision_by_profile` {profile id:
+    DecisionHW} where the report has one (SPEC 7 cost profiles), else its decision_hw (the run's one
+    profile); decisions without measured costs are left out."""
+    by_profile = getattr(s, "decision_by_profile", None)
+    if isinstance(by_profile, Mapping) and by_profile:
+        return [profile_decision(d, str(getattr(d, "machine", None) or pid)) for pid, d in by_profile.items()
+                if isinstance(d, DecisionHW) and d.measured]
+    d = s.decision_hw
+    if d is None or not d.measured:
+        return []
+    return [profile_decision(d, str(getattr(d, "profile", None) or "the run's cost profile"))]
 
-    direction: holds when for some corpus the measured decision and the memory-bound reference are on
-    different sides of 1, each CI clear of 1; falsified (a choice: the SPEC names only holds and
-    inconclusive) when every corpus has measured costs and both CIs clear of 1 on the same side (the
-    reference told the side everywhere); inconclusive otherwise, and when no corpus has measured costs
-    with both CIs (no measured costs, or every CI straddles). size: n/a (the seed states none)."""
-    usable = {c: d for c, d in decisions.items()
-              if d is not None and d.measured and _has_ci(d.speedup_hw_ci) and _has_ci(d.speedup_mb_ci)}
+
+def q5(decisions: Mapping[str, Sequence[ProfileDecision]]) -> ScoreRow:
+    """Q5 ("only the measured cost ratio tells which side of 1.0 you are on", SPEC 4) from each set's
+    decisions, one per cost profile (a run with one profile: a list of one).
+
+    direction holds when, for some set,
+      (a) two profiles' measured decisions fall on different sides of 1 (each CI clear of 1) while the
+          memory-bound reference is on the same side for both (it does not move), or
+      (b) one profile's measured decision and its memory-bound reference fall on different sides
+          (each CI clear of 1);
+    inconclusive otherwise. Never falsified: agreement of the measured decision and the reference on
+    the machines measured is no evidence against the claim. size: n/a (the seed states none). The
+    evidence names both decisions of every profile."""
+    usable = {c: list(ds) for c, ds in decisions.items() if ds}
     if not usable:
-        return _row("Q5", vd.INCONCLUSIVE, vd.NA, "no corpus has measured costs with CIs of both the measured "
-                                                  "decision and the memory-bound reference")
-    sides = {c: (_side(d.speedup_hw_ci), _side(d.speedup_mb_ci)) for c, d in usable.items()}
-
-    def part(c: str) -> str:
-        d = usable[c]
-        hw, mb = d.speedup_hw_ci, d.speedup_mb_ci
-        return (f"{c}: measured g={d.gamma_hw} {_fmt(d.speedup_hw, 2)}x [{_fmt(hw[0], 2)}, {_fmt(hw[1], 2)}] "
-                f"({sides[c][0]}), memory-bound g={d.gamma_mb} {_fmt(d.speedup_mb, 2)}x "
-                f"[{_fmt(mb[0], 2)}, {_fmt(mb[1], 2)}] ({sides[c][1]})")
-
-    detail = "; ".join(part(c) for c in usable)
-    clear = {c: s for c, s in sides.items() if "straddles" not in s}
-    differ = [c for c, (h, m) in clear.items() if h != m]
-    if differ:
-        return _row("Q5", vd.HOLDS, vd.NA, f"the measured decision and the memory-bound reference land on different "
-                                           f"sides of 1 in {', '.join(differ)} ({detail})")
-    if len(clear) == len(decisions) and clear:
-        return _row("Q5", vd.NOT_REPRODUCED, vd.NA, f"both CIs clear of 1 and on the same side in every corpus ({detail})")
-    return _row("Q5", vd.INCONCLUSIVE, vd.NA, f"no corpus where both CIs are clear of 1 on different sides ({detail})")
+        return _row("Q5", vd.INCONCLUSIVE, vd.NA, "no set has a measured decision (no measured costs)")
+    detail = "; ".join(f"{c}: " + "; ".join(d.text or d.label for d in ds) for c, ds in usable.items())
+    found = []
+    for c, ds in usable.items():
+        clear = [d for d in ds if vd.STRADDLES not in (d.measured, d.reference)]
+        why = []
+        pairs = [(a, b) for i, a in enumerate(clear) for b in clear[i + 1:]
+                 if a.measured != b.measured and a.reference == b.reference]
+        if pairs:
+            a, b = pairs[0]
+            why.append(f"{a.label} {a.measured}, {b.label} {b.measured}, the memory-bound reference {a.reference} on both")
+        own = [d.label for d in clear if d.measured != d.reference]
+        if own:
+            why.append(f"{', '.join(own)}: the measured decision and the memory-bound reference on different sides")
+        if why:
+            found.append(f"{c} ({'; '.join(why)})")
+    n_prof = max(len(ds) for ds in usable.values())
+    if found:
+        return _row("Q5", vd.HOLDS, vd.NA, "only the measured costs tell the side in " + "; ".join(found) + f" ({detail})")
+    reason = ("the measured decision and the memory-bound reference agree, or a CI contains 1, in every set"
+           + (" on the one profile measured: agreement on one machine is no evidence against the claim; "
+              "measure another machine's profile (`specterm costs RUN`) to test it" if n_prof == 1 else
+              " and on every profile"))
+    return _row("Q5", vd.INCONCLUSIVE, vd.NA, f"{reason} ({detail})")
 
 
 def q6(by_batch: Sequence[Mapping[str, Any]] | None, batch_crossover: float | None = None,
@@ -440,29 +480,48 @@ def q6(by_batch: Sequence[Mapping[str, Any]] | None, batch_crossover: float | No
     """Q6 from the pooled set's decision by batch (SPEC 7 decision_hw.by_batch: [{"batch", "gamma_hw",
     "speedup_hw": {"value", "ci"}}]), the measured crossover B_hw and the roofline B* of the named preset.
 
-    direction (at least 2 measured batches): holds when S_hw(g_hw(B), B) falls with B (the value at the
-    largest B below the one at the smallest) and its CI lies below 1 at some measured B; falsified (a
-    choice) when it rises with B (the CI at the largest B lies above the CI at the smallest); inconclusive
-    otherwise, and without batch costs. size: n/a (B* ~ 49 is a roofline reference, printed beside)."""
+    A crossover needs intervals on both sides of 1 across B (SPEC 4 Q6): direction holds when
+    S_hw(g_hw(B), B) has its CI above 1 at some B and below 1 at a larger B, and (the claim: speculation
+    *stops* paying above some batch; a choice, SPEC 4 names the condition a crossover needs) above 1 at
+    no B beyond that one (above 1 again there: inconclusive, "no crossover shown"); falsified when the CI is
+    above 1 at every measured B and the largest measured B reaches the roofline B* (where speculation
+    should have stopped); inconclusive otherwise: "no crossover on this device" when every CI is below
+    1 or every CI is above 1, "no crossover shown" when a CI contains 1 between them. Point values
+    falling with B are no evidence of a crossover. size: n/a (B* ~ 49 is a roofline reference)."""
     ref = ("; roofline B* = I*/(g+1) ~ " + (f"{roofline:.0f} at g = {roofline_gamma}" if roofline is not None else MISSING)
            + f" (seed's size: {SEED_SIZE['Q6']})")
     rows = sorted((b for b in (by_batch or []) if b.get("speedup_hw") is not None), key=lambda b: b["batch"])
     if len(rows) < 2:
         return _row("Q6", vd.INCONCLUSIVE, vd.NA, "no batch costs measured (needs S_hw at 2 or more batch sizes)" + ref)
     est = [_batch_estimate(b["speedup_hw"]) for b in rows]
+    sides = [vd.ci_side(e.ci) for e in est]
     cells = ", ".join(f"B={b['batch']}: g={b.get('gamma_hw')} {_est(e, 2, unit='x')}" for b, e in zip(rows, est))
     bhw = "never on this device" if batch_crossover is None else f"{batch_crossover:g}"
     ev = f"S_hw(g_hw(B), B) {cells}; measured crossover B_hw = {bhw}"
-    first, last = est[0], est[-1]
-    falls = first.value is not None and last.value is not None and last.value < first.value
-    below = [b["batch"] for b, e in zip(rows, est) if vd.direction(*e.bounds(), 1.0) == vd.NOT_REPRODUCED]
-    if falls and below:
-        return _row("Q6", vd.HOLDS, vd.NA, ev + f"; falls with B and its CI lies below 1 at B = "
-                                               f"{', '.join(map(str, below))}" + ref)
-    if last.bounds()[0] > first.bounds()[1]:
-        return _row("Q6", vd.NOT_REPRODUCED, vd.NA, ev + "; S_hw rises with B (CI at the largest B above the smallest's)" + ref)
-    why = "does not fall with B" if not falls else "its CI never lies below 1"
-    return _row("Q6", vd.INCONCLUSIVE, vd.NA, ev + f"; {why}" + ref)
+    batches = [int(b["batch"]) for b in rows]
+    above = [B for B, sd in zip(batches, sides) if sd == vd.ABOVE]
+    below = [B for B, sd in zip(batches, sides) if sd == vd.BELOW]
+    cross = [(a, b) for a in above for b in below if b > a]
+    if cross:
+        a, b = cross[0]
+        again = [B for B in above if B > b]
+        if not again:
+            return _row("Q6", vd.HOLDS, vd.NA, ev + f"; crossover: the CI lies above 1 at B = {a} and below 1 at B = {b}, "
+                                                   "and above 1 at no larger B" + ref)
+        return _row("Q6", vd.INCONCLUSIVE, vd.NA, ev + f"; no crossover shown: the CI lies above 1 at B = {a} and below 1 "
+                                                       f"at B = {b}, but above 1 again at B = {', '.join(map(str, again))}: "
+                                                       "speculation does not stop paying above a batch" + ref)
+    if len(above) == len(rows):
+        if roofline is not None and batches[-1] >= roofline:
+            return _row("Q6", vd.NOT_REPRODUCED, vd.NA, ev + f"; the CI lies above 1 at every measured B up to "
+                                                             f"{batches[-1]}, past the roofline B*" + ref)
+        return _row("Q6", vd.INCONCLUSIVE, vd.NA, ev + "; no crossover on this device: the CI lies above 1 at every "
+                                                       "measured B" + ref)
+    if len(below) == len(rows):
+        return _row("Q6", vd.INCONCLUSIVE, vd.NA, ev + "; no crossover on this device: the CI lies below 1 at every "
+                                                       "measured B" + ref)
+    return _row("Q6", vd.INCONCLUSIVE, vd.NA, ev + "; no crossover shown: no B with its CI above 1 has a larger B with "
+                                                   "its CI below 1 (a CI contains 1 or is undefined)" + ref)
 
 
 def _batch_estimate(x: Mapping[str, Any]) -> Estimate:
@@ -497,6 +556,12 @@ def q_rows(sets: Mapping[str, SetReport], costs: Mapping[str, Mapping[str, Any]]
     for c in corpora:
         factor, basis = speedup_factor(sets[c], (costs or {}).get(c))
         speedups[c] = best_speedup(sets[c].curve.E_true, sets[c].curve.E_true_ci, factor, basis)
+        d = sets[c].decision_hw
+        if ((costs or {}).get(c) is not None and d is not None and d.measured and d.gamma_hw == speedups[c].gamma
+                and d.speedup_hw_ci and None not in d.speedup_hw_ci):
+            # the decision's own interval (prompts and cost samples, SPEC 6), the number the decision prints
+            speedups[c] = BestSpeedup(d.gamma_hw, Estimate(value=d.speedup_hw, ci=list(d.speedup_hw_ci)),
+                                      basis + DECISION_CI)
         g = speedups[c].gamma
         if replicates is not None and c in replicates and g is not None:
             speed_reps[c] = np.asarray(replicates[c]["E_true"])[:, g - 1] * factor[g - 1]
@@ -506,13 +571,33 @@ def q_rows(sets: Mapping[str, SetReport], costs: Mapping[str, Mapping[str, Any]]
     s_ends = _extremes({c: b.speedup for c, b in speedups.items()}) or (None, None)
     ratio = _replicate_interval(speed_reps if replicates is not None else None, s_ends[0], s_ends[1], "ratio")
     pooled = sets.get("pooled")
-    decisions = {c: sets[c].decision_hw for c in corpora}
-    dhw = pooled.decision_hw if pooled is not None else None
+    decisions = {c: profile_decisions(sets[c]) for c in corpora}
     # the roofline B* of the named preset: the cost-ratio model's (SPEC 6)
     ref = pooled.cost_ratio if pooled is not None else None
     b_star = ref.roofline_B_star if ref is not None else None
     return [q1(conditional, gain), q2(alphas, spread), q3(speedups, realized, ratio),
             q4(pooled.policies if pooled is not None else [], {c: sets[c].policies for c in corpora}),
             q5(decisions),
-            q6(dhw.by_batch if dhw is not None else None, dhw.batch_crossover if dhw is not None else None,
-               b_star, ref.gamma_true if ref is not None else None)]
+            q6_profiles(pooled, b_star, ref.gamma_true if ref is not None else None)]
+
+
+def q6_profiles(pooled: SetReport | None, roofline: float | None, roofline_gamma: int | None) -> ScoreRow:
+    """Q6 per cost profile (SPEC 6: by-batch is a profile's): `q6` on the pooled set's decision of every
+    profile with batch costs (decision_by_profile; else its one decision_hw). One profile: its row. Several:
+    holds when some profile's row holds, falsified when one is falsified and none holds, else inconclusive;
+    the evidence gives each profile's, named by its machine."""
+    if pooled is None:
+        return q6(None, None, roofline, roofline_gamma)
+    by = getattr(pooled, "decision_by_profile", None) or {}
+    ds = [(str(getattr(d, "machine", None) or pid), d) for pid, d in by.items() if isinstance(d, DecisionHW) and d.by_batch]
+    if not ds:
+        d = pooled.decision_hw
+        return q6(d.by_batch if d is not None else None, d.batch_crossover if d is not None else None, roofline, roofline_gamma)
+    rows = [(label, q6(d.by_batch, d.batch_crossover, roofline, roofline_gamma)) for label, d in ds]
+    if len(rows) == 1:
+        return rows[0][1]
+    verdicts = [r.direction for _, r in rows]
+    direction = (vd.HOLDS if vd.HOLDS in verdicts else vd.NOT_REPRODUCED if vd.NOT_REPRODUCED in verdicts
+                 else vd.INCONCLUSIVE)
+    ev = "; ".join(f"{label}: {r.evidence}" for label, r in rows)
+    return _row("Q6", direction, vd.NA, f"per cost profile with batch costs: {ev}")

@@ -98,10 +98,12 @@ def overview_tables(report: Report) -> list[Table]:
 
 def runlength_tables(report: Report) -> list[Table]:
     sets = report.ordered_sets()
-    head = ["set", "closed runs", "mean L", "D", "D_geom", "D/D_geom [CI]"]
+    head = ["set", "closed runs", "mean L", "D", "D_geom", "D/D_geom [CI]", "with trailing runs (censored) [CI]"]
     rows = [[name, fmt(s.runlengths.n_runs), fmt(s.runlengths.mean, 2), fmt(s.runlengths.D, 2),
-             fmt(s.runlengths.D_geom, 2), est(s.dispersion_ratio, 2)] for name, s in sets]
-    tables: list[Table] = [("Dispersion of closed run lengths", head, rows)]
+             fmt(s.runlengths.D_geom, 2), est(s.dispersion_ratio, 2),
+             est(s.dispersion_ratio_trailing, 2) if s.dispersion_ratio_trailing is not None else MISSING] for name, s in sets]
+    tables: list[Table] = [("Dispersion of closed run lengths (SPEC 3), and with each stream's trailing run counted as "
+                            "a run of its length (right-censored: short streams cut the longest runs)", head, rows)]
     head = ["L"] + [f"{n} {k}" for n, _ in sets for k in ("observed", "geometric")]
     hist_rows = []
     for L in range(HIST_MAX + 1):
@@ -287,7 +289,7 @@ def profile_table(report: Report) -> Table | None:
             machine = f"{d.machine or prof.get('label') or pid} [{pid}{', ' + when if when else ''}]"
             c = d.confirmed_at(d.gamma_hw)
             rows.append([name, machine + (f" ({', '.join(tags)})" if tags else ""), fmt(d.gamma_hw),
-                         _x_ci(d.speedup_hw, d.speedup_hw_ci), VERDICT_WORDS.get(d.verdict_kind or "", MISSING),
+                         _x_ci(d.speedup_hw, d.speedup_hw_ci), verdict_words(d),
                          MISSING if c is None else _x(c.realized)])
     if not rows:
         return None
@@ -307,7 +309,14 @@ def _x_ci(value: Any, ci_: Any) -> str:
     return MISSING if value is None else f"{fmt(value, 2)}x [{fmt(lo, 2)}, {fmt(hi, 2)}]"
 
 
-VERDICT_WORDS = {"speculate": "speculate", "do_not_speculate": "do not speculate", "no_reliable_gain": "no reliable gain"}
+VERDICT_WORDS = {"speculate": "speculate", "do_not_speculate": "do not speculate", "no_reliable_gain": "no reliable gain",
+                 "too_few_prompts": "too few prompts"}
+
+
+def verdict_words(d: Any) -> str:
+    """A decision's verdict in words (a table's narrow column): VERDICT_WORDS of its kind; "too few
+    prompts" below the minimum (the verdict sentence beside it says "(n = K; needs M)")."""
+    return VERDICT_WORDS.get(d.verdict_kind or "", MISSING)
 
 
 def decision_table(report: Report) -> Table | None:
@@ -328,7 +337,7 @@ def decision_table(report: Report) -> Table | None:
         be = MISSING if d.break_even_verify is None else f"{fmt(d.break_even_verify, 2)} ({fmt(d.verify_steps, 2)})"
         mb = MISSING if d.gamma_mb is None else f"g={d.gamma_mb}: {_x_ci(d.speedup_mb, d.speedup_mb_ci)}"
         rows.append([name, fmt(d.gamma_hw), _x_ci(d.speedup_hw, d.speedup_hw_ci),
-                     VERDICT_WORDS.get(d.verdict_kind or "", MISSING), be, mb, d.verdict])
+                     verdict_words(d), be, mb, d.verdict])
     if not rows:
         return None
     clock = f", costs on the {'/'.join(sorted(clocks))} clock" if clocks else ""
@@ -500,7 +509,9 @@ def markdown_tables(report: Report) -> dict[str, str]:
 
 
 def _params_line(report: Report) -> str:
-    return ", ".join(f"{k}={v}" for k, v in report.params.to_dict().items())
+    """The parameters, shuffles < 0 written "exact" (the deficit split's exact expectation, params.EXACT)."""
+    return ", ".join(f"{k}={'exact' if k == 'shuffles' and isinstance(v, int) and v < 0 else v}"
+                     for k, v in report.params.to_dict().items())
 
 
 def to_markdown(report: Report) -> str:

@@ -21,7 +21,8 @@ from numpy.typing import ArrayLike
 from specterm.core.estimate import num
 from specterm.core.costmodel import curve_throughput, throughput
 from specterm.core.params import GAMMAS, R_GRID
-from specterm.core.report import Curve, OptimumRow
+from specterm.core.blockwalk import E_iid
+from specterm.core.report import Curve, OptimumRow, OptimumShares
 
 __all__ = ["best_gamma", "best_index", "curve_throughput", "optimum_table", "r_values", "throughput", "throughput_curve"]
 
@@ -71,6 +72,61 @@ def optimum_table(E_true: np.ndarray, E_iid: np.ndarray, rs: Iterable[float],
             measured=float(r) in marked,
         ))
     return rows
+
+
+def best_gamma_rows(T: ArrayLike, gammas: ArrayLike = GAMMAS) -> np.ndarray:
+    """`best_gamma` of every row of T (R x G), the same tie rule; 0 where a row has no finite value."""
+    T = np.atleast_2d(np.asarray(T, dtype=np.float64))
+    finite = np.isfinite(T)
+    top = np.max(np.where(finite, T, -np.inf), axis=1, keepdims=True)
+    best = finite & (T >= top - np.abs(top) * TIE)
+    g = np.asarray(gammas, dtype=np.int64)[np.argmax(best, axis=1)]
+    return np.where(best.any(axis=1), g, 0)
+
+
+def optimum_gaps(E_true_reps: ArrayLike, alpha_reps: ArrayLike, rs: Iterable[float],
+                 gammas: ArrayLike = GAMMAS) -> np.ndarray:
+    """g*_true(r) - g*_iid(r) in every bootstrap replicate (R x len(rs)): replicate b's E_true(g) (row b,
+    over `gammas`) and E_iid(alpha_b, g), each maximised over g at each r (`best_gamma_rows`); 0 where
+    g* is undefined in a replicate (counted as no gap)."""
+    E = np.atleast_2d(np.asarray(E_true_reps, dtype=np.float64))
+    a = np.asarray(alpha_reps, dtype=np.float64).reshape(-1, 1)
+    g = np.asarray(gammas, dtype=np.float64)[None, :]
+    Ei = E_iid(a, g)
+    out = [best_gamma_rows(curve_throughput(E, r, g), gammas) - best_gamma_rows(curve_throughput(Ei, r, g), gammas)
+           for r in rs]
+    return np.stack(out, axis=1) if out else np.zeros((E.shape[0], 0), dtype=np.int64)
+
+
+def optimum_shares(gaps: ArrayLike, rs: Iterable[float], size_range: tuple[float, float] = (1.0, 3.0)) -> OptimumShares:
+    """P3's replicate shares (report.OptimumShares) from `optimum_gaps` d (R x len(rs)):
+    holds = mean over replicates of [#{r: d > 0} > len(rs) / 2], falsified = mean of [d <= 0 at every r
+    and d < 0 at some], size = mean of [lo <= -d <= hi at every r]."""
+    d = np.atleast_2d(np.asarray(gaps, dtype=np.float64))
+    rs = [float(r) for r in rs]
+    if d.shape[0] == 0 or d.shape[1] == 0:
+        return OptimumShares(replicates=int(d.shape[0]), r_grid=rs)
+    lo, hi = size_range
+    holds = (d > 0).sum(axis=1) > d.shape[1] / 2
+    falsified = (d <= 0).all(axis=1) & (d < 0).any(axis=1)
+    size = ((-d >= lo) & (-d <= hi)).all(axis=1)
+    return OptimumShares(replicates=int(d.shape[0]), holds=float(holds.mean()), falsified=float(falsified.mean()),
+                         size=float(size.mean()), r_grid=rs)
+
+
+P3_GAP_RANGE = (1.0, 3.0)  # the seed's counter-claim: g*_true 1 to 3 below g*_iid at every r (SPEC 4)
+
+
+def p3_shares(R: np.ndarray, cols: dict[str, int]) -> OptimumShares | None:
+    """P3 per bootstrap replicate (SPEC 4) from a set's resampled sums R (B x K, stats.stream_sums columns,
+    blocks_g for every g): E_true(g) and alpha in each replicate, `optimum_shares` over the r grid;
+    None without replicates."""
+    from specterm.core import stats as st
+
+    if R.shape[0] == 0:
+        return None
+    E = np.stack([st.E_true(R, cols, int(g)) for g in GAMMAS], axis=1)
+    return optimum_shares(optimum_gaps(E, st.alpha(R, cols), R_GRID), R_GRID, P3_GAP_RANGE)
 
 
 def _floats(values: Iterable[float | None]) -> np.ndarray:

@@ -5,7 +5,18 @@
     R_GRID        cost ratios r = 0.05, 0.10, ..., 0.60 of the optimum table (SPEC 2)
     R_DEFAULT     r = 0.2 when no run measured one (policies, decide, the screens' starting r)
     GAMMA_DEFAULT the deficit's draft length g = 8 (SPEC 3)
-    BOOT, SHUFFLES bootstrap resamples B = 2000 and in-place shuffles S = 20 (SPEC 3)
+    BOOT          bootstrap resamples B = 2000 (SPEC 3)
+    SHUFFLES      the shuffle control of the deficit split: EXACT (-1, the default) is the exact
+                  expectation over in-place orderings (stats.expected_shuffled_blocks: no Monte-Carlo
+                  noise, the same for every seed); S > 0 the mean over S random in-place shuffles
+                  (`--shuffles S`, SPEC 3's estimator, kept for comparison); 0 no split
+    MIN_PROMPTS   M = 10: the fewest prompts per set for any interval-based verdict (SPEC 6 "Too few
+                  prompts"). Below it a row or decision reads "too few prompts (n = K; needs M)".
+                  Why 10: the percentile bootstrap's coverage of a known alpha and E_true(8) on
+                  synthetic streams (128 positions, prompt acceptance ~ Beta(7, 3), 95% nominal) is
+                  0.51 at n = 2, 0.72 at 3, 0.83 at 5, 0.88 at 8, 0.91 at 10 and 0.91-0.93 at 12-20
+                  (tests/test_min_prompts.py): 10 is the smallest n where it is within 5 points of 95%
+                  and no larger n gains more than Monte-Carlo noise.
     SEED          the default seed 0 of the bootstrap and the shuffles (`--seed`)
     ACCELERATORS  presets for the batch crossover B* = I*/(g+1) (SPEC 6); DEFAULT_ACCELERATOR "h100"
     DEFAULT_RIDGE the report's ridge, 295 FLOP/byte: the default preset's I* = 295.3, rounded (the
@@ -28,8 +39,10 @@ R_GRID: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(1, 13))
 R_DEFAULT = 0.2
 GAMMA_DEFAULT = 8
 BOOT = 2000
-SHUFFLES = 20
+EXACT = -1
+SHUFFLES = EXACT
 SEED = 0
+MIN_PROMPTS = 10
 
 
 @dataclass(frozen=True)

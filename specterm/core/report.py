@@ -213,6 +213,20 @@ class OptimumRow(Record):
 
 
 @dataclass(kw_only=True)
+class OptimumShares(Record):
+    """P3 judged per bootstrap replicate (SPEC 4; optimum.optimum_shares): over `replicates` replicates
+    of the set (E_true(g) and alpha resampled together), the share where g*_true > g*_iid at most r of
+    the grid (`holds`), where g*_true <= g*_iid at every r and < at some (`falsified`), and where the
+    gap g*_iid - g*_true lies in [1, 3] at every r (`size`: the seed's counter-claim)."""
+
+    replicates: int
+    holds: float | None = None
+    falsified: float | None = None
+    size: float | None = None
+    r_grid: list[float] = dataclasses.field(default_factory=list)
+
+
+@dataclass(kw_only=True)
 class PolicyRow(Record):
     """One draft-length policy replayed on the set (SPEC 5)."""
 
@@ -312,7 +326,7 @@ class DecisionHW(Record):
     curve_hw: dict[str, list[float | None]] = dataclasses.field(default_factory=dict)
     # SPEC 6/7 (issue 18): S_hw(g_hw) 95% CI, the three-way verdict, break-even, batch.
     speedup_hw_ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
-    verdict_kind: str | None = None        # speculate | do_not_speculate | no_reliable_gain
+    verdict_kind: str | None = None        # speculate | do_not_speculate | no_reliable_gain | too_few_prompts
     break_even_verify: float | None = None  # v* = E(g_hw) - g_hw c_draft / c_decode, in decode steps
     verify_steps: float | None = None      # c_verify(g_hw) / c_decode measured here
     speedup_mb_ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
@@ -401,6 +415,8 @@ class SetReport(Record):
     runlengths: RunLengths
     deficit: Deficit
     yield_ratio: dict[str, Estimate]
+    # D/D_geom with each stream's trailing run counted (right-censored; stats.dispersion_ratio_trailing)
+    dispersion_ratio_trailing: Estimate | None = None
     curve: Curve
     depth: Depth
     optimum: list[OptimumRow]
@@ -412,6 +428,7 @@ class SetReport(Record):
     sampling: Sampling | None = None
     decision_hw: DecisionHW | None = None
     steady_state: SteadyState | None = None
+    optimum_shares: OptimumShares | None = None  # P3 per bootstrap replicate (None without a bootstrap)
     decision_by_profile: dict[str, DecisionHW] = dataclasses.field(default_factory=dict)  # profile id -> its decision
 
 
@@ -435,6 +452,7 @@ class ScoreRow(Record):
     steady_state: str | None = None  # the direction's outcome on positions t >= 32 (None: no such statistic)
     borderline: bool = False  # the verdict differs across bootstrap seeds 0..4
     seed_verdicts: dict[str, str] = dataclasses.field(default_factory=dict)  # bootstrap seed -> verdict
+    verdict_kind: str | None = None  # "too_few_prompts" below params.MIN_PROMPTS (SPEC 6); None otherwise
 
 
 @dataclass(kw_only=True)

@@ -11,11 +11,11 @@ where the SPEC is silent:
        p11-p10 CI overlaps the published pooled CI [0.125, 0.182], and the corpora's span
        [min lo, max hi] overlaps the published per-corpus range [0.047, 0.233].
     P2 direction: D/D_geom CI > 1 in every corpus. size: each corpus's CI overlaps [2.1, 24].
-    P3 on the pooled set and the fixed r grid 0.05..0.60 (measured r excluded, so runs compare):
-       direction holds: g*_true > g*_iid at more than half of the grid; not reproduced (falsified):
-       g*_true <= g*_iid at every r and < at some; inconclusive otherwise (or g* undefined). size:
-       the seed's counter-claim "1 to 3 below": the measured span of g*_iid - g*_true over the grid
-       overlaps [1, 3].
+    P3 on the pooled set and the fixed r grid 0.05..0.60 (measured r excluded, so runs compare),
+       judged per bootstrap replicate (`p3`, optimum.optimum_shares): direction holds when g*_true >
+       g*_iid at more than half of the grid in >= 95% of replicates; not reproduced (falsified) when
+       g*_true <= g*_iid at every r and < at some in >= 95%; inconclusive otherwise. size: the seed's
+       counter-claim "1 to 3 below": the gap lies in [1, 3] at every r in >= 95% of replicates.
     P4 direction: pooled temporal deficit CI > 0 (below 0: falsified). size: it overlaps [0.033, 0.051].
     P5 direction: Spearman rho of (corpus per-stream p11-p10, corpus temporal deficit) with its exact
        two-sided permutation p-value over the corpora (`spearman_permutation`): holds when rho > 0
@@ -25,14 +25,19 @@ where the SPEC is silent:
        (P2's test), significant = temporal CI > 0; holds when the two sets of corpora are equal,
        not reproduced when they differ, inconclusive when a CI is undefined.
 
+Too few prompts (SPEC 6): when a corpus has fewer than params.MIN_PROMPTS prompts, every row reads
+"too few prompts (n = K; needs M)" (`too_few`; K the fewest prompts of any corpus), its numbers kept.
+
 Each of P1, P2, P4, P5 also says in its evidence whether its direction holds in the steady state
 (the set's `steady_state`: positions t >= 32 only); P3 has no steady-state statistic.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -40,8 +45,9 @@ import numpy as np
 
 from specterm.core import economics
 from specterm.core import verdict as vd
-from specterm.core.fmt import fmt
-from specterm.core.params import R_GRID
+from specterm.core.fmt import MISSING, fmt
+from specterm.core.optimum import P3_GAP_RANGE  # noqa: F401  (the seed's range, defined with the shares)
+from specterm.core.params import MIN_PROMPTS, R_GRID
 from specterm.core.report import MEASUREMENT, Estimate, ScoreRow, SetReport, SteadyState
 
 PREDICTIONS = {
@@ -63,7 +69,6 @@ SEED_SIZE = {
 P1_CORPUS_RANGE = (0.047, 0.233)
 P1_POOLED_RANGE = (0.125, 0.182)
 P2_RANGE = (2.1, 24.0)
-P3_GAP_RANGE = (1.0, 3.0)
 P4_RANGE = (0.033, 0.051)
 P5_ALPHA = 0.05
 STEADY_FROM = 32  # SPEC 4: the steady state is positions t >= 32
@@ -213,7 +218,28 @@ def p2(sets: Mapping[str, SetReport], corpora: list[str]) -> ScoreRow:
     size = vd.combine(vd.size(lo, hi, *P2_RANGE) for lo, hi in cis.values()) if cis else vd.INCONCLUSIVE
     off = [c for c, (lo, hi) in cis.items() if vd.size(lo, hi, *P2_RANGE) == vd.NOT_REPRODUCED]
     size_text = f"size {size}" + (f" (CI excludes 2.1 to 24 in {_names(off)})" if off else "") + f" (seed's size: {SEED_SIZE['P2']})"
-    return _row("P2", direction, size, f"{text}; {size_text}" + _steady_text(steady, steady_detail), steady)
+    return _row("P2", direction, size, f"{text}; {size_text}" + _length_text(sets, corpora)
+                + _steady_text(steady, steady_detail), steady)
+
+
+def _length_text(sets: Mapping[str, SetReport], corpora: list[str]) -> str:
+    """P2's caveat on stream length: D/D_geom with each stream's trailing run counted (right-censored), and
+    the streams' length; the seed states no stream length, so no comparison at matched length is made."""
+    tr = {c: sets[c].dispersion_ratio_trailing for c in corpora}
+    if not corpora or any(t is None or t.value is None for t in tr.values()):
+        return ""
+    vals = [float(t.value) for t in tr.values() if t is not None and t.value is not None]
+    n = [sets[c].n_positions / sets[c].n_streams for c in corpora if sets[c].n_streams]
+    pooled = sets.get("pooled")
+    both = ""
+    if pooled is not None and pooled.dispersion_ratio_trailing is not None:
+        both = (f", pooled {_fmt(_f(pooled.dispersion_ratio.value), 2)} closed only against "
+                f"{_fmt(_f(pooled.dispersion_ratio_trailing.value), 2)}")
+    lengths = _fmt(min(n), 0) if round(min(n)) == round(max(n)) else f"{_fmt(min(n), 0)} to {_fmt(max(n), 0)}"
+    return (f"; with each stream's trailing run counted (right-censored) D/D_geom is {_fmt(min(vals), 2)} to "
+            f"{_fmt(max(vals), 2)} per corpus{both}: at a mean of {lengths} analysed positions per "
+            "stream the cut trailing run removes the longest runs, so D/D_geom depends on stream length; the seed "
+            "states none, so its 2.1x to 24x is not compared at matched length")
 
 
 def _optimum_diffs(s: SetReport) -> np.ndarray:
@@ -222,32 +248,46 @@ def _optimum_diffs(s: SetReport) -> np.ndarray:
                     dtype=np.int64)
 
 
+P3_SHARE = 0.95  # SPEC 4: P3's outcomes need >= 95% of the bootstrap replicates
+
+
+def _pct(x: float | None) -> str:
+    return MISSING if x is None else f"{100 * x:.1f}%"
+
+
 def p3(sets: Mapping[str, SetReport], corpora: list[str]) -> ScoreRow:
+    """P3 on the pooled set, judged per bootstrap replicate (SPEC 4; the set's optimum_shares): direction
+    holds when g*_true > g*_iid at most r of the grid in >= 95% of replicates, not reproduced (falsified)
+    when g*_true <= g*_iid at every r and < at some in >= 95%, inconclusive otherwise (and without
+    replicates). size (the seed's counter-claim, 1 to 3 below at every r): holds when the gap lies in
+    [1, 3] at every r in >= 95% of replicates, not reproduced when in <= 5%, inconclusive between. The
+    evidence prints the shares and the point grid."""
     grid = f"r in [{R_GRID[0]:g}, {R_GRID[-1]:g}]"
     d = _optimum_diffs(sets["pooled"]) if "pooled" in sets else np.zeros(0, np.int64)
     if d.size == 0:
         return _row("P3", vd.INCONCLUSIVE, vd.INCONCLUSIVE, "g*_true or g*_iid is undefined on the r grid")
-    per_corpus = [c for c in corpora if (dc := _optimum_diffs(sets[c])).size and (dc <= 0).all() and (dc < 0).any()]
-    tail = f"; per corpus, g*_true <= g*_iid everywhere and < somewhere in {len(per_corpus)} of {len(corpora)}" if corpora else ""
-    gaps = -d
-    size = vd.size(float(gaps.min()), float(gaps.max()), *P3_GAP_RANGE)
-    size_text = (f"; size {size}: g*_iid - g*_true spans {gaps.min()} to {gaps.max()} over the grid "
-                 f"(seed's size: {SEED_SIZE['P3']})")
     above, equal, below = int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum())
-    if (d <= 0).all() and below:
-        gap = -d[d < 0]
-        span = f"{gap.min()}" if gap.min() == gap.max() else f"{gap.min()} to {gap.max()}"
-        if equal:
-            ev = f"g*_true <= g*_iid at every {grid}, below by {span} at {below} of {d.size}"
-        else:
-            ev = f"g*_true is {span} below g*_iid at every {grid}"
-        return _row("P3", vd.NOT_REPRODUCED, size, ev + tail + size_text)
-    if above > d.size / 2:
-        gap = d[d > 0]
-        span = f"{gap.min()}" if gap.min() == gap.max() else f"{gap.min()} to {gap.max()}"
-        return _row("P3", vd.HOLDS, size, f"g*_true is {span} above g*_iid at {above} of {d.size} {grid}" + tail + size_text)
-    return _row("P3", vd.INCONCLUSIVE, size,
-                f"g*_true vs g*_iid over {d.size} {grid}: above at {above}, equal at {equal}, below at {below}" + tail + size_text)
+    point = (f"point estimates over {d.size} {grid}: g*_true above g*_iid at {above}, equal at {equal}, below at "
+             f"{below} (g*_iid - g*_true from {int((-d).min())} to {int((-d).max())})")
+    per_corpus = [c for c in corpora if (dc := _optimum_diffs(sets[c])).size and (dc <= 0).all() and (dc < 0).any()]
+    tail = (f"; per corpus (point), g*_true <= g*_iid everywhere and < somewhere in {len(per_corpus)} of "
+            f"{len(corpora)}") if corpora else ""
+    sh = sets["pooled"].optimum_shares
+    if sh is None or sh.holds is None or sh.falsified is None or sh.size is None:
+        return _row("P3", vd.INCONCLUSIVE, vd.INCONCLUSIVE,
+                    f"no bootstrap replicates to judge P3 by (SPEC 4: per replicate); {point}{tail}")
+    if sh.holds >= P3_SHARE:
+        direction = vd.HOLDS
+    elif sh.falsified >= P3_SHARE:
+        direction = vd.NOT_REPRODUCED
+    else:
+        direction = vd.INCONCLUSIVE
+    size = vd.HOLDS if sh.size >= P3_SHARE else vd.NOT_REPRODUCED if sh.size <= 1 - P3_SHARE else vd.INCONCLUSIVE
+    ev = (f"in {sh.replicates} bootstrap replicates, g*_true > g*_iid at most r of the grid in {_pct(sh.holds)}, "
+          f"g*_true <= g*_iid at every {grid} and < at some in {_pct(sh.falsified)} (each needs >= 95%); {point}")
+    ev += (f"; size {size}: the gap g*_iid - g*_true lies in [1, 3] at every r in {_pct(sh.size)} of replicates "
+           f"(seed's size: {SEED_SIZE['P3']})")
+    return _row("P3", direction, size, ev + tail)
 
 
 def p4(sets: Mapping[str, SetReport]) -> ScoreRow:
@@ -335,7 +375,32 @@ def scorecard(sets: Mapping[str, SetReport], costs: Mapping[str, Mapping[str, An
     Q3 uses the memory-bound model at each corpus's r. replicates: per corpus the bootstrap replicates
     of alpha and E_true (economics.q_rows: the CIs of Q2's spread and Q3's ratio).
     """
-    return p_rows(sets) + economics.q_rows(sets, costs=costs, realized=realized, replicates=replicates)
+    rows = p_rows(sets) + economics.q_rows(sets, costs=costs, realized=realized, replicates=replicates)
+    n = fewest_prompts(sets)
+    return [too_few(r, n) for r in rows] if n is not None and n < MIN_PROMPTS else rows
+
+
+def fewest_prompts(sets: Mapping[str, SetReport]) -> int | None:
+    """The fewest prompts of any corpus (every set but "pooled"; the pooled set alone when there is no
+    other): every row reads the corpora, and the pooled set's bootstrap is stratified by corpus, so its
+    smallest stratum bounds what its intervals can show. None without sets."""
+    corpora = [s.n_streams for name, s in sets.items() if name != "pooled"] or [s.n_streams for s in sets.values()]
+    return min(corpora) if corpora else None
+
+
+def too_few(row: ScoreRow, n: int, needs: int = MIN_PROMPTS) -> ScoreRow:
+    """A row below the minimum number of prompts (SPEC 6 "Too few prompts"): the verdict reads "too few
+    prompts (n = K; needs M)", verdict_kind "too_few_prompts", direction and size inconclusive (n/a stays
+    n/a), and the evidence keeps its numbers after those words."""
+    words = vd.too_few_text(n, needs)
+    ev = row.evidence[len(row.verdict) + 2:] if row.evidence.startswith(row.verdict + ": ") else row.evidence
+    # the outcomes the evidence names (its size, its steady state) are not judged either; the numbers stay
+    ev = re.sub(r"\bsize (holds|not reproduced|inconclusive)\b", "size not judged", ev)
+    ev = re.sub(r"(steady state \(t >= 32\)): (holds|falsified|inconclusive)\b", r"\1: not judged", ev)
+    return dataclasses.replace(row, verdict=words, verdict_kind=vd.TOO_FEW, evidence=f"{words}: {ev}",
+                               direction=vd.INCONCLUSIVE if row.direction != vd.NA else vd.NA,
+                               size=vd.INCONCLUSIVE if row.size != vd.NA else vd.NA,
+                               steady_state=None if row.steady_state is None else vd.INCONCLUSIVE)
 
 
 def mark_borderline(rows: list[ScoreRow], verdicts_by_seed: Mapping[int, Mapping[str, str]]) -> list[ScoreRow]:

@@ -13,12 +13,18 @@ Columns of M (per stream i, on the analysed stream a = bits up to the first gate
     ac_val, ac_def             (p11 - p10) * defined, defined = (n1x > 0 and n0x > 0)
     runs, L, L2                closed runs (trailing run censored): count, sum L, sum L^2
     blocks_g (g = 1..32)       blocks of the walk at draft length g (tokens of the walk are always n)
-    shuf_blocks                mean over S in-place shuffles of the blocks at the deficit's gamma
+    shuf_blocks                expected blocks at the deficit's gamma over in-place orderings (exact;
+                               or the mean over S shuffles with --shuffles S)
     acc_j, reach_j, uncut_j    per-depth counts at depth_gamma, j = 1..depth_gamma (see depth_counts)
+    trail_runs, trail_L, trail_L2  the trailing run T (ones after the last zero): [T > 0], T, T^2
+                               (dispersion_ratio_trailing: runs counted with the censored trailing one)
 
 Choices and caveats (where the SPEC is silent):
 
-- Shuffles: each stream is permuted in place S times (fixed seed), all streams of a set at once:
+- Shuffles: by default (params.EXACT) shuf_blocks is the exact expectation of the blocks over all
+  in-place orderings of each stream (`expected_shuffled_blocks`): E_shuf, hetero and temporal then
+  carry no Monte-Carlo noise and are identical for every seed. With `--shuffles S` (S > 0), for
+  comparison, each stream is permuted in place S times (fixed seed), all streams of a set at once:
   per shuffle, the zeros of every stream are drawn as a uniform subset of its positions (Shuffler:
   i.i.d. marks, then a uniform thinning to exactly m). This replaced one sort of random keys
   within streams per shuffle (specterm 950a878..2d35d06), which replaced rng.permuted per group of
@@ -35,6 +41,10 @@ Choices and caveats (where the SPEC is silent):
   so this lands in hetero, never in temporal.
 - The per-stream p11 - p10 has a finite-length bias of about -1/n under i.i.d. acceptance
   (-0.008 at n = 128); the pooled version does not.
+
+Length: the sums matrix's every column, the shuffle control that fills one of them (random shuffles and
+their exact expectation), and the statistics read from the column sums, in one place, so a column and
+the statistic over it cannot drift apart.
 """
 
 from __future__ import annotations
@@ -190,8 +200,75 @@ def shuffle_streams(c: Concat, copies: int = 1, seed: int = 0) -> np.ndarray:
     return out
 
 
+# Terms per group of streams in expected_shuffled_blocks (the per-term arrays of a group stay in cache).
+ESB_CHUNK = 1 << 15
+
+
+def expected_shuffled_blocks(n: np.ndarray, k: np.ndarray, gamma: int) -> np.ndarray:
+    """Per stream: the expected blocks of the walk at gamma over all orderings of its bits (n positions,
+    k ones, m = n - k zeros), i.e. the mean of stats.shuffled_blocks as S -> infinity.
+
+    A uniformly random ordering makes the run lengths (L_1..L_m closed by the zeros, T trailing) a
+    uniformly random composition of k into m + 1 parts (stars and bars), each part with the marginal
+    P(l) = C(k - l + m - 1, m - 1) / C(k + m, m), l = 0..k, so (SPEC 2's closed form)
+
+        E[blocks] = m sum_l P(l) ceil((l + 1)/(g + 1)) + sum_l P(l) ceil(l/(g + 1)).
+
+    P(0) = m / (k + m) and P(l + 1) / P(l) = (k - l) / (k - l + m - 1), summed in logs per stream, all
+    streams at once (sum of (k + 1) terms). m = 0: ceil(k/(g + 1)); k = 0: m.
+    """
+    n = np.asarray(n, dtype=np.int64)
+    k = np.asarray(k, dtype=np.int64)
+    m = n - k
+    gp1 = gamma + 1
+    out = np.where(m == 0, -(-k // gp1), 0).astype(np.float64)
+    mix = np.flatnonzero((m > 0) & (k > 0))
+    out[(m > 0) & (k == 0)] = m[(m > 0) & (k == 0)]
+    if mix.size == 0:
+        return out
+    kk_all, mm_all = k[mix], m[mix]
+    # Logs of the integers 0..max n and the ceilings are looked up in tables (the same np.log of the
+    # same float64 values, so the same bits as taking them term by term), log P(0) once per stream.
+    with np.errstate(divide="ignore"):  # log 0 = -inf sits at index 0, never looked up (num_, den >= 1)
+        log_int = np.log(np.arange(int((kk_all + mm_all).max()) + 1, dtype=np.int64).astype(np.float64))
+    ceil_l = -(-np.arange(int(kk_all.max()) + 2, dtype=np.int64) // gp1)  # ceil(l / (g + 1)), l = 0..max k + 1
+    logp0 = np.log(mm_all / (kk_all + mm_all))
+    terms_all = kk_all + 1
+    # Streams in groups of about ESB_CHUNK terms, so that the per-term arrays stay in cache (2x faster
+    # at 2000 streams of ~1000). The running sum of the log steps is one sequential float sum over all
+    # terms in stream order, carried from group to group, so every number has the same bits as in one
+    # pass over all streams (tests/test_steady.py against that form).
+    ends = np.cumsum(terms_all)
+    bounds = np.unique(np.concatenate([[0], np.searchsorted(ends, np.arange(ESB_CHUNK, int(ends[-1]), ESB_CHUNK)) + 1,
+                                       [mix.size]]))
+    carry = 0.0
+    res = np.empty(mix.size)
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        kk, mm, terms = kk_all[lo:hi], mm_all[lo:hi], terms_all[lo:hi]
+        seg = np.repeat(np.arange(hi - lo), terms)
+        first = np.cumsum(terms) - terms
+        ell = np.arange(int(terms.sum())) - np.repeat(first, terms)
+        kl, ml = kk[seg], mm[seg]
+        # log P(l) = log P(0) + sum_{j < l} log((k - j) / (k - j + m - 1))
+        # (the step after the last term, l = k, is never used: set to 0 so the running sum stays finite)
+        last = ell == kl
+        num_, den = np.where(last, 1, kl - ell), np.where(last, 1, kl - ell + ml - 1)
+        step = log_int[num_] - log_int[den]
+        acc = np.cumsum(np.concatenate([[carry], step]))  # carry + s_0, + s_1, ...: the running sum, continued
+        before, carry = acc[:-1], float(acc[-1])
+        p = np.exp(logp0[lo:hi][seg] + before - before[first][seg])
+        closed = np.bincount(seg, weights=p * ceil_l[ell + 1], minlength=hi - lo)
+        trailing = np.bincount(seg, weights=p * ceil_l[ell], minlength=hi - lo)
+        res[lo:hi] = mm * closed + trailing
+    out[mix] = res
+    return out
+
+
 def shuffled_blocks(c: Concat, gamma: int, shuffles: int = SHUFFLES, seed: int = 0) -> np.ndarray:
-    """Per stream: the mean, over S in-place shuffles, of the walk's blocks at gamma.
+    """Per stream: the mean, over S in-place shuffles, of the walk's blocks at gamma; shuffles < 0
+    (params.EXACT, the default): its exact expectation over all in-place orderings
+    (`expected_shuffled_blocks`, the limit S -> infinity: no Monte-Carlo noise, the same for every seed);
+    0: NaN (no shuffle control).
 
     Tokens of a stream are n under any order, so this mean is the only per-stream shuffle quantity:
     E_shuf = sum n / sum mean_blocks (SPEC 3, yield deficit). Each shuffle permutes every stream
@@ -199,7 +276,9 @@ def shuffled_blocks(c: Concat, gamma: int, shuffles: int = SHUFFLES, seed: int =
     from the zeros (Shuffler.blocks, equal to walk_blocks on the shuffled bits).
     """
     out = np.zeros(c.starts.size)
-    if shuffles <= 0:
+    if shuffles < 0:
+        return expected_shuffled_blocks(c.lengths, stream_totals(c.bits, c.starts, c.ends).astype(np.int64), gamma)
+    if shuffles == 0:
         return out * np.nan
     shuffler = Shuffler(c, np.random.default_rng(seed))
     for _ in range(shuffles):
@@ -240,6 +319,7 @@ def sum_columns(depth_gamma: int) -> list[str]:
     names += ["shuf_blocks"]
     for j in range(1, depth_gamma + 1):
         names += [f"acc_{j}", f"reach_{j}", f"uncut_{j}"]
+    names += ["trail_runs", "trail_L", "trail_L2"]
     return names
 
 
@@ -283,6 +363,10 @@ def stream_sums(
         M[:, cols[f"acc_{j}"]] = acc[:, j - 1]
         M[:, cols[f"reach_{j}"]] = reach[:, j - 1]
         M[:, cols[f"uncut_{j}"]] = uncut[:, j - 1]
+    T = runs.trailing.astype(np.float64)
+    M[:, cols["trail_runs"]] = T > 0
+    M[:, cols["trail_L"]] = T
+    M[:, cols["trail_L2"]] = T**2
     return StreamSums(M=M, cols=cols, gamma=gamma, depth_gamma=depth_gamma, run_L=runs.L, run_seg=runs.seg)
 
 
@@ -354,6 +438,17 @@ def dispersion_geom(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
 def dispersion_ratio(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
     """D / D_geom = D (1 - alpha)."""
     return dispersion(c, cols) * (1.0 - alpha(c, cols))
+
+
+def dispersion_ratio_trailing(c: np.ndarray, cols: dict[str, int]) -> np.ndarray:
+    """D / D_geom with each stream's trailing run (T >= 1 ones not closed by a zero) counted as a run of
+    length T: right-censored (its true length is >= T), so this D is a lower bound on what longer streams
+    would show for those runs. Short streams cut the longest runs: at 128 positions per stream the closed
+    runs alone understate the dispersion most (issue 34)."""
+    R = col(c, cols, "runs") + col(c, cols, "trail_runs")
+    m = div(col(c, cols, "L") + col(c, cols, "trail_L"), R)
+    D = div(div(col(c, cols, "L2") + col(c, cols, "trail_L2"), R) - m**2, m)
+    return D * (1.0 - alpha(c, cols))
 
 
 def E_true(c: np.ndarray, cols: dict[str, int], gamma: int) -> np.ndarray:

@@ -107,3 +107,32 @@ def score_row(pid: str, prediction: str, seed: str, direction_outcome: str, size
     v = verdict_of(direction_outcome, size_outcome)
     return ScoreRow(id=pid, prediction=prediction, verdict=v, evidence=f"{v}: {evidence}", seed=seed,
                     direction=direction_outcome, size=size_outcome, seed_size=seed_size, steady_state=steady)
+
+
+ABOVE, BELOW, STRADDLES = "above 1", "below 1", "straddles 1"
+
+
+def ci_side(ci: Iterable[float | None] | None) -> str:
+    """A speedup CI [lo, hi] against 1 (`direction` with threshold 1): ABOVE (lo > 1), BELOW (hi < 1),
+    STRADDLES (contains 1, or undefined)."""
+    lo, hi = (list(ci) + [None, None])[:2] if ci else (None, None)
+    return {HOLDS: ABOVE, NOT_REPRODUCED: BELOW}.get(direction(lo, hi, 1.0), STRADDLES)
+
+
+def batch_hw(sides: Iterable[tuple[int, str]]) -> int | None:
+    """B_hw (SPEC 6): the largest measured B such that every measured B up to it has its S_hw CI above 1,
+    from (B, side) pairs (`ci_side`); None ("never on this device") when the smallest B's CI is not above 1."""
+    out = None
+    for B, side in sorted(sides):
+        if side != ABOVE:
+            break
+        out = B
+    return out
+
+
+TOO_FEW = "too_few_prompts"
+
+
+def too_few_text(n: int, needs: int) -> str:
+    """SPEC 6 "Too few prompts": the words every interval-based verdict reads below the minimum."""
+    return f"too few prompts (n = {n}; needs {needs})"

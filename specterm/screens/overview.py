@@ -171,8 +171,13 @@ class OverviewScreen(ReportScreen):
         wait = ": each verdict rests on CIs, shown when they are done" if pending else ""
         lines = [f"[dim]scorecard (7 for the evidence){wait}[/]"]
         for seed in SEEDS:  # one line per seed: measurement (P rows), economics (Q rows)
+            rows = [p for p in report.scorecard if p.seed == seed]
+            if not pending and rows and len({p.verdict for p in rows}) == 1 and rows[0].verdict_kind == "too_few_prompts":
+                # every row reads the same "too few prompts (n = K; needs M)": said once for the line
+                lines.append(f"{seed:<11}  [b]{safe(rows[0].id)}-{safe(rows[-1].id)}[/] {verdict_markup(rows[0].verdict)}")
+                continue
             verdicts = "  ".join(f"[b]{safe(p.id)}[/] " + ("[dim]…[/]" if pending else verdict_markup(p.verdict, p.borderline))
-                                 for p in report.scorecard if p.seed == seed)
+                                 for p in rows)
             if verdicts:
                 lines.append(f"{seed:<11}  {verdicts}")
         self.query_one("#overview-verdicts", Static).update("\n".join(lines))

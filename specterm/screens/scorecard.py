@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 
 from specterm.core.report import SEEDS, Report
 from specterm.screens.base import ReportScreen
-from specterm.widgets.styles import VERDICT_STYLE, shown_verdict, verdict_markup
+from specterm.widgets.styles import VERDICT_STYLE, cell_verdict, shown_verdict, verdict_markup
 from specterm.widgets.tables import fill_table, safe
 
 COLUMNS = [("id", "id"), ("seed", "seed"), ("verdict", "verdict"), ("direction", "direction"), ("size", "size"),
@@ -72,7 +72,7 @@ class ScorecardScreen(ReportScreen):
                 evidence.append(("", f"[b u]{safe(label)}[/]"))
             for entry in entries:
                 pid, verdict = entry.id, entry.verdict
-                shown = shown_verdict(verdict, entry.borderline)
+                shown = shown_verdict(cell_verdict(entry), entry.borderline)
                 vcell = Text(wrapped(shown, VERDICT_WIDTH), style=VERDICT_STYLE.get(verdict, ""))
                 dcell = Text(entry.direction, style=VERDICT_STYLE.get(entry.direction, ""))
                 scell = Text(entry.size, style=VERDICT_STYLE.get(entry.size, ""))

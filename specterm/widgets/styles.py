@@ -20,3 +20,11 @@ def verdict_markup(verdict: str, borderline: bool = False) -> str:
 def shown_verdict(verdict: str, borderline: bool) -> str:
     """The verdict as every screen writes it: "(borderline)" after it when the seeds disagree."""
     return verdict + (" (borderline)" if borderline else "")
+
+
+def cell_verdict(row: object) -> str:
+    """A scorecard row's verdict for a narrow table cell: "too few prompts" for a row below the minimum
+    (its evidence, beside, opens with the whole "too few prompts (n = K; needs M)"), else its verdict."""
+    if getattr(row, "verdict_kind", None) == "too_few_prompts":
+        return "too few prompts"
+    return str(getattr(row, "verdict", ""))

@@ -129,6 +129,7 @@ class BatchCosts:
     upfront_wall_s: float | None = None  # of which before the first generation (None: all of it, no slices)
     c_draft_fwd: Array | None = None   # (nB, nG): the engine's per-block draft forward (None: torch)
     fwd_points: list[tuple[int, int]] = field(default_factory=list)  # the (B, m) of the draft forwards fitted
+    min_samples: int | None = None     # the fewest stored samples of any quantity read (decode, draft, forwards)
 
     def timed_points(self) -> int:
         """How many (B, g) of the c_verify grid were timed (the rest are interpolated)."""
@@ -279,4 +280,8 @@ def batch_costs(record: dict[str, Any] | None) -> BatchCosts | None:
         kf, ff = fit_tokens(fwd_pts, cf)
         c_fwd = overlay_timed(interpolate(kf, ff, out.grid_tokens()).reshape(batches.size, out.gammas.size),
                               batches, out.gammas, fwd_pts, cf)
-    return BatchCosts(**{**out.__dict__, "c_verify": c_verify, "c_draft_fwd": c_fwd, "fwd_points": fwd_pts})
+    keys = ([f"target:{B}:{m}" for B, m in pts] + [f"target:{B}:1" for B in batches.tolist()]
+            + [f"draft:{B}" for B in batches.tolist()] + [f"draft_fwd:{B}:{m}" for B, m in fwd_pts])
+    n_min = min(len(samples[k]) for k in keys)
+    return BatchCosts(**{**out.__dict__, "c_verify": c_verify, "c_draft_fwd": c_fwd, "fwd_points": fwd_pts,
+                         "min_samples": n_min})

@@ -25,12 +25,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from specterm.core import costmodel
+from specterm.core import verdict as vd
 from specterm.core.bootstrap import percentile_ci
 from specterm.core.estimate import num
 from specterm.core.hardware.batch import FORMULA, BatchCosts
 from specterm.core.hardware.curve import CostCurve, CostReplicates
 from specterm.core.optimum import best_gamma
-from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR
+from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, MIN_PROMPTS
 from specterm.core.report import ConfirmedRow, DecisionHW
 
 MEMORY_BOUND_LABEL = "memory-bound reference: if a (g+1)-token verify cost one decode step (a GPU at small batch)"
@@ -61,7 +62,8 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
                 E_boot: ArrayLike | None = None, reps: CostReplicates | None = None,
                 batch: BatchCosts | None = None,
                 batch_reps: tuple[Array, Array, Array] | None = None,
-                batch_fwd_reps: Array | None = None, where: str | None = None) -> DecisionHW:
+                batch_fwd_reps: Array | None = None, where: str | None = None,
+                n_prompts: int | None = None) -> DecisionHW:
     """SPEC 7 `decision_hw` of one set (report.DecisionHW) from its E curves (over `gammas`) and the
     run's robust cost curve; undefined numbers are None.
 
@@ -79,14 +81,18 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
     b pairs E_boot[b] with cost replicate b; speedup_hw_ci is the percentile interval of
     S_hw(g_hw) over them, g_hw fixed at the point estimate (speedup_mb_ci likewise at g_mb, with
     r_mb = c_draft / c_decode per replicate). Without replicates the intervals are [None, None] and
-    the verdict says so; its kind then follows the point estimate.
+    the verdict says so; its kind then follows the point estimate. n_prompts: the fewest prompts of any
+    corpus the set resamples; below params.MIN_PROMPTS the verdict reads "too few prompts (n = K; needs
+    M)" (`too_few_prompts`).
     Batch (SPEC 6 "Batch"): with `batch` (the run's costs by batch, BatchCosts) and its replicates,
+    by_batch lists S_hw(g_hw(B), B) with its CI per measured B, from the decision's own costs and
+    resampling scaled by the batch grid's ratios c(B) / c(1) (`_set_batch`: the B = 1 row is the
+    decision), and batch_crossover is B_hw, the largest B such that every measured B up to it has its
+    CI above 1 (None: "never on this device"). With an engine term by batch (batch.c_draft_fwd, its
+    replicates batch_fwd_reps) the block by batch is the engine's: c_verify(g, B) + g c_draft(B) +
+    c_draft_fwd(g, B).
     where: the machine and engine the costs were measured on (their cost profile's label), named in
     the verdict ("speculate with g = 2 on Intel Xeon, 1 thread, torch 2.13 float32: ..."); None: "this hardware".
-    by_batch lists S_hw(g_hw(B), B) with its CI per measured B (g over batch.gammas), and
-    batch_crossover is the largest B whose CI lies above 1 (None: "never on this device"). With an
-    engine term by batch (batch.c_draft_fwd, its replicates batch_fwd_reps) the block by batch is the
-    engine's: c_verify(g, B) + g c_draft(B) + c_draft_fwd(g, B).
     """
     gammas = np.asarray(gammas, dtype=np.int64)
     order = np.argsort(gammas, kind="stable")
@@ -123,7 +129,7 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         out.verdict_kind = verdict_kind(s_mb, ci_ref)
         out.speculate = out.verdict_kind == SPECULATE
         out.verdict = f"{note or NO_COSTS_NOTE}: {mb_text}"
-        return out
+        return too_few_prompts(out, n_prompts, where=where)
     grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
     c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
     c_fwd = curve.draft_fwd_on(grid)  # the engine's per-block term (None: SPEC 6's block)
@@ -174,8 +180,9 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
             verdict += f" (with the 2-token draft step: {s_rf:.2f}x at g = {g_rf})"
     out.speedup_hw_ci, out.speedup_mb_ci, out.verdict_kind = _plain(ci_hw), _plain(ci_mb), kind
     out.break_even_verify, out.verify_steps, out.cost_context = num(v_star), num(steps), curve.context
-    if batch is not None and E_boot is not None:
-        _set_batch(out, gammas, E_t_all, E_b, batch, batch_reps, g_hw, batch_fwd_reps)
+    if batch is not None:
+        _set_batch(out, gammas, E_t_all, E_b, batch, batch_reps, curve, reps, g_hw, num(s_hw), _plain(ci_hw),
+                   batch_fwd_reps)
     out.gamma_hw, out.speedup_hw, out.verdict, out.speculate = g_hw, num(s_hw), verdict, speculate
     out.gamma_iid_hw, out.speedup_iid_hw, out.speedup_true_at_gamma_iid_hw = g_ihw, num(s_ihw), num(s_true_at)
     out.gamma_hw_refeed, out.speedup_hw_refeed, out.speedup_refeed_at_gamma_hw = g_rf, num(s_rf), num(s_rf_at)
@@ -184,6 +191,26 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
                     "S_true_refeed": _plain(S_refeed)}
     if c_fwd is not None:  # the engine's per-block term the block cost includes (absent for torch runs)
         out.curve_hw["c_draft_fwd"] = _plain(c_fwd)
+    return too_few_prompts(out, n_prompts, where=where)
+
+
+def too_few_prompts(out: DecisionHW, n: int | None, needs: int = MIN_PROMPTS, where: str | None = None) -> DecisionHW:
+    """SPEC 6 "Too few prompts": below `needs` prompts (n: the fewest prompts of any corpus the set's
+    bootstrap resamples) the decision reads "too few prompts (n = K; needs M)" (verdict_kind
+    "too_few_prompts", speculate False), its numbers kept after those words; unchanged otherwise."""
+    if n is None or n >= needs or out.verdict_kind is None:
+        return out
+    words = vd.too_few_text(n, needs)
+    verdict = out.verdict
+    if out.measured and out.gamma_hw is not None and out.speedup_hw is not None:
+        # the verdict's first clause (speculate / do not / no reliable gain) gives way to the words; its numbers stay
+        rest = verdict.split("; ", 1)[1] if "; " in verdict else ""
+        lo, hi = out.speedup_hw_ci
+        interval = (f"{out.speedup_hw:.2f}x [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None
+                    else f"{out.speedup_hw:.2f}x (no interval: bootstrap off)")
+        on = f" on {where}" if where else ""
+        verdict = f"g = {out.gamma_hw}{on} gives {interval}" + (f"; {rest}" if rest else "")
+    out.verdict_kind, out.speculate, out.verdict = vd.TOO_FEW, False, f"{words}: {verdict}"
     return out
 
 
@@ -249,45 +276,87 @@ def verdict_text(kind: str | None, g: int, S: float, ci: Sequence[float | None],
     return f"no reliable gain on {where}: g = {g} gives {interval}"
 
 
+MIN_COST_SAMPLES = 5  # fewer samples per cost than this: the batch ratios' resampling is named in batch_fit
+
+
 def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Array | None, batch: BatchCosts,
-               batch_reps: tuple[Array, Array, Array] | None, g_hw1: int | None,
-               fwd_reps: Array | None = None) -> None:
-    """Sets out's by_batch rows, the measured crossover B_hw and the roofline reference (see decision_hw)."""
-    present = set(gammas.tolist())
-    bg = np.array([g for g in batch.gammas.tolist() if g in present], dtype=np.int64)
+               batch_reps: tuple[Array, Array, Array] | None, curve: CostCurve, reps: CostReplicates | None,
+               g_hw: int | None, s_hw: float | None, ci_hw: list[float | None], fwd_reps: Array | None = None) -> None:
+    """Sets out's by_batch rows, the measured crossover B_hw and the roofline reference (see decision_hw).
+
+    The by-batch costs come from the decision's own costs and resampling (SPEC 6): each cost at batch B
+    is the decision's cost (the robust curve, and in replicate b the decision's cost replicate b) times
+    the batch grid's ratio c(B) / c(1) for that quantity (c_decode, c_verify(g), c_draft, the engine's
+    c_draft_fwd(g)); in replicate b the ratio is the batch grid's replicate b (each batch quantity's
+    samples resampled, medians, refitted: BatchCosts.replicates), so its noise is in the interval as far
+    as its samples show it. E(g) in replicate b is the decision's prompt resample b. The B = 1 row is the
+    decision itself (its g_hw, S_hw and interval, the ratios being 1); B > 1 search g over the batch
+    grid's draft lengths. B_hw = the largest B such that every measured B up to it has its CI above 1
+    (verdict.batch_hw)."""
+    batches = batch.batches.tolist()
+    if 1 not in batches:
+        out.batch_fit = {"method": FORMULA, "note": "the batch grid has no B = 1: no by-batch decision"}
+        return
+    i1 = batches.index(1)
+    present, on_curve = set(gammas.tolist()), set(curve.gammas.tolist())
+    bg = np.array([g for g in batch.gammas.tolist() if g in present and g in on_curve], dtype=np.int64)
     cols = [int(np.flatnonzero(gammas == g)[0]) for g in bg.tolist()]
     jj = [int(np.flatnonzero(batch.gammas == g)[0]) for g in bg.tolist()]
+    r_dec, r_dra = batch.c_decode / batch.c_decode[i1], batch.c_draft / batch.c_draft[i1]
+    r_ver = batch.c_verify[:, jj] / batch.c_verify[i1, jj]
+    c_ver = np.array([curve.verify_at(int(g)) for g in bg.tolist()], dtype=np.float64)
+    fwd_curve = curve.draft_fwd_on(bg)
+    r_fwd = (batch.c_draft_fwd[:, jj] / batch.c_draft_fwd[i1, jj] if batch.c_draft_fwd is not None and fwd_curve is not None
+             else np.ones((len(batches), bg.size)))
     rows: list[dict[str, Any]] = []
-    crossover = None
-    for i, B in enumerate(batch.batches.tolist()):
-        fwd = None if batch.c_draft_fwd is None else batch.c_draft_fwd[i, jj]
-        S = costmodel.speedup_hw(E_all[cols], batch.c_decode[i], batch.c_verify[i, jj], batch.c_draft[i], bg,
-                                 c_draft_fwd=fwd)
-        g_b, s_b = _best(S, bg)
-        ci: list[float | None] = [None, None]
-        if g_b is not None and E_b is not None and batch_reps is not None and E_b.shape[0]:
-            dec, ver, dra = batch_reps
-            n = min(E_b.shape[0], dec.shape[0])
-            j = int(np.flatnonzero(gammas == g_b)[0])
-            k = int(np.flatnonzero(batch.gammas == g_b)[0])
-            fwd_b = (None if batch.c_draft_fwd is None else
-                     fwd_reps[:n, i, k] if fwd_reps is not None else batch.c_draft_fwd[i, k])
-            ci = _ci(costmodel.speedup_hw(E_b[:n, j], dec[:n, i], ver[:n, i, k], dra[:n, i], g_b, c_draft_fwd=fwd_b))
+    sides: list[tuple[int, str]] = []
+    for i, B in enumerate(batches):
+        if i == i1:
+            g_b, s_b, ci = g_hw, s_hw, list(ci_hw)
+        else:
+            fwd = None if fwd_curve is None else fwd_curve * r_fwd[i]
+            S = costmodel.speedup_hw(E_all[cols], curve.c_decode * r_dec[i], c_ver * r_ver[i], curve.c_draft * r_dra[i], bg,
+                                     c_draft_fwd=fwd)
+            g_b, s_b = _best(S, bg)
+            ci = [None, None]
+            if g_b is not None and E_b is not None and batch_reps is not None and reps is not None and E_b.shape[0]:
+                dec, ver, dra = batch_reps
+                n = min(E_b.shape[0], dec.shape[0], reps.c_decode.size)
+                j = int(np.flatnonzero(gammas == g_b)[0])
+                jb = int(np.flatnonzero(batch.gammas == g_b)[0])
+                k = int(np.flatnonzero(reps.gammas == g_b)[0])
+                fwd_b = None
+                if fwd_curve is not None:
+                    base = reps.draft_fwd_col(k, n)
+                    base = np.full(n, curve.draft_fwd_at(g_b)) if base is None else base
+                    fr = (fwd_reps[:n, i, jb] / fwd_reps[:n, i1, jb] if fwd_reps is not None
+                          else np.full(n, r_fwd[i, bg.tolist().index(g_b)]))
+                    fwd_b = base * fr
+                ci = _ci(costmodel.speedup_hw(E_b[:n, j], reps.c_decode[:n] * dec[:n, i] / dec[:n, i1],
+                                              reps.c_verify[:n, k] * ver[:n, i, jb] / ver[:n, i1, jb],
+                                              reps.c_draft[:n] * dra[:n, i] / dra[:n, i1], g_b, c_draft_fwd=fwd_b))
         rows.append({"batch": int(B), "gamma_hw": g_b, "speedup_hw": {"value": s_b, "ci": ci},
-                     "c_decode": float(batch.c_decode[i]), "c_draft": float(batch.c_draft[i])})
-        if ci[0] is not None and ci[0] > 1.0:
-            crossover = int(B)
+                     "c_decode": float(curve.c_decode * r_dec[i]), "c_draft": float(curve.c_draft * r_dra[i])})
+        sides.append((int(B), vd.ci_side(ci)))
+    crossover = vd.batch_hw(sides)
     preset = ACCELERATORS[DEFAULT_ACCELERATOR]
-    g_ref = g_hw1 if g_hw1 is not None else 5
+    g_ref = g_hw if g_hw is not None else 5
     roofline = {"preset": DEFAULT_ACCELERATOR, "label": preset.label, "ridge": preset.ridge, "gamma": g_ref,
                 "B_star": float(preset.ridge / (g_ref + 1)),
                 "note": "roofline reference for a named accelerator, B* = I*/(g+1); not measured on this device"}
     out.by_batch, out.batch_crossover, out.roofline_reference = _plain(rows), crossover, _plain(roofline)
     out.batch_crossover_text = NEVER if crossover is None else f"speculation pays up to batch {crossover}"
+    few = batch.min_samples is not None and batch.min_samples < MIN_COST_SAMPLES
     out.batch_fit = _plain({"held_back": batch.held_back, "fit_rms_rel": batch.fit_rms_rel, "wall_s": batch.wall_s,
                             "whole_wall_s": batch.whole_wall_s, "upfront_wall_s": batch.upfront_wall_s, "method": FORMULA,
                             "timed_points": batch.timed_points(), "grid_points": int(batch.c_verify.size),
                             "clock": batch.clock, "context": batch.context,
+                            "resampling": ("the decision's: its prompt resamples and cost replicates, times the batch "
+                                           "grid's ratio c(B) / c(1) in the same replicate; the B = 1 row is the decision"),
+                            "samples_per_cost_min": batch.min_samples,
+                            **({"few_samples": (f"the batch grid's ratios rest on {batch.min_samples} samples per cost "
+                                                f"(fewer than {MIN_COST_SAMPLES}): their spread in the interval is "
+                                                "what those samples show, an underestimate")} if few else {}),
                             **({} if batch.c_draft_fwd is None else
                                {"engine_term": "c_draft_fwd(g, B): the engine's per-block draft forward, fitted like c_verify"})})
 

@@ -1,0 +1,95 @@
+"""Equivalence, not only difference (issue 34): the cross-stack comparison of a real speculative decoder
+against the block walk on the same engine's bits, and the power of the descriptive chi-square test.
+
+`paired_tokens_per_call`: per prompt, tokens and target calls of the real decoder and of the walk (both
+read largely the same tokens, so the prompt is the unit and the two are paired). The relative difference
+
+    d = (sum real tokens / sum real calls) / (sum walk tokens / sum walk calls) - 1
+
+has a percentile-bootstrap 95% interval over prompts (one multinomial resample of the prompts for both
+decoders) and a two one-sided test (TOST) against a +-5% margin: equivalence at level 0.05 is shown
+exactly when the 90% interval lies inside (-5%, +5%). Wording (`equivalence_wording`): "equivalent
+within 5%" (TOST), "different" (the 95% interval excludes 0, equivalence not shown), or "not shown
+equivalent (the data can rule out only differences above X%)", X = the largest |bound| of the 90%
+interval, the smallest margin this data could establish. Below params.MIN_PROMPTS prompts the wording
+is "too few prompts (n = K; needs M)", the numbers kept.
+
+`chi2_power`: the chi-square test's power against the difference seen (noncentral chi-square with the
+statistic as noncentrality): "no difference detected" by a test of low power is not agreement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from specterm.core.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.params import BOOT, MIN_PROMPTS, SEED
+from specterm.core.verdict import too_few_text
+
+EQUIVALENCE_MARGIN = 0.05  # TOST margin on tokens per target call, relative (+-5%)
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Real decoder against the walk, paired over prompts (module docstring): d = real / walk - 1 in tokens
+    per target call, its 95% and 90% percentile intervals over prompts, the TOST margin, the smallest margin
+    the data could establish (max |90% bound|) and the wording."""
+
+    prompts: int
+    blocks_real: int
+    blocks_walk: int
+    diff: float
+    ci95: tuple[float, float]
+    ci90: tuple[float, float]
+    margin: float
+    establishable: float
+    wording: str
+
+
+def equivalence_wording(ci95: tuple[float, float], ci90: tuple[float, float], margin: float = EQUIVALENCE_MARGIN) -> str:
+    """The cross-stack wording from the paired difference's intervals (module docstring): TOST at level 0.05
+    (90% interval inside (-margin, +margin)) first, then "different" (95% interval excludes 0), else
+    "not shown equivalent (the data can rule out only differences above X%)"."""
+    lo90, hi90 = ci90
+    if -margin < lo90 and hi90 < margin:
+        return f"equivalent within {100 * margin:g}%"
+    if ci95[0] > 0 or ci95[1] < 0:
+        return "different"
+    return f"not shown equivalent (the data can rule out only differences above {100 * max(abs(lo90), abs(hi90)):.1f}%)"
+
+
+def paired_tokens_per_call(real_tokens: Sequence[float], real_calls: Sequence[float], walk_tokens: Sequence[float],
+                           walk_calls: Sequence[float], boot: int = BOOT, seed: int = SEED,
+                           margin: float = EQUIVALENCE_MARGIN, min_prompts: int = MIN_PROMPTS) -> PairedComparison | None:
+    """The paired comparison of the module docstring from per-prompt sums (one entry per prompt, both
+    decoders on the same prompt); None without prompts or calls."""
+    X = np.array([real_tokens, real_calls, walk_tokens, walk_calls], dtype=np.float64).T  # prompts x 4
+    n = X.shape[0]
+    if n == 0 or X[:, 1].sum() == 0 or X[:, 3].sum() == 0:
+        return None
+
+    def d(c: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray((c[..., 0] / c[..., 1]) / (c[..., 2] / c[..., 3]) - 1.0, dtype=np.float64)
+
+    R = multinomial_weights(n, boot, seed) @ X
+    reps = d(R)
+    lo95, hi95 = (float(x) for x in percentile_ci(reps))
+    lo90, hi90 = (float(x) for x in percentile_ci(reps, 0.90))
+    wording = equivalence_wording((lo95, hi95), (lo90, hi90), margin)
+    if n < min_prompts:
+        wording = too_few_text(n, min_prompts)
+    return PairedComparison(prompts=n, blocks_real=int(X[:, 1].sum()), blocks_walk=int(X[:, 3].sum()),
+                            diff=float(d(X.sum(axis=0))), ci95=(lo95, hi95), ci90=(lo90, hi90), margin=margin,
+                            establishable=max(abs(lo90), abs(hi90)), wording=wording)
+
+
+def chi2_power(statistic: float, dof: int, level: float = 0.05) -> float:
+    """The chi-square test's power against the difference seen: P(noncentral chi2(dof, nc = statistic) >
+    the level's critical value) (the statistic estimates the noncentrality of the difference seen)."""
+    from scipy.stats import chi2, ncx2
+
+    return float(ncx2.sf(chi2.ppf(1 - level, dof), dof, max(statistic, 1e-12)))
