@@ -693,11 +693,16 @@ class SpectermApp(App[Any]):
         def write(path: Path | None) -> None:
             if path is None:
                 return
+            from specterm.core.store.atomic import write_output
+
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text(), encoding="utf-8")
+                write_output(path, text().encode("utf-8"), "choose another path")  # never partial, never through a link
             except OSError as exc:
                 self.notify(f"Could not write {path} ({exc.strerror}); choose another path.", severity="error")
+                return
+            except SpectermError as exc:
+                self.notify(str(exc), severity="error")
                 return
             self.notify(f"Wrote {path.resolve()}", title="export")
 

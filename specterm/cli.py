@@ -234,17 +234,20 @@ def crossstack_cmd(
     block walk on each engine's bits, chi-square test) and each engine's decision with its realized speedups."""
     import json
 
-    from specterm.core.crossstack import cross_stack, cross_stack_markdown
+    from specterm.core.crossstack import check_comparable, cross_stack, cross_stack_markdown
     from specterm.core.store import load_run
+    from specterm.core.store.atomic import write_output
 
     if format not in ("md", "json"):
         fail(f"unknown --format {format}; use md or json.")
-    cs = cross_stack(load_run(run_a), load_run(run_b), gammas=sorted({1, 4, 8, hist_gamma}))
+    a, b = load_run(run_a), load_run(run_b)
+    check_comparable(a, b)
+    cs = cross_stack(a, b, gammas=sorted({1, 4, 8, hist_gamma}))
     text = json.dumps(cs, indent=2) + "\n" if format == "json" else cross_stack_markdown(cs, hist_gamma)
     if output is None:
         typer.echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {write_output(output, text.encode('utf-8'))}", err=True)
 
 
 # ------------------------------------------------------------------- import / report / list ---
@@ -262,9 +265,14 @@ def import_cmd(
 ) -> None:
     """Import accept/reject streams from another tool as a run (nothing is written if a line is bad)."""
     from specterm.core.importer import import_jsonl
+    from specterm.core.store.atomic import check_visible_name, leftovers_line, sweep_leftovers
     from specterm.core.text import printable
 
+    check_visible_name(out)
     path, streams = import_jsonl(file, out, name, target=target, draft=draft)
+    swept = sweep_leftovers(path.parent)
+    if swept:
+        typer.echo(printable(leftovers_line(path.parent, swept)), err=True)
     corpora = sorted({s.corpus for s in streams})
     positions = sum(s.n for s in streams)
     typer.echo(printable(f"imported {len(streams)} prompts, {positions} positions ({', '.join(corpora)}) into {path}"))
@@ -306,18 +314,16 @@ def report_cmd(
                 warn(message)
         pair = single_pair(loaded, note=lambda m: warn(m, "note"))
         report = cached_analyse(pair, use_cache=not no_cache, gamma=gamma, boot=boot, shuffles=shuffles, seed=seed,
-                                on_compute=lambda: say(computing_line(*prompts_and_positions(pair))))
+                                on_compute=lambda: say(computing_line(*prompts_and_positions(pair))), note=warn)
     text = {"md": to_markdown, "json": to_json, "text": to_text}[format](report)
     if format != "json":  # JSON escapes control characters itself
         text = printable(text, keep="\n")
     if output is None:
         typer.echo(text, nl=False)
     else:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise SpectermError(f"cannot write {output} ({exc.strerror}); choose another -o path.") from None
-        typer.echo(f"wrote {output}", err=True)
+        from specterm.core.store.atomic import write_output
+
+        typer.echo(f"wrote {write_output(output, text.encode('utf-8'))}", err=True)
 
 
 def _run_bytes(path: Path) -> int:

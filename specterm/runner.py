@@ -22,6 +22,8 @@ def _prompts(corpus: Optional[str], prompts: Optional[Path], dataset: Optional[s
         out += corpora.load_prompts_file(prompts)
     if dataset is not None:
         out += corpora.load_dataset_prompts(dataset, limit)
+    if corpus is not None and not all(c.strip() for c in corpus.split(",")):
+        raise SpectermError(f"--corpus {corpus!r} names an empty corpus; name them (e.g. prose,code) or leave --corpus out for all.")
     if corpus is not None or not out:
         names = [c.strip() for c in corpus.split(",")] if corpus else None
         out += corpora.load_builtin(names, limit)
@@ -61,16 +63,17 @@ def _check_out(out: Path, resume: bool) -> None:
     """--out must be a new path we can create, or (with --resume) an existing run; nothing is created."""
     import tempfile
 
-    from specterm.core.store import check_unlocked
-    from specterm.core.store import META_FILE
+    from specterm.core.store import LOCK_FILE, META_FILE, check_unlocked
+    from specterm.core.store.atomic import check_visible_name, is_temp_name
 
+    check_visible_name(out)
     if out.exists() and not out.is_dir():
         raise SpectermError(f"--out {out} is a file, not a run directory; choose another --out.")
     if (out / META_FILE).is_file():
         if not resume:
             raise SpectermError(f"{out} already holds a run; pass --resume to continue it or choose another --out.")
         check_unlocked(out)
-    elif out.is_dir() and any(out.iterdir()):
+    elif out.is_dir() and any(p.name != LOCK_FILE and not is_temp_name(p.name) for p in out.iterdir()):
         raise SpectermError(f"{out} exists and is not a specterm run (no {META_FILE}); choose another --out.")
     probe = out
     while not probe.exists() and probe != probe.parent:
@@ -83,8 +86,9 @@ def _check_out(out: Path, resume: bool) -> None:
         raise SpectermError(f"cannot write under {probe} ({exc.strerror}); choose another --out.") from None
 
 
-def _config_layers(ms, trust_remote_code: bool) -> int:
-    """The target's decoder layer count from its config alone (config.json or GGUF metadata, no weights)."""
+def _target_config(ms, trust_remote_code: bool):
+    """The target's config alone (config.json or GGUF metadata, no weights); its text config for a
+    multimodal model. SpectermError (one sentence) when it cannot be read."""
     from transformers import AutoConfig
 
     from specterm.oracle.models import _load_error
@@ -98,8 +102,16 @@ def _config_layers(ms, trust_remote_code: bool) -> int:
             cfg = AutoConfig.from_pretrained(ms.spec, trust_remote_code=trust_remote_code)
     except Exception as exc:  # transformers raises many types; the user needs one sentence
         raise SpectermError(_load_error(ms, "config", exc)) from None
-    cfg = getattr(cfg, "text_config", None) or cfg
-    return int(cfg.num_hidden_layers)
+    return getattr(cfg, "text_config", None) or cfg
+
+
+def check_context(longest_prompt: int, max_new_tokens: int, context: object) -> None:
+    """Refuse (one sentence) a run whose longest prompt plus -n tokens does not fit the target's
+    context (max_position_embeddings; not checked when the config does not say)."""
+    if type(context) is int and context > 0 and longest_prompt + max_new_tokens > context:
+        raise SpectermError(f"-n {max_new_tokens} after the longest prompt ({longest_prompt} tokens) needs "
+                            f"{longest_prompt + max_new_tokens} positions, beyond the target's context of {context}; "
+                            "lower -n/--max-new-tokens or shorten the prompt.")
 
 
 def check_run_arguments(config) -> None:
@@ -140,11 +152,23 @@ def check_run_arguments(config) -> None:
     tok = M.load_tokenizer(t_spec, config.trust_remote_code)
     if d_spec.kind != "layers":
         M.check_tokenizers(tok, M.load_tokenizer(d_spec, config.trust_remote_code))
+    longest = 0
     for p in prompts:
-        if not tok(p.text).input_ids:
+        ids = tok(p.text).input_ids
+        if not ids:
             raise SpectermError(f"prompt {p.id!r} ({p.corpus}) encodes to zero tokens; remove it or give it some text.")
+        longest = max(longest, len(ids))
+    try:
+        target_config = _target_config(t_spec, config.trust_remote_code)
+    except SpectermError:
+        if d_spec.kind == "layers":
+            raise
+        target_config = None  # loading the model says what is wrong; no context to check against here
+    if target_config is not None:
+        check_context(longest, config.max_new_tokens, getattr(target_config, "max_position_embeddings", None))
     if d_spec.kind == "layers":
-        n = _config_layers(t_spec, config.trust_remote_code)
+        assert target_config is not None
+        n = int(target_config.num_hidden_layers)
         if not 1 <= d_spec.layers < n:
             raise SpectermError(f"layers:{d_spec.layers} must keep between 1 and {n - 1} of the target's {n} layers.")
 
@@ -254,6 +278,11 @@ def _barrier_and_merge(sh: tuple[int, int], final_out: Path) -> None:
 def merge_command(*, shards: list[Path], out: Path) -> None:
     """`specterm merge`: store.merge_runs, then one line saying what was merged."""
     from specterm.core.store import merge_runs
+    from specterm.core.store.atomic import check_visible_name, leftovers_line, sweep_leftovers
 
+    check_visible_name(out)
     path, streams = merge_runs(shards, out)
     print(f"merged {len(streams)} prompts from {len(shards)} shard(s) into {path}", file=sys.stderr)
+    swept = sweep_leftovers(path.parent)
+    if swept:
+        print(leftovers_line(path.parent, swept), file=sys.stderr)

@@ -202,3 +202,20 @@ def run(typer_app: Callable[[], Callable[[], Any]]) -> None:
 
         typer.secho(f"error: {printable(str(exc))}", err=True, fg=typer.colors.RED)
         raise SystemExit(2) from None
+    except OSError as exc:  # a path the file system refuses (a name over 255 bytes, ...): one sentence, never a traceback
+        import typer
+
+        typer.secho(f"error: {printable(os_error_sentence(exc))}", err=True, fg=typer.colors.RED)
+        raise SystemExit(2) from None
+
+
+def os_error_sentence(exc: OSError) -> str:
+    """One sentence for an OSError that reached the command line: what failed, on which path, what to do."""
+    import errno
+
+    where = f" {exc.filename}" if exc.filename is not None else ""
+    if exc.errno == errno.ENAMETOOLONG:
+        return f"the path{where} has a name longer than the file system allows (255 bytes per name); use a shorter name."
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"the disk is full writing{where}; free some space and run the command again."
+    return f"cannot use{where} ({exc.strerror or exc}); check the path and its permissions."

@@ -336,3 +336,14 @@ def test_confirm_measures_a_profile_first_only_where_none_matches(tmp_path, monk
     monkeypatch.setenv("SPECTERM_MACHINE_CPU", "AMD Ryzen 9")  # no profile of this machine: measured first
     cli._profile_first(path, None, None, None, None, None)
     assert called == [path]
+
+
+def test_a_profile_with_an_implausible_cost_is_refused_naming_it(tmp_path):
+    meta = {**legacy_meta(), "profiles": [*P.stored_or_migrated(legacy_meta())]}
+    bad = json.loads(json.dumps(meta))
+    bad["profiles"][1]["cost"]["c_decode_s"] = -1.0
+    path = write_run(tmp_path / "ok", meta, judged_streams())
+    assert [p.id for p in P.run_profiles(read_meta(path))] == [p["id"] for p in meta["profiles"]]
+    with pytest.raises(SpectermError, match=r"profiles\[1\]"):
+        write_run(tmp_path / "bad", bad, judged_streams())
+        load_run(tmp_path / "bad")

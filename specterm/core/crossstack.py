@@ -43,8 +43,10 @@ import numpy as np
 import numpy.typing as npt
 
 from specterm.core.blockwalk import block_accepts, block_counts
+from specterm.core.errors import SpectermError
 from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve
 from specterm.core.equivalence import EQUIVALENCE_MARGIN, chi2_power, paired_tokens_per_call
+from specterm.core.hardware.profiles import run_engine
 from specterm.core.params import BOOT, SEED
 from specterm.core.store import Run, Stream
 
@@ -188,14 +190,38 @@ def run_decisions(run: Run, boot: int = BOOT, seed: int = SEED) -> dict[str, dic
     return out
 
 
+def check_comparable(run_a: Run, run_b: Run) -> None:
+    """Refuse, in one sentence, a cross-stack comparison that would compare nothing: runs of different
+    model pairs (models named by their file's sha256 where known: store.model_key), runs of the same
+    engine (hardware.profiles.run_engine), or runs without a prompt in common (by corpus and id)."""
+    from specterm.core.store import model_key, model_label
+
+    for role in ("target", "draft"):
+        ka, kb = model_key(run_a.meta.get(role)), model_key(run_b.meta.get(role))
+        if ka is None or kb is None or ka != kb:
+            raise SpectermError(f"{run_a.name} and {run_b.name} were run with different {role} models "
+                                f"({model_label(run_a.meta.get(role))} vs {model_label(run_b.meta.get(role))}); "
+                                "compare runs of the same model pair.")
+    if run_engine(run_a.meta) == run_engine(run_b.meta):
+        raise SpectermError(f"{run_a.name} and {run_b.name} both come from {run_engine(run_a.meta)}; compare runs of two "
+                            "different engines (e.g. torch and llama.cpp).")
+    a = {(s.corpus, s.id) for s in run_a.streams}
+    if not any((s.corpus, s.id) in a for s in run_b.streams):
+        raise SpectermError(f"{run_a.name} and {run_b.name} have no prompt in common (by corpus and id); run both "
+                            "engines on the same prompts.")
+
+
 def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
-                engine_a: str | None = None, engine_b: str | None = "llama.cpp") -> dict[str, Any]:
+                engine_a: str | None = None, engine_b: str | None = None) -> dict[str, Any]:
     """The side-by-side comparison of the module docstring; run A is the reference (e.g. torch),
-    run B the other engine (e.g. llama.cpp, whose confirmations hold the real decoder's blocks)."""
+    run B the other engine (e.g. llama.cpp, whose confirmations hold the real decoder's blocks).
+    The engines' labels are each run's recorded backend (hardware.profiles.run_engine) unless given."""
+    engine_a = engine_a or run_engine(run_a.meta)
+    engine_b = engine_b or run_engine(run_b.meta)
     a_by = {(s.corpus, s.id): s for s in run_a.streams}
     b_by = {(s.corpus, s.id): s for s in run_b.streams}
     shared = sorted(set(a_by) & set(b_by))
-    real = {(r["corpus"], r["id"]): r for r in confirmation_prompts(run_b, engine_b)}
+    real = {(r["corpus"], r["id"]): r for r in confirmation_prompts(run_b, None if engine_b == "torch" else engine_b)}
     dec_a, dec_b = run_decisions(run_a), run_decisions(run_b)
     corpora: dict[str, Any] = {}
     for name in sorted({c for c, _ in shared}):

@@ -65,6 +65,7 @@ from specterm.core.store import (
     RunLock,
     Stream,
     check_unlocked,
+    check_writable,
     hardware_info,
     load_run,
     new_meta,
@@ -571,6 +572,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     from specterm.runner import headless_progress
 
     read_meta(Path(run))  # one sentence for a wrong path, before anything slow
+    check_writable(Path(run))  # a read-only or locked run: refused before models load and costs are timed
     if repeats < 1:
         raise SpectermError("--repeats must be at least 1.")
     if batch < 1:

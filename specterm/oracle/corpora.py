@@ -39,12 +39,26 @@ def _parse_jsonl(lines: list[str], source: str, default_corpus: str) -> list[Pro
             raise SpectermError(
                 f"{source} line {number} is not valid JSON ({exc.msg}); fix or remove that line."
             ) from None
+        except RecursionError:
+            raise SpectermError(f"{source} line {number} is nested too deeply; put one flat JSON object per line.") from None
+        except ValueError as exc:  # an integer beyond Python's digit limit
+            raise SpectermError(f"{source} line {number} cannot be read ({str(exc)[:80]}); fix or remove that line.") from None
         if not isinstance(record, dict) or not isinstance(record.get("prompt"), str):
             raise SpectermError(
                 f"{source} line {number} needs a JSON object with a string \"prompt\" field."
             )
+        for key in ("id", "corpus"):
+            if record.get(key) is not None and not isinstance(record[key], str):
+                raise SpectermError(f"{source} line {number}: \"{key}\" must be a string; fix that line.")
         corpus = str(record.get("corpus") or default_corpus)
-        prompts.append(Prompt(str(record.get("id") or f"{corpus}-{number}"), corpus, record["prompt"]))
+        prompt = Prompt(str(record.get("id") or f"{corpus}-{number}"), corpus, record["prompt"])
+        for key, value in (("id", prompt.id), ("corpus", prompt.corpus), ("prompt", prompt.text)):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise SpectermError(f"{source} line {number}: \"{key}\" holds a lone surrogate (an unpaired "
+                                    "\\ud800-\\udfff escape), which is not text; fix that line.") from None
+        prompts.append(prompt)
     return prompts
 
 
@@ -62,6 +76,9 @@ def _check_unique(prompts: list[Prompt], source: str) -> list[Prompt]:
     corpus takes a name the report uses for itself ("pooled")."""
     for p in prompts:
         check_corpus_name(p.corpus, source, "rename the corpus in the prompts file.")
+        if not p.corpus.isprintable():
+            raise SpectermError(f"{source}: the corpus name {p.corpus!r} holds a line break or another control "
+                                "character, which would split the rows of every table; rename the corpus.")
     check_unique(prompts, lambda i: source, "give every prompt a unique id within its corpus.")
     return prompts
 

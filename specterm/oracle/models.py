@@ -266,7 +266,21 @@ def load_model(ms: ModelSpec, device: str, dtype, trust_remote_code: bool = Fals
     model.to(device)
     model.eval()
     torch.set_grad_enabled(False)
+    exact_float32(device, dtype)
     return model
+
+
+def exact_float32(device: str, dtype) -> None:
+    """float32 on CUDA computes in IEEE float32: TF32 matmuls (cuBLAS) and convolutions (cuDNN) off.
+
+    torch leaves cuDNN's TF32 on by default, and an earlier setting in the process can turn
+    cuBLAS's on; with TF32 (a 10-bit mantissa) the float32 gate is not exact and a CUDA run is not
+    comparable with a CPU run bit for bit. Other dtypes are left alone."""
+    import torch
+
+    if str(device).startswith("cuda") and dtype == torch.float32:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
 
 
 def layer_skip_draft(target, k: int):

@@ -109,6 +109,7 @@ def load_pair(config: OracleConfig, report: ProgressCallback = lambda p: None) -
         import torch
 
         meta["gpu"] = torch.cuda.get_device_name(torch.device(device))
+        meta["tf32"] = bool(torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32)
     return LoadedPair(target, draft, tok_t, M.eos_ids(target, tok_t), meta)
 
 

@@ -105,6 +105,7 @@ if TYPE_CHECKING:
                                           RunLock,
                                           RunWriter,
                                           check_unlocked,
+                                          check_writable,
                                           hardware_info,
                                           lock_holder,
                                           new_meta,
@@ -144,7 +145,7 @@ _WHERE: dict[str, str] = {
         "stored_lines"
     ), "runs"),
     **dict.fromkeys((
-        "LOCK_FILE", "RunLock", "RunWriter", "check_unlocked", "hardware_info", "lock_holder", "new_meta",
+        "LOCK_FILE", "RunLock", "RunWriter", "check_unlocked", "check_writable", "hardware_info", "lock_holder", "new_meta",
         "resume_conflict", "write_meta_atomic"
     ), "writer"),
 }
@@ -168,7 +169,7 @@ __all__ = [
     "BOM", "CHECKSUM_FIELD", "FORMAT", "LOCK_FILE", "META_FILE", "PROB_ATOL", "PROB_SLACK", "RECORDS_FILE",
     "RESERVED_CORPUS_NAMES", "RESUME_SETTINGS", "SCHEMA_VERSION", "SETTING_FLAGS", "RecordBounds", "RepairResult",
     "Run", "RunFiles", "RunLock", "RunWriter", "StoredLine", "Stream", "bits_from_str", "bits_to_str", "check_corpus_name",
-    "check_unique", "check_unlocked", "decode_array", "decode_line", "discover_runs", "encode_array", "find_runs",
+    "check_unique", "check_unlocked", "check_writable", "decode_array", "decode_line", "discover_runs", "encode_array", "find_runs",
     "generation_settings", "group_label", "group_runs", "hardware_info", "iter_records", "load_run", "load_runs",
     "load_runs_lenient", "lock_holder", "measurement_key", "merge_runs", "merged_shard_names", "model_key",
     "model_label", "model_location", "models_dirs", "new_meta", "pair_key", "pair_label", "parse_meta", "pool_runs",

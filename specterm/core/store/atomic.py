@@ -11,6 +11,12 @@ directories 0777 less the umask (0644 / 0755 under the usual umask 022), like an
 creates, never mkstemp's private 0600 / 0700.
 
 An OSError becomes one sentence (`write_failure`): "No space left on device" says to free space.
+
+Every output file a person asks for (`report -o`, `crossstack -o`, the TUI's exports) goes through
+`write_output`: the same idiom, plus a refusal of a directory, a missing folder, a run directory and
+a run's own file names. A writer holds an flock on its temp name until the rename, so
+`sweep_leftovers` removes exactly the temp names of writers that died (a killed import, merge,
+repair or run), never a live one's.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,6 +39,11 @@ DIR_MODE = 0o777  # less the umask
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX
+    fcntl = None  # type: ignore[assignment]
+
 
 def is_temp_name(name: str) -> bool:
     """True for a name the store's writers use while a file or directory is unfinished (and for any
@@ -39,12 +51,31 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(".")
 
 
-def write_failure(path: str | os.PathLike[str], exc: OSError, advice: str = "check that the directory is writable") -> SpectermError:
-    """One sentence for an OSError met while writing `path` (a full disk says so and what to do)."""
+MAX_NAME_BYTES = 255  # the longest file name most file systems take (ext4, xfs, btrfs, APFS)
+
+
+def check_visible_name(out: str | os.PathLike[str], flag: str = "--out") -> None:
+    """Refuse a new run directory whose name starts with a dot (discovery never loads a hidden entry,
+    is_temp_name, so `specterm list` and the TUI would never show it) or whose path has a name longer
+    than MAX_NAME_BYTES (refused before anything slow, not by the first write)."""
+    if any(len(os.fsencode(part)) > MAX_NAME_BYTES for part in Path(out).parts):
+        raise SpectermError(f"{flag} {out} has a name longer than the file system allows ({MAX_NAME_BYTES} bytes per "
+                            "name); use a shorter name.")
+    if is_temp_name(Path(out).name):
+        raise SpectermError(f"{flag} {out} is a hidden name (it starts with a dot), which `specterm list` and the TUI "
+                            "never show; choose a name without the leading dot.")
+
+
+def write_failure(path: str | os.PathLike[str], exc: OSError, advice: str = "check that the directory is writable",
+                  again: str = "run the command again") -> SpectermError:
+    """One sentence for an OSError met while writing `path` (a full disk says so and what to do:
+    free space and `again`, e.g. "continue the run with --resume")."""
     if exc.errno == errno.ENOSPC:
-        return SpectermError(f"cannot write {path}: the disk is full (no space left on device); free some space and run the command again.")
+        return SpectermError(f"cannot write {path}: the disk is full (no space left on device); free some space and {again}.")
     if exc.errno == errno.EDQUOT:
-        return SpectermError(f"cannot write {path}: the disk quota is exceeded; free some space and run the command again.")
+        return SpectermError(f"cannot write {path}: the disk quota is exceeded; free some space and {again}.")
+    if exc.errno == errno.ENAMETOOLONG:
+        return SpectermError(f"cannot write {path}: a name in the path is longer than the file system allows; use a shorter name.")
     return SpectermError(f"cannot write {path} ({exc.strerror or exc}); {advice}.")
 
 
@@ -91,12 +122,15 @@ def open_append(path: str | os.PathLike[str], truncate_to: int | None = None) ->
 def write_atomic(target: str | os.PathLike[str], chunks: Iterable[bytes]) -> None:
     """Replace `target` with the concatenated `chunks` atomically (see the module docstring): a
     unique temp name beside it opened with O_EXCL | O_NOFOLLOW, fsync, rename, fsync the directory.
-    Raises OSError (the temp file is removed); `write_failure` turns it into one sentence."""
+    The temp file is locked (flock) from its creation until after the rename, so `sweep_leftovers`
+    tells a live writer's temp file from a dead one's. Raises OSError (the temp file is removed);
+    `write_failure` turns it into one sentence."""
     target = Path(target)
     tmp = _temp_name(target, TEMP_FILE_SUFFIX)
     fd = open_new_file(tmp)
     try:
-        with os.fdopen(fd, "wb") as fh:
+        _lock(fd)
+        with os.fdopen(fd, "wb", closefd=False) as fh:
             for chunk in chunks:
                 fh.write(chunk)
             fh.flush()
@@ -108,6 +142,8 @@ def write_atomic(target: str | os.PathLike[str], chunks: Iterable[bytes]) -> Non
         except OSError:
             pass
         raise
+    finally:
+        os.close(fd)
     fsync_dir(target.parent)
 
 
@@ -126,20 +162,124 @@ def write_json_atomic(target: str | os.PathLike[str], obj: Any) -> None:
     write_bytes_atomic(target, json_text(obj).encode("utf-8"))
 
 
+_HELD_DIRS: dict[Path, int] = {}  # temporary directories being built here -> their locked descriptor
+
+
+def _lock(fd: int) -> None:
+    """flock `fd` exclusively (the kernel drops it when the process dies); a no-op without fcntl."""
+    if fcntl is not None:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
 def make_temp_dir(target: Path) -> Path:
-    """A new, unique, empty directory beside `target` (`.NAME.XXXXXXXXXXXX.partial`) to build it in;
-    raises OSError."""
+    """A new, unique, empty directory beside `target` (`.NAME.XXXXXXXXXXXX.partial`) to build it in,
+    locked (flock on the directory) until publish_dir or discard_dir; raises OSError."""
     tmp = _temp_name(target, TEMP_DIR_SUFFIX)
     os.mkdir(tmp, DIR_MODE)
+    try:
+        fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_NOFOLLOW | _O_CLOEXEC)
+    except OSError:
+        os.rmdir(tmp)
+        raise
+    _lock(fd)
+    _HELD_DIRS[tmp] = fd
     return tmp
+
+
+def _release_dir(tmp: Path) -> None:
+    fd = _HELD_DIRS.pop(tmp, None)
+    if fd is not None:
+        os.close(fd)
 
 
 def publish_dir(tmp: Path, target: Path) -> None:
     """Rename the finished directory `tmp` to `target` (which must not exist) and fsync the parent."""
-    os.rename(tmp, target)
+    try:
+        os.rename(tmp, target)
+    finally:
+        _release_dir(tmp)
     fsync_dir(target.parent)
 
 
 def discard_dir(tmp: Path) -> None:
     """Remove an unfinished temporary directory (best effort)."""
     shutil.rmtree(tmp, ignore_errors=True)
+    _release_dir(tmp)
+
+
+_LEFTOVER = re.compile(r"^\..+\.[0-9a-f]{12}(\.tmp|\.partial)$")
+SWEEP_MIN_AGE_S = 2.0  # a writer locks its temp name right after creating it: never race that instant
+
+
+def sweep_leftovers(folder: str | os.PathLike[str]) -> list[str]:
+    """Remove the temp names in `folder` that a dead writer left (a killed import, merge, repair or
+    run: `.NAME.XXXXXXXXXXXX.tmp` files and `.partial` directories, named by _temp_name), and return
+    their names. A writer holds an flock on its temp name until it renames it, and the kernel drops
+    the lock when the writer dies: a temp name whose lock can be taken has no writer. Anything else
+    (other hidden entries, names a live writer holds, names younger than SWEEP_MIN_AGE_S) is left."""
+    import time
+
+    folder = Path(folder)
+    removed: list[str] = []
+    if fcntl is None:  # Windows: no flock, so no way to tell a dead writer
+        return removed  # type: ignore[unreachable]
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return removed
+    now = time.time()
+    for name in names:
+        if not _LEFTOVER.match(name):
+            continue
+        path = folder / name
+        try:
+            info = os.lstat(path)
+            if now - info.st_mtime < SWEEP_MIN_AGE_S:
+                continue
+            fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # its writer is alive
+            if name.endswith(TEMP_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+            removed.append(name)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
+def leftovers_line(folder: str | os.PathLike[str], removed: list[str]) -> str:
+    """The one line that says what sweep_leftovers removed."""
+    return f"removed {len(removed)} leftover(s) of interrupted writes in {folder}: {', '.join(removed)}"
+
+
+RUN_FILE_NAMES = ("run.json", "prompts.jsonl", "run.lock")  # store/meta.py META_FILE, RECORDS_FILE; writer.py LOCK_FILE
+
+
+def write_output(target: str | os.PathLike[str], data: bytes, advice: str = "choose another -o path") -> Path:
+    """Write an output file (a report, a cross-stack table, an export) with the one writer idiom
+    (write_atomic: never partial, never through a symlink), or refuse in one sentence: a directory,
+    a folder that does not exist, a run directory (one holding run.json) or a run's own file names.
+    Returns the path written."""
+    target = Path(target)
+    try:
+        if target.is_dir():
+            raise SpectermError(f"{target} is a directory; pass a file name, e.g. {target / 'report.md'}.")
+        parent = target.parent
+        if not parent.is_dir():
+            raise SpectermError(f"the directory {parent} does not exist; create it or {advice}.")
+        if target.name in RUN_FILE_NAMES or (parent / RUN_FILE_NAMES[0]).exists():
+            raise SpectermError(f"{target} is inside a run directory or is a run's own file, which specterm never "
+                                f"overwrites with a report; {advice}.")
+        write_bytes_atomic(target, data)
+    except OSError as exc:
+        raise write_failure(target, exc, advice) from None
+    return target

@@ -3,6 +3,18 @@
 A run.json whose fields have the wrong types is refused with one sentence naming the field (so
 `list`, `report` and the TUI skip that run with a warning instead of crashing on it). Unknown
 fields are allowed (later versions add some); known ones must have their type or be null.
+
+Checksum: every run.json written by the store carries `meta_checksum`, the first 16 hex digits of
+the sha256 of its canonical JSON (sorted keys, ASCII escapes, no spaces) without that field
+(`meta_checksum`, `seal_meta`); a load verifies it, and a run.json whose checksum does not match
+(a flipped bit, a hand edit) is refused naming the fix (`specterm repair RUN` accepts an edit after
+checking every field, and writes the checksum again). A run.json without the field is a legacy run
+(written before run.json had a checksum, e.g. the shipped runs): it is accepted with every field
+and range check below, and `repair` adds the checksum.
+
+Costs: every cost value is range-checked (`check_cost_values`: positive, finite, plausible), and
+`records`, the number of records the run's writers know they wrote (a lower bound, written after
+each append), lets a load tell a truncated prompts.jsonl from a short run (store/runs.py).
 """
 
 from __future__ import annotations
@@ -14,6 +26,22 @@ from typing import TYPE_CHECKING, Any
 
 from specterm.core.errors import SpectermError
 
+
+
+def _sha256(data: bytes) -> str:
+    """Hex sha256 of `data` by the interpreter's builtin module (_sha2 from Python 3.12, _sha256
+    before), without hashlib's import: its OpenSSL load is ~5-10 ms of a warm open (issue 21)."""
+    import importlib
+
+    for name in ("_sha2", "_sha256"):
+        try:
+            return str(importlib.import_module(name).sha256(data).hexdigest())
+        except ImportError:
+            continue
+    import hashlib  # pragma: no cover - an interpreter without the builtin module
+
+    return hashlib.sha256(data).hexdigest()
+
 if TYPE_CHECKING:
     from specterm.core.store.records import RecordBounds  # imported by record_bounds: no numpy for read_meta
 
@@ -21,6 +49,23 @@ FORMAT = "specterm-run"
 SCHEMA_VERSION = 1
 META_FILE = "run.json"
 RECORDS_FILE = "prompts.jsonl"
+META_CHECKSUM_FIELD = "meta_checksum"
+RECORDS_FIELD = "records"
+
+
+def meta_checksum(meta: dict[str, Any]) -> str:
+    """First 16 hex digits of sha256(canonical JSON of `meta` without META_CHECKSUM_FIELD); canonical =
+    sorted keys, ASCII escapes, no spaces, so the spacing and key order of the file do not matter."""
+    payload = {k: v for k, v in meta.items() if k != META_CHECKSUM_FIELD}
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return _sha256(text.encode("ascii"))[:16]
+
+
+def seal_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """`meta` with its checksum (META_CHECKSUM_FIELD, last), as every writer of run.json stores it."""
+    out = {k: v for k, v in meta.items() if k != META_CHECKSUM_FIELD}
+    out[META_CHECKSUM_FIELD] = meta_checksum(out)
+    return out
 
 def read_meta_bytes(path: Path) -> tuple[Path, bytes]:
     """(path of run.json, its bytes) of the run directory `path`; SpectermError (one sentence) when it is
@@ -37,15 +82,17 @@ def read_meta_bytes(path: Path) -> tuple[Path, bytes]:
         raise SpectermError(f"cannot read {meta_path} ({exc.strerror}); check its permissions.") from None
 
 
-def read_meta(path: Path) -> dict[str, Any]:
-    """The validated run.json of the run directory `path`; SpectermError (one sentence) on any problem."""
+def read_meta(path: Path, verify: bool = True) -> dict[str, Any]:
+    """The validated run.json of the run directory `path`; SpectermError (one sentence) on any problem.
+    `verify=False`: a checksum that does not match is not an error (repair, which writes it again)."""
     meta_path, raw = read_meta_bytes(path)
-    return parse_meta(raw, meta_path)
+    return parse_meta(raw, meta_path, verify)
 
 
-def parse_meta(raw: bytes, meta_path: Path) -> dict[str, Any]:
+def parse_meta(raw: bytes, meta_path: Path, verify: bool = True) -> dict[str, Any]:
     """The validated metadata held by `raw`, the bytes of `meta_path` (read_meta, or a load that
-    read the run's files once: store/runs.py read_run_files)."""
+    read the run's files once: store/runs.py read_run_files); its checksum verified (module
+    docstring) unless `verify` is False."""
     try:
         meta = json.loads(raw.decode("utf-8-sig"))
     except RecursionError:
@@ -62,7 +109,11 @@ def parse_meta(raw: bytes, meta_path: Path) -> dict[str, Any]:
         raise SpectermError(
             f"{meta_path} was written with stream schema {version}, newer than this specterm reads ({SCHEMA_VERSION}); upgrade specterm."
         )
-    validate_meta(meta, meta_path)
+    validate_meta(meta, meta_path)  # first: a field that is wrong whatever the checksum says is named
+    stored = meta.get(META_CHECKSUM_FIELD)
+    if stored is not None and verify and stored != meta_checksum(meta):
+        raise SpectermError(f"{meta_path} does not match its checksum (it was edited or damaged); restore it, or run "
+                            f"`specterm repair {meta_path.parent}` to check every field and accept the edit.")
     return meta
 
 
@@ -96,6 +147,8 @@ _META_FIELDS: dict[str, tuple[Any, str]] = {
     "confirmations": (lambda v: isinstance(v, list), "a list"),
     "merged_from": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of directory names"),
     "checksums": (lambda v: isinstance(v, bool), "true or false"),
+    META_CHECKSUM_FIELD: (lambda v: isinstance(v, str), "a string"),
+    RECORDS_FIELD: (lambda v: _is_int(v) and v >= 0, "a non-negative integer"),
     "tokenizer_vocab": (lambda v: _is_int(v) and v > 0, "a positive integer"),
     "shard": (lambda v: isinstance(v, list) and len(v) == 2 and all(_is_int(x) for x in v) and 0 <= v[0] < v[1],
               "[i, N] with 0 <= i < N"),
@@ -136,6 +189,86 @@ def _cost_value_ok(key: str, value: Any) -> bool:
     return True
 
 
+MAX_COST_S = 3600.0  # one forward pass, one draft token or one verification: an hour is not a measurement
+MAX_R = 100.0  # c_draft / c_verify: a draft a hundred times slower than verifying is not a draft
+MAX_CONTEXT = 10_000_000  # tokens of context a cost was timed at
+_INT_RANGES = {"context": (1, MAX_CONTEXT), "repeats": (1, 1_000_000), "threads": (1, 65_536), "r_gamma": (1, 1024)}
+
+
+def _cost_range(key: str) -> tuple[float, float, bool] | None:
+    """(low, high, low allowed) of a cost entry's numbers, or None for an entry with no range (notes,
+    methods, the fitted line, earlier records)."""
+    if key.startswith("c_") and key.endswith("_s"):
+        spread = key.endswith("_iqr_s")  # a spread may be 0
+        return (0.0, MAX_COST_S, spread)
+    if key.startswith("samples"):
+        return (0.0, MAX_COST_S, False)
+    if key in ("r_measured", "r_by_gamma"):
+        return (0.0, MAX_R, False)
+    return None
+
+
+def check_cost_values(cost: dict[str, Any], where: str) -> None:
+    """Refuse (SpectermError naming `where` and the field) any cost value that is not a measured
+    cost: seconds (c_*_s: a number or a table by g; samples*: lists) finite, above 0 and at most
+    MAX_COST_S (spreads, *_iqr_s, may be 0); r_measured and r_by_gamma in (0, MAX_R]; context,
+    repeats, threads and r_gamma integers in their ranges (_INT_RANGES). Types are checked too.
+    Applies to any cost dict: run.json "cost", a confirmation's "cost", a cost profile's."""
+    for key, value in cost.items():
+        if value is None:
+            continue
+        bad = None if _cost_value_ok(key, value) else f"holds {_type_name(value)}, which is not a measured cost"
+        if bad is None and key in _INT_RANGES:
+            lo_i, hi_i = _INT_RANGES[key]
+            if not lo_i <= value <= hi_i:
+                bad = f"is {value}, outside [{lo_i}, {hi_i}]"
+        bounds = _cost_range(key) if bad is None else None
+        if bounds is not None:
+            lo, hi, low_ok = bounds
+            if isinstance(value, dict):
+                items = [(f"{key}.{k}", v) for k, v in value.items()]
+                if key.startswith("samples"):
+                    items = [(f"{key}.{k}[{i}]", x) for k, v in value.items() for i, x in enumerate(v)]
+            else:
+                items = [(key, value)]
+            for name, x in items:
+                if not (lo < x <= hi or (low_ok and x == lo)):
+                    shown = f"{x:.6g}" if isinstance(x, (int, float)) and math.isfinite(x) else str(x)
+                    key, bad = name, f"is {shown}, outside {'[' if low_ok else '('}{lo:g}, {hi:g}]"
+                    break
+        if bad is not None:
+            raise SpectermError(f"{where}: 'cost.{key}' {bad}; the file is corrupt, restore it or re-measure the costs "
+                                "(`specterm run --resume --remeasure-cost`).")
+        if key == "earlier":
+            for i, old in enumerate(value):
+                check_cost_values(old, f"{where} (cost.earlier[{i}])")
+    _check_cost_scale(cost, where)
+
+
+MAX_COST_SPREAD = 1e4  # a verification of g tokens within 10^4 of one target decode step (both target forwards)
+
+
+def _check_cost_scale(cost: dict[str, Any], where: str) -> None:
+    """Refuse target seconds that are each plausible but not together: every c_verify*_s (a target
+    forward of g + 1 tokens; not a spread) within a factor MAX_COST_SPREAD of c_decode_s (a target
+    forward of one), so S_hw = E c_decode / (c_verify + g c_draft) stays below (g + 1) 10^4 instead
+    of printing as 10^30 x. The draft may be arbitrarily cheap (a negligible draft is a limit case)."""
+    decode = cost.get("c_decode_s")
+    if not (isinstance(decode, (int, float)) and _is_number(decode) and decode > 0):
+        return
+    base = float(decode)
+    for key, value in cost.items():
+        if not (key.startswith("c_verify") and key.endswith("_s")) or key.endswith("_iqr_s"):
+            continue
+        items = value.items() if isinstance(value, dict) else [("", value)]
+        for sub, x in items:
+            if _is_number(x) and x > 0 and not base / MAX_COST_SPREAD <= x <= base * MAX_COST_SPREAD:
+                name = f"{key}.{sub}" if sub else key
+                raise SpectermError(f"{where}: 'cost.{name}' is {x:.6g} s against c_decode_s {base:.6g} s, more than "
+                                    f"{MAX_COST_SPREAD:g} times apart, which no measurement gives; the file is corrupt, "
+                                    "restore it or re-measure the costs (`specterm run --resume --remeasure-cost`).")
+
+
 def _check_fields(obj: dict[str, Any], fields: dict[str, tuple[Any, str]], prefix: str, where: Path) -> None:
     for key, (ok, what) in fields.items():
         value = obj.get(key)
@@ -154,10 +287,19 @@ def validate_meta(meta: dict[str, Any], where: Path) -> None:
         _check_fields(meta["generation"], _GENERATION_FIELDS, "generation.", where)
     cost = meta.get("cost")
     if isinstance(cost, dict):
-        for key, value in cost.items():
-            if value is not None and not _cost_value_ok(key, value):
-                raise SpectermError(f"{where}: 'cost.{key}' holds {_type_name(value)}, which is not a measured cost; "
-                                    "the file is corrupt, restore it or re-measure with `specterm run --resume --remeasure-cost`.")
+        check_cost_values(cost, str(where))
+    confirmations = meta.get("confirmations")
+    for i, conf in enumerate(confirmations if isinstance(confirmations, list) else []):
+        if isinstance(conf, dict) and isinstance(conf.get("cost"), dict):
+            check_cost_values(conf["cost"], f"{where} (confirmations[{i}])")
+    profiles = meta.get("profiles")
+    if profiles is not None and not isinstance(profiles, list):
+        raise SpectermError(f"{where}: 'profiles' must be a list of cost profiles; the file is corrupt, restore it.")
+    for i, prof in enumerate(profiles or []):
+        if not isinstance(prof, dict) or not isinstance(prof.get("cost"), dict) or not isinstance(prof.get("id"), str):
+            raise SpectermError(f"{where}: profiles[{i}] is not a cost profile (an object with an id and a cost); "
+                                "the file is corrupt, restore it.")
+        check_cost_values(prof["cost"], f"{where} (profiles[{i}])")
 
 
 def record_bounds(meta: dict[str, Any]) -> RecordBounds:

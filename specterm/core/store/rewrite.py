@@ -19,10 +19,20 @@ from specterm.core.store.atomic import (
     json_text,
     make_temp_dir,
     publish_dir,
+    sweep_leftovers,
     write_atomic,
     write_failure,
 )
-from specterm.core.store.meta import META_FILE, RECORDS_FILE, read_meta, record_bounds
+from specterm.core.store.meta import (
+    META_CHECKSUM_FIELD,
+    META_FILE,
+    RECORDS_FIELD,
+    RECORDS_FILE,
+    meta_checksum,
+    read_meta,
+    record_bounds,
+    seal_meta,
+)
 from specterm.core.store.models import model_key
 from specterm.core.store.records import (
     CHECKSUM_FIELD,
@@ -32,7 +42,7 @@ from specterm.core.store.records import (
     record_checksum,
     record_line,
 )
-from specterm.core.store.runs import load_runs, split_damaged_tail, stored_lines
+from specterm.core.store.runs import load_run, split_damaged_tail, stored_lines
 from specterm.core.store.writer import RunLock, resume_conflict, write_meta_atomic
 
 
@@ -49,7 +59,8 @@ def write_run(path: str | os.PathLike[str], meta: dict[str, Any], streams: Itera
     except OSError as exc:
         raise SpectermError(f"cannot create {path} ({exc.strerror}); choose another --out.") from None
     try:
-        meta = {**meta, "checksums": True}
+        streams = list(streams)
+        meta = seal_meta({**meta, "checksums": True, RECORDS_FIELD: len(streams)})
         write_atomic(tmp / META_FILE, (json_text(meta).encode("utf-8"),))
         write_atomic(tmp / RECORDS_FILE, (record_line(s) for s in streams))
         publish_dir(tmp, path)
@@ -70,7 +81,41 @@ def merge_runs(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[s
     shard_paths = [Path(p) for p in paths]
     if len({p.resolve() for p in shard_paths}) < len(shard_paths):
         raise SpectermError("a shard is named twice; it is in more than one shard position, and merge refuses to duplicate it.")
-    runs = load_runs(shard_paths)
+    locks = []
+    try:
+        for p in shard_paths:
+            read_meta(p)  # not a run: its own sentence, before a lock file is made in it
+            locks.append(RunLock(p).acquire())  # a shard still being written is refused (its writer holds it)
+        return _merge_locked(shard_paths, out)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def incomplete_tail(path: Path) -> str | None:
+    """Why the run at `path` is unfinished, or None: its prompts.jsonl ends in a torn line (a writer
+    stopped in the middle of a prompt) that no load keeps."""
+    lines = stored_lines(path)
+    if not lines or lines[-1].complete:
+        return None
+    last = lines[-1]
+    meta = read_meta(path)
+    try:
+        decode_line(last.raw, "tail", require_checksum=meta.get("checksums") is True, bounds=record_bounds(meta))
+        return None  # a whole record that only lost its newline
+    except SpectermError:
+        pass
+    return f"its last line ({path / RECORDS_FILE}:{last.lineno}) is a prompt whose writing was interrupted"
+
+
+def _merge_locked(shard_paths: list[Path], out: str | os.PathLike[str]) -> tuple[Path, list[Stream]]:
+    runs = []
+    for p in shard_paths:
+        why = incomplete_tail(p)
+        if why is not None:
+            raise SpectermError(f"shard {p} is incomplete: {why}; finish it with `specterm run ... --resume` (or "
+                                f"`specterm repair {p}`) before merging.")
+        runs.append(load_run(p))
     first = runs[0].meta
     for r in runs[1:]:
         for key in ("target", "draft"):
@@ -109,7 +154,7 @@ def repair_run(path: str | os.PathLike[str]) -> RepairResult:
     copies of a (corpus, id) already kept, gives every kept record a checksum, and replaces the file
     atomically (a temp file beside it, fsync'ed, renamed) under the run's lock."""
     path = Path(path)
-    meta = read_meta(path)
+    meta = read_meta(path, verify=False)  # a run.json that fails its checksum is checked field by field and sealed again
     rec_path = path / RECORDS_FILE
     require = meta.get("checksums") is True
     with RunLock(path):
@@ -156,6 +201,16 @@ def repair_run(path: str | os.PathLike[str]) -> RepairResult:
                 added += 1
             else:
                 kept.append(raw)
+        expected = meta.get(RECORDS_FIELD)
+        if type(expected) is int and len(kept) < expected:
+            notes.append(f"recovered {len(kept)} of the {expected} records run.json says were written; "
+                         f"the other {expected - len(kept)} are lost (restore the file from a copy to get them back)")
+        resealed = meta.get(META_CHECKSUM_FIELD) is not None and meta[META_CHECKSUM_FIELD] != meta_checksum(meta)
+        if resealed:
+            notes.append(f"{META_FILE} did not match its checksum; every field was checked and the checksum written again")
+        swept = sweep_leftovers(path)
+        if swept:
+            notes.append(f"removed {len(swept)} leftover(s) of interrupted writes: {', '.join(swept)}")
         result = RepairResult(kept=len(kept), dropped=dropped, checksummed=added,
                               mended_tail=mended and not any(d.startswith(f"line {lines[-1].lineno}:") for d in dropped + notes),
                               notes=notes)
@@ -164,6 +219,6 @@ def repair_run(path: str | os.PathLike[str]) -> RepairResult:
                 write_atomic(rec_path, (line + b"\n" for line in kept))
             except OSError as exc:
                 raise write_failure(rec_path, exc, "the run is unchanged") from None
-            if not require:
-                write_meta_atomic(path, {**meta, "checksums": True})
+        if result.changed or not require or META_CHECKSUM_FIELD not in meta or expected != len(kept):
+            write_meta_atomic(path, {**meta, "checksums": True, RECORDS_FIELD: len(kept)})
     return result

@@ -29,7 +29,7 @@ from typing import Any
 
 from specterm.core.errors import SpectermError
 from specterm.core.store.files import RunFiles, read_records_file, read_run_files
-from specterm.core.store.meta import META_FILE, RECORDS_FILE, parse_meta, read_meta, record_bounds
+from specterm.core.store.meta import META_FILE, RECORDS_FIELD, RECORDS_FILE, parse_meta, read_meta, record_bounds
 from specterm.core.store.records import BOM, Stream, check_unique, decode_line
 
 
@@ -145,15 +145,26 @@ def load_run(path: str | os.PathLike[str], files: RunFiles | None = None) -> Run
         files = read_run_files(path)
     run = Run(path=path, meta=parse_meta(files.meta, path / META_FILE))
     lines: list[int] = []
-    if files.records is None:
-        return run
-    for lineno, stream in iter_records(path, run.meta, run.warnings.append, files.records):
-        run.streams.append(stream)
-        lines.append(lineno)
     rec_path = path / RECORDS_FILE
-    check_unique(run.streams, lambda i: f"{rec_path}:{lines[i]}",
-                 "the file is corrupt; `specterm repair RUN` keeps the first copy and drops the rest.")
+    if files.records is not None:
+        for lineno, stream in iter_records(path, run.meta, run.warnings.append, files.records):
+            run.streams.append(stream)
+            lines.append(lineno)
+        check_unique(run.streams, lambda i: f"{rec_path}:{lines[i]}",
+                     "the file is corrupt; `specterm repair RUN` keeps the first copy and drops the rest.")
+    check_record_count(run.meta, len(run.streams), rec_path)
     return run
+
+
+def check_record_count(meta: dict[str, Any], found: int, rec_path: Path) -> None:
+    """Refuse a prompts.jsonl holding fewer records than run.json's `records` (the count its writers
+    wrote after each record: a lower bound), i.e. one truncated or with lines deleted, in one
+    sentence; a run without the count (written before it existed) is not checked."""
+    expected = meta.get(RECORDS_FIELD)
+    if type(expected) is int and found < expected:
+        raise SpectermError(f"{rec_path} holds {found} records but run.json says {expected} were written (the file was "
+                            f"truncated or lines were deleted); restore it, or run `specterm repair {rec_path.parent}` "
+                            f"to keep the {found} that remain.")
 
 
 def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[Run]:

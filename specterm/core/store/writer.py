@@ -20,12 +20,16 @@ from specterm.core.errors import SpectermError
 from specterm.core.store.atomic import (
     FILE_MODE,
     open_append,
+    leftovers_line,
+    open_new_file,
+    sweep_leftovers,
     write_failure,
     write_json_atomic,
 )
 from specterm.core.store.meta import (
     FORMAT,
     META_FILE,
+    RECORDS_FIELD,
     RECORDS_FILE,
     RESUME_SETTINGS,
     SCHEMA_VERSION,
@@ -33,12 +37,14 @@ from specterm.core.store.meta import (
     generation_settings,
     read_meta,
     record_bounds,
+    seal_meta,
 )
 from specterm.core.store.models import model_key, model_label
 from specterm.core.store.records import BOM, Stream, decode_line, record_line
 from specterm.core.store.runs import load_run, split_damaged_tail
 
 LOCK_FILE = "run.lock"
+RESUME = "continue the run with `specterm run ... --resume`"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 try:
@@ -92,7 +98,10 @@ class RunLock:
             fh.write(f"{os.getpid()}\n")
             fh.flush()
         except OSError as exc:
-            fh.close()
+            try:  # closing flushes the pid again: on a full disk that fails too, and must not hide this sentence
+                fh.close()
+            except OSError:
+                pass
             raise write_failure(lock_path, exc) from None
         self._fh = fh
         return self
@@ -121,6 +130,21 @@ def check_unlocked(path: str | os.PathLike[str]) -> None:
     path = Path(path)
     if (path / LOCK_FILE).exists() or (path / LOCK_FILE).is_symlink():
         RunLock(path).acquire().release()
+
+
+def check_writable(path: str | os.PathLike[str], why: str = "this command records its result in run.json") -> None:
+    """Refuse, in one sentence and before anything slow, a run directory this session cannot write:
+    one locked by another session, or read-only (taking its lock opens run.lock for writing, and a
+    temporary file is made and removed beside run.json, as every rewrite of run.json does)."""
+    path = Path(path)
+    RunLock(path).acquire().release()
+    probe = path / f".{META_FILE}.{os.urandom(6).hex()}.tmp"
+    try:
+        os.close(open_new_file(probe))
+        os.unlink(probe)
+    except OSError as exc:
+        raise SpectermError(f"cannot write in {path} ({exc.strerror}); {why}: make the run writable or copy it "
+                            "somewhere writable first.") from None
 
 
 # ---------------------------------------------------------------------------------- metadata ---
@@ -186,7 +210,7 @@ class RunWriter:
         self.warnings: list[str] = []
         self.lock = RunLock(self.path)
         meta_path = self.path / META_FILE
-        if meta_path.exists():
+        if meta_path.exists() or meta_path.is_symlink():
             if not resume:
                 raise SpectermError(f"{self.path} already holds a run; pass --resume to continue it or choose another --out.")
             self.lock.acquire()
@@ -196,6 +220,9 @@ class RunWriter:
                 if conflict:
                     raise SpectermError(f"{self.path} {conflict}; resume with the same settings or choose another --out.")
                 self.meta = old
+                swept = sweep_leftovers(self.path)  # a killed repair's or run.json writer's temp file
+                if swept:
+                    self.warnings.append(leftovers_line(self.path, swept))
                 self._mend_tail()
                 self.done = {(s.corpus, s.id) for s in load_run(self.path).streams}
             except BaseException:
@@ -274,8 +301,10 @@ class RunWriter:
                 fh.flush()
                 os.fsync(fh.fileno())
         except OSError as exc:
-            raise write_failure(rec_path, exc, "nothing of this prompt was kept") from None
+            raise write_failure(rec_path, exc, "nothing of this prompt was kept", RESUME) from None
         self.done.add(key)
+        # written after the record: the count is a lower bound a load checks prompts.jsonl against (store/runs.py)
+        self.update_meta(**{RECORDS_FIELD: len(self.done)})
 
     def close(self) -> None:
         self.lock.release()
@@ -289,8 +318,9 @@ class RunWriter:
 
 def write_meta_atomic(path: Path, meta: dict[str, Any]) -> None:
     """Replace `path`/run.json atomically (store/atomic.py: a unique temp file beside it, fsync'ed,
-    renamed, the directory fsync'ed); a failure (a full disk) is one sentence, the old file intact."""
+    renamed, the directory fsync'ed), with its checksum (meta.seal_meta); a failure (a full disk) is
+    one sentence, the old file intact."""
     try:
-        write_json_atomic(Path(path) / META_FILE, meta)
+        write_json_atomic(Path(path) / META_FILE, seal_meta(meta))
     except OSError as exc:
         raise write_failure(Path(path) / META_FILE, exc) from None

@@ -30,6 +30,10 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
                                 "at a time); drop it.")
     if spec_gamma:
         raise SpectermError("--spec-gamma does not apply to --backend llama.cpp (y is llama.cpp's serial greedy); drop it.")
+    for flag, spec in (("--target", target), ("--draft", draft)):
+        if str(spec).startswith("layers:"):
+            raise SpectermError(f"{flag} {spec}: a layer-skip self-draft runs only with --backend torch; give a .gguf "
+                                "file for --backend llama.cpp.")
     threads = 1 if threads is None else threads
     if threads < 1:
         raise SpectermError("--threads must be at least 1.")
