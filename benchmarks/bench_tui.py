@@ -121,6 +121,49 @@ def child_specterm(out_file: str, paths: list[str], stepping: bool, start_only: 
     importlib.import_module(entry).main()
 
 
+async def step_tokens(app, marks: Marks) -> None:
+    """STEPS token steps on Streams, each timed to its frame."""
+    from specterm.widgets.tokens import TokenView
+
+    await app.switch_mode("streams")
+    await painted(app)
+    view = app.screen.query_one(TokenView)
+    times = []
+    for _ in range(STEPS):
+        t0 = time.perf_counter()
+        view.action_step(1)
+        times.append(await painted(app) - t0)
+    marks.data["step"] = times
+
+
+async def visit_screens(app, marks: Marks, modes: list[str]) -> None:
+    """Every screen twice (first visits mount them), then `M` to the second pair and back, each timed to its frame."""
+    for label in ("switch_first", "switch_again"):  # first visits mount the screens
+        times = {}
+        for mode in modes[1:] + modes[:1]:
+            t0 = time.perf_counter()
+            await app.switch_mode(mode)
+            times[mode] = await painted(app) - t0
+        marks.data[label] = times
+    await app.switch_mode(modes[0])
+    await painted(app)
+    if app.n_model_groups > 1:
+        for label in ("models_new", "models_cached"):  # to the second pair (analysed), back (cached)
+            app._complete.clear()
+            t0 = time.perf_counter()
+            app.action_next_models()
+            await app._complete.wait()
+            marks.data[label] = await painted(app) - t0
+            await asyncio.sleep(IDLE_S)
+
+
+def mark_after_refresh(app, marks: Marks, names: tuple[str, ...]) -> None:
+    """Mark each of `names` not marked yet once the next frame is painted."""
+    for name in names:
+        if name not in marks.data:
+            app.call_after_refresh(marks.since_start, name)
+
+
 def instrumented(app_module, marks: Marks, stepping: bool, start_only: bool):
     """The app class of `specterm open`, with the bench's marks and key sequence."""
     SpectermApp, SCREENS = app_module.SpectermApp, app_module.SCREENS
@@ -144,11 +187,8 @@ def instrumented(app_module, marks: Marks, stepping: bool, start_only: bool):
             if report is None:
                 return
             complete = not getattr(self, "ci_pending", False)
-            if "table" not in marks.data:
-                self.call_after_refresh(marks.since_start, "table")
+            mark_after_refresh(self, marks, ("table", "cis") if complete else ("table",))
             if complete:
-                if "cis" not in marks.data:
-                    self.call_after_refresh(marks.since_start, "cis")
                 self._complete.set()
                 if not self._started:
                     self._started = True
@@ -171,35 +211,9 @@ def instrumented(app_module, marks: Marks, stepping: bool, start_only: bool):
                 return
             await asyncio.sleep(IDLE_S)  # a person reads the first table before pressing a key
             if stepping:
-                from specterm.widgets.tokens import TokenView
-
-                await self.switch_mode("streams")
-                await self._after_paint()
-                view = self.screen.query_one(TokenView)
-                times = []
-                for _ in range(STEPS):
-                    t0 = time.perf_counter()
-                    view.action_step(1)
-                    times.append(await self._after_paint() - t0)
-                marks.data["step"] = times
+                await step_tokens(self, marks)
             else:
-                for label in ("switch_first", "switch_again"):  # first visits mount the screens
-                    times = {}
-                    for mode in modes[1:] + modes[:1]:
-                        t0 = time.perf_counter()
-                        await self.switch_mode(mode)
-                        times[mode] = await self._after_paint() - t0
-                    marks.data[label] = times
-                await self.switch_mode(modes[0])
-                await self._after_paint()
-                if self.n_model_groups > 1:
-                    for label in ("models_new", "models_cached"):  # to the second pair (analysed), back (cached)
-                        self._complete.clear()
-                        t0 = time.perf_counter()
-                        self.action_next_models()
-                        await self._complete.wait()
-                        marks.data[label] = await self._after_paint() - t0
-                        await asyncio.sleep(IDLE_S)
+                await visit_screens(self, marks, modes)
             marks.save()
             self.exit()
 
@@ -332,6 +346,38 @@ def ms(x: float) -> str:
     return f"{x * 1000:.0f}"
 
 
+def measure_rounds(args, runs: list[str], base_tree) -> tuple[dict[str, list], dict[str, list[float]]]:
+    """args.repeat interleaved rounds of cold, warm, baseline and bare starts (and steps with --stepping)."""
+    med = statistics.median
+    short = args.start_only
+    ours: dict[str, list] = {"cold": [], "warm": [], "base": [], "bare": []}
+    steps: dict[str, list[float]] = {"ours": [], "base": [], "bare": []}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        long = str(long_run(tmp)) if args.stepping else ""
+        if BYTECODE_CACHE:  # one untimed start per tree fills the bytecode cache
+            for tree in (ROOT,) if args.no_baseline else (ROOT, base_tree):
+                measure("specterm", runs, tmp, tree=tree, cache=tmp / "warm-up", start_only=True)
+            measure("bare", [], tmp)
+        for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all alike
+            cache = tmp / f"cache-{i}"
+            ours["cold"].append(measure("specterm", runs, tmp, cache=cache, start_only=short))  # fills the cache
+            ours["warm"].append(measure("specterm", runs, tmp, cache=cache, start_only=short))
+            if not args.no_baseline:
+                ours["base"].append(measure("specterm", runs, tmp, tree=base_tree, start_only=short))
+            ours["bare"].append(measure("bare", [], tmp))
+            base_s = f"{ours['base'][-1]['table']:.2f}" if ours["base"] else "-"
+            print(f"round {i + 1}: first table cold {ours['cold'][-1]['table']:.2f} s, warm {ours['warm'][-1]['table']:.2f} s, "
+                  f"baseline {base_s} s, bare first paint {ours['bare'][-1]['first_paint']:.2f} s; "
+                  f"load avg {os.getloadavg()[0]:.2f}", flush=True)
+            if args.stepping:
+                steps["ours"].append(med(measure("specterm", [long], tmp, stepping=True)["step"]))
+                steps["base"].append(med(measure("specterm", [long], tmp, stepping=True, tree=base_tree)["step"]))
+                steps["bare"].append(med(measure("bare", [], tmp, stepping=True)["step"]))
+
+    return ours, steps
+
+
 def main() -> None:
     global BYTECODE_CACHE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -372,30 +418,7 @@ def main() -> None:
 
     med = statistics.median
     short = args.start_only
-    ours: dict[str, list] = {"cold": [], "warm": [], "base": [], "bare": []}
-    steps: dict[str, list[float]] = {"ours": [], "base": [], "bare": []}
-    with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        long = str(long_run(tmp)) if args.stepping else ""
-        if BYTECODE_CACHE:  # one untimed start per tree fills the bytecode cache
-            for tree in (ROOT,) if args.no_baseline else (ROOT, base_tree):
-                measure("specterm", runs, tmp, tree=tree, cache=tmp / "warm-up", start_only=True)
-            measure("bare", [], tmp)
-        for i in range(args.repeat):  # interleaved, so drift in the machine's load hits all alike
-            cache = tmp / f"cache-{i}"
-            ours["cold"].append(measure("specterm", runs, tmp, cache=cache, start_only=short))  # fills the cache
-            ours["warm"].append(measure("specterm", runs, tmp, cache=cache, start_only=short))
-            if not args.no_baseline:
-                ours["base"].append(measure("specterm", runs, tmp, tree=base_tree, start_only=short))
-            ours["bare"].append(measure("bare", [], tmp))
-            base_s = f"{ours['base'][-1]['table']:.2f}" if ours["base"] else "-"
-            print(f"round {i + 1}: first table cold {ours['cold'][-1]['table']:.2f} s, warm {ours['warm'][-1]['table']:.2f} s, "
-                  f"baseline {base_s} s, bare first paint {ours['bare'][-1]['first_paint']:.2f} s; "
-                  f"load avg {os.getloadavg()[0]:.2f}", flush=True)
-            if args.stepping:
-                steps["ours"].append(med(measure("specterm", [long], tmp, stepping=True)["step"]))
-                steps["base"].append(med(measure("specterm", [long], tmp, stepping=True, tree=base_tree)["step"]))
-                steps["bare"].append(med(measure("bare", [], tmp, stepping=True)["step"]))
+    ours, steps = measure_rounds(args, runs, base_tree)
 
     def m(kind: str, key: str, sub: str | None = None) -> float:
         vals = [r[key][sub] if sub else r[key] for r in ours[kind] if key in r]

@@ -10,7 +10,7 @@ so the import and the analysis overlap; the app shows the child's reports as the
 `specterm open` / `specterm` (startup.py) start it on a cold open (no alias for the runs' bytes:
 startup.warm_read) with the paths and analysis parameters of the first load (`HeadStart.start`);
 the app's first load of those paths (for `specterm`, the readable ones among them), parameters and
-the first model pair reads it (app.py `load`), and every other load, or a load that finds a cached
+the first model pair reads it (specterm/loading.py `Load`), and every other load, or a load that finds a cached
 report first, closes it.
 
 The child (`CHILD`: `main` of this process's own specterm package) reads one JSON request on stdin

@@ -12,6 +12,7 @@ from typing import Any
 
 from textual.message import Message
 
+from specterm import loading
 from specterm.core.progress import Progress
 from specterm.core.report import Report
 
@@ -57,6 +58,8 @@ class RunsLoaded(Message):
     runs: list[Any]
     load_id: int = 0
     """Which load posted it (SpectermApp.load_id): a message of an older load is ignored."""
+    groups: int = 1
+    """How many model pairs the runs loaded hold (`M` cycles them)."""
 
 
 @dataclass
@@ -73,6 +76,8 @@ class ReportReady(Message):
     """The metadata of the pair's first run, when the report comes before the runs (a warm open)."""
     painted: threading.Event | None = None
     """Set once the frame showing this report is painted (the load waits for it)."""
+    groups: int | None = None
+    """How many model pairs the runs hold, when the report comes before the runs."""
 
 
 @dataclass
@@ -89,3 +94,18 @@ class LoadFailed(Message):
     """Loading or analysing the runs failed; `error` is one sentence."""
 
     error: str
+
+
+def from_load(event: loading.Event) -> Message:
+    """The message that says a load's event (specterm/loading.py) to the app."""
+    if isinstance(event, loading.Stage):
+        return LoadStage(event.text, event.load_id)
+    if isinstance(event, loading.Parsed):
+        return RunsLoaded(event.runs, event.load_id, groups=event.groups)
+    return report_ready(event)
+
+
+def report_ready(shown: loading.Shown) -> ReportReady:
+    """The ReportReady message of a report a load shows (or withdraws)."""
+    return ReportReady(shown.report, shown.load_id, complete=shown.complete, pair_meta=shown.pair_meta,
+                       painted=shown.painted, groups=shown.groups)

@@ -44,6 +44,8 @@ from time import monotonic
 
 from textual.worker import WorkerState
 
+from specterm import compat_textual
+
 READY = " ready callbacks in the event loop"
 SCREEN_PENDING = ("_layout_required", "_scroll_required", "_repaint_required", "_recompose_required",
                   "_dirty_widgets", "_callbacks")
@@ -51,7 +53,7 @@ SCREEN_PENDING = ("_layout_required", "_scroll_required", "_repaint_required", "
 
 def _pumps(app) -> Iterator:
     yield app
-    for stack in getattr(app, "_screen_stacks", {}).values():
+    for stack in compat_textual.screen_stacks(app).values():
         yield from stack
     yield from list(app._registry)
 
@@ -76,6 +78,10 @@ def busy(app) -> str | None:
         return "animations"
     if app._batch_count:
         return "a batch update"
+    for screen in app.screen_stack:  # a modal's (help) background shows too
+        for table in screen.query("DataTable"):  # widths are measured at the table's next Idle (update_cell(update_width=True))
+            if table._updated_cells or table._require_update_dimensions:
+                return "a table's column widths"
     try:
         screen = app.screen
     except Exception:  # no screen yet (start-up): nothing to lay out

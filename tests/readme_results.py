@@ -346,6 +346,8 @@ def prose(report, smol) -> str:
         f"{_span_of([r.realized for r in sconf], 2, 'x')}; even the memory-bound model says do not "
         f"speculate there)."),
 
+        machines_paragraph(report),
+
         (f"The economics seed's claims (Q1-Q6), judged in direction and in size (SPEC 4): acceptance does "
         f"swing by workload and so does the speedup (Q2 {_verdict(q[2])}; Q3 {_verdict(q[3])}), but "
         f"the spread of alpha is {q2sp} against the seed's ~0.57, and the best / worst speedup ratio "
@@ -387,6 +389,47 @@ def _q6_why(row) -> str:
 
 def _share(x) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def machines_paragraph(report) -> str:
+    """Which machine the decision above is for, every profile's pooled decision beside it, and why they differ."""
+    from specterm.core.hardware import cost_curve
+    from specterm.core.hardware.profiles import run_profiles
+    from specterm.core.store import read_meta
+
+    pooled = report.pooled
+    shown = pooled.decision_hw
+    labels = {p["id"]: p["label"] for p in report.profiles}
+    steps = {}
+    for p in run_profiles(read_meta(RUN)):
+        curve = cost_curve(p.cost)
+        if curve is not None and 2 in curve.gammas.tolist():
+            steps[p.id] = curve.verify_at(2) / curve.c_decode
+    words = {"speculate": "speculate", "do_not_speculate": "do not speculate", "no_reliable_gain": "no reliable gain"}
+
+    def one(pid, d) -> str:
+        lo, hi = d.speedup_hw_ci
+        c = d.confirmed_at(d.gamma_hw)
+        real = f", realized {c.realized:.2f}x" if c is not None else ""
+        return (f"{labels.get(pid, pid)}: {words.get(d.verdict_kind, d.verdict_kind)}, g = {d.gamma_hw}, "
+                f"{d.speedup_hw:.2f}x [{lo:.2f}, {hi:.2f}]{real} (a 3-token verify costs {steps[pid]:.2f} decode steps)")
+
+    others = "; ".join(one(pid, d) for pid, d in pooled.decision_by_profile.items())
+    cis = [d.speedup_hw_ci for d in pooled.decision_by_profile.values() if None not in d.speedup_hw_ci]
+    disjoint = any(a[1] < b[0] or b[1] < a[0] for i, a in enumerate(cis) for b in cis[i + 1:])
+    kinds = {d.verdict_kind for d in pooled.decision_by_profile.values()}
+    text = (f"A decision belongs to a machine. The tables above show the cost profile of {shown.machine} (the one "
+            f"a machine of that kind is shown; on yours `specterm report` shows your profile, or says there is none "
+            f"and names `specterm costs`). The same streams, pooled, under each profile of the run: {others}. The "
+            f"verdict differs between machines, with intervals that do not overlap, because the costs differ and the "
+            f"streams do not: how many decode steps a short verify forward costs depends on the CPU's kernel path, "
+            f"and that ratio, not alpha, decides.")
+    if len(kinds) == 1:
+        text = text.replace("The verdict differs between machines, with intervals that do not overlap, because",
+                            "The verdict is the same on every machine measured here, though")
+    elif not disjoint:
+        text = text.replace("with intervals that do not overlap", "though the intervals overlap")
+    return text
 
 
 def _q4_short(row) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from app_fixture import GATE_FAIL_AT, VOCAB, FakeOracle, fixture_streams, make_fixture_run, oracle_config
+from pilot_settle import until
 from textual.widgets import DataTable, Static
 
 from specterm.app import make_app
@@ -341,7 +342,7 @@ async def test_bad_run_shows_one_sentence(tmp_path):
     (tmp_path / "broken").mkdir()
     app = make_app([tmp_path / "broken"], **FAST)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
+        await until(pilot, lambda: app.error is not None, "the error")  # not workers.wait_for_complete: it re-raises the worker's error
         await pilot.pause()
         assert app.error is not None and "run.json" in app.error
         assert "Cannot show this screen" in static_text(app.screen, "#status")

@@ -12,6 +12,7 @@ from app_fixture import META, fixture_streams, make_fixture_run
 from pilot_settle import until
 from textual.widgets import DataTable, Static
 
+from specterm import compat_textual
 from specterm.app import SpectermApp, make_app
 from specterm.core import analysis
 from specterm.core.report import Estimate
@@ -33,14 +34,9 @@ def own_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("SPECTERM_CACHE", raising=False)
 
 
-class PointFirstApp(SpectermApp):
-    """Point estimates first under Pilot too (headless apps get the full report only)."""
-
-    POINT_FIRST_HEADLESS = True
-
-
 def point_first_app(paths, **kw):
-    return PointFirstApp(paths, **kw)
+    """The app as a terminal runs it: point estimates first whenever boot > 0."""
+    return SpectermApp(paths, **kw)
 
 
 class Gate:
@@ -87,8 +83,10 @@ def cells(screen) -> str:
 
 
 def status(screen) -> str:
-    s = screen.query_one("#status", Static)
-    return str(s.render()) if s.display else ""
+    """The screen's status line ("" when hidden, or before the first screen is shown: Textual's blank one)."""
+    found = screen.query("#status").results(Static)
+    s = next(found, None)
+    return str(s.render()) if s is not None and s.display else ""
 
 
 async def test_point_estimates_paint_first_then_cis(tmp_path, monkeypatch):
@@ -383,38 +381,29 @@ async def test_boot_zero_has_no_pending_state(tmp_path, monkeypatch):
         assert gate.calls == [(["tiny-run"], 0, False)] and not app.ci_pending and status(app.screen) == ""
 
 
-class Premounting:
-    """The app with its idle pass on under Pilot (headless apps mount screens on their visit only)."""
-
-    PREMOUNT_HEADLESS = True
-
-
 async def test_idle_pass_mounts_every_screen_and_hidden_screens_catch_up_after_m(tmp_path):
     from specterm.app import SCREENS
     from specterm.core.store import write_run
 
-    class App(Premounting, PointFirstApp):
-        pass
-
     a = make_fixture_run(tmp_path, "pair-a")
     other = [s for s in fixture_streams() if s.corpus == "code"]
     b = write_run(tmp_path / "pair-b", {**META, "name": "pair-b", "target": {"spec": "other/bigtarget"}}, other)
-    app = App([a, b], **FAST)
+    app = SpectermApp([a, b], **FAST)  # as a terminal runs it: the idle pass mounts every screen (under Pilot too)
     modes = [s.mode for s in SCREENS if s.mode != "run"]
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
         def crumb(m: str) -> str:
-            found = app._screen_stacks[m][0].query("#crumb")  # composed and mounted a step after _init_mode
+            found = compat_textual.screen_stacks(app)[m][0].query("#crumb")  # composed and mounted a step after _init_mode
             return str(found.first(Static).render()) if found else ""
 
         # every screen mounted and filled: the last one's mount runs a moment after the idle step that started it
-        await until(pilot, lambda: all(m in app._screen_stacks and crumb(m) for m in modes), "every screen mounted")
+        await until(pilot, lambda: all(m in compat_textual.screen_stacks(app) and crumb(m) for m in modes), "every screen mounted")
         assert app.current_mode == "overview"
         crumbs = {m: crumb(m) for m in modes}
         assert all("target" in c and "bigtarget" not in c for c in crumbs.values()), crumbs
         await pilot.press("M")
         await until(pilot, lambda: app.report is not None and not app.ci_pending, "pair b")
-        hidden = [app._screen_stacks[m][0] for m in modes if m != "overview"]
+        hidden = [compat_textual.screen_stacks(app)[m][0] for m in modes if m != "overview"]
         await until(pilot, lambda: not any(s.stale for s in hidden), "hidden screens redrawn in the idle pass")
         for screen in hidden:
             assert "bigtarget" in str(screen.query_one("#crumb", Static).render())
@@ -429,7 +418,10 @@ async def test_hidden_screen_redraws_when_shown(tmp_path):
     a = make_fixture_run(tmp_path, "pair-a")
     other = [s for s in fixture_streams() if s.corpus == "code"]
     b = write_run(tmp_path / "pair-b", {**META, "name": "pair-b", "target": {"spec": "other/bigtarget"}}, other)
-    app = make_app([a, b], **FAST)  # headless: no idle pass, so the screen is stale until shown
+    class NoIdlePass(SpectermApp):
+        IDLE_STEP_S = 600.0  # the idle pass would redraw it first: here it stays stale until shown
+
+    app = NoIdlePass([a, b], **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()

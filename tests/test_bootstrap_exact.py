@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from specterm.core import bootstrap
-from specterm.core.bootstrap import exact_product, lemire_applies, multinomial_weights
+from specterm.core.bootstrap import exact_product, multinomial_weights
 
 
 def weights_by_rows(n: int, boot: int, seed: int) -> np.ndarray:
@@ -29,20 +29,10 @@ def rejected_words(n: int, words: int, seed: int) -> int:
 @pytest.mark.parametrize("n, boot, seed", [(2, 50, 0), (3, 40, 1), (64, 30, 2), (37, 101, 9), (2000, 12, 4),
                                            (99_991, 6, 5), (3_000_001, 1, 6)])
 def test_weights_equal_rng_integers_draw_for_draw(monkeypatch, n, boot, seed):
-    # powers of two (nothing rejected), odd counts per chunk (a half word carried to the next chunk),
-    # and ranges where Lemire's method rejects words (the last two)
+    # powers of two (nothing rejected), odd counts per chunk (a half word numpy carries to the next
+    # call), and ranges where numpy's Lemire method rejects words (the last two)
     ref = weights_by_rows(n, boot, seed)
     for chunk in (1, n, 3 * n + 1, 65_536):
-        monkeypatch.setattr(bootstrap, "WEIGHT_CHUNK", chunk)
-        assert np.array_equal(multinomial_weights(n, boot, seed), ref), (n, boot, chunk)
-
-
-@pytest.mark.parametrize("n, boot, seed", [(3, 40, 1), (2000, 12, 4)])
-def test_weights_through_rng_integers_equal_the_definition(monkeypatch, n, boot, seed):
-    # the path without the emulation (another bit generator, a big-endian machine), odd chunks too
-    monkeypatch.setattr(bootstrap, "lemire_applies", lambda rng, n: False)
-    ref = weights_by_rows(n, boot, seed)
-    for chunk in (1, 3 * n + 1, 65_536):
         monkeypatch.setattr(bootstrap, "WEIGHT_CHUNK", chunk)
         assert np.array_equal(multinomial_weights(n, boot, seed), ref), (n, boot, chunk)
 
@@ -53,12 +43,9 @@ def test_the_rejecting_cases_do_reject():
     assert rejected_words(99_991, 99_991 * 6 + 100, 5) > 0
 
 
-def test_weights_without_the_emulation():
-    # n = 1 (nothing drawn) and another bit generator fall back to rng.integers itself
-    assert np.array_equal(multinomial_weights(1, 5, 0), np.ones((5, 1)))
-    assert not lemire_applies(np.random.Generator(np.random.MT19937(0)), 10)
-    assert not lemire_applies(np.random.default_rng(0), 1)
-    assert lemire_applies(np.random.default_rng(0), 2000)
+def test_weights_of_one_stream_and_of_none():
+    assert np.array_equal(multinomial_weights(1, 5, 0), np.ones((5, 1)))  # n = 1: every draw is stream 0
+    assert multinomial_weights(0, 5, 0).shape == (5, 0) and multinomial_weights(4, 0, 0).shape == (0, 4)
 
 
 def test_exact_product_decides_on_integers_and_size():

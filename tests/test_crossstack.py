@@ -85,3 +85,8 @@ def test_cross_stack_on_synthetic_runs():
     assert r4["test_real_vs_walk_b"]["p"] > 0.5
     md = cross_stack_markdown(cs, 4)
     assert "| code | 3 |" in md and "Accepted-run histogram at g = 4" in md
+    # g = 1 has no real decoding: its missing cells are fmt.MISSING, the one spelling, never "-"
+    from specterm.core.fmt import MISSING
+
+    g1 = next(line for line in md.splitlines() if line.startswith("| code | 1 |"))
+    assert f"| {MISSING} |" in g1 and "| - |" not in md

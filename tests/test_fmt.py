@@ -17,7 +17,7 @@ from specterm.core.fmt import MISSING, ci, est, fmt, is_num
 from specterm.core.report import Estimate
 
 CORE = Path(__file__).resolve().parents[1] / "specterm" / "core"
-TEXT_WRITERS = {"export", "scorecard", "economics", "fmt"}
+TEXT_WRITERS = {"export", "scorecard", "economics", "fmt", "crossstack"}  # crossstack: its markdown tables (cross_stack_markdown)
 MAX_LINES = 450
 
 

@@ -202,8 +202,7 @@ async def test_the_key_read_after_the_full_report_keeps_or_withdraws_it(tmp_path
     assert stored is not None and canonical(stored.to_dict()) == canonical(own.to_dict())
 
 
-class PointFirst(SpectermApp):
-    POINT_FIRST_HEADLESS = True  # the point report, then the full one, as on a terminal
+PointFirst = SpectermApp  # the point report, then the full one, as on a terminal (and under Pilot)
 
 
 def held_parse(monkeypatch) -> tuple[threading.Event, threading.Event]:

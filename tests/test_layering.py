@@ -1,7 +1,8 @@
 """The layering contract, checked on the code itself:
 
 - specterm.core (analytics and the stream store) never imports torch, transformers or textual:
-  each core module is imported in a fresh interpreter and sys.modules is inspected after it;
+  every core module, those of its sub-packages (core/store, core/hardware) included, is imported in
+  a fresh interpreter and sys.modules is inspected after each; a planted import is found;
 - the UI (specterm/screens, specterm/widgets, app.py, commands.py) never imports specterm.oracle at
   module level (an AST scan); only the runner entry points may be imported, inside the function that
   starts the oracle, so torch loads only when an oracle runs;
@@ -24,30 +25,74 @@ UI_FILES = sorted([*ROOT.joinpath("screens").glob("*.py"), *ROOT.joinpath("widge
 
 CORE_IMPORTS = """
 import importlib, pkgutil, sys
-import specterm.core
+package = importlib.import_module({package!r})
 forbidden = {forbidden!r}
 seen = set()
-for info in pkgutil.iter_modules(specterm.core.__path__, "specterm.core."):
-    importlib.import_module(info.name)
+
+def check(name):
+    global seen
     loaded = {{m.split(".")[0] for m in sys.modules}} & set(forbidden)
     for m in sorted(loaded - seen):
-        print(info.name, m)
+        print("violation", name, m)
     seen |= loaded
-print("modules", len(list(pkgutil.iter_modules(specterm.core.__path__))))
+
+names = []
+for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+    check(names[-1] if names else package.__name__)  # walk_packages imports each sub-package it descends into
+    names.append(info.name)
+for name in names:
+    importlib.import_module(name)
+    check(name)
+for name in names:
+    print("module", name)
 """
 
 
-def core_violations() -> tuple[int, list[str]]:
-    """(number of core modules, ["specterm.core.x torch", ...]: the module that first loaded each forbidden package)."""
-    out = subprocess.run([sys.executable, "-c", CORE_IMPORTS.format(forbidden=FORBIDDEN_IN_CORE)],
-                         capture_output=True, text=True, check=True).stdout.strip().splitlines()
-    return int(out[-1].split()[1]), out[:-1]
+def core_violations(package: str = "specterm.core", root: Path | None = None) -> tuple[list[str], list[str]]:
+    """(every module of `package`, its sub-packages' included (pkgutil.walk_packages), and
+    ["specterm.core.x torch", ...]: the module that first loaded each forbidden package), each module
+    imported in turn in one fresh interpreter; `root`: the folder holding the specterm package."""
+    env = None
+    if root is not None:
+        import os
+
+        env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-c", CORE_IMPORTS.format(package=package, forbidden=FORBIDDEN_IN_CORE)],
+                         capture_output=True, text=True, check=True, env=env, cwd=root).stdout.splitlines()
+    modules = [line.split()[1] for line in out if line.startswith("module ")]
+    return modules, [line.split(" ", 1)[1] for line in out if line.startswith("violation ")]
+
+
+def core_files(root: Path = ROOT) -> list[str]:
+    """Every module under specterm/core as a dotted name, from the files themselves."""
+    names = []
+    for path in sorted((root / "core").rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
 
 
 def test_core_never_imports_torch_transformers_or_textual():
-    n_modules, violations = core_violations()
-    assert n_modules >= 15  # streams, blockwalk, geometry, stats, params, optimum, policies, ...
+    modules, violations = core_violations()
     assert violations == []
+    # every module on disk was imported (the package itself aside), sub-packages' too
+    assert sorted(modules) == sorted(n for n in core_files() if n != "specterm.core")
+    assert any(m.startswith("specterm.core.store.") for m in modules)
+    assert any(m.startswith("specterm.core.hardware.") for m in modules)
+
+
+@pytest.mark.parametrize("module", ["store/pooling.py", "hardware/__init__.py"])
+def test_a_planted_import_in_a_core_sub_package_is_found(tmp_path, module):
+    """A copy of specterm with `import textual` planted in a sub-package's module fails the walk."""
+    import shutil
+
+    copy = tmp_path / "specterm"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    target = copy / "core" / module
+    target.write_text(target.read_text(encoding="utf-8") + "\nimport textual  # planted\n", encoding="utf-8")
+    modules, violations = core_violations(root=tmp_path)
+    dotted = "specterm.core." + module.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    assert dotted in modules and [v.split()[1] for v in violations] == ["textual"]  # whichever module imported it first
 
 
 def module_level_imports(tree: ast.Module) -> list[str]:

@@ -42,3 +42,31 @@ def test_heuristic_schedule_rule():
         assert heuristic_next(g, k, g_min) == want
     g, k = np.array([4, 4, 1]), np.array([4, 2, 0])
     assert heuristic_next(g, k, 1).tolist() == [6, 3, 1]
+
+
+def string_literals(source: str) -> list[str]:
+    """The string constants of a module that are not docstrings (labels, messages)."""
+    import ast
+
+    tree = ast.parse(source)
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_steady_state_and_warm_up_bounds_live_in_params_only():
+    """STEADY_FROM (SPEC 4) and the warm-up bounds (SPEC 3) are defined once, and no label hard-codes them."""
+    import re
+    from pathlib import Path
+
+    assert (params.STEADY_FROM, params.WARMUP_EARLY, params.WARMUP_LATE) == (32, 16, 32)
+    root = Path(params.__file__).resolve().parents[1]
+    defined, labels = [], []
+    for path in root.rglob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        if re.search(r"^(STEADY_FROM|WARMUP_EARLY|WARMUP_LATE)\s*=", source, re.M):
+            defined.append(path.relative_to(root).as_posix())
+        labels += [s for s in string_literals(source) if re.search(r"t\s*(>=|<|=)\s*(16|32)\b", s)]
+    assert defined == ["core/params.py"] and labels == []
+    assert string_literals('"""doc"""\nx = "t >= 32"\n') == ["t >= 32"]  # the scan sees a label

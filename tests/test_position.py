@@ -176,7 +176,8 @@ def test_gain_weights_streams_equally_by_hand():
 
 def test_position_sums_equal_a_loop_over_streams_and_bins():
     # every column against a plain loop, at the awkward lengths (empty, one bin, the warm-up bounds)
-    from specterm.core.position import WARMUP_EARLY, WARMUP_LATE, bins_needed, position_sums
+    from specterm.core.params import WARMUP_EARLY, WARMUP_LATE
+    from specterm.core.position import bins_needed, position_sums
 
     rng = np.random.default_rng(7)
     for _ in range(60):

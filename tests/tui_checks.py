@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from textual.app import App
 from textual.widgets import DataTable
 
+from specterm import compat_textual
 from specterm.widgets.columns import cell_width
 
 
@@ -101,7 +102,7 @@ FIT_AT_80 = {"overview-table", "decide-table", "runlengths-table"}
 def all_screens(app: App) -> list:
     """Every screen the app holds: the stacks of all modes (mounted lazily) and installed screens."""
     seen, out = set(), []
-    stacks = getattr(app, "_screen_stacks", {})
+    stacks = compat_textual.screen_stacks(app)
     for stack in stacks.values():
         for screen in stack:
             if id(screen) not in seen:

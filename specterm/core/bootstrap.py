@@ -6,8 +6,6 @@ is a reweighting of streams: W[b, i] = how often stream i is drawn in resample b
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from specterm.core.params import BOOT
@@ -25,64 +23,25 @@ def multinomial_weights(n_streams: int, boot: int = BOOT, seed: int = 0, out: np
     W[b] counts the n_streams draws of rng.integers(0, n_streams) of resample b, rng =
     np.random.default_rng(seed), all draws one stream, row after row: the multinomial(N, 1/N) law of
     rng.multinomial, several times faster. Done in row chunks of about WEIGHT_CHUNK indices so the
-    indices and counts stay in cache (the chunking does not change the draws), each draw as
-    `lemire_words` reproduces rng.integers (where it can; else rng.integers itself).
+    indices and counts stay in cache (the chunking does not change the draws: rng.integers continues
+    its stream from one call to the next).
     """
     W = np.empty((max(boot, 0), n_streams), dtype=np.float64) if out is None else out
     if n_streams == 0 or boot <= 0:
         W[...] = 0.0
         return W
     rng = np.random.default_rng(seed)
-    emulate = lemire_applies(rng, n_streams)
     chunk = max(1, min(boot, WEIGHT_CHUNK // max(n_streams, 1)))
     # per index of a chunk, where its row counts: row r into r n .. r n + n - 1 (one array, added
     # without broadcasting: 30% less time for the indices than a per-row offset, the same numbers)
-    offsets = np.repeat(np.arange(chunk, dtype=np.uint64) * np.uint64(n_streams), n_streams)
-    carry = np.zeros(0, dtype=np.uint32)
+    offsets = np.repeat(np.arange(chunk, dtype=np.int64) * n_streams, n_streams)
     for lo in range(0, boot, chunk):
         rows = min(boot, lo + chunk) - lo
         k = rows * n_streams
-        if emulate:
-            u, carry = lemire_words(rng.bit_generator, n_streams, k, carry)
-            idx = u.astype(np.uint64)
-            idx *= np.uint64(n_streams)
-            idx >>= np.uint64(32)  # the draw floor(u n / 2^32)
-            idx += offsets[:k]
-            flat = idx.view(np.int64)
-        else:
-            flat = rng.integers(0, n_streams, size=(rows, n_streams), dtype=np.int64).ravel()
-            flat += offsets[:k].view(np.int64)
+        flat = rng.integers(0, n_streams, size=(rows, n_streams), dtype=np.int64).ravel()
+        flat += offsets[:k]
         W[lo:lo + rows] = np.bincount(flat, minlength=k).reshape(rows, n_streams)
     return W
-
-
-def lemire_applies(rng: np.random.Generator, n: int) -> bool:
-    """Whether `lemire_words` reproduces rng.integers(0, n, dtype=int64) here: a PCG64 generator (its
-    32-bit draws are the low, then the high half of each 64-bit output), a little-endian machine (the
-    halves as a uint32 view in that order), and 2 <= n < 2^32 - 1 (numpy's 32-bit Lemire path)."""
-    return isinstance(rng.bit_generator, np.random.PCG64) and sys.byteorder == "little" and 2 <= n < 2**32 - 1
-
-
-def lemire_words(bit_generator: np.random.BitGenerator, n: int, k: int, carry: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The 32-bit words u behind the next k draws of rng.integers(0, n, dtype=int64) (Lemire's method,
-    numpy's algorithm for a range below 2^32: draw floor(u n / 2^32), rejecting u while
-    (u n mod 2^32) < (2^32 - n) mod n), and the words drawn but not used (`carry`, passed back in on
-    the next call: numpy's buffered half word). The words come from random_raw, whose 64-bit outputs
-    are the ones rng.integers consumes, two 32-bit words each (`lemire_applies`)."""
-    fresh = bit_generator.random_raw(max(0, -(-(k - carry.size) // 2))).view(np.uint32)
-    u = np.concatenate([carry, fresh]) if carry.size else fresh
-    threshold = (2**32 - n) % n
-    if threshold == 0:  # n a power of two: nothing is rejected
-        return u[:k], u[k:]
-    ok = np.multiply(u, np.uint32(n), dtype=np.uint32) >= threshold
-    while not ok[:k].all():  # rejections (about k n / 2^32 of them): keep the accepted words, in order
-        good = np.flatnonzero(ok)
-        if good.size >= k:
-            return u[good[:k]], u[good[k - 1] + 1:]
-        more = bit_generator.random_raw(-(-(k - good.size) // 2)).view(np.uint32)
-        u = np.concatenate([u, more])
-        ok = np.concatenate([ok, np.multiply(more, np.uint32(n), dtype=np.uint32) >= threshold])
-    return u[:k], u[k:]
 
 
 def exact_product(F: np.ndarray, row_sum: int) -> bool:

@@ -48,13 +48,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-try:  # hashlib's own blake2b, without hashlib's import (it loads OpenSSL: ~10 ms of a warm open's start)
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover - an interpreter without the builtin module
-    from hashlib import blake2b
 import json
 import os
 from collections.abc import Callable, Sequence
+from hashlib import blake2b  # not CPython's private _blake2 (hashlib's import costs ~10 ms of a warm open: accepted)
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 

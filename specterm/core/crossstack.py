@@ -44,6 +44,7 @@ import numpy.typing as npt
 
 from specterm.core.blockwalk import block_accepts, block_counts
 from specterm.core.errors import SpectermError
+from specterm.core.fmt import MISSING
 from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve
 from specterm.core.equivalence import EQUIVALENCE_MARGIN, chi2_power, paired_tokens_per_call
 from specterm.core.hardware.profiles import run_engine
@@ -307,12 +308,12 @@ def _paired_dict(p: Any) -> dict[str, Any] | None:
 
 def _f(x: Any, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
+        return MISSING
     return f"{x:.{digits}f}"
 
 
 def _pct(x: Any) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:+.1f}%"
+    return MISSING if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:+.1f}%"
 
 
 def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
@@ -339,7 +340,7 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
             gap = (r["real_tokens_per_call"] / r["walk_b_same_prompts"] - 1) * 100 if r.get("real_tokens_per_call") else None
             lines.append(f"| {name} | {g} | {_f(r.get('walk_a'))} | {_f(r.get('walk_b'))} | {_f(r.get('walk_b_all'))} "
                          f"| {_f(r.get('real_tokens_per_call'))} "
-                         f"| {_f(r.get('walk_b_same_prompts'))} | {_f(gap, 1) + '%' if gap is not None else '-'} "
+                         f"| {_f(r.get('walk_b_same_prompts'))} | {_f(gap, 1) + '%' if gap is not None else MISSING} "
                          f"| {r.get('real_prompts', 0)} ({r.get('real_identical', 0)}) |")
     lines += ["", (f"Real {b} decoder against the walk on its bits, tokens per target call, paired over prompts: "
                    f"difference real / walk - 1 with its 95% interval over prompts, the 90% interval of the two one-sided "
@@ -364,16 +365,23 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
         r = e["by_gamma"].get(str(hist_gamma), {})
         if "hist_real" not in r:
             continue
-
-        def t(x: dict[str, Any] | None) -> str:
-            if x is None:
-                return "-"
-            power = f" [{x['power']:.2f}]" if x.get("power") is not None else ""
-            return f"{x['chi2']:.2f} ({x['dof']}), {x['p']:.3g}{power}"
-
         lines.append(f"| {name} | {r['hist_real']} | {r['hist_walk_b']} | {r['hist_walk_a']} | "
-                     f"{t(r['test_real_vs_walk_b'])} | {t(r['test_real_vs_walk_a'])} |")
-    lines += ["", ("Decision in each engine on the machine of its cost profile, named in each verdict (SPEC 6; the "
+                     f"{_test_cell(r['test_real_vs_walk_b'])} | {_test_cell(r['test_real_vs_walk_a'])} |")
+    return "\n".join(lines + _decision_lines(cs)) + "\n"
+
+
+def _test_cell(x: dict[str, Any] | None) -> str:
+    """A histogram test's cell: chi2 (dof), p [power]."""
+    if x is None:
+        return MISSING
+    power = f" [{x['power']:.2f}]" if x.get("power") is not None else ""
+    return f"{x['chi2']:.2f} ({x['dof']}), {x['p']:.3g}{power}"
+
+
+def _decision_lines(cs: dict[str, Any]) -> list[str]:
+    """The cross-stack markdown's last table: each engine's decision and its confirmations' checks."""
+    a, b = cs["engine_a"], cs["engine_b"]
+    lines = ["", ("Decision in each engine on the machine of its cost profile, named in each verdict (SPEC 6; the "
                    "engine's block cost where its "
                    "costs carry one) and the decision checks of its confirmations (`specterm report`: the decision's "
                    "prediction for K new prompts with its 95% prediction interval; in = realized inside it; sign = "
@@ -383,22 +391,22 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
               "|---|---|---|---|---|---|"]
 
     def sign(x: bool | None) -> str:
-        return "n/a" if x is None else "sign held" if x else "sign wrong"
+        return MISSING if x is None else "sign held" if x else "sign wrong"
 
     def check(c: dict[str, Any]) -> str:
         dp = c.get("decision_predicted") or {}
         ci = dp.get("ci") or [None, None]
-        inside = "n/a" if c.get("in_ci") is None else "in" if c["in_ci"] else "out"
+        inside = MISSING if c.get("in_ci") is None else "in" if c["in_ci"] else "out"
         return (f"g={c['gamma']}: {c['realized']:.2f}x ({_f(dp.get('value'), 2)}x [{_f(ci[0], 2)}, {_f(ci[1], 2)}], "
                 f"{inside}, {sign(c.get('sign_held'))}; {c['prompts']} prompts)")
 
     for name, e in cs["corpora"].items():
         for eng, d in ((a, e["decision_a"]), (b, e["decision_b"])):
             if not d.get("measured"):
-                lines.append(f"| {name} | {eng} | - | - | no measured costs | - |")
+                lines.append(f"| {name} | {eng} | {MISSING} | {MISSING} | no measured costs | {MISSING} |")
                 continue
             ci = d.get("speedup_hw_ci") or [None, None]
             conf = "; ".join(check(c) for c in d.get("confirmed", [])) or "not confirmed"
             lines.append(f"| {name} | {eng} | {d['gamma_hw']} | {_f(d['speedup_hw'], 2)} [{_f(ci[0], 2)}, {_f(ci[1], 2)}] "
                          f"| {d['verdict']} | {conf} |")
-    return "\n".join(lines) + "\n"
+    return lines

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from specterm.core.fmt import MISSING, ci, est, fmt
+from specterm.core.params import STEADY_FROM, WARMUP_EARLY, WARMUP_LATE
 from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Report
 
 YES = {True: "yes", False: "no", None: MISSING}
@@ -76,7 +77,7 @@ def overview_tables(report: Report) -> list[Table]:
     g = report.params.gamma
     sets = report.ordered_sets()
     head = ["set", "streams", "positions", "alpha", "gate", "p11-p10 [CI]", "D/D_geom",
-            f"deficit at g={g}: total = hetero + temporal [CI]", "t >= 32: p11-p10 [CI]", "t >= 32: D/D_geom"]
+            f"deficit at g={g}: total = hetero + temporal [CI]", f"t >= {STEADY_FROM}: p11-p10 [CI]", f"t >= {STEADY_FROM}: D/D_geom"]
     rows = [[name, fmt(s.n_streams), fmt(s.n_positions), fmt(s.alpha, 2), fmt(s.gate_rate, 3),
              est(s.autocorr, 3, 2, sign=True), est(s.dispersion_ratio, 1, 2, suffix="x"), deficit_cell(s.deficit),
              *steady_cells(s)]
@@ -131,7 +132,7 @@ def yield_tables(report: Report) -> list[Table]:
     rows = [[name] + [est(s.yield_ratio[g]) for g in gs] for name, s in sets]
     tables: list[Table] = [("Yield ratio", head, rows)]
     head = ["set", "E_true", "E_iid", "E_shuf", "total [CI]", "hetero [CI]", "temporal [CI]",
-            "t >= 32: total = hetero + temporal [CI]"]
+            f"t >= {STEADY_FROM}: total = hetero + temporal [CI]"]
     rows = [[name, fmt(d.E_true), fmt(d.E_iid), fmt(d.E_shuf), est(d.total), est(d.hetero), est(d.temporal),
              deficit_cell(s.steady_state.deficit) if s.steady_state is not None else MISSING]
             for name, s in sets for d in [s.deficit]]
@@ -201,9 +202,9 @@ def position_tables(report: Report) -> list[Table]:
     head = ["t"] + [name for name, _ in sets]
     rows = [[f"{k * width}-{(k + 1) * width - 1}"] + [est(p.bins[k].alpha, 2) if k < len(p.bins) else MISSING for _, p in sets]
             for k in range(n_bins)]
-    rows.append(["warm-up gain: mean over streams of alpha_s(t >= 32) - alpha_s(t < 16)"]
+    rows.append([f"warm-up gain: mean over streams of alpha_s(t >= {WARMUP_LATE}) - alpha_s(t < {WARMUP_EARLY})"]
                 + [est(p.warmup_gain, 3, 2, sign=True) for _, p in sets])
-    rows.append(["streams reaching t = 32 (the gain's)"] + [fmt(p.warmup_streams) for _, p in sets])
+    rows.append([f"streams reaching t = {WARMUP_LATE} (the gain's)"] + [fmt(p.warmup_streams) for _, p in sets])
     return [(f"alpha by position t in y, bins of {width}, over the streams that reach the bin", head, rows)]
 
 

@@ -18,6 +18,9 @@
                   (tests/test_min_prompts.py): 10 is the smallest n where it is within 5 points of 95%
                   and no larger n gains more than Monte-Carlo noise.
     SEED          the default seed 0 of the bootstrap and the shuffles (`--seed`)
+    STEADY_FROM   the steady state is positions t >= 32 (SPEC 4): past the warm-up
+    WARMUP_EARLY, WARMUP_LATE  the warm-up gain alpha_s(t >= 32) - alpha_s(t < 16) (SPEC 3); they do not
+                  move with the position bins' width
     ACCELERATORS  presets for the batch crossover B* = I*/(g+1) (SPEC 6); DEFAULT_ACCELERATOR "h100"
     DEFAULT_RIDGE the report's ridge, 295 FLOP/byte: the default preset's I* = 295.3, rounded (the
                   report's B* are computed with it)
@@ -42,6 +45,9 @@ BOOT = 2000
 EXACT = -1
 SHUFFLES = EXACT
 SEED = 0
+STEADY_FROM = 32
+WARMUP_EARLY = 16  # alpha(t < WARMUP_EARLY)
+WARMUP_LATE = 32  # alpha(t >= WARMUP_LATE)
 MIN_PROMPTS = 10
 
 

@@ -38,11 +38,10 @@ from typing import Sequence
 import numpy as np
 
 from specterm.core.estimate import bootstrap_estimate, div, null, num, percentile_cis
+from specterm.core.params import WARMUP_EARLY, WARMUP_LATE
 from specterm.core.report import Estimate, Position, PositionBin
 
 BIN_WIDTH = 16
-WARMUP_EARLY = 16  # alpha(t < WARMUP_EARLY)
-WARMUP_LATE = 32  # alpha(t >= WARMUP_LATE)
 MAX_BINS = 64  # bins of a report before the width grows past BIN_WIDTH (bin_width_for)
 WARMUP_COLUMNS = ("early_ones", "early_n", "late_ones", "late_n", "warmup", "gain")
 

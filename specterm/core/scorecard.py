@@ -47,7 +47,7 @@ from specterm.core import economics
 from specterm.core import verdict as vd
 from specterm.core.fmt import MISSING, fmt
 from specterm.core.optimum import P3_GAP_RANGE  # noqa: F401  (the seed's range, defined with the shares)
-from specterm.core.params import MIN_PROMPTS, R_GRID
+from specterm.core.params import MIN_PROMPTS, R_GRID, STEADY_FROM
 from specterm.core.report import MEASUREMENT, Estimate, ScoreRow, SetReport, SteadyState
 
 PREDICTIONS = {
@@ -71,7 +71,6 @@ P1_POOLED_RANGE = (0.125, 0.182)
 P2_RANGE = (2.1, 24.0)
 P4_RANGE = (0.033, 0.051)
 P5_ALPHA = 0.05
-STEADY_FROM = 32  # SPEC 4: the steady state is positions t >= 32
 
 
 def _f(x: float | None) -> float:
@@ -184,9 +183,9 @@ def _direction_text(what: str, cis: Mapping[str, tuple[float, float]], bound: fl
 
 def _steady_text(outcome: str | None, detail: str) -> str:
     if outcome is None:
-        return "; steady state (t >= 32): n/a"
+        return f"; steady state (t >= {STEADY_FROM}): {MISSING}"
     word = {vd.HOLDS: "holds", vd.NOT_REPRODUCED: "falsified"}.get(outcome, "inconclusive")
-    return f"; steady state (t >= 32): {word} ({detail})"
+    return f"; steady state (t >= {STEADY_FROM}): {word} ({detail})"
 
 
 def _corpus_rule(sets: Mapping[str, SetReport], corpora: list[str], key: Callable[[SetReport | SteadyState], Estimate],
@@ -396,7 +395,7 @@ def too_few(row: ScoreRow, n: int, needs: int = MIN_PROMPTS) -> ScoreRow:
     ev = row.evidence[len(row.verdict) + 2:] if row.evidence.startswith(row.verdict + ": ") else row.evidence
     # the outcomes the evidence names (its size, its steady state) are not judged either; the numbers stay
     ev = re.sub(r"\bsize (holds|not reproduced|inconclusive)\b", "size not judged", ev)
-    ev = re.sub(r"(steady state \(t >= 32\)): (holds|falsified|inconclusive)\b", r"\1: not judged", ev)
+    ev = re.sub(rf"(steady state \(t >= {STEADY_FROM}\)): (holds|falsified|inconclusive)\b", r"\1: not judged", ev)
     return dataclasses.replace(row, verdict=words, verdict_kind=vd.TOO_FEW, evidence=f"{words}: {ev}",
                                direction=vd.INCONCLUSIVE if row.direction != vd.NA else vd.NA,
                                size=vd.INCONCLUSIVE if row.size != vd.NA else vd.NA,

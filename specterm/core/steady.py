@@ -41,10 +41,9 @@ from specterm.core.geometry import (
     transition_counts,
     walk_blocks,
 )
-from specterm.core.params import SHUFFLES
+from specterm.core.params import SHUFFLES, STEADY_FROM
 from specterm.core.report import Deficit, Estimate, SteadyState
 
-STEADY_FROM = 32
 COLUMNS = ("n", "ones", "n11", "n1x", "n01", "n0x", "ac_val", "ac_def", "runs", "L", "L2")
 
 

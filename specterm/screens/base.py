@@ -7,13 +7,16 @@ import functools
 import math
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
+from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.events import ScreenResume
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
+from specterm.compat_textual import styles_current
+from specterm.core.errors import SpectermError
 from specterm.core.params import R_DEFAULT
 from specterm.core.text import printable
 from specterm.widgets.columns import fit_text
@@ -52,26 +55,33 @@ class ReportScreen(Screen):
         Binding("G", "cursor_end(1)", "bottom", show=False, id="nav.bottom", tooltip="Cursor to the last row (vim G)"),
     ]
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._stale = False
+        """True while hidden with older data than the app holds (`stale`)."""
+        self._shown_report: Report | None = None
+        """The report the screen last showed (a runs-only change then redraws just the breadcrumb)."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every subclass's show_report also refreshes the breadcrumb line (pair · corpus · r)."""
         super().__init_subclass__(**kwargs)
         show = cls.__dict__.get("show_report")
-        if show is not None and not getattr(show, "_with_crumb", False):
+        if show is not None and not getattr(show, "adds_crumb", False):
             @functools.wraps(show)
             def with_crumb(self: "ReportScreen", report: Any) -> None:
                 show(self, report)
                 self.update_crumb()
 
-            with_crumb._with_crumb = True  # type: ignore[attr-defined]
+            with_crumb.adds_crumb = True  # type: ignore[attr-defined]
             cls.show_report = with_crumb  # type: ignore[method-assign]
         show_runs = cls.__dict__.get("show_runs")
-        if show_runs is not None and not getattr(show_runs, "_with_crumb", False):
+        if show_runs is not None and not getattr(show_runs, "adds_crumb", False):
             @functools.wraps(show_runs)
             def runs_with_crumb(self: "ReportScreen", runs: Any) -> None:
                 show_runs(self, runs)
                 self.update_crumb()
 
-            runs_with_crumb._with_crumb = True  # type: ignore[attr-defined]
+            runs_with_crumb.adds_crumb = True  # type: ignore[attr-defined]
             cls.show_runs = runs_with_crumb  # type: ignore[method-assign]
 
     @property
@@ -96,7 +106,6 @@ class ReportScreen(Screen):
         self._shown_width: int | None = None
         self.title = "specterm"
         self.sub_title = self.SCREEN_TITLE
-        self._stale = False
         # No `loading = True` here: _state_changed (below) sets the body's loading state in every case, and a
         # screen composed with its report (a cached one) never mounts and removes the indicator.
         self._waiting = False  # the status line says what the load is doing (`load_stage`)
@@ -106,7 +115,8 @@ class ReportScreen(Screen):
         self.watch(self.app, "report", self._app_changed, init=False)
         if self.USES_SET:
             self.watch(self.app, "set_name", self._app_set_changed, init=False)
-        self._state_changed()  # also when mounted hidden (the app's idle pass): that is the point
+        if self.app.is_running:  # not while quitting: Textual may prune the screen's widgets before its Mount
+            self._state_changed()  # also when mounted hidden (the app's idle pass): that is the point
 
     # -- hidden screens catch up when shown (or when the app is idle) ---------------------------------
     def _app_changed(self, _: Any = None) -> None:
@@ -123,7 +133,7 @@ class ReportScreen(Screen):
         its breadcrumb; anything else redraws as for any change."""
         app = self.sapp
         if (self.is_current and self.NEEDS_REPORT and app.report is not None and not app.ci_pending
-                and getattr(self, "_shown_report", None) is app.report):
+                and self._shown_report is app.report):
             self.update_crumb()
             return
         self._app_changed()
@@ -138,7 +148,7 @@ class ReportScreen(Screen):
     @property
     def stale(self) -> bool:
         """True while a hidden screen shows older data than the app holds."""
-        return getattr(self, "_stale", False)
+        return self._stale
 
     def catch_up(self) -> None:
         """Redraw from the app's current runs and report (a hidden screen, before it is shown)."""
@@ -146,7 +156,8 @@ class ReportScreen(Screen):
             self._stale = False
             self._state_changed()
 
-    def _on_screen_resume(self, event: ScreenResume) -> None:
+    @on(ScreenResume)
+    def resumed(self, event: ScreenResume) -> None:
         """Shown: catch up with the app's data, and keep the widgets' styles when nothing they are
         computed from changed while hidden.
 
@@ -155,8 +166,9 @@ class ReportScreen(Screen):
         the screen's `_css_update_count` is behind the app's, as it is after `t`. So the restyle is
         skipped when the counts agree, and done as Textual would otherwise; it was most of a revisit
         (36-122 ms of CPU per switch, against 7-27 without it)."""
-        if getattr(self, "_css_update_count", None) == getattr(self.app, "_css_update_count", object()):
-            event.refresh_styles = False  # Screen's own handler runs after this one (Textual walks the MRO)
+        if styles_current(self, self.app):
+            event.refresh_styles = False  # Screen's own handler runs after this one (Textual walks the MRO: a
+            # subclass's on_screen_resume, this, then Screen's)
         self.catch_up()
 
     def _stage_changed(self, _: Any = None) -> None:
@@ -178,10 +190,10 @@ class ReportScreen(Screen):
             if status.display:
                 status.update(ci_pending_text(app))
             self._switch_pair(app.pair_key)
-            if self.NEEDS_REPORT:
+            if self.NEEDS_REPORT and app.report is not None:  # `ready`
                 self.show_report(app.report)
                 self._shown_report = app.report
-            else:
+            elif app.runs is not None:
                 self.show_runs(app.runs)
             return
         status.display = True
@@ -301,10 +313,13 @@ class ReportScreen(Screen):
         """For NEEDS_REPORT = False screens: fill from the loaded runs."""
 
     # -- helpers for subclasses -----------------------------------------------------------------
-    def current_set(self, report: Report) -> tuple[str, SetReport | None]:
+    def current_set(self, report: Report) -> tuple[str, SetReport]:
         """The set the app shows (report.set_or_default's fallback) and its report."""
         name = report.set_or_default(self.sapp.set_name)
-        return name, report.sets.get(name)
+        current = report.sets.get(name)
+        if current is None:  # every report holds its pooled set (a load refuses runs without prompts)
+            raise SpectermError("The report holds no set to show; open runs with finished prompts.")
+        return name, current
 
     def set_label(self) -> str:
         names = [safe(n) for n in self.sapp.set_names]
@@ -337,7 +352,10 @@ class ReportScreen(Screen):
     def export_markdown(self) -> str:
         """What `e` writes: this screen's sections of export.markdown_tables, each under its title
         as in `specterm report --format md`, the first headed by the context (run · pair · r)."""
-        return screen_markdown(self.sapp.report, self.EXPORT_SECTIONS, self.export_context())
+        report = self.sapp.report
+        if report is None:  # the app's export actions check first
+            raise SpectermError("The report is not ready yet; try again when the tables show.")
+        return screen_markdown(report, self.EXPORT_SECTIONS, self.export_context())
 
     def export_stem(self) -> str:
         """The default file name for `e` (without .md): specterm-<screen>-<draft>-<target>."""
@@ -406,7 +424,7 @@ def pair_slug(runs: Sequence[Any]) -> str:
     return "-".join(parts)
 
 
-def set_bindings(screen: str) -> list[Binding]:
+def set_bindings(screen: str) -> list[BindingType]:
     """`c` / `C`: the next / previous set (corpus or pooled), for USES_SET screens."""
     return [
         Binding("c", "app.cycle_set(1)", "corpus", id=f"{screen}.corpus", tooltip="Next corpus (or pooled)"),
@@ -433,7 +451,7 @@ def step_value(values: Sequence[float], current: float, step: int) -> float:
     return smaller[-1] if smaller else values[0]
 
 
-class RStepping:
+class RStepping(ReportScreen):
     """Keys for the cost ratio r of a ReportScreen: `-`/`+` step through `r_choices(report)`, `m`
     goes back to the measured r. It starts at the measured r, else at the choice nearest R_DEFAULT.
     Subclasses define `r_choices` and `measured_r`."""

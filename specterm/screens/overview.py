@@ -7,6 +7,7 @@ from textual.widgets import DataTable, Static
 
 from specterm.core.export import deficit_cell, steady_cells
 from specterm.core.fmt import MISSING, ci, est, fmt
+from specterm.core.params import STEADY_FROM
 from specterm.core.report import POOLED, SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen
 from specterm.widgets.columns import ci_below, table_width
@@ -24,7 +25,7 @@ COLUMNS = [
     ("autocorr", "p11-p10 [CI]"),
     ("dispersion", "D/D_geom [CI]"),
     ("deficit", "deficit = hetero + temporal [temporal CI]"),
-    ("steady", "t >= 32: p11-p10 [CI]"),
+    ("steady", f"t >= {STEADY_FROM}: p11-p10 [CI]"),
 ]
 MIDDLE = [("set", "corpus"), ("streams", "n"), ("alpha", "alpha"), ("autocorr", "p11-p10"),
           ("dispersion", "D/D_geom"), ("deficit", "deficit = het + temp\n[temp CI]")]
@@ -158,7 +159,7 @@ class OverviewScreen(ReportScreen):
         note = [
             "n: prompts; beta_bar: sampling acceptance 1 - TV(p, q) (temperature 1) along the greedy continuation y"
             " (n/a: no beta stored);",
-            "p11-p10: within-prompt autocorrelation (mean over prompts); t >= 32: the same past the warm-up;",
+            f"p11-p10: within-prompt autocorrelation (mean over prompts); t >= {STEADY_FROM}: the same past the warm-up;",
             "D/D_geom > 1: run lengths over-dispersed vs geometric;",
             f"deficit at g = {report.params.gamma}: 1 - E_true/E_iid = hetero (across prompts)"
             " + temporal (within; its CI in brackets).",

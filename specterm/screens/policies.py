@@ -54,7 +54,7 @@ def policy_layout(rows: list[tuple[str, list[Any]]], width: int) -> tuple[list, 
 
 def depth_rows(depth: Depth) -> list[tuple[str, list[str]]]:
     """One row per depth j = 1..g from the set's Depth."""
-    cols = [depth.conditional, depth.conditional_iid, depth.unconditional, depth.unconditional_iid]
+    cols: list[list[Any]] = [depth.conditional, depth.conditional_iid, depth.unconditional, depth.unconditional_iid]
     n = max((len(c) for c in cols), default=0)
     rows = []
     for j in range(n):

@@ -96,9 +96,13 @@ class RunScreen(Screen):
     # -- the worker -------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="oracle", exit_on_error=False)
     def run_oracle(self) -> None:
-        oracle = self.oracle
-        if oracle is None:
-            from specterm.oracle.run import run_oracle as oracle  # torch loads here, only when running
+        oracle: OracleFn
+        if self.oracle is not None:
+            oracle = self.oracle
+        else:
+            from specterm.oracle.run import run_oracle  # torch loads here, only when running
+
+            oracle = run_oracle
 
         worker = get_current_worker()
 

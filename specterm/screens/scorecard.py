@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from specterm.core.errors import SpectermError
 from specterm.core.report import SEEDS, Report
 from specterm.screens.base import ReportScreen
 from specterm.widgets.styles import VERDICT_STYLE, cell_verdict, shown_verdict, verdict_markup
@@ -57,7 +58,10 @@ class ScorecardScreen(ReportScreen):
         """The scorecard table under a heading, with the context its verdicts were computed in."""
         from specterm.core.export import TITLES, markdown_tables
 
-        table = markdown_tables(self.sapp.report)["scorecard"]
+        report = self.sapp.report
+        if report is None:  # the app's export actions check first
+            raise SpectermError("The report is not ready yet; try again when the tables show.")
+        table = markdown_tables(report)["scorecard"]
         return f"## {TITLES['scorecard']}\n\n{self.export_context()}\n\n{table}\n"
 
     def show_report(self, report: Report) -> None:

@@ -17,10 +17,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
 
-try:  # where Textual (8.x) keeps it; without it the keys are left as Textual makes them
-    from textual.widgets._footer import FooterKey
-except ImportError:  # pragma: no cover
-    FooterKey = None  # type: ignore[assignment,misc]
+from specterm.compat_textual import FooterKey, has_reactive, mark_footer_ready
 
 
 def bindings_signature(screen: Screen) -> tuple[Any, ...]:
@@ -37,7 +34,12 @@ class KeyFooter(Footer):
     """Footer that skips a recompose when the keys it would show are the ones it shows, and whose
     keys are made in their final compact state (no restyle each from their watcher and binding)."""
 
-    _shown: tuple[Any, ...] | None = None
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._shown: tuple[Any, ...] | None = None
+        """The signature of the keys shown (None until composed)."""
+        self._keys_composed = False
+        """Whether compose has drawn the keys (then an update with the same signature has nothing to draw)."""
 
     def compose(self) -> ComposeResult:
         """Textual's keys, each given the footer's `compact` before it mounts: FooterKey starts
@@ -47,10 +49,11 @@ class KeyFooter(Footer):
         The keys are drawn when the footer is first composed: Textual's Footer composes empty and
         waits for its screen's first bindings update, whose recompose (mount, layout, a second
         frame) came after the first table was painted."""
-        self._bindings_ready = True
+        mark_footer_ready(self)
+        self._keys_composed = True
         self._shown = (self.compact, self.show_command_palette, bindings_signature(self.screen))
         for widget in super().compose():
-            if FooterKey is not None and isinstance(widget, FooterKey) and "compact" in widget._reactives:
+            if isinstance(widget, FooterKey) and has_reactive(widget, "compact"):
                 widget.set_reactive(FooterKey.compact, self.compact)
                 widget.set_class(self.compact, "-compact", update=False)
             yield widget
@@ -58,7 +61,7 @@ class KeyFooter(Footer):
     def bindings_changed(self, screen: Screen) -> None:
         if screen.app.app_focus and self.is_attached and screen is self.screen:
             signature = (self.compact, self.show_command_palette, bindings_signature(screen))
-            if getattr(self, "_bindings_ready", False) and signature == self._shown:
+            if self._keys_composed and signature == self._shown:
                 return
             self._shown = signature
         super().bindings_changed(screen)

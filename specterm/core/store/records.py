@@ -247,16 +247,49 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
     """
     if not isinstance(rec, dict):
         raise SpectermError(f"{where}: expected a JSON object per line; this is not a specterm stream file.")
-    if CHECKSUM_FIELD in rec:
-        if rec[CHECKSUM_FIELD] != record_checksum(rec):
-            raise SpectermError(f"{where}: the record does not match its checksum; the file is corrupt, restore it or drop the line with `specterm repair`.")
-    elif require_checksum:
-        raise SpectermError(f"{where}: the record has no checksum although its run stores them; the file is corrupt.")
+    _check_checksum(rec, where, require_checksum)
     for key in ("id", "corpus", "bits"):
         if not isinstance(rec.get(key), str):
             raise SpectermError(f"{where}: field '{key}' must be a string; re-create or re-import the run.")
     for key in _STR_FIELDS:
         _check_text(rec.get(key), key, where)
+    bits = _bits(rec, where, bounds)
+    n = bits.size
+    check_corpus_name(rec["corpus"], where, "re-import the run with another corpus name.")
+    kw: dict[str, Any] = {}
+    if rec.get("gate") is not None:
+        kw["gate"] = _gate(rec["gate"], n, where)
+    for name, dtype in [(f, "<i4") for f in _INT_FIELDS] + [(f, "<f4") for f in _FLOAT_FIELDS]:
+        val = rec.get(name)
+        if val is not None:
+            kw[name] = _array_field(name, val, dtype, n, where, None if bounds is None else bounds.vocab)
+    if "y" in kw and "draft_argmax" in kw and not np.array_equal(bits, kw["draft_argmax"] == kw["y"]):
+        t = int(np.flatnonzero(bits != (kw["draft_argmax"] == kw["y"]))[0])
+        raise SpectermError(f"{where}: 'bits' disagrees with the stored argmaxes at t = {t} (a_t must be 1 exactly "
+                            "when draft_argmax_t == y_t+1); the file is corrupt.")
+    text = rec.get("text")
+    if text is not None:
+        _check_text_ends(text, kw.get("piece_ends"), n, where)
+    prompt = rec.get("prompt")
+    if prompt is not None and not isinstance(prompt, str):
+        raise SpectermError(f"{where}: 'prompt' must be a string; the file is corrupt.")
+    stop = rec.get("stop")
+    if stop is not None and not isinstance(stop, str):
+        raise SpectermError(f"{where}: 'stop' must be a string or null; the file is corrupt.")
+    return Stream(id=rec["id"], corpus=rec["corpus"], bits=bits, prompt=prompt, text=text, stop=stop, run=run, **kw)
+
+
+def _check_checksum(rec: dict[str, Any], where: str, require_checksum: bool) -> None:
+    """The record's checksum, verified when present; required when `require_checksum`."""
+    if CHECKSUM_FIELD in rec:
+        if rec[CHECKSUM_FIELD] != record_checksum(rec):
+            raise SpectermError(f"{where}: the record does not match its checksum; the file is corrupt, restore it or drop the line with `specterm repair`.")
+    elif require_checksum:
+        raise SpectermError(f"{where}: the record has no checksum although its run stores them; the file is corrupt.")
+
+
+def _bits(rec: dict[str, Any], where: str, bounds: RecordBounds | None) -> np.ndarray:
+    """The record's accept bits, checked against its 'n' and the run's max_new_tokens."""
     try:
         bits = bits_from_str(rec["bits"])
     except (ValueError, UnicodeEncodeError):
@@ -267,54 +300,47 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
     if bounds is not None and bounds.max_n is not None and n > bounds.max_n:
         raise SpectermError(f"{where}: the record has {n} positions but its run generated at most {bounds.max_n} "
                             "(max_new_tokens); it belongs to another run, drop it with `specterm repair`.")
-    check_corpus_name(rec["corpus"], where, "re-import the run with another corpus name.")
-    kw: dict[str, Any] = {}
-    if rec.get("gate") is not None:
-        try:
-            kw["gate"] = bits_from_str(rec["gate"])
-        except (ValueError, UnicodeEncodeError, AttributeError):
-            raise SpectermError(f"{where}: 'gate' must be a string of 0 and 1 only; the file is corrupt.") from None
-        if kw["gate"].size != n:
-            raise SpectermError(f"{where}: 'gate' has {kw['gate'].size} positions, 'bits' has {n}; the file is corrupt.")
-    for name, dtype in [(f, "<i4") for f in _INT_FIELDS] + [(f, "<f4") for f in _FLOAT_FIELDS]:
-        val = rec.get(name)
-        if val is None:
-            continue
-        try:
-            arr = decode_array(val, dtype)
-        except (ValueError, binascii.Error, AttributeError, UnicodeEncodeError):
-            raise SpectermError(f"{where}: field '{name}' is not valid base64 {dtype}; the file is corrupt.") from None
-        if arr.size != n:
-            raise SpectermError(f"{where}: '{name}' has {arr.size} values, 'bits' has {n}; the file is corrupt.")
-        if name in _FLOAT_FIELDS and arr.size and not (arr.min() >= 0.0 and arr.max() <= 1.0 + PROB_SLACK):  # a NaN is both
-            raise SpectermError(f"{where}: '{name}' holds values that are not probabilities (NaN, infinite or outside [0, 1]); the file is corrupt.")
-        if name in ("y", "draft_argmax") and arr.size:
-            lo, hi = int(arr.min()), int(arr.max())
-            vocab = None if bounds is None else bounds.vocab
-            if lo < 0 or (vocab is not None and hi >= vocab):
-                limit = f"[0, {vocab})" if vocab is not None else "[0, ...)"
-                bad = lo if lo < 0 else hi
-                raise SpectermError(f"{where}: '{name}' holds token id {bad}, outside the vocabulary {limit}; "
-                                    "the record belongs to another run or is corrupt.")
-        kw[name] = arr
-    if "y" in kw and "draft_argmax" in kw and not np.array_equal(bits, kw["draft_argmax"] == kw["y"]):
-        t = int(np.flatnonzero(bits != (kw["draft_argmax"] == kw["y"]))[0])
-        raise SpectermError(f"{where}: 'bits' disagrees with the stored argmaxes at t = {t} (a_t must be 1 exactly "
-                            "when draft_argmax_t == y_t+1); the file is corrupt.")
-    text = rec.get("text")
-    if text is not None:
-        if not isinstance(text, str) or "piece_ends" not in kw:
-            raise SpectermError(f"{where}: 'text' needs 'piece_ends' beside it; the file is corrupt.")
-        ends = kw["piece_ends"]
-        if n and (ends[-1] != len(text) or np.any(np.diff(ends) < 0) or ends[0] < 0):
-            raise SpectermError(f"{where}: 'piece_ends' does not match 'text'; the file is corrupt.")
-    prompt = rec.get("prompt")
-    if prompt is not None and not isinstance(prompt, str):
-        raise SpectermError(f"{where}: 'prompt' must be a string; the file is corrupt.")
-    stop = rec.get("stop")
-    if stop is not None and not isinstance(stop, str):
-        raise SpectermError(f"{where}: 'stop' must be a string or null; the file is corrupt.")
-    return Stream(id=rec["id"], corpus=rec["corpus"], bits=bits, prompt=prompt, text=text, stop=stop, run=run, **kw)
+    return bits
+
+
+def _gate(val: Any, n: int, where: str) -> np.ndarray:
+    """The record's gate bits (n of them)."""
+    try:
+        gate = bits_from_str(val)
+    except (ValueError, UnicodeEncodeError, AttributeError):
+        raise SpectermError(f"{where}: 'gate' must be a string of 0 and 1 only; the file is corrupt.") from None
+    if gate.size != n:
+        raise SpectermError(f"{where}: 'gate' has {gate.size} positions, 'bits' has {n}; the file is corrupt.")
+    return gate
+
+
+def _array_field(name: str, val: Any, dtype: str, n: int, where: str, vocab: int | None) -> np.ndarray:
+    """One base64 array field of n values: probabilities in [0, 1] for the float fields, token ids in
+    [0, vocab) for y and draft_argmax."""
+    try:
+        arr = decode_array(val, dtype)
+    except (ValueError, binascii.Error, AttributeError, UnicodeEncodeError):
+        raise SpectermError(f"{where}: field '{name}' is not valid base64 {dtype}; the file is corrupt.") from None
+    if arr.size != n:
+        raise SpectermError(f"{where}: '{name}' has {arr.size} values, 'bits' has {n}; the file is corrupt.")
+    if name in _FLOAT_FIELDS and arr.size and not (arr.min() >= 0.0 and arr.max() <= 1.0 + PROB_SLACK):  # a NaN is both
+        raise SpectermError(f"{where}: '{name}' holds values that are not probabilities (NaN, infinite or outside [0, 1]); the file is corrupt.")
+    if name in ("y", "draft_argmax") and arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < 0 or (vocab is not None and hi >= vocab):
+            limit = f"[0, {vocab})" if vocab is not None else "[0, ...)"
+            bad = lo if lo < 0 else hi
+            raise SpectermError(f"{where}: '{name}' holds token id {bad}, outside the vocabulary {limit}; "
+                                "the record belongs to another run or is corrupt.")
+    return arr
+
+
+def _check_text_ends(text: Any, ends: np.ndarray | None, n: int, where: str) -> None:
+    """'text' is a string with 'piece_ends' beside it, whose last end is its length (ends never decrease)."""
+    if not isinstance(text, str) or ends is None:
+        raise SpectermError(f"{where}: 'text' needs 'piece_ends' beside it; the file is corrupt.")
+    if n and (ends[-1] != len(text) or np.any(np.diff(ends) < 0) or ends[0] < 0):
+        raise SpectermError(f"{where}: 'piece_ends' does not match 'text'; the file is corrupt.")
 
 
 def decode_line(raw: bytes, where: str, run: str = "", require_checksum: bool = False,

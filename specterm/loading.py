@@ -1,0 +1,446 @@
+"""Loading runs for the app, without the app: the cache alias, the head start, point-then-CI and the
+withdrawal of a report found not to be its runs'. No Textual here (the app only paints what a load
+says); tested without Pilot (tests/test_loading.py).
+
+A load says what it has through `emit(event)` (the app posts each as a message, messages.py), from
+its worker thread and, for the head start's full report, from one more thread:
+
+    Stage(text)                    what it is doing now (the loading line)
+    Shown(report, complete, ...)   show this report: the point estimates (complete=False, boot > 0)
+                                   or the full one; report=None withdraws what was shown (a cached
+                                   or head-start report whose runs were not these: the right one follows)
+    Parsed(runs, groups)           the runs of the pair shown, parsed (the screens' streams)
+
+The order of one load: a report found by the bytes of the runs' files (core/cache.py aliases) or
+sent by the head start's child (specterm/headstart.py) is shown before the runs are parsed, and kept
+only when the runs parsed from those same bytes have its cache key (else withdrawn); otherwise
+`analyse` hands over the point estimates before its bootstrap, then the full report replaces them
+whole: a value and a CI on screen always come from one report of one load.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+from specterm.core.errors import SpectermError
+from specterm.core.fmt import computing_line, parsing_line
+
+if TYPE_CHECKING:
+    from specterm.core.report import Report
+    from specterm.core.store import Run, RunFiles
+    from specterm.headstart import HeadStart
+
+PAINT_WAIT_S = 1.0
+"""At most this long a load waits, after handing over a report found before the runs are parsed (an
+alias's, the head start's), for the frame that shows it: parsing the runs holds the GIL."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """What the load is doing now (parsing, computing): the line a screen shows while it waits."""
+
+    text: str
+    load_id: int
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A report to show (None: withdraw the one shown)."""
+
+    report: Report | None
+    load_id: int
+    complete: bool = True
+    """False for the point estimates (boot = 0: no CIs) while the bootstrap runs."""
+    pair_meta: dict[str, Any] | None = None
+    """The metadata of the pair's first run, when the report comes before the runs."""
+    painted: threading.Event | None = None
+    """Set by the painter once the frame showing this report is painted (the load waits for it)."""
+    groups: int | None = None
+    """How many model pairs the runs hold, when the report comes before the runs."""
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The runs of the pair shown (of `groups` model pairs) are parsed."""
+
+    runs: list[Run]
+    load_id: int
+    groups: int
+
+
+Event = Union[Stage, Shown, Parsed]
+Emit = Callable[[Event], None]
+
+
+@dataclass
+class Prefetch:
+    """What `Loader.warm` read for its load (the worker parses the runs from these bytes)."""
+
+    load_id: int
+    paths: tuple[Path, ...]
+    files: list[RunFiles]
+    fkey: dict[str, Any] | None
+    alias: tuple[dict[str, Any], int, int, list[str]] | None
+    """The alias whose report `warm` showed (None when it showed none)."""
+    painted: threading.Event
+
+
+class Loader:
+    """What the loads of one app share: the analysis parameters, the runs already parsed (and their
+    bytes), the head start's child and startup.warm_read's reading of the first load's files."""
+
+    def __init__(self, params: dict[str, int], *, use_cache: bool = True, paths: Sequence[Path] = (),
+                 loaded: Sequence[Run] | None = None, loaded_files: Sequence[RunFiles] | None = None,
+                 head_start: HeadStart | None = None, files_read: tuple[Any, ...] | None = None) -> None:
+        self.params = dict(params)
+        """gamma, boot, shuffles, seed of every load."""
+        self.use_cache = use_cache
+        """Read and write the analysis cache (core/cache.py; SPECTERM_CACHE=0 also turns it off)."""
+        self.loaded: tuple[tuple[Path, ...], list[Run]] | None = (
+            (tuple(Path(p) for p in paths), list(loaded)) if loaded is not None else None)
+        """(paths, runs) as loaded from those paths: the CLI's own load (`specterm` loads every run to
+        warn about bad ones) and each load's, so that neither the first table nor `M` to a pair not
+        yet shown reads the runs again. Given as `loaded`, they must be `load_runs(paths)`."""
+        self.loaded_files = list(loaded_files) if loaded is not None and loaded_files is not None else None
+        """The bytes `loaded` was parsed from (store.read_run_files), if the CLI kept them: a load then
+        writes the alias a later open finds the report by."""
+        self.head_start = head_start
+        """The child analysing the first load's runs (specterm/headstart.py), until that load takes it."""
+        self.head_child = head_start
+        """The same child, kept after its load took it (for `M`: it stores the other pairs); `close`."""
+        self.files_read = files_read
+        """(files, files key, alias or None) of the first load's paths as startup.warm_read read them for
+        these parameters and the first pair, taken by `warm` instead of reading them again."""
+        self.prefetched: Prefetch | None = None
+        """What `warm` read, for that load."""
+
+    def forget_runs(self) -> None:
+        """The next load reads its runs again (the oracle's output may have grown since: same path)."""
+        self.loaded = None
+        self.loaded_files = None
+
+    def close(self) -> None:
+        """Stop the head start's child (it may still analyse the other pairs, for `M`)."""
+        if self.head_child is not None:
+            self.head_child.close()
+
+    def cache_on(self) -> bool:
+        from specterm.core import cache
+
+        return self.use_cache and cache.enabled()
+
+    def warm(self, paths: Sequence[Path], load_id: int, group: int) -> Shown | None:
+        """A cached report found by the bytes of the runs' files (a warm open, core/cache.py aliases),
+        looked for before the first frame: about 20 ms of reading and JSON. The bytes (and the alias,
+        when found) go to load `load_id` (`prefetched`), which parses the runs from them once this
+        report's frame is painted and checks that they are the entry's. None when there is none; a
+        file that cannot be read is left to the load, which says what is wrong."""
+        from specterm.core import cache
+        from specterm.core.store import META_FILE, parse_meta, read_run_files
+
+        if self.loaded is not None or not self.cache_on():
+            return None
+        key_paths = tuple(Path(p) for p in paths)
+        read, self.files_read = self.files_read, None
+        if read is not None and group == 0:
+            files, fkey, alias = read
+        else:
+            try:
+                files = [read_run_files(p) for p in key_paths]
+            except SpectermError:
+                return None
+            fkey = cache.files_key(files, self.params, group)
+            alias = cache.load_alias(fkey) if fkey is not None else None
+        report = cache.load(alias[0]) if alias is not None else None
+        painted = threading.Event()
+        self.prefetched = Prefetch(load_id, key_paths, list(files), fkey, alias if report is not None else None, painted)
+        if report is None or alias is None:
+            return None
+        first = parse_meta(files[alias[2]].meta, key_paths[alias[2]] / META_FILE)  # the crumb's pair
+        return Shown(report, load_id, pair_meta=first, painted=painted, groups=alias[1])
+
+    def load(self, paths: Sequence[Path], load_id: int, group: int, emit: Emit,
+             cancelled: Callable[[], bool] = lambda: False) -> None:
+        """Load the runs at `paths` (unless loaded already) and show the report of model pair `group`
+        (modulo the number of pairs): see the module docstring. Runs in a worker thread; `cancelled`
+        says when the painter no longer wants this load (nothing more is shown then)."""
+        Load(self, paths, load_id, group, emit, cancelled).run()
+
+
+class Load:
+    """One load: its request, what it has read so far, and the steps that take it to a report."""
+
+    def __init__(self, loader: Loader, paths: Sequence[Path], load_id: int, group: int, emit: Emit,
+                 cancelled: Callable[[], bool]) -> None:
+        self.loader = loader
+        self.paths = tuple(Path(p) for p in paths)
+        self.load_id = load_id
+        self.group = group
+        self.emit = emit
+        self.cancelled = cancelled
+        self.params = dict(loader.params)
+        self.use_cache = loader.cache_on()
+        self.point_first = self.params["boot"] > 0
+        """Point estimates first (their CIs follow): whenever there is a bootstrap."""
+        self.files: list[RunFiles] | None = None
+        self.all_runs: list[Run] | None = None
+        self.fkey: dict[str, Any] | None = None
+        self.alias: tuple[dict[str, Any], int, int, list[str]] | None = None
+        """The alias whose report was shown before the runs were parsed."""
+        self.painted: threading.Event | None = None
+        self.head: HeadStart | None = None
+        """The head start, while its reports are this load's."""
+        self.head_report: Report | None = None
+        self.head_complete = False
+        self.head_full: list[Report | None] = []
+        """The child's full report, read by `head_reader` while the runs are parsed here."""
+        self.head_reader: threading.Thread | None = None
+
+    def run(self) -> None:
+        self.take_head()
+        self.read()
+        if self.alias is None and self.all_runs is None and self.files is not None:
+            size = sum(len(f.meta) + len(f.records or b"") for f in self.files)
+            self.say(parsing_line(len(self.files), size))
+        if self.head is not None:
+            self.head_first()
+        if self.painted is not None and (self.alias is not None or self.head is not None):
+            self.painted.wait(PAINT_WAIT_S)  # parsing the runs holds the GIL: after the report's frame (or 1 s)
+        if self.head is not None and not self.head_complete:
+            self.read_head_full()
+        runs, groups = self.parse()
+        key = self.cache_key(runs)
+        if self.alias is not None and self.alias_holds(key):
+            return  # the report shown is this key's (checked against the entry in full)
+        report = self.head_kept(runs, key) if self.head is not None else None
+        if report is None:
+            report = self.cached_or_analysed(runs, key)
+            if report is None:
+                return  # cancelled
+        self.store_alias(runs, key, groups)
+        self.show(report)
+
+    # -- the steps ---------------------------------------------------------------------------------
+    def say(self, text: str) -> None:
+        self.emit(Stage(text, self.load_id))
+
+    def show(self, report: Report | None, **kw: Any) -> None:
+        self.emit(Shown(report, self.load_id, **kw))
+
+    def take_head(self) -> None:
+        """The head start is the first load's only, and only if this load is the one it was started for."""
+        head, self.loader.head_start = self.loader.head_start, None
+        if head is not None and not head.serves(self.paths, self.params, self.group):
+            head.close()
+            head = None
+        self.head = head
+
+    def read(self) -> None:
+        """The runs' bytes (or runs loaded already): read once, the alias and the runs come from them.
+        On a warm open the alias's report is shown first, the runs parsed from the same bytes after it."""
+        from specterm.core import cache
+
+        loaded, prefetched = self.loader.loaded, self.loader.prefetched
+        self.loader.prefetched = None
+        if loaded is not None and loaded[0] == self.paths:
+            self.all_runs = loaded[1]
+            self.files = self.loader.loaded_files
+            if self.files is not None and self.use_cache:
+                self.fkey = cache.files_key(self.files, self.params, self.group)
+        elif prefetched is not None and (prefetched.load_id, prefetched.paths) == (self.load_id, self.paths):
+            # the first load, after `warm` read the files (and showed the alias's report, if any)
+            self.files, self.fkey, self.alias, self.painted = prefetched.files, prefetched.fkey, prefetched.alias, prefetched.painted
+        else:
+            self.read_files()
+
+    def read_files(self) -> None:
+        from specterm.core import cache
+        from specterm.core.store import META_FILE, parse_meta, read_run_files  # no numpy before the first table
+
+        self.files = files = [read_run_files(p) for p in self.paths]
+        self.fkey = cache.files_key(files, self.params, self.group) if self.use_cache else None
+        alias = cache.load_alias(self.fkey) if self.fkey is not None else None
+        report = cache.load(alias[0]) if alias is not None else None
+        if alias is None or report is None:
+            return
+        self.alias = alias
+        first = parse_meta(files[alias[2]].meta, self.paths[alias[2]] / META_FILE)  # the crumb's pair
+        self.painted = threading.Event()
+        self.show(report, pair_meta=first, painted=self.painted, groups=alias[1])
+
+    def head_first(self) -> None:
+        """Show the head start's first report, if the child parsed the bytes this load read (its files
+        key is this load's, computed here when the load did not need it: same bytes, code and
+        parameters, so the same runs); else the child is closed and not used."""
+        assert self.head is not None
+        shown = self.head_shown() if self.alias is None and self.files is not None else False
+        if not shown:
+            self.head.close()
+            self.head = None
+
+    def head_shown(self) -> bool:
+        from specterm.core import cache
+        from specterm.core.store import META_FILE, parse_meta
+
+        head, files = self.head, self.files
+        assert head is not None and files is not None
+        said = head.read()
+        fkey = cache.files_key(files, self.params, 0) if self.fkey is None else self.fkey  # a head start serves pair 0 only
+        if said is None or fkey is None or said.get("fkey") != json.loads(json.dumps(fkey)):
+            return False
+        if isinstance(said.get("prompts"), int) and isinstance(said.get("positions"), int):
+            self.say(computing_line(said["prompts"], said["positions"], self.point_first))
+        shown = head_report(head)
+        if shown is not None and not shown[1] and not self.point_first:
+            shown = head_report(head)  # the full report only (no bootstrap: as the load's own analysis)
+        if shown is None:
+            return False
+        try:
+            i = int(said["first"])
+            first = parse_meta(files[i].meta, self.paths[i] / META_FILE)  # the crumb's pair
+            groups = int(said["groups"])
+        except (KeyError, IndexError, TypeError, ValueError, SpectermError):
+            return False
+        self.head_report, self.head_complete = shown
+        self.painted = threading.Event()
+        self.show(shown[0], complete=shown[1], pair_meta=first, painted=self.painted, groups=groups)
+        return True
+
+    def read_head_full(self) -> None:
+        """Show the child's full report as soon as it comes, not once the runs are parsed here (10M
+        positions: 3 s): the trust of its point report and of a warm open's alias (the same bytes, code
+        and parameters); `head_kept` keeps it only if the parsed runs have the child's key."""
+        head = self.head
+        assert head is not None
+
+        def read_full() -> None:
+            shown = head_report(head)
+            full = shown[0] if shown is not None and shown[1] else None
+            self.head_full.append(full)
+            if full is not None and not self.cancelled():
+                self.show(full)
+
+        self.head_reader = threading.Thread(target=read_full, name="specterm-head-full", daemon=True)
+        self.head_reader.start()
+
+    def parse(self) -> tuple[list[Run], int]:
+        """The runs of the pair `group` (runs without prompts left out) and the number of pairs."""
+        from specterm.core.store import group_runs, load_run
+
+        if self.all_runs is None:
+            assert self.files is not None
+            self.all_runs = [load_run(p, f) for p, f in zip(self.paths, self.files)]
+            self.loader.loaded = (self.paths, self.all_runs)
+        runs = [r for r in self.all_runs if r.streams]
+        if not runs:
+            names = ", ".join(str(p) for p in self.paths)
+            raise SpectermError(f"{names} holds no finished prompts yet; run `specterm run` or `specterm import` first.")
+        groups = group_runs(runs)  # one model pair with two settings (e.g. -n) is two groups
+        runs = groups[self.group % len(groups)]
+        self.emit(Parsed(runs, self.load_id, len(groups)))
+        return runs, len(groups)
+
+    def cache_key(self, runs: list[Run]) -> dict[str, Any] | None:
+        from specterm.core import cache
+
+        return cache.cache_key(runs, self.params) if self.use_cache else None
+
+    def alias_holds(self, key: dict[str, Any] | None) -> bool:
+        """Whether the alias's report (shown) is that of the runs parsed (their whole key); else the
+        alias lied (parsing the same bytes gave other runs): removed, never used again, and the report
+        withdrawn until the right one comes."""
+        from specterm.core import cache
+
+        assert self.alias is not None
+        if self.alias[0] == key:
+            return True
+        assert self.fkey is not None
+        cache.remove_alias(self.fkey)
+        self.show(None)
+        return False
+
+    def head_kept(self, runs: list[Run], key: dict[str, Any] | None) -> Report | None:
+        """The head start's report (shown already), kept when the child's runs are these (their whole
+        key, which the child sends after its full report); else withdrawn and the child closed."""
+        from specterm.core import cache
+
+        head = self.head
+        assert head is not None
+        if self.head_reader is not None:
+            self.head_reader.join()
+        full = self.head_report if self.head_complete else self.head_full[0]
+        own = json.loads(json.dumps(key if key is not None else cache.cache_key(runs, self.params)))
+        child_key = head.read_key()
+        report = full if full is not None and child_key == own else None
+        if child_key is not None and child_key != own:  # the same bytes parsed to other runs: off the screen
+            self.show(None)
+        if report is None:
+            head.close()
+        elif key is not None:  # the child goes on with the other pairs (for M); closed when the app ends
+            cache.store(key, report)
+        return report
+
+    def cached_or_analysed(self, runs: list[Run], key: dict[str, Any] | None) -> Report | None:
+        """The pair's report from the cache, from the head start's child (`M` to a pair it analyses for
+        the cache: waited for, not computed twice) or analysed here; None when cancelled."""
+        from specterm.core import cache
+        from specterm.core.store import prompts_and_positions
+
+        report = cache.load(key) if key is not None else None
+        if report is not None:
+            return report
+        counts = prompts_and_positions(runs)  # the loading line's
+        child = self.loader.head_child
+        if key is not None and self.head is None and child is not None:
+            self.say(computing_line(*counts))
+            if child.wait_stored(key):
+                report = cache.load(key)
+                if report is not None:
+                    return report
+        return self.analysed(runs, key, counts)
+
+    def analysed(self, runs: list[Run], key: dict[str, Any] | None, counts: tuple[int, int]) -> Report | None:
+        from specterm.core import cache
+        from specterm.core.analysis import analyse
+
+        def point_ready(point: Report) -> None:
+            if not self.cancelled():
+                self.show(point, complete=False)
+
+        self.say(computing_line(*counts, self.point_first))
+        p = self.params
+        report = analyse(runs, gamma=p["gamma"], boot=p["boot"], shuffles=p["shuffles"], seed=p["seed"],
+                         on_point=point_ready if self.point_first else None)
+        if self.cancelled():
+            return None
+        if key is not None:
+            cache.store(key, report)
+        return report
+
+    def store_alias(self, runs: list[Run], key: dict[str, Any] | None, groups: int) -> None:
+        """The alias a later open finds this report by (the bytes of the runs' files)."""
+        from specterm.core import cache
+
+        if self.fkey is None or key is None or self.files is None or self.all_runs is None:
+            return
+        first_path = runs[0].path
+        first = next(i for i, f in enumerate(self.files) if f.path == first_path)
+        cache.store_alias(self.fkey, key, groups, first, [w for r in self.all_runs for w in r.warnings])
+
+
+def head_report(head: HeadStart) -> tuple[Report, bool] | None:
+    """The child's next report and whether it is complete; None when the next message is not one."""
+    from specterm.core.report import Report
+
+    said = head.read()
+    if said is None or "report" not in said:
+        return None
+    try:
+        return Report.from_dict(said["report"]), bool(said.get("complete"))
+    except Exception:  # not a report: never shown
+        return None
