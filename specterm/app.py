@@ -55,9 +55,12 @@ class SpectermApp(App[Any]):
         Binding("e", "export", "export", id="app.export", tooltip="Write this screen's tables as markdown"),
         Binding("E", "export_all", "export all", show=False, id="app.export_all", tooltip="Write every table as markdown"),
         Binding("t", "toggle_theme", "theme", show=False, id="app.theme", tooltip="Toggle dark / light theme"),
-        Binding("M", "next_models", "next model pair", show=False, id="app.models",
-                tooltip="Runs of different draft/target pairs are analysed apart: show the next pair"),
-        Binding("f1", "help", "help", id="app.help", tooltip="Every key of every screen"),
+        Binding("M", "next_models", "run", id="app.models",
+                tooltip="Runs of different draft/target pairs or settings are analysed apart: show the next"),
+        Binding("y", "copy", "copy", show=False, id="app.copy",
+                tooltip="Copy the focused row (or the verdict) as markdown to the clipboard (OSC 52)"),
+        Binding("question_mark,f1", "help", "help", key_display="?", id="app.help",
+                tooltip="Every key of every screen"),
         Binding("q", "quit", "quit", show=False, id="app.quit", tooltip="Quit specterm"),
     ]
 
@@ -292,7 +295,15 @@ class SpectermApp(App[Any]):
 
         self.loading.load(paths, load_id, self.model_group, post, lambda: worker.is_cancelled)
 
+    STORE_WAIT_S: ClassVar[float] = 10.0
+    """At most this long the app, quitting while its full report is shown, waits for the load to write
+    that report to the cache (a head start's report is stored once the runs are parsed here): the
+    next start is then warm."""
+
     def on_unmount(self) -> None:
+        stored = self.loading.stored
+        if stored is not None and stored[0] == self.load_id and self.report is not None and not self.ci_pending:
+            stored[1].wait(self.STORE_WAIT_S)  # before the child is closed: the load reads its key from it
         self.loading.close()  # the head start's child may still be analysing (the other pairs, for M)
 
     def on_load_stage(self, message: messages.LoadStage) -> None:
@@ -390,7 +401,9 @@ class SpectermApp(App[Any]):
         nine), and it leaves after 3 s (an error after 6 s); app.tcss keeps it on the footer line."""
         limit = 6.0 if severity == "error" else 3.0
         self.clear_notifications()
-        super().notify(message, title=title, severity=severity, timeout=min(timeout or limit, limit), markup=markup)
+        if title:  # a title is a line of its own: one line at 80 columns, it leads the message instead
+            message = f"{title}: {message}"
+        super().notify(message, severity=severity, timeout=min(timeout or limit, limit), markup=markup)
 
     def action_switch_screen(self, mode: str) -> None:  # type: ignore[override]  # sync: App.action_switch_screen is async
         self.drill_from = None  # a screen chosen by its key: Escape on Streams has nothing to go back to
@@ -412,6 +425,19 @@ class SpectermApp(App[Any]):
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+
+    def action_copy(self) -> None:
+        """`y`: the focused table row (a verdict's row on Decide, a corpus on Overview) as a markdown
+        table line, to the terminal's clipboard by OSC 52 (it works over SSH in most terminals; a
+        terminal without it ignores the sequence, and the note says so)."""
+        from specterm.screens.base import focused_markdown
+
+        text = focused_markdown(self.screen)
+        if not text:
+            self.notify("Nothing to copy here: focus a table row (Tab), then y.", severity="warning")
+            return
+        self.copy_to_clipboard(text)
+        self.notify("Copied the row as markdown (OSC 52; some terminals ignore it: e exports).")
 
     def action_help(self) -> None:
         from specterm.screens.help import HelpScreen, key_rows
@@ -449,7 +475,7 @@ class SpectermApp(App[Any]):
         from specterm.screens.base import pair_slug
 
         report = self.report
-        self._ask_and_write(Path(f"specterm-report-{pair_slug(self.runs or [])}.md"), lambda: to_markdown(report))
+        self._ask_and_write(Path(f"specterm-report-{pair_slug(self.runs or [], report)}.md"), lambda: to_markdown(report))
 
     def _ask_and_write(self, default: Path, text: Callable[[], str]) -> None:
         from specterm.screens.export import ExportScreen

@@ -118,6 +118,9 @@ class Loader:
         these parameters and the first pair, taken by `warm` instead of reading them again."""
         self.prefetched: Prefetch | None = None
         """What `warm` read, for that load."""
+        self.stored: tuple[int, threading.Event] | None = None
+        """(load id, set once that load's report is in the cache): the app, quitting while the report is
+        shown, waits for it (at most STORE_WAIT_S), so the next start is warm."""
 
     def forget_runs(self) -> None:
         """The next load reads its runs again (the oracle's output may have grown since: same path)."""
@@ -169,7 +172,10 @@ class Loader:
         """Load the runs at `paths` (unless loaded already) and show the report of model pair `group`
         (modulo the number of pairs): see the module docstring. Runs in a worker thread; `cancelled`
         says when the painter no longer wants this load (nothing more is shown then)."""
-        Load(self, paths, load_id, group, emit, cancelled).run()
+        stored = threading.Event()
+        self.stored = (load_id, stored)
+        if Load(self, paths, load_id, group, emit, cancelled).run():
+            stored.set()
 
 
 class Load:
@@ -201,7 +207,8 @@ class Load:
         """The child's full report, read by `head_reader` while the runs are parsed here."""
         self.head_reader: threading.Thread | None = None
 
-    def run(self) -> None:
+    def run(self) -> bool:
+        """The load's steps; True when its report is in the cache (or was read from it) as it ends."""
         self.take_head()
         self.read()
         if self.alias is None and self.all_runs is None and self.files is not None:
@@ -216,14 +223,15 @@ class Load:
         runs, groups = self.parse()
         key = self.cache_key(runs)
         if self.alias is not None and self.alias_holds(key):
-            return  # the report shown is this key's (checked against the entry in full)
+            return True  # the report shown is this key's (checked against the entry in full)
         report = self.head_kept(runs, key) if self.head is not None else None
         if report is None:
             report = self.cached_or_analysed(runs, key)
             if report is None:
-                return  # cancelled
+                return False  # cancelled
         self.store_alias(runs, key, groups)
         self.show(report)
+        return True
 
     # -- the steps ---------------------------------------------------------------------------------
     def say(self, text: str) -> None:

@@ -229,7 +229,7 @@ async def test_decide_accelerator_changes_the_roofline_reference(run_path, tmp_p
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-decide-layers-1-target.md").read_text()
+        written = (tmp_path / "specterm-decide-layers-1-target-torch.md").read_text()
         assert markdown_tables(app.report)["decide"] in written
         assert "custom ridge" in written and "= 100 FLOP/byte" in written and f"| pooled | {line[1]} |" in written
 
@@ -246,15 +246,15 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-overview-layers-1-target.md").read_text()
-        context = "run: tiny-run · pair: layers:1 -> tiny/target · r = 0.150 (measured)"
+        written = (tmp_path / "specterm-overview-layers-1-target-torch.md").read_text()
+        context = "runs: tiny-run (torch, 6 prompts); costs: not measured · pair: layers:1 -> tiny/target · r = 0.150 (measured)"
         assert written == f"## {TITLES['overview']}\n\n{context}\n\n{md['overview']}\n"
 
         await pilot.press("4", "e")
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        written = (tmp_path / "specterm-optimum-layers-1-target.md").read_text()
+        written = (tmp_path / "specterm-optimum-layers-1-target-torch.md").read_text()
         assert md["optimum"] in written and md["yield"] in written
 
         # a path typed in the dialog
@@ -274,7 +274,7 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         await pilot.press("escape")
         await pilot.pause()
-        assert not (tmp_path / "specterm-policies-layers-1-target.md").exists()
+        assert not (tmp_path / "specterm-policies-layers-1-target-torch.md").exists()
 
         # everything, via the command palette: the same text as `specterm report --format md`
         await pilot.press("ctrl+p")
@@ -285,7 +285,7 @@ async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatc
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
-        assert (tmp_path / "specterm-report-layers-1-target.md").read_text() == to_markdown(app.report)
+        assert (tmp_path / "specterm-report-layers-1-target-torch.md").read_text() == to_markdown(app.report)
 
 
 async def test_command_palette_switches_screens(run_path):
@@ -454,9 +454,14 @@ async def test_decide_shows_the_hardware_decision_and_predicted_vs_realized(tmp_
         verdicts = str(app.screen.query_one("#hw-verdicts", Static).render())
         assert f"prose: do not speculate on {d.machine}" in verdicts  # the verdict names the machine of its costs
         checks = str(app.screen.query_one("#verdicts", Static).render())
-        line = next(ln for ln in checks.splitlines() if ln.startswith("prose "))
+        # the confirmations: wider than the pane even with CIs below their values, so one block per row
+        # ("column: value" lines, issue 37: no table line wraps mid row); the profiles' table comes first
+        block = checks.split("Confirmations", 1)[1].split("\nprose\n", 1)[1].splitlines()
+        cells = dict(ln.strip().rsplit(": ", 1) for ln in block if ln.startswith("  "))
         # g, prompts, realized, the check at in-generation costs (none stored), at the micro-benchmark's 0.6 / 0.48
-        assert line.split()[:6] == ["prose", "2", "2", "0.60x", MISSING, "1.25"]
+        assert [cells["g"], cells["prompts"], cells["realized"]] == ["2", "2", "0.60x"]
+        assert cells["cost-model check: real / pred at in-generation costs"] == MISSING
+        assert cells["real / pred at micro-benchmark costs (CPU; no prefill)"] == "1.25"
 
 
 async def test_overview_scorecard_line_marks_borderline_verdicts():

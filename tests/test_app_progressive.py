@@ -439,21 +439,21 @@ async def test_hidden_screen_redraws_when_shown(tmp_path):
         assert "bigtarget" in str(optimum.query_one("#crumb", Static).render())
 
 
-async def test_crumb_names_a_non_torch_engine_first(tmp_path):
-    """A llama.cpp run of the same pair as a torch run: the crumb says which engine, first (the pair
-    text gives way at its end on a narrow screen); a torch run has no prefix."""
+async def test_head_names_the_engine(tmp_path):
+    """A llama.cpp run of the same pair as a torch run: the head line says which engine, and a torch
+    run's says torch (issue 37: the engine is named on every screen, torch too)."""
     from specterm.core.store import write_run
 
     torch_run = make_fixture_run(tmp_path, "pair-torch")
     llama = write_run(tmp_path / "pair-llama", {**META, "name": "pair-llama", "backend": {"name": "llama.cpp"}},
                       [s for s in fixture_streams() if s.corpus == "code"])
-    for path, prefix in ((llama, True), (torch_run, False)):
+    for path, engine in ((llama, "llama.cpp"), (torch_run, "torch")):
         app = SpectermApp([path], **FAST)
         async with app.run_test(size=(80, 24)) as pilot:
             await app.workers.wait_for_complete()
             await pilot.pause()
-            text = str(app.screen.query_one("#crumb", Static).render())
-            assert text.strip().startswith("llama.cpp: ") is prefix, text
+            text = str(app.screen.query_one("#head", Static).render())
+            assert text.strip().startswith(f"Overview · run 1/1 · {engine} · costs "), text  # the fixture stores no -n
 
 
 async def test_the_loading_line_says_what_the_load_is_doing(tmp_path, monkeypatch):

@@ -35,7 +35,8 @@ def settle(*keys: str):
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("screen", REPORT_SCREENS, ids=lambda s: s.mode)
-def test_screen(snap_compare, tmp_path, screen, size):
+def test_screen(snap_compare, tmp_path, monkeypatch, screen, size):
+    monkeypatch.chdir(tmp_path)  # Decide names the run's path in `specterm costs RUN`: relative, the same every time
     app = make_app([make_fixture_run(tmp_path)], **FAST)
     assert snap_compare(app, terminal_size=size, run_before=settle(screen.key))
 

@@ -497,6 +497,33 @@ def test_a_corpus_named_pooled_is_refused_at_run_and_at_load(tmp_path):
     assert one_sentence(str(exc.value))
 
 
+@pytest.mark.parametrize("name, says", [("pooled ", "spaces around it"), (" code", "spaces around it"),
+                                         ("Pooled", "reserved"), ("a\nb", "control character")])
+def test_a_corpus_name_that_would_not_read_as_one_name_is_refused_at_import(tmp_path, name, says):
+    """Issue 37: "pooled " (a trailing space) was accepted and showed as a second "pooled" row; a newline
+    split a table row."""
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "b", "corpus": name, "bits": "11"}) + "\n")
+    code, out = invoke("import", src, "--out", tmp_path / "streams" / "imp")
+    assert code != 0 and says in out and f"{src}:1" in out and "Traceback" not in out
+    assert not (tmp_path / "streams" / "imp").exists()
+
+
+def test_imported_bits_report_no_gate_rate(tmp_path):
+    """Issue 37: imports showed "gate 1.000" though no gate was checked (SPEC 1.3): null, shown n/a."""
+    from specterm.core.analysis import analyse
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": f"p{i}", "corpus": "code", "bits": "0110111"}) + "\n" for i in range(3)))
+    code, _ = invoke("import", src, "--out", tmp_path / "imp")
+    assert code == 0
+    rep = analyse([load_run(tmp_path / "imp")], boot=0)
+    assert all(s.gate_rate is None for _, s in rep.ordered_sets())
+    gated = write_run(tmp_path / "gated", _meta("gated"),
+                      [Stream(id="a", corpus="code", bits=np.array([1, 0, 1], np.uint8), gate=np.array([1, 1, 0], np.uint8))])
+    assert analyse([load_run(gated)], boot=0).sets["code"].gate_rate == pytest.approx(2 / 3)
+
+
 # ----------------------------------------------------------- two runs of one pair, other settings ---
 
 

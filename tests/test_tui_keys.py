@@ -29,7 +29,7 @@ import pytest
 from edge_runs import EDGE_RUNS, ERROR_RUNS
 from pilot_settle import settling
 from textual.widgets import DataTable, Input
-from tui_checks import FIT_AT_80, cut_cells, overflowing
+from tui_checks import FIT_AT_80, cut_cells, head_mismatch, overflowing, wrapped_table_lines
 
 from specterm.app import SCREENS, SpectermApp, make_app, screen_class
 
@@ -101,6 +101,8 @@ class Observed:
     errors: set[str] = field(default_factory=set)
     crumbs: set[str] = field(default_factory=set)
     """Breadcrumbs that named another corpus than the one the screen shows."""
+    context: set[str] = field(default_factory=set)
+    """Head lines that did not name the run k/n, engine and costs; text-table lines wrapped mid row."""
 
 
 def crumb_mismatch(app) -> str | None:
@@ -130,6 +132,24 @@ def crumb_mismatch(app) -> str | None:
     return f"{type(screen).__name__}: the crumb says {shown!r}, the screen shows {expected!r}"
 
 
+def scan_screen(app, size: tuple[int, int], seen: Observed, where: str) -> None:
+    """What one look at the current screen finds: cut cells, tables off screen at 80 columns, a crumb or
+    head line that disagrees with the screen, wrapped table lines, an app error."""
+    name = type(app.screen).__name__
+    seen.cuts.update(f"{where}: {c}" for c in cut_cells(app) if c.screen == name)
+    if size[0] <= 80:
+        for table in app.screen.query(DataTable):
+            if table.id in FIT_AT_80 and table.display and (off := overflowing(table)):
+                seen.cuts.add(f"{where}: #{table.id} columns off screen: {off}")
+    if (wrong := crumb_mismatch(app)) is not None:
+        seen.crumbs.add(f"{where}: {wrong}")
+    if (wrong := head_mismatch(app)) is not None:
+        seen.context.add(f"{where}: {wrong}")
+    seen.context.update(f"{where}: wrapped {line}" for line in wrapped_table_lines(app.screen))
+    if app.error:
+        seen.errors.add(app.error)
+
+
 async def one_pass(paths: list[Path], size: tuple[int, int], start: int, seen: Observed, every_key: bool = True) -> int | None:
     """Press every key of every screen from step `start` on (only the screen keys when not
     `every_key`); returns the crashing step or None."""
@@ -138,16 +158,7 @@ async def one_pass(paths: list[Path], size: tuple[int, int], start: int, seen: O
     crashed = None
 
     def scan(where: str) -> None:
-        name = type(app.screen).__name__
-        seen.cuts.update(f"{where}: {c}" for c in cut_cells(app) if c.screen == name)
-        if size[0] <= 80:
-            for table in app.screen.query(DataTable):
-                if table.id in FIT_AT_80 and table.display and (off := overflowing(table)):
-                    seen.cuts.add(f"{where}: #{table.id} columns off screen: {off}")
-        if (wrong := crumb_mismatch(app)) is not None:
-            seen.crumbs.add(f"{where}: {wrong}")
-        if app.error:
-            seen.errors.add(app.error)
+        scan_screen(app, size, seen, where)
 
     try:
         with settling(app):  # Pilot's waits end when the app is quiescent (tests/pilot_settle.py), not after idle CPU windows
@@ -293,3 +304,12 @@ async def test_errors_are_one_sentence(name, label, tmp_path_factory, monkeypatc
         assert not any(one_sentence(e) for e in seen.errors)
         return
     assert all(one_sentence(e) for e in seen.errors), seen.errors
+
+
+@pytest.mark.parametrize("name,label", cases({}))
+async def test_every_screen_names_run_engine_and_costs_and_no_table_line_wraps(name, label, tmp_path_factory):
+    """Issue 37: after every key, the head line names the run k/n, the engine and whose costs, and no
+    text table line is wider than its pane."""
+    seen = await observe(name, label, tmp_path_factory.mktemp(name))
+    assert sorted(seen.context) == [], "\n".join(sorted(seen.context))
+

@@ -298,7 +298,7 @@ async def test_no_toast_over_the_tables_at_start_with_two_pairs(tmp_path):
     async with app.run_test(size=NARROW) as pilot:
         await ready(app, pilot)
         assert len(app._notifications) == 0
-        assert "(pair 1/2, M next)" in text(app.screen, "#crumb")
+        assert "run 1/2 (M next)" in text(app.screen, "#head")
 
 
 async def test_a_toast_sits_on_the_footer_line_and_leaves_soon(tmp_path):
@@ -316,6 +316,11 @@ async def test_a_toast_sits_on_the_footer_line_and_leaves_soon(tmp_path):
         region = toasts[0].region
         assert region.bottom == NARROW[1] and region.height == 1, region  # the footer line only
         assert all(n.timeout <= 3 for n in app._notifications)
+        # a titled toast of 70 characters is one line too at 80 columns (issue 37)
+        app.notify("x" * 62, title="export")
+        await pilot.pause(0.3)
+        region = list(app.screen.query(Toast))[0].region
+        assert region.bottom == NARROW[1] and region.height == 1, region
 
 
 # -- every r says which it is; alpha with its CI ------------------------------------------------
@@ -333,7 +338,7 @@ async def test_optimum_and_decide_say_which_r_they_show(tmp_path):
         await ready(app, pilot)
         model = text(app.screen, "#hw-card")  # the cost-ratio model under the decision on this hardware
         assert "r = 0.150 (measured)" in model and "r = c_draft / c_verify" in model, model
-        assert text(app.screen, "#crumb").endswith("r = 0.150 (measured)")
+        assert text(app.screen, "#crumb").endswith("costs not measured")  # Decide's table uses no r (issue 37)
         for key in "12357":
             await pilot.press(key)
             await ready(app, pilot)
@@ -378,7 +383,8 @@ async def test_a_long_corpus_name_gives_way_not_the_numbers(tmp_path):
             last = str(table.ordered_columns[-1].label)
             assert last in {"deficit = het + temp\n[temp CI]", "mem-bound ref.", "D/D_geom [CI]"}, last
             crumb = text(app.screen, "#crumb")
-            assert crumb.endswith("r = 0.150 (measured)") and len(crumb) <= NARROW[0] - 2, crumb
+            tail = "costs not measured" if key == "6" else "r = 0.150 (measured)"  # Decide's table uses no r
+            assert crumb.endswith(tail) and len(crumb) <= NARROW[0] - 2, crumb
 
 
 # -- Scorecard: the evidence pane follows the selected row ----------------------------------------
@@ -406,7 +412,7 @@ async def test_scorecard_evidence_follows_the_selected_row(tmp_path):
 
 # -- export: the dialog answers every path; every export names run · pair · r --------------------------
 
-PAIR = "layers-1-target"  # the fixture's draft "layers:1" and target "tiny/target", as a file name part
+PAIR = "layers-1-target-torch"  # the fixture's draft "layers:1", target "tiny/target" and engine, as a file name part
 
 
 async def open_export(app, pilot, path: str | None = None):
@@ -470,7 +476,9 @@ async def test_every_export_names_run_pair_and_r_and_its_file_the_pair(tmp_path,
             await pilot.press("enter")
             await pilot.pause()
             written = (tmp_path / default).read_text()
-            assert "run: tiny-run · pair: layers:1 -> tiny/target · r = 0.150 (measured)" in written, s.mode
+            tail = "costs not measured" if s.mode == "decide" else "r = 0.150 (measured)"  # Decide's table uses no r
+            assert ("runs: tiny-run (torch, 6 prompts); costs: not measured · pair: layers:1 -> tiny/target · "
+                    f"{tail}") in written, s.mode
         await pilot.press("E")
         await pilot.pause()
         assert app.screen.query_one("#export-path").value == f"specterm-report-{PAIR}.md"

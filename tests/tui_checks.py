@@ -10,10 +10,13 @@ list is empty.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from textual.app import App
-from textual.widgets import DataTable
+from rich.cells import cell_len
+from rich.text import Text
+from textual.widgets import DataTable, Static
 
 from specterm import compat_textual
 from specterm.widgets.columns import cell_width
@@ -123,3 +126,57 @@ def cut_cells(app: App) -> list[CutCell]:
             if screen is app.screen and table.display:
                 out.extend(clipped_columns(table, type(screen).__name__))
     return out
+
+
+def static_text(widget: Static) -> str:
+    """A Static's text without markup."""
+    return Text.from_markup(str(widget.content)).plain if isinstance(widget.content, str) else str(widget.render())
+
+
+RULE = re.compile(r"^-+(  -+)*$")
+
+
+def table_lines(text: str) -> list[str]:
+    """The lines of the aligned text tables in `text`: the head line above each rule ("----  --"),
+    the rule, and the lines below it up to a blank line."""
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if RULE.match(line.strip()) and i > 0:
+            out += [lines[i - 1], line]
+            for row in lines[i + 1:]:
+                if not row.strip():
+                    break
+                out.append(row)
+    return out
+
+
+def wrapped_table_lines(screen) -> list[str]:
+    """Lines of the screen's text tables wider than the Static that shows them: such a line wraps
+    mid row."""
+    out = []
+    for w in screen.query(Static):
+        width = w.content_region.width
+        if not w.display or width <= 0:
+            continue
+        out += [f"#{w.id}: {line}" for line in table_lines(static_text(w)) if cell_len(line) > width]
+    return out
+
+
+def head_mismatch(app: App) -> str | None:
+    """The head line of a report screen (issue 37) against the app's state: it must name the run
+    group k/n, the engine and whose costs ("costs"), within the screen's width. None when it does
+    (or the screen has no head line, or is loading)."""
+    screen = app.screen
+    if not screen.query("#head") or screen.query_one("#body").loading:
+        return None
+    head = static_text(screen.query_one("#head", Static))
+    which = f"run {app.pair_key + 1}/{app.n_model_groups}"
+    report = app.report
+    engines = [r.engine for r in report.runs if r.engine] if report is not None else []
+    engine = "+".join(dict.fromkeys(engines)) if engines else None
+    if which not in head or "costs" not in head or (engine is not None and f" · {engine}" not in head):
+        return f"{type(screen).__name__}: head {head!r} lacks {which!r}, engine {engine!r} or the costs"
+    if cell_len(head) > screen.size.width - 2:
+        return f"{type(screen).__name__}: head {head!r} is wider than the screen"
+    return None

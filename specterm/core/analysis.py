@@ -549,6 +549,8 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
         sums, W, members = groups[name]
         R = W @ sums.M  # resampled once, read by set_report and the hardware decision
         rep = set_report(sums, W, [run_r[i] for _, i in members], R)
+        if members and all(s.gate is None for s, _ in members):
+            rep.gate_rate = None  # imported bits: no gate was checked (SPEC 1.3), so no rate to show
         rep.optimum_shares = p3_shares(R, sums.cols)
         r = r_of[name]  # = r_or_default(rep.r_measured)
         rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name], resampled=resampled_policy[name])

@@ -347,8 +347,31 @@ def _remove(path: Path) -> None:
         pass
 
 
+STALE_TEMP_S = 600.0
+"""A temp file of the cache older than this was left by a writer that was killed (SIGKILL between
+its open and its rename): no write of an entry takes minutes."""
+
+
+def remove_stale_temps(folder: Path, now: float | None = None) -> list[Path]:
+    """Remove the temp files (store.atomic's ".NAME.HEX.tmp") older than STALE_TEMP_S from `folder`;
+    a younger one may be another process's write under way. Returns what was removed."""
+    import time
+
+    now = time.time() if now is None else now
+    gone = []
+    for p in folder.glob(".*.tmp"):
+        try:
+            if now - p.stat().st_mtime > STALE_TEMP_S:
+                p.unlink()
+                gone.append(p)
+        except OSError:
+            pass
+    return gone
+
+
 def _prune(folder: Path, keep: int = MAX_ENTRIES) -> None:
-    """Keep the `keep` most recently used entries."""
+    """Keep the `keep` most recently used entries; remove temp files a killed writer left."""
+    remove_stale_temps(folder)
     try:
         entries = [(p.stat().st_mtime_ns, p) for p in folder.glob("*.json")]
     except OSError:

@@ -312,12 +312,18 @@ def _x_ci(value: Any, ci_: Any) -> str:
 
 VERDICT_WORDS = {"speculate": "speculate", "do_not_speculate": "do not speculate", "no_reliable_gain": "no reliable gain",
                  "too_few_prompts": "too few prompts"}
+NO_VERDICT = "none: costs not measured"
 
 
 def verdict_words(d: Any) -> str:
     """A decision's verdict in words (a table's narrow column): VERDICT_WORDS of its kind; "too few
-    prompts" below the minimum (the verdict sentence beside it says "(n = K; needs M)")."""
-    return VERDICT_WORDS.get(d.verdict_kind or "", MISSING)
+    prompts" below the minimum (the verdict sentence beside it says "(n = K; needs M)"); a kind
+    without words of its own with its underscores as spaces; none without measured costs (SPEC 6:
+    the memory-bound reference is a reference, never a verdict of its own)."""
+    if not d.measured:
+        return NO_VERDICT
+    kind = d.verdict_kind or ""
+    return VERDICT_WORDS.get(kind) or (kind.replace("_", " ") if kind else MISSING)
 
 
 def decision_table(report: Report) -> Table | None:

@@ -25,7 +25,7 @@ import numpy as np
 from specterm.oracle.corpora import Prompt
 from specterm.core.errors import SpectermError
 from specterm.core.progress import Cancelled, Progress, ProgressCallback, check_cancel
-from specterm.core.store import RunWriter, Stream, new_meta, public_model
+from specterm.core.store import RunWriter, Stream, load_run, new_meta, public_model
 
 POSITION_CHUNK = 64  # positions per softmax chunk: 64 x 152k x 4 B x 2 models ~ 78 MB
 
@@ -246,21 +246,31 @@ class _Tally:
     saved_n: int = 0
     saved_valid: int = 0
     saved_gate: int = 0
+    before: int = 0
+    """Prompts the run held already (--resume): counted in every report, so the Run screen shows the
+    whole run (saved before + this session) and its running alpha over all of them."""
 
     def emit(self, phase: str, msg: str = "", gen_extra: float = 0.0, **kw: Any) -> None:
         """Report a Progress; `gen_extra`: seconds of generation under way, not yet in gen_time."""
         elapsed = time.perf_counter() - self.t_start
         rate = self.gen_tokens / (self.gen_time + gen_extra) if self.gen_time + gen_extra > 0 else 0.0
         left = (self.n_todo - self.done) * self.max_new_tokens
+        if "prompt_index" in kw:
+            kw["prompt_index"] += self.before
         self.report(Progress(
-            phase, msg, n_prompts=self.n_todo, prompts_done=self.done, max_new_tokens=self.max_new_tokens,
+            phase, msg, n_prompts=self.before + self.n_todo, prompts_done=self.before + self.done,
+            max_new_tokens=self.max_new_tokens,
             tokens_per_s=rate, running_alpha=(self.saved_bits / self.saved_valid) if self.saved_valid else None,
             gate_rate=(self.saved_gate / self.saved_n) if self.saved_n else None, elapsed_s=elapsed,
             eta_s=(left / rate) if rate > 0 else None, **kw,
         ))
 
-    def saved(self, stream: Stream) -> None:
-        self.done += 1
+    def saved(self, stream: Stream, before: bool = False) -> None:
+        """Count a saved stream (`before`: one the run held already, --resume)."""
+        if before:
+            self.before += 1
+        else:
+            self.done += 1
         self.saved_bits += int(stream.a.sum())  # a: the bits up to the first gate failure
         self.saved_valid += stream.valid_len
         self.saved_n += stream.n
@@ -361,7 +371,7 @@ def _generate_speculative(config: OracleConfig, pair: LoadedPair, batch: list[Pr
             tally.emit("generating", tokens=len(res.tokens), bits=specdec.spec_bits(res, len(res.tokens)),
                        gen_extra=time.perf_counter() - t0, **where)
 
-        tally.emit("generating", f"prompt {idx + 1}/{tally.n_todo}: {prompt.corpus}/{prompt.id}", **where)
+        tally.emit("generating", f"prompt {tally.before + idx + 1}/{tally.before + tally.n_todo}: {prompt.corpus}/{prompt.id}", **where)
         try:
             res = specdec.speculative_generate(pair.target, pair.draft, ids_batch[j], config.max_new_tokens, pair.eos,
                                                specdec.FixedGamma(config.spec_gamma), on_block=on_block, cancel=cancel)
@@ -388,7 +398,7 @@ def _generate_batched(config: OracleConfig, pair: LoadedPair, batch: list[Prompt
         tally.gen_tokens = tok_before + k * len(batch)
         tally.emit("generating", tokens=k, gen_extra=time.perf_counter() - t0, **where)
 
-    tally.emit("generating", f"prompts {b0 + 1}-{b0 + len(batch)}/{tally.n_todo}: batched greedy", **where)
+    tally.emit("generating", f"prompts {tally.before + b0 + 1}-{tally.before + b0 + len(batch)}/{tally.before + tally.n_todo}: batched greedy", **where)
     ys: list[list[int]] = []
     cancelled = False
     try:
@@ -439,6 +449,9 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
     with writer:
         todo = [p for p in prompts if (p.corpus, p.id) not in writer.done]
         tally = _Tally(report, len(todo), config.max_new_tokens, t_start=t_start)
+        if writer.done:  # --resume: the prompts saved before count in the Run screen's totals and alpha
+            for stream in load_run(config.out).streams:
+                tally.saved(stream, before=True)
         _record_session(writer, meta, config, len(todo))
         _measure_cost(config, pair, writer, prompts[0], tally, cancel)
 

@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.events import ScreenResume
 from textual.screen import Screen
-from textual.widgets import DataTable, Header, Static
+from textual.widgets import DataTable, Static
 
 from specterm.compat_textual import styles_current
 from specterm.core.errors import SpectermError
@@ -89,7 +89,7 @@ class ReportScreen(Screen):
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="")
+        yield Static("", id="head", classes="head")
         yield Static("", id="crumb", classes="crumb")
         yield Static("", id="status", classes="status")
         with Vertical(id="body"):
@@ -269,25 +269,27 @@ class ReportScreen(Screen):
         return self.sapp.set_name if self.USES_SET else "all corpora"
 
     def update_crumb(self) -> None:
-        """One line on every screen: model pair · corpus · r."""
+        """Two lines on every screen: the head (screen · run k/n · engine, -n · machine of the costs)
+        and the crumb (model pair · corpus · r)."""
         app = self.sapp
         runs = app.runs or []
         pair = "?"
         meta = runs[0].meta if runs else app.pair_meta  # a cached report shown before its runs are parsed
         if meta is not None:
             pair = f"{short_model(model_spec(meta, 'draft'))} -> {short_model(model_spec(meta, 'target'))}"
-            engine = (meta.get("backend") or {}).get("name") if isinstance(meta.get("backend"), dict) else None
-            if engine and engine != "torch":  # first: the pair gives way at the end on a narrow screen
-                pair = f"{printable(str(engine))}: {pair}"
-        if app.n_model_groups > 1:
-            pair += f" (pair {app.pair_key + 1}/{app.n_model_groups}, M next)"
-        r_text = f" · {self.crumb_r_text()}"
+        r_text = self.crumb_r_text()
+        r_text = f" · {r_text}" if r_text else ""
         corpus = fit_text(printable(self.crumb_corpus()), max(self.avail_width - len(r_text) - 12, 8))
         tail = f" · {corpus}{r_text}"  # a corpus name too long gives way too (an ellipsis), r never does
         room = self.avail_width - len(tail)
         if len(pair) > room:  # the pair is free text: it gives way, the corpus and r never do
             pair = pair[: max(room - 1, 1)] + "…"
         self.query_one("#crumb", Static).update(f"{safe(pair)}{safe(tail)}")
+        self.query_one("#head", Static).update(head_line(app, self.SCREEN_TITLE, self.head_costs(), self.avail_width))
+
+    def head_costs(self) -> str:
+        """The head line's last part: whose costs the decisions shown read (export.shown_machine)."""
+        return costs_text(self.sapp.report)
 
     @property
     def avail_width(self) -> int:
@@ -358,19 +360,38 @@ class ReportScreen(Screen):
         return screen_markdown(report, self.EXPORT_SECTIONS, self.export_context())
 
     def export_stem(self) -> str:
-        """The default file name for `e` (without .md): specterm-<screen>-<draft>-<target>."""
-        return f"specterm-{self.EXPORT_NAME}-{pair_slug(self.sapp.runs or [])}"
+        """The default file name for `e` (without .md): specterm-<screen>-<draft>-<target>-<engine>."""
+        return f"specterm-{self.EXPORT_NAME}-{pair_slug(self.sapp.runs or [], self.sapp.report)}"
+
+    def context_report(self) -> "Report | None":
+        """The report whose runs, engines and machine the export's context line names (Decide: the
+        shown profile's view)."""
+        return self.sapp.report
 
     def export_context(self) -> str:
-        """One markdown line: the runs, the model pair and the r the shown numbers were computed at."""
+        """One markdown line: the runs, engines and machine of the costs (export.context_line), the
+        model pair and the r the shown numbers were computed at."""
+        from specterm.core.export import context_line
+
         app = self.sapp
         runs = app.runs or []
-        names = ", ".join(printable(r.name) for r in runs) or "?"
         pair = "?"
         if runs:
             meta = runs[0].meta
             pair = f"{printable(str(model_spec(meta, 'draft') or '?'))} -> {printable(str(model_spec(meta, 'target') or '?'))}"
-        return f"run: {names} · pair: {pair} · {self.crumb_r_text()}"
+        report = self.context_report()
+        context = context_line(report) if report is not None else "runs: " + (", ".join(printable(r.name) for r in runs) or "?")
+        r_text = self.export_r_text()
+        return f"{printable(context)} · pair: {pair}" + (f" · {r_text}" if r_text else "")
+
+    def export_r_text(self) -> str:
+        """The r the exported tables were computed at (the crumb's r, unless a screen says otherwise)."""
+        return self.crumb_r_text()
+
+
+def plural(n: int, noun: str) -> str:
+    """"1 prompt", "2 prompts"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def loading_text(app: SpectermApp) -> str:
@@ -411,17 +432,60 @@ def screen_markdown(report: Report, sections: tuple[str, ...], context: str = ""
     return "\n\n".join(parts) + "\n"
 
 
-def pair_slug(runs: Sequence[Any]) -> str:
-    """<draft>-<target> for file names: short_model of each, characters other than letters, digits,
-    '.', '_' and '-' as '-' ("pair" when no run is loaded)."""
+def pair_slug(runs: Sequence[Any], report: "Report | None" = None) -> str:
+    """<draft>-<target>-<engine> for file names: short_model of each model and the engine,
+    characters other than letters, digits, '.', '_' and '-' as '-' ("pair" when no run is loaded):
+    the torch and llama.cpp runs of one pair get different default names."""
     import re
 
     if not runs:
         return "pair"
     meta = runs[0].meta
-    parts = [re.sub(r"[^A-Za-z0-9._-]+", "-", short_model(model_spec(meta, role))).strip("-.") or "model"
-             for role in ("draft", "target")]
-    return "-".join(parts)
+    names = [short_model(model_spec(meta, role)) for role in ("draft", "target")]
+    parts = [re.sub(r"[^A-Za-z0-9._-]+", "-", n).strip("-.") or "model" for n in names]
+    engine = run_engine(meta, report)
+    return "-".join(parts + [re.sub(r"[^A-Za-z0-9._-]+", "-", engine).strip("-.") or "engine"])
+
+
+def run_engine(meta: dict | None, report: "Report | None" = None) -> str:
+    """The engine of the runs shown: the report's (RunSummary.engine), else run.json's backend name,
+    else torch (the oracle's own engine when run.json names none)."""
+    if report is not None:
+        engines = list(dict.fromkeys(r.engine for r in report.runs if r.engine))
+        if engines:
+            return "+".join(engines)
+    backend = (meta or {}).get("backend")
+    name = backend.get("name") if isinstance(backend, dict) else None
+    return printable(str(name)) if name else "torch"
+
+
+def costs_text(report: "Report | None") -> str:
+    """Whose costs the shown decisions read: "costs: <machine> (this machine)" or "(other machine)",
+    "costs not measured", or "costs …" before the report (export.shown_machine)."""
+    if report is None:
+        return "costs …"
+    from specterm.core.export import shown_machine
+
+    machine = shown_machine(report)
+    if machine is None:
+        return "costs not measured"
+    here = [s.decision_hw.matches_this_machine for _, s in report.ordered_sets()
+            if s.decision_hw is not None and s.decision_hw.machine]
+    return f"costs: {printable(machine)}" + (" (this machine)" if here and all(here) else " (other machine)")
+
+
+def head_line(app: "SpectermApp", title: str, costs: str, width: int) -> str:
+    """The head line, within `width` cells: the screen, which run group of how many (`M` the next),
+    its engine and -n (what sets groups apart), and the machine of the costs; the machine is free
+    text and gives way at its end (an ellipsis), the rest never does."""
+    runs = app.runs or []
+    meta = runs[0].meta if runs else app.pair_meta
+    gen = (meta or {}).get("generation") if meta is not None else None
+    n_new = gen.get("max_new_tokens") if isinstance(gen, dict) else None
+    which = f"run {app.pair_key + 1}/{app.n_model_groups}" + (" (M next)" if app.n_model_groups > 1 else "")
+    engine = run_engine(meta, app.report) + (f" -n {n_new}" if isinstance(n_new, int) else "")
+    fixed = f"{title} · {which} · {engine} · "
+    return safe(fixed) + f"[b]{safe(fit_text(costs, max(width - len(fixed), 8)))}[/]"
 
 
 def set_bindings(screen: str) -> list[BindingType]:
@@ -470,6 +534,17 @@ class RStepping(ReportScreen):
             return measured
         return min(self.r_choices(report) or [R_DEFAULT], key=lambda r: abs(r - R_DEFAULT))
 
+    def export_r_text(self) -> str:
+        """The report's tables are at the measured r (and over the r grid), whatever r the screen
+        steps to: the export says so, and which r the screen showed (issue 37: a table at 0.146 was
+        headed "r = 0.250 (chosen)")."""
+        report = self.sapp.report
+        measured = self.measured_r(report) if report is not None else None
+        crumb = self.crumb_r_text()
+        if measured is None or self.r is None or math.isclose(self.r, measured, rel_tol=1e-9, abs_tol=1e-12):
+            return crumb
+        return f"tables at the measured r = {measured:.3f} and over the r grid (the screen showed {crumb})"
+
     def action_step_r(self, step: int) -> None:
         report = self.sapp.report
         if report is None:
@@ -487,3 +562,21 @@ class RStepping(ReportScreen):
             self.notify("This run has no measured r (run the oracle with --cost).", timeout=3)
         self.r = self.initial_r(report)
         self.show_report(report)
+
+
+def focused_markdown(screen: Any) -> str:
+    """The focused DataTable's head and cursor row as a two-line markdown table ("" when no table
+    row is focused): what `y` copies."""
+    from specterm.core.export import markdown_table
+
+    table = getattr(screen, "focused", None)
+    if not isinstance(table, DataTable) or not table.row_count or table.cursor_row < 0:
+        return ""
+    head = [plain_cell(c.label) for c in table.ordered_columns]
+    row = [plain_cell(c) for c in table.get_row_at(table.cursor_row)]
+    return markdown_table(head, [row]) + "\n"
+
+
+def plain_cell(value: Any) -> str:
+    """A table cell as one line of text (a CI on a second line joined back with a space)."""
+    return value.plain if hasattr(value, "plain") else str(value)

@@ -1,7 +1,10 @@
-"""Decide: first the one decision table on the hardware the run measured (report decision_hw, SPEC 6:
-g_hw, S_hw [95% CI], the three-way verdict, the break-even v*, the memory-bound reference as a
-labelled column), then the verdict sentences, S_hw by batch, the confirmations (cost-model and
-decision checks). Below, the cost-ratio model at a chosen r with the roofline B* = I*/(g+1) of an
+"""Decide: first the decision of the shown cost profile (SPEC 6: a decision belongs to a machine; the
+report's decision_by_profile[id], `p` steps through the run's profiles, the one matching this
+machine first): g_hw, S_hw [95% CI], the verdict, the break-even v*, the memory-bound reference as a
+labelled column; then the verdict sentences, every profile's decision side by side (export
+profile_table), S_hw by batch, the confirmations (cost-model and decision checks). A run without
+measured costs gets no verdict: the memory-bound reference as a reference, and the command that
+measures costs. Below, the cost-ratio model at a chosen r with the roofline B* = I*/(g+1) of an
 accelerator preset or a custom ridge: the measurement seed's convention, never a decision."""
 
 from __future__ import annotations
@@ -12,15 +15,20 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Input, Static
 
 from specterm.core.errors import SpectermError
-from specterm.core.export import batch_table, confirmation_table, decision_table, markdown_table, text_table
+import dataclasses
+from typing import Any
+
+from specterm.core.export import (batch_table, confirmation_table, decision_table, markdown_table, profile_table)
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
 from specterm.core.report import Report
-from specterm.screens.base import ReportScreen, RStepping, r_bindings
-from specterm.core.fmt import MISSING, fmt, is_num
-from specterm.widgets.tables import fill_table, safe
+from specterm.screens.base import ReportScreen, RStepping, costs_text, r_bindings
+from specterm.core.fmt import MISSING, ci, fmt, is_num
+from specterm.core.text import printable
+from specterm.widgets.columns import fit_text
+from specterm.widgets.tables import fill_table, fit_text_table, safe
 
 COLUMNS = [("set", "corpus"), ("g_hw", "g_hw"), ("s_hw", "S_hw [95% CI]"), ("kind", "verdict"),
-           ("vstar", "v* (here)"), ("mb", "mem-bound ref.")]
+           ("vstar", "v* (measured)"), ("mb", "mem-bound ref.")]
 CI_COLUMNS = [2, 5]  # S_hw and the memory-bound reference: their CIs go below the value when narrow
 COST_RATIO_HEAD = ["set", "g*_true", "T", "g*_iid", "iid promise", "iid in fact", "roofline B*"]
 
@@ -33,12 +41,13 @@ def speed(x) -> str:
     return f"{x:.2f}x" if is_num(x) else MISSING
 
 
-def _text_block(table) -> list[str]:
-    """A core export table as markup lines: its title in bold, then the aligned text table (escaped)."""
+def _text_block(table, width: int = 10_000) -> list[str]:
+    """A core export table as markup lines: its title in bold, then the table laid out to fit
+    `width` cells (widgets.tables.fit_text_table: no line wraps mid row), escaped."""
     if table is None:
         return []
     title, head, rows = table
-    return ["", f"[b]{safe(title)}[/]", *(safe(line) for line in text_table(head, rows).splitlines())]
+    return ["", f"[b]{safe(title)}[/]", *(safe(line) for line in fit_text_table(head, rows, width))]
 
 
 def decision_rows(report: Report) -> list[tuple[str, list[str]]]:
@@ -79,9 +88,65 @@ def hardware_verdicts(report: Report) -> str:
     return "\n".join(f"[b]{safe(r[0])}[/]: {safe(r[-1])}" for r in table[2])
 
 
-def hardware_card(report: Report) -> str:
+def hardware_card(report: Report, width: int = 10_000) -> str:
     """S_hw by batch and the confirmations (cost-model and decision checks) as text tables."""
-    return "\n".join(_text_block(batch_table(report)) + _text_block(confirmation_table(report)))
+    return "\n".join(_text_block(batch_table(report), width) + _text_block(confirmation_table(report), width))
+
+
+def profile_ids(report: Report) -> list[str]:
+    """The run's cost profiles that hold a decision, in the report's order (Report.profiles)."""
+    held = {pid for _, s in report.ordered_sets() for pid in s.decision_by_profile}
+    return [str(p["id"]) for p in report.profiles if str(p.get("id")) in held]
+
+
+def shown_profile(report: Report) -> str | None:
+    """The profile whose decision the report shows (DecisionHW.profile of its sets), if any."""
+    return next((s.decision_hw.profile for _, s in report.ordered_sets()
+                 if s.decision_hw is not None and s.decision_hw.profile), None)
+
+
+def profile_view(report: Report, pid: str | None) -> Report:
+    """The report with each set's decision_hw replaced by that profile's (decision_by_profile[pid]):
+    a choice among the decisions the analysis made, never a new computation."""
+    if pid is None or pid == shown_profile(report):
+        return report
+    sets = {name: dataclasses.replace(s, decision_hw=s.decision_by_profile.get(pid, s.decision_hw))
+            for name, s in report.sets.items()}
+    return dataclasses.replace(report, sets=sets)
+
+
+def costs_measured(report: Report) -> bool:
+    """Whether the shown decisions rest on measured costs (every set's DecisionHW.measured)."""
+    ds = [s.decision_hw for _, s in report.ordered_sets() if s.decision_hw is not None]
+    return bool(ds) and all(d.measured for d in ds)
+
+
+def costs_command(runs: list[Any]) -> str:
+    """The command that measures a cost profile of the shown runs on this machine."""
+    paths = " ".join(printable(str(shown_path(r.path))) for r in runs) if runs else "RUN"
+    return f"specterm costs {paths}"
+
+
+def shown_path(path: Any) -> Any:
+    """A run's path as a person types it here: relative to the working folder when inside it."""
+    from pathlib import Path
+
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve())
+    except (ValueError, OSError):
+        return path
+
+
+def reference_rows(report: Report) -> list[tuple[str, list[str]]]:
+    """Without measured costs: per set only the memory-bound reference (its g and S [CI]), no verdict."""
+    rows = []
+    for name, s in report.ordered_sets():
+        d = s.decision_hw
+        if d is None:
+            continue
+        mb = MISSING if d.gamma_mb is None else f"g={d.gamma_mb}: {speed(d.speedup_mb)} {ci(d.speedup_mb_ci, 2)}"
+        rows.append((name, [name, MISSING, MISSING, "none", MISSING, mb]))
+    return rows
 
 
 class DecideScreen(RStepping, ReportScreen):
@@ -89,17 +154,20 @@ class DecideScreen(RStepping, ReportScreen):
     EXPORT_NAME = "decide"
     EXPORT_SECTIONS = ("decide",)
     AUTO_FOCUS = "#decide-table"
-    PAIR_STATE = ("r", "preset", "ridge_custom")
+    PAIR_STATE = ("r", "preset", "ridge_custom", "profile")
     NEEDS_CIS = True
     """Every row is a decision on the CI of S_hw: while the bootstrap runs, the point-estimate report
     would decide without one (and say "no interval: bootstrap off"), so the screen waits, as the
     Scorecard does."""
 
     BINDINGS = [
+        Binding("p", "next_profile(1)", "profile", id="decide.profile",
+                tooltip="The decision of the run's next cost profile (machine, threads, engine)"),
+        Binding("P", "next_profile(-1)", "prev profile", show=False, id="decide.profile_prev"),
         Binding("a", "accelerator(1)", "accel", id="decide.accelerator", tooltip="Next accelerator preset"),
         Binding("A", "accelerator(-1)", "prev accelerator", show=False, id="decide.accelerator_prev"),
         Binding("i", "custom_ridge", "ridge", id="decide.ridge", tooltip="Type a ridge I* in FLOP/byte"),
-        *r_bindings("decide", show_measured=False),
+        *(dataclasses.replace(b, show=False) for b in r_bindings("decide", " (the cost-ratio model below)", show_measured=False)),
         Binding("escape", "leave_input", "back", show=False, id="decide.leave_input"),
     ]
 
@@ -109,6 +177,8 @@ class DecideScreen(RStepping, ReportScreen):
         self.preset: str = DEFAULT_ACCELERATOR
         self.ridge_custom: float | None = None
         self.r: float | None = None
+        self.profile: str | None = None
+        """The cost profile whose decision is shown (None: the report's own, the one matching this machine)."""
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="decide-bar"):
@@ -118,6 +188,7 @@ class DecideScreen(RStepping, ReportScreen):
             yield box
         yield DataTable(id="decide-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="verdict-scroll"):
+            yield Static("", id="profile-note")
             yield Static("", id="hw-verdicts")
             yield Static("", id="verdicts")
             yield Static("", id="hw-card")
@@ -160,24 +231,101 @@ class DecideScreen(RStepping, ReportScreen):
             acc = f"{ACCELERATORS[self.preset].label}, ridge I* = {self.ridge:.0f} FLOP/byte"
         measured = self.measured_r(report)
         r_text = f"r = {self.r:.3f}" + (" (measured)" if measured is not None and abs(self.r - measured) < 1e-12 else "")
+        width = max(self.avail_width - 2, 20)  # the scroll pane's padding
         cost_ratio = ["", f"[b]Cost-ratio model (not a decision): T = E / (1 + g r) at {safe(r_text)}, r = c_draft / "
                           f"c_verify; roofline B* = I*/(g+1) for {safe(acc)}[/] (keys - + r, a accelerator, i ridge)",
-                      *(safe(line) for line in text_table(COST_RATIO_HEAD, rows).splitlines()), *notes]
+                      *(safe(line) for line in fit_text_table(COST_RATIO_HEAD, rows, width)), *notes]
+        view = self.shown_view(report)
+        if report is not getattr(self, "_drawn_report", None):  # another pair or a new report: from the top
+            self._drawn_report = report
+            self.query_one("#verdict-scroll", VerticalScroll).scroll_home(animate=False)
+        ids = profile_ids(report)
+        pid = self.profile or shown_profile(report)
+        which = f"Profile {ids.index(pid) + 1}/{len(ids)} (p next): d" if pid in ids and len(ids) > 1 else "D"
+        costs = costs_text(view)
+        if costs_measured(view):
+            bar = safe(fit_text(f"{which}ecision on {costs.removeprefix('costs: ')}", self.avail_width))
+            decision = ci_below(decision_rows(view), CI_COLUMNS, self.avail_width)
+            verdicts = hardware_verdicts(view)
+        else:
+            bar = "[b]No verdict: costs were not measured[/] for this run"
+            decision = ci_below(reference_rows(view), CI_COLUMNS, self.avail_width)
+            verdicts = ("Without measured costs there is no verdict. The last column is the memory-bound "
+                        "reference (if a (g+1)-token verify cost one decode step, a GPU at small batch), "
+                        f"a reference only. Measure costs on this machine: [b]{safe(costs_command(self.sapp.runs or []))}[/]")
+        notes = []
+        busy = list(dict.fromkeys(s.decision_hw.busy_warning for _, s in view.ordered_sets()
+                                  if s.decision_hw is not None and s.decision_hw.busy_warning))
+        notes += [f"[b $warning]{safe(b)}[/]" for b in busy]
+        if report.profile_note:
+            notes.append(f"[b]{safe(report.profile_note)}[/]")
+        card = _text_block(profile_table(report), width) + hardware_card(view, width).split("\n")
         with self.app.batch_update():
-            self.query_one("#accelerator", Static).update(
-                "[b]Decision on this hardware[/]: " + safe("S_hw [95% CI] at g_hw; v* = break-even verify cost in decode steps")
-            )
-            fill_table(self.query_one("#decide-table", DataTable), COLUMNS,
-                       ci_below(decision_rows(report), CI_COLUMNS, self.avail_width), width=self.avail_width)
-            self.query_one("#hw-verdicts", Static).update(hardware_verdicts(report))
-            self.query_one("#verdicts", Static).update(hardware_card(report))
+            self.query_one("#accelerator", Static).update(bar)
+            fill_table(self.query_one("#decide-table", DataTable), COLUMNS, decision, width=self.avail_width)
+            self.query_one("#profile-note", Static).update("\n".join(notes))
+            self.query_one("#profile-note", Static).display = bool(notes)
+            self.query_one("#hw-verdicts", Static).update(verdicts)
+            self.query_one("#verdicts", Static).update("\n".join(card))
             self.query_one("#hw-card", Static).update("\n".join(cost_ratio))
+
+    def shown_view(self, report: Report) -> Report:
+        """The report as the shown profile decides it (profile_view); the report's own when the chosen
+        profile is not one of this report's (another pair, a new analysis)."""
+        if self.profile is not None and self.profile not in profile_ids(report):
+            self.profile = None
+        return profile_view(report, self.profile)
+
+    def crumb_r_text(self) -> str:
+        """Decide's table does not use r (its cost-ratio model below says its own r): the crumb names
+        the cost profile shown instead."""
+        report = self.sapp.report
+        if report is None:
+            return ""
+        ids = profile_ids(report)
+        pid = self.profile or shown_profile(report)
+        if pid is None or not ids:
+            return "costs not measured"
+        return f"profile {ids.index(pid) + 1}/{len(ids)}" if pid in ids else f"profile {pid}"
+
+    def export_r_text(self) -> str:
+        """Decide's export names the profile of its decision; the cost-ratio model as shown says its own r."""
+        return self.crumb_r_text()
+
+    def context_report(self) -> Report | None:
+        report = self.sapp.report
+        return self.shown_view(report) if report is not None else None
+
+    def head_costs(self) -> str:
+        report = self.sapp.report
+        return costs_text(self.shown_view(report) if report is not None else None)
+
+    def action_next_profile(self, step: int) -> None:
+        """p / P: the decision of the run's next / previous cost profile, from the report's
+        decision_by_profile (nothing is computed again)."""
+        report = self.sapp.report
+        if report is None:
+            return
+        ids = profile_ids(report)
+        if len(ids) < 2:
+            self.notify("This run has one cost profile or none; `specterm costs RUN` measures one here.")
+            return
+        pid = self.profile or shown_profile(report)
+        i = ids.index(pid) if pid in ids else 0
+        self.profile = ids[(i + step) % len(ids)]
+        self.show_report(report)
+        self.query_one("#verdict-scroll", VerticalScroll).scroll_home(animate=False)
 
     def export_markdown(self) -> str:
         """The report's decision tables (as `specterm report`), then the cost-ratio model as shown here
-        when another accelerator, ridge or r than the report's is chosen."""
-        text = super().export_markdown()
+        when another accelerator, ridge or r than the report's is chosen. The decision is the shown
+        profile's (`p`)."""
+        from specterm.screens.base import screen_markdown
+
         report = self.sapp.report
+        if report is None:
+            return super().export_markdown()
+        text = screen_markdown(self.shown_view(report), self.EXPORT_SECTIONS, self.export_context())
         if report is None or self.r is None or (
                 self.ridge_custom is None and self.preset == DEFAULT_ACCELERATOR and self.r == self.initial_r(report)):
             return text

@@ -52,7 +52,7 @@ def key_rows(app) -> list[tuple[str, str, str]]:
 class HelpScreen(ModalScreen[None]):
     """The keys table; `rows` are (where, key, what), e.g. `key_rows(app)`."""
 
-    BINDINGS = [Binding("escape,f1,q", "dismiss", "close", id="help.close")]
+    BINDINGS = [Binding("escape,f1,question_mark,q", "dismiss", "close", id="help.close")]
 
     def __init__(self, rows: list[tuple[str, str, str]]) -> None:
         super().__init__()
@@ -62,7 +62,7 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(id="help-box"):
             yield Static("[b]specterm keys[/]", id="help-title")
             yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
-            yield Static("[dim]Escape or F1 closes · Tab moves focus · Ctrl+Q quits[/]", id="help-footer")
+            yield Static("[dim]Escape, ? or F1 closes · Tab moves focus · Ctrl+Q quits[/]", id="help-footer")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -15,8 +15,11 @@ from specterm.core.text import printable
 from specterm.screens.base import ReportScreen, RStepping, r_bindings, set_bindings
 from specterm.widgets.plots import ReportPlot, draw_optimum, draw_throughput
 from specterm.core.fmt import fmt
-from specterm.widgets.tables import fill_table, fmt_ci
+from specterm.widgets.columns import fit_text
+from specterm.widgets.tables import fill_table, fmt_ci, safe
 
+WHERE_DECISION = "g here: the cost-ratio model's (T = E/(1+g r)); the decision: Decide (6)"
+"""Why this screen's g* may differ from Decide's g_hw and the memory-bound reference's (issue 37)."""
 COLUMNS = [("g", "g"), ("E_true", "E_true"), ("E_iid", "E_iid"), ("ratio", "E_true/E_iid [CI]")]
 
 
@@ -38,6 +41,7 @@ class OptimumScreen(RStepping, ReportScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="set-bar", classes="set-bar")
+        yield Static("", id="where-decision", classes="dim")
         with Horizontal(id="optimum-plots"):
             yield ReportPlot(id="gstar-plot")
             yield ReportPlot(id="curve-plot")
@@ -75,6 +79,7 @@ class OptimumScreen(RStepping, ReportScreen):
             self.query_one("#set-bar", Static).update(
                 f"{self.set_label()}   cost-ratio model r = c_draft/c_verify = [b]{r:.3f}[/] ({mtext}){gstar}"
             )
+            self.query_one("#where-decision", Static).update(safe(fit_text(WHERE_DECISION, self.avail_width)))
             draw_optimum(self.query_one("#gstar-plot", ReportPlot), printable(name), s.optimum, measured, r)
             if curve.gamma:
                 draw_throughput(self.query_one("#curve-plot", ReportPlot), throughput_curve(s.curve, r), r)

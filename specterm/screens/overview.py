@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from specterm.core.export import deficit_cell, steady_cells
 from specterm.core.fmt import MISSING, ci, est, fmt
 from specterm.core.params import STEADY_FROM
 from specterm.core.report import POOLED, SEEDS, Report, SetReport
-from specterm.screens.base import ReportScreen
+from specterm.screens.base import ReportScreen, plural
 from specterm.widgets.columns import ci_below, table_width
 from specterm.widgets.styles import verdict_markup
 from specterm.core.fmt import is_num
@@ -123,7 +124,8 @@ def run_lines(report: Report) -> list[str]:
             f"draft {safe(run.draft or '?')} -> target {safe(run.target or '?')}",
             safe(device or "device ?"),
             f"r = {run.r_measured:.3f}" if is_num(run.r_measured) else "r not measured",
-            f"{run.n_streams} prompts",
+            # a copy of a run (or a run whose prompts another holds) adds none: a prompt counts once
+            plural(run.n_streams, "prompt") if run.n_streams else "no prompts of its own (another run holds them; each counts once)",
         ]
         lines.append("  ·  ".join(parts))
     return lines
@@ -140,10 +142,12 @@ class OverviewScreen(ReportScreen):
         open_streams_for(self, event.row_key.value if event.row_key is not None else None)
 
     def compose_body(self) -> ComposeResult:
-        yield Static("", id="overview-meta", classes="meta")
-        yield DataTable(id="overview-table", cursor_type="row", zebra_stripes=True)
-        yield Static("", id="overview-verdicts", classes="note")
-        yield Static("", id="overview-note", classes="note")
+        # One scrolling pane: at 80x24 the scorecard lines and the notes lie below the fold.
+        with VerticalScroll(id="overview-scroll"):
+            yield Static("", id="overview-meta", classes="meta")
+            yield DataTable(id="overview-table", cursor_type="row", zebra_stripes=True)
+            yield Static("", id="overview-verdicts", classes="note")
+            yield Static("", id="overview-note", classes="note")
 
     def show_report(self, report: Report) -> None:
         table = self.query_one("#overview-table", DataTable)
@@ -155,6 +159,10 @@ class OverviewScreen(ReportScreen):
             table.header_height = max(label.count("\n") + 1 for _, label in columns)
             fill_table(table, columns, rows, width=self.avail_width)
         self.query_one("#overview-meta", Static).update("\n".join(run_lines(report)))
+        if report is not getattr(self, "_drawn_report", None):  # a new report or pair: the pane from its top
+            self._drawn_report = report
+            pane = self.query_one("#overview-scroll", VerticalScroll)
+            self.call_after_refresh(pane.scroll_home, animate=False)
         pooled = report.pooled
         note = [
             "n: prompts; beta_bar: sampling acceptance 1 - TV(p, q) (temperature 1) along the greedy continuation y"

@@ -12,9 +12,9 @@ from textual.widgets import DataTable, Static
 from specterm.core.costmodel import r_or_default
 from specterm.core.report import Depth, PolicyRow, Report
 from specterm.screens.base import ReportScreen, set_bindings
-from specterm.widgets.columns import ci_below, table_width
+from specterm.widgets.columns import ci_below, fit_text, table_width
 from specterm.core.fmt import MISSING, fmt, is_num
-from specterm.widgets.tables import fill_table, fmt_ci
+from specterm.widgets.tables import fill_table, fmt_ci, safe
 
 POLICY_COLUMNS = [
     ("policy", "policy"), ("params", "params"), ("tpb", "tok/block"), ("dpb", "drafted/block"),
@@ -27,9 +27,14 @@ DEPTH_COLUMNS = [("j", "depth j"), ("cond", "P(j acc | 1..j-1 acc)"), ("cond_iid
                  ("uncond", "P(accepted >= j)"), ("uncond_iid", "iid: alpha^j")]
 
 
+WHERE_DECISION = "g here: the policy replay's at this r; the decision on measured costs: Decide (6)"
+"""Why this screen's best g may differ from Decide's g_hw and the memory-bound reference's (issue 37)."""
+
+
 def params_text(params: Any) -> str:
     if isinstance(params, dict):
-        return " ".join(f"{k}={fmt(v, 2) if isinstance(v, float) else v}" for k, v in params.items())
+        # r with three decimals as everywhere else (0.177, never 0.18 beside it)
+        return " ".join(f"{k}={fmt(v, 3 if k == 'r' else 2) if isinstance(v, float) else v}" for k, v in params.items())
     return "" if params is None else str(params)
 
 
@@ -74,6 +79,7 @@ class PoliciesScreen(ReportScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="set-bar", classes="set-bar")
+        yield Static("", id="where-decision", classes="dim")
         yield DataTable(id="policies-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="depth-title", classes="pane-title")
         yield DataTable(id="depth-table", cursor_type="row", zebra_stripes=True)
@@ -91,11 +97,12 @@ class PoliciesScreen(ReportScreen):
         depth = s.depth
         # analyse() replays the policies at the set's measured r, else at its default r.
         r = r_or_default(s.r_measured)
-        r_text = f"at r = {r:.3f} (measured)" if is_num(s.r_measured) else f"at r = {r:.2f} (no measured r)"
+        r_text = f"at r = {r:.3f} (measured)" if is_num(s.r_measured) else f"at r = {r:.3f} (default; no measured r)"
         with self.app.batch_update():
             self.query_one("#set-bar", Static).update(
                 f"{self.set_label()}   T = tokens / (blocks + r drafted) {r_text}"
             )
+            self.query_one("#where-decision", Static).update(safe(fit_text(WHERE_DECISION, self.avail_width)))
             fill_table(self.query_one("#policies-table", DataTable), *policy_layout(rows, self.avail_width))
             self.query_one("#depth-title", Static).update(
                 f"acceptance by depth, g = {depth.gamma} (vs your engine's per-position counters)"

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 from specterm.core.errors import SpectermError
 from specterm.core.report import SEEDS, Report
 from specterm.screens.base import ReportScreen
-from specterm.widgets.styles import VERDICT_STYLE, cell_verdict, shown_verdict, verdict_markup
+from specterm.widgets.styles import cell_verdict, shown_verdict, verdict_markup, verdict_style
 from specterm.widgets.tables import fill_table, safe
 
 COLUMNS = [("id", "id"), ("seed", "seed"), ("verdict", "verdict"), ("direction", "direction"), ("size", "size"),
@@ -77,9 +77,9 @@ class ScorecardScreen(ReportScreen):
             for entry in entries:
                 pid, verdict = entry.id, entry.verdict
                 shown = shown_verdict(cell_verdict(entry), entry.borderline)
-                vcell = Text(wrapped(shown, VERDICT_WIDTH), style=VERDICT_STYLE.get(verdict, ""))
-                dcell = Text(entry.direction, style=VERDICT_STYLE.get(entry.direction, ""))
-                scell = Text(entry.size, style=VERDICT_STYLE.get(entry.size, ""))
+                vcell = Text(wrapped(shown, VERDICT_WIDTH), style=verdict_style(verdict))
+                dcell = Text(entry.direction, style=verdict_style(entry.direction))
+                scell = Text(entry.size, style=verdict_style(entry.size))
                 if narrow:
                     rows.append((pid, [pid, vcell, dcell, scell]))
                 else:

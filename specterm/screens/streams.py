@@ -15,10 +15,10 @@ from textual.widgets import DataTable, Input, Static
 
 from specterm.core import navigate
 from specterm.core.text import printable
-from specterm.screens.base import ReportScreen
+from specterm.screens.base import ReportScreen, plural
 from specterm.core.export import markdown_table
 from specterm.widgets.columns import table_width
-from specterm.core.fmt import fmt
+from specterm.core.fmt import MISSING, fmt
 from specterm.widgets.sparkline import ScaledSparkline
 from specterm.widgets.tables import fill_table, safe
 from specterm.widgets.tokens import TokenView, token_labels
@@ -65,11 +65,14 @@ def quote(piece: str | None) -> str:
 
 
 def prompt_cells(stream: Any) -> list[Any]:
-    """Cells of one prompt-list row: id, corpus, alpha, n, gate rate (a failed gate is flagged)."""
+    """Cells of one prompt-list row: id, corpus, alpha, n, gate rate (a failed gate is flagged; an
+    import, which checked no gate, shows n/a). n is "analysed/n" when a gate failure cut the stream:
+    alpha is over the analysed positions only."""
     gate = stream.gate_rate
-    gate_cell = Text(f"{gate:.3f}", style="bold red" if gate < 1.0 else "")
+    gate_cell = Text(MISSING) if stream.gate is None else Text(f"{gate:.3f}", style="bold red" if gate < 1.0 else "")
+    n = str(stream.n) if stream.valid_len >= stream.n else f"{stream.valid_len}/{stream.n}"
     # printable() first: a tab or newline in an id would otherwise draw a second, phantom line
-    return [Text(printable(stream.id)), fmt(navigate.stream_alpha(stream.a)), str(stream.n),
+    return [Text(printable(stream.id)), fmt(navigate.stream_alpha(stream.a)), n,
             Text(printable(stream.corpus)), gate_cell]
 
 
@@ -191,6 +194,12 @@ class StreamsScreen(ReportScreen):
         self.lookup = lookup
         self._show_cursor()
 
+    def _set_changed(self, _: Any = None) -> None:
+        """A new width (ReportScreen.on_resize): the prompt list is laid out again for its pane (its
+        columns are chosen by width), keeping the prompt shown."""
+        if getattr(self, "streams", None):
+            self._refresh_list()
+
     def _refresh_list(self) -> None:
         order = [i for i, s in enumerate(self.streams) if self.corpus_filter in (None, s.corpus)]
         if self.sort:
@@ -217,7 +226,7 @@ class StreamsScreen(ReportScreen):
         corpus = self.corpus_filter or "all corpora"
         note = f" · {self.match_note}" if self.match_note else ""
         self.query_one("#prompt-filter", Static).update(
-            f"{len(self.shown)} prompts · {safe(corpus)} · {SORTS[self.sort]}{note}"
+            f"{plural(len(self.shown), 'prompt')} · {safe(corpus)} · {SORTS[self.sort]}{note}"
         )
 
     def crumb_corpus(self) -> str:
@@ -233,13 +242,19 @@ class StreamsScreen(ReportScreen):
         view.set_stream(token_labels(s.pieces, s.bits), s.bits, s.valid_len, prompt=s.prompt)
         where = f"{safe(s.run)}: " if len({st.run for st in self.streams}) > 1 else ""
         head = (f"[b]{where}{safe(s.corpus)}/{safe(s.id)}[/]  alpha {fmt(navigate.stream_alpha(s.a))}"
-                f"  n {s.n}  gate {s.gate_rate:.3f}")
+                f"  n {s.n}  gate " + ("n/a (not checked: imported)" if s.gate is None else f"{s.gate_rate:.3f}"))
         if s.valid_len < s.n:
             head += f"  [b $error]gate fails at t = {s.valid_len}: later positions excluded[/]"
         if s.stop:
             head += f"  stop {s.stop}"
         self.query_one("#stream-head", Static).update(head)
-        self.query_one("#rolling", ScaledSparkline).data = navigate.rolling_alpha(s.a, ROLLING_WINDOW).tolist()
+        # Over all n positions, blank from the gate failure on: the cut shows where it is, never stretched.
+        rolling = navigate.rolling_alpha(s.a, ROLLING_WINDOW).tolist() + [float("nan")] * (s.n - len(s.a))
+        self.query_one("#rolling", ScaledSparkline).data = rolling
+        label = f"rolling alpha (window {ROLLING_WINDOW}, scale 0 to 1)"
+        if len(s.a) < s.n:
+            label += f": t < {len(s.a)} of {s.n} analysed, blank after the gate failure"
+        self.query_one("#rolling-label", Static).update(label)
 
     # -- events and keys ------------------------------------------------------------------------
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

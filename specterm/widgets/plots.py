@@ -162,7 +162,7 @@ def draw_optimum(plot: ReportPlot, name: str, rows: list[OptimumRow], r_measured
 
 def draw_throughput(plot: ReportPlot, curve: dict, r: float) -> None:
     """T_true and T_iid against g at cost ratio r (from optimum.throughput_curve)."""
-    plt = plot.start(f"T per verify-cost, r = {r:.2f}")
+    plt = plot.start(f"T per verify-cost, r = {r:.3f}")
     gx, tt = finite(curve.get("gamma") or [], curve.get("T_true") or [])
     gi, ti = finite(curve.get("gamma") or [], curve.get("T_iid") or [])
     if gx:

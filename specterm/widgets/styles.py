@@ -4,9 +4,18 @@ Textual markup (for Static lines), in the theme's success / error / warning colo
 from __future__ import annotations
 
 VERDICT_STYLE = {"holds": "bold green", "falsified": "bold red", "inconclusive": "bold yellow",
-                 "holds in direction, not in size": "bold dark_orange", "not reproduced": "bold red"}
+                 "holds in direction, not in size": "bold dark_orange", "not reproduced": "bold red",
+                 "too few prompts": "bold yellow"}
 VERDICT_MARKUP = {"holds": "b $text-success", "falsified": "b $text-error", "inconclusive": "b $text-warning",
-                  "holds in direction, not in size": "b $text-warning", "not reproduced": "b $text-error"}
+                  "holds in direction, not in size": "b $text-warning", "not reproduced": "b $text-error",
+                  "too few prompts": "b $text-warning"}
+TOO_FEW = "too few prompts"
+"""The start of SPEC 6's "too few prompts (n = K; needs M)": styled by this start, shown whole."""
+
+
+def verdict_style(verdict: str) -> str:
+    """The Rich style of a verdict (any verdict the report holds; "too few prompts (...)" by its start)."""
+    return VERDICT_STYLE.get(TOO_FEW if verdict.startswith(TOO_FEW) else verdict, "")
 
 
 def verdict_markup(verdict: str, borderline: bool = False) -> str:
@@ -14,7 +23,8 @@ def verdict_markup(verdict: str, borderline: bool = False) -> str:
     when it is borderline (it differs across bootstrap seeds 0..4)."""
     from textual.markup import escape
 
-    return f"[{VERDICT_MARKUP.get(verdict, 'b')}]{escape(shown_verdict(verdict, borderline))}[/]"
+    key = TOO_FEW if verdict.startswith(TOO_FEW) else verdict
+    return f"[{VERDICT_MARKUP.get(key, 'b')}]{escape(shown_verdict(verdict, borderline))}[/]"
 
 
 def shown_verdict(verdict: str, borderline: bool) -> str:

@@ -10,12 +10,13 @@ from typing import Any, Iterable, Sequence
 
 from textual.widgets import DataTable
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from specterm.core.fmt import MISSING, est, fmt
 from specterm.core.report import Estimate
 from specterm.core.text import printable
-from specterm.widgets.columns import fit_columns, names_give_way
+from specterm.widgets.columns import ci_below, fit_columns, names_give_way
 
 
 def fmt_ci(stat: Estimate | float | None, digits: int = 3, sign: bool = False) -> str:
@@ -101,3 +102,47 @@ def fill_table(table: DataTable, columns: Sequence[tuple[str, str]], rows: Itera
                 if table.get_cell(key, col) != value:
                     table.update_cell(key, col, value)
     fit_columns(table)
+
+
+def multiline_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """An aligned plain-text table whose cells may hold several lines ("1.04x\\n[0.95, 1.13]"): each
+    row takes as many lines as its tallest cell, columns two spaces apart, a rule under the head."""
+    cells = [[str(c).split("\n") for c in row] for row in [list(head), *rows]]
+    widths = [max(cell_len(line) for row in cells for line in row[j]) for j in range(len(head))]
+    out = []
+    for i, row in enumerate(cells):
+        for k in range(max(len(c) for c in row)):
+            parts = [(c[k] if k < len(c) else "") for c in row]
+            out.append("  ".join(p + " " * (w - cell_len(p)) for p, w in zip(parts, widths)).rstrip())
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return out
+
+
+NAME_LEAST = 8
+"""Cells a name keeps at least when it gives way in fit_text_table."""
+
+
+def fit_text_table(head: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> list[str]:
+    """A core export table as plain lines that are never wider than `width` cells, so no line wraps
+    mid row: the one-line table when it fits (a long first cell, a name, may give way with an
+    ellipsis, down to NAME_LEAST cells); else each CI on a second line of its cell
+    ("1.04x [0.95, 1.13]" over two lines, as the decision table does); else one block per row, its
+    first cell then "column: value" lines (a record view, readable at any width)."""
+    split_head = [h.replace(" [", "\n[") for h in head]
+    split_rows = [[ci_below(c) for c in r] for r in rows]
+    for h, rs in ((list(head), [list(r) for r in rows]), (split_head, split_rows)):
+        lines = multiline_table(h, rs)
+        excess = max(map(cell_len, lines), default=0) - width
+        if excess <= 0:
+            return lines
+        first = max(cell_len(str(c)) for c in [h[0], *(r[0] for r in rs)])
+        if rs and first - excess >= NAME_LEAST and cell_len(str(h[0])) <= first - excess:
+            from specterm.widgets.columns import fit_text
+
+            return multiline_table(h, [[fit_text(str(r[0]), first - excess), *r[1:]] for r in rs])
+    out = []
+    for row in rows:
+        out.append(str(row[0]))
+        out.extend(f"  {h}: {c}" for h, c in zip(head[1:], row[1:]))
+    return out

@@ -219,8 +219,13 @@ def _check_text(value: Any, name: str, where: str) -> None:
 
 def check_corpus_name(corpus: str, where: str, advice: str) -> None:
     """Refuse a corpus named like one of the report's own sets (RESERVED_CORPUS_NAMES: "pooled"),
-    which would collide with the set of every corpus together; `where` starts the sentence."""
-    if corpus in RESERVED_CORPUS_NAMES:
+    which would collide with the set of every corpus together, also with spaces around it or in other
+    letter case ("pooled " showed as a second "pooled" row), and a name with leading or trailing
+    spaces or a control character (a newline splits a table row); `where` starts the sentence."""
+    if corpus != corpus.strip() or not corpus.isprintable():
+        raise SpectermError(f"{where}: the corpus name {corpus!r} has spaces around it or a control character "
+                            f"(it would not read as one name in a table); {advice}")
+    if corpus.strip().lower() in RESERVED_CORPUS_NAMES:
         raise SpectermError(f"{where}: the corpus name {corpus!r} is reserved for the set of all corpora together; {advice}")
 
 
