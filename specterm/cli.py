@@ -167,17 +167,13 @@ def confirm_cmd(
         for key, default in torch_only.items():
             if params[key] != default:
                 fail(f"--{key.replace('_', '-')} is not available with --engine llama.cpp yet; drop it.")
-        from specterm.oracle.llamacpp.confirm import confirm_command as confirm_llamacpp
-
-        confirm_llamacpp(**{k: v for k, v in params.items() if k not in ("device", "dtype", *torch_only)}, **llama)
-        return
-    if engine != "torch":
+    elif engine != "torch":
         fail(f"unknown --engine {engine}; use torch or llama.cpp.")
-    if any(llama[k] is not None for k in ("llama_bin", "llama_src", "keep_logs")) or llama["cost_max_gamma"] != 16:
+    elif any(llama[k] is not None for k in ("llama_bin", "llama_src", "keep_logs")) or llama["cost_max_gamma"] != 16:
         fail("--llama-bin, --llama-src, --keep-logs and --cost-max-gamma are for --engine llama.cpp.")
-    from specterm.oracle.confirm import confirm_command
+    from specterm.engines.confirm import confirm_command
 
-    confirm_command(**params)
+    confirm_command(engine=engine, **params, **llama)
 
 
 def _profile_first(run: Path, threads: Optional[int], device: Optional[str], dtype: Optional[str],

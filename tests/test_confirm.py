@@ -36,7 +36,7 @@ def _copy_run(tmp_path: Path, gguf: Path) -> Path:
 
 
 def _config(run_dir: Path, **kw):
-    from specterm.oracle.confirm import ConfirmConfig
+    from specterm.engines.confirm import ConfirmConfig
 
     base = dict(run=run_dir, per_corpus=1, corpora=("code", "math"), max_new_tokens=N_NEW, gammas=(3,),
                 cost_repeats=1, cost_gammas=(1, 2, 3, 4), threads=1)
@@ -44,10 +44,16 @@ def _config(run_dir: Path, **kw):
     return ConfirmConfig(**base)
 
 
+def confirm_run(config, on_progress=None, cancel=None, pair=None):
+    """engines.confirm.confirm on the loaded torch pair of the fixture (one thread, as _config says)."""
+    from specterm.engines.confirm import confirm
+    from specterm.engines.torch import TorchPair
+
+    return confirm(config, on_progress=on_progress, cancel=cancel, pair=TorchPair(pair, config.threads))
+
+
 @pytest.mark.slow
 def test_confirm_records_identical_outputs_and_a_realized_speedup(smollm2_pair, tmp_path):
-    from specterm.oracle.confirm import confirm_run
-
     pair, gguf = smollm2_pair
     run_dir = _copy_run(tmp_path, gguf)
     # The shipped run carries measured costs now; give the copy its cost from before c_decode was
@@ -100,8 +106,6 @@ def test_confirm_records_identical_outputs_and_a_realized_speedup(smollm2_pair, 
 
 @pytest.mark.slow
 def test_cancel_keeps_the_finished_prompts(smollm2_pair, tmp_path):
-    from specterm.oracle.confirm import confirm_run
-
     pair, gguf = smollm2_pair
     run_dir = _copy_run(tmp_path, gguf)
     cancel = threading.Event()
@@ -160,7 +164,7 @@ def test_confirm_cli_refuses_a_missing_run_and_imported_bits(tmp_path):
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert "is not a run directory" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
-    from specterm.oracle.confirm import select_streams
+    from specterm.engines.confirm import select_streams
     from specterm.core.store import Stream
 
     with pytest.raises(SpectermError, match="imported bits"):
@@ -178,7 +182,7 @@ def _one_sentence(msg: str) -> None:
 
 def test_confirmation_is_written_under_the_run_lock(tmp_path):
     from specterm.core.store import RunLock
-    from specterm.oracle.confirm import write_confirmation
+    from specterm.engines.confirm import write_confirmation
 
     run = tmp_path / "smol"
     shutil.copytree(SHIPPED, run)
@@ -195,7 +199,7 @@ def test_confirmation_is_written_under_the_run_lock(tmp_path):
 
 
 def test_confirm_finds_the_models_by_name_and_checksum_or_takes_overrides(tmp_path, monkeypatch):
-    from specterm.oracle.confirm import _model_spec
+    from specterm.engines.torch import model_spec as _model_spec
 
     meta = read_meta(SHIPPED)
     assert _model_spec(meta["draft"], "draft") == "layers:25"  # a self-draft as recorded
@@ -219,8 +223,6 @@ def test_batch_costs_batched_confirmation_and_the_decision_check(smollm2_pair, t
     the stored y in every row and exactly the blocks of the lockstep walk."""
     from specterm.core.blockwalk import set_yield, sync_walk
     from specterm.core.hardware import batch_costs, cost_curve, decision_hw
-    from specterm.oracle.confirm import confirm_run
-
     pair, gguf = smollm2_pair
     run_dir = _copy_run(tmp_path, gguf)
     run = load_run(run_dir)
@@ -264,8 +266,6 @@ def test_costs_only_stores_a_dense_batch_grid_and_no_confirmation(smollm2_pair, 
     """--costs-only: the costs by batch are stored (every m = 1..9 timed at B = 2, 4, 8, B = 1 from the
     cost rounds), no generation runs and no confirmation record is added; c_verify(g, B) is the timing."""
     from specterm.core.hardware import batch_costs
-    from specterm.oracle.confirm import confirm_run
-
     pair, gguf = smollm2_pair
     run_dir = _copy_run(tmp_path, gguf)
     before = read_meta(run_dir).get("confirmations") or []
@@ -288,8 +288,6 @@ def test_batch_grid_is_timed_between_the_prompts(smollm2_pair, tmp_path):
     """--batch-costs with interleaved costs (the default): only the g curve's rounds run before the first
     generation; the batch grid is timed in one slice after every prompt and stored when the last slice is
     done, with every (B, m) timed twice and the wait before the first generation recorded."""
-    from specterm.oracle.confirm import confirm_run
-
     pair, gguf = smollm2_pair
     run_dir = _copy_run(tmp_path, gguf)
     seen: list[tuple[str, str]] = []

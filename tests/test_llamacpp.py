@@ -192,7 +192,8 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
     from specterm.core.hardware import cost_curve, decision_hw
     from specterm.core.store import load_run, load_runs
     from specterm.oracle.corpora import Prompt
-    from specterm.oracle.llamacpp.confirm import LlamaConfirmConfig, confirm_llamacpp
+    from specterm.engines.confirm import ConfirmConfig, confirm
+    from specterm.oracle.costs import COST_GAMMAS
     from specterm.oracle.llamacpp.run import run_oracle_llamacpp
     from specterm.oracle.run import OracleConfig
 
@@ -215,9 +216,9 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
     E_run = set_yield([s.a for s in corpus], run_curve.gammas)[0]
     g_decision = decision_hw(run_curve.gammas, E_run, None, run_curve).gamma_hw
 
-    rec = confirm_llamacpp(LlamaConfirmConfig(run=tmp_path / "run", per_corpus=1, max_new_tokens=20, threads=1,
-                                              cost_repeats=1, cost_gammas=(1, 2), target=str(path), draft=str(path),
-                                              llama_bin=bin_dir, batch_costs=True))
+    rec = confirm(ConfirmConfig(run=tmp_path / "run", engine="llama.cpp", per_corpus=1, max_new_tokens=20, threads=1,
+                                cost_repeats=1, cost_gammas=(1, 2), decision_gammas=COST_GAMMAS, target=str(path),
+                                draft=str(path), llama_bin=bin_dir, batch_costs=True))
     timed = {int(g) for g in rec["prompts"][0]["spec"]}
     assert {1, 4, 8, g_decision} <= timed and rec["choices"]["code"]["gamma_decision"] == g_decision
     assert rec["cost_context"] == rec["context_timed"] and rec["prompts"][0]["context"] == pytest.approx(

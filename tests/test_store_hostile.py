@@ -117,7 +117,7 @@ def test_a_symlinked_lock_is_refused_and_nothing_outside_the_run_is_written(tmp_
 def test_run_json_is_replaced_never_written_through_a_symlink(tmp_path):
     """Finding 2: confirm's fixed `run.json.tmp` was opened through a symlink, overwriting a file
     outside the run, and run.json became a symlink. Every writer uses the one atomic helper."""
-    from specterm.oracle.confirm import write_confirmation
+    from specterm.engines.confirm import write_confirmation
 
     run = make_fixture_run(tmp_path)
     victim = tmp_path / "victim.txt"
@@ -351,11 +351,11 @@ def test_one_long_stream_gets_at_most_max_bins_position_bins():
 
 def test_confirm_checks_the_lock_before_loading_models(tmp_path):
     """Finding 9: confirm checked the lock only at its first write, after minutes of model loading."""
-    from specterm.oracle.confirm import ConfirmConfig, confirm_run
+    from specterm.engines.confirm import ConfirmConfig, confirm
 
     run = make_fixture_run(tmp_path)
     with RunLock(run), pytest.raises(SpectermError, match="another specterm session"):
-        confirm_run(ConfirmConfig(run=run, target="/nonexistent/target.gguf", draft="layers:1"))
+        confirm(ConfirmConfig(run=run, target="/nonexistent/target.gguf", draft="layers:1"))
 
 
 def test_a_recorded_model_with_another_checksum_says_checksum_differs(tmp_path):

@@ -530,7 +530,7 @@ def test_llamacpp_refuses_a_layer_skip_draft_before_anything_loads():
 
 def test_confirm_refuses_a_read_only_run_before_loading_models(tmp_path, monkeypatch):
     """`confirm` on a read-only run was refused only after loading models and timing costs."""
-    from specterm.oracle import confirm
+    from specterm.engines import confirm
 
     run = make_fixture_run(tmp_path)
     real = os.open
@@ -541,7 +541,7 @@ def test_confirm_refuses_a_read_only_run_before_loading_models(tmp_path, monkeyp
         return real(path, flags, *args, **kw)
 
     monkeypatch.setattr(os, "open", read_only)
-    monkeypatch.setattr(confirm, "confirm_run", lambda *a, **k: pytest.fail("models were loaded"))
+    monkeypatch.setattr(confirm, "confirm", lambda *a, **k: pytest.fail("models were loaded"))
     with pytest.raises(SpectermError, match="Read-only file system") as exc:
         confirm.confirm_command(run=run, per_corpus=1, gamma=[], corpus=None, device=None, dtype=None,
                                 max_new_tokens=None, threads=None, repeats=1)

@@ -33,7 +33,7 @@ torch decoder). A run measured in an engine that pays more per block stores that
 + c_draft_fwd(g): the speedup of the decoder the user of that engine runs. Without it (c_draft_fwd
 None) every formula is SPEC 6's exactly, bit for bit (the term is not added, not added as 0).
 
-Every caller (optimum, decide, hardware, economics, oracle/confirm, the screens) takes these from
+Every caller (optimum, decide, hardware, economics, engines/confirm, the screens) takes these from
 here; tests/test_costmodel.py fails when a copy of one of these formulas appears elsewhere.
 """
 

@@ -8,6 +8,10 @@ engines/costs.py) runs on every engine; a third engine (a GPU server, MLX) is on
     pair.encode(text)                      # the prompt's token ids
     pair.cost_sampler(ctx, gammas, ...)    # rounds of timed forwards (c_decode, c_verify(g), c_draft)
     pair.batch_costs(sampler, ctx, ...)    # the costs by batch (B = 1, 2, 4, 8)
+
+`specterm confirm` (engines/confirm.py) is written once too: the pair (base.ConfirmPair) times one
+greedy and one speculative generation of a prompt (`greedy_timed`, `speculative_timed`) and adds its
+own columns; the flow, the record and its checks are shared.
 """
 
 from __future__ import annotations

@@ -5,16 +5,26 @@ An `Engine` opens a run's model pair (`OpenPair`). An open pair says what it is 
 engine, its version and build, the device: what a cost profile records), encodes prompts, and
 times forwards for the cost profile (`cost_sampler`: rounds of c_decode, c_verify(g), c_draft,
 c_draft2, and the engine's per-block terms; `batch_costs`: the by-batch grid). The oracle's
-greedy y, teacher-forced bits and real speculative decoding stay in each engine's oracle module
-(specterm/oracle/ for torch, specterm/oracle/llamacpp/ for llama.cpp) until `run` and `confirm`
-are written against this interface too.
+greedy y and teacher-forced bits stay in each engine's oracle module (specterm/oracle/ for torch,
+specterm/oracle/llamacpp/ for llama.cpp) until `run` is written against this interface too.
+
+`specterm confirm` (engines/confirm.py) is written once against it: a pair that can be confirmed
+(`ConfirmPair`) times one greedy and one speculative generation of a prompt and says what its rows
+record beside the common fields; the flow (items, cost rounds, choices, the record and its writes,
+results, decision checks) is the same for every engine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from specterm.core.store import Stream
+
+if TYPE_CHECKING:
+    from specterm.engines.confirm import ConfirmConfig, ConfirmSession
 
 MeasureCallback = Callable[[int, int, str, float], None]
 
@@ -70,10 +80,103 @@ class OpenPair(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass
+class Item:
+    """One timed prompt: its ids, the stored y it is compared with (n tokens), and the exact walk of its
+    stored stream at every measured g (blocks, and blocks after a fully accepted one: refeeds)."""
+
+    stream: Stream
+    ids: list[int]
+    y: list[int]
+    n: int
+    blocks: dict[int, int]
+    refeeds: dict[int, int]
+
+
+@dataclass
+class Generation:
+    """One timed generation, as an engine's pair reports it: the tokens, the wall seconds, the fields of
+    the prompt row it stores (greedy: greedy_*; speculative: the row under spec[g]), how many of the
+    stored y it is compared with (None: all n), and the progress line's summary."""
+
+    tokens: list[int]
+    seconds: float
+    fields: dict[str, Any]
+    compare: int | None = None
+    summary: str = ""
+
+
+class BatchCostJob(Protocol):
+    """The costs by batch of a confirm session: all at once (`run_all`), or, where the engine can
+    (`sliced`), in slices between the prompts: `step(i, k)` after prompt i of k, `finish(k)` the record."""
+
+    sliced: bool
+    total: int                   # forwards to time
+
+    def run_all(self) -> dict[str, Any]: ...
+    def step(self, done: int, of: int) -> None: ...
+    def finish(self, of: int) -> dict[str, Any]: ...
+
+
+StepCallback = Callable[..., None]  # on_step(tokens=k, **progress fields): progress inside one generation
+
+
+class ConfirmPair(OpenPair, Protocol):
+    """An open pair that `specterm confirm` can time (engines/confirm.py); what differs between engines."""
+
+    def confirm_setup(self, config: ConfirmConfig, items: list[Item], context: int, meta: dict[str, Any],
+                      report: Callable[[Any], None], cancel: Any) -> dict[str, Any]:
+        """Get ready to time `items` at cost context `context` (e.g. a KV context that holds them, a binary;
+        `cancel` stops the generations); the engine's fields of the confirmation record: device, dtype,
+        threads, method, and what else the engine records."""
+        ...
+
+    def timing(self) -> AbstractContextManager[Any]:
+        """Around the timed generations (torch: forward hooks timing every forward)."""
+        ...
+
+    def warm_up(self, item: Item, gamma: int) -> None:
+        """One short untimed greedy and speculative generation."""
+        ...
+
+    def greedy_timed(self, item: Item, on_step: StepCallback) -> Generation:
+        """Plain greedy decoding of `item`, timed; fields: greedy_s, greedy_cpu_s and the engine's greedy_*."""
+        ...
+
+    def speculative_timed(self, item: Item, gamma: int, on_step: StepCallback) -> Generation | None:
+        """The engine's lossless speculative decoding at draft length `gamma`, timed; fields: s, cpu_s,
+        target_calls, blocks_walk, refeeds_walk and the engine's own; None when it cannot run on `item`."""
+        ...
+
+    def result_extras(self, spec_rows: list[dict[str, Any]], row: dict[str, Any]) -> dict[str, Any]:
+        """The engine's columns of a (corpus, g) result `row` from the spec rows it sums."""
+        ...
+
+    def record_checks(self, prompt_rows: list[dict[str, Any]], cost: dict[str, Any]) -> dict[str, Any]:
+        """Record-level checks rewritten with the results (torch: cross_check)."""
+        ...
+
+    def batch_cost_job(self, sampler: Sampler, ctx: Sequence[int], on_measure: MeasureCallback | None,
+                       cancel: Any, rounds_s: float) -> BatchCostJob: ...
+
+    def batch_record_fields(self) -> dict[str, Any]:
+        """What the record says when it stores costs by batch measured in this session."""
+        ...
+
+    def time_batched(self, session: ConfirmSession) -> dict[str, Any]:
+        """A batched confirmation (B prompts decoded together); one sentence where the engine has none."""
+        ...
+
+
 class Engine(Protocol):
     name: str
+    gate_held: bool                  # confirm only streams whose gate held (select_streams)
+    always_timed: tuple[int, ...]    # g confirm always times beside the run's decision
+    times_session_choices: bool      # confirm also times this session's g_hw, g_iid, g_hw_refeed
+    installs_cost: bool              # a run's cost from before c_decode is replaced by the session's
+    min_tokens: int                  # the fewest stored tokens a confirmed prompt needs
 
-    def open(self, meta: dict[str, Any], options: OpenOptions, report: Callable[[Any], None]) -> OpenPair:
+    def open(self, meta: dict[str, Any], options: OpenOptions, report: Callable[[Any], None]) -> ConfirmPair:
         """Load the run's models (found by name and sha256 under $SPECTERM_MODELS / ./models, or the
         overrides), checked against the run's checksums; one sentence when they cannot be found."""
         ...

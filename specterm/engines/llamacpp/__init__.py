@@ -1,19 +1,53 @@
 """The llama.cpp engine (llama-cpp-python, GGUF weights on the CPU): the engine interface over
-specterm/oracle/llamacpp/ (models, costs)."""
+specterm/oracle/llamacpp/ (models, costs, the timed generations of confirm: oracle/llamacpp/confirm.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from specterm.engines.base import MeasureCallback, OpenOptions, Sampler
+from specterm.engines.base import BatchCostJob, Generation, Item, MeasureCallback, OpenOptions, Sampler, StepCallback
+
+if TYPE_CHECKING:
+    from specterm.engines.confirm import ConfirmConfig, ConfirmSession
 
 N_CTX = 1024  # the cost contexts hold a prompt + y/2 (hundreds of tokens) plus a 17-token verify
 
 
 class LlamaPair:
-    def __init__(self, target: Any, draft: Any, threads: int) -> None:
-        self.target, self.draft, self.threads = target, draft, threads
+    """The run's GGUF pair in llama.cpp, loaded on first use (so `specterm confirm` can size the context to
+    its prompts first); encoding before that uses a vocab-only load."""
+
+    def __init__(self, t_path: Path, d_path: Path, threads: int, report: Callable[[Any], None],
+                 n_ctx: int = N_CTX) -> None:
+        self.t_path, self.d_path, self.threads, self.n_ctx = t_path, d_path, threads, n_ctx
+        self.report = report
+        self._models: tuple[Any, Any] | None = None
+        self._vocab: Any = None
+        self.exe: Path | None = None   # llama-speculative-simple (confirm)
+        self.eog: set[int] = set()
+        self.keep_logs: Path | None = None
+
+    def _loaded(self) -> tuple[Any, Any]:
+        if self._models is None:
+            from specterm.core.progress import Progress
+            from specterm.oracle.llamacpp import models as LM
+
+            self.report(Progress("loading", f"loading {self.t_path.name} and {self.d_path.name} in llama.cpp "
+                                            f"({self.threads} thread(s))"))
+            self._models = (LM.load_gguf(self.t_path, self.n_ctx, self.threads),
+                            LM.load_gguf(self.d_path, self.n_ctx, self.threads))
+        return self._models
+
+    @property
+    def target(self) -> Any:
+        return self._loaded()[0]
+
+    @property
+    def draft(self) -> Any:
+        return self._loaded()[1]
 
     def describe(self) -> dict[str, Any]:
         from specterm.oracle.llamacpp.models import describe_llamacpp
@@ -21,7 +55,13 @@ class LlamaPair:
         return describe_llamacpp(self.threads)
 
     def encode(self, text: str) -> list[int]:
-        return list(self.target.tokenize(text))
+        if self._models is not None:
+            return list(self._models[0].tokenize(text))
+        if self._vocab is None:
+            from specterm.oracle.llamacpp import models as LM
+
+            self._vocab = LM.load_gguf(self.t_path, 64, self.threads, vocab_only=True)
+        return list(self._vocab.tokenize(text))
 
     def cost_sampler(self, ctx: Sequence[int], gammas: Sequence[int], on_measure: MeasureCallback | None,
                      cancel: Any) -> Sampler:
@@ -37,24 +77,122 @@ class LlamaPair:
                                    on_measure=on_measure, cancel=cancel)
 
     def close(self) -> None:
-        self.target = self.draft = None
+        self._models = self._vocab = None
+
+    # specterm confirm (engines/confirm.py): the timed generations are oracle/llamacpp/confirm.py's
+
+    def confirm_setup(self, config: ConfirmConfig, items: list[Item], context: int, meta: dict[str, Any],
+                      report: Callable[[Any], None], cancel: Any) -> dict[str, Any]:
+        """llama-speculative-simple found (or built), the models loaded with a context that holds every
+        prompt + n (oracle/llamacpp/run.context_size)."""
+        from specterm.core.errors import SpectermError
+        from specterm.core.progress import Progress
+        from specterm.oracle.llamacpp import binaries as B
+        from specterm.oracle.llamacpp import models as LM
+        from specterm.oracle.llamacpp.confirm import METHOD, SPEC_ARGS
+        from specterm.oracle.llamacpp.run import context_size
+
+        exe = B.find_binary(config.llama_bin)
+        if exe is None:
+            if config.llama_bin is not None:
+                raise SpectermError(f"{config.llama_bin} has no {B.SPEC_BINARY}; {B.BUILD_HINT}.")
+            exe = B.build(config.llama_src, config.build_jobs, lambda msg: report(Progress("checking", msg)))
+        self.exe, self.keep_logs = exe, config.keep_logs
+        n_ctx = context_size([len(it.ids) for it in items], max(it.n for it in items))
+        if n_ctx != self.n_ctx:
+            self._models, self.n_ctx = None, n_ctx
+        self.eog = LM.eog_ids(self.target)
+        return {"engine": "llama.cpp", "device": "cpu", "dtype": meta.get("dtype"), "threads": self.threads,
+                "backend": LM.engine_info(self.threads), "binary": {**B.binary_info(exe), "args": list(SPEC_ARGS)},
+                "context_timed": context, "method": METHOD}
+
+    def timing(self) -> AbstractContextManager[Any]:
+        return nullcontext()
+
+    def warm_up(self, item: Item, gamma: int) -> None:
+        from specterm.oracle.llamacpp.confirm import greedy_timed, run_speculative, speculative_command
+
+        assert self.exe is not None and item.stream.prompt is not None
+        greedy_timed(self.target, item.ids, 2, self.eog)
+        run_speculative(speculative_command(self.exe, self.t_path, self.d_path, item.stream.prompt, gamma, 2,
+                                            self.threads, self.n_ctx))
+
+    def greedy_timed(self, item: Item, on_step: StepCallback) -> Generation:
+        from specterm.oracle.llamacpp.confirm import greedy_timed
+
+        toks, stamps, cpu = greedy_timed(self.target, item.ids, item.n, self.eog)
+        return Generation(tokens=toks, seconds=stamps[-1], fields=dict(
+            greedy_s=stamps[-1], greedy_cpu_s=cpu, greedy_tokens=len(toks), greedy_cum_s=stamps))
+
+    def speculative_timed(self, item: Item, gamma: int, on_step: StepCallback) -> Generation | None:
+        from specterm.oracle.llamacpp.confirm import speculative_timed
+
+        return speculative_timed(self, item, gamma, self.keep_logs)
+
+    def result_extras(self, spec_rows: list[dict[str, Any]], row: dict[str, Any]) -> dict[str, Any]:
+        from specterm.oracle.llamacpp.confirm import result_extras
+
+        return result_extras(spec_rows, row)
+
+    def record_checks(self, prompt_rows: list[dict[str, Any]], cost: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def batch_cost_job(self, sampler: Sampler, ctx: Sequence[int], on_measure: MeasureCallback | None,
+                       cancel: Any, rounds_s: float) -> BatchCostJob:
+        return _LlamaBatchJob(self, sampler, ctx, on_measure, cancel)
+
+    def batch_record_fields(self) -> dict[str, Any]:
+        return {"batch_costs_measured": True}
+
+    def time_batched(self, session: ConfirmSession) -> dict[str, Any]:
+        from specterm.core.errors import SpectermError
+
+        raise SpectermError("--batch is not available with --engine llama.cpp yet; drop it.")
+
+
+class _LlamaBatchJob:
+    """llama.cpp's costs by batch, all at once after the cost rounds (not sliced)."""
+
+    sliced = False
+    total = 0
+
+    def __init__(self, pair: LlamaPair, sampler: Sampler, ctx: Sequence[int], on_measure: MeasureCallback | None,
+                 cancel: Any) -> None:
+        self.pair, self.sampler, self.ctx, self.on_measure, self.cancel = pair, sampler, ctx, on_measure, cancel
+
+    def run_all(self) -> dict[str, Any]:
+        from specterm.core.store import new_meta
+
+        out = self.pair.batch_costs(self.sampler, self.ctx, self.on_measure, self.cancel)
+        out["measured_at"] = new_meta("")["created"]
+        return out
+
+    def step(self, done: int, of: int) -> None:
+        raise NotImplementedError("llama.cpp's costs by batch are not timed in slices")
+
+    def finish(self, of: int) -> dict[str, Any]:
+        raise NotImplementedError("llama.cpp's costs by batch are not timed in slices")
 
 
 class LlamaEngine:
     name = "llama.cpp"
+    gate_held = False                       # every stream: near-ties are exactly what to check
+    always_timed: tuple[int, ...] = (1, 4, 8)  # tokens per target call of the real decoder beside the walk (issue 22)
+    times_session_choices = False           # this session's choices are recorded, not timed
+    installs_cost = False
+    min_tokens = 3                          # the speculative run needs -n n - 1 - g >= 1
 
     def open(self, meta: dict[str, Any], options: OpenOptions, report: Callable[[Any], None]) -> LlamaPair:
         from specterm.core.errors import SpectermError
-        from specterm.core.progress import Progress
         from specterm.oracle.llamacpp import models as LM
-        from specterm.oracle.llamacpp.confirm import _resolve
+        from specterm.oracle.llamacpp import require_binding
+        from specterm.oracle.llamacpp.confirm import resolve_gguf
 
+        require_binding()
         if options.device not in (None, "cpu") or options.dtype is not None:
             raise SpectermError("--device and --dtype do not apply to llama.cpp (CPU, the GGUF's own weights); drop them.")
-        t_path = _resolve(meta, "target", options.target)
-        d_path = _resolve(meta, "draft", options.draft)
+        t_path = resolve_gguf(meta, "target", options.target)
+        d_path = resolve_gguf(meta, "draft", options.draft)
         LM.probe_decode(t_path)
         LM.probe_decode(d_path)
-        report(Progress("loading", f"loading {t_path.name} and {d_path.name} in llama.cpp ({options.threads} thread(s))"))
-        return LlamaPair(LM.load_gguf(t_path, N_CTX, options.threads), LM.load_gguf(d_path, N_CTX, options.threads),
-                         options.threads)
+        return LlamaPair(t_path, d_path, options.threads, report)

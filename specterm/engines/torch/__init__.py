@@ -1,22 +1,39 @@
 """The torch engine (transformers models, specterm's own decoder): the engine interface over
-specterm/oracle/ (models, costs)."""
+specterm/oracle/ (models, costs, the timed generations of confirm: oracle/confirm.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specterm.core.errors import SpectermError
 from specterm.core.store import model_key, model_location
-from specterm.engines.base import MeasureCallback, OpenOptions, Sampler
+from specterm.engines.base import BatchCostJob, Generation, Item, MeasureCallback, OpenOptions, Sampler, StepCallback
+
+if TYPE_CHECKING:
+    from specterm.engines.confirm import ConfirmConfig, ConfirmSession
+
+
+def model_spec(entry: Any, role: str, override: str | None = None) -> str:
+    """What to load the run's `role` model from: `override` (--target/--draft), else
+    streams.model_location (a hub id or layers:K as recorded, or the file found by name and
+    checksum under $SPECTERM_MODELS / ./models)."""
+    if override is None and not isinstance(entry, dict):
+        raise SpectermError(f"run.json names no {role} model; this needs a run made by `specterm run` (or pass --{role}).")
+    return model_location(entry, override)
 
 
 class TorchPair:
+    """A loaded torch pair (oracle/run.LoadedPair: target, draft, tokenizer, eos, meta)."""
+
     def __init__(self, loaded: Any, threads: int) -> None:
         self.loaded = loaded
         self.threads = threads
         self._caches: dict[str, Any] = {}
+        self._timer: Any = None
+        self._cancel: Any = None
 
     def describe(self) -> dict[str, Any]:
         from specterm.oracle.models import describe_torch
@@ -49,9 +66,79 @@ class TorchPair:
     def close(self) -> None:
         self.loaded = None
 
+    # specterm confirm (engines/confirm.py): the timed generations are oracle/confirm.py's
+
+    def confirm_setup(self, config: ConfirmConfig, items: list[Item], context: int, meta: dict[str, Any],
+                      report: Callable[[Any], None], cancel: Any) -> dict[str, Any]:
+        import torch
+
+        from specterm.oracle import confirm as C
+
+        torch.set_num_threads(self.threads)
+        self._cancel = cancel
+        return {"device": self.loaded.meta.get("device", config.device or meta.get("device") or "auto"),
+                "dtype": self.loaded.meta.get("dtype", config.dtype or meta.get("dtype") or "auto"),
+                "threads": int(torch.get_num_threads()), "batch": config.batch,
+                "cost_context_rule": C.COST_CONTEXT_RULE, "method": C.METHOD}
+
+    @contextmanager
+    def timing(self) -> Iterator[None]:
+        from specterm.oracle.confirm import ForwardTimer
+
+        self._timer = ForwardTimer(self.loaded.target, self.loaded.draft)
+        try:
+            yield
+        finally:
+            self._timer.close()
+            self._timer = None
+
+    def warm_up(self, item: Item, gamma: int) -> None:
+        from specterm.oracle.confirm import warm_up
+
+        warm_up(self.loaded, item, gamma, self._cancel)
+
+    def greedy_timed(self, item: Item, on_step: StepCallback) -> Generation:
+        from specterm.oracle.confirm import greedy_timed
+
+        return greedy_timed(self.loaded, self._timer, item, on_step, self._cancel)
+
+    def speculative_timed(self, item: Item, gamma: int, on_step: StepCallback) -> Generation | None:
+        from specterm.oracle.confirm import speculative_timed
+
+        return speculative_timed(self.loaded, self._timer, item, gamma, on_step, self._cancel)
+
+    def result_extras(self, spec_rows: list[dict[str, Any]], row: dict[str, Any]) -> dict[str, Any]:
+        from specterm.oracle.confirm import result_extras
+
+        return result_extras(spec_rows)
+
+    def record_checks(self, prompt_rows: list[dict[str, Any]], cost: dict[str, Any]) -> dict[str, Any]:
+        from specterm.oracle.confirm import cross_check
+
+        return {"cross_check": cross_check(prompt_rows, cost)}
+
+    def batch_cost_job(self, sampler: Sampler, ctx: Sequence[int], on_measure: MeasureCallback | None,
+                       cancel: Any, rounds_s: float) -> BatchCostJob:
+        from specterm.oracle.confirm import BatchGridJob
+
+        return BatchGridJob(self.loaded, sampler, ctx, on_measure, cancel, rounds_s)
+
+    def batch_record_fields(self) -> dict[str, Any]:
+        return {}
+
+    def time_batched(self, session: ConfirmSession) -> dict[str, Any]:
+        from specterm.oracle.confirm import time_batched
+
+        return time_batched(session, self.loaded, self._timer)
+
 
 class TorchEngine:
     name = "torch"
+    gate_held = True               # specterm's decoder reproduces y exactly where the gate held
+    always_timed: tuple[int, ...] = ()
+    times_session_choices = True   # this session's g_hw, g_iid, g_hw_refeed are timed too
+    installs_cost = True
+    min_tokens = 1
 
     def open(self, meta: dict[str, Any], options: OpenOptions, report: Callable[[Any], None]) -> TorchPair:
         import torch
@@ -59,12 +146,8 @@ class TorchEngine:
         from specterm.oracle.run import OracleConfig, load_pair
 
         torch.set_num_threads(options.threads)
-        specs = {}
-        for role, override in (("target", options.target), ("draft", options.draft)):
-            entry = meta.get(role)
-            if override is None and not isinstance(entry, dict):
-                raise SpectermError(f"run.json names no {role} model; this needs a run made by `specterm run` (or pass --{role}).")
-            specs[role] = model_location(entry, override)
+        specs = {role: model_spec(meta.get(role), role, override)
+                 for role, override in (("target", options.target), ("draft", options.draft))}
         loaded = load_pair(OracleConfig(target=specs["target"], draft=specs["draft"], prompts=[], out=Path("."),
                                         device=options.device or meta.get("device") or "auto",
                                         dtype=options.dtype or meta.get("dtype") or "auto"), report)

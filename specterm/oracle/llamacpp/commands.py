@@ -1,5 +1,5 @@
-"""CLI glue of the llama.cpp backend: `specterm run --backend llama.cpp` and
-`specterm confirm --engine llama.cpp` (argument checks first, then the headless progress display)."""
+"""CLI glue of the llama.cpp backend: `specterm run --backend llama.cpp` (argument checks first, then the
+headless progress display); `specterm confirm --engine llama.cpp` is engines/confirm.confirm_command."""
 
 from __future__ import annotations
 
