@@ -35,7 +35,7 @@ def _verdict(run, cost) -> tuple[int | None, str | None]:
     from specterm.engines.costs import COST_GAMMAS, set_curves
 
     g = np.array(COST_GAMMAS)
-    E = set_curves(run, g)[POOLED]
+    E = set_curves(run, g)[POOLED][0]
     d = decision_hw(g, E, None, cost_curve(cost))
     return d.gamma_hw, d.verdict_kind
 

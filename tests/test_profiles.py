@@ -347,3 +347,32 @@ def test_a_profile_with_an_implausible_cost_is_refused_naming_it(tmp_path):
     with pytest.raises(SpectermError, match=r"profiles\[1\]"):
         write_run(tmp_path / "bad", bad, judged_streams())
         load_run(tmp_path / "bad")
+
+
+def test_legacy_costs_by_batch_join_the_profile_of_the_machine_that_timed_them():
+    meta = legacy_meta()
+    # timed on the EPYC (nearest record: its confirmation), though the top-level cost is the Xeon's
+    meta["batch_cost"] = {"measured_at": "2026-11-30T09:55:00+00:00", "threads": 1, "batches": [1, 2]}
+    slow, fast = P.run_profiles(meta)
+    assert slow.batch_cost == meta["batch_cost"] and fast.batch_cost is None
+    meta["batch_cost"] = {**meta["batch_cost"], "measured_at": "2026-12-01T10:15:00+00:00"}
+    slow, fast = P.run_profiles(meta)
+    assert slow.batch_cost is None and fast.batch_cost == meta["batch_cost"]
+
+
+def test_settle_stops_when_the_prompts_not_the_costs_decide():
+    """S(g_hw) about 1 with noisy costs: not settled while the prompts' spread is as narrow as the costs';
+    settled once the costs' spread is a small part of the prompts' (timing more would not change the
+    decision's interval by more than ~5%)."""
+    E = set_yield([_bits(0.8, seed=i) for i in range(8)], np.array(G))[0]
+    E3 = float(E[2])
+    noisy = cost(0.5, lambda g: 0.5 * E3 - 3 * 0.05 if g == 3 else 0.5 * float(E[g - 1]), 0.05, "t", spread=0.05)
+    rng = np.random.default_rng(0)
+    wide = E[None, :] * (1 + rng.normal(0, 0.2, size=(400, 1)))     # prompts: +-40% (95%)
+    narrow = E[None, :] * (1 + rng.normal(0, 0.005, size=(400, 1)))  # prompts: +-1%
+    settled = set_settle(G, E, noisy, E_boot=wide)
+    unsettled = set_settle(G, E, noisy, E_boot=narrow)
+    assert settled is not None and unsettled is not None
+    assert settled.ci[0] < 1 < settled.ci[1] and settled.side  # straddles 1, yet the prompts decide
+    assert not unsettled.side
+    assert settled.focus[0] == settled.gamma_hw and len(settled.focus) == 2

@@ -55,7 +55,7 @@ from specterm.core.hardware import (
     summarize_results,
     timing_rows,
 )
-from specterm.core.hardware.profiles import decision_profile
+from specterm.core.hardware.profiles import PROFILES_KEY, decision_profile, new_profile, with_profile
 from specterm.core.machine import default_threads, this_machine
 from specterm.core.optimum import best_gamma
 from specterm.core.progress import Progress, ProgressCallback, check_cancel
@@ -143,7 +143,14 @@ class ConfirmSession:
                              elapsed_s=time.perf_counter() - self.t_start, **kw))
 
     def write(self, cost: dict[str, Any] | None = None, batch_cost: dict[str, Any] | None = None) -> None:
-        self.index = write_confirmation(self.run_dir, self.record, self.index, cost, batch_cost)
+        profile = self.batch_profile(batch_cost) if batch_cost is not None else None
+        self.index = write_confirmation(self.run_dir, self.record, self.index, cost, batch_cost, profile)
+
+    def batch_profile(self, batch_cost: dict[str, Any]) -> dict[str, Any]:
+        """Costs by batch belong to the machine that timed them (SPEC 6): a new cost profile of this
+        machine, this session's cost rounds (whose B = 1 forwards the grid reuses) with the grid."""
+        return new_profile(self.session_cost(), self.pair.describe(), source="measured by specterm confirm --batch-costs",
+                           batch_cost=batch_cost)
 
 
 def select_streams(streams: list[Stream], per_corpus: int, corpora: tuple[str, ...] | None = None,
@@ -202,17 +209,20 @@ def build_items(chosen: list[Stream], encode: Callable[[str], list[int]], max_ne
 
 
 def write_confirmation(run_dir: Path, record: dict[str, Any], index: int | None, cost: dict[str, Any] | None = None,
-                       batch_cost: dict[str, Any] | None = None) -> int:
+                       batch_cost: dict[str, Any] | None = None, profile: dict[str, Any] | None = None) -> int:
     """Put `record` at `index` of run.json's confirmations (append when None), atomically; returns its index.
 
     With `cost`, also make it the run's "cost" (the previous one is kept in cost.earlier).
     Only run.json is rewritten (temp file + rename) under the run lock (core/lock.py: a `specterm
     run --resume` or `repair` writing the same run meanwhile is refused, and vice versa);
     prompts.jsonl is never opened for writing.
-    With `batch_cost`, also store it as the run's costs by batch (BATCH_COST_KEY).
+    With `batch_cost`, also store it as the run's costs by batch (BATCH_COST_KEY, for older readers)
+    and `profile` (the cost profile it belongs to) among the run's profiles.
     """
     with RunLock(run_dir):
         meta = read_meta(run_dir)
+        if profile is not None:
+            meta[PROFILES_KEY] = with_profile(meta, profile)  # read before the legacy keys change
         if batch_cost is not None:
             meta[BATCH_COST_KEY] = batch_cost
         records = meta.get(CONFIRMATIONS_KEY)
@@ -434,6 +444,7 @@ def _store_batch_costs(session: ConfirmSession) -> dict[str, Any]:
     assert batch_record is not None
     with RunLock(session.run_dir):
         meta_now = read_meta(session.run_dir)
+        meta_now[PROFILES_KEY] = with_profile(meta_now, session.batch_profile(batch_record))
         meta_now[BATCH_COST_KEY] = batch_record
         write_meta_atomic(session.run_dir, meta_now)
     session.report(Progress("done", f"costs by batch stored in {session.run_dir / META_FILE} (whole measurement "

@@ -32,7 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from specterm.core.blockwalk import set_yield
 from specterm.core.errors import SpectermError
 from specterm.core.hardware.profiles import BUSY_LOAD_PER_CORE, BUSY_OTHER_SHARE, PROFILES_KEY, new_profile, with_profile
 from specterm.core.hardware.settle import SetSettle, set_settle
@@ -66,15 +65,25 @@ class CostsConfig:
     quiet_wait: float = QUIET_WAIT
 
 
-def set_curves(run: Run, gammas: np.ndarray) -> dict[str, np.ndarray]:
-    """E_true(g) of every corpus and of the pooled set (the analysed positions of each stream)."""
+def set_curves(run: Run, gammas: np.ndarray, boot: int = 400, seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per corpus and the pooled set: (E_true(g), E_true(g) in `boot` prompt resamples) over the
+    analysed positions of each stream (SPEC 2: sum tokens / sum blocks; resamples as the report's,
+    multinomial weights over the set's streams)."""
+    from specterm.core.blockwalk import walk_table
+    from specterm.core.bootstrap import multinomial_weights
+
     sets: dict[str, list[np.ndarray]] = {}
     for s in run.streams:
         if s.valid_len:
             sets.setdefault(s.corpus, []).append(s.a)
-    out = {name: set_yield(bits, gammas)[0] for name, bits in sorted(sets.items())}
-    if out:
-        out[POOLED] = set_yield([b for bits in sets.values() for b in bits], gammas)[0]
+    if sets:
+        sets[POOLED] = [b for name in sorted(sets) for b in sets[name]]
+    out = {}
+    for i, (name, bits) in enumerate(sorted(sets.items())):
+        tokens, blocks = walk_table(bits, gammas)
+        W = multinomial_weights(len(bits), boot, seed + i)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[name] = (tokens.sum(axis=0) / blocks.sum(axis=0), (W @ tokens) / (W @ blocks))
     return out
 
 
@@ -93,10 +102,11 @@ def context_length(run: Run, encode: Callable[[str], list[int]]) -> tuple[int, l
     return n, context_ids(encode(first.prompt) + first.y.tolist(), n)
 
 
-def settle_all(curves: dict[str, np.ndarray], gammas: np.ndarray, cost: dict[str, Any]) -> dict[str, SetSettle]:
+def settle_all(curves: dict[str, tuple[np.ndarray, np.ndarray]], gammas: np.ndarray,
+               cost: dict[str, Any]) -> dict[str, SetSettle]:
     out = {}
-    for name, E in curves.items():
-        got = set_settle(gammas, E, cost)
+    for name, (E, E_boot) in curves.items():
+        got = set_settle(gammas, E, cost, E_boot=E_boot)
         if got is not None:
             out[name] = got
     return out
@@ -183,7 +193,7 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
     return record
 
 
-def _rounds(sampler: Sampler, curves: dict[str, np.ndarray], gammas: np.ndarray, config: CostsConfig, t0: float,
+def _rounds(sampler: Sampler, curves: dict[str, tuple[np.ndarray, np.ndarray]], gammas: np.ndarray, config: CostsConfig, t0: float,
             warn: Callable[[str], None], cancel: Any) -> dict[str, Any]:
     """The timing rounds (module docstring, steps 3 and 4); returns the profile's load, busy flag and
     stop reason."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from specterm.core.errors import SpectermError
-from specterm.core.machine import cpu_name
+from specterm.core.machine import this_machine
 from specterm.core.store.models import sha256_file
 
 _LAYERS_RE = re.compile(r"^layers:(\d+)$")
@@ -401,7 +401,7 @@ def torch_device(device: str, threads: int) -> dict[str, Any]:
     if device == "mps":
         return {"kind": "mps", "name": "Apple MPS", "cores": os.cpu_count(), "threads": threads, "memory_gb": None,
                 "driver": None, "capability": None}
-    return {"kind": "cpu", "name": cpu_name(), "cores": os.cpu_count(), "threads": threads,
+    return {"kind": "cpu", "name": this_machine().cpu, "cores": os.cpu_count(), "threads": threads,
             "memory_gb": _memory_gb(), "driver": None, "capability": None}
 
 

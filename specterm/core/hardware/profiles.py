@@ -11,7 +11,8 @@ Stored in run.json as `profiles`, a list of objects (none is ever overwritten; `
      "batch_cost": {<costs by batch>} | null}
 
 Old runs (no `profiles` key) migrate when read, never rewritten by reading: the top-level `cost`
-(with `batch_cost`) and every entry of `cost.earlier` that has a decode cost become profiles, and
+and every entry of `cost.earlier` that has a decode cost become profiles (`batch_cost` joins the
+newest profile of the machine that timed it, found the same way), and
 each profile's machine is taken from the record nearest in time that names one (a confirmation
 whose session costs are these costs exactly first; else the confirmation or run creation closest to
 `measured_at`), or marked unknown; `source` says which. Costs without c_decode (measured before
@@ -241,8 +242,15 @@ def stored_or_migrated(meta: dict[str, Any]) -> list[dict[str, Any]]:
         if _decides(old):
             out.append(migrated_profile(meta, old, None))
     if _decides(cost):
-        batch = meta.get("batch_cost")
-        out.append(migrated_profile(meta, cost, batch if isinstance(batch, dict) else None))
+        out.append(migrated_profile(meta, cost, None))
+    batch = meta.get("batch_cost")
+    if isinstance(batch, dict):  # costs by batch belong to the machine that timed them: its newest profile
+        rec, _ = _machine_of(meta, batch)
+        name = ((rec or {}).get("hardware") or {}).get("cpu") if rec is not None else None
+        mine = [p for p in out if name is not None and p["device"].get("name") == name
+                and p["device"].get("threads") in (None, batch.get("threads"))]
+        if mine:
+            mine[-1]["batch_cost"] = batch
     seen: set[str] = set()
     unique = []
     for p in out:

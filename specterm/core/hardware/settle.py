@@ -2,18 +2,24 @@
 and g_hw are settled, or at a stated cap). Pure numpy.
 
 More timing rounds shrink only the cost side of the decision's uncertainty; the prompts' side is
-fixed by the run. So the rule asks, per set (each corpus and the pooled set), of the *cost-only*
-replicates S_b(g) = E(g) c_decode_b / (c_verify_b(g) + g c_draft_b [+ c_draft_fwd_b(g)]), E fixed at
-the set's point estimate (curve.cost_replicates: each quantity's samples resampled, medians):
+fixed by the run. So the rule compares, per set (each corpus and the pooled set), two kinds of
+replicates of S(g) = E(g) c_decode / (c_verify(g) + g c_draft [+ c_draft_fwd(g)]):
 
-- the verdict's side is settled when the 95% interval of S_b(g_hw) lies clear of 1, or is narrower
-  than +-PRECISION of S(g_hw) (then the costs are known well enough that only the prompts decide);
-- g_hw is settled when the 95% interval of S_b(g_hw) - S_b(g_2) (g_2 the runner-up by point
-  estimate) lies above 0, or S(g_2) is within TIE of S(g_hw) (either draft length gives the same
-  speedup to TIE: the choice does not matter).
+- cost-only: each cost quantity's samples resampled, medians (curve.cost_replicates), E fixed at the
+  set's point estimate;
+- prompt-only: the set's prompts resampled (E_b(g) = sum tokens / sum blocks of the drawn streams),
+  costs fixed at their point estimates.
 
-`focus` lists the draft lengths still worth timing: those whose upper bound reaches the lower bound
-of S_b(g_hw) (the others cannot become g_hw).
+The verdict's side is settled when the cost-only 95% interval of S(g_hw) lies clear of 1, or when its
+half-width is at most SHARE of the prompt-only half-width: the decision's interval (prompts and costs
+together) is then within about 5% of what any amount of timing could give (sqrt(1 + SHARE^2) = 1.054),
+and the prompts, not the costs, decide. g_hw is settled when the cost-only interval of
+S(g_hw) - S(g_2) (g_2 the runner-up by point estimate) lies above 0, or S(g_2) is within TIE of S(g_hw)
+(the choice does not matter), or, again, the cost-only half-width of that gap is at most SHARE of its
+prompt-only half-width (the prompts, not more timing, would tell the two apart).
+
+`focus`: the draft lengths whose verify cost the rule still reads, g_hw and g_2; a focused round
+times only them with the decode and draft steps.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from specterm.core import costmodel
 from specterm.core.bootstrap import percentile_ci
 from specterm.core.hardware.curve import cost_curve, cost_replicates
 
-PRECISION = 0.02   # half-width of the cost-only interval of S(g_hw), relative: costs known "well enough"
+SHARE = 1 / 3      # cost-only half-width at most a third of the prompt-only one: timing more cannot matter
 TIE = 0.01         # runner-up within 1% of S(g_hw): the draft length choice does not matter
 SETTLE_REPLICATES = 400
 
@@ -51,39 +57,51 @@ class SetSettle:
 
     def why(self) -> str:
         lo, hi = self.ci
-        side = ("clear of 1" if lo > 1 or hi < 1 else f"within +-{PRECISION:.0%} (the prompts decide)")
+        side = "clear of 1" if lo > 1 or hi < 1 else "narrow beside the prompts' spread (the prompts decide)"
         return f"g_hw = {self.gamma_hw}, S {self.speedup:.2f}x, cost-only [{lo:.2f}, {hi:.2f}] {side}"
 
 
+def _half(x: np.ndarray) -> float:
+    lo, hi = percentile_ci(x)
+    return float(hi - lo) / 2
+
+
 def set_settle(gammas: ArrayLike, E: ArrayLike, cost: dict[str, Any], n_rep: int = SETTLE_REPLICATES,
-               seed: int = 0) -> SetSettle | None:
-    """The stopping rule (module docstring) for one set's E curve over `gammas`; None without costs."""
+               seed: int = 0, E_boot: ArrayLike | None = None) -> SetSettle | None:
+    """The stopping rule (module docstring) for one set's E curve over `gammas`; E_boot (R x len(gammas)):
+    E in prompt resamples of the set (None: the prompts' side unknown, only "clear of 1" and TIE settle).
+    None without costs."""
     curve = cost_curve(cost)
     reps = cost_replicates(cost, n_rep, seed)
     if curve is None or reps is None:
         return None
-    lookup = {int(g): float(e) for g, e in zip(np.asarray(gammas).tolist(), np.asarray(E, dtype=np.float64).tolist())}
+    g_all = np.asarray(gammas).tolist()
+    lookup = {int(g): float(e) for g, e in zip(g_all, np.asarray(E, dtype=np.float64).tolist())}
     grid = np.array([g for g in curve.gammas.tolist() if np.isfinite(lookup.get(int(g), np.nan))], dtype=np.int64)
     if grid.size == 0:
         return None
     cols = [int(np.flatnonzero(curve.gammas == g)[0]) for g in grid.tolist()]
     Eg = np.array([lookup[int(g)] for g in grid.tolist()])
     fwd = curve.draft_fwd_on(grid)
-    S = costmodel.speedup_hw(Eg, curve.c_decode, np.array([curve.verify_at(int(g)) for g in grid]), curve.c_draft, grid,
-                             c_draft_fwd=fwd)
+    c_ver = np.array([curve.verify_at(int(g)) for g in grid])
+    S = costmodel.speedup_hw(Eg, curve.c_decode, c_ver, curve.c_draft, grid, c_draft_fwd=fwd)
     fwd_b = None if reps.c_draft_fwd is None else reps.c_draft_fwd[:, cols]
     S_b = costmodel.speedup_hw(Eg[None, :], reps.c_decode[:, None], reps.c_verify[:, cols], reps.c_draft[:, None], grid,
                                c_draft_fwd=fwd_b)
+    S_p = None
+    if E_boot is not None:
+        Eb = np.asarray(E_boot, dtype=np.float64)[:, [g_all.index(int(g)) for g in grid.tolist()]]
+        S_p = costmodel.speedup_hw(Eb, curve.c_decode, c_ver[None, :], curve.c_draft, grid, c_draft_fwd=fwd)
     j = int(np.argmax(S))  # ties: the smallest g (np.argmax takes the first)
     lo, hi = (float(x) for x in percentile_ci(S_b[:, j]))
-    side = lo > 1.0 or hi < 1.0 or (hi - lo) / 2 <= PRECISION * float(S[j])
+    side = lo > 1.0 or hi < 1.0 or (S_p is not None and _half(S_b[:, j]) <= SHARE * _half(S_p[:, j]))
     order = np.argsort(-S, kind="stable")
     runner = int(order[1]) if S.size > 1 else None
     choice = True
     if runner is not None:
-        gap_lo = float(percentile_ci(S_b[:, j] - S_b[:, runner])[0])
-        choice = gap_lo > 0 or float(S[runner]) >= (1 - TIE) * float(S[j])
-    upper = np.percentile(S_b, 97.5, axis=0)
-    focus = [int(g) for g, u in zip(grid.tolist(), upper.tolist()) if u >= lo]
+        gap_b = S_b[:, j] - S_b[:, runner]
+        choice = (float(percentile_ci(gap_b)[0]) > 0 or float(S[runner]) >= (1 - TIE) * float(S[j])
+                  or (S_p is not None and _half(gap_b) <= SHARE * _half(S_p[:, j] - S_p[:, runner])))
+    focus = [int(grid[j])] + ([] if runner is None else [int(grid[runner])])
     return SetSettle(gamma_hw=int(grid[j]), speedup=float(S[j]), ci=(lo, hi),
                      runner_up=None if runner is None else int(grid[runner]), side=side, choice=choice, focus=focus)

@@ -202,13 +202,13 @@ def engine_info(threads: int) -> dict[str, Any]:
 
 def describe_llamacpp(threads: int) -> dict[str, Any]:
     """A cost profile's engine (binding version, the build's CPU features and flags), device and dtype."""
-    from specterm.core.machine import cpu_name
+    from specterm.core.machine import this_machine
 
     info = engine_info(threads)
     build = info.get("build")
     return {"engine": {"name": "llama.cpp", "version": info.get("binding_version"),
                        "build": {"system_info": info.get("system_info"),
                                  **(build if isinstance(build, dict) else {"how": build})}},
-            "device": {"kind": "cpu", "name": cpu_name(), "cores": os.cpu_count(), "threads": threads,
+            "device": {"kind": "cpu", "name": this_machine().cpu, "cores": os.cpu_count(), "threads": threads,
                        "memory_gb": None, "driver": None, "capability": None},
             "dtype": "gguf"}
