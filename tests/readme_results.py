@@ -209,6 +209,8 @@ def _f(x, digits: int = 3, sign: bool = False) -> str:
 
 def _span_of(values, digits: int = 2, unit: str = "") -> str:
     vals = [v for v in values if v is not None]
+    if not vals:  # e.g. the shown profile has no confirmation yet
+        return "n/a (none timed on this profile)"
     lo, hi = min(vals), max(vals)
     return f"{_f(lo, digits)}{unit} to {_f(hi, digits)}{unit}"
 

@@ -247,11 +247,19 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
     assert bc is not None and bc.c_draft_fwd is not None
     d = rep.sets["code"].decision_hw
     assert [r["batch"] for r in d.by_batch] == [1, 2, 4, 8]
+    # SPEC 6: each cost at batch B is the decision's (its profile's robust curve: confirm --batch-costs adds
+    # a profile of this machine holding the grid) times the grid's ratio c(B) / c(1)
+    from specterm.core.hardware.profiles import run_profiles
+
+    (shown,) = [p for p in run_profiles(load_run(tmp_path / "run").meta) if p.id == d.profile]
+    assert shown.batch_cost == stored
+    curve = cost_curve(shown.cost)
     for i, r in enumerate(d.by_batch):
         g = r["gamma_hw"]
         j = g - 1
-        hand = (rep.sets["code"].curve.at("E_true", g) * bc.c_decode[i]
-                / (bc.c_verify[i, j] + g * bc.c_draft[i] + bc.c_draft_fwd[i, j]))
+        hand = (rep.sets["code"].curve.at("E_true", g) * curve.c_decode * bc.c_decode[i] / bc.c_decode[0]
+                / (curve.verify_at(g) * bc.c_verify[i, j] / bc.c_verify[0, j] + g * curve.c_draft * bc.c_draft[i] / bc.c_draft[0]
+                   + curve.draft_fwd_at(g) * bc.c_draft_fwd[i, j] / bc.c_draft_fwd[0, j]))
         assert r["speedup_hw"]["value"] == pytest.approx(hand)
     for row in rows:
         assert row.decision_predicted is not None and row.decision_predicted.value is not None
