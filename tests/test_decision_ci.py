@@ -53,7 +53,7 @@ def test_break_even_and_verify_steps_by_hand():
     d = decision_hw(GAMMAS, E, None, curve)
     assert d.gamma_hw == 2 and d.speedup_hw == pytest.approx(1.5 / 0.9)
     assert d.break_even_verify == pytest.approx(2.6) and d.verify_steps == pytest.approx(1.4)
-    assert "v* = 2.60 decode steps (measured here: 1.40)" in d.verdict
+    assert "v* = 2.60 decode steps (measured on that machine: 1.40)" in d.verdict
     assert d.speedup_hw_ci == [None, None] and d.verdict_kind == SPECULATE  # no replicates given
 
 

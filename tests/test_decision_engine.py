@@ -68,7 +68,7 @@ def test_engine_block_cost_moves_the_decision_by_hand():
     assert d.curve_hw["c_draft_fwd"] == pytest.approx(FWD) and "c_draft_fwd" not in spec6.curve_hw
     # v* = E(1) - (1 * c_draft + c_draft_fwd(1)) / c_decode = 1.8 - 0.2 / 0.5 = 1.4; c_verify(1) / c_decode = 1.2
     assert d.break_even_verify == pytest.approx(1.4) and d.verify_steps == pytest.approx(1.2)
-    assert "v* = 1.40 decode steps (measured here: 1.20)" in d.verdict
+    assert "v* = 1.40 decode steps (measured on that machine: 1.20)" in d.verdict
     assert "c_verify(g) + g c_draft + c_draft_fwd(g)" in d.verdict and "llama.cpp" in d.verdict
     # the refeed model is the engine's block (draft-simple never takes a 2-token draft step)
     phi = np.array([0.5, 0.5, 0.5, 0.5])

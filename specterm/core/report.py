@@ -328,7 +328,7 @@ class DecisionHW(Record):
     speedup_hw_ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
     verdict_kind: str | None = None        # speculate | do_not_speculate | no_reliable_gain | too_few_prompts
     break_even_verify: float | None = None  # v* = E(g_hw) - g_hw c_draft / c_decode, in decode steps
-    verify_steps: float | None = None      # c_verify(g_hw) / c_decode measured here
+    verify_steps: float | None = None      # c_verify(g_hw) / c_decode on the profile's machine
     speedup_mb_ci: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
     memory_bound_label: str | None = None
     by_batch: list[dict[str, Any]] = dataclasses.field(default_factory=list)

@@ -173,7 +173,7 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         steps = curve.verify_at(g_hw) / curve.c_decode
         verdict = verdict_text(kind, g_hw, float(s_hw), ci_hw, where) + (
             f"; speculation at g = {g_hw} pays when a verify of {g_hw + 1} tokens costs less than "
-            f"v* = {v_star:.2f} decode steps (measured here: {steps:.2f})")
+            f"v* = {v_star:.2f} decode steps (measured on that machine: {steps:.2f})")
         if curve.c_draft_fwd is not None:
             verdict += f"; block cost {curve.block_term_text()}"
         if s_rf is not None and (s_rf > 1.0) != (s_hw > 1.0):
