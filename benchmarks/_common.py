@@ -50,14 +50,9 @@ def default_pair(smol: bool) -> tuple[str, str]:
 
 
 def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    from specterm.core.machine import cpu_name
+
+    return cpu_name() or platform.processor() or platform.machine()
 
 
 def machine() -> str:

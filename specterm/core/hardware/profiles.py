@@ -203,25 +203,14 @@ def migrated_profile(meta: dict[str, Any], cost: dict[str, Any], batch_cost: dic
     if not isinstance(threads, int) and rec is not None and isinstance(rec.get("threads"), int):
         threads = rec["threads"]
     device_kind = (rec or {}).get("device") or meta.get("device") or "cpu"
-    load = cost.get("load_avg")
-    return {
-        "id": profile_id(cost),
-        "engine": _engine_of(meta, cost),
-        "device": {"kind": device_kind if rec is not None else "unknown",
-                   "name": hw.get("cpu") if device_kind == "cpu" else None,
-                   "cores": hw.get("cpu_count"), "threads": threads if isinstance(threads, int) else None,
-                   "memory_gb": None, "driver": None, "capability": None},
-        "dtype": meta.get("dtype"),
-        "context": cost.get("context"),
-        "clock": "cpu" if cost.get("decision_clock") == "cpu" else "wall",
-        "measured_at": cost.get("measured_at"),
-        "load": {"avg": load[0] if isinstance(load, list) and load else None, "other_cpu_share": None},
-        "busy": False,
-        "stop_reason": "fixed rounds (measured before profiles existed)",
-        "source": source,
-        "cost": {k: v for k, v in cost.items() if k != "earlier"},
-        "batch_cost": batch_cost,
-    }
+    described = {"engine": _engine_of(meta, cost),
+                 "device": {"kind": device_kind if rec is not None else "unknown",
+                            "name": hw.get("cpu") if device_kind == "cpu" else None,
+                            "cores": hw.get("cpu_count"), "threads": threads if isinstance(threads, int) else None,
+                            "memory_gb": None, "driver": None, "capability": None},
+                 "dtype": meta.get("dtype")}
+    return new_profile(cost, described, source=source, batch_cost=batch_cost,
+                       stop_reason="fixed rounds (measured before profiles existed)")
 
 
 def _decides(cost: Any) -> bool:
