@@ -158,7 +158,7 @@ def _no_costs(meta: dict[str, Any]) -> dict[str, Any]:
 def run_profiles_of(run: Run, machine: Machine) -> RunProfiles:
     profiles = run_profiles(run.meta)
     shown, matches = shown_profile(profiles, machine, run_engine(run.meta))
-    views = {p.id: Run(path=run.path, meta=profile_meta(run.meta, p), streams=run.streams, warnings=run.warnings)
+    views = {p.id: Run(path=run.path, meta=profile_meta(run.meta, p, profiles), streams=run.streams, warnings=run.warnings)
              for p in profiles}
     return RunProfiles(run=run, profiles=profiles, shown=shown, matches=matches, views=views)
 

@@ -186,7 +186,7 @@ def _machine_of(meta: dict[str, Any], cost: dict[str, Any]) -> tuple[dict[str, A
     return best[1], f"migrated: machine of the record nearest in time ({best[2]}, {hours:.1f} h away)"
 
 
-def _engine_of(meta: dict[str, Any], cost: dict[str, Any]) -> dict[str, Any]:
+def _engine_of(meta: dict[str, Any]) -> dict[str, Any]:
     backend = meta.get("backend")
     if run_engine(meta) == "llama.cpp" and isinstance(backend, dict):
         return {"name": "llama.cpp", "version": backend.get("binding_version"),
@@ -203,7 +203,7 @@ def migrated_profile(meta: dict[str, Any], cost: dict[str, Any], batch_cost: dic
     if not isinstance(threads, int) and rec is not None and isinstance(rec.get("threads"), int):
         threads = rec["threads"]
     device_kind = (rec or {}).get("device") or meta.get("device") or "cpu"
-    described = {"engine": _engine_of(meta, cost),
+    described = {"engine": _engine_of(meta),
                  "device": {"kind": device_kind if rec is not None else "unknown",
                             "name": hw.get("cpu") if device_kind == "cpu" else None,
                             "cores": hw.get("cpu_count"), "threads": threads if isinstance(threads, int) else None,
@@ -300,13 +300,13 @@ def shown_profile(profiles: list[Profile], machine: Machine, engine: str,
     return (profiles[-1], False) if profiles else (None, False)
 
 
-def profile_meta(meta: dict[str, Any], profile: Profile | None) -> dict[str, Any]:
+def profile_meta(meta: dict[str, Any], profile: Profile | None, profiles: list[Profile] | None = None) -> dict[str, Any]:
     """The run's metadata as the decision sees it for `profile`: its costs as `cost` and
     `batch_cost`, and only the confirmations that ran on it (None: no costs, no confirmations)."""
     out = {k: v for k, v in meta.items() if k not in ("cost", "batch_cost", "confirmations")}
     if profile is None:
         return out
-    profiles = run_profiles(meta)
+    profiles = run_profiles(meta) if profiles is None else profiles  # the run's, read once by a caller with many
     out["cost"] = profile.cost
     if profile.batch_cost is not None:
         out["batch_cost"] = profile.batch_cost
