@@ -108,6 +108,12 @@ class Stream:
         return int(bad[0]) if bad.size else self.n
 
     @property
+    def kept(self) -> np.ndarray:
+        """bool mask over t = 0..n-1 of the positions analysed (`a` is bits[kept]): before the first gate
+        failure (SPEC 1: torch and streams stored without repair information)."""
+        return np.arange(self.n) < self.valid_len
+
+    @property
     def a(self) -> np.ndarray:
         """The analysed stream: bits up to the first gate failure."""
         return self.bits[: self.valid_len]
