@@ -293,18 +293,15 @@ class SpectermApp(App[Any]):
         def post(event: loading.Event) -> None:
             self.post_message(messages.from_load(event))
 
-        self.loading.load(paths, load_id, self.model_group, post, lambda: worker.is_cancelled)
-
-    STORE_WAIT_S: ClassVar[float] = 10.0
-    """At most this long the app, quitting while its full report is shown, waits for the load to write
-    that report to the cache (a head start's report is stored once the runs are parsed here): the
-    next start is then warm."""
+        group = self.model_group
+        # in a daemon thread: quitting never waits for a parse or an analysis (loading.run_detached)
+        loading.run_detached(lambda: self.loading.load(paths, load_id, group, post, lambda: worker.is_cancelled),
+                             lambda: worker.is_cancelled)
 
     def on_unmount(self) -> None:
-        stored = self.loading.stored
-        if stored is not None and stored[0] == self.load_id and self.report is not None and not self.ci_pending:
-            stored[1].wait(self.STORE_WAIT_S)  # before the child is closed: the load reads its key from it
-        self.loading.close()  # the head start's child may still be analysing (the other pairs, for M)
+        # Quit at once: the report shown stored if it is nearly (Loader.quit), the head start's child
+        # stopped (it may still be analysing the other pairs, for M), no load waited for.
+        self.loading.quit(self.load_id, self.report is not None and not self.ci_pending)
 
     def on_load_stage(self, message: messages.LoadStage) -> None:
         if message.load_id == self.load_id:

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from specterm.core.store import Run, RunFiles
     from specterm.headstart import HeadStart
 
+QUIT_STORE_WAIT_S = 0.5
+"""At most this long quitting waits for the load to store the report shown (the head start's is stored
+once the runs are parsed here: milliseconds for a small run); never for an analysis or a parse."""
+
 PAINT_WAIT_S = 1.0
 """At most this long a load waits, after handing over a report found before the runs are parsed (an
 alias's, the head start's), for the frame that shows it: parsing the runs holds the GIL."""
@@ -120,7 +124,12 @@ class Loader:
         """What `warm` read, for that load."""
         self.stored: tuple[int, threading.Event] | None = None
         """(load id, set once that load's report is in the cache): the app, quitting while the report is
-        shown, waits for it (at most STORE_WAIT_S), so the next start is warm."""
+        shown, waits for it (at most QUIT_STORE_WAIT_S), so the next start is warm."""
+        self.closing = threading.Event()
+        """Set when the app quits (`quit`): every load stops at its next step and writes nothing more."""
+        self.writing = threading.Lock()
+        """Held around each write of a load to the cache; `quit` takes it and keeps it, so a write under
+        way ends whole (each is one atomic file) and none starts after."""
 
     def forget_runs(self) -> None:
         """The next load reads its runs again (the oracle's output may have grown since: same path)."""
@@ -131,6 +140,18 @@ class Loader:
         """Stop the head start's child (it may still analyse the other pairs, for `M`)."""
         if self.head_child is not None:
             self.head_child.close()
+
+    def quit(self, load_id: int, shown_complete: bool) -> None:
+        """The app quits: no load computes or writes any more. It waits only for writing that is nearly
+        done: the report shown, when it is load `load_id`'s full one, being stored (at most
+        QUIT_STORE_WAIT_S: the next start is then warm), and a write under way (one file). A load still
+        parsing or analysing runs in a daemon thread (`run_detached`) and ends with the process."""
+        self.closing.set()
+        stored = self.stored
+        if stored is not None and stored[0] == load_id and shown_complete:
+            stored[1].wait(QUIT_STORE_WAIT_S)  # before the child is closed: the load reads its key from it
+        self.writing.acquire(timeout=QUIT_STORE_WAIT_S)  # not released: no write starts after this
+        self.close()
 
     def cache_on(self) -> bool:
         from specterm.core import cache
@@ -174,8 +195,44 @@ class Loader:
         says when the painter no longer wants this load (nothing more is shown then)."""
         stored = threading.Event()
         self.stored = (load_id, stored)
-        if Load(self, paths, load_id, group, emit, cancelled).run():
+        if Load(self, paths, load_id, group, emit, lambda: self.closing.is_set() or cancelled()).run():
             stored.set()
+
+    def write(self, store: Callable[[], Any]) -> bool:
+        """Run one cache write `store()` unless the app is quitting (then nothing: False)."""
+        while not self.writing.acquire(timeout=0.05):
+            if self.closing.is_set():  # quit holds the lock for good
+                return False
+        try:
+            if self.closing.is_set():
+                return False
+            store()
+            return True
+        finally:
+            self.writing.release()
+
+
+def run_detached(target: Callable[[], None], cancelled: Callable[[], bool], poll_s: float = 0.05) -> None:
+    """Run `target` in a daemon thread and wait for it, but return as soon as `cancelled()`: the app's
+    worker (a thread of asyncio's executor, which the app joins as it exits) then never holds the exit
+    up for a parse or an analysis, which goes on in the daemon thread until it stops at its next step or
+    the process ends. Its exception, if it ends with one, is raised here (the worker reports it)."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            target()
+        except BaseException as exc:  # handed to the waiting worker
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="specterm-load", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(poll_s)
+        if cancelled():
+            return
+    if failed:
+        raise failed[0]
 
 
 class Load:
@@ -390,7 +447,7 @@ class Load:
         if report is None:
             head.close()
         elif key is not None:  # the child goes on with the other pairs (for M); closed when the app ends
-            cache.store(key, report)
+            self.loader.write(lambda: cache.store(key, report))
         return report
 
     def cached_or_analysed(self, runs: list[Run], key: dict[str, Any] | None) -> Report | None:
@@ -427,7 +484,7 @@ class Load:
         if self.cancelled():
             return None
         if key is not None:
-            cache.store(key, report)
+            self.loader.write(lambda: cache.store(key, report))
         return report
 
     def store_alias(self, runs: list[Run], key: dict[str, Any] | None, groups: int) -> None:
@@ -438,7 +495,9 @@ class Load:
             return
         first_path = runs[0].path
         first = next(i for i, f in enumerate(self.files) if f.path == first_path)
-        cache.store_alias(self.fkey, key, groups, first, [w for r in self.all_runs for w in r.warnings])
+        warnings = [w for r in self.all_runs for w in r.warnings]
+        fkey = self.fkey
+        self.loader.write(lambda: cache.store_alias(fkey, key, groups, first, warnings))
 
 
 def head_report(head: HeadStart) -> tuple[Report, bool] | None:

@@ -8,21 +8,44 @@ the prompts' ids and texts. The Streams screen binds keys to them; they never to
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
 
+SCAN_FIRST = 256
+"""The first window a scan from the cursor looks at; each next one is 16 times longer. A rejection or
+a run's end is near the cursor in any stream with alpha < 1, so a key press on a 5M-position stream
+reads a few hundred positions, not the rest of the stream (the result is the same: the first match)."""
+
+
+def _windows(start: int, stop: int) -> Iterator[tuple[int, int]]:
+    """[lo, hi) windows covering start..stop, SCAN_FIRST long then 16 times longer each."""
+    size = SCAN_FIRST
+    while start < stop:
+        yield start, min(start + size, stop)
+        start, size = start + size, size * 16
+
+
 def next_rejection(bits: np.ndarray, t: int) -> int | None:
     """Smallest t' > t with a_{t'} = 0, or None when no rejection follows t."""
-    after = np.flatnonzero(np.asarray(bits)[t + 1 :] == 0)
-    return int(t + 1 + after[0]) if after.size else None
+    a = np.asarray(bits)
+    for lo, hi in _windows(max(t + 1, 0), a.size):
+        found = np.flatnonzero(a[lo:hi] == 0)
+        if found.size:
+            return lo + int(found[0])
+    return None
 
 
 def prev_rejection(bits: np.ndarray, t: int) -> int | None:
     """Largest t' < t with a_{t'} = 0, or None when no rejection precedes t."""
-    before = np.flatnonzero(np.asarray(bits)[: max(t, 0)] == 0)
-    return int(before[-1]) if before.size else None
+    a = np.asarray(bits)
+    end = min(max(t, 0), a.size)
+    for lo, hi in _windows(0, end):  # windows counted back from t: [end - hi, end - lo)
+        found = np.flatnonzero(a[end - hi : end - lo] == 0)
+        if found.size:
+            return end - hi + int(found[-1])
+    return None
 
 
 def runs_of_ones(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -47,12 +70,15 @@ def longest_run(bits: np.ndarray) -> tuple[int, int]:
 
 
 def run_at(bits: np.ndarray, t: int) -> tuple[int, int] | None:
-    """(start, length) of the run of ones that contains position t, or None when a_t = 0."""
-    starts, lengths = runs_of_ones(bits)
-    i = np.searchsorted(starts, t, side="right") - 1
-    if i < 0 or t >= starts[i] + lengths[i]:
+    """(start, length) of the run of ones that contains position t, or None when a_t = 0: it starts
+    after the last rejection before t and ends at the first one after it (or the stream's end)."""
+    a = np.asarray(bits)
+    if not 0 <= t < a.size or a[t] == 0:
         return None
-    return int(starts[i]), int(lengths[i])
+    before = prev_rejection(a, t)
+    after = next_rejection(a, t)
+    start = 0 if before is None else before + 1
+    return start, (a.size if after is None else after) - start
 
 
 def rolling_alpha(bits: np.ndarray, window: int = 16) -> np.ndarray:
@@ -63,11 +89,17 @@ def rolling_alpha(bits: np.ndarray, window: int = 16) -> np.ndarray:
     """
     if window < 1:
         raise ValueError("window must be >= 1")
-    a = np.asarray(bits, dtype=np.float64)
-    c = np.concatenate(([0.0], np.cumsum(a)))
-    t = np.arange(a.size)
-    lo = np.maximum(0, t - window + 1)
-    return (c[t + 1] - c[lo]) / (t + 1 - lo)
+    a = np.asarray(bits)
+    out = np.empty(a.size, dtype=np.float64)
+    step = 1 << 20  # in slices: a 5M-position stream never holds five 40 MB temporaries at once
+    for s0 in range(0, a.size, step):
+        s1 = min(s0 + step, a.size)
+        b0 = max(0, s0 - window + 1)  # the slice's windows reach back window - 1 positions
+        c = np.concatenate(([0.0], np.cumsum(a[b0:s1], dtype=np.float64)))
+        t = np.arange(s0, s1)
+        lo = np.maximum(0, t - window + 1)
+        out[s0:s1] = (c[t + 1 - b0] - c[lo - b0]) / (t + 1 - lo)
+    return out
 
 
 def stream_alpha(bits: np.ndarray) -> float:
@@ -86,6 +118,30 @@ def piece_lookup(pairs: Iterable[tuple[np.ndarray, list[str]]]) -> dict[int, str
     for ids, pieces in pairs:
         table.update(zip(np.asarray(ids).tolist(), pieces))
     return table
+
+
+def last_occurrences(ids: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(u, k, t): every token id u_j found in the arrays ids_0, ids_1, ..., ascending, with the array
+    k_j and position t_j of its last occurrence (the last array holding it, its last position there).
+
+    piece_lookup's answer without a piece per position: the piece of id u_j is piece t_j of stream
+    k_j (piece_at), fetched when asked for. Over the arrays concatenated (x), the last occurrence
+    of u is len(x) - 1 - (first index of u in x reversed).
+    """
+    sizes = np.array([np.asarray(y).size for y in ids], dtype=np.int64)
+    if not sizes.sum():
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    x = np.concatenate([np.asarray(y, dtype=np.int64) for y in ids])
+    u, first_reversed = np.unique(x[::-1], return_index=True)
+    last = x.size - 1 - first_reversed
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    k = np.searchsorted(offsets, last, side="right") - 1
+    return u, k, last - offsets[k]
+
+
+def piece_at(text: str, piece_ends: np.ndarray, t: int) -> str:
+    """The decoded piece of token t: text[e_{t-1}:e_t] with e_{-1} = 0 (no list of every piece)."""
+    return text[int(piece_ends[t - 1]) if t > 0 else 0 : int(piece_ends[t])]
 
 
 def search_prompts(query: str, ids: Sequence[str], prompts: Sequence[str | None]) -> list[int]:

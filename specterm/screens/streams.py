@@ -21,7 +21,7 @@ from specterm.widgets.columns import table_width
 from specterm.core.fmt import MISSING, fmt
 from specterm.widgets.sparkline import ScaledSparkline
 from specterm.widgets.tables import fill_table, safe
-from specterm.widgets.tokens import TokenView, token_labels
+from specterm.widgets.tokens import TokenView, stream_labels
 
 ROLLING_WINDOW = 16
 SORTS = ("run order", "alpha ascending", "alpha descending")
@@ -104,7 +104,9 @@ class StreamsScreen(ReportScreen):
         self.selected: int | None = None
         self.corpus_filter: str | None = None
         self.sort = 0
-        self.lookup: dict[tuple[str, int], str] = {}
+        self.lookup: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, list[Any]]] = {}
+        """Per run: the token ids seen in its streams' y, and where each last occurs (navigate.last_occurrences
+        over `streams`), so a rejected guess is spelled from the piece of the same id elsewhere."""
         self.matches: list[int] = []
         """Stream indices that match the last `/` search, best first (n / N cycle them)."""
         self.match_note = ""
@@ -183,12 +185,25 @@ class StreamsScreen(ReportScreen):
     # numpy arrays (0.3 s and more of the UI thread on the shipped runs, at each visit's load).
     @work(thread=True, exclusive=True, group="streams-lookup", exit_on_error=False, description="token pieces")
     def _build_lookup(self, runs: list) -> None:
-        """Learn token id -> piece from every stream's y, so rejected guesses can be spelled."""
-        lookup: dict[tuple[str, int], str] = {}
+        """Learn where each token id of every stream's y occurs, so rejected guesses can be spelled
+        (numpy over the ids: no piece is made until one is shown)."""
+        lookup = {}
         for run in runs:
-            table = navigate.piece_lookup((s.y, s.pieces) for s in run.streams if s.y is not None and s.text is not None)
-            lookup.update({(run.name, k): v for k, v in table.items()})
+            kept = [s for s in run.streams if s.y is not None and s.text is not None and s.piece_ends is not None]
+            lookup[run.name] = (*navigate.last_occurrences([s.y for s in kept]), kept)
         self.app.call_from_thread(self._lookup_ready, lookup)
+
+    def known_piece(self, run: str, token_id: int) -> str | None:
+        """The piece of token id `token_id` where it last occurs in run `run`'s y (None: never seen)."""
+        found = self.lookup.get(run)
+        if found is None:
+            return None
+        ids, where, at, kept = found
+        j = int(np.searchsorted(ids, token_id))
+        if j >= ids.size or ids[j] != token_id:
+            return None
+        s = kept[int(where[j])]
+        return navigate.piece_at(s.text, s.piece_ends, int(at[j]))
 
     def _lookup_ready(self, lookup: dict) -> None:
         self.lookup = lookup
@@ -239,7 +254,7 @@ class StreamsScreen(ReportScreen):
         self.selected = index
         s = self.streams[index]
         view = self.query_one(TokenView)
-        view.set_stream(token_labels(s.pieces, s.bits), s.bits, s.valid_len, prompt=s.prompt)
+        view.set_stream(stream_labels(s.text, s.piece_ends, s.bits), s.bits, s.valid_len, prompt=s.prompt)
         where = f"{safe(s.run)}: " if len({st.run for st in self.streams}) > 1 else ""
         head = (f"[b]{where}{safe(s.corpus)}/{safe(s.id)}[/]  alpha {fmt(navigate.stream_alpha(s.a))}"
                 f"  n {s.n}  gate " + ("n/a (not checked: imported)" if s.gate is None else f"{s.gate_rate:.3f}"))
@@ -249,7 +264,9 @@ class StreamsScreen(ReportScreen):
             head += f"  stop {s.stop}"
         self.query_one("#stream-head", Static).update(head)
         # Over all n positions, blank from the gate failure on: the cut shows where it is, never stretched.
-        rolling = navigate.rolling_alpha(s.a, ROLLING_WINDOW).tolist() + [float("nan")] * (s.n - len(s.a))
+        rolling = navigate.rolling_alpha(s.a, ROLLING_WINDOW)
+        if rolling.size < s.n:
+            rolling = np.concatenate((rolling, np.full(s.n - rolling.size, np.nan)))
         self.query_one("#rolling", ScaledSparkline).data = rolling
         label = f"rolling alpha (window {ROLLING_WINDOW}, scale 0 to 1)"
         if len(s.a) < s.n:
@@ -389,8 +406,8 @@ class StreamsScreen(ReportScreen):
         lines = [f"t {t}/{s.n}  a_t = {a} {verdict}"]
         if s.beta is not None:
             lines[0] += f"  beta {float(s.beta[t]):.3f}"
-        pieces = s.pieces
-        target_piece = pieces[t] if pieces is not None else None
+        has_text = s.text is not None and s.piece_ends is not None
+        target_piece = navigate.piece_at(s.text, s.piece_ends, t) if has_text else None
         y_id = int(s.y[t]) if s.y is not None else None
         target = f"target {quote(target_piece)}" if target_piece is not None else "target"
         if y_id is not None:
@@ -402,7 +419,7 @@ class StreamsScreen(ReportScreen):
         if guess_id is not None and guess_id == y_id:
             draft = f"draft  {quote(target_piece)} id {guess_id}" if target_piece is not None else f"draft  id {guess_id}"
         elif guess_id is not None:
-            known = self.lookup.get((s.run, guess_id))
+            known = self.known_piece(s.run, guess_id)
             draft = f"draft  {quote(known)} id {guess_id}" if known is not None else f"draft  id {guess_id}"
         else:
             draft = "draft  " + ("(= target)" if a else "(guess not stored)")

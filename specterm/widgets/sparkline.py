@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
@@ -14,20 +15,25 @@ from textual.widget import Widget
 BARS = "▁▂▃▄▅▆▇█"
 
 
-def bucket_means(values: Sequence[float], width: int) -> list[float]:
+def bucket_means(values: Sequence[float] | np.ndarray, width: int) -> list[float]:
     """`width` column values: the mean of the values that fall in each of `width` equal slices of
     the series (with fewer values than columns, each value spans width/len columns). NaN values are
-    left out of a slice's mean; a slice with none left is NaN."""
+    left out of a slice's mean; a slice with none left is NaN.
+
+    Slice j is values[lo_j:hi_j], lo_j = floor(j n / width), hi_j = max(floor((j+1) n / width), lo_j + 1):
+    with n >= width the slices partition the series (numpy sums them: a 5M-value series is one pass)."""
     n = len(values)
     if n == 0 or width <= 0:
         return []
-    out = []
-    for j in range(width):
-        lo = j * n // width
-        hi = max((j + 1) * n // width, lo + 1)
-        part = [float(v) for v in values[lo:hi] if v is not None and math.isfinite(float(v))]
-        out.append(sum(part) / len(part) if part else float("nan"))
-    return out
+    v = np.asarray(values, dtype=np.float64)
+    lo = np.arange(width, dtype=np.int64) * n // width
+    if n < width:  # each slice is one value
+        return v[lo].tolist()
+    finite = np.isfinite(v)
+    sums = np.add.reduceat(np.where(finite, v, 0.0), lo)
+    counts = np.add.reduceat(finite.astype(np.int64), lo)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan).tolist()
 
 
 def eighths(value: float, height: int, lo: float = 0.0, hi: float = 1.0) -> int:
@@ -64,15 +70,17 @@ class ScaledSparkline(Widget):
     def __init__(self, data: Sequence[float] = (), *, lo: float = 0.0, hi: float = 1.0, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lo, self.hi = lo, hi
-        self._data: list[float] = list(data)
+        self._data = np.asarray(data, dtype=np.float64)
 
     @property
-    def data(self) -> list[float]:
+    def data(self) -> np.ndarray:
         return self._data
 
     @data.setter
-    def data(self, values: Sequence[float]) -> None:
-        self._data = list(values)
+    def data(self, values: Sequence[float] | np.ndarray) -> None:
+        """The series, as a float array (None -> NaN); a long one is drawn at the widget's width
+        (bucket_means), never as a Python float per value."""
+        self._data = np.asarray(values, dtype=np.float64)
         self.refresh()
 
     def rows(self) -> list[str]:
