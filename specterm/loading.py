@@ -125,6 +125,8 @@ class Loader:
         self.stored: tuple[int, threading.Event] | None = None
         """(load id, set once that load's report is in the cache): the app, quitting while the report is
         shown, waits for it (at most QUIT_STORE_WAIT_S), so the next start is warm."""
+        self.current: Load | None = None
+        """The last load started (`quit` stores its head start's report if the load could not yet)."""
         self.closing = threading.Event()
         """Set when the app quits (`quit`): every load stops at its next step and writes nothing more."""
         self.writing = threading.Lock()
@@ -142,15 +144,21 @@ class Loader:
             self.head_child.close()
 
     def quit(self, load_id: int, shown_complete: bool) -> None:
-        """The app quits: no load computes or writes any more. It waits only for writing that is nearly
-        done: the report shown, when it is load `load_id`'s full one, being stored (at most
-        QUIT_STORE_WAIT_S: the next start is then warm), and a write under way (one file). A load still
-        parsing or analysing runs in a daemon thread (`run_detached`) and ends with the process."""
-        self.closing.set()
+        """The app quits: no load computes or writes any more, and no finished report is lost. When the
+        report shown is load `load_id`'s full one, the load gets QUIT_STORE_WAIT_S to store it; a head
+        start's report that the load is still checking (parsing the runs: seconds at 10M positions) is
+        stored here under the child's key instead (the next start is warm). A write under way ends
+        whole (one atomic file); none starts after. A load still parsing or analysing runs in a
+        daemon thread (`run_detached`) and ends with the process."""
         stored = self.stored
-        if stored is not None and stored[0] == load_id and shown_complete:
-            stored[1].wait(QUIT_STORE_WAIT_S)  # before the child is closed: the load reads its key from it
-        self.writing.acquire(timeout=QUIT_STORE_WAIT_S)  # not released: no write starts after this
+        mine = stored is not None and stored[0] == load_id and shown_complete
+        if mine:
+            stored[1].wait(QUIT_STORE_WAIT_S)
+        self.closing.set()
+        self.writing.acquire(timeout=QUIT_STORE_WAIT_S)  # not released: no load's write starts after this
+        load = self.current
+        if mine and not stored[1].is_set() and load is not None and load.load_id == load_id:
+            load.store_head_report()  # before the child is closed: its key is read from it
         self.close()
 
     def cache_on(self) -> bool:
@@ -195,7 +203,8 @@ class Loader:
         says when the painter no longer wants this load (nothing more is shown then)."""
         stored = threading.Event()
         self.stored = (load_id, stored)
-        if Load(self, paths, load_id, group, emit, lambda: self.closing.is_set() or cancelled()).run():
+        self.current = Load(self, paths, load_id, group, emit, lambda: self.closing.is_set() or cancelled())
+        if self.current.run():
             stored.set()
 
     def write(self, store: Callable[[], Any]) -> bool:
@@ -375,6 +384,21 @@ class Load:
         self.painted = threading.Event()
         self.show(shown[0], complete=shown[1], pair_meta=first, painted=self.painted, groups=groups)
         return True
+
+    def store_head_report(self) -> None:
+        """Store the head start's full report, shown already, under the child's cache key of its runs
+        (the key the load would check the runs it parses against); nothing when the child has not
+        delivered both. The child's runs are those of the bytes this load read (their files keys
+        matched): its report and key belong together as the entries the child stores for `M` do."""
+        from specterm.core import cache
+
+        head = self.head
+        full = self.head_report if self.head_complete else (self.head_full[0] if self.head_full else None)
+        if head is None or full is None or not self.use_cache:
+            return
+        key = head.read_key()
+        if isinstance(key, dict):
+            cache.store(key, full)
 
     def read_head_full(self) -> None:
         """Show the child's full report as soon as it comes, not once the runs are parsed here (10M
