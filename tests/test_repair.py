@@ -240,3 +240,47 @@ def test_analysis_drops_an_excluded_mid_position():
     assert bins[1].n == 16 and bins[1].alpha.value == pytest.approx(bits[16:32].mean())
     gain = bits[32:].mean() - np.delete(bits[:16], 3).mean()
     assert code.position.warmup_gain.value == pytest.approx(gain)
+
+
+def test_report_counts_repairs_per_set_and_round_trips():
+    from specterm.core.analysis import analyse
+    from specterm.core.export import to_markdown
+    from specterm.core.report import Report
+    from specterm.core.store import Run
+
+    a = _stream([1, 0, 1, 1, 1, 0], [1, 1, 0, 1, 1, 1], repairs=[1, 4])
+    b = _stream([1, 1, 1, 1], [1, 1, 1, 1], repairs=[])
+    b.id = "q"
+    old = _stream([1, 1, 0, 1], [1, 0, 1, 1])  # no repair information: the prefix rule, not counted
+    old.id, old.corpus = "o", "prose"
+    report = analyse([Run(path=Path("r"), meta={"name": "r"}, streams=[a, b, old])], boot=0, shuffles=0)
+    code = report.sets["code"]
+    assert (code.repairs.streams, code.repairs.repaired, code.repairs.repairs, code.repairs.excluded) == (2, 1, 2, 1)
+    assert report.sets["prose"].repairs is None and report.sets["prose"].n_positions == 1
+    assert report.sets["pooled"].repairs.streams == 2
+    d = report.to_dict()
+    assert d["sets"]["code"]["repairs"] == {"streams": 2, "repaired": 1, "repairs": 2, "excluded": 1}
+    assert Report.from_dict(d).sets["code"].repairs == code.repairs
+    assert "| code | 2 | 1 | 2 | 1 |" in to_markdown(report)
+
+
+def test_position_sums_at_given_t_equal_the_contiguous_path():
+    from specterm.core.position import position_sums
+
+    rng = np.random.default_rng(7)
+    a = [(rng.random(n) < 0.6).astype(np.uint8) for n in (5, 40, 33, 0, 70)]
+    fast = position_sums(a, n_bins=5)
+    given = position_sums(a, n_bins=5, t=[np.arange(x.size) for x in a])
+    np.testing.assert_allclose(given.M, fast.M)
+
+
+def test_streams_screen_cells_show_repairs_and_exclusions():
+    from specterm.screens.streams import prompt_cells, repair_note
+
+    s = _stream([1, 0, 1, 1, 1, 0], [1, 1, 0, 1, 1, 1], repairs=[1, 4])
+    cells = prompt_cells(s)
+    assert str(cells[2]) == "5/6" and str(cells[4]) == "0.833 r2"
+    note = repair_note(s)
+    assert "2 repair(s) at t = 1, 4" in note and "1 excluded (gate still fails) at t = 2" in note
+    assert repair_note(_stream([1, 1], [1, 1], repairs=[])) == "  no repairs"
+    assert "gate fails at t = 1" in repair_note(_stream([1, 1, 1], [1, 0, 1]))
