@@ -219,12 +219,13 @@ def _rounds(sampler: Sampler, curves: dict[str, tuple[np.ndarray, np.ndarray]], 
             if timed >= config.max_rounds:
                 stop = f"cap: {config.max_rounds} timed rounds (not settled: {_open_sets(settled)})"
                 break
-            if time.perf_counter() - t0 >= config.max_seconds:
-                stop = f"cap: {config.max_seconds:.0f} s of timing after {timed} rounds (not settled: {_open_sets(settled)})"
-                break
             focus = sorted({g for s in settled.values() if not s.settled for g in s.focus})
             only = {"decode", "draft", "draft2"} | {f"verify:{g}" for g in focus} | {f"draft_fwd:{g}" for g in focus}
             only &= set(labels)
+            if time.perf_counter() - t0 + _round_estimate(sampler, only) > config.max_seconds:
+                stop = (f"cap: {config.max_seconds:.0f} s of timing after {timed} rounds, the next would pass it "
+                        f"(not settled: {_open_sets(settled)})")
+                break
             sampler.plan(1)
         did = sampler.round(only)
         other, load = quiet.read()
@@ -247,6 +248,11 @@ def _rounds(sampler: Sampler, curves: dict[str, tuple[np.ndarray, np.ndarray]], 
     extra = {"load": {"avg": round(quiet.worst_load, 2), "other_cpu_share": round(quiet.worst_other, 3)},
              "busy": busy_kept, "stop_reason": stop, "rounds": timed}
     return extra
+
+
+def _round_estimate(sampler: Sampler, only: set[str]) -> float:
+    """Seconds the next focused round should take: the sum of the median wall time of each forward in it."""
+    return float(sum(statistics.median(sampler.samples[k]) for k in only if sampler.samples.get(k)))
 
 
 def _open_sets(settled: dict[str, SetSettle]) -> str:
