@@ -11,22 +11,17 @@ Record fields (per prompt, n = number of positions of the continuation y_1..y_n)
     draft_conf, target_conf   base64 float32: top-1 probability of draft / target at each t (or null)
     beta                      base64 float32: sum_v min(p_t(v), q_t(v)) (or null)
     stop                      "eos" | "length" | null
-    repairs                   positions t of y holding the teacher-forced token that replaced the serial one
-                              (SPEC 1.3's repair loop, engines whose batched and serial evaluation differ:
-                              llama.cpp), sorted, each in [0, n); absent (None) when the stream never went
-                              through the loop (torch, runs written before it); [] when its gate held at once
+    repairs                   [t, ...] increasing in [0, n): where y holds the teacher-forced token (SPEC 1.3's
+                              repair loop, llama.cpp); absent (None): never went through the loop (torch, older runs)
     checksum                  16 hex digits (see below; absent in runs written before checksums)
 
 Every record written since checksums exist carries `checksum`, the first 16 hex digits of the
 sha256 of its canonical JSON (sorted keys, ASCII, no spaces) without that field, and run.json says
 `"checksums": true`; such a run refuses a record without one.
 
-Analysed positions (`Stream.kept`, `a` = bits[kept]): in a stream with `repairs`, every position
-whose gate holds (the positions that still fail after the repair bound are excluded one by one);
-in any other stream, the positions before its first gate failure (SPEC 1's rule for torch, where a
-failure is a defect). The block walk and the statistics read the analysed stream a: an excluded
-mid-stream position is dropped, so its neighbours join; warm-up bins use each kept position's
-absolute t (`Stream.kept_t`).
+Analysed positions (`Stream.kept`, a = bits[kept]): with `repairs`, every position whose gate holds
+(excluded one by one); otherwise those before the first gate failure (SPEC 1, torch). The statistics
+read a (an excluded mid-stream position is dropped); warm-up bins use absolute t (`Stream.kept_t`).
 
 Probabilities (draft_conf, target_conf, beta) must be finite and within [0, 1] (up to float32
 rounding, PROB_SLACK).
@@ -120,18 +115,20 @@ class Stream:
         return int(bad[0]) if bad.size else self.n
 
     @property
+    def one_by_one(self) -> bool:
+        """True when positions are excluded one by one (a stream with repair information and a gate)."""
+        return self.repairs is not None and self.gate is not None
+
+    @property
     def valid_len(self) -> int:
         """The number of analysed positions, kept.sum() (a count, never a boundary: slice by `kept`)."""
-        return int(self.kept.sum()) if self.repairs is not None and self.gate is not None else self.first_failure
+        return int(self.kept.sum()) if self.one_by_one else self.first_failure
 
     @property
     def kept(self) -> np.ndarray:
-        """bool mask over t = 0..n-1 of the positions analysed (`a` is bits[kept]): gate == 1 in a stream
-        with repair information (excluded one by one), else the positions before the first gate failure
-        (SPEC 1: torch and streams stored without repair information)."""
-        if self.repairs is not None and self.gate is not None:
-            return np.asarray(self.gate == 1, dtype=bool)
-        return np.arange(self.n) < self.first_failure
+        """bool mask over t = 0..n-1 of the analysed positions (a = bits[kept]): gate == 1 one by one,
+        else t < first_failure (SPEC 1: torch and streams stored without repair information)."""
+        return np.asarray(self.gate == 1, dtype=bool) if self.one_by_one else np.arange(self.n) < self.first_failure
 
     @property
     def kept_t(self) -> np.ndarray:
@@ -139,31 +136,25 @@ class Stream:
         return np.flatnonzero(self.kept)
 
     @property
-    def excluded(self) -> np.ndarray:
-        """The positions t left out of the analysis (int64, sorted)."""
+    def excluded(self) -> np.ndarray:  # the positions t left out of the analysis (int64, sorted)
         return np.flatnonzero(~self.kept)
 
     @property
-    def a(self) -> np.ndarray:
-        """The analysed stream bits[kept] (the bits before the first gate failure when not repaired)."""
+    def a(self) -> np.ndarray:  # the analysed stream bits[kept]
         return self.analysed(self.bits)
 
     def analysed(self, values: np.ndarray) -> np.ndarray:
         """A per-position column (n values: bits, beta, draft_conf) on the analysed positions, values[kept]."""
         cut: np.ndarray = np.asarray(values)
-        if self.repairs is not None and self.gate is not None:
-            cut = cut[self.gate == 1]
-        else:
-            cut = cut[: self.first_failure]
-        return cut
+        return cut[self.gate == 1] if self.one_by_one else cut[: self.first_failure]
 
     @property
     def analysed_span(self) -> int:
         """1 + the last analysed position t (0 when none): the positions a warm-up table must cover."""
-        if self.repairs is not None and self.gate is not None:
-            kept_t = self.kept_t
-            return int(kept_t[-1]) + 1 if kept_t.size else 0
-        return self.first_failure
+        if not self.one_by_one:
+            return self.first_failure
+        kept_t = self.kept_t
+        return int(kept_t[-1]) + 1 if kept_t.size else 0
 
     @property
     def contiguous(self) -> bool:
@@ -353,12 +344,10 @@ def _repairs(val: Any, n: int, has_gate: bool, where: str) -> list[int] | None:
     """The record's flipped positions: null, or a strictly increasing list of ints in [0, n) beside a gate."""
     if val is None:
         return None
-    if not isinstance(val, list) or not all(type(t) is int for t in val):
-        raise SpectermError(f"{where}: 'repairs' must be a list of positions or null; the file is corrupt.")
-    if not has_gate:
-        raise SpectermError(f"{where}: 'repairs' needs the 'gate' it was checked against; the file is corrupt.")
-    if val and (val[0] < 0 or val[-1] >= n or any(b <= a for a, b in zip(val, val[1:]))):
-        raise SpectermError(f"{where}: 'repairs' must be increasing positions in [0, {n}); the file is corrupt.")
+    if not (isinstance(val, list) and all(type(t) is int for t in val) and has_gate and all(0 <= t < n for t in val)
+            and all(b > a for a, b in zip(val, val[1:]))):
+        raise SpectermError(f"{where}: 'repairs' must be null or increasing positions in [0, {n}) beside a 'gate'; "
+                            "the file is corrupt.")
     return list(val)
 
 
