@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from specterm.core.params import BOOT, GAMMA_DEFAULT, GAMMA_MAX, SEED, SHUFFLES
+from specterm.core.params import BOOT, COSTS_MAX_ROUNDS as MAX_ROUNDS, COSTS_MAX_SECONDS as MAX_SECONDS, GAMMA_DEFAULT, GAMMA_MAX, SEED, SHUFFLES
 from specterm import startup
 from specterm.startup import fail, open_streams, open_tui, tui_shortcut, warn  # noqa: F401  (tui_shortcut: re-exported)
 
@@ -51,7 +51,10 @@ def run_cmd(
     dtype: str = typer.Option("auto", "--dtype", help="auto|float32|bfloat16|float16 (auto: bfloat16 on cuda, float32 otherwise and for GGUF)."),
     batch_size: int = typer.Option(4, "--batch-size", "-b", min=1, help="Prompts per batch, for greedy generation and for the teacher-forced passes."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run directory (default: streams/<draft>-<target>)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run: finished prompts are kept and skipped."),
+    resume: bool = typer.Option(
+        False, "--resume",
+        help="Continue an interrupted run: finished prompts are kept and skipped. With --backend llama.cpp, stored streams "
+             "written before the repair loop (SPEC 1.3) are first repaired in place on this machine."),
     headless: bool = typer.Option(False, "--headless", help="No TUI: a plain progress display fit for nohup/SSH logs."),
     spec_gamma: int = typer.Option(
         0, "--spec-gamma", min=0,
@@ -194,7 +197,7 @@ def _profile_first(run: Path, threads: Optional[int], device: Optional[str], dty
     from specterm.engines.costs import costs_command
 
     costs_command(run=run, threads=threads, device=device, dtype=dtype, target=target, draft=draft, batch=False,
-                  max_rounds=12, max_seconds=600.0, busy_ok=False, quiet_wait=120.0)
+                  max_rounds=MAX_ROUNDS, max_seconds=MAX_SECONDS, busy_ok=False, quiet_wait=120.0)
 
 
 @app.command("costs")
@@ -207,8 +210,9 @@ def costs_cmd(
     target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
     draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
     batch: bool = typer.Option(False, "--batch", help="Also time the by-batch grid (B = 1, 2, 4, 8) for the batch crossover."),
-    max_rounds: int = typer.Option(12, "--max-rounds", help="Timed rounds at most (the first 3 time the whole g curve)."),
-    max_seconds: float = typer.Option(600.0, "--max-seconds", help="Seconds of timing at most (model loading not counted)."),
+    max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", help="Timed rounds at most (the first 3 time the whole g curve)."),
+    max_seconds: float = typer.Option(MAX_SECONDS, "--max-seconds",
+                                      help="Seconds of timing at most (model loading not counted); raise it where the profile says a verdict is not settled."),
     busy_ok: bool = typer.Option(False, "--busy-ok", help="Keep timing on a busy machine (the profile is marked busy and every verdict from it says so)."),
     quiet_wait: float = typer.Option(120.0, "--quiet-wait", help="Seconds to wait for a busy machine to be quiet before giving up."),
 ) -> None:

@@ -150,14 +150,13 @@ class Loader:
         stored here under the child's key instead (the next start is warm). A write under way ends
         whole (one atomic file); none starts after. A load still parsing or analysing runs in a
         daemon thread (`run_detached`) and ends with the process."""
-        stored = self.stored
-        mine = stored is not None and stored[0] == load_id and shown_complete
-        if mine:
-            stored[1].wait(QUIT_STORE_WAIT_S)
+        stored = self.stored[1] if self.stored is not None and self.stored[0] == load_id and shown_complete else None
+        if stored is not None:
+            stored.wait(QUIT_STORE_WAIT_S)
         self.closing.set()
         self.writing.acquire(timeout=QUIT_STORE_WAIT_S)  # not released: no load's write starts after this
         load = self.current
-        if mine and not stored[1].is_set() and load is not None and load.load_id == load_id:
+        if stored is not None and not stored.is_set() and load is not None and load.load_id == load_id:
             load.store_head_report()  # before the child is closed: its key is read from it
         self.close()
 

@@ -114,7 +114,7 @@ async def test_a_cursor_deep_in_a_long_bit_stream_draws_its_window():
         width = view.scrollable_content_region.width
         view.move_to(t)
         await pilot.pause()
-        assert view.layout.starts.size == -(-N_LONG // width)  # one start per line, not a label per token
+        assert view.token_layout.starts.size == -(-N_LONG // width)  # one start per line, not a label per token
         first, last = view.token_lines(t)
         assert first == last == view.prompt_height + t // width
         y = first - view.scroll_offset.y

@@ -46,7 +46,7 @@ def eighths(value: float, height: int, lo: float = 0.0, hi: float = 1.0) -> int:
     return 1 + round(level * (8 * height - 1))
 
 
-def scaled_rows(values: Sequence[float], width: int, height: int, lo: float = 0.0, hi: float = 1.0) -> list[str]:
+def scaled_rows(values: Sequence[float] | np.ndarray, width: int, height: int, lo: float = 0.0, hi: float = 1.0) -> list[str]:
     """The sparkline as `height` strings of `width` characters, top row first, on the fixed scale
     lo..hi (an empty series: one baseline row of spaces)."""
     cols = [eighths(v, height, lo, hi) for v in bucket_means(values, width)]

@@ -412,7 +412,7 @@ class TokenView(ScrollView, can_focus=True):
         self._items: Items | None = None
         """The labels' items, made at the first layout and kept for every width."""
         self._bits = np.zeros(0, dtype=np.uint8)
-        self._valid_len = 0
+        self._kept = np.zeros(0, dtype=bool)
         self._layout = TokenLayout(0, np.zeros(1, dtype=np.int64), 0, 1)
         self._layout_width = -1
         self._prompt: str | None = None
@@ -421,15 +421,21 @@ class TokenView(ScrollView, can_focus=True):
     # -- data -------------------------------------------------------------------------------
     NO_PROMPT = "(this run did not store the prompt text)"
 
-    def set_stream(self, labels: Labels | Sequence[str], bits: np.ndarray, valid_len: int, cursor: int = 0,
+    def set_stream(self, labels: Labels | Sequence[str], bits: np.ndarray, kept: np.ndarray | int, cursor: int = 0,
                    prompt: str | None = None) -> None:
         """Show a new stream (labels: token i drawn as labels.label(i), or labels[i] of a list) under
-        its prompt (dimmed; a note when the run kept none) and put the cursor on token `cursor`."""
+        its prompt (dimmed; a note when the run kept none) and put the cursor on token `cursor`.
+        `kept`: the analysed positions (Stream.kept, a bool mask; an int k means t < k); the others are
+        drawn as excluded."""
         self._prompt = prompt
         self._labels = ListLabels(labels) if isinstance(labels, Sequence) else labels
         self._items = None
         self._bits = np.asarray(bits)
-        self._valid_len = valid_len
+        if isinstance(kept, (int, np.integer)):
+            self._kept = np.zeros(self._bits.size, dtype=bool)
+            self._kept[: int(kept)] = True
+        else:
+            self._kept = np.asarray(kept, dtype=bool)
         self._layout_width = -1
         self._relayout()
         self.set_reactive(TokenView.cursor, min(max(cursor, 0), max(self.n - 1, 0)))
@@ -447,7 +453,8 @@ class TokenView(ScrollView, can_focus=True):
         return self._labels
 
     @property
-    def layout(self) -> TokenLayout:
+    def token_layout(self) -> TokenLayout:
+        """The lines of the stream at the view's width (not `layout`: Widget's arrangement of children)."""
         return self._layout
 
     def _relayout(self) -> None:
@@ -546,7 +553,7 @@ class TokenView(ScrollView, can_focus=True):
             text = self._layout.item_text(self._labels, i, part, piece)
             if not text:
                 continue
-            if i >= self._valid_len:
+            if not self._kept[i]:
                 style = excluded
             elif self._bits[i]:
                 style = accepted
