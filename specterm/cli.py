@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 import typer
 
-from specterm.core.params import BOOT, GAMMA_DEFAULT, GAMMA_MAX, SEED, SHUFFLES
+from specterm.core.params import BOOT, COSTS_MAX_ROUNDS as MAX_ROUNDS, COSTS_MAX_SECONDS as MAX_SECONDS, GAMMA_DEFAULT, GAMMA_MAX, SEED, SHUFFLES
 from specterm import startup
 from specterm.startup import fail, open_streams, open_tui, tui_shortcut, warn  # noqa: F401  (tui_shortcut: re-exported)
 
@@ -198,7 +198,7 @@ def _profile_first(run: Path, threads: Optional[int], device: Optional[str], dty
     from specterm.engines.costs import costs_command
 
     costs_command(run=run, threads=threads, device=device, dtype=dtype, target=target, draft=draft, batch=False,
-                  max_rounds=12, max_seconds=600.0, busy_ok=False, quiet_wait=120.0)
+                  max_rounds=MAX_ROUNDS, max_seconds=MAX_SECONDS, busy_ok=False, quiet_wait=120.0)
 
 
 @app.command("costs")
@@ -211,8 +211,9 @@ def costs_cmd(
     target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
     draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
     batch: bool = typer.Option(False, "--batch", help="Also time the by-batch grid (B = 1, 2, 4, 8) for the batch crossover."),
-    max_rounds: int = typer.Option(12, "--max-rounds", help="Timed rounds at most (the first 3 time the whole g curve)."),
-    max_seconds: float = typer.Option(600.0, "--max-seconds", help="Seconds of timing at most (model loading not counted)."),
+    max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", help="Timed rounds at most (the first 3 time the whole g curve)."),
+    max_seconds: float = typer.Option(MAX_SECONDS, "--max-seconds",
+                                      help="Seconds of timing at most (model loading not counted); raise it where the profile says a verdict is not settled."),
     busy_ok: bool = typer.Option(False, "--busy-ok", help="Keep timing on a busy machine (the profile is marked busy and every verdict from it says so)."),
     quiet_wait: float = typer.Option(120.0, "--quiet-wait", help="Seconds to wait for a busy machine to be quiet before giving up."),
 ) -> None:

@@ -207,6 +207,31 @@ def test_settle_g_choice_within_one_percent_is_settled():
     assert got is not None and got.choice and got.gamma_hw == 1  # ties: the smallest g
 
 
+def test_settle_g_choice_settles_when_the_runner_up_is_at_most_two_percent_better_at_the_costs_bound(monkeypatch):
+    # E rising to g = 2 then flat-ish; verify chosen so that S(2) and S(3) differ by 1.5% at the point
+    # estimate. With +-3% sample spread the lead is not clear of 0 in the cost replicates and not within
+    # TIE, but the runner-up's upper bound over g_hw is within REGRET; with +-8% it is not. Computed independently: S(g) = E c_dec / (c_ver(g) + g c_draft).
+    E = np.array([1.8, 2.4, 2.5] + [2.5] * (len(G) - 3))
+    c_dec, c_dr = 1.0, 0.01
+
+    def ver(g, lead):
+        if g == 2:
+            return 1.0
+        if g == 3:  # S(3) = S(2) * (1 - lead)
+            s2 = 2.4 * c_dec / (1.0 + 2 * c_dr)
+            return 2.5 * c_dec / (s2 * (1 - lead)) - 3 * c_dr
+        return 3.0
+
+    medium = cost(c_dec, lambda g: ver(g, 0.015), c_dr, "t", spread=0.03, n=9)
+    got = set_settle(G, E, medium)
+    assert got is not None and got.gamma_hw == 2 and got.runner_up == 3 and got.choice
+    monkeypatch.setattr("specterm.core.hardware.settle.REGRET", 0.0)  # without the regret bound it stays open
+    assert not set_settle(G, E, medium).choice
+    monkeypatch.undo()
+    loose = set_settle(G, E, cost(c_dec, lambda g: ver(g, 0.015), c_dr, "t", spread=0.08, n=9))
+    assert loose is not None and loose.gamma_hw == 2 and not loose.choice and "g" in loose.open_parts()
+
+
 # ------------------------------------------------------------------- specterm costs (fake engine) ---
 
 

@@ -3,40 +3,39 @@ float32 and llama.cpp on the quantized GGUF), side by side. Pure: runs in, table
 
 Per corpus (prompts matched by (corpus, id)):
 
-- alpha in each run (pooled, gate-valid positions), gate rates, and how many prompts have the same y
-  in both runs (token identity; the first divergence otherwise);
+- the same positions (core/sameposition.py): alpha and E_true(g) of both engines on the positions
+  both keep for the same prompt, at two levels ("kept by both": same prompt, same absolute position,
+  kept in both runs; "same context": also the same y up to and including t), with their counts per
+  corpus and pooled and the alpha difference's bootstrap interval over prompts;
+- each run on its own positions (labelled so: not a same-position comparison): alpha over each run's
+  kept positions (pooled, `Stream.kept`), gate rates, and how many prompts have the same y in both runs
+  (token identity; the first divergence otherwise);
 - tokens per target call at each g: the block walk (SPEC 2, E_true = tokens / blocks) on each run's
-  bits, and what a real speculative decoder measured (a confirmation record that kept per-block
-  accepted counts: sum tokens / sum target calls);
+  kept bits, and what a real speculative decoder measured (a confirmation record that kept per-block
+  accepted counts: sum tokens / sum target calls) against the walk on the same engine's bits over
+  EVERY timed prompt, whether or not its output equalled the stored y; beside it the real decoder's
+  own flips (prompts whose output differs from y, the median first mismatch);
 - the accepted-run histogram at g (blocks with K = 0..g accepted drafts) of the real decoder, the
   walk on run B's bits and the walk on run A's bits over the same prompts, with a two-sample test
-  (`histogram_test`);
+  (equivalence.histogram_test);
 - the decision on this hardware in each run and its confirmations' decision checks, read from the
   run's report (core.analysis: hardware.decision_hw and hardware.decision_check, the one
   implementation of SPEC 6's decision and decision check; with the engine's block cost for a run
   whose costs carry one, costmodel), at the report's defaults (2000 replicates, seed 0).
 
 The comparison that decides (core/equivalence.py): per corpus and g, tokens per target call of the real
-decoder against the walk on the same engine's bits over the same prompts, paired over prompts, with a
-95% interval and a two one-sided test against a +-5% margin: "equivalent within 5%", "different", or
-"not shown equivalent (the data can rule out only differences above X%)".
+decoder against the walk on the same engine's bits over the same (every timed) prompts, paired over
+prompts, with a 95% interval and a two one-sided test against a +-5% margin: "equivalent within 5%",
+"different", or "not shown equivalent (the data can rule out only differences above X%)".
 
-The histogram test stays as a descriptive line, with its power against the difference seen (the
-noncentral chi-square with noncentrality = the statistic): "no difference detected" by a test of that
-power is not agreement. It is Pearson's chi-square test of homogeneity on the 2 x (g+1) table of block
-counts (scipy.stats.chi2_contingency), sparse K bins merged upward until every column holds at least
-MIN_COLUMN blocks. Why not Kolmogorov-Smirnov: K is a bounded count with g+1 values and thousands of
-ties, where the KS null distribution (continuous data) does not hold and the test is conservative;
-the chi-square test compares the whole categorical distribution. Caveat stated with every p-value:
-blocks of one prompt are not independent (acceptance is clustered), so the nominal p-value is too
-small; prompts are the independent unit.
+The histogram test (core/equivalence.py: `histogram_test`) stays as a descriptive line, with its power
+against the difference seen: "no difference detected" by a test of low power is not agreement.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,63 +45,20 @@ from specterm.core.blockwalk import block_accepts, block_counts
 from specterm.core.errors import SpectermError
 from specterm.core.fmt import MISSING
 from specterm.core.hardware import CONFIRMATIONS_KEY, cost_curve
-from specterm.core.equivalence import EQUIVALENCE_MARGIN, chi2_power, paired_tokens_per_call
+from specterm.core.equivalence import (
+    EQUIVALENCE_MARGIN,
+    MIN_COLUMN,
+    HistTest,
+    chi2_power,
+    histogram_test,
+    paired_tokens_per_call,
+)
 from specterm.core.hardware.profiles import run_engine
 from specterm.core.params import BOOT, SEED
+from specterm.core.sameposition import first_divergence, same_positions
 from specterm.core.store import Run, Stream
 
-MIN_COLUMN = 10
 HIST_GAMMAS = (1, 4, 8)
-@dataclass(frozen=True)
-class HistTest:
-    """A chi-square test of homogeneity of two K histograms."""
-
-    statistic: float
-    dof: int
-    p_value: float
-    merged_bins: list[list[int]]  # the K values pooled into each column
-
-
-def merge_sparse_bins(a: Sequence[int], b: Sequence[int], min_column: int = MIN_COLUMN) -> tuple[np.ndarray, list[list[int]]]:
-    """2 x m table from two histograms over K = 0..g: bins are merged from K = 0 upward until a
-    column holds at least `min_column` blocks (a short last column joins the one before it)."""
-    a_arr, b_arr = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-    cols: list[list[int]] = []
-    groups: list[list[int]] = []
-    cur = [0, 0]
-    ks: list[int] = []
-    for k in range(a_arr.size):
-        cur = [cur[0] + int(a_arr[k]), cur[1] + int(b_arr[k])]
-        ks.append(k)
-        if sum(cur) >= min_column:
-            cols.append(cur)
-            groups.append(ks)
-            cur, ks = [0, 0], []
-    if ks:
-        if cols:
-            cols[-1] = [cols[-1][0] + cur[0], cols[-1][1] + cur[1]]
-            groups[-1] = groups[-1] + ks
-        else:
-            cols.append(cur)
-            groups.append(ks)
-    return np.array(cols, dtype=np.int64).T.reshape(2, -1), groups
-
-
-def histogram_test(a: Sequence[int], b: Sequence[int]) -> HistTest | None:
-    """Chi-square test of homogeneity of two K histograms (module docstring); None when there are
-    fewer than 2 columns after merging or a histogram is empty."""
-    from scipy.stats import chi2_contingency
-
-    table, groups = merge_sparse_bins(a, b)
-    if table.shape[1] < 2 or table.sum(axis=1).min() == 0:
-        return None
-    keep = table.sum(axis=0) > 0
-    table = table[:, keep]
-    groups = [g for g, k in zip(groups, keep.tolist()) if k]
-    if table.shape[1] < 2:
-        return None
-    stat, p, dof, _ = chi2_contingency(table, correction=False)
-    return HistTest(statistic=float(stat), dof=int(dof), p_value=float(p), merged_bins=groups)
 
 
 def histogram(ks: npt.NDArray[np.int64], gamma: int) -> list[int]:
@@ -111,36 +67,31 @@ def histogram(ks: npt.NDArray[np.int64], gamma: int) -> list[int]:
     return [int(c) for c in counts]
 
 
-def first_divergence(a: npt.ArrayLike | None, b: npt.ArrayLike | None) -> int | None:
-    """Index of the first token where two y differ (the shorter length when one is a prefix); None if
-    equal. Arrays or token lists (a decoder's output against the stored y)."""
-    if a is None or b is None:
-        return 0
-    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-    n = min(a.size, b.size)
-    diff = np.flatnonzero(a[:n] != b[:n])
-    if diff.size:
-        return int(diff[0])
-    return None if a.size == b.size else n
-
-
 def pooled_alpha(streams: Sequence[Stream]) -> float | None:
-    """sum a / n over the gate-valid positions of the streams (SPEC 2's alpha)."""
-    n = sum(s.valid_len for s in streams)
-    return float(sum(int(s.a.sum()) for s in streams)) / n if n else None
+    """sum a / n over the kept positions of the streams (SPEC 2's alpha; a = bits[kept])."""
+    n = sum(int(s.kept.sum()) for s in streams)
+    return float(sum(int(s.bits[s.kept].sum()) for s in streams)) / n if n else None
 
 
 def walk_tokens_per_call(streams: Sequence[Stream], gamma: int, every_position: bool = False) -> float | None:
-    """E_true(g) = sum tokens / sum blocks of the walk over the streams' analysed bits (SPEC 1: up to
-    the first gate failure), or over every position with `every_position` (gate ignored)."""
+    """E_true(g) = sum tokens / sum blocks of the walk over the streams' analysed bits (bits[kept]), or
+    over every position with `every_position` (gate ignored)."""
     tok = blk = 0
     for s in streams:
-        bits = s.bits if every_position else s.a
+        bits = s.bits if every_position else s.bits[s.kept]
         if bits.size:
             t, b, _ = block_counts(bits, gamma)
             tok += int(t)
             blk += int(b)
     return tok / blk if blk else None
+
+
+def real_flips(sp: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The real decoder's own flips over its timed prompts (confirmation spec rows): how many outputs
+    differ from the stored y, and the median first mismatch (token index) among those."""
+    differ = [x for x in sp if not x.get("identical", True)]
+    at = [int(x["first_mismatch"]) for x in differ if x.get("first_mismatch") is not None]
+    return {"real_differ": len(differ), "real_first_mismatch_median": float(np.median(at)) if at else None}
 
 
 def confirmation_prompts(run: Run, engine: str | None) -> list[dict[str, Any]]:
@@ -216,6 +167,9 @@ def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
                 engine_a: str | None = None, engine_b: str | None = None) -> dict[str, Any]:
     """The side-by-side comparison of the module docstring; run A is the reference (e.g. torch),
     run B the other engine (e.g. llama.cpp, whose confirmations hold the real decoder's blocks).
+    Per corpus: "same_positions" (both engines on the same positions, `same_positions`), the "_own"
+    columns (each run on its own kept positions), "by_gamma" (the real decoder over every timed prompt);
+    "same_positions_pooled" over every prompt in both runs.
     The engines' labels are each run's recorded backend (hardware.profiles.run_engine) unless given."""
     engine_a = engine_a or run_engine(run_a.meta)
     engine_b = engine_b or run_engine(run_b.meta)
@@ -232,11 +186,16 @@ def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
         div = [first_divergence(a_by[k].y, b_by[k].y) for k in keys]
         entry: dict[str, Any] = {
             "prompts": len(keys),
-            "alpha_a": pooled_alpha(sa), "alpha_b": pooled_alpha(sb),
+            "prompts_only_a": sum(1 for k in a_by if k[0] == name and k not in b_by),
+            "prompts_only_b": sum(1 for k in b_by if k[0] == name and k not in a_by),
+            "same_positions": same_positions(list(zip(sa, sb)), gammas),
+            # each run on its own kept positions (not a same-position comparison)
+            "alpha_a_own": pooled_alpha(sa), "alpha_b_own": pooled_alpha(sb),
             "alpha_b_all": float(sum(int(s.bits.sum()) for s in sb)) / max(1, sum(s.n for s in sb)),
-            "positions_b_valid": sum(s.valid_len for s in sb), "positions_b": sum(s.n for s in sb),
+            "positions_a_kept": sum(int(s.kept.sum()) for s in sa), "positions_a": sum(s.n for s in sa),
+            "positions_b_kept": sum(int(s.kept.sum()) for s in sb), "positions_b": sum(s.n for s in sb),
             "gate_a": float(np.mean([s.gate_rate for s in sa])), "gate_b": float(np.mean([s.gate_rate for s in sb])),
-            "gate_failed_b": sum(1 for s in sb if s.valid_len < s.n),
+            "streams_b_excluding": sum(1 for s in sb if not s.kept.all()),
             "same_y": sum(1 for d in div if d is None),
             "first_divergence_median": (float(np.median([d for d in div if d is not None]))
                                         if any(d is not None for d in div) else None),
@@ -253,9 +212,9 @@ def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
                 walk_b_k = np.concatenate([np.asarray(x["walk_accepted"], dtype=np.int64) for x in sp])
                 walk_a_k = np.concatenate([_walk_like(a_by[k].bits, g, int(x["n_predict"])) for (k, _), x in zip(confirmed, sp)])
                 h_real, h_wb, h_wa = histogram(real_k, g), histogram(walk_b_k, g), histogram(walk_a_k, g)
-                agree = [x for x in sp if x.get("identical")]
+                agree = [x for x in sp if x.get("identical")]  # secondary (json only): outputs that equalled y
                 row.update(
-                    real_prompts=len(confirmed), real_identical=len(agree),
+                    real_prompts=len(confirmed), real_identical=len(agree), **real_flips(sp),
                     real_tokens_per_call=tokens / sum(int(x["target_calls"]) for x in sp),
                     walk_b_same_prompts=sum(int(x["walk_tokens"]) for x in sp) / sum(int(x["walk_calls"]) for x in sp),
                     walk_a_same_prompts=(int(walk_a_k.sum()) + walk_a_k.size) / walk_a_k.size if walk_a_k.size else None,
@@ -277,6 +236,7 @@ def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
         corpora[name] = entry
     return {"run_a": run_a.name, "run_b": run_b.name, "engine_a": engine_a or "torch", "engine_b": engine_b or "torch",
             "backend_b": (run_b.meta.get("backend") or {}).get("name", "torch"), "corpora": corpora,
+            "same_positions_pooled": same_positions([(a_by[k], b_by[k]) for k in shared], gammas),
             "test": "Pearson chi-square test of homogeneity, sparse K bins merged upward to >= "
                     f"{MIN_COLUMN} blocks per column; blocks within a prompt are dependent, so p is nominal"}
 
@@ -319,29 +279,35 @@ def _pct(x: Any) -> str:
 def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
     """GitHub-flavoured tables of a `cross_stack` result, one per statistic."""
     a, b = cs["engine_a"], cs["engine_b"]
-    lines = [f"Cross-stack: {cs['run_a']} ({a}) vs {cs['run_b']} ({b}).", "",
-             (f"| corpus | prompts | alpha {a} | alpha {b} (gate-valid positions) | alpha {b}, every position | "
-              f"gate {b} (streams failing) | same y |"),
-             "|---|---|---|---|---|---|---|"]
+    lines = [f"Cross-stack: {cs['run_a']} ({a}) vs {cs['run_b']} ({b}).", ""] + _same_position_lines(cs)
+    lines += ["", ("Each run on its own kept positions (not a same-position comparison: the runs keep different "
+                   "positions)."), "",
+              (f"| corpus | prompts | alpha {a}, own kept positions | alpha {b}, own kept positions (kept/all) | "
+               f"alpha {b}, every position | gate {b} (streams with excluded positions) | same y |"),
+              "|---|---|---|---|---|---|---|"]
     for name, e in cs["corpora"].items():
-        lines.append(f"| {name} | {e['prompts']} | {_f(e['alpha_a'])} | {_f(e['alpha_b'])} ({e['positions_b_valid']}/"
-                     f"{e['positions_b']}) | {_f(e['alpha_b_all'])} | {_f(e['gate_b'])} ({e['gate_failed_b']}) | "
-                     f"{e['same_y']}/{e['prompts']} |")
+        lines.append(f"| {name} | {e['prompts']} | {_f(e['alpha_a_own'])} | {_f(e['alpha_b_own'])} "
+                     f"({e['positions_b_kept']}/{e['positions_b']}) | {_f(e['alpha_b_all'])} | {_f(e['gate_b'])} "
+                     f"({e['streams_b_excluding']}) | {e['same_y']}/{e['prompts']} |")
     gammas = sorted({int(g) for e in cs["corpora"].values() for g in e["by_gamma"]})
-    lines += ["", ("Tokens per target call: walk on each engine's bits (all prompts), and llama.cpp's real decoder "
-                   "against the walk on its bits over the prompts it ran (in brackets: prompts whose output equalled y)."),
+    lines += ["", (f"Tokens per target call: the walk on each engine's own kept bits (all prompts), and {b}'s real "
+                   f"decoder against the walk on its bits over EVERY timed prompt, whether or not its output equalled "
+                   f"the stored y; beside it the real decoder's own flips (timed prompts whose output differs from y, "
+                   f"the median first mismatch token)."),
               "",
-              "| corpus | g | walk " + a + " | walk " + b + " (gate-valid) | walk " + b + " (every position) | real " + b
-              + " | walk " + b + " (same prompts) | gap | prompts |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| corpus | g | walk " + a + " (own kept) | walk " + b + " (own kept) | walk " + b + " (every position) | real "
+              + b + " (all timed) | walk " + b + " (all timed) | gap | timed prompts | output differs from y (median first mismatch) |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, e in cs["corpora"].items():
         for g in gammas:
             r = e["by_gamma"].get(str(g), {})
             gap = (r["real_tokens_per_call"] / r["walk_b_same_prompts"] - 1) * 100 if r.get("real_tokens_per_call") else None
+            flips = (f"{r['real_differ']}/{r['real_prompts']} ({_f(r.get('real_first_mismatch_median'), 0)})"
+                     if "real_differ" in r else MISSING)
             lines.append(f"| {name} | {g} | {_f(r.get('walk_a'))} | {_f(r.get('walk_b'))} | {_f(r.get('walk_b_all'))} "
                          f"| {_f(r.get('real_tokens_per_call'))} "
                          f"| {_f(r.get('walk_b_same_prompts'))} | {_f(gap, 1) + '%' if gap is not None else MISSING} "
-                         f"| {r.get('real_prompts', 0)} ({r.get('real_identical', 0)}) |")
+                         f"| {r.get('real_prompts', 0)} | {flips} |")
     lines += ["", (f"Real {b} decoder against the walk on its bits, tokens per target call, paired over prompts: "
                    f"difference real / walk - 1 with its 95% interval over prompts, the 90% interval of the two one-sided "
                    f"tests (TOST) against a +-{100 * EQUIVALENCE_MARGIN:g}% margin, and what it shows."), "",
@@ -368,6 +334,42 @@ def cross_stack_markdown(cs: dict[str, Any], hist_gamma: int = 4) -> str:
         lines.append(f"| {name} | {r['hist_real']} | {r['hist_walk_b']} | {r['hist_walk_a']} | "
                      f"{_test_cell(r['test_real_vs_walk_b'])} | {_test_cell(r['test_real_vs_walk_a'])} |")
     return "\n".join(lines + _decision_lines(cs)) + "\n"
+
+
+def _same_position_lines(cs: dict[str, Any]) -> list[str]:
+    """The cross-stack markdown's first tables: alpha and E_true(g) of both engines on the same positions
+    (common_positions' two levels), per corpus and pooled, with the positions counted."""
+    a, b = cs["engine_a"], cs["engine_b"]
+    pooled = {key: sum(e.get(key, 0) for e in cs["corpora"].values()) for key in ("prompts", "prompts_only_a", "prompts_only_b")}
+    rows = [*cs["corpora"].items(), ("pooled", {**pooled, "same_positions": cs["same_positions_pooled"]})]
+    lines = [(f"Same positions: alpha of both engines on the positions both keep for the same prompt. Kept by both: "
+              f"t < min(n_{a}, n_{b}), kept in both runs; same context: also y equal up to and including t (same "
+              f"prefix and target token, so a_t differs only by engine). Difference alpha {b} - alpha {a} with its "
+              f"95% bootstrap interval over prompts."), "",
+             (f"| corpus | prompts | kept by both | alpha {a} | alpha {b} | difference [95% CI] | same context | "
+              f"alpha {a} | alpha {b} | difference [95% CI] |"),
+             "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def cells(x: dict[str, Any]) -> str:
+        lo, hi = x["ci95"]
+        d = MISSING if x["diff"] is None else f"{x['diff']:+.3f}"
+        return f"{x['positions']} | {_f(x['alpha_a'])} | {_f(x['alpha_b'])} | {d} [{_f(lo)}, {_f(hi)}]"
+
+    for name, e in rows:
+        sp = e["same_positions"]
+        only = f" (+{e['prompts_only_a']} only in {a}, +{e['prompts_only_b']} only in {b})" if e.get(
+            "prompts_only_a") or e.get("prompts_only_b") else ""
+        lines.append(f"| {name} | {e['prompts']}{only} | {cells(sp['kept_by_both'])} | {cells(sp['same_context'])} |")
+    gammas = sorted({int(g) for _, e in rows for g in e["same_positions"]["kept_by_both"]["E"]})
+    lines += ["", ("E_true(g) on the same positions (the walk on each prompt's bits at those positions, in order; "
+                   "tokens / blocks over the prompts)."), "",
+              f"| corpus | g | kept by both: {a} | {b} | same context: {a} | {b} |", "|---|---|---|---|---|---|"]
+    for name, e in rows:
+        sp = e["same_positions"]
+        for g in gammas:
+            k, c = sp["kept_by_both"]["E"].get(str(g), {}), sp["same_context"]["E"].get(str(g), {})
+            lines.append(f"| {name} | {g} | {_f(k.get('a'))} | {_f(k.get('b'))} | {_f(c.get('a'))} | {_f(c.get('b'))} |")
+    return lines
 
 
 def _test_cell(x: dict[str, Any] | None) -> str:

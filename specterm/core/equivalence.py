@@ -14,6 +14,15 @@ equivalent (the data can rule out only differences above X%)", X = the largest |
 interval, the smallest margin this data could establish. Below params.MIN_PROMPTS prompts the wording
 is "too few prompts (n = K; needs M)", the numbers kept.
 
+`histogram_test`: the accepted-run histograms (blocks with K = 0..g accepted drafts) of two decoders,
+a descriptive line: Pearson's chi-square test of homogeneity on the 2 x (g+1) table of block counts
+(scipy.stats.chi2_contingency), sparse K bins merged upward until every column holds at least
+MIN_COLUMN blocks. Why not Kolmogorov-Smirnov: K is a bounded count with g+1 values and thousands of
+ties, where the KS null distribution (continuous data) does not hold and the test is conservative;
+the chi-square test compares the whole categorical distribution. Caveat stated with every p-value:
+blocks of one prompt are not independent (acceptance is clustered), so the nominal p-value is too
+small; prompts are the independent unit.
+
 `chi2_power`: the chi-square test's power against the difference seen (noncentral chi-square with the
 statistic as noncentrality): "no difference detected" by a test of low power is not agreement.
 """
@@ -30,6 +39,7 @@ from specterm.core.params import BOOT, MIN_PROMPTS, SEED
 from specterm.core.verdict import too_few_text
 
 EQUIVALENCE_MARGIN = 0.05  # TOST margin on tokens per target call, relative (+-5%)
+MIN_COLUMN = 10  # the fewest blocks per column of the histogram test
 
 
 @dataclass(frozen=True)
@@ -93,3 +103,55 @@ def chi2_power(statistic: float, dof: int, level: float = 0.05) -> float:
     from scipy.stats import chi2, ncx2
 
     return float(ncx2.sf(chi2.ppf(1 - level, dof), dof, max(statistic, 1e-12)))
+
+
+@dataclass(frozen=True)
+class HistTest:
+    """A chi-square test of homogeneity of two K histograms."""
+
+    statistic: float
+    dof: int
+    p_value: float
+    merged_bins: list[list[int]]  # the K values pooled into each column
+
+
+def merge_sparse_bins(a: Sequence[int], b: Sequence[int], min_column: int = MIN_COLUMN) -> tuple[np.ndarray, list[list[int]]]:
+    """2 x m table from two histograms over K = 0..g: bins are merged from K = 0 upward until a
+    column holds at least `min_column` blocks (a short last column joins the one before it)."""
+    a_arr, b_arr = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    cols: list[list[int]] = []
+    groups: list[list[int]] = []
+    cur = [0, 0]
+    ks: list[int] = []
+    for k in range(a_arr.size):
+        cur = [cur[0] + int(a_arr[k]), cur[1] + int(b_arr[k])]
+        ks.append(k)
+        if sum(cur) >= min_column:
+            cols.append(cur)
+            groups.append(ks)
+            cur, ks = [0, 0], []
+    if ks:
+        if cols:
+            cols[-1] = [cols[-1][0] + cur[0], cols[-1][1] + cur[1]]
+            groups[-1] = groups[-1] + ks
+        else:
+            cols.append(cur)
+            groups.append(ks)
+    return np.array(cols, dtype=np.int64).T.reshape(2, -1), groups
+
+
+def histogram_test(a: Sequence[int], b: Sequence[int]) -> HistTest | None:
+    """Chi-square test of homogeneity of two K histograms (module docstring); None when there are
+    fewer than 2 columns after merging or a histogram is empty."""
+    from scipy.stats import chi2_contingency
+
+    table, groups = merge_sparse_bins(a, b)
+    if table.shape[1] < 2 or table.sum(axis=1).min() == 0:
+        return None
+    keep = table.sum(axis=0) > 0
+    table = table[:, keep]
+    groups = [g for g, k in zip(groups, keep.tolist()) if k]
+    if table.shape[1] < 2:
+        return None
+    stat, p, dof, _ = chi2_contingency(table, correction=False)
+    return HistTest(statistic=float(stat), dof=int(dof), p_value=float(p), merged_bins=groups)

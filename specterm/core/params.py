@@ -22,6 +22,11 @@
     WARMUP_EARLY, WARMUP_LATE  the warm-up gain alpha_s(t >= 32) - alpha_s(t < 16) (SPEC 3); they do not
                   move with the position bins' width
     ACCELERATORS  presets for the batch crossover B* = I*/(g+1) (SPEC 6); DEFAULT_ACCELERATOR "h100"
+    COSTS_MAX_ROUNDS, COSTS_MAX_SECONDS  `specterm costs`' caps: 40 timed rounds, 120 s of timing (model
+                  loading not counted). On a 2-core CPU the time binds first, after about 10 rounds of the
+                  Qwen pair (3 of the whole g curve, then the focused g): the budget of issue 33, and more
+                  samples per focused g than the 7 fixed rounds before it. A profile stopped by a cap says
+                  which sets are open; `--max-seconds` buys more.
     DEFAULT_RIDGE the report's ridge, 295 FLOP/byte: the default preset's I* = 295.3, rounded (the
                   report's B* are computed with it)
 """
@@ -37,6 +42,8 @@ if TYPE_CHECKING:
     GAMMAS: np.ndarray[Any, np.dtype[np.int_]]
 
 GAMMA_MAX = 32
+COSTS_MAX_ROUNDS = 40
+COSTS_MAX_SECONDS = 120.0
 YIELD_GAMMAS: tuple[int, ...] = (2, 4, 8, 16)
 R_GRID: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(1, 13))
 R_DEFAULT = 0.2

@@ -44,7 +44,7 @@ from specterm.core.blockwalk import E_iid as E_iid_formula
 from specterm.core.blockwalk import set_yield
 from specterm.core import costmodel
 from specterm.core.costmodel import refeed_counts, refeed_share
-from specterm.core.crossstack import first_divergence
+from specterm.core.sameposition import first_divergence
 from specterm.core.errors import SpectermError
 from specterm.core.hardware import (
     BATCH_COST_KEY,
@@ -622,6 +622,8 @@ def log_results(record: dict[str, Any], log: Callable[[str], None]) -> None:
     log_decision_checks(record, log)
     for r in record["results"]:
         same = "identical" if r["identical"] else "OUTPUTS DIFFER"
+        if r.get("differ_prompts") is not None:  # the real decoder's own flips, over every timed prompt
+            same = f"{r['differ_prompts']} of {r['prompts']} outputs differ from y" if r["differ_prompts"] else same
         if r.get("predicted_engine") is not None:
             log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted_engine']:.2f}x "
                 f"(SPEC 6 block alone {r['predicted_without_engine_term']:.2f}x)  realized {r['realized']:.2f}x  "

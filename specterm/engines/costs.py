@@ -36,6 +36,7 @@ from specterm.core.errors import SpectermError
 from specterm.core.hardware.profiles import BUSY_LOAD_PER_CORE, BUSY_OTHER_SHARE, PROFILES_KEY, new_profile, with_profile
 from specterm.core.hardware.settle import SetSettle, set_settle
 from specterm.core.machine import cpu_busy_seconds, default_threads, other_cpu_share, own_cpu_seconds
+from specterm.core.params import COSTS_MAX_ROUNDS, COSTS_MAX_SECONDS
 from specterm.core.progress import Progress, check_cancel
 from specterm.core.report import POOLED
 from specterm.core.store import RunLock, Run, check_unlocked, load_run, new_meta, read_meta, write_meta_atomic
@@ -44,8 +45,8 @@ from specterm.engines.base import OpenOptions, Sampler
 
 COST_GAMMAS = tuple(range(1, 17))
 FULL_ROUNDS = 3        # timed rounds of the whole g curve (3: the fewest that give every cost a median's SE)
-MAX_ROUNDS = 12        # timed rounds at most (full and focused)
-MAX_SECONDS = 600.0    # timing (not loading) at most, seconds
+MAX_ROUNDS = COSTS_MAX_ROUNDS      # timed rounds at most (full and focused); core/params says why
+MAX_SECONDS = COSTS_MAX_SECONDS    # timing (not loading) at most, seconds
 QUIET_WAIT = 120.0     # seconds to wait for a busy machine to be quiet before stopping
 QUIET_POLL = 2.0
 
@@ -216,15 +217,15 @@ def _rounds(sampler: Sampler, curves: dict[str, tuple[np.ndarray, np.ndarray]], 
                         f"(pooled: {pooled.why()})")
                 break
             if timed >= config.max_rounds:
-                open_sets = [n for n, s in settled.items() if not s.settled]
-                stop = f"cap: {config.max_rounds} timed rounds (not settled: {', '.join(open_sets)})"
-                break
-            if time.perf_counter() - t0 >= config.max_seconds:
-                stop = f"cap: {config.max_seconds:.0f} s of timing after {timed} rounds"
+                stop = f"cap: {config.max_rounds} timed rounds (not settled: {_open_sets(settled)})"
                 break
             focus = sorted({g for s in settled.values() if not s.settled for g in s.focus})
             only = {"decode", "draft", "draft2"} | {f"verify:{g}" for g in focus} | {f"draft_fwd:{g}" for g in focus}
             only &= set(labels)
+            if time.perf_counter() - t0 + _round_estimate(sampler, only) > config.max_seconds:
+                stop = (f"cap: {config.max_seconds:.0f} s of timing after {timed} rounds, the next would pass it "
+                        f"(not settled: {_open_sets(settled)})")
+                break
             sampler.plan(1)
         did = sampler.round(only)
         other, load = quiet.read()
@@ -247,6 +248,16 @@ def _rounds(sampler: Sampler, curves: dict[str, tuple[np.ndarray, np.ndarray]], 
     extra = {"load": {"avg": round(quiet.worst_load, 2), "other_cpu_share": round(quiet.worst_other, 3)},
              "busy": busy_kept, "stop_reason": stop, "rounds": timed}
     return extra
+
+
+def _round_estimate(sampler: Sampler, only: set[str]) -> float:
+    """Seconds the next focused round should take: the sum of the median wall time of each forward in it."""
+    return float(sum(statistics.median(sampler.samples[k]) for k in only if sampler.samples.get(k)))
+
+
+def _open_sets(settled: dict[str, SetSettle]) -> str:
+    """ "json (verdict), pooled (g)": each unsettled set with what is open in it."""
+    return "; ".join(f"{n} ({s.open_parts()})" for n, s in settled.items() if not s.settled)
 
 
 def _wait_quiet(quiet: Quiet, limit: float, cancel: Any) -> None:

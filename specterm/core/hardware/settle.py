@@ -15,7 +15,9 @@ half-width is at most SHARE of the prompt-only half-width: the decision's interv
 together) is then within about 5% of what any amount of timing could give (sqrt(1 + SHARE^2) = 1.054),
 and the prompts, not the costs, decide. g_hw is settled when the cost-only interval of
 S(g_hw) - S(g_2) (g_2 the runner-up by point estimate) lies above 0, or S(g_2) is within TIE of S(g_hw)
-(the choice does not matter), or, again, the cost-only half-width of that gap is at most SHARE of its
+(the choice does not matter), or the upper end of the cost-only interval of S(g_2) / S(g_hw) - 1 is at
+most REGRET (wherever the costs truly lie, choosing g_hw loses at most 2% against g_2: on a flat S curve
+the g's are interchangeable), or, again, the cost-only half-width of that gap is at most SHARE of its
 prompt-only half-width (the prompts, not more timing, would tell the two apart).
 
 `focus`: the draft lengths whose verify cost the rule still reads, g_hw and g_2; a focused round
@@ -36,6 +38,7 @@ from specterm.core.hardware.curve import cost_curve, cost_replicates
 
 SHARE = 1 / 3      # cost-only half-width at most a third of the prompt-only one: timing more cannot matter
 TIE = 0.01         # runner-up within 1% of S(g_hw): the draft length choice does not matter
+REGRET = 0.02     # the runner-up at most 2% faster at the costs' 95% bound: the choice of g is settled
 SETTLE_REPLICATES = 400
 
 
@@ -54,6 +57,10 @@ class SetSettle:
     @property
     def settled(self) -> bool:
         return self.side and self.choice
+
+    def open_parts(self) -> str:
+        """What is not settled, in words: "verdict", "g" or both."""
+        return ", ".join(w for w, ok in (("verdict", self.side), ("g", self.choice)) if not ok)
 
     def why(self) -> str:
         lo, hi = self.ci
@@ -100,7 +107,8 @@ def set_settle(gammas: ArrayLike, E: ArrayLike, cost: dict[str, Any], n_rep: int
     choice = True
     if runner is not None:
         gap_b = S_b[:, j] - S_b[:, runner]
-        choice = (float(percentile_ci(gap_b)[0]) > 0 or float(S[runner]) >= (1 - TIE) * float(S[j])
+        regret = float(percentile_ci(S_b[:, runner] / S_b[:, j] - 1.0)[1])
+        choice = (float(percentile_ci(gap_b)[0]) > 0 or float(S[runner]) >= (1 - TIE) * float(S[j]) or regret <= REGRET
                   or (S_p is not None and _half(gap_b) <= SHARE * _half(S_p[:, j] - S_p[:, runner])))
     focus = [int(grid[j])] + ([] if runner is None else [int(grid[runner])])
     return SetSettle(gamma_hw=int(grid[j]), speedup=float(S[j]), ci=(lo, hi),

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from specterm.core.crossstack import histogram
+from specterm.core.crossstack import histogram, real_flips
 from specterm.core.errors import SpectermError
 from specterm.core.speclog import SpecLog, capped_walk_accepts, n_predict_for, parse_speculative_log
 from specterm.core.store import model_key
@@ -152,10 +152,14 @@ def speculative_timed(pair, item: Item, g: int, keep_logs: Path | None) -> Gener
 
 def result_extras(sp: list[dict[str, Any]], r: dict[str, Any]) -> dict[str, Any]:
     """A (corpus, g) row's llama.cpp columns (module docstring, step 5): tokens_per_call_walk = the walk's
-    tokens / its target calls, the gap of the real count to it, the same over the prompts whose output
-    equals y, the histograms; realized_over_engine = realized / predicted_engine (the session's curve
+    tokens / its target calls over EVERY timed prompt (whether or not its output equalled y), the gap
+    of the real count to it, the real decoder's own flips beside it (differ_prompts: outputs that differ
+    from y; first_mismatch_median among those), the same over the prompts whose output equals y
+    (secondary), the histograms; realized_over_engine = realized / predicted_engine (the session's curve
     carries c_draft_fwd, so summarize_results' S_hw has the engine's block cost)."""
-    out: dict[str, Any] = {}
+    flips = real_flips(sp)
+    out: dict[str, Any] = {"differ_prompts": flips["real_differ"],
+                           "first_mismatch_median": flips["real_first_mismatch_median"]}
     walk_calls = sum(x["walk_calls"] for x in sp)
     out["tokens_per_call_walk"] = sum(x["walk_tokens"] for x in sp) / walk_calls if walk_calls else None
     out["tokens_per_call_gap"] = (r["tokens_per_call"] / out["tokens_per_call_walk"] - 1.0
