@@ -61,8 +61,9 @@ def test_chunked_sums_equal_the_sums_at_once(lengths, budget, seed):
     whole = analysis._sums(streams, 4, 4, -1, 7, budget=10**9)
     chunked = analysis._sums(streams, 4, 4, -1, 7, budget=budget)
     same(chunked.M, whole.M)
-    same(chunked.run_L, whole.run_L)
-    same(chunked.run_seg, whole.run_seg)
+    same(chunked.run_counts(), whole.run_counts())
+    raw = st.stream_sums([s.a for s in streams], *st.gate_counts(streams), gamma=4, depth_gamma=4, shuffles=-1, seed=7)
+    same(chunked.run_counts(), np.bincount(raw.run_L))  # the runs' counts by length, as counted from the runs
     assert chunked.esb_carry == whole.esb_carry
     for part_whole, part_chunked in zip(analysis._rest(streams, 4, -1, 7, 16, 8, budget=10**9),
                                         analysis._rest(streams, 4, -1, 7, 16, 8, budget=budget)):

@@ -207,8 +207,9 @@ def _sums(streams: list[Stream], gamma: int, depth_gamma: int, shuffles: int, se
     chunks = [slice(None)] if shuffles > 0 else position_chunks([x.size for x in a], budget)
     parts: list[st.StreamSums] = []
     for sl in chunks:
-        parts.append(st.stream_sums(a[sl], gate_ones[sl], gate_n[sl], gamma=gamma, depth_gamma=depth_gamma,
-                                    shuffles=shuffles, seed=seed, esb_carry=parts[-1].esb_carry if parts else 0.0))
+        part = st.stream_sums(a[sl], gate_ones[sl], gate_n[sl], gamma=gamma, depth_gamma=depth_gamma,
+                              shuffles=shuffles, seed=seed, esb_carry=parts[-1].esb_carry if parts else 0.0)
+        parts.append(part.histogram_only())  # the runs themselves: two int64 per run, let go
     return parts[0] if len(parts) == 1 else _stack(parts)
 
 
@@ -230,8 +231,17 @@ def _rest(streams: list[Stream], gamma: int, shuffles: int, seed: int, bin_width
 
 
 def _stack(parts: list[st.StreamSums]) -> st.StreamSums:
+    """The sums of consecutive groups of streams as one (rows in order; runs or their counts added)."""
     offsets = np.cumsum([0] + [p.M.shape[0] for p in parts])
     first = parts[0]
+    if any(p.run_hist is not None for p in parts):
+        counts = [p.run_counts() for p in parts]
+        hist = np.zeros(max(c.size for c in counts), dtype=np.int64)
+        for c in counts:
+            hist[:c.size] += c
+        empty = np.zeros(0, np.int64)
+        return st.StreamSums(np.vstack([p.M for p in parts]), first.cols, first.gamma, first.depth_gamma, empty, empty,
+                             parts[-1].esb_carry, hist)
     return st.StreamSums(
         M=np.vstack([p.M for p in parts]),
         cols=first.cols,
@@ -274,7 +284,7 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None], R
     curve_true = np.array([st.E_true(c, cols, int(g)) for g in GAMMAS])
     curve_iid = E_iid(alpha, GAMMAS)
     measured, r_measured = measured_r(r_list)
-    hist = st.run_length_histogram(sums.run_L, alpha if np.isfinite(alpha) else 0.0)
+    hist = st.run_length_histogram_of(sums.run_counts(), alpha if np.isfinite(alpha) else 0.0)
     rep = SetReport(
         n_streams=int(sums.M.shape[0]),
         n_positions=int(c[cols["n"]]),

@@ -321,6 +321,20 @@ class StreamSums:
     esb_carry: float = 0.0
     """The exact shuffle expectation's running sum after these streams (expected_shuffled_blocks_from):
     where the next chunk of the set's streams starts (`stream_sums(..., esb_carry=)`)."""
+    run_hist: np.ndarray | None = None
+    """The closed runs counted by length (bincount of run_L) where the runs themselves were let go
+    (`histogram_only`: one int64 per run length instead of two per run); None: count run_L."""
+
+    def run_counts(self) -> np.ndarray:
+        """The closed runs counted by length L = 0, 1, ... (np.bincount of every run's L)."""
+        return np.bincount(self.run_L) if self.run_hist is None else self.run_hist
+
+    def histogram_only(self) -> StreamSums:
+        """These sums with the runs replaced by their counts by length (`run_counts`): all a report
+        reads of them (the run-length histogram), without an array the size of the runs."""
+        empty = np.zeros(0, np.int64)
+        return StreamSums(self.M, self.cols, self.gamma, self.depth_gamma, empty, empty, self.esb_carry,
+                          self.run_counts())
 
     def blocks(self) -> np.ndarray:
         """(N x 32) int64 blocks of each stream's walk at g = 1..32 (the blocks_g columns)."""
@@ -328,6 +342,8 @@ class StreamSums:
 
     def rows(self, idx: np.ndarray) -> StreamSums:
         """The sums of a subset of streams (rows renumbered 0..len(idx)-1)."""
+        if self.run_hist is not None:
+            raise ValueError("the sums of a subset need the runs, and these were reduced to their histogram")
         idx = np.asarray(idx, dtype=np.int64)
         new = -np.ones(self.M.shape[0], dtype=np.int64)
         new[idx] = np.arange(idx.size)
@@ -518,8 +534,14 @@ def depth_unconditional(c: np.ndarray, cols: dict[str, int], j: int) -> np.ndarr
 
 def run_length_histogram(L: np.ndarray, alpha_value: float) -> dict[str, list[Any]]:
     """Histogram of closed run lengths against the geometric prediction n_runs * alpha^L (1 - alpha)."""
-    L = np.asarray(L, dtype=np.int64)
-    count = np.bincount(L) if L.size else np.zeros(1, dtype=np.int64)
+    return run_length_histogram_of(np.bincount(np.asarray(L, dtype=np.int64)), alpha_value)
+
+
+def run_length_histogram_of(count: np.ndarray, alpha_value: float) -> dict[str, list[Any]]:
+    """run_length_histogram from the closed runs counted by length (count[L], StreamSums.run_counts)."""
+    count = np.asarray(count, dtype=np.int64)
+    if count.size == 0:
+        count = np.zeros(1, dtype=np.int64)
     x = np.arange(count.size)
-    expected = L.size * alpha_value**x * (1.0 - alpha_value)
+    expected = int(count.sum()) * alpha_value**x * (1.0 - alpha_value)
     return {"L": x.tolist(), "count": count.tolist(), "geom_expected": expected.tolist()}
