@@ -11,7 +11,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import bench_shapes  # noqa: E402
+import bench_shapes
 
 
 def test_long_markov_has_the_chains_alpha_and_rho():

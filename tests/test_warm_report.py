@@ -166,4 +166,6 @@ def test_column_hashes_what_the_value_by_value_form_distinguishes():
     assert h(arrays) != h([np.array([1], np.int32), np.array([2, 3], np.int32)])
     assert h(["ab", "c"]) != h(["a", "bc"]) != h(["a", "b", "c"])
     assert h(["ab", None]) != h(["ab", ""])
+    assert h([None, None]) != h([None]) != h([])
+    assert h([None, None]) != h([None, "N"])
     assert h([np.array([1, 2], np.uint8)]) != h([np.array([1, 2], np.int8)])

@@ -218,7 +218,9 @@ def _rest(streams: list[Stream], gamma: int, shuffles: int, seed: int, bin_width
     """A set's position, steady and sampling sums, reduced `budget` positions at a time
     (position_chunks; the steady parts' exact shuffle column continues its running sum)."""
     a = [s.a for s in streams]
-    positions, steadies, samplings = [], [], []
+    positions: list[PositionSums] = []
+    steadies: list[SteadySums] = []
+    samplings: list[SamplingSums] = []
     for sl in position_chunks([x.size for x in a], budget):
         positions.append(position_sums(a[sl], bin_width=bin_width, n_bins=n_bins))
         steadies.append(steady_sums(a[sl], gamma, shuffles, seed, esb_carry=steadies[-1].esb_carry if steadies else 0.0))

@@ -167,8 +167,8 @@ class _Chunked:
 def _column(h: Any, values: list[Any]) -> None:
     """Feed one field of every stream (in order) into the hash: a header that types and sizes each
     value, then the values' bytes end to end. The common columns take one header for all streams:
-    1-D arrays of one dtype ("A", the dtype, every length) and strings ("S", every UTF-8 length);
-    anything else is typed value by value (_update's tags). The sizes in the header fix where each
+    1-D arrays of one dtype ("A", the dtype, every length), strings ("S", every UTF-8 length) and
+    no value at all ("N", the count); anything else is typed value by value (_update's tags). The sizes in the header fix where each
     value ends, so two columns that differ anywhere hash differently."""
     import numpy as np
 
@@ -178,7 +178,9 @@ def _column(h: Any, values: list[Any]) -> None:
         h.update(sizes.view(np.uint8))
         for v in values:  # _Chunked joins them into pieces of about 1 MiB (no copy of the whole column)
             h.update(np.ascontiguousarray(v).view(np.uint8))
-    elif values and all(type(v) is str for v in values):
+    elif all(v is None for v in values):
+        h.update(f"N{len(values)}:".encode())
+    elif all(type(v) is str for v in values):
         raw = [v.encode("utf-8", "surrogatepass") for v in values]
         h.update(b"S:")
         h.update(np.fromiter((len(r) for r in raw), dtype=np.int64, count=len(raw)).view(np.uint8))
