@@ -55,7 +55,10 @@ def run_cmd(
     dtype: str = typer.Option("auto", "--dtype", help="auto|float32|bfloat16|float16 (auto: bfloat16 on cuda, float32 otherwise and for GGUF)."),
     batch_size: int = typer.Option(4, "--batch-size", "-b", min=1, help="Prompts per batch, for greedy generation and for the teacher-forced passes."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run directory (default: streams/<draft>-<target>)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run: finished prompts are kept and skipped."),
+    resume: bool = typer.Option(
+        False, "--resume",
+        help="Continue an interrupted run: finished prompts are kept and skipped. With --backend llama.cpp, stored streams "
+             "written before the repair loop (SPEC 1.3) are first repaired in place on this machine."),
     headless: bool = typer.Option(False, "--headless", help="No TUI: a plain progress display fit for nohup/SSH logs."),
     spec_gamma: int = typer.Option(
         0, "--spec-gamma", min=0,

@@ -140,6 +140,36 @@ async def test_gate_failure_is_shown_and_excluded(run_path):
         assert "excluded" in static_text(app.screen, "#cursor-info")
 
 
+async def test_a_repaired_stream_shows_its_repairs_and_one_excluded_position(tmp_path):
+    """A llama.cpp-style stream repaired at t = 5 and 20 whose gate still fails at t = 12 only: the header
+    names the repairs and the exclusion, the cursor marks both, and t = 13 (after it) is analysed."""
+    from app_fixture import META, make_stream
+
+    from specterm.core.store import write_run
+
+    streams = fixture_streams()
+    s = make_stream("p2", "prose", 56, 3, gate_fail=12)
+    s.repairs = [5, 20]
+    streams[2] = s
+    path = write_run(tmp_path / "repaired", {**META, "name": "repaired"}, streams)
+    app = make_app([path], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(app, pilot)
+        await pilot.press("2", "n", "n")
+        await pilot.pause()
+        head = static_text(app.screen, "#stream-head")
+        assert "2 repair(s) at t = 5, 20" in head and "1 excluded (gate still fails) at t = 12" in head
+        await pilot.press(*["right"] * 5)
+        await pilot.pause()
+        assert "repaired: y_t is the teacher-forced token" in static_text(app.screen, "#cursor-info")
+        await pilot.press(*["right"] * 7)
+        await pilot.pause()
+        assert "excluded" in static_text(app.screen, "#cursor-info")
+        await pilot.press("right")
+        await pilot.pause()
+        assert "excluded" not in static_text(app.screen, "#cursor-info")
+
+
 async def test_streams_filter_and_sort(run_path):
     streams = fixture_streams()
     app = make_app([run_path], **FAST)

@@ -20,8 +20,9 @@ PARAMS = {"gamma": 4, "boot": 30, "shuffles": -1, "seed": 3}
 
 
 def random_streams(rng: np.random.Generator, lengths: list[int], gates: bool = True) -> list[Stream]:
-    """Markov-ish streams of these lengths (0 and 1 included) with beta and draft_conf; some with a gate
-    that fails somewhere (their analysed stream `a` is a prefix), some without."""
+    """Streams of these lengths (0 and 1 included) with beta and draft_conf; some with a gate that fails
+    somewhere (their analysed stream `a` is a prefix), some repaired (`a` = bits[kept], holes in kept),
+    some without a gate."""
     out = []
     for i, n in enumerate(lengths):
         bits = (rng.random(n) < rng.uniform(0.2, 0.95)).astype(np.uint8)
@@ -30,6 +31,9 @@ def random_streams(rng: np.random.Generator, lengths: list[int], gates: bool = T
             gate = np.ones(n, np.uint8)
             gate[rng.integers(0, n)] = 0
             kw["gate"] = gate
+        if gates and i % 3 == 2 and n:  # repaired: kept = gate == 1, holes anywhere (Stream.kept)
+            kw["gate"] = (rng.random(n) < 0.9).astype(np.uint8)
+            kw["repairs"] = []
         out.append(Stream(id=f"s{i}", corpus=("code", "prose")[i % 2], bits=bits, **kw))
     return out
 

@@ -168,6 +168,31 @@ def test_run_backend_llamacpp_writes_a_readable_run(tmp_path, smol):
     assert len(load_run(tmp_path / "run").streams) == 2
 
 
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_smollm2_self_draft_repaired_keeps_99_percent_with_alpha_one(tmp_path, smol):
+    """SPEC 1.3 on SmolLM2 drafting for itself in llama.cpp, 3 prompts x 24 tokens: after the repair loop
+    alpha is 1 on every kept position and at least 99% of the positions are kept (before the loop the
+    first-failure cut kept 39 of 72, issue 35)."""
+    from specterm.core.store import load_run
+    from specterm.oracle.corpora import load_builtin
+    from specterm.oracle.llamacpp.run import run_oracle_llamacpp
+    from specterm.oracle.run import OracleConfig
+
+    path, _ = smol
+    prompts = load_builtin(["code", "prose", "multilingual"], limit=1)
+    cfg = OracleConfig(target=str(path), draft=str(path), prompts=prompts, out=tmp_path / "run", max_new_tokens=24,
+                       measure_cost=False)
+    run_oracle_llamacpp(cfg, threads=1)
+    streams = load_run(tmp_path / "run").streams
+    kept, n = sum(s.valid_len for s in streams), sum(s.n for s in streams)
+    print(f"SmolLM2 self-draft, llama.cpp, repaired: {kept} of {n} positions kept, "
+          f"repairs {[s.repairs for s in streams]}, gate {[round(s.gate_rate, 3) for s in streams]}")
+    assert all(s.repairs is not None for s in streams)
+    assert all(s.a.size and s.a.all() for s in streams)  # alpha = 1 on every kept position
+    assert kept >= 0.99 * n
+
+
 def _speculative_binary_dir():
     """llama-speculative-simple: $SPECTERM_LLAMA_BIN, else specterm's cache; skipped when neither has it
     (in CI confirm builds it into the cache on first use)."""

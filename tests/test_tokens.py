@@ -75,3 +75,17 @@ async def test_a_step_redraws_only_the_cursor_lines():
             assert view.scroll_offset == before
             lines = {view.token_lines(view.cursor - 1)[0], view.token_lines(view.cursor)[0]}
             assert set(view.drawn) <= lines and view.drawn, view.drawn
+
+
+async def test_a_mid_stream_excluded_position_is_drawn_as_excluded():
+    """A repaired stream's kept mask (gate failing at t = 1 only): t = 1 takes the excluded style, t = 2 its own."""
+    app = ViewApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        view = app.query_one(CountingView)
+        view.set_stream(["ab", "cd", "ef"], np.array([1, 1, 1], np.uint8), np.array([True, False, True]), cursor=0, prompt="p")
+        await pilot.pause()
+        segs = [seg for seg in view.render_line(2)._segments if seg.text]
+        excluded = view.get_component_rich_style("token-view--excluded")
+        accepted = view.get_component_rich_style("token-view--accepted")
+        assert [seg.text for seg in segs[:3]] == ["ab", "cd", "ef"]
+        assert segs[1].style == view.rich_style + excluded and segs[2].style == view.rich_style + accepted

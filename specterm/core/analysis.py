@@ -86,6 +86,7 @@ from specterm.core.position import PositionSums, bin_width_for, bins_needed, pos
 from specterm.core.report import (
     POOLED, ConfirmedRow, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, ScoreRow, SetReport,
 )
+from specterm.core.repairs import repair_counts
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import mark_borderline, scorecard
 from specterm.core.borderline import BORDERLINE_SEEDS, best_gammas, replicates, seed_plan, seed_verdicts
@@ -218,11 +219,12 @@ def _rest(streams: list[Stream], gamma: int, shuffles: int, seed: int, bin_width
     """A set's position, steady and sampling sums, reduced `budget` positions at a time
     (position_chunks; the steady parts' exact shuffle column continues its running sum)."""
     a = [s.a for s in streams]
+    t = [None if s.contiguous else s.kept_t for s in streams]  # absolute positions where some were excluded
     positions: list[PositionSums] = []
     steadies: list[SteadySums] = []
     samplings: list[SamplingSums] = []
     for sl in position_chunks([x.size for x in a], budget):
-        positions.append(position_sums(a[sl], bin_width=bin_width, n_bins=n_bins))
+        positions.append(position_sums(a[sl], bin_width=bin_width, n_bins=n_bins, t=t[sl]))
         steadies.append(steady_sums(a[sl], gamma, shuffles, seed, esb_carry=steadies[-1].esb_carry if steadies else 0.0))
         samplings.append(sampling_sums([analysed_beta(s) for s in streams[sl]]))
     if len(positions) == 1:
@@ -488,7 +490,7 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     if not entries:
         raise SpectermError("the runs hold no prompts yet; run `specterm run` or `specterm import` first.")
     corpora = sorted({s.corpus for s, _ in entries})
-    longest = max(s.valid_len for s, _ in entries)
+    longest = max(s.analysed_span for s, _ in entries)  # the absolute t a bin must reach (excluded positions keep theirs)
     bin_width = bin_width_for(longest)  # 16, wider only past MAX_BINS bins (one 30M-position stream)
     n_bins = bins_needed(longest, bin_width)  # one bin layout for every set, so they stack
 
@@ -607,6 +609,7 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
         rep = set_report(sums, W, [run_r[i] for _, i in members], R)
         if members and all(s.gate is None for s, _ in members):
             rep.gate_rate = None  # imported bits: no gate was checked (SPEC 1.3), so no rate to show
+        rep.repairs = repair_counts([s for s, _ in members])
         rep.optimum_shares = p3_shares(R, sums.cols)
         r = r_of[name]  # = r_or_default(rep.r_measured)
         rep.policies = policy_summary([s for s, _ in members], r, W, table=tables[name], resampled=resampled_policy[name])

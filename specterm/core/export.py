@@ -83,6 +83,7 @@ def overview_tables(report: Report) -> list[Table]:
              *steady_cells(s)]
             for name, s in sets]
     tables: list[Table] = [("Headline numbers", head, rows)]
+    tables += repair_tables(sets)
     head = ["set", "per-stream p11-p10 [CI]", "pooled p11-p10 [CI]", "Simpson inflation [CI]", "streams defined"]
     rows = [[name, est(s.autocorr, sign=True), est(s.autocorr_pooled, sign=True),
              est(s.autocorr_simpson, sign=True), fmt(s.autocorr_defined_streams)]
@@ -95,6 +96,18 @@ def overview_tables(report: Report) -> list[Table]:
                 for r in report.runs]
         tables.append(("Runs", head, rows))
     return tables
+
+
+def repair_tables(sets: list[tuple[str, Any]]) -> list[Table]:
+    """The repair loop's counts per set (SPEC 1.3), when a set has streams that went through it (llama.cpp)."""
+    if all(getattr(s, "repairs", None) is None for _, s in sets):
+        return []
+    head = ["set", "streams checked", "streams repaired", "repairs", "positions excluded", "gate"]
+    rows = [[name, MISSING, MISSING, MISSING, MISSING, fmt(s.gate_rate, 3)] if s.repairs is None else
+            [name, fmt(s.repairs.streams), fmt(s.repairs.repaired), fmt(s.repairs.repairs), fmt(s.repairs.excluded),
+             fmt(s.gate_rate, 3)] for name, s in sets]
+    return [("Repairs (SPEC 1.3: near-ties between batched and serial evaluation, repaired; positions whose gate "
+             "still fails after the bound are excluded one by one)", head, rows)]
 
 
 def runlength_tables(report: Report) -> list[Table]:

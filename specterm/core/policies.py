@@ -34,10 +34,9 @@ LOCKSTEP_MIN = 16
 
 
 def _analysed(stream: Stream) -> tuple[np.ndarray, np.ndarray | None]:
-    """The analysed stream (bits before the first gate failure) and its draft_conf, cut alike."""
-    n = stream.valid_len
-    conf = None if stream.draft_conf is None else np.asarray(stream.draft_conf)[:n]
-    return np.asarray(stream.bits)[:n], conf
+    """The analysed stream a (bits on Stream.kept) and its draft_conf, cut alike."""
+    conf = None if stream.draft_conf is None else stream.analysed(stream.draft_conf)
+    return stream.a, conf
 
 
 def has_draft_conf(streams: Sequence[Stream]) -> bool:

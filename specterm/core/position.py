@@ -80,15 +80,23 @@ def position_columns(n_bins: int) -> dict[str, int]:
     return {name: i for i, name in enumerate(names)}
 
 
-def position_sums(a: Sequence[np.ndarray], bin_width: int = BIN_WIDTH, n_bins: int | None = None) -> PositionSums:
-    """Per-stream position sums of the analysed streams `a` (bits cut at the first gate failure).
+def position_sums(a: Sequence[np.ndarray], bin_width: int = BIN_WIDTH, n_bins: int | None = None,
+                  t: Sequence[np.ndarray | None] | None = None) -> PositionSums:
+    """Per-stream position sums of the analysed streams `a` (bits on Stream.kept).
 
     `n_bins` fixes the number of bins (so that the sets of one report stack into the pooled set);
     by default just enough for the longest stream. Vectorised over all positions: t = global index
     minus the stream's start, bin = t // w, one bincount per column family.
+
+    `t` gives, per stream, the absolute position of each analysed bit (Stream.kept_t) where positions
+    were excluded one by one (a repaired stream); None (or a None entry) means t = 0, 1, ... A stream
+    counts in the warm-up gain when it has analysed positions at t < 16 and at t >= 32.
     """
     if bin_width < 1:
         raise ValueError(f"bin width must be >= 1, got {bin_width}")
+    if t is not None and any(x is not None for x in t):
+        return _position_sums_at(a, [np.arange(np.asarray(x).size) if tx is None else np.asarray(tx, dtype=np.int64)
+                                     for x, tx in zip(a, t, strict=True)], bin_width, n_bins)
     lengths = np.array([np.asarray(x).size for x in a], dtype=np.int64)
     N = lengths.size
     needed = bins_needed(int(lengths.max()) if N else 0, bin_width)
@@ -117,6 +125,40 @@ def position_sums(a: Sequence[np.ndarray], bin_width: int = BIN_WIDTH, n_bins: i
     M[:, cols["early_n"]] = early * warm
     M[:, cols["late_ones"]] = (cs[ends] - cs[starts + late]) * warm
     M[:, cols["late_n"]] = (lengths - late) * warm
+    M[:, cols["warmup"]] = warm
+    with np.errstate(divide="ignore", invalid="ignore"):
+        own = (M[:, cols["late_ones"]] / M[:, cols["late_n"]]) - (M[:, cols["early_ones"]] / M[:, cols["early_n"]])
+    M[:, cols["gain"]] = np.where(warm, own, 0.0)
+    return PositionSums(M, cols, bin_width, K)
+
+
+def _position_sums_at(a: Sequence[np.ndarray], t: Sequence[np.ndarray], bin_width: int, n_bins: int | None) -> PositionSums:
+    """position_sums with each bit at its given absolute position t (one bincount per column family over
+    (stream, bin) pairs)."""
+    lengths = np.array([np.asarray(x).size for x in a], dtype=np.int64)
+    N = lengths.size
+    bits = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in a]) if N else np.zeros(0)
+    ts = np.concatenate([np.asarray(x, dtype=np.int64).ravel() for x in t]) if N else np.zeros(0, dtype=np.int64)
+    if ts.size != bits.size:
+        raise ValueError("t must give one position per analysed bit")
+    needed = bins_needed(int(ts.max()) + 1 if ts.size else 0, bin_width)
+    K = needed if n_bins is None else int(n_bins)
+    if K < needed:
+        raise ValueError(f"{K} bins of width {bin_width} do not cover position {int(ts.max())}")
+    cols = position_columns(K)
+    M = np.zeros((N, 2 * K + len(WARMUP_COLUMNS)))
+    sid = np.repeat(np.arange(N), lengths)
+    cell = sid * K + ts // bin_width
+    M[:, :K] = np.bincount(cell, weights=bits, minlength=N * K).reshape(N, K)
+    M[:, K:2 * K] = np.bincount(cell, minlength=N * K).reshape(N, K)
+    early, late = ts < WARMUP_EARLY, ts >= WARMUP_LATE
+    early_n = np.bincount(sid, weights=early, minlength=N)
+    late_n = np.bincount(sid, weights=late, minlength=N)
+    warm = (early_n > 0) & (late_n > 0)
+    M[:, cols["early_ones"]] = np.bincount(sid, weights=bits * early, minlength=N) * warm
+    M[:, cols["early_n"]] = early_n * warm
+    M[:, cols["late_ones"]] = np.bincount(sid, weights=bits * late, minlength=N) * warm
+    M[:, cols["late_n"]] = late_n * warm
     M[:, cols["warmup"]] = warm
     with np.errstate(divide="ignore", invalid="ignore"):
         own = (M[:, cols["late_ones"]] / M[:, cols["late_n"]]) - (M[:, cols["early_ones"]] / M[:, cols["early_n"]])

@@ -398,6 +398,18 @@ class SteadyState(Record):
 
 
 @dataclass(kw_only=True)
+class Repairs(Record):
+    """SPEC 1.3's repair loop over the streams of a set that went through it (llama.cpp): how many did,
+    how many needed a repair, the repairs (flipped positions) in all, and the positions excluded one by
+    one because their gate still fails after the bound."""
+
+    streams: int
+    repaired: int
+    repairs: int
+    excluded: int
+
+
+@dataclass(kw_only=True)
 class SetReport(Record):
     """Every number of one set of streams (a corpus or the pooled set); see SPEC 7."""
 
@@ -430,6 +442,7 @@ class SetReport(Record):
     steady_state: SteadyState | None = None
     optimum_shares: OptimumShares | None = None  # P3 per bootstrap replicate (None without a bootstrap)
     decision_by_profile: dict[str, DecisionHW] = dataclasses.field(default_factory=dict)  # profile id -> its decision
+    repairs: Repairs | None = None  # None: no stream of the set went through the repair loop (torch, older runs)
 
 
 MEASUREMENT, ECONOMICS = "measurement", "economics"

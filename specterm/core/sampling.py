@@ -44,9 +44,9 @@ COLS = {name: i for i, name in enumerate(SAMPLING_COLUMNS)}
 
 
 def analysed_beta(stream: Any) -> np.ndarray | None:
-    """A stream's beta on its analysed positions (before the first gate failure), None when not stored."""
+    """A stream's beta on its analysed positions (Stream.kept), None when not stored."""
     beta = getattr(stream, "beta", None)
-    return None if beta is None else np.asarray(beta)[: stream.valid_len]
+    return None if beta is None else stream.analysed(beta)
 
 
 def segment_sums(x: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -540,7 +540,7 @@ def time_prompt(session: ConfirmSession, idx: int, it: Item) -> dict[str, Any]:
     row: dict[str, Any] = {"corpus": s.corpus, "id": s.id, "tokens": it.n, "order": [str(m) for m in methods],
                            "prompt_tokens": len(it.ids), "context": len(it.ids) + it.n / 2}
     if not session.engine.gate_held:  # every stream qualifies: the gate is recorded beside the first divergence
-        row.update(gate_valid_len=s.valid_len, gate_rate=s.gate_rate)
+        row.update(gate_valid_len=s.first_failure, gate_rate=s.gate_rate)
     row["spec"] = {}
     for m in methods:
         check_cancel(session.cancel)

@@ -67,13 +67,34 @@ def quote(piece: str | None) -> str:
 def prompt_cells(stream: Any) -> list[Any]:
     """Cells of one prompt-list row: id, corpus, alpha, n, gate rate (a failed gate is flagged; an
     import, which checked no gate, shows n/a). n is "analysed/n" when a gate failure cut the stream:
-    alpha is over the analysed positions only."""
+    alpha is over the analysed positions only. A repaired stream (llama.cpp) shows its repairs after
+    the gate rate ("r3": three flipped positions)."""
     gate = stream.gate_rate
-    gate_cell = Text(MISSING) if stream.gate is None else Text(f"{gate:.3f}", style="bold red" if gate < 1.0 else "")
+    gate_text = f"{gate:.3f}" + (f" r{len(stream.repairs)}" if stream.repairs else "")
+    gate_cell = Text(MISSING) if stream.gate is None else Text(gate_text, style="bold red" if gate < 1.0 else "")
     n = str(stream.n) if stream.valid_len >= stream.n else f"{stream.valid_len}/{stream.n}"
     # printable() first: a tab or newline in an id would otherwise draw a second, phantom line
     return [Text(printable(stream.id)), fmt(navigate.stream_alpha(stream.a)), n,
             Text(printable(stream.corpus)), gate_cell]
+
+
+def repair_note(s: Any) -> str:
+    """The stream header's note on its gate: the repairs and flipped positions of a repaired stream
+    (SPEC 1.3) and the positions still excluded, or the first gate failure of any other stream."""
+    if s.repairs is not None:
+        if not s.repairs:
+            note = "  no repairs"
+        else:
+            shown = ", ".join(str(t) for t in s.repairs[:8]) + (", ..." if len(s.repairs) > 8 else "")
+            note = f"  [b $warning]{len(s.repairs)} repair(s) at t = {shown}[/]"
+        excluded = s.excluded
+        if excluded.size:
+            shown = ", ".join(str(int(t)) for t in excluded[:8]) + (", ..." if excluded.size > 8 else "")
+            note += f"  [b $error]{excluded.size} excluded (gate still fails) at t = {shown}[/]"
+        return note
+    if s.valid_len < s.n:
+        return f"  [b $error]gate fails at t = {s.valid_len}: later positions excluded[/]"
+    return ""
 
 
 class StreamsScreen(ReportScreen):
@@ -239,20 +260,22 @@ class StreamsScreen(ReportScreen):
         self.selected = index
         s = self.streams[index]
         view = self.query_one(TokenView)
-        view.set_stream(token_labels(s.pieces, s.bits), s.bits, s.valid_len, prompt=s.prompt)
+        view.set_stream(token_labels(s.pieces, s.bits), s.bits, s.kept, prompt=s.prompt)
         where = f"{safe(s.run)}: " if len({st.run for st in self.streams}) > 1 else ""
         head = (f"[b]{where}{safe(s.corpus)}/{safe(s.id)}[/]  alpha {fmt(navigate.stream_alpha(s.a))}"
                 f"  n {s.n}  gate " + ("n/a (not checked: imported)" if s.gate is None else f"{s.gate_rate:.3f}"))
-        if s.valid_len < s.n:
-            head += f"  [b $error]gate fails at t = {s.valid_len}: later positions excluded[/]"
+        head += repair_note(s)
         if s.stop:
             head += f"  stop {s.stop}"
         self.query_one("#stream-head", Static).update(head)
         # Over all n positions, blank from the gate failure on: the cut shows where it is, never stretched.
-        rolling = navigate.rolling_alpha(s.a, ROLLING_WINDOW).tolist() + [float("nan")] * (s.n - len(s.a))
-        self.query_one("#rolling", ScaledSparkline).data = rolling
+        rolling = np.full(s.n, np.nan)  # each analysed position at its own t; excluded ones blank
+        rolling[s.kept] = navigate.rolling_alpha(s.a, ROLLING_WINDOW)
+        self.query_one("#rolling", ScaledSparkline).data = rolling.tolist()
         label = f"rolling alpha (window {ROLLING_WINDOW}, scale 0 to 1)"
-        if len(s.a) < s.n:
+        if s.repairs is not None and len(s.a) < s.n:
+            label += f": {len(s.a)} of {s.n} analysed, blank at the {s.n - len(s.a)} excluded"
+        elif len(s.a) < s.n:
             label += f": t < {len(s.a)} of {s.n} analysed, blank after the gate failure"
         self.query_one("#rolling-label", Static).update(label)
 
@@ -382,10 +405,14 @@ class StreamsScreen(ReportScreen):
     def cursor_text(self, s: Any, t: int) -> str:
         """The info lines for token t of stream s (what the Pilot tests read)."""
         a = int(s.bits[t])
-        excluded = t >= s.valid_len
+        excluded = not bool(s.kept[t])
         verdict = "[b $text-success]accepted[/]" if a else "[b $text-error]rejected[/]"
-        if excluded:
+        if excluded and s.repairs is not None:
+            verdict += " [b $error](the gate still fails here after the repairs: excluded)[/]"
+        elif excluded:
             verdict += " [b $error](after the gate failure: excluded)[/]"
+        if s.repairs and t in s.repairs:
+            verdict += " [b $warning](repaired: y_t is the teacher-forced token)[/]"
         lines = [f"t {t}/{s.n}  a_t = {a} {verdict}"]
         if s.beta is not None:
             lines[0] += f"  beta {float(s.beta[t]):.3f}"

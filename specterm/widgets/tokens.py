@@ -161,7 +161,7 @@ class TokenView(ScrollView, can_focus=True):
         super().__init__(id=id, classes=classes)
         self._labels: list[str] = []
         self._bits = np.zeros(0, dtype=np.uint8)
-        self._valid_len = 0
+        self._kept = np.zeros(0, dtype=bool)
         self._layout = TokenLayout(lines=[], line_of=np.zeros(0, dtype=np.int64))
         self._layout_width = -1
         self._prompt: str | None = None
@@ -170,14 +170,15 @@ class TokenView(ScrollView, can_focus=True):
     # -- data -------------------------------------------------------------------------------
     NO_PROMPT = "(this run did not store the prompt text)"
 
-    def set_stream(self, labels: list[str], bits: np.ndarray, valid_len: int, cursor: int = 0,
+    def set_stream(self, labels: list[str], bits: np.ndarray, kept: np.ndarray | int, cursor: int = 0,
                    prompt: str | None = None) -> None:
         """Show a new stream (labels[i] drawn for token i) under its prompt (dimmed; a note when the
-        run kept none) and put the cursor on token `cursor`."""
+        run kept none) and put the cursor on token `cursor`. `kept`: the analysed positions (Stream.kept,
+        a bool mask; an int k means t < k); the others are drawn as excluded."""
         self._prompt = prompt
         self._labels = labels
         self._bits = np.asarray(bits)
-        self._valid_len = valid_len
+        self._kept = np.arange(self._bits.size) < kept if isinstance(kept, (int, np.integer)) else np.asarray(kept, dtype=bool)
         self._layout_width = -1
         self._relayout()
         self.set_reactive(TokenView.cursor, min(max(cursor, 0), max(len(labels) - 1, 0)))
@@ -281,7 +282,7 @@ class TokenView(ScrollView, can_focus=True):
         cursor = self.get_component_rich_style("token-view--cursor")
         segments = []
         for i, text in self._layout.lines[k]:
-            if i >= self._valid_len:
+            if not self._kept[i]:
                 style = excluded
             elif self._bits[i]:
                 style = accepted

@@ -11,11 +11,17 @@ Record fields (per prompt, n = number of positions of the continuation y_1..y_n)
     draft_conf, target_conf   base64 float32: top-1 probability of draft / target at each t (or null)
     beta                      base64 float32: sum_v min(p_t(v), q_t(v)) (or null)
     stop                      "eos" | "length" | null
+    repairs                   [t, ...] increasing in [0, n): where y holds the teacher-forced token (SPEC 1.3's
+                              repair loop, llama.cpp); absent (None): never went through the loop (torch, older runs)
     checksum                  16 hex digits (see below; absent in runs written before checksums)
 
 Every record written since checksums exist carries `checksum`, the first 16 hex digits of the
 sha256 of its canonical JSON (sorted keys, ASCII, no spaces) without that field, and run.json says
 `"checksums": true`; such a run refuses a record without one.
+
+Analysed positions (`Stream.kept`, a = bits[kept]): with `repairs`, every position whose gate holds
+(excluded one by one); otherwise those before the first gate failure (SPEC 1, torch). The statistics
+read a (an excluded mid-stream position is dropped); warm-up bins use absolute t (`Stream.kept_t`).
 
 Probabilities (draft_conf, target_conf, beta) must be finite and within [0, 1] (up to float32
 rounding, PROB_SLACK).
@@ -93,6 +99,7 @@ class Stream:
     text: str | None = None
     piece_ends: np.ndarray | None = None
     stop: str | None = None
+    repairs: list[int] | None = None  # flipped positions of the repair loop; None: never repaired (torch, old runs)
     run: str = ""
 
     @property
@@ -100,23 +107,59 @@ class Stream:
         return int(self.bits.size)
 
     @property
-    def valid_len(self) -> int:
-        """Positions before the first gate failure (all of them when the gate held or was not checked)."""
+    def first_failure(self) -> int:
+        """The first t whose gate fails (n when the gate held everywhere or was not checked)."""
         if self.gate is None:
             return self.n
         bad = np.flatnonzero(self.gate == 0)
         return int(bad[0]) if bad.size else self.n
 
     @property
-    def kept(self) -> np.ndarray:
-        """bool mask over t = 0..n-1 of the positions analysed (`a` is bits[kept]): before the first gate
-        failure (SPEC 1: torch and streams stored without repair information)."""
-        return np.arange(self.n) < self.valid_len
+    def one_by_one(self) -> bool:
+        """True when positions are excluded one by one (a stream with repair information and a gate)."""
+        return self.repairs is not None and self.gate is not None
 
     @property
-    def a(self) -> np.ndarray:
-        """The analysed stream: bits up to the first gate failure."""
-        return self.bits[: self.valid_len]
+    def valid_len(self) -> int:
+        """The number of analysed positions, kept.sum() (a count, never a boundary: slice by `kept`)."""
+        return int(self.kept.sum()) if self.one_by_one else self.first_failure
+
+    @property
+    def kept(self) -> np.ndarray:
+        """bool mask over t = 0..n-1 of the analysed positions (a = bits[kept]): gate == 1 one by one,
+        else t < first_failure (SPEC 1: torch and streams stored without repair information)."""
+        return np.asarray(self.gate == 1, dtype=bool) if self.one_by_one else np.arange(self.n) < self.first_failure
+
+    @property
+    def kept_t(self) -> np.ndarray:
+        """The absolute positions t of the analysed stream a (int64): a[i] is a_t at t = kept_t[i]."""
+        return np.flatnonzero(self.kept)
+
+    @property
+    def excluded(self) -> np.ndarray:  # the positions t left out of the analysis (int64, sorted)
+        return np.flatnonzero(~self.kept)
+
+    @property
+    def a(self) -> np.ndarray:  # the analysed stream bits[kept]
+        return self.analysed(self.bits)
+
+    def analysed(self, values: np.ndarray) -> np.ndarray:
+        """A per-position column (n values: bits, beta, draft_conf) on the analysed positions, values[kept]."""
+        cut: np.ndarray = np.asarray(values)
+        return cut[self.gate == 1] if self.one_by_one else cut[: self.first_failure]
+
+    @property
+    def analysed_span(self) -> int:
+        """1 + the last analysed position t (0 when none): the positions a warm-up table must cover."""
+        if not self.one_by_one:
+            return self.first_failure
+        kept_t = self.kept_t
+        return int(kept_t[-1]) + 1 if kept_t.size else 0
+
+    @property
+    def contiguous(self) -> bool:
+        """True when the analysed positions are t = 0 .. len(a)-1 (no position excluded before the last kept)."""
+        return self.analysed_span == self.valid_len
 
     @property
     def gate_rate(self) -> float:
@@ -149,6 +192,8 @@ class Stream:
         for name in _FLOAT_FIELDS:
             val = getattr(self, name)
             rec[name] = None if val is None else encode_array(val, "<f4")
+        if self.repairs is not None:  # absent otherwise: records of runs without repairs keep their bytes
+            rec["repairs"] = [int(t) for t in self.repairs]
         return rec
 
 
@@ -171,6 +216,8 @@ def _plain_json(obj: dict[str, Any]) -> bytes | None:
             parts.append(f'"{key}":{"null" if value is None else "true" if value else "false"}')
         elif type(value) is int:
             parts.append(f'"{key}":{int.__repr__(value)}')
+        elif type(value) is list and all(type(v) is int for v in value):  # `repairs`
+            parts.append(f'"{key}":[{",".join(int.__repr__(v) for v in value)}]')
         else:
             return None
         if '"' in key or "\\" in key:
@@ -288,7 +335,20 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
     stop = rec.get("stop")
     if stop is not None and not isinstance(stop, str):
         raise SpectermError(f"{where}: 'stop' must be a string or null; the file is corrupt.")
-    return Stream(id=rec["id"], corpus=rec["corpus"], bits=bits, prompt=prompt, text=text, stop=stop, run=run, **kw)
+    repairs = _repairs(rec.get("repairs"), n, "gate" in kw, where)
+    return Stream(id=rec["id"], corpus=rec["corpus"], bits=bits, prompt=prompt, text=text, stop=stop, run=run,
+                  repairs=repairs, **kw)
+
+
+def _repairs(val: Any, n: int, has_gate: bool, where: str) -> list[int] | None:
+    """The record's flipped positions: null, or a strictly increasing list of ints in [0, n) beside a gate."""
+    if val is None:
+        return None
+    if not (isinstance(val, list) and all(type(t) is int for t in val) and has_gate and all(0 <= t < n for t in val)
+            and all(b > a for a, b in zip(val, val[1:]))):
+        raise SpectermError(f"{where}: 'repairs' must be null or increasing positions in [0, {n}) beside a 'gate'; "
+                            "the file is corrupt.")
+    return list(val)
 
 
 def _check_checksum(rec: dict[str, Any], where: str, require_checksum: bool) -> None:

@@ -8,6 +8,7 @@ can say who holds it. Where `fcntl` does not exist (Windows) the lock is a no-op
 from __future__ import annotations
 
 import errno
+import json
 import os
 import platform
 from collections.abc import Iterable
@@ -23,6 +24,7 @@ from specterm.core.store.atomic import (
     leftovers_line,
     open_new_file,
     sweep_leftovers,
+    write_atomic,
     write_failure,
     write_json_atomic,
 )
@@ -41,7 +43,7 @@ from specterm.core.store.meta import (
 )
 from specterm.core.store.models import model_key, model_label
 from specterm.core.store.records import BOM, Stream, decode_line, record_line
-from specterm.core.store.runs import load_run, split_damaged_tail
+from specterm.core.store.runs import load_run, split_damaged_tail, stored_lines
 
 LOCK_FILE = "run.lock"
 RESUME = "continue the run with `specterm run ... --resume`"
@@ -305,6 +307,32 @@ class RunWriter:
         self.done.add(key)
         # written after the record: the count is a lower bound a load checks prompts.jsonl against (store/runs.py)
         self.update_meta(**{RECORDS_FIELD: len(self.done)})
+
+    def replace(self, stream: Stream) -> None:
+        """Replace the stored record of prompt (stream.corpus, stream.id) by `stream`'s (a stream repaired
+        in place, `specterm run --backend llama.cpp --resume`): prompts.jsonl is rewritten whole, atomically
+        (store/atomic.py: a temp file beside it, fsync'ed, renamed), so a kill leaves the old file or the
+        new one, every other record byte for byte."""
+        if not self.lock.held:
+            raise SpectermError(f"the writer of {self.path} was closed; open the run again with --resume.")
+        key = (stream.corpus, stream.id)
+        new = record_line(stream).rstrip(b"\n")
+        lines, hits = [], 0
+        for line in stored_lines(self.path):
+            rec = json.loads(line.raw.decode("utf-8"))  # the run was loaded whole when the writer opened it
+            if (rec.get("corpus"), rec.get("id")) == key:
+                lines.append(new)
+                hits += 1
+            else:
+                lines.append(line.raw)
+        if hits != 1:
+            raise SpectermError(f"prompt '{stream.id}' ({stream.corpus}) is stored {hits} times in {self.path}; "
+                                "run `specterm repair` on it first.")
+        rec_path = self.path / RECORDS_FILE
+        try:
+            write_atomic(rec_path, (raw + b"\n" for raw in lines))
+        except OSError as exc:
+            raise write_failure(rec_path, exc, "the run is unchanged", RESUME) from None
 
     def close(self) -> None:
         self.lock.release()

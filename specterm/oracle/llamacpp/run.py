@@ -13,8 +13,17 @@ For each prompt (encoded as llama.cpp's examples do, `models.PROMPT_ENCODING`):
 
 The gate compares the batched teacher-forced argmax with y built by serial 1-token decodes: llama.cpp's
 kernels do not give bit-identical logits for a row computed in a batch of many and alone, so a
-near-tie can flip and the gate can fall below 1.000. That is reported per stream and SPEC 1's rule
-applies (positions from the first gate failure on are excluded from analysis).
+near-tie can flip and the gate can fall below 1.000. SPEC 1.3's repair loop (oracle/repair.py) then
+makes y the target's greedy continuation as its teacher-forced pass sees it: at the first failure
+take the teacher-forced token, regenerate the rest serially (the prompt and the kept prefix in one
+decode, then 1-token decodes, as step 1 treats a prompt), teacher-force again, up to REPAIR_BOUND
+repairs; the stream stores its flipped positions (`repairs`) and positions that still fail are
+excluded one by one (Stream.kept).
+
+`--resume` on a run whose streams carry no repair information (written before the loop) repairs
+them in place first (`repair_stored`): the stored y is teacher-forced again on this machine and
+repaired from its first failure (the prefix before it is kept, nothing is generated again when the
+gate holds), each stream's record rewritten atomically as soon as it is done.
 
 Streams go through the same writer as the torch backend (RunWriter: resume, lock, checksums).
 """
@@ -31,8 +40,9 @@ import numpy as np
 
 from specterm.core.errors import SpectermError
 from specterm.core.progress import Cancelled, Progress, ProgressCallback, check_cancel
-from specterm.core.store import RunWriter, Stream, new_meta, public_model
+from specterm.core.store import RunWriter, Stream, load_run, new_meta, public_model
 from specterm.oracle.llamacpp import models as LM
+from specterm.oracle.repair import REPAIR_BOUND, Repaired, repair_greedy
 
 POSITION_CHUNK = 32  # rows per float64 softmax chunk: 32 x 152k x 8 B x 2 ~ 78 MB
 CONTEXT_MARGIN = 24  # room for the cost measurement: context + a (g+1)-token verification, g <= 16
@@ -84,7 +94,8 @@ def stream_columns(target_logits: np.ndarray, draft_logits: np.ndarray, y: np.nd
 
 def greedy_generate(model: LM.GGUFModel, prompt_ids: list[int], max_new_tokens: int, eog: set[int],
                     on_token=None, cancel: threading.Event | None = None) -> list[int]:
-    """Raw-argmax greedy decoding in llama.cpp (see the module docstring, step 1)."""
+    """Raw-argmax greedy decoding in llama.cpp (see the module docstring, step 1): the context in one
+    decode, then one 1-token decode per token, at most `max_new_tokens` tokens."""
     model.clear(0)
     logits = model.decode(prompt_ids, 0)
     out: list[int] = []
@@ -107,6 +118,62 @@ def teacher_force_logits(model: LM.GGUFModel, prompt_ids: list[int], y: list[int
     seq = list(prompt_ids) + list(y[:-1])
     first = len(prompt_ids) - 1
     return model.decode(seq, 0, rows=range(first, first + len(y)))
+
+
+def continue_greedy(model: LM.GGUFModel, prompt_ids: list[int], prefix: list[int], max_new_tokens: int,
+                    eog: set[int], cancel: threading.Event | None = None) -> list[int]:
+    """The serial greedy continuation of y after `prefix` (the repair loop's regenerate): nothing when
+    the prefix ends in an end-of-generation token or holds max_new_tokens tokens, else greedy_generate
+    from prompt + prefix for the tokens left."""
+    if not prefix or prefix[-1] in eog or len(prefix) >= max_new_tokens:
+        return []
+    return greedy_generate(model, list(prompt_ids) + list(prefix), max_new_tokens - len(prefix), eog, cancel=cancel)
+
+
+class _TargetPass:
+    """teacher_argmax of the repair loop: the target's teacher-forced argmax over the ids both models
+    share (as stream_columns compares them), keeping the logits of the last y for its columns."""
+
+    def __init__(self, pair: LlamaPair, prompt_ids: list[int]):
+        self.pair, self.prompt_ids = pair, prompt_ids
+        self.vocab = min(pair.target.n_vocab, pair.draft.n_vocab)
+        self.y: list[int] | None = None
+        self.logits: np.ndarray | None = None
+
+    def __call__(self, y: list[int]) -> np.ndarray:
+        self.y, self.logits = list(y), teacher_force_logits(self.pair.target, self.prompt_ids, y)
+        return self.logits[:, : self.vocab].argmax(axis=1)
+
+    def logits_of(self, y: list[int]) -> np.ndarray:
+        """The target's teacher-forced logits of `y` (those of the last pass when it was this y)."""
+        if self.logits is None or self.y != list(y):
+            self(y)
+        assert self.logits is not None
+        return self.logits
+
+
+def repaired_stream(pair: LlamaPair, prompt: Any, prompt_ids: list[int], y: list[int], max_new_tokens: int,
+                    pieces: Any, cancel: threading.Event | None = None,
+                    on_repair=None, bound: int = REPAIR_BOUND) -> tuple[Stream, Repaired]:
+    """The stream of `prompt` from its serial greedy y: the repair loop (oracle/repair.py) on the target,
+    then the draft teacher-forced on the final y and every column from the two passes (stream_columns)."""
+    from specterm.oracle.run import decode_pieces
+
+    tpass = _TargetPass(pair, prompt_ids)
+    rep = repair_greedy(y, tpass, lambda prefix: continue_greedy(pair.target, prompt_ids, prefix, max_new_tokens,
+                                                                  pair.eog, cancel),
+                        bound=bound, on_repair=on_repair)
+    check_cancel(cancel)
+    cols: dict[str, Any] = stream_columns(tpass.logits_of(rep.y), teacher_force_logits(pair.draft, prompt_ids, rep.y),
+                                          np.asarray(rep.y))
+    if not np.array_equal(cols["gate"], rep.gate):  # the same logits and the same argmax rule: cannot differ
+        raise SpectermError(f"prompt {prompt.id!r}: the gate of the repaired stream changed between two reads of "
+                            "the same logits; report this as a bug.")
+    text, ends = decode_pieces(pieces, rep.y)
+    stream = Stream(id=prompt.id, corpus=prompt.corpus, prompt=prompt.text, y=np.asarray(rep.y, dtype=np.int32),
+                    text=text, piece_ends=ends, stop="eos" if rep.y and rep.y[-1] in pair.eog else "length",
+                    repairs=rep.flips, **cols)
+    return stream, rep
 
 
 class _PieceDecoder:
@@ -170,16 +237,17 @@ def run_oracle_llamacpp(config, on_progress: ProgressCallback | None = None,
                         pair: LlamaPair | None = None) -> Path:
     """`run_oracle` in llama.cpp: same config (specterm.oracle.run.OracleConfig), same writer, same
     progress, same resume; batch_size and spec_gamma do not apply (y is serial greedy)."""
-    from specterm.oracle.run import _prompts_to_run, _Tally, decode_pieces
+    from specterm.oracle.run import _prompts_to_run, _Tally
 
     report = on_progress or (lambda p: None)
     t_start = time.perf_counter()
     prompts = _prompts_to_run(config)
     if config.spec_gamma:
         raise SpectermError("--spec-gamma is not used with --backend llama.cpp (y is llama.cpp's serial greedy); drop it.")
+    stored = _streams_to_repair(config)
     if pair is None:
         probe = LM.load_gguf(_gguf_path(config.target), 64, threads, vocab_only=True)
-        lens = [len(probe.tokenize(p.text)) for p in prompts]
+        lens = [len(probe.tokenize(text)) for text in [p.text for p in prompts] + [str(s.prompt) for s in stored]]
         if min(lens) == 0:
             raise SpectermError("a prompt encodes to zero tokens; remove it or give it some text.")
         pair = load_llama_pair(config.target, config.draft, threads, context_size(lens, config.max_new_tokens), report)
@@ -195,6 +263,7 @@ def run_oracle_llamacpp(config, on_progress: ProgressCallback | None = None,
             "y_method": Y_METHOD,
             "prompt_encoding": LM.PROMPT_ENCODING,
             "teacher_forcing": "one llama.cpp decode of prompt + y[:-1] per model (n_batch = n_ubatch = n_ctx)",
+            "repair": REPAIR_RULE,
         },
         shard=list(config.shard) if config.shard else None,
         **config.extra_meta,
@@ -210,8 +279,12 @@ def run_oracle_llamacpp(config, on_progress: ProgressCallback | None = None,
             "backend": "llama.cpp", "llama_threads": threads, "device": "cpu",
             "load_avg": list(_loadavg()),
         }])
-        _measure_cost(config, pair, writer, prompts[0], tally, cancel, threads)
+        if (writer.meta.get("generation") or {}).get("repair") != REPAIR_RULE:  # a run from before the loop, resumed
+            writer.update_meta(generation={**(writer.meta.get("generation") or {}), "repair": REPAIR_RULE})
         pieces = _PieceDecoder(pair.target)
+        if stored:
+            repair_stored(pair, writer, stored, config.max_new_tokens, pieces, tally, cancel)
+        _measure_cost(config, pair, writer, prompts[0], tally, cancel, threads)
         for idx, prompt in enumerate(todo):
             ids = pair.target.tokenize(prompt.text)
             if not ids:
@@ -232,16 +305,86 @@ def run_oracle_llamacpp(config, on_progress: ProgressCallback | None = None,
                 raise
             tally.gen_time += time.perf_counter() - t0
             tally.emit("teacher-forcing", f"teacher-forcing {prompt.id}", **where)
-            cols: dict[str, Any] = stream_columns(teacher_force_logits(pair.target, ids, y), teacher_force_logits(pair.draft, ids, y),
-                                  np.asarray(y))
-            text, ends = decode_pieces(pieces, y)
-            stream = Stream(id=prompt.id, corpus=prompt.corpus, prompt=prompt.text, y=np.asarray(y, dtype=np.int32),
-                            text=text, piece_ends=ends, stop="eos" if y and y[-1] in pair.eog else "length", **cols)
+
+            def on_repair(k, t, where=where, prompt=prompt):
+                tally.emit("repairing", f"{prompt.id}: repair {k} at t = {t} (the gate failed there)", **where)
+
+            try:
+                stream, _ = repaired_stream(pair, prompt, ids, y, config.max_new_tokens, pieces, cancel, on_repair)
+            except Cancelled:
+                tally.emit("cancelled", f"cancelled: {tally.done} prompt(s) saved in {config.out}")
+                raise
             writer.append(stream)
             tally.saved(stream)
             tally.emit("saved", f"saved {prompt.id}", tokens=len(y), bits="".join(map(str, stream.bits.tolist())), **where)
     tally.emit("done", f"{tally.done} prompt(s) saved in {config.out}")
     return config.out
+
+
+REPAIR_RULE = {
+    "bound": REPAIR_BOUND,
+    "rule": "SPEC 1.3: at the first t where the teacher-forced target argmax differs from y_t, take the "
+            "teacher-forced token, regenerate the rest serially, teacher-force again; at most `bound` repairs; "
+            "positions that still fail are excluded one by one; each stream stores its flipped positions (repairs)",
+}
+
+
+def _streams_to_repair(config) -> list[Stream]:
+    """With --resume on an existing run: its stored streams that carry no repair information (written
+    before the repair loop), in stored order; each needs its prompt text and y."""
+    from specterm.core.store import META_FILE
+
+    if not (config.resume and (config.out / META_FILE).is_file()):
+        return []
+    streams = [s for s in load_run(config.out).streams if s.repairs is None]
+    for s in streams:
+        if s.prompt is None or s.y is None:
+            raise SpectermError(f"prompt {s.id!r} ({s.corpus}) in {config.out} stores no prompt text or y, so it cannot "
+                                "be repaired; this run was not made by `specterm run --backend llama.cpp`.")
+    return streams
+
+
+def repair_stored(pair: LlamaPair, writer: RunWriter, streams: list[Stream], max_new_tokens: int, pieces: Any,
+                  tally: Any, cancel: threading.Event | None = None) -> dict[str, Any]:
+    """Repair stored streams in place (module docstring): per stream, its stored y teacher-forced on
+    this machine and repaired from its first failure (repaired_stream), its record replaced at once
+    (RunWriter.replace: atomic, so Ctrl-C keeps every finished stream); this session's entry in
+    run.json's `sessions` says what was repaired and on which machine. Returns that summary."""
+    from specterm.core.machine import this_machine
+    from specterm.oracle.corpora import Prompt
+
+    summary: dict[str, Any] = {"streams": 0, "of": len(streams), "changed": 0, "repairs": 0, "excluded": 0,
+                               "positions": 0, "bound": REPAIR_BOUND, "machine": this_machine().key()}
+    sessions = list(writer.meta.get("sessions") or [])
+    for idx, old in enumerate(streams):
+        check_cancel(cancel)
+        where: dict[str, Any] = {"prompt_index": idx, "prompt_id": old.id, "corpus": old.corpus}
+        tally.emit("repairing", f"repairing stored prompt {idx + 1}/{len(streams)}: {old.corpus}/{old.id}", **where)
+
+        def on_repair(k, t, where=where, old=old):
+            tally.emit("repairing", f"{old.id}: repair {k} at t = {t} (the gate failed there)", **where)
+
+        ids = pair.target.tokenize(str(old.prompt))
+        assert old.y is not None
+        try:
+            stream, rep = repaired_stream(pair, Prompt(id=old.id, corpus=old.corpus, text=str(old.prompt)), ids,
+                                          [int(v) for v in old.y], max_new_tokens, pieces, cancel, on_repair)
+        except Cancelled:
+            tally.emit("cancelled", f"cancelled: {summary['streams']} stored prompt(s) repaired in {writer.path}; "
+                                    "the others are repaired by the next --resume")
+            raise
+        writer.replace(stream)
+        summary["streams"] += 1
+        summary["changed"] += int(rep.rounds > 0)
+        summary["repairs"] += len(rep.flips)
+        summary["excluded"] += int(stream.n - stream.valid_len)
+        summary["positions"] += stream.n
+        sessions[-1] = {**sessions[-1], "repaired_in_place": dict(summary)}
+        writer.update_meta(sessions=sessions)
+        tally.emit("repaired", f"repaired {old.corpus}/{old.id}: {len(rep.flips)} repair(s)"
+                   + (f" at t = {', '.join(map(str, rep.flips))}" if rep.flips else "")
+                   + f", gate {stream.gate_rate:.3f}, {stream.n - stream.valid_len} excluded", **where)
+    return summary
 
 
 def _loadavg() -> tuple[float, float, float]:
