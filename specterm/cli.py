@@ -7,13 +7,17 @@ open and the no-argument form start the Textual app (specterm.app.make_app).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 import typer
 
 from specterm.core.params import BOOT, COSTS_MAX_ROUNDS as MAX_ROUNDS, COSTS_MAX_SECONDS as MAX_SECONDS, GAMMA_DEFAULT, GAMMA_MAX, SEED, SHUFFLES
 from specterm import startup
 from specterm.startup import fail, open_streams, open_tui, tui_shortcut, warn  # noqa: F401  (tui_shortcut: re-exported)
+
+if TYPE_CHECKING:
+    from specterm.core.report import Report
+    from specterm.core.store import RunFiles
 
 SHUFFLES_HELP = ("The hetero/temporal split's shuffle control: -1 (default) the exact expectation over in-place "
                  "orderings (no shuffle noise, the same for every --seed); N > 0 the mean over N random in-place "
@@ -301,24 +305,25 @@ def report_cmd(
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
     """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q6)."""
-    from specterm.core.cache import cached_analyse
+    from specterm.core import cache
     from specterm.core.errors import SpectermError
     from specterm.core.export import to_json, to_markdown, to_text
-    from specterm.core.fmt import computing_line, parsing_line
-    from specterm.core.store import load_runs, prompts_and_positions, single_pair
+    from specterm.core.fmt import parsing_line
+    from specterm.core.store import read_run_files
     from specterm.core.text import printable
 
     if format not in REPORT_FORMATS:
         raise SpectermError(f"unknown --format '{format}'; use one of {', '.join(REPORT_FORMATS)}.")
+    params = {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed}
+    use_cache = not no_cache and cache.enabled()
     with startup.stderr_status() as say:  # a 10M-position run takes seconds to parse and more to analyse
         say(parsing_line(len(runs), sum(_run_bytes(p) for p in runs)))
-        loaded = load_runs(runs)
-        for run in loaded:
-            for message in run.warnings:
-                warn(message)
-        pair = single_pair(loaded, note=lambda m: warn(m, "note"))
-        report = cached_analyse(pair, use_cache=not no_cache, gamma=gamma, boot=boot, shuffles=shuffles, seed=seed,
-                                on_compute=lambda: say(computing_line(*prompts_and_positions(pair))), note=warn)
+        files = [read_run_files(p) for p in runs]
+        fkey = cache.files_key(files, params, cache.REPORT_PAIR) if use_cache else None
+        # warm: the report found by the bytes of the files (cache.load_by_files), the runs never parsed
+        report = cache.load_by_files(fkey, runs, note=warn) if fkey is not None else None
+        if report is None:
+            report = _parsed_report(runs, files, fkey, params, use_cache, say)
     text = {"md": to_markdown, "json": to_json, "text": to_text}[format](report)
     if format != "json":  # JSON escapes control characters itself
         text = printable(text, keep="\n")
@@ -328,6 +333,32 @@ def report_cmd(
         from specterm.core.store.atomic import write_output
 
         typer.echo(f"wrote {write_output(output, text.encode('utf-8'))}", err=True)
+
+
+def _parsed_report(runs: List[Path], files: "list[RunFiles]", fkey: "dict[str, Any] | None", params: "dict[str, Any]",
+                   use_cache: bool, say: "Callable[[str], None]") -> "Report":
+    """The report of `runs` parsed from their files' bytes `files` (consumed: each run's bytes are
+    let go once parsed): warnings and notes said, the pair pooled, analysed or read from the cache by
+    its full key; the alias `fkey` of the report is stored when loading said nothing (a warm report,
+    which never parses, could not say it)."""
+    from specterm.core import cache
+    from specterm.core.fmt import computing_line
+    from specterm.core.store import load_run, prompts_and_positions, single_pair
+
+    loaded = []
+    for path in runs:
+        loaded.append(load_run(path, files.pop(0)))
+    said = [m for run in loaded for m in run.warnings]
+    for message in said:
+        warn(message)
+
+    def note(message: str) -> None:
+        said.append(message)
+        warn(message, "note")
+
+    pair = single_pair(loaded, note=note)
+    return cache.cached_analyse(pair, use_cache=use_cache, on_compute=lambda: say(computing_line(*prompts_and_positions(pair))),
+                                note=warn, report_alias=None if said else fkey, **params)
 
 
 def _run_bytes(path: Path) -> int:

@@ -56,9 +56,9 @@ from __future__ import annotations
 import zlib
 from collections import Counter
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Callable, overload
+from typing import Any, Callable, Sequence, overload
 
 import numpy as np
 
@@ -96,6 +96,25 @@ from specterm.core.store import Run, Stream
 
 
 TABLE_PARTS_PER_THREAD = 2  # policy-table parts per thread: smaller tasks balance the threads (same total work)
+CHUNK_POSITIONS = 1 << 20
+"""Positions of a set's streams reduced at once into their per-stream sums (stats, position, steady and
+sampling sums, a part of the policy table): a reduction's working arrays take tens of bytes a position,
+so the chunk bounds them whatever the set's size. Every row is its stream's alone (the exact shuffle
+column continues its running sum from chunk to chunk), so the chunks stack to the sums of all the
+streams at once, bit for bit (tests/test_chunked.py)."""
+
+
+def position_chunks(lengths: Sequence[int] | np.ndarray, budget: int = CHUNK_POSITIONS) -> list[slice]:
+    """Consecutive slices of the streams (of these lengths) by where they start: stream i is in chunk
+    floor(start_i / budget), start_i = the positions of the streams before it; empty chunks are
+    skipped, so a chunk holds at most budget positions plus its last stream's, and a stream longer
+    than `budget` is a chunk of its own. One slice for no stream."""
+    n = np.asarray(lengths, dtype=np.int64)
+    if n.size == 0:
+        return [slice(0, 0)]
+    ids = (np.cumsum(n) - n) // max(int(budget), 1)
+    bounds = [0, *(np.flatnonzero(np.diff(ids)) + 1).tolist(), int(n.size)]
+    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def corpus_seed(seed: int, corpus: str) -> int:
@@ -180,15 +199,53 @@ def _label(profiles: list[RunProfiles], idx: list[int], pid: str) -> Profile | N
     return found[0] if found and all(f is not None for f in found) else None
 
 
-def _sums(streams: list[Stream], gamma: int, depth_gamma: int, shuffles: int, seed: int) -> st.StreamSums:
+def _sums(streams: list[Stream], gamma: int, depth_gamma: int, shuffles: int, seed: int,
+          budget: int = CHUNK_POSITIONS) -> st.StreamSums:
+    """stats.stream_sums of a set's streams, reduced `budget` positions at a time (position_chunks; the
+    random shuffles, shuffles > 0, draw over the whole set: one chunk)."""
     gate_ones, gate_n = st.gate_counts(streams)
-    return st.stream_sums([s.a for s in streams], gate_ones, gate_n, gamma=gamma, depth_gamma=depth_gamma,
-                          shuffles=shuffles, seed=seed)
+    a = [s.a for s in streams]
+    chunks = [slice(None)] if shuffles > 0 else position_chunks([x.size for x in a], budget)
+    parts: list[st.StreamSums] = []
+    for sl in chunks:
+        part = st.stream_sums(a[sl], gate_ones[sl], gate_n[sl], gamma=gamma, depth_gamma=depth_gamma,
+                              shuffles=shuffles, seed=seed, esb_carry=parts[-1].esb_carry if parts else 0.0)
+        parts.append(part.histogram_only())  # the runs themselves: two int64 per run, let go
+    return parts[0] if len(parts) == 1 else _stack(parts)
+
+
+def _rest(streams: list[Stream], gamma: int, shuffles: int, seed: int, bin_width: int, n_bins: int,
+          budget: int = CHUNK_POSITIONS) -> tuple[PositionSums, SteadySums, SamplingSums]:
+    """A set's position, steady and sampling sums, reduced `budget` positions at a time
+    (position_chunks; the steady parts' exact shuffle column continues its running sum)."""
+    a = [s.a for s in streams]
+    t = [None if s.contiguous else s.kept_t for s in streams]  # absolute positions where some were excluded
+    positions: list[PositionSums] = []
+    steadies: list[SteadySums] = []
+    samplings: list[SamplingSums] = []
+    for sl in position_chunks([x.size for x in a], budget):
+        positions.append(position_sums(a[sl], bin_width=bin_width, n_bins=n_bins, t=t[sl]))
+        steadies.append(steady_sums(a[sl], gamma, shuffles, seed, esb_carry=steadies[-1].esb_carry if steadies else 0.0))
+        samplings.append(sampling_sums([analysed_beta(s) for s in streams[sl]]))
+    if len(positions) == 1:
+        return positions[0], steadies[0], samplings[0]
+    return (replace(positions[0], M=np.vstack([p.M for p in positions])),
+            replace(steadies[0], M=np.vstack([p.M for p in steadies]), esb_carry=steadies[-1].esb_carry),
+            replace(samplings[0], M=np.vstack([p.M for p in samplings])))
 
 
 def _stack(parts: list[st.StreamSums]) -> st.StreamSums:
+    """The sums of consecutive groups of streams as one (rows in order; runs or their counts added)."""
     offsets = np.cumsum([0] + [p.M.shape[0] for p in parts])
     first = parts[0]
+    if any(p.run_hist is not None for p in parts):
+        counts = [p.run_counts() for p in parts]
+        hist = np.zeros(max(c.size for c in counts), dtype=np.int64)
+        for c in counts:
+            hist[:c.size] += c
+        empty = np.zeros(0, np.int64)
+        return st.StreamSums(np.vstack([p.M for p in parts]), first.cols, first.gamma, first.depth_gamma, empty, empty,
+                             parts[-1].esb_carry, hist)
     return st.StreamSums(
         M=np.vstack([p.M for p in parts]),
         cols=first.cols,
@@ -196,6 +253,7 @@ def _stack(parts: list[st.StreamSums]) -> st.StreamSums:
         depth_gamma=first.depth_gamma,
         run_L=np.concatenate([p.run_L for p in parts]),
         run_seg=np.concatenate([p.run_seg + o for p, o in zip(parts, offsets)]),
+        esb_carry=parts[-1].esb_carry,
     )
 
 
@@ -230,7 +288,7 @@ def set_report(sums: st.StreamSums, W: np.ndarray, r_list: list[float | None], R
     curve_true = np.array([st.E_true(c, cols, int(g)) for g in GAMMAS])
     curve_iid = E_iid(alpha, GAMMAS)
     measured, r_measured = measured_r(r_list)
-    hist = st.run_length_histogram(sums.run_L, alpha if np.isfinite(alpha) else 0.0)
+    hist = st.run_length_histogram_of(sums.run_counts(), alpha if np.isfinite(alpha) else 0.0)
     rep = SetReport(
         n_streams=int(sums.M.shape[0]),
         n_positions=int(c[cols["n"]]),
@@ -440,11 +498,7 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     streams_of = {c: [s for s, _ in by_corpus[c]] for c in corpora}
 
     def rest(c: str) -> tuple[PositionSums, SteadySums, SamplingSums]:
-        a = [s.a for s in streams_of[c]]
-        t = [None if s.contiguous else s.kept_t for s in streams_of[c]]
-        return (position_sums(a, bin_width=bin_width, n_bins=n_bins, t=t),
-                steady_sums(a, gamma, shuffles, corpus_seed(seed, c)),
-                sampling_sums([analysed_beta(s) for s in streams_of[c]]))
+        return _rest(streams_of[c], gamma, shuffles, corpus_seed(seed, c), bin_width, n_bins)
 
     # All independent, the largest first: per corpus its sums (the shuffles); the policy table in
     # contiguous parts of the pooled streams (every stream replayed once, pooled order; each corpus takes
@@ -452,8 +506,10 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     sums_f = {c: submit(pool, partial(_sums, streams_of[c], gamma, depth_gamma, shuffles, corpus_seed(seed, c)))
               for c in corpora}
     pooled_streams = [s for c in corpora for s, _ in by_corpus[c]]
+    positions_in_all = sum(s.n for s in pooled_streams)
+    table_parts = max(TABLE_PARTS_PER_THREAD * threads if threads > 1 else 1, -(-positions_in_all // CHUNK_POSITIONS))
     table_f = [submit(pool, partial(policy_table, pooled_streams[sl], fixed=False))
-               for sl in contiguous_parts(len(pooled_streams), TABLE_PARTS_PER_THREAD * threads if threads > 1 else 1)]
+               for sl in contiguous_parts(len(pooled_streams), table_parts)]
     rest_f = {c: submit(pool, partial(rest, c)) for c in corpora}
     # the report's bootstrap weights need nothing above: drawn last, while the longest tasks end
     weights = _draw_weights([len(by_corpus[c]) for c in corpora], [corpus_seed(seed, c) for c in corpora], boot, pool)

@@ -164,20 +164,49 @@ class _Chunked:
         return str(self.h.hexdigest())
 
 
+def _column(h: Any, values: list[Any]) -> None:
+    """Feed one field of every stream (in order) into the hash: a header that types and sizes each
+    value, then the values' bytes end to end. The common columns take one header for all streams:
+    1-D arrays of one dtype ("A", the dtype, every length), strings ("S", every UTF-8 length) and
+    no value at all ("N", the count); anything else is typed value by value (_update's tags). The sizes in the header fix where each
+    value ends, so two columns that differ anywhere hash differently."""
+    import numpy as np
+
+    if values and all(type(v) is np.ndarray and v.ndim == 1 for v in values) and len({v.dtype.str for v in values}) == 1:
+        sizes = np.fromiter((v.size for v in values), dtype=np.int64, count=len(values))
+        h.update(f"A{values[0].dtype.str}:".encode())
+        h.update(sizes.view(np.uint8))
+        for v in values:  # _Chunked joins them into pieces of about 1 MiB (no copy of the whole column)
+            h.update(np.ascontiguousarray(v).view(np.uint8))
+    elif all(v is None for v in values):
+        h.update(f"N{len(values)}:".encode())
+    elif all(type(v) is str for v in values):
+        raw = [v.encode("utf-8", "surrogatepass") for v in values]
+        h.update(b"S:")
+        h.update(np.fromiter((len(r) for r in raw), dtype=np.int64, count=len(raw)).view(np.uint8))
+        h.update(b"".join(raw))
+    else:
+        h.update(b"V:")
+        for v in values:
+            _update(h, v)
+
+
 def run_digest(run: Run) -> dict[str, Any]:
     """What the numbers of one run depend on: its path, and a hash of its metadata and of every
-    field of every stream, with the stream and position counts."""
+    field of every stream (field by field, `_column`: no Python step per stream and field but a
+    getattr), with the stream and position counts."""
     import numpy as np
 
     h = _Chunked(blake2b(digest_size=20))
     _update(h, json.dumps(run.meta, sort_keys=True, default=repr))
-    positions = 0
-    for stream in run.streams:
-        for f in dataclasses.fields(stream):
+    streams = run.streams
+    h.update(f"{len(streams)} streams".encode())
+    if streams:
+        for f in dataclasses.fields(streams[0]):
             h.update(f.name.encode())
-            _update(h, getattr(stream, f.name))
-        positions += int(np.asarray(stream.bits).size)
-    return {"path": str(Path(run.path).resolve()), "content": h.hexdigest(), "streams": len(run.streams),
+            _column(h, [getattr(s, f.name) for s in streams])
+    positions = sum(int(np.asarray(s.bits).size) for s in streams)
+    return {"path": str(Path(run.path).resolve()), "content": h.hexdigest(), "streams": len(streams),
             "positions": positions}
 
 
@@ -381,10 +410,13 @@ def _prune(folder: Path, keep: int = MAX_ENTRIES) -> None:
 
 
 def cached_analyse(runs: Sequence[Run], *, use_cache: bool = True, on_compute: Callable[[], None] | None = None,
-                   note: Callable[[str], None] | None = None, **params: Any) -> Report:
+                   note: Callable[[str], None] | None = None, report_alias: dict[str, Any] | None = None,
+                   **params: Any) -> Report:
     """`analysis.analyse(runs, **params)`, read from the cache when an entry for exactly these runs,
     parameters and code exists and proves it (load), else computed (`on_compute` called first) and
-    stored; `note` is told once about an entry that failed its checks."""
+    stored; `note` is told once about an entry that failed its checks. `report_alias`: the alias key
+    (files_key with REPORT_PAIR) of the bytes `specterm report` parsed `runs` from, every run given,
+    when loading them said nothing: the alias `load_by_files` finds the entry by is stored too."""
     from specterm.core.analysis import analyse
 
     key = cache_key(runs, params) if use_cache and enabled() else None
@@ -392,12 +424,15 @@ def cached_analyse(runs: Sequence[Run], *, use_cache: bool = True, on_compute: C
     if cached is not None:
         for summary, run in zip(cached.runs, runs):
             summary.path = str(run.path)  # the runs as named now (analysis.run_summary), never the cache's
-        return cached
-    if on_compute is not None:
-        on_compute()
-    report = analyse(list(runs), **params)
-    if key is not None:
-        store(key, report)
+        report = cached
+    else:
+        if on_compute is not None:
+            on_compute()
+        report = analyse(list(runs), **params)
+        if key is not None and store(key, report) is None:
+            key = None  # no entry: no alias to it
+    if key is not None and report_alias is not None:
+        store_alias(report_alias, key, 1, 0)
     return report
 
 
@@ -412,11 +447,17 @@ def cached_analyse(runs: Sequence[Run], *, use_cache: bool = True, on_compute: C
 # deleted and the report recomputed), so an alias can never pair a report with other data unless
 # parsing the same bytes with the same code gave other runs.
 
-def files_key(files: Sequence[Any], params: dict[str, Any], group: int) -> dict[str, Any] | None:
+REPORT_PAIR = None
+"""files_key's `group` of `specterm report`: every run given, pooled by store.single_pair (the TUI's
+groups leave out the runs without prompts and never refuse a mix, so its aliases are its own)."""
+
+
+def files_key(files: Sequence[Any], params: dict[str, Any], group: int | None) -> dict[str, Any] | None:
     """An alias's key: cache schema, code (numpy's by numpy_stamp), every run's resolved path and
     the digests of the bytes of its run.json and prompts.jsonl (store.RunFiles, in order), the
     parameters, and which model pair of them is shown (`group`, before the modulo by the number of
-    pairs). None when numpy's version cannot be told without importing it."""
+    pairs; REPORT_PAIR: the report command's). None when numpy's version cannot be told without
+    importing it."""
     unknown = set(params) - set(PARAM_NAMES)
     if unknown:
         raise ValueError(f"files_key: unknown parameter(s) {sorted(unknown)}")
@@ -434,7 +475,7 @@ def files_key(files: Sequence[Any], params: dict[str, Any], group: int) -> dict[
         "files": [{"path": str(Path(f.path).resolve()), "meta": digest(f.meta), "records": digest(f.records)}
                   for f in files],
         "params": {name: params.get(name) for name in PARAM_NAMES},
-        "group": int(group),
+        "group": None if group is None else int(group),
         "machine": this_machine().key(),
     }
 
@@ -480,3 +521,26 @@ def store_alias(fkey: dict[str, Any], content: dict[str, Any], groups: int, firs
 
 def remove_alias(fkey: dict[str, Any]) -> None:
     _remove(alias_path(fkey))
+
+
+def load_by_files(fkey: dict[str, Any], paths: Sequence[Any],
+                  note: Callable[[str], None] | None = None) -> Report | None:
+    """`specterm report`'s warm path: the report of the runs at `paths` (in the order given) whose
+    files' bytes have the alias key `fkey` (files_key with REPORT_PAIR), read from the alias's entry
+    (`load`: the entry's full key, digest and counts checked) without parsing the runs; None when
+    there is none. Only a load that said nothing (no warning, no note) stores such an alias
+    (cached_analyse's `report_alias`), so a hit has nothing to say; the runs are named as given now."""
+    alias = load_alias(fkey)
+    if alias is None:
+        return None
+    content, groups, _, warnings = alias
+    report = load(content, note) if groups == 1 and not warnings else None
+    if report is None:
+        return None
+    resolved = [str(Path(p).resolve()) for p in paths]
+    try:
+        for summary, run in zip(report.runs, content["runs"]):
+            summary.path = str(Path(paths[resolved.index(run["path"])]))  # as cached_analyse names them
+    except (ValueError, KeyError, TypeError):
+        return None
+    return report

@@ -205,7 +205,13 @@ ESB_CHUNK = 1 << 15
 
 
 def expected_shuffled_blocks(n: np.ndarray, k: np.ndarray, gamma: int) -> np.ndarray:
-    """Per stream: the expected blocks of the walk at gamma over all orderings of its bits (n positions,
+    """Per stream: the expected blocks of the walk at gamma over all orderings of its bits
+    (`expected_shuffled_blocks_from` of these streams alone, from a running sum of 0)."""
+    return expected_shuffled_blocks_from(n, k, gamma)[0]
+
+
+def expected_shuffled_blocks_from(n: np.ndarray, k: np.ndarray, gamma: int, carry: float = 0.0) -> tuple[np.ndarray, float]:
+    """(per stream: the expected blocks of the walk at gamma over all orderings of its bits (n positions,
     k ones, m = n - k zeros), i.e. the mean of stats.shuffled_blocks as S -> infinity.
 
     A uniformly random ordering makes the run lengths (L_1..L_m closed by the zeros, T trailing) a
@@ -216,6 +222,10 @@ def expected_shuffled_blocks(n: np.ndarray, k: np.ndarray, gamma: int) -> np.nda
 
     P(0) = m / (k + m) and P(l + 1) / P(l) = (k - l) / (k - l + m - 1), summed in logs per stream, all
     streams at once (sum of (k + 1) terms). m = 0: ceil(k/(g + 1)); k = 0: m.
+
+    `carry`: the running sum of the log steps left by the streams before these (0 for the first),
+    returned with the blocks for the streams after them: streams reduced in chunks, each from the
+    carry of the one before, give every number the bits of one pass over them all.
     """
     n = np.asarray(n, dtype=np.int64)
     k = np.asarray(k, dtype=np.int64)
@@ -225,7 +235,7 @@ def expected_shuffled_blocks(n: np.ndarray, k: np.ndarray, gamma: int) -> np.nda
     mix = np.flatnonzero((m > 0) & (k > 0))
     out[(m > 0) & (k == 0)] = m[(m > 0) & (k == 0)]
     if mix.size == 0:
-        return out
+        return out, carry
     kk_all, mm_all = k[mix], m[mix]
     # Logs of the integers 0..max n and the ceilings are looked up in tables (the same np.log of the
     # same float64 values, so the same bits as taking them term by term), log P(0) once per stream.
@@ -241,7 +251,6 @@ def expected_shuffled_blocks(n: np.ndarray, k: np.ndarray, gamma: int) -> np.nda
     ends = np.cumsum(terms_all)
     bounds = np.unique(np.concatenate([[0], np.searchsorted(ends, np.arange(ESB_CHUNK, int(ends[-1]), ESB_CHUNK)) + 1,
                                        [mix.size]]))
-    carry = 0.0
     res = np.empty(mix.size)
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         kk, mm, terms = kk_all[lo:hi], mm_all[lo:hi], terms_all[lo:hi]
@@ -261,10 +270,16 @@ def expected_shuffled_blocks(n: np.ndarray, k: np.ndarray, gamma: int) -> np.nda
         trailing = np.bincount(seg, weights=p * ceil_l[ell], minlength=hi - lo)
         res[lo:hi] = mm * closed + trailing
     out[mix] = res
-    return out
+    return out, carry
 
 
 def shuffled_blocks(c: Concat, gamma: int, shuffles: int = SHUFFLES, seed: int = 0) -> np.ndarray:
+    """`shuffled_blocks_from` of these streams alone (the exact expectation from a running sum of 0)."""
+    return shuffled_blocks_from(c, gamma, shuffles, seed)[0]
+
+
+def shuffled_blocks_from(c: Concat, gamma: int, shuffles: int = SHUFFLES, seed: int = 0,
+                         carry: float = 0.0) -> tuple[np.ndarray, float]:
     """Per stream: the mean, over S in-place shuffles, of the walk's blocks at gamma; shuffles < 0
     (params.EXACT, the default): its exact expectation over all in-place orderings
     (`expected_shuffled_blocks`, the limit S -> infinity: no Monte-Carlo noise, the same for every seed);
@@ -274,16 +289,20 @@ def shuffled_blocks(c: Concat, gamma: int, shuffles: int = SHUFFLES, seed: int =
     E_shuf = sum n / sum mean_blocks (SPEC 3, yield deficit). Each shuffle permutes every stream
     at once (Shuffler: the zeros' positions, a uniform subset per stream) and its walk is counted
     from the zeros (Shuffler.blocks, equal to walk_blocks on the shuffled bits).
+
+    Returned with the exact expectation's running sum after these streams (`carry` in, see
+    expected_shuffled_blocks_from; unchanged by shuffles >= 0).
     """
     out = np.zeros(c.starts.size)
     if shuffles < 0:
-        return expected_shuffled_blocks(c.lengths, stream_totals(c.bits, c.starts, c.ends).astype(np.int64), gamma)
+        return expected_shuffled_blocks_from(c.lengths, stream_totals(c.bits, c.starts, c.ends).astype(np.int64), gamma,
+                                             carry)
     if shuffles == 0:
-        return out * np.nan
+        return out * np.nan, carry
     shuffler = Shuffler(c, np.random.default_rng(seed))
     for _ in range(shuffles):
         out += shuffler.blocks(gamma)
-    return out / shuffles
+    return out / shuffles, carry
 
 
 # ----------------------------------------------------------------- the sums matrix ---
@@ -299,6 +318,23 @@ class StreamSums:
     depth_gamma: int
     run_L: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     run_seg: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    esb_carry: float = 0.0
+    """The exact shuffle expectation's running sum after these streams (expected_shuffled_blocks_from):
+    where the next chunk of the set's streams starts (`stream_sums(..., esb_carry=)`)."""
+    run_hist: np.ndarray | None = None
+    """The closed runs counted by length (bincount of run_L) where the runs themselves were let go
+    (`histogram_only`: one int64 per run length instead of two per run); None: count run_L."""
+
+    def run_counts(self) -> np.ndarray:
+        """The closed runs counted by length L = 0, 1, ... (np.bincount of every run's L)."""
+        return np.bincount(self.run_L) if self.run_hist is None else self.run_hist
+
+    def histogram_only(self) -> StreamSums:
+        """These sums with the runs replaced by their counts by length (`run_counts`): all a report
+        reads of them (the run-length histogram), without an array the size of the runs."""
+        empty = np.zeros(0, np.int64)
+        return StreamSums(self.M, self.cols, self.gamma, self.depth_gamma, empty, empty, self.esb_carry,
+                          self.run_counts())
 
     def blocks(self) -> np.ndarray:
         """(N x 32) int64 blocks of each stream's walk at g = 1..32 (the blocks_g columns)."""
@@ -306,11 +342,14 @@ class StreamSums:
 
     def rows(self, idx: np.ndarray) -> StreamSums:
         """The sums of a subset of streams (rows renumbered 0..len(idx)-1)."""
+        if self.run_hist is not None:
+            raise ValueError("the sums of a subset need the runs, and these were reduced to their histogram")
         idx = np.asarray(idx, dtype=np.int64)
         new = -np.ones(self.M.shape[0], dtype=np.int64)
         new[idx] = np.arange(idx.size)
         keep = new[self.run_seg] >= 0
-        return StreamSums(self.M[idx], self.cols, self.gamma, self.depth_gamma, self.run_L[keep], new[self.run_seg[keep]])
+        return StreamSums(self.M[idx], self.cols, self.gamma, self.depth_gamma, self.run_L[keep], new[self.run_seg[keep]],
+                          self.esb_carry)
 
 
 def sum_columns(depth_gamma: int) -> list[str]:
@@ -331,8 +370,14 @@ def stream_sums(
     depth_gamma: int | None = None,
     shuffles: int = SHUFFLES,
     seed: int = 0,
+    esb_carry: float = 0.0,
 ) -> StreamSums:
-    """Build M for streams `a` (analysed bits). gate_ones/gate_n default to n (gate held everywhere)."""
+    """Build M for streams `a` (analysed bits). gate_ones/gate_n default to n (gate held everywhere).
+
+    Every row is its stream's alone but the exact shuffle column's (its running sum, `esb_carry`: 0
+    for a set's first streams, else the `esb_carry` of the sums of the streams before) and the random
+    shuffles' (shuffles > 0: one draw over the set): streams in chunks, each from the carry of the one
+    before, stack (analysis._stack) to the sums of them all at once when shuffles <= 0."""
     depth_gamma = gamma if depth_gamma is None else depth_gamma
     names = sum_columns(depth_gamma)
     cols = {name: i for i, name in enumerate(names)}
@@ -357,7 +402,7 @@ def stream_sums(
     M[:, cols["L"]] = np.bincount(runs.seg, weights=runs.L, minlength=N)
     M[:, cols["L2"]] = np.bincount(runs.seg, weights=runs.L.astype(np.float64) ** 2, minlength=N)
     M[:, [cols[f"blocks_{g}"] for g in GAMMAS]] = walk_blocks_many(runs, N, GAMMAS)
-    M[:, cols["shuf_blocks"]] = shuffled_blocks(c, gamma, shuffles, seed)
+    M[:, cols["shuf_blocks"]], esb_carry = shuffled_blocks_from(c, gamma, shuffles, seed, esb_carry)
     acc, reach, uncut = depth_counts(runs, c.starts, c.ends, depth_gamma)
     for j in range(1, depth_gamma + 1):
         M[:, cols[f"acc_{j}"]] = acc[:, j - 1]
@@ -367,7 +412,8 @@ def stream_sums(
     M[:, cols["trail_runs"]] = T > 0
     M[:, cols["trail_L"]] = T
     M[:, cols["trail_L2"]] = T**2
-    return StreamSums(M=M, cols=cols, gamma=gamma, depth_gamma=depth_gamma, run_L=runs.L, run_seg=runs.seg)
+    return StreamSums(M=M, cols=cols, gamma=gamma, depth_gamma=depth_gamma, run_L=runs.L, run_seg=runs.seg,
+                      esb_carry=esb_carry)
 
 
 def gate_counts(streams: Sequence[Stream]) -> tuple[np.ndarray, np.ndarray]:
@@ -488,8 +534,14 @@ def depth_unconditional(c: np.ndarray, cols: dict[str, int], j: int) -> np.ndarr
 
 def run_length_histogram(L: np.ndarray, alpha_value: float) -> dict[str, list[Any]]:
     """Histogram of closed run lengths against the geometric prediction n_runs * alpha^L (1 - alpha)."""
-    L = np.asarray(L, dtype=np.int64)
-    count = np.bincount(L) if L.size else np.zeros(1, dtype=np.int64)
+    return run_length_histogram_of(np.bincount(np.asarray(L, dtype=np.int64)), alpha_value)
+
+
+def run_length_histogram_of(count: np.ndarray, alpha_value: float) -> dict[str, list[Any]]:
+    """run_length_histogram from the closed runs counted by length (count[L], StreamSums.run_counts)."""
+    count = np.asarray(count, dtype=np.int64)
+    if count.size == 0:
+        count = np.zeros(1, dtype=np.int64)
     x = np.arange(count.size)
-    expected = L.size * alpha_value**x * (1.0 - alpha_value)
+    expected = int(count.sum()) * alpha_value**x * (1.0 - alpha_value)
     return {"L": x.tolist(), "count": count.tolist(), "geom_expected": expected.tolist()}

@@ -55,12 +55,15 @@ class SteadySums:
     cols: dict[str, int]
     gamma: int
     start: int
+    esb_carry: float = 0.0
+    """The exact shuffle column's running sum after these streams (stats.StreamSums.esb_carry)."""
 
 
 def steady_sums(a: Sequence[np.ndarray], gamma: int, shuffles: int = SHUFFLES, seed: int = 0,
-                start: int = STEADY_FROM, exact: bool = True) -> SteadySums:
+                start: int = STEADY_FROM, exact: bool = True, esb_carry: float = 0.0) -> SteadySums:
     """Per-stream sums of the steady parts a_i[start:] (see the module docstring). exact: the shuffle
-    column is `expected_shuffled_blocks` (else the mean over `shuffles` in-place shuffles, `seed`)."""
+    column is `expected_shuffled_blocks` (else the mean over `shuffles` in-place shuffles, `seed`),
+    continued from `esb_carry` (stats.stream_sums: a set's streams in chunks stack to one pass)."""
     names = [*COLUMNS, f"blocks_{gamma}", "shuf_blocks"]
     cols = {name: i for i, name in enumerate(names)}
     cut = [np.asarray(x)[start:] for x in a]
@@ -68,7 +71,7 @@ def steady_sums(a: Sequence[np.ndarray], gamma: int, shuffles: int = SHUFFLES, s
     N = c.starts.size
     M = np.zeros((N, len(names)))
     if N == 0:
-        return SteadySums(M, cols, gamma, start)
+        return SteadySums(M, cols, gamma, start, esb_carry)
     ones = stream_totals(c.bits, c.starts, c.ends)
     M[:, cols["n"]] = c.lengths
     M[:, cols["ones"]] = ones
@@ -86,10 +89,11 @@ def steady_sums(a: Sequence[np.ndarray], gamma: int, shuffles: int = SHUFFLES, s
     if shuffles == 0:  # no shuffle control asked for (as stats.stream_sums): hetero/temporal undefined
         M[:, cols["shuf_blocks"]] = np.nan
     elif exact or shuffles < 0:
-        M[:, cols["shuf_blocks"]] = expected_shuffled_blocks(c.lengths, M[:, cols["ones"]].astype(np.int64), gamma)
+        M[:, cols["shuf_blocks"]], esb_carry = st.expected_shuffled_blocks_from(
+            c.lengths, M[:, cols["ones"]].astype(np.int64), gamma, esb_carry)
     else:
         M[:, cols["shuf_blocks"]] = st.shuffled_blocks(c, gamma, shuffles, seed)
-    return SteadySums(M, cols, gamma, start)
+    return SteadySums(M, cols, gamma, start, esb_carry)
 
 
 def temporal(c: np.ndarray, cols: dict[str, int], gamma: int) -> np.ndarray:
