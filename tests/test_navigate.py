@@ -155,3 +155,27 @@ def test_jump_past_an_end_goes_there_and_says_so(text, cursor, n, t, note):
 def test_jump_position_errors_are_one_sentence(text, n, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
         navigate.jump_position(text, 0, n)
+
+
+def test_keys_over_a_stream_with_excluded_positions_move_in_absolute_positions():
+    # t:     0  1  2  3  4  5  6  7  8
+    # bits:  1  0  1  1  0  1  1  0  1      kept: t = 4 and 7 excluded (a repaired stream's holes)
+    # a (analysed) = bits[kept] = 1 0 1 1 1 1 1 at t = 0 1 2 3 5 6 8
+    from specterm.core import navigate as N
+
+    bits = np.array([1, 0, 1, 1, 0, 1, 1, 0, 1], dtype=np.uint8)
+    kept = np.ones(9, dtype=bool)
+    kept[[4, 7]] = False
+    a, pos = bits[kept], N.kept_positions(kept)
+    assert pos is not None and pos.tolist() == [0, 1, 2, 3, 5, 6, 8]
+    assert N.next_rejection_at(a, pos, 0) == 1
+    assert N.next_rejection_at(a, pos, 1) is None          # t = 4 and 7 are zeros but excluded
+    assert N.prev_rejection_at(a, pos, 8) == 1
+    assert N.prev_rejection_at(a, pos, 4) == 1             # from an excluded position
+    assert N.longest_run_at(a, pos) == (2, 5)              # t = 2, 3, 5, 6, 8: the run joins across the holes
+    assert N.run_at_position(a, pos, 6) == (2, 5)
+    assert N.run_at_position(a, pos, 7) is None            # not analysed
+    # a prefix (torch, the first-failure rule) needs no mapping and keeps the plain functions' answers
+    prefix = np.arange(9) < 6
+    assert N.kept_positions(prefix) is None
+    assert N.next_rejection_at(bits[:6], None, 1) == N.next_rejection(bits[:6], 1) == 4

@@ -81,6 +81,48 @@ def run_at(bits: np.ndarray, t: int) -> tuple[int, int] | None:
     return start, (a.size if after is None else after) - start
 
 
+def kept_positions(kept: np.ndarray) -> np.ndarray | None:
+    """The absolute t of each analysed position (a_j sits at t = positions[j]); None when the analysed
+    stream is a prefix (t = j: no mapping needed, the common case)."""
+    k = np.asarray(kept, dtype=bool)
+    n_kept = int(np.count_nonzero(k))
+    return None if k[:n_kept].all() else np.flatnonzero(k)
+
+
+def next_rejection_at(a: np.ndarray, positions: np.ndarray | None, t: int) -> int | None:
+    """`next_rejection` for a cursor at absolute position t over the analysed stream a (positions:
+    `kept_positions`): the smallest analysed t' > t with a = 0, as an absolute position."""
+    if positions is None:
+        return next_rejection(a, t)
+    j = next_rejection(a, int(np.searchsorted(positions, t, side="right")) - 1)
+    return None if j is None else int(positions[j])
+
+
+def prev_rejection_at(a: np.ndarray, positions: np.ndarray | None, t: int) -> int | None:
+    """`prev_rejection` for a cursor at absolute position t: the largest analysed t' < t with a = 0."""
+    if positions is None:
+        return prev_rejection(a, t)
+    j = prev_rejection(a, int(np.searchsorted(positions, t, side="left")))
+    return None if j is None else int(positions[j])
+
+
+def longest_run_at(a: np.ndarray, positions: np.ndarray | None) -> tuple[int, int]:
+    """`longest_run` with its start as an absolute position (its length counts analysed positions)."""
+    start, length = longest_run(a)
+    return (int(positions[start]), length) if positions is not None and length else (start, length)
+
+
+def run_at_position(a: np.ndarray, positions: np.ndarray | None, t: int) -> tuple[int, int] | None:
+    """`run_at` for absolute position t (None also when t is not analysed); start as a position."""
+    if positions is None:
+        return run_at(a, t)
+    j = int(np.searchsorted(positions, t))
+    if j >= positions.size or positions[j] != t:
+        return None
+    got = run_at(a, j)
+    return None if got is None else (int(positions[got[0]]), got[1])
+
+
 def rolling_alpha(bits: np.ndarray, window: int = 16) -> np.ndarray:
     """Trailing-window acceptance rate: alpha_t = mean(a_{max(0, t-w+1)} .. a_t), t = 0..n-1.
 

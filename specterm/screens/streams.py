@@ -329,8 +329,8 @@ class StreamsScreen(ReportScreen):
         if s is None:
             return
         view = self.query_one(TokenView)
-        find = navigate.next_rejection if step > 0 else navigate.prev_rejection
-        t = find(s.a, view.cursor)
+        find = navigate.next_rejection_at if step > 0 else navigate.prev_rejection_at
+        t = find(s.a, self._positions(s), view.cursor)
         if t is None:
             self.notify("No rejection " + ("after" if step > 0 else "before") + " the cursor.", timeout=2)
         else:
@@ -340,7 +340,7 @@ class StreamsScreen(ReportScreen):
         s = self._stream()
         if s is None:
             return
-        start, length = navigate.longest_run(s.a)
+        start, length = navigate.longest_run_at(s.a, self._positions(s))
         if length == 0:
             self.notify("This prompt has no accepted token.", timeout=2)
         else:
@@ -418,6 +418,13 @@ class StreamsScreen(ReportScreen):
         self._refresh_list()
 
     # -- cursor info ------------------------------------------------------------------------------
+    def _positions(self, s: Any) -> Any:
+        """The absolute t of each analysed position of s (None for a prefix), kept for the stream shown."""
+        key = (s.run, s.corpus, s.id)
+        if getattr(self, "_positions_key", None) != key:
+            self._positions_key, self._positions_val = key, navigate.kept_positions(s.kept)
+        return self._positions_val
+
     def _stream(self) -> Any:
         return None if self.selected is None else self.streams[self.selected]
 
@@ -456,8 +463,9 @@ class StreamsScreen(ReportScreen):
             draft += f"  conf {float(s.draft_conf[t]):.3f}"
         lines.append(draft)
         if not excluded:
-            run = navigate.run_at(s.a, t)
-            nxt = navigate.next_rejection(s.a, t)
+            positions = self._positions(s)
+            run = navigate.run_at_position(s.a, positions, t)
+            nxt = navigate.next_rejection_at(s.a, positions, t)
             where = f"run of {run[1]} from t {run[0]}" if run is not None else "rejected"
             lines.append(where + (f" · next reject t {nxt}" if nxt is not None else " · no reject after"))
         return "\n".join(lines)
