@@ -113,3 +113,26 @@ def _private_analysis_cache(tmp_path_factory):
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = old
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    """A cache of this test's own (XDG_CACHE_HOME in tmp_path, no SPECTERM_CACHE)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("SPECTERM_CACHE", raising=False)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """analysis.analyse, counting its calls (each call's kwargs; a cache hit makes none)."""
+    from specterm.core import analysis
+
+    calls = []
+    real = analysis.analyse
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(analysis, "analyse", counting)
+    return calls

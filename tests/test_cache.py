@@ -22,27 +22,9 @@ from specterm.core.store import (
     write_run,
 )
 
+
+pytestmark = pytest.mark.usefixtures("own_cache")  # every test gets a cache of its own (conftest)
 PARAMS = {"gamma": 4, "boot": 60, "shuffles": 3, "seed": 1}
-
-
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("SPECTERM_CACHE", raising=False)
-
-
-@pytest.fixture
-def counted(monkeypatch):
-    """analysis.analyse, counting its calls (a cache hit makes none)."""
-    calls = []
-    real = analysis.analyse
-
-    def counting(*args, **kwargs):
-        calls.append(kwargs)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(analysis, "analyse", counting)
-    return calls
 
 
 @pytest.fixture

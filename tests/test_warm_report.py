@@ -12,30 +12,13 @@ import pytest
 from conftest import make_run
 from typer.testing import CliRunner
 
-from specterm.core import analysis, cache
+from specterm.core import cache
 from specterm.core import store
 from specterm.core.store import RECORDS_FILE, Stream, new_meta, write_run
 
+
+pytestmark = pytest.mark.usefixtures("own_cache")  # every test gets a cache of its own (conftest)
 ARGS = ["--format", "json", "--boot", "40", "--shuffles", "-1", "--seed", "1", "-g", "4"]
-
-
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("SPECTERM_CACHE", raising=False)
-
-
-@pytest.fixture
-def counted(monkeypatch):
-    calls = []
-    real = analysis.analyse
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(analysis, "analyse", counting)
-    return calls
 
 
 @pytest.fixture
