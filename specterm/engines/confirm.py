@@ -623,7 +623,7 @@ def log_results(record: dict[str, Any], log: Callable[[str], None]) -> None:
     for r in record["results"]:
         same = "identical" if r["identical"] else "OUTPUTS DIFFER"
         if r.get("differ_prompts") is not None:  # the real decoder's own flips, over every timed prompt
-            same = f"{r['differ_prompts']} of {r['prompts']} outputs differ from y" if r["differ_prompts"] else same
+            same = f"{r['differ_prompts']} of {r['prompts']} outputs differ from y"
         if r.get("predicted_engine") is not None:
             log(f"{r['corpus']:>12} g={r['gamma']:<2} predicted {r['predicted_engine']:.2f}x "
                 f"(SPEC 6 block alone {r['predicted_without_engine_term']:.2f}x)  realized {r['realized']:.2f}x  "

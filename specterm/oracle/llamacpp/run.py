@@ -282,8 +282,7 @@ def run_oracle_llamacpp(config, on_progress: ProgressCallback | None = None,
         if (writer.meta.get("generation") or {}).get("repair") != REPAIR_RULE:  # a run from before the loop, resumed
             writer.update_meta(generation={**(writer.meta.get("generation") or {}), "repair": REPAIR_RULE})
         pieces = _PieceDecoder(pair.target)
-        if stored:
-            repair_stored(pair, writer, stored, config.max_new_tokens, pieces, tally, cancel)
+        repaired = repair_stored(pair, writer, stored, config.max_new_tokens, pieces, tally, cancel) if stored else None
         _measure_cost(config, pair, writer, prompts[0], tally, cancel, threads)
         for idx, prompt in enumerate(todo):
             ids = pair.target.tokenize(prompt.text)
@@ -317,7 +316,9 @@ def run_oracle_llamacpp(config, on_progress: ProgressCallback | None = None,
             writer.append(stream)
             tally.saved(stream)
             tally.emit("saved", f"saved {prompt.id}", tokens=len(y), bits="".join(map(str, stream.bits.tolist())), **where)
-    tally.emit("done", f"{tally.done} prompt(s) saved in {config.out}")
+    tally.emit("done", f"{tally.done} new prompt(s) saved in {config.out}" + (
+        f"; {repaired['streams']} stored prompt(s) repaired in place ({repaired['repairs']} repair(s) in "
+        f"{repaired['changed']} stream(s), {repaired['excluded']} position(s) still excluded)" if repaired else ""))
     return config.out
 
 
