@@ -223,6 +223,11 @@ def headless_progress():
         task = bar.add_task("starting", total=None, info="")
 
         def on_progress(p: Progress) -> None:
+            if p.phase == "warning":
+                from rich.text import Text
+
+                console.print(Text.assemble(("warning: ", "yellow"), p.message))
+                return
             if p.phase in ("loading", "checking", "cost"):
                 bar.update(task, description=p.message[:60])
                 return
@@ -240,7 +245,7 @@ def headless_progress():
                 extra = (f" [{p.prompts_done}/{p.n_prompts}] {p.tokens} tokens, {p.tokens_per_s:.1f} tok/s,"
                          f" alpha {p.running_alpha:.3f}, gate {p.gate_rate:.3f}"
                          + (f", ETA {p.eta_s / 60:.1f} min" if p.eta_s else ""))
-            log(p.message + extra)
+            log(("warning: " if p.phase == "warning" else "") + p.message + extra)
     from contextlib import nullcontext
 
     return on_progress, nullcontext(), log

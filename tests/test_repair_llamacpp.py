@@ -173,3 +173,17 @@ def test_torch_never_repairs(tiny_model_dir, tmp_path):
     assert "repair" not in run.meta["generation"]
     assert all(s.repairs is None for s in run.streams)
     assert b'"repairs"' not in (tmp_path / "t" / "prompts.jsonl").read_bytes()
+
+
+def test_resume_says_what_reopening_the_run_swept(tmp_path, monkeypatch):
+    # a killed writer's temp file in the run folder: --resume removes it and says so in one warning
+    from specterm.core.store import atomic
+
+    old = _old_run(tmp_path)
+    (old / ".prompts.jsonl.0123456789ab.tmp").write_text("half a record")
+    monkeypatch.setattr(atomic, "SWEEP_MIN_AGE_S", 0.0)
+    seen = []
+    run_oracle_llamacpp(config(old, resume=True), seen.append, pair=toy_pair())
+    warnings = [p.message for p in seen if p.phase == "warning"]
+    assert len(warnings) == 1 and "removed 1 leftover(s) of interrupted writes" in warnings[0]
+    assert not (old / ".prompts.jsonl.0123456789ab.tmp").exists()

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 class Progress:
     """One progress report from the oracle.
 
-    phase: "loading" | "checking" | "cost" | "generating" | "teacher-forcing" | "repairing" | "repaired" | "saved"
+    phase: "loading" | "checking" | "cost" | "generating" | "teacher-forcing" | "repairing" | "repaired" | "warning" | "saved"
            | "done" | "cancelled"   ("repairing"/"repaired": SPEC 1.3's repair loop, llama.cpp)
     bits: the current prompt's stream so far as seen by the speculative decoder that builds y:
           '1' accepted, '0' rejected, '?' not yet known (bonus positions are filled in by the

@@ -449,6 +449,8 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
     with writer:
         todo = [p for p in prompts if (p.corpus, p.id) not in writer.done]
         tally = _Tally(report, len(todo), config.max_new_tokens, t_start=t_start)
+        for line in writer.warnings:  # what reopening the run mended or swept, said once
+            tally.emit("warning", line)
         if writer.done:  # --resume: the prompts saved before count in the Run screen's totals and alpha
             for stream in load_run(config.out).streams:
                 tally.saved(stream, before=True)

@@ -172,8 +172,8 @@ class RunScreen(Screen):
                     f"running alpha over saved prompts (scale 0 to 1): now {p.running_alpha:.3f}"
                 )
             self.query_one(Log).write_line(f"saved {p.corpus}/{p.prompt_id}: {len(p.bits)} tokens, alpha {p.bits_alpha:.3f}")
-        elif phase in ("loading", "checking", "cost") and p.message:
-            self.query_one(Log).write_line(p.message)
+        elif phase in ("loading", "checking", "cost", "warning") and p.message:
+            self.query_one(Log).write_line(("warning: " if phase == "warning" else "") + p.message)
 
     def on_oracle_done(self, message: messages.OracleDone) -> None:
         self.state = "done"

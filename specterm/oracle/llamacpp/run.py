@@ -274,6 +274,8 @@ def run_oracle_llamacpp(config, on_progress: ProgressCallback | None = None,
     with writer:
         todo = [p for p in prompts if (p.corpus, p.id) not in writer.done]
         tally = _Tally(report, len(todo), config.max_new_tokens, t_start=t_start)
+        for line in writer.warnings:  # what reopening the run mended or swept, said once
+            tally.emit("warning", line)
         writer.update_meta(sessions=list(writer.meta.get("sessions") or []) + [{
             "started": meta["created"], "prompts": len(todo), "y_built_with": meta["generation"]["y_built_with"],
             "backend": "llama.cpp", "llama_threads": threads, "device": "cpu",
