@@ -154,3 +154,24 @@ async def test_a_cursor_deep_in_a_long_text_stream_draws_its_window():
             k = view.scroll_offset.y + y - view.prompt_height
             if 0 <= k < len(expected):
                 assert line_text(view, y).rstrip() == "".join(s for _, s in expected[k]).rstrip()
+
+
+async def test_a_stream_set_while_the_view_has_no_width_is_laid_out_for_its_own_labels():
+    # `M` on the Streams screen sets the next run's stream while the view is hidden (width 0): the layout
+    # must belong to the new labels, or drawing asks for part 1 of a label without a newline (IndexError)
+    app = ViewApp()
+    async with app.run_test(size=(40, 12)) as pilot:
+        view = app.query_one(TokenView)
+        view.set_stream(["a\nb", "c\nd\ne", "f"], np.array([1, 0, 1], dtype=np.uint8), 3)
+        await pilot.pause()
+        view.display = False
+        await pilot.pause()
+        assert view.scrollable_content_region.width == 0
+        view.set_stream(["x", "y"], np.array([1, 1], dtype=np.uint8), 2)
+        layout = view.token_layout
+        drawn = [layout.item_text(view.labels, i, part, piece)
+                 for k in range(layout.lines) for i, part, piece in layout.line_items(k)]
+        assert "".join(drawn) == "xy" and view.n == 2
+        view.display = True
+        await pilot.pause()
+        assert view.render_line(view.prompt_height).text.startswith("xy")

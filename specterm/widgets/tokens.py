@@ -420,6 +420,7 @@ class TokenView(ScrollView, can_focus=True):
 
     # -- data -------------------------------------------------------------------------------
     NO_PROMPT = "(this run did not store the prompt text)"
+    STAND_IN_WIDTH = 80  # cells: the layout of a stream set while the view has no width yet
 
     def set_stream(self, labels: Labels | Sequence[str], bits: np.ndarray, kept: np.ndarray | int, cursor: int = 0,
                    prompt: str | None = None) -> None:
@@ -459,9 +460,13 @@ class TokenView(ScrollView, can_focus=True):
 
     def _relayout(self) -> None:
         width = self.scrollable_content_region.width or self.size.width
-        if width <= 0 or width == self._layout_width:
+        if width == self._layout_width:
             return
-        self._layout_width = width
+        # Not shown yet (or hidden while another run is opened, `M`): lay the new stream out at a stand-in
+        # width all the same, so the layout always belongs to the labels it draws; the first resize with
+        # a real width lays it out again.
+        self._layout_width = width if width > 0 else -1
+        width = width if width > 0 else self.STAND_IN_WIDTH
         if self._items is None:
             self._items = label_items(self._labels)
         self._layout = layout_items(self._items, self._labels, width)
