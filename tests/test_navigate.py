@@ -162,12 +162,14 @@ def test_keys_over_a_stream_with_excluded_positions_move_in_absolute_positions()
     # bits:  1  0  1  1  0  1  1  0  1      kept: t = 4 and 7 excluded (a repaired stream's holes)
     # a (analysed) = bits[kept] = 1 0 1 1 1 1 1 at t = 0 1 2 3 5 6 8
     from specterm.core import navigate as N
+    from specterm.core.store import Stream
 
     bits = np.array([1, 0, 1, 1, 0, 1, 1, 0, 1], dtype=np.uint8)
-    kept = np.ones(9, dtype=bool)
-    kept[[4, 7]] = False
-    a, pos = bits[kept], N.kept_positions(kept)
-    assert pos is not None and pos.tolist() == [0, 1, 2, 3, 5, 6, 8]
+    gate = np.ones(9, dtype=np.uint8)
+    gate[[4, 7]] = 0
+    s = Stream(id="s", corpus="c", bits=bits, gate=gate, repairs=[])  # repaired: excluded one by one
+    a, pos = s.a, s.kept_t
+    assert not s.contiguous and pos.tolist() == [0, 1, 2, 3, 5, 6, 8] and a.tolist() == [1, 0, 1, 1, 1, 1, 1]
     assert N.next_rejection_at(a, pos, 0) == 1
     assert N.next_rejection_at(a, pos, 1) is None          # t = 4 and 7 are zeros but excluded
     assert N.prev_rejection_at(a, pos, 8) == 1
@@ -176,6 +178,6 @@ def test_keys_over_a_stream_with_excluded_positions_move_in_absolute_positions()
     assert N.run_at_position(a, pos, 6) == (2, 5)
     assert N.run_at_position(a, pos, 7) is None            # not analysed
     # a prefix (torch, the first-failure rule) needs no mapping and keeps the plain functions' answers
-    prefix = np.arange(9) < 6
-    assert N.kept_positions(prefix) is None
-    assert N.next_rejection_at(bits[:6], None, 1) == N.next_rejection(bits[:6], 1) == 4
+    prefix = Stream(id="p", corpus="c", bits=bits, gate=np.array([1] * 6 + [0, 1, 1], dtype=np.uint8))
+    assert prefix.contiguous and prefix.valid_len == 6
+    assert N.next_rejection_at(prefix.a, None, 1) == N.next_rejection(bits[:6], 1) == 4

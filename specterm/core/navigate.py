@@ -81,17 +81,10 @@ def run_at(bits: np.ndarray, t: int) -> tuple[int, int] | None:
     return start, (a.size if after is None else after) - start
 
 
-def kept_positions(kept: np.ndarray) -> np.ndarray | None:
-    """The absolute t of each analysed position (a_j sits at t = positions[j]); None when the analysed
-    stream is a prefix (t = j: no mapping needed, the common case)."""
-    k = np.asarray(kept, dtype=bool)
-    n_kept = int(np.count_nonzero(k))
-    return None if k[:n_kept].all() else np.flatnonzero(k)
-
-
 def next_rejection_at(a: np.ndarray, positions: np.ndarray | None, t: int) -> int | None:
-    """`next_rejection` for a cursor at absolute position t over the analysed stream a (positions:
-    `kept_positions`): the smallest analysed t' > t with a = 0, as an absolute position."""
+    """`next_rejection` for a cursor at absolute position t over the analysed stream a (positions: the
+    absolute t of each analysed position, Stream.kept_t; None when they are 0..len(a)-1): the smallest
+    analysed t' > t with a = 0, as an absolute position."""
     if positions is None:
         return next_rejection(a, t)
     j = next_rejection(a, int(np.searchsorted(positions, t, side="right")) - 1)

@@ -123,6 +123,8 @@ class StreamsScreen(ReportScreen):
         self.streams: list[Any] = []
         self.shown: list[int] = []  # indices into self.streams, in list order
         self.selected: int | None = None
+        self._layout_key: tuple[str, str, str] | None = None
+        self._layout_val: tuple[Any, int] = (None, 0)
         self.corpus_filter: str | None = None
         self.sort = 0
         self.lookup: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, list[Any]]] = {}
@@ -418,12 +420,24 @@ class StreamsScreen(ReportScreen):
         self._refresh_list()
 
     # -- cursor info ------------------------------------------------------------------------------
-    def _positions(self, s: Any) -> Any:
-        """The absolute t of each analysed position of s (None for a prefix), kept for the stream shown."""
+    def _analysed_layout(self, s: Any) -> tuple[Any, int]:
+        """(the absolute t of each analysed position of s, None when they are t < valid_len; valid_len),
+        worked out once per stream shown: a cursor move on a long stream reads them, never rebuilds them."""
         key = (s.run, s.corpus, s.id)
-        if getattr(self, "_positions_key", None) != key:
-            self._positions_key, self._positions_val = key, navigate.kept_positions(s.kept)
-        return self._positions_val
+        if self._layout_key != key:
+            self._layout_key, self._layout_val = key, (None if s.contiguous else s.kept_t, s.valid_len)
+        return self._layout_val
+
+    def _positions(self, s: Any) -> Any:
+        return self._analysed_layout(s)[0]
+
+    def _is_excluded(self, s: Any, t: int) -> bool:
+        """Whether position t of s is left out of the analysis (not in Stream.kept)."""
+        positions, valid_len = self._analysed_layout(s)
+        if positions is None:
+            return t >= valid_len
+        j = int(np.searchsorted(positions, t))
+        return j >= positions.size or int(positions[j]) != t
 
     def _stream(self) -> Any:
         return None if self.selected is None else self.streams[self.selected]
@@ -431,7 +445,7 @@ class StreamsScreen(ReportScreen):
     def cursor_text(self, s: Any, t: int) -> str:
         """The info lines for token t of stream s (what the Pilot tests read)."""
         a = int(s.bits[t])
-        excluded = not bool(s.kept[t])
+        excluded = self._is_excluded(s, t)
         verdict = "[b $text-success]accepted[/]" if a else "[b $text-error]rejected[/]"
         if excluded and s.repairs is not None:
             verdict += " [b $error](the gate still fails here after the repairs: excluded)[/]"
