@@ -7,8 +7,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dataclasses import dataclass
-
 from specterm.core.crossstack import (
     cross_stack,
     cross_stack_markdown,
@@ -98,16 +96,10 @@ def test_cross_stack_on_synthetic_runs():
 # ------------------------------------------------- issue 35: the same positions, every timed prompt ---
 
 
-@dataclass
-class _Kept(Stream):
-    """A stream whose analysed positions are chosen by hand (a repaired llama.cpp stream excludes its
-    still-failing positions one by one: holes, not a cut tail)."""
-
-    mask: np.ndarray | None = None
-
-    @property
-    def kept(self) -> np.ndarray:
-        return np.ones(self.n, dtype=bool) if self.mask is None else np.asarray(self.mask, dtype=bool)
+def _Kept(mask: np.ndarray, **fields) -> Stream:
+    """A stream whose analysed positions are chosen by hand, as a repaired llama.cpp stream keeps them
+    (SPEC 1.3: the positions whose gate still fails excluded one by one: holes, not a cut tail)."""
+    return Stream(gate=np.asarray(mask, dtype=np.uint8), repairs=[], **fields)
 
 
 def _walk_loop(bits, g):

@@ -69,8 +69,8 @@ def histogram(ks: npt.NDArray[np.int64], gamma: int) -> list[int]:
 
 def pooled_alpha(streams: Sequence[Stream]) -> float | None:
     """sum a / n over the kept positions of the streams (SPEC 2's alpha; a = bits[kept])."""
-    n = sum(int(s.kept.sum()) for s in streams)
-    return float(sum(int(s.bits[s.kept].sum()) for s in streams)) / n if n else None
+    n = sum(s.valid_len for s in streams)
+    return float(sum(int(s.a.sum()) for s in streams)) / n if n else None
 
 
 def walk_tokens_per_call(streams: Sequence[Stream], gamma: int, every_position: bool = False) -> float | None:
@@ -78,7 +78,7 @@ def walk_tokens_per_call(streams: Sequence[Stream], gamma: int, every_position: 
     over every position with `every_position` (gate ignored)."""
     tok = blk = 0
     for s in streams:
-        bits = s.bits if every_position else s.bits[s.kept]
+        bits = s.bits if every_position else s.a
         if bits.size:
             t, b, _ = block_counts(bits, gamma)
             tok += int(t)
@@ -192,10 +192,10 @@ def cross_stack(run_a: Run, run_b: Run, gammas: Sequence[int] = HIST_GAMMAS,
             # each run on its own kept positions (not a same-position comparison)
             "alpha_a_own": pooled_alpha(sa), "alpha_b_own": pooled_alpha(sb),
             "alpha_b_all": float(sum(int(s.bits.sum()) for s in sb)) / max(1, sum(s.n for s in sb)),
-            "positions_a_kept": sum(int(s.kept.sum()) for s in sa), "positions_a": sum(s.n for s in sa),
-            "positions_b_kept": sum(int(s.kept.sum()) for s in sb), "positions_b": sum(s.n for s in sb),
+            "positions_a_kept": sum(s.valid_len for s in sa), "positions_a": sum(s.n for s in sa),
+            "positions_b_kept": sum(s.valid_len for s in sb), "positions_b": sum(s.n for s in sb),
             "gate_a": float(np.mean([s.gate_rate for s in sa])), "gate_b": float(np.mean([s.gate_rate for s in sb])),
-            "streams_b_excluding": sum(1 for s in sb if not s.kept.all()),
+            "streams_b_excluding": sum(1 for s in sb if s.valid_len < s.n),
             "same_y": sum(1 for d in div if d is None),
             "first_divergence_median": (float(np.median([d for d in div if d is not None]))
                                         if any(d is not None for d in div) else None),
