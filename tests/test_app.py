@@ -13,6 +13,7 @@ from specterm.app import make_app
 from specterm.screens.registry import SCREENS
 from specterm.core.store import load_run
 from specterm.core.fmt import MISSING
+from specterm.widgets.rowlist import RowList
 
 SIZE = (120, 36)
 FAST = {"boot": 200, "shuffles": 4}
@@ -31,7 +32,9 @@ async def ready(app, pilot):
     assert app.report is not None
 
 
-def table_rows(table: DataTable) -> list[list[str]]:
+def table_rows(table: DataTable | RowList) -> list[list[str]]:
+    if isinstance(table, RowList):  # the cells as drawn, in the columns shown
+        return [table.shown_row(i)[: len(table.labels)] for i in range(table.row_count)]
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
 
@@ -177,7 +180,7 @@ async def test_streams_filter_and_sort(run_path):
         await ready(app, pilot)
         await pilot.press("2")
         await pilot.pause()
-        table = app.screen.query_one("#prompts", DataTable)
+        table = app.screen.query_one("#prompts", RowList)
         assert [r[0] for r in table_rows(table)] == [s.id for s in streams]
         await pilot.press("c")  # corpora sorted: code first
         await pilot.pause()

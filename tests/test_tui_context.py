@@ -26,6 +26,7 @@ from specterm.core.export import shown_machine
 from specterm.core.fmt import fmt
 from specterm.core.store import load_run
 from specterm.widgets.tables import fit_text_table
+from specterm.widgets.rowlist import RowList
 
 pytestmark = pytest.mark.anyio
 FAST = {"boot": 50, "shuffles": 2}
@@ -46,6 +47,8 @@ def screen_words(screen) -> str:
     for table in screen.query(DataTable):
         parts += [str(c.label) for c in table.ordered_columns]
         parts += [str(table.get_cell_at((i, j))) for i in range(table.row_count) for j in range(len(table.columns))]
+    for rows in screen.query(RowList):
+        parts += rows.labels + [c for i in range(rows.row_count) for c in rows.shown_row(i)[: len(rows.labels)]]
     return "\n".join(parts)
 
 
@@ -262,21 +265,21 @@ async def test_streams_relays_its_list_on_resize_and_shows_the_cut(tmp_path):
         await ready(app, pilot)
         await pilot.press("2")
         await ready(app, pilot)
-        table = app.screen.query_one("#prompts", DataTable)
-        narrow = [str(c.label) for c in table.ordered_columns]
+        table = app.screen.query_one("#prompts", RowList)
+        narrow = list(table.labels)
         await pilot.resize_terminal(160, 45)
         await ready(app, pilot)
-        wide = [str(c.label) for c in table.ordered_columns]
+        wide = list(table.labels)
         assert "gate" in wide and len(wide) > len(narrow), (narrow, wide)
         assert [c for c in cut_cells(app) if c.screen == "StreamsScreen"] == []
         await pilot.resize_terminal(*SIZE)
         await ready(app, pilot)
-        assert [str(c.label) for c in table.ordered_columns] == narrow
+        assert list(table.labels) == narrow
         assert [c for c in cut_cells(app) if c.screen == "StreamsScreen"] == []
         # the stream whose gate fails at t = GATE_FAIL_AT: n analysed in the list, the sparkline blank after
         cut = next(i for i, s in enumerate(app.screen.streams) if s.valid_len < s.n)
         s = app.screen.streams[cut]
-        assert str(table.get_cell(str(cut), "n")) == f"{GATE_FAIL_AT}/{s.n}"
+        assert table.shown_row(table.keys.index(str(cut)))[table.labels.index("n")] == f"{GATE_FAIL_AT}/{s.n}"
         table.move_cursor(row=app.screen.shown.index(cut), animate=False)
         await ready(app, pilot)
         data = app.screen.query_one("#rolling", ScaledSparkline).data

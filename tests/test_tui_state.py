@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 
 from specterm.app import make_app
 from specterm.core.store import write_run
+from specterm.widgets.rowlist import RowList
 
 pytestmark = pytest.mark.anyio
 FAST = {"boot": 50, "shuffles": 2}
@@ -266,10 +267,10 @@ async def test_an_id_with_tab_and_newline_is_one_row(tmp_path):
         await ready(app, pilot)
         await pilot.press("2")
         await ready(app, pilot)
-        table = app.screen.query_one("#prompts", DataTable)
-        assert table.row_count == 2
-        assert [table.rows[r.key].height for r in table.ordered_rows] == [1, 1]
-        assert "\n" not in str(table.get_row_at(0)[0]) and "\t" not in str(table.get_row_at(0)[0])
+        table = app.screen.query_one("#prompts", RowList)
+        assert table.row_count == 2 and table.virtual_size.height == 1 + 2  # the header and one line a row
+        shown = table.shown_row(table.keys.index("0"))[0]
+        assert "\n" not in shown and "\t" not in shown and shown.startswith("tab\\x09here\\x0a")
 
 
 # -- toasts: one at a time, short, off the tables --------------------------------------------------

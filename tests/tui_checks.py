@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Static
 
 from specterm import compat_textual
 from specterm.widgets.columns import cell_width
+from specterm.widgets.rowlist import RowList, cell_text
 
 
 @dataclass(frozen=True)
@@ -116,8 +117,33 @@ def all_screens(app: App) -> list:
     return out
 
 
+def row_list_cuts(table: RowList, screen_name: str = "", visible: bool = False) -> list[CutCell]:
+    """A RowList's cut cells: a cell wider than its column in any column but the first (the first, a
+    name, gives way with an ellipsis by design), a label wider than its column, and with `visible`, a
+    column partly beyond the list's visible width."""
+    out = []
+    for j, (label, has) in enumerate(zip(table.labels, table.widths)):
+        if cell_width(label) > has:
+            out.append(CutCell(screen_name, table.id or "?", label, "(label)", label, cell_width(label), has))
+        if j == 0:
+            continue
+        for key, row in zip(table.keys, table.rows):
+            needs = cell_width(cell_text(row[j]))
+            if needs > has:
+                out.append(CutCell(screen_name, table.id or "?", label, key, cell_text(row[j]), needs, has))
+    width = table.scrollable_content_region.width
+    if visible and width > 0:
+        left = -int(table.scroll_x)
+        for label, has in zip(table.labels, table.widths):
+            shown = max(0, min(left + 1 + has, width) - max(left + 1, 0))
+            if 0 < shown < has:
+                out.append(CutCell(screen_name, table.id or "?", label, "(column at the edge)", label, has, shown))
+            left += has + 2
+    return out
+
+
 def cut_cells(app: App) -> list[CutCell]:
-    """Every cut cell in every DataTable of every screen the app has mounted (columns clipped at the
+    """Every cut cell in every DataTable and RowList of every screen the app has mounted (columns clipped at the
     visible edge only on the screen shown: the others are not laid out at the current size)."""
     out = []
     for screen in all_screens(app):
@@ -125,6 +151,8 @@ def cut_cells(app: App) -> list[CutCell]:
             out.extend(cut_cells_in(table, type(screen).__name__))
             if screen is app.screen and table.display:
                 out.extend(clipped_columns(table, type(screen).__name__))
+        for rows in screen.query(RowList):
+            out.extend(row_list_cuts(rows, type(screen).__name__, screen is app.screen and rows.display))
     return out
 
 

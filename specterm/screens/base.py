@@ -21,7 +21,11 @@ from specterm.core.params import R_DEFAULT
 from specterm.core.text import printable
 from specterm.widgets.columns import fit_text
 from specterm.widgets.footer import KeyFooter
+from specterm.widgets.rowlist import RowList
 from specterm.widgets.tables import safe
+
+ROW_TABLES = "DataTable, RowList"
+"""The widgets with a row cursor whose row is kept per model pair (a query selector)."""
 
 if TYPE_CHECKING:
     from specterm.app import SpectermApp
@@ -219,7 +223,7 @@ class ReportScreen(Screen):
             return
         if self._pair_shown is not None:
             state = {a: getattr(self, a) for a in self.PAIR_STATE}
-            state["_cursors"] = {t.id: t.cursor_row for t in self.query(DataTable) if t.id}
+            state["_cursors"] = {t.id: t.cursor_row for t in self.query(ROW_TABLES) if t.id}
             self._pair_states[self._pair_shown] = state
         restored = self._pair_states.get(key, {})
         for a, default in self._pair_defaults.items():
@@ -230,7 +234,7 @@ class ReportScreen(Screen):
             self.call_after_refresh(self._restore_cursors, cursors)
 
     def _restore_cursors(self, cursors: dict[str, int]) -> None:
-        for table in self.query(DataTable):
+        for table in self.query(ROW_TABLES):
             row = cursors.get(table.id or "")
             if row is not None and 0 <= row < table.row_count:
                 table.move_cursor(row=row, animate=False)
@@ -343,7 +347,7 @@ class ReportScreen(Screen):
     def action_cursor_end(self, last: int) -> None:
         """g / G: the focused table's first / last row (the token view's first / last token)."""
         focused = self.focused
-        if isinstance(focused, DataTable):
+        if isinstance(focused, (DataTable, RowList)):
             if focused.row_count:
                 focused.move_cursor(row=focused.row_count - 1 if last else 0, animate=False)
             return
@@ -570,6 +574,8 @@ def focused_markdown(screen: Any) -> str:
     from specterm.core.export import markdown_table
 
     table = getattr(screen, "focused", None)
+    if isinstance(table, RowList) and table.row_count:
+        return markdown_table(table.labels, [table.shown_row(table.cursor_row)[: len(table.labels)]]) + "\n"
     if not isinstance(table, DataTable) or not table.row_count or table.cursor_row < 0:
         return ""
     head = [plain_cell(c.label) for c in table.ordered_columns]

@@ -11,16 +11,16 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from specterm.core import navigate
 from specterm.core.text import printable
 from specterm.screens.base import ReportScreen, plural
 from specterm.core.export import markdown_table
-from specterm.widgets.columns import table_width
 from specterm.core.fmt import MISSING, fmt
 from specterm.widgets.sparkline import ScaledSparkline
-from specterm.widgets.tables import fill_table, safe
+from specterm.widgets.rowlist import RowList, cell_widths, natural_widths
+from specterm.widgets.tables import safe
 from specterm.widgets.tokens import TokenView, stream_labels
 
 ROLLING_WINDOW = 16
@@ -35,26 +35,15 @@ def list_pane_width(screen_width: int) -> int:
     return min(max(int(screen_width * 0.45), 36), 60)
 
 
-def fit_id(text: str, cells: int) -> str:
-    """A prompt id shortened to `cells` with a trailing ellipsis (free text: the only cut allowed)."""
-    from rich.cells import cell_len, set_cell_size
-
-    if cell_len(text) <= cells:
-        return text
-    return set_cell_size(text, max(cells - 1, 1)) + "…"
-
-
-def prompt_layout(rows: list[tuple[str, list[Any]]], width: int) -> tuple[list, list]:
-    """(columns, rows) that fit in `width` cells: drop gate, then corpus, then shorten ids."""
+def prompt_layout(widths: list[int], width: int) -> tuple[int, list[int]]:
+    """(how many of PROMPT_COLUMNS, their widths) that fit in `width` cells, given each column's
+    natural width (widest cell or label): drop gate, then corpus, then shorten the ids (the id column
+    cut to what the other two leave, at least 6 cells; RowList ends a cut id in an ellipsis)."""
     for k in (5, 4, 3):
-        cols = PROMPT_COLUMNS[:k]
-        cut = [(key, cells[:k]) for key, cells in rows]
-        if table_width([label for _, label in cols], [c for _, c in cut]) <= width:
-            return cols, cut
-    cols = PROMPT_COLUMNS[:3]
-    others = table_width([label for _, label in cols[1:]], [c[1:3] for _, c in rows])
-    cells = max(width - others - 2, 6)
-    return cols, [(key, [Text(fit_id(c[0].plain, cells)), c[1], c[2]]) for key, c in rows]
+        if sum(widths[:k]) + 2 * k <= width:
+            return k, widths[:k]
+    others = widths[1] + widths[2] + 4
+    return 3, [min(widths[0], max(width - others - 2, 6)), widths[1], widths[2]]
 
 
 def quote(piece: str | None) -> str:
@@ -64,18 +53,23 @@ def quote(piece: str | None) -> str:
     return safe(repr(piece))
 
 
-def prompt_cells(stream: Any) -> list[Any]:
-    """Cells of one prompt-list row: id, corpus, alpha, n, gate rate (a failed gate is flagged; an
+def prompt_cells(stream: Any, alpha: float | None = None) -> tuple[Any, ...]:
+    """Cells of one prompt-list row: id, alpha, n, corpus, gate rate (a failed gate is flagged; an
     import, which checked no gate, shows n/a). n is "analysed/n" when a gate failure cut the stream:
     alpha is over the analysed positions only. A repaired stream (llama.cpp) shows its repairs after
-    the gate rate ("r3": three flipped positions)."""
-    gate = stream.gate_rate
-    gate_text = f"{gate:.3f}" + (f" r{len(stream.repairs)}" if stream.repairs else "")
-    gate_cell = Text(MISSING) if stream.gate is None else Text(gate_text, style="bold red" if gate < 1.0 else "")
-    n = str(stream.n) if stream.valid_len >= stream.n else f"{stream.valid_len}/{stream.n}"
+    the gate rate ("r3": three flipped positions). Plain strings but a failed gate (a Text in bold
+    red); `alpha`: navigate.stream_alpha(stream.a) when the caller has it already."""
+    gate_cell: Any = MISSING
+    if stream.gate is not None:
+        gate = stream.gate_rate
+        gate_text = f"{gate:.3f}" + (f" r{len(stream.repairs)}" if stream.repairs else "")
+        gate_cell = Text(gate_text, style="bold red") if gate < 1.0 else gate_text
+    valid, size = stream.valid_len, stream.n
+    n = str(size) if valid >= size else f"{valid}/{size}"
+    if alpha is None:
+        alpha = navigate.stream_alpha(stream.a)
     # printable() first: a tab or newline in an id would otherwise draw a second, phantom line
-    return [Text(printable(stream.id)), fmt(navigate.stream_alpha(stream.a)), n,
-            Text(printable(stream.corpus)), gate_cell]
+    return (printable(stream.id), fmt(alpha), n, printable(stream.corpus), gate_cell)
 
 
 def repair_note(s: Any) -> str:
@@ -122,6 +116,9 @@ class StreamsScreen(ReportScreen):
         super().__init__()
         self.streams: list[Any] = []
         self.shown: list[int] = []  # indices into self.streams, in list order
+        self.rows: list[tuple[Any, ...]] = []  # prompt_cells of each stream, made once per set of streams
+        self.alphas = np.zeros(0)  # navigate.stream_alpha of each stream (the sort's key)
+        self.cell_widths = np.zeros((0, len(PROMPT_COLUMNS)), dtype=np.int64)  # rowlist.cell_widths of self.rows
         self.selected: int | None = None
         self._layout_key: tuple[str, str, str] | None = None
         self._layout_val: tuple[Any, int] = (None, 0)
@@ -154,7 +151,7 @@ class StreamsScreen(ReportScreen):
             with Vertical(id="prompt-pane"):
                 yield Static("", id="prompt-filter", classes="pane-title")
                 yield Input(placeholder="/ prompt id or text", id="search-input")
-                yield DataTable(id="prompts", cursor_type="row", zebra_stripes=True)
+                yield RowList(id="prompts")
             with Vertical(id="stream-pane"):
                 yield Static("", id="stream-head", classes="pane-title")
                 yield Input(placeholder=": position t, +k, -k, p% or $", id="jump-input")
@@ -169,6 +166,9 @@ class StreamsScreen(ReportScreen):
         if streams is self.streams or [id(s) for s in streams] == [id(s) for s in self.streams]:
             return
         self.streams = streams
+        self.alphas = np.array([navigate.stream_alpha(s.a) for s in streams], dtype=np.float64)
+        self.rows = [prompt_cells(s, float(a)) for s, a in zip(streams, self.alphas)]
+        self.cell_widths = cell_widths(self.rows, len(PROMPT_COLUMNS))
         self.selected = None
         self.lookup = {}
         self.matches = []
@@ -200,7 +200,7 @@ class StreamsScreen(ReportScreen):
         index = next((i for i, s in enumerate(self.streams) if s.run == run and s.id == sid), None)
         if index is None or index not in self.shown:
             return
-        self.query_one("#prompts", DataTable).move_cursor(row=self.shown.index(index), animate=False)
+        self.query_one("#prompts", RowList).move_cursor(row=self.shown.index(index), animate=False)
         self.select(index)
         self.query_one(TokenView).move_to(min(cursor, max(self.streams[index].n - 1, 0)))
 
@@ -241,15 +241,15 @@ class StreamsScreen(ReportScreen):
     def _refresh_list(self) -> None:
         order = [i for i, s in enumerate(self.streams) if self.corpus_filter in (None, s.corpus)]
         if self.sort:
-            alphas = np.array([navigate.stream_alpha(self.streams[i].a) for i in order])
-            ranked = np.argsort(np.nan_to_num(alphas, nan=-1.0), kind="stable")
+            ranked = np.argsort(np.nan_to_num(self.alphas[order], nan=-1.0), kind="stable")
             order = [order[j] for j in (ranked if self.sort == 1 else ranked[::-1])]
         self.shown = order
-        table = self.query_one("#prompts", DataTable)
+        table = self.query_one("#prompts", RowList)
         width = list_pane_width(self.size.width or self.app.size.width) - 3  # a vertical scrollbar
-        columns, rows = prompt_layout([(str(i), prompt_cells(self.streams[i])) for i in order], width)
-        with self.app.batch_update():
-            fill_table(table, columns, rows)
+        rows = [self.rows[i] for i in order]
+        labels = [label for _, label in PROMPT_COLUMNS]
+        k, widths = prompt_layout(natural_widths(labels, self.cell_widths[order]), width)
+        table.set_rows(labels[:k], [str(i) for i in order], rows, widths)
         self.match_note = ""
         self._show_filter()
         self.update_crumb()  # the breadcrumb names the corpus the list is filtered to
@@ -301,9 +301,9 @@ class StreamsScreen(ReportScreen):
         self.query_one("#rolling-label", Static).update(label)
 
     # -- events and keys ------------------------------------------------------------------------
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "prompts" and event.row_key is not None and event.row_key.value is not None:
-            self.select(int(event.row_key.value))
+    def on_row_list_row_highlighted(self, event: RowList.RowHighlighted) -> None:
+        if event.row_list.id == "prompts":
+            self.select(int(event.key))
 
     def on_token_view_cursor_moved(self, _: TokenView.CursorMoved) -> None:
         self._show_cursor()
@@ -315,7 +315,7 @@ class StreamsScreen(ReportScreen):
         if matches:
             index = navigate.cycle_match(matches, self.selected, step)
             if index is not None:
-                self.query_one("#prompts", DataTable).move_cursor(row=self.shown.index(index), animate=False)
+                self.query_one("#prompts", RowList).move_cursor(row=self.shown.index(index), animate=False)
                 self.select(index)
                 # a status on the list's title line, not a toast: nine presses must not stack nine
                 self.match_note = f"match {matches.index(index) + 1} of {len(matches)}"
@@ -323,7 +323,7 @@ class StreamsScreen(ReportScreen):
             return
         pos = self.shown.index(self.selected) if self.selected in self.shown else -1
         pos = min(max(pos + step, 0), len(self.shown) - 1)
-        self.query_one("#prompts", DataTable).move_cursor(row=pos, animate=False)
+        self.query_one("#prompts", RowList).move_cursor(row=pos, animate=False)
         self.select(self.shown[pos])
 
     def action_rejection(self, step: int) -> None:
@@ -411,7 +411,7 @@ class StreamsScreen(ReportScreen):
             self.notify(f"No prompt id or text contains '{safe(query)}'.", severity="warning", timeout=3)
             return
         first = self.matches[0]
-        self.query_one("#prompts", DataTable).move_cursor(row=self.shown.index(first), animate=False)
+        self.query_one("#prompts", RowList).move_cursor(row=self.shown.index(first), animate=False)
         self.select(first)
         self.notify(f"{len(self.matches)} match(es) for '{safe(query)}': n / N for next / previous.")
 
@@ -497,7 +497,7 @@ class StreamsScreen(ReportScreen):
     def export_markdown(self) -> str:
         """The prompt list as shown (filter and sort applied), under a heading and its context."""
         headers = [label for _, label in PROMPT_COLUMNS]
-        rows = [[str(c) for c in prompt_cells(self.streams[i])] for i in self.shown]
+        rows = [[str(c) for c in self.rows[i]] for i in self.shown]
         corpus = self.corpus_filter or "all corpora"
         return (f"## Streams: prompt list\n\n{self.export_context()} · corpus: {printable(corpus)} · sort: {SORTS[self.sort]}\n\n"
                 + markdown_table(headers, rows) + "\n")
