@@ -24,9 +24,6 @@ from specterm.widgets.footer import KeyFooter
 from specterm.widgets.rowlist import RowList
 from specterm.widgets.tables import safe
 
-ROW_TABLES = "DataTable, RowList"
-"""The widgets with a row cursor whose row is kept per model pair (a query selector)."""
-
 if TYPE_CHECKING:
     from specterm.app import SpectermApp
     from specterm.core.report import Report, SetReport
@@ -223,7 +220,7 @@ class ReportScreen(Screen):
             return
         if self._pair_shown is not None:
             state = {a: getattr(self, a) for a in self.PAIR_STATE}
-            state["_cursors"] = {t.id: t.cursor_row for t in self.query(ROW_TABLES) if t.id}
+            state["_cursors"] = {t.id: t.cursor_row for t in self.row_tables() if t.id}
             self._pair_states[self._pair_shown] = state
         restored = self._pair_states.get(key, {})
         for a, default in self._pair_defaults.items():
@@ -233,8 +230,12 @@ class ReportScreen(Screen):
         if cursors:
             self.call_after_refresh(self._restore_cursors, cursors)
 
+    def row_tables(self) -> list[DataTable | RowList]:
+        """The widgets with a row cursor (whose row is kept per model pair)."""
+        return [*self.query(DataTable), *self.query(RowList)]
+
     def _restore_cursors(self, cursors: dict[str, int]) -> None:
-        for table in self.query(ROW_TABLES):
+        for table in self.row_tables():
             row = cursors.get(table.id or "")
             if row is not None and 0 <= row < table.row_count:
                 table.move_cursor(row=row, animate=False)

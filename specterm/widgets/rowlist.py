@@ -213,14 +213,17 @@ class RowList(ScrollView, can_focus=True):
     def scroll_to_cursor(self, animate: bool = False) -> None:
         """Scroll the least that shows the cursor row below the header (after the first layout)."""
         height = self.scrollable_content_region.height - 1
-        if height <= 0:
-            self.call_after_refresh(self.scroll_to_cursor)
+        if height <= 0:  # not laid out yet: on_resize scrolls
             return
         top = int(self.scroll_y)
         if self.cursor_row < top:
             self.scroll_to(y=self.cursor_row, animate=animate, force=True)
         elif self.cursor_row >= top + height:
             self.scroll_to(y=self.cursor_row - height + 1, animate=animate, force=True)
+
+    def on_resize(self, _: events.Resize) -> None:
+        """A new size (the first layout too): the cursor row stays in view."""
+        self.scroll_to_cursor()
 
     def action_cursor_up(self) -> None:
         self.move_cursor(self.cursor_row - 1)
