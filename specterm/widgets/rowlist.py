@@ -15,9 +15,8 @@ ellipsis (free text only: the caller decides which column may give way).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
@@ -30,6 +29,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from specterm.widgets.columns import fit_text
+
+if TYPE_CHECKING:  # numpy is imported where it is used: every screen imports this module (base.py), and a
+    import numpy as np  # warm open paints its report before numpy is imported (tests/test_app_start.py)
 
 PAD = 1
 """Cells of padding on each side of a cell (DataTable's cell_padding)."""
@@ -56,6 +58,8 @@ def text_width(text: str) -> int:
 def cell_widths(rows: Sequence[Sequence[Any]], columns: int) -> np.ndarray:
     """text_width of every cell of `rows` (the first `columns` of each), as an int array (rows, columns):
     measured once, a column's width over any subset of the rows is a max over this array."""
+    import numpy as np
+
     out = np.zeros((len(rows), columns), dtype=np.int64)
     for j in range(columns):
         out[:, j] = np.fromiter((text_width(c if type(c) is str else cell_text(c)) for c in (r[j] for r in rows)),
@@ -67,6 +71,8 @@ def natural_widths(labels: Sequence[str], rows: Sequence[Sequence[Any]] | np.nda
     """Per column: the widest of its label and its cells in terminal cells (a column's width when
     nothing is cut): max(cell_len(label), max cell_len(cell) over the rows). `rows` may be the rows'
     cell_widths already."""
+    import numpy as np
+
     measured = rows if isinstance(rows, np.ndarray) else cell_widths(rows, len(labels))
     widest = measured[:, : len(labels)].max(axis=0) if len(measured) else np.zeros(len(labels), np.int64)
     return [max(cell_len(label), int(w)) for label, w in zip(labels, widest)]
