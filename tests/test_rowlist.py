@@ -186,3 +186,29 @@ async def test_streams_cursor_keys_move_the_row_and_the_token_view_follows(tmp_p
         alphas = [streams[int(k)].a.mean() for k in rows.keys]
         assert sorted(int(k) for k in rows.keys) == code and alphas == sorted(alphas)
         assert rows.keys[rows.cursor_row] == str(screen.selected)  # the shown prompt keeps the cursor
+
+
+async def test_streams_screen_of_thousands_of_prompts_draws_only_its_lines(tmp_path):
+    from app_fixture import META
+    from tui_checks import row_list_cuts
+
+    from specterm.core.store import Stream, write_run
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    streams = [Stream(id=f"p{i}", corpus=("code", "prose")[i % 2], bits=(rng.random(12) < 0.7).astype(np.uint8))
+               for i in range(n)]
+    app = make_app([write_run(tmp_path / "many", {**META, "name": "many"}, streams)], **FAST)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("2")
+        await ready(app, pilot)
+        rows = app.screen.query_one("#prompts", RowList)
+        height = rows.scrollable_content_region.height
+        assert rows.row_count == n and rows.shown_row(n - 1)[0] == f"p{n - 1}"
+        assert 0 < rows.lines_drawn <= 4 * height  # not one line per prompt
+        assert row_list_cuts(rows, visible=True) == []
+        await pilot.press("c")  # code only: every other prompt
+        await ready(app, pilot)
+        assert rows.row_count == n // 2 and rows.keys[:3] == ["0", "2", "4"]
+        assert rows.lines_drawn <= 8 * height
