@@ -212,3 +212,27 @@ async def test_streams_screen_of_thousands_of_prompts_draws_only_its_lines(tmp_p
         await ready(app, pilot)
         assert rows.row_count == n // 2 and rows.keys[:3] == ["0", "2", "4"]
         assert rows.lines_drawn <= 8 * height
+
+
+async def test_streams_list_vim_keys_and_y_copy_its_row(tmp_path):
+    streams = fixture_streams()
+    app = make_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("2")
+        await ready(app, pilot)
+        screen = app.screen
+        rows = screen.query_one("#prompts", RowList)
+        rows.focus()
+        await pilot.press("G")
+        await ready(app, pilot)
+        assert rows.cursor_row == len(streams) - 1 and screen.selected == len(streams) - 1
+        await pilot.press("g", "j", "j", "k")
+        await ready(app, pilot)
+        assert rows.cursor_row == 1 and screen.selected == 1
+        await pilot.press("y")
+        await pilot.pause()
+        head, rule, row = app.clipboard.strip().splitlines()
+        s = streams[1]
+        assert head == "| " + " | ".join(rows.labels) + " |" and rule.startswith("|---|")
+        assert row.startswith(f"| {s.id} | {s.a.mean():.3f} | {s.n} |")
