@@ -211,7 +211,8 @@ def test_settle_g_choice_settles_when_the_runner_up_is_at_most_regret_better_at_
     # E rising to g = 3 (2.7: far enough above E(2) that pooling c_verify(3) >= c_verify(2) does not cap the
     # ratio S(3)/S(2) below REGRET); verify chosen so that S(2) and S(3) differ by 1.5% at the point
     # estimate. With +-3% sample spread the lead is not clear of 0 in the cost replicates and not within
-    # TIE, but the runner-up's upper bound over g_hw is within REGRET (5%); with +-8% it is not (upper ends 1.4% and 6.3% over 400 replicates). Computed independently: S(g) = E c_dec / (c_ver(g) + g c_draft).
+    # TIE, but the runner-up's upper bound over g_hw is within REGRET (5%); with +-8% it is not (upper ends 1.4% and 6.3% over 400 replicates).
+    # Computed independently: S(g) = E c_dec / (c_ver(g) + g c_draft).
     E = np.array([1.8, 2.4, 2.7] + [2.7] * (len(G) - 3))
     c_dec, c_dr = 1.0, 0.01
 
