@@ -236,3 +236,23 @@ async def test_streams_list_vim_keys_and_y_copy_its_row(tmp_path):
         s = streams[1]
         assert head == "| " + " | ".join(rows.labels) + " |" and rule.startswith("|---|")
         assert row.startswith(f"| {s.id} | {s.a.mean():.3f} | {s.n} |")
+
+
+async def test_the_row_under_the_mouse_is_highlighted_until_a_key():
+    app = ListApp(10)
+    async with app.run_test(size=(40, 12)) as pilot:
+        rows = app.query_one(RowList)
+        await pilot.pause()
+        value = 1 + rows.widths[0] + 2
+
+        def bg(y: int) -> object:
+            rows.render_lines(rows.region.reset_offset)
+            return rows.render_line(y).crop(value, value + 1)._segments[0].style.bgcolor
+
+        plain = bg(3)  # row 2
+        await pilot.hover(RowList, offset=(value, 3))
+        await pilot.pause()
+        assert rows.hover_row == 2 and bg(3) != plain and bg(5) == plain  # row 4, the same stripe, is not
+        await pilot.press("down")
+        await pilot.pause()
+        assert rows.hover_row is None and bg(3) == plain

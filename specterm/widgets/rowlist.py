@@ -5,10 +5,10 @@ DataTable measures and renders every row when its data changes (seconds for 20,0
 holds its rows as tuples of cells (a str, or a Text for a styled cell), sizes each column to its
 widest cell once per `set_rows` (cell_len over the strings: no renderable is built per row) and
 draws a line from its cells when it is in view. It reads as the Streams list's DataTable did
-(cursor_type "row", zebra stripes, the first column pinned: DataTable's component classes and CSS,
-so the theme styles both alike) and keeps its keys (up / down, page up / down, ctrl+home / ctrl+end,
-enter) and messages (RowHighlighted when the cursor row changes, RowSelected on enter or a click on
-the cursor row). A column given a width narrower than its widest cell shows its cells cut with an
+(cursor_type "row", zebra stripes, the first column pinned, the row under the mouse highlighted:
+DataTable's component classes and CSS, so the theme styles both alike) and keeps its keys (up /
+down, page up / down, ctrl+home / ctrl+end, enter) and messages (RowHighlighted when the cursor row
+changes, RowSelected on enter or a click on the cursor row). A column given a width narrower than its widest cell shows its cells cut with an
 ellipsis (free text only: the caller decides which column may give way).
 """
 
@@ -132,11 +132,17 @@ class RowList(ScrollView, can_focus=True):
             background: $block-cursor-blurred-background;
             color: $foreground;
         }
+        & > .datatable--header-hover {
+            background: $accent 30%;
+        }
+        & > .datatable--hover {
+            background: $block-hover-background;
+        }
     }
     """
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "datatable--cursor", "datatable--fixed", "datatable--fixed-cursor", "datatable--header",
-        "datatable--odd-row", "datatable--even-row",
+        "datatable--odd-row", "datatable--even-row", "datatable--hover", "datatable--header-hover",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select_cursor", "Select", show=False),
@@ -172,6 +178,8 @@ class RowList(ScrollView, can_focus=True):
         self.widths: list[int] = []
         """Cells each column shows (padding aside)."""
         self.cursor_row = 0
+        self.hover_row: int | None = None
+        """The row under the mouse (-1: the header; None: none, or a key was pressed since)."""
         self.lines_drawn = 0
         """Rows drawn since the list was made (render_line calls below the header): what a test counts."""
         self._styles: dict[str, Style] = {}
@@ -202,6 +210,20 @@ class RowList(ScrollView, can_focus=True):
         return [fit_text(cell_text(c), w) for c, w in zip(self.rows[index], self.widths)]
 
     # -- the cursor ------------------------------------------------------------------------------
+    def set_hover(self, row: int | None) -> None:
+        if row != self.hover_row:
+            self.hover_row = row
+            self.refresh()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        """The row under the mouse is highlighted (DataTable's hover cursor)."""
+        offset = event.get_content_offset(self)
+        row = None if offset is None else (-1 if offset.y == 0 else int(self.scroll_y) + offset.y - 1)
+        self.set_hover(row if row is not None and row < len(self.rows) else None)
+
+    def on_leave(self, _: events.Leave) -> None:
+        self.set_hover(None)
+
     def move_cursor(self, row: int, animate: bool = False, scroll: bool = True) -> None:
         """Put the cursor on `row` (clamped to the rows), scroll it into view, and post
         RowHighlighted when the row changes."""
@@ -232,27 +254,33 @@ class RowList(ScrollView, can_focus=True):
         self.scroll_to_cursor()
 
     def action_cursor_up(self) -> None:
+        self.set_hover(None)  # a key hides the hover highlight until the mouse moves
         self.move_cursor(self.cursor_row - 1)
 
     def action_cursor_down(self) -> None:
+        self.set_hover(None)
         self.move_cursor(self.cursor_row + 1)
 
     def action_page_up(self) -> None:
+        self.set_hover(None)
         page = max(self.scrollable_content_region.height - 1, 1)
         self.scroll_to(y=self.scroll_y - page, animate=False, force=True)
         self.move_cursor(self.cursor_row - page, scroll=False)
         self.scroll_to_cursor()
 
     def action_page_down(self) -> None:
+        self.set_hover(None)
         page = max(self.scrollable_content_region.height - 1, 1)
         self.scroll_to(y=self.scroll_y + page, animate=False, force=True)
         self.move_cursor(self.cursor_row + page, scroll=False)
         self.scroll_to_cursor()
 
     def action_first(self) -> None:
+        self.set_hover(None)
         self.move_cursor(0)
 
     def action_last(self) -> None:
+        self.set_hover(None)
         self.move_cursor(len(self.rows) - 1)
 
     def action_select_cursor(self) -> None:
@@ -304,12 +332,16 @@ class RowList(ScrollView, can_focus=True):
         else:
             base = s["datatable--odd-row" if row % 2 else "datatable--even-row"]
             fixed = s["datatable--fixed"]
-        lift = s["datatable--cursor"] if cursor else Style()
+        lift = Style()  # the hover's style under the cursor's, as DataTable adds them
+        if self.hover_row is not None and self.hover_row == (-1 if row is None else row):
+            lift += s["datatable--hover"] + (s["datatable--header-hover"] if row is None else Style())
+        if cursor:
+            lift += s["datatable--cursor"]
         out: list[Segment] = []
         for j, (cell, w) in enumerate(zip(cells, self.widths)):
             comp = lift + s["datatable--fixed-cursor"] if cursor and j == 0 else lift
             pre = (fixed if j == 0 else base) + comp
-            post = Style.from_color(color=comp.color) if cursor else Style()
+            post = Style.from_color(color=comp.color) if comp.color is not None else Style()
             text = cell_text(cell)
             if cell_len(text) > w:
                 text = fit_text(text, w)
