@@ -250,7 +250,8 @@ class PolicyTable:
 
 
 def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5,
-                 g_max: int = 16, blocks: np.ndarray | None = None, fixed: bool = True) -> PolicyTable:
+                 g_max: int = 16, blocks: np.ndarray | None = None, fixed: bool = True,
+                 budget: int | None = None) -> PolicyTable:
     """Every stream replayed once under fixed g = 1..32, heuristic from g0, confidence stop at each tau
     (streams with draft_conf) and clairvoyant; all streams at once, equal to the one-stream replays.
 
@@ -260,10 +261,14 @@ def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5
     streams when the caller has them (`stats.StreamSums.blocks()`), else computed (`fixed_blocks`).
     fixed=False leaves them out (an N x 0 array) for the caller to add with `PolicyTable.with_fixed`
     (`analysis` walks the streams while their block counts are still being computed).
+    `budget`: a stream of more analysed positions is walked alone, `budget` positions at a time
+    (longstream.long_policy_row), the others together as before; None: all together.
     """
     g0 = check_gamma(g0, "g0")
     g_max = check_gamma(g_max, "g_max")
     taus = tuple(float(tau) for tau in taus)
+    if budget is not None and any(s.valid_len > budget for s in streams):
+        return _in_parts(streams, taus, g0, g_max, blocks, fixed, int(budget))
     c, conf, has_conf = _stacked(streams, with_conf=bool(taus))
     n, N = c.lengths, c.ends.size
     zero = c.bits == 0
@@ -303,6 +308,41 @@ def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5
         g0=g0,
         g_max=g_max,
     )
+
+
+def _in_parts(streams: Sequence[Stream], taus: tuple[float, ...], g0: int, g_max: int, blocks: np.ndarray | None,
+              fixed: bool, budget: int) -> PolicyTable:
+    """policy_table of these streams with each one longer than `budget` walked alone in slices
+    (longstream.long_policy_row) and the runs of shorter ones between them together: a stream's row
+    depends on that stream alone, so the parts stack to the table of all at once."""
+    from specterm.core.longstream import long_policy_row, walk_runs
+
+    parts: list[PolicyTable] = []
+    lo = 0
+    for i, s in enumerate([*streams, None]):
+        if s is not None and s.valid_len <= budget:
+            continue
+        if i > lo:
+            parts.append(policy_table(streams[lo:i], taus=taus, g0=g0, g_max=g_max, fixed=fixed,
+                                      blocks=None if blocks is None else blocks[lo:i]))
+        lo = i + 1
+        if s is None:
+            break
+        bits, conf = _analysed(s)
+        if conf is not None and conf.size != bits.size:
+            raise SpectermError(f"draft_conf has {conf.size} values but the stream has {bits.size} positions; re-create the run.")
+        heuristic, confidence, clair = long_policy_row(bits, conf if taus else None, taus, g0, g_max, budget)
+        n = np.array([bits.size], dtype=np.int64)
+        if not fixed:
+            fixed_g = np.zeros((1, 0), dtype=np.int64)
+        elif blocks is not None:
+            fixed_g = np.asarray(blocks, dtype=np.int64)[i:i + 1]
+        else:
+            fixed_g = walk_runs(bits, GAMMAS.tolist(), 0, budget).blocks[None]
+        parts.append(PolicyTable(n=n, fixed=fixed_g, heuristic=np.array([heuristic], dtype=np.int64),
+                                 confidence=confidence[None], has_conf=np.array([conf is not None]),
+                                 clairvoyant=np.array([clair], dtype=np.int64), taus=taus, g0=g0, g_max=g_max))
+    return PolicyTable.stacked(parts)
 
 
 def fixed_sums(streams: Sequence[Stream], gammas: Sequence[int] | np.ndarray = GAMMAS) -> np.ndarray:
