@@ -15,10 +15,12 @@ from hypothesis import strategies as hs
 from specterm.core import analysis
 from specterm.core import stats as st
 from specterm.core.geometry import concat_streams, depth_counts, segment_runs
-from specterm.core.longstream import long_policy_row, long_position_sums, long_steady_sums, long_stream_sums, walk_runs
+from specterm.core.longstream import (long_policy_row, long_position_sums, long_sampling_sums, long_steady_sums, long_stream_sums,
+                                      pairwise_sum, walk_runs)
 from specterm.core.policies import policy_table
 from specterm.core.position import position_sums
 from specterm.core.replay import replay_confidence, replay_heuristic
+from specterm.core.sampling import sampling_sums
 from specterm.core.steady import steady_sums
 from specterm.core.store import Stream
 from test_chunked import random_streams, same
@@ -89,6 +91,31 @@ def test_policies_walked_in_slices_are_the_one_stream_replays(name, budget):
         assert tuple(confidence[j]) == (r.blocks, r.drafted)
     zeros = int((a == 0).sum())
     assert clair[0] == zeros + int(a[-1] == 1) and clair[1] == a.size - clair[0]
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 129, 257, 8193, 100_003])
+@pytest.mark.parametrize("budget", [1, 7, 200, 1 << 20])
+def test_pairwise_sums_in_pieces_follow_numpys_tree(n, budget):
+    """np.add.reduce is a pairwise sum over the whole length (and np.add.reduceat's span its first value
+    plus that of the rest): summed in pieces of `budget` values down numpy's tree, every bit is numpy's."""
+    x = np.random.default_rng(n).random(n) * 2 - 0.9
+
+    def values(lo: int, hi: int) -> np.ndarray:
+        assert hi - lo <= max(budget, 128)  # never more than a piece at a time
+        return x[lo:hi]
+
+    assert pairwise_sum(values, 0, n, budget) == np.add.reduce(x)
+    if n > 1:
+        assert x[0] + pairwise_sum(values, 1, n, budget) == np.add.reduceat(x, [0])[0]
+
+
+@pytest.mark.parametrize("beta", [[], [0.5], [0.5, 0.25], [0.9] * 40, [0.9, 1.0] * 30, [1.0] * 39 + [0.5], "random"])
+@pytest.mark.parametrize("budget", [1, 3, 7, 64])
+def test_sampling_sums_in_pieces_are_the_sums_at_once(beta, budget):
+    b = np.random.default_rng(3).random(3000) if beta == "random" else np.array(beta)
+    b = b.astype(np.float32)
+    same(long_sampling_sums(b, budget).M, sampling_sums([b]).M)
+    same(long_sampling_sums(None, budget).M, sampling_sums([None]).M)
 
 
 def long_streams(rng: np.random.Generator, lengths: list[int]) -> list[Stream]:
@@ -164,15 +191,16 @@ def traced_peak(fn) -> int:
 
 
 def test_the_reduction_of_a_long_stream_takes_memory_by_the_slice():
-    """2M positions (with draft_conf) in slices of 2^14: the sums, the steady / position sums and the
-    policy table peak under 150 bytes a slice position + 1 MB, where the stream at once takes tens of
-    bytes a stream position (about 30x more here; the same measure of the whole stream must exceed
-    the bound, or the bound proves nothing)."""
+    """2M positions (with draft_conf and beta) in slices of 2^14: the sums, the steady / position sums and the
+    policy table and the sampling sums peak under 150 bytes a slice position + 4 MB (the exact shuffle expectation's range of
+    stats.ESB_CHUNK terms, about 3 MB, and small tables), where the stream at once takes tens of bytes a
+    stream position (about 20x more here; the same measure of the whole stream must exceed the bound
+    tenfold, or the bound proves nothing)."""
     n, budget = 2_000_000, 1 << 14
     rng = np.random.default_rng(7)
     s = Stream(id="long", corpus="c", bits=(rng.random(n) < 0.7).astype(np.uint8),
-               draft_conf=rng.random(n).astype(np.float32))
-    bound = 150 * budget + (1 << 20)
+               draft_conf=rng.random(n).astype(np.float32), beta=rng.random(n).astype(np.float32))
+    bound = 150 * budget + (4 << 20)
 
     def reduce(b: int) -> None:
         analysis._sums([s], 8, 8, -1, 0, budget=b)

@@ -82,7 +82,7 @@ from specterm.core.optimum import optimum_table, p3_shares, r_values
 from specterm.core.parallel import analysis_threads, contiguous_parts, kept_heap, one_blas_thread, run_all, submit
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, EXACT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, STEADY_FROM, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
-from specterm.core.longstream import long_position_sums, long_steady_sums, long_stream_sums
+from specterm.core.longstream import long_position_sums, long_sampling_sums, long_steady_sums, long_stream_sums
 from specterm.core.position import PositionSums, bin_width_for, bins_needed, position_report, position_sums
 from specterm.core.report import (
     POOLED, ConfirmedRow, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, ScoreRow, SetReport,
@@ -241,8 +241,8 @@ def _sums(streams: list[Stream], gamma: int, depth_gamma: int, shuffles: int, se
 def _rest(streams: list[Stream], gamma: int, shuffles: int, seed: int, bin_width: int, n_bins: int,
           budget: int | None = None) -> tuple[PositionSums, SteadySums, SamplingSums]:
     """A set's position, steady and sampling sums, reduced `budget` positions at a time (`pieces`; the
-    steady parts' exact shuffle column continues its running sum; a longer stream alone, in slices,
-    but its sampling sums at once: see longstream.py). budget None: CHUNK_POSITIONS."""
+    steady parts' exact shuffle column continues its running sum; a longer stream alone, in slices:
+    longstream.py). budget None: CHUNK_POSITIONS."""
     budget = CHUNK_POSITIONS if budget is None else budget
     a = [s.a for s in streams]
     t = [None if s.contiguous else s.kept_t for s in streams]  # absolute positions where some were excluded
@@ -255,10 +255,11 @@ def _rest(streams: list[Stream], gamma: int, shuffles: int, seed: int, bin_width
             i = sl.start
             positions.append(long_position_sums(a[i], t[i], bin_width, n_bins, budget))
             steadies.append(long_steady_sums(a[i], gamma, shuffles, STEADY_FROM, carry, budget))
+            samplings.append(long_sampling_sums(analysed_beta(streams[i]), budget))
         else:
             positions.append(position_sums(a[sl], bin_width=bin_width, n_bins=n_bins, t=t[sl]))
             steadies.append(steady_sums(a[sl], gamma, shuffles, seed, esb_carry=carry))
-        samplings.append(sampling_sums([analysed_beta(s) for s in streams[sl]]))
+            samplings.append(sampling_sums([analysed_beta(s) for s in streams[sl]]))
     if len(positions) == 1:
         return positions[0], steadies[0], samplings[0]
     return (replace(positions[0], M=np.vstack([p.M for p in positions])),

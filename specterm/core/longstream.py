@@ -19,15 +19,18 @@ Every number is the one the reduction of the whole stream at once gives, bit for
 (tests/test_longstream.py): integer counts are exact in any order, and the float sums are continued
 in the original order. Depth counts are counted in closed form per closed run (all its blocks but the
 last accept g and are uncut; see `_depth_hists`) instead of from every block, so a run of ones longer
-than a slice costs no more than a short one. Not chunked: the random shuffles (shuffles > 0, one draw
-over the whole set, see stats.Shuffler) and the sampling sums (beta's pairwise float sums); the first
-is not the default, the second is reduced per stream as before.
+than a slice costs no more than a short one. beta's float sums (sampling.py) are numpy's pairwise sums,
+whose tree depends on the whole length: `pairwise_sum` follows numpy's tree down to ranges of at most
+`budget` values and lets numpy sum those, so they too have the bits of one pass. Not chunked: the random
+shuffles (shuffles > 0, not the default): one draw over the whole set (stats.Shuffler: a 16-bit word per
+position of every stream, then corrections drawn over all streams at once, round by round), so the
+draws of one stream depend on the others'; `analysis._sums` reduces such a set at once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -36,6 +39,7 @@ from specterm.core.params import GAMMAS, WARMUP_EARLY, WARMUP_LATE
 
 if TYPE_CHECKING:
     from specterm.core.position import PositionSums
+    from specterm.core.sampling import SamplingSums
     from specterm.core.steady import SteadySums
 
 
@@ -350,3 +354,82 @@ def long_policy_row(bits: np.ndarray, conf: np.ndarray | None, taus: Sequence[fl
     zeros = n - int(np.count_nonzero(a))
     clair = zeros + int(n > 0 and a[-1] != 0)
     return (h_blocks, h_drafted), confidence, (clair, n - clair)
+
+
+# ------------------------------------------------------------------ the sampling sums ---
+
+PW_BLOCK = 128  # numpy's PW_BLOCKSIZE: a pairwise sum of at most this many values is one unrolled loop
+
+
+def pairwise_sum(values: Callable[[int, int], np.ndarray], lo: int, hi: int, budget: int) -> float:
+    """numpy's pairwise sum of x[lo:hi] (what np.add.reduce adds to its first value), with x[a:b]
+    given by values(a, b) a piece at a time: numpy halves a range of more than PW_BLOCK values at
+    n2 = n // 2 rounded down to a multiple of 8 and adds the halves' sums; this does the same until a
+    range holds at most `budget` values, which numpy sums itself (from -0.0, which adds nothing to
+    any float), so the tree, and every rounding, is numpy's."""
+    n = hi - lo
+    if n <= max(int(budget), PW_BLOCK):
+        return float(np.add.reduce(values(lo, hi), initial=-0.0)) if n else -0.0
+    n2 = n // 2
+    n2 -= n2 % 8
+    return pairwise_sum(values, lo, lo + n2, budget) + pairwise_sum(values, lo + n2, hi, budget)
+
+
+def _span_sum(values: Callable[[int, int], np.ndarray], lo: int, hi: int, budget: int) -> float:
+    """np.add.reduceat's sum of the span x[lo:hi] (hi > lo): its first value plus the pairwise sum of the rest."""
+    first = float(values(lo, lo + 1)[0])
+    return first if hi - lo == 1 else first + pairwise_sum(values, lo + 1, hi, budget)
+
+
+def long_sampling_sums(beta: np.ndarray | None, budget: int) -> SamplingSums:
+    """sampling.sampling_sums' row (beta_sum, beta_n, bac_val, bac_def) of one stream's beta, with every
+    sum taken in numpy's pairwise order a piece of `budget` values at a time (`pairwise_sum`): the sum,
+    then the moments of the values centred on its mean (sampling._lag1). The changes between
+    neighbours are counted (0/1 values: their float sum is that count). None: a stream without beta."""
+    from specterm.core.sampling import COLS, SamplingSums
+
+    b = np.asarray(beta if beta is not None else np.zeros(0))
+    n = int(b.size)
+
+    def v(lo: int, hi: int) -> np.ndarray:
+        return b[lo:hi].astype(np.float64)
+
+    total = _span_sum(v, 0, n, budget) if n else 0.0
+    out = np.array([[total, float(n), 0.0, 0.0]])
+    m = n - 1
+    if m <= 0:
+        return SamplingSums(out, COLS)
+    mean = np.float64(total) / np.int64(n)
+
+    def c(lo: int, hi: int) -> np.ndarray:
+        out_: np.ndarray = b[lo:hi].astype(np.float64) - mean
+        return out_
+
+    def cc(lo: int, hi: int) -> np.ndarray:
+        x = c(lo, hi)
+        return x * x
+
+    def cross(lo: int, hi: int) -> np.ndarray:
+        x = c(lo, hi + 1)
+        return x[:-1] * x[1:]
+
+    steps = 0
+    first_step = last_step = 0
+    for lo, hi in slices(m, budget):
+        x = c(lo, hi + 1)
+        moved = x[:-1] != x[1:]
+        steps += int(np.count_nonzero(moved))
+        if lo == 0:
+            first_step = int(moved[0])
+        last_step = int(moved[-1])
+    x_moves, y_moves = steps - last_step, steps - first_step
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sx, sy = _span_sum(c, 0, m, budget), _span_sum(c, 1, n, budget)
+        sxx = np.float64(_span_sum(cc, 0, m, budget)) - sx * sx / m
+        syy = np.float64(_span_sum(cc, 1, n, budget)) - sy * sy / m
+        sxy = np.float64(_span_sum(cross, 0, m, budget)) - sx * sy / m
+    defined = n >= 3 and x_moves > 0 and y_moves > 0 and sxx > 0 and syy > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.clip(sxy / np.sqrt(sxx * syy), -1.0, 1.0) if defined else 0.0
+    out[0, 2], out[0, 3] = rho * defined, float(defined)
+    return SamplingSums(out, COLS)
