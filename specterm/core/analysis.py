@@ -102,7 +102,8 @@ CHUNK_POSITIONS = 1 << 20
 sampling sums, a part of the policy table): a reduction's working arrays take tens of bytes a position,
 so the chunk bounds them whatever the set's size. Every row is its stream's alone (the exact shuffle
 column continues its running sum from chunk to chunk), so the chunks stack to the sums of all the
-streams at once, bit for bit (tests/test_chunked.py)."""
+streams at once, bit for bit (tests/test_chunked.py). A longer stream is reduced alone, this many
+positions at a time with carries (`pieces`, longstream.py; tests/test_longstream.py)."""
 
 
 def position_chunks(lengths: Sequence[int] | np.ndarray, budget: int = CHUNK_POSITIONS) -> list[slice]:

@@ -407,11 +407,13 @@ def long_sampling_sums(beta: np.ndarray | None, budget: int) -> SamplingSums:
 
     def cc(lo: int, hi: int) -> np.ndarray:
         x = c(lo, hi)
-        return x * x
+        out_: np.ndarray = x * x
+        return out_
 
     def cross(lo: int, hi: int) -> np.ndarray:
         x = c(lo, hi + 1)
-        return x[:-1] * x[1:]
+        out_: np.ndarray = x[:-1] * x[1:]
+        return out_
 
     steps = 0
     first_step = last_step = 0
