@@ -15,8 +15,9 @@ from hypothesis import strategies as hs
 from specterm.core import analysis
 from specterm.core import stats as st
 from specterm.core.geometry import concat_streams, depth_counts, segment_runs
-from specterm.core.longstream import (long_policy_row, long_position_sums, long_sampling_sums, long_steady_sums, long_stream_sums,
+from specterm.core.longstream import (long_position_sums, long_sampling_sums, long_steady_sums, long_stream_sums,
                                       pairwise_sum, walk_runs)
+from specterm.core.policies import long_stream_row as long_policy_row
 from specterm.core.policies import policy_table
 from specterm.core.position import position_sums
 from specterm.core.replay import replay_confidence, replay_heuristic

@@ -10,10 +10,9 @@ longer than the budget is a chunk of its own, and the functions here reduce it i
     float sums    sum L and sum L^2 over the closed runs continue as one sequential float sum, in the
                   runs' order (`_continued`), as np.bincount adds them in one pass
     integer sums  blocks of the walk at every g, depth counts, bins, transitions, zeros: added
-    heuristic     the next block's start (possibly past the slice) and its draft length g
-    confidence    per tau, the next block's start
-    look-ahead    a slice sees the first zero at or after its end (ones ahead of a position) and
-                  g_max + 1 confidences past it (the depth a block can draft)
+    policies      the heuristic's next block start (possibly past the slice) and its g, each
+                  confidence walk's next block start; a slice sees the first zero at or after its end
+                  and g_max + 1 confidences past it (policies.long_stream_row, on `slices`)
 
 Every number is the one the reduction of the whole stream at once gives, bit for bit
 (tests/test_longstream.py): integer counts are exact in any order, and the float sums are continued
@@ -272,88 +271,6 @@ def long_position_sums(a: np.ndarray, t: np.ndarray | None, bin_width: int, n_bi
         own = (M[:, cols["late_ones"]] / M[:, cols["late_n"]]) - (M[:, cols["early_ones"]] / M[:, cols["early_n"]])
     M[:, cols["gain"]] = np.where(warm, own, 0.0)
     return PositionSums(M, cols, bin_width, K)
-
-
-# ------------------------------------------------------------------ the policy table ---
-
-
-def _next_zero(a: np.ndarray, at: int, budget: int) -> int:
-    """The first t >= at with a[t] == 0 (a.size when none), looked for `budget` positions at a time."""
-    for lo, hi in slices(a.size - at, budget):
-        z = np.flatnonzero(a[at + lo:at + hi] == 0)
-        if z.size:
-            return at + lo + int(z[0])
-    return int(a.size)
-
-
-def _ones_ahead(x: np.ndarray, beyond: int) -> np.ndarray:
-    """For each t of the slice x: (the first zero at or after t, counted from the slice's start; `beyond`
-    when it lies past the slice) - t."""
-    hits = np.flatnonzero(x == 0)
-    gaps = np.diff(np.concatenate([[-1], hits, [x.size - 1]]))
-    out: np.ndarray = np.repeat(np.append(hits, beyond), gaps) - np.arange(x.size)
-    return out
-
-
-def long_policy_row(bits: np.ndarray, conf: np.ndarray | None, taus: Sequence[float], g0: int, g_max: int,
-                    budget: int) -> tuple[tuple[int, int], np.ndarray, tuple[int, int]]:
-    """policies.policy_table's row of one stream (heuristic, confidence per tau (zeros without conf),
-    clairvoyant), walked `budget` positions at a time: ((blocks, drafted) heuristic, (taus x 2)
-    confidence, (blocks, drafted) clairvoyant). Each walk carries its next block's start (and the
-    heuristic its g) into the next slice; a slice sees the first zero past it and g_max + 1
-    confidences past it, all a block starting in it can read."""
-    from specterm.core.policies import _at_least, _capped_distance_to_next
-    from specterm.core.replay import block_starts
-
-    a = np.asarray(bits)
-    n = int(a.size)
-    cap = g_max + 1
-    s_h, g, h_blocks, h_drafted = 0, max(g0, 1), 0, 0
-    s_c = [0] * len(taus)
-    confidence = np.zeros((len(taus), 2), dtype=np.int64)
-    zero_after = -1  # the first zero at or after the last slice's end (cached across slices)
-    for lo, hi in slices(n, budget):
-        if zero_after < hi:
-            zero_after = _next_zero(a, hi, budget)
-        ones = _ones_ahead(a[lo:hi], zero_after - lo)
-        # the heuristic (replay.replay_heuristic, one Python step per block, g carried)
-        if s_h < hi:
-            o_list = ones.tolist()
-            s = s_h
-            while s < hi:
-                o = o_list[s - lo]
-                h_blocks += 1
-                h_drafted += g
-                if o >= g:
-                    s += g + 1
-                    g += 2
-                else:
-                    s += o + 1
-                    g = g - 1 if g - 1 > 1 else 1
-            s_h = s
-        if conf is None:
-            continue
-        left_c = np.minimum(n - np.arange(lo, hi), cap).astype(np.uint8)
-        ones_c = np.minimum(ones, cap).astype(np.uint8)
-        ahead = conf[lo:min(n, hi + cap)]
-        if ahead.dtype != np.float32:  # as policies._stacked keeps it: float32, else float64
-            ahead = ahead.astype(np.float64, copy=False)
-        for j, tau in enumerate(taus):
-            if s_c[j] >= hi:
-                continue
-            d = _capped_distance_to_next(~_at_least(ahead, tau), cap)[:hi - lo]
-            depth = np.minimum(d, np.uint8(g_max))
-            np.copyto(depth, np.uint8(g_max), where=d >= left_c)
-            step = np.minimum(ones_c, depth)
-            step += np.uint8(1)
-            first = s_c[j] - lo
-            path = first + block_starts(step[first:])
-            confidence[j, 0] += path.size
-            confidence[j, 1] += int(depth[path].sum())
-            s_c[j] = lo + int(path[-1]) + int(step[path[-1]])
-    zeros = n - int(np.count_nonzero(a))
-    clair = zeros + int(n > 0 and a[-1] != 0)
-    return (h_blocks, h_drafted), confidence, (clair, n - clair)
 
 
 # ------------------------------------------------------------------ the sampling sums ---

@@ -22,6 +22,7 @@ from specterm.core.estimate import num, percentile_cis
 from specterm.core.geometry import Concat, concat_streams, segment_runs, walk_blocks
 from specterm.core.optimum import best_gamma, throughput
 from specterm.core.params import GAMMAS
+from specterm.core.longstream import slices
 from specterm.core.replay import block_starts, check_gamma, heuristic_next, replay_heuristic
 from specterm.core.report import Estimate, PolicyRow
 
@@ -262,7 +263,7 @@ def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5
     fixed=False leaves them out (an N x 0 array) for the caller to add with `PolicyTable.with_fixed`
     (`analysis` walks the streams while their block counts are still being computed).
     `budget`: a stream of more analysed positions is walked alone, `budget` positions at a time
-    (longstream.long_policy_row), the others together as before; None: all together.
+    (`long_stream_row`), the others together as before; None: all together.
     """
     g0 = check_gamma(g0, "g0")
     g_max = check_gamma(g_max, "g_max")
@@ -310,12 +311,88 @@ def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5
     )
 
 
+def _next_zero(a: np.ndarray, at: int, budget: int) -> int:
+    """The first t >= at with a[t] == 0 (a.size when none), looked for `budget` positions at a time."""
+    for lo, hi in slices(a.size - at, budget):
+        z = np.flatnonzero(a[at + lo:at + hi] == 0)
+        if z.size:
+            return at + lo + int(z[0])
+    return int(a.size)
+
+
+def _ones_ahead(x: np.ndarray, beyond: int) -> np.ndarray:
+    """For each t of the slice x: (the first zero at or after t, counted from the slice's start; `beyond`
+    when it lies past the slice) - t."""
+    hits = np.flatnonzero(x == 0)
+    gaps = np.diff(np.concatenate([[-1], hits, [x.size - 1]]))
+    out: np.ndarray = np.repeat(np.append(hits, beyond), gaps) - np.arange(x.size)
+    return out
+
+
+def long_stream_row(bits: np.ndarray, conf: np.ndarray | None, taus: Sequence[float], g0: int, g_max: int,
+                    budget: int) -> tuple[tuple[int, int], np.ndarray, tuple[int, int]]:
+    """policy_table's row of one stream (heuristic, confidence per tau (zeros without conf),
+    clairvoyant), walked `budget` positions at a time: ((blocks, drafted) heuristic, (taus x 2)
+    confidence, (blocks, drafted) clairvoyant). Each walk carries its next block's start (and the
+    heuristic its g) into the next slice; a slice sees the first zero past it and g_max + 1
+    confidences past it, all a block starting in it can read."""
+    a = np.asarray(bits)
+    n = int(a.size)
+    cap = g_max + 1
+    s_h, g, h_blocks, h_drafted = 0, max(g0, 1), 0, 0
+    s_c = [0] * len(taus)
+    confidence = np.zeros((len(taus), 2), dtype=np.int64)
+    zero_after = -1  # the first zero at or after the last slice's end (cached across slices)
+    for lo, hi in slices(n, budget):
+        if zero_after < hi:
+            zero_after = _next_zero(a, hi, budget)
+        ones = _ones_ahead(a[lo:hi], zero_after - lo)
+        # the heuristic (replay.replay_heuristic, one Python step per block, g carried)
+        if s_h < hi:
+            o_list = ones.tolist()
+            s = s_h
+            while s < hi:
+                o = o_list[s - lo]
+                h_blocks += 1
+                h_drafted += g
+                if o >= g:
+                    s += g + 1
+                    g += 2
+                else:
+                    s += o + 1
+                    g = g - 1 if g - 1 > 1 else 1
+            s_h = s
+        if conf is None:
+            continue
+        left_c = np.minimum(n - np.arange(lo, hi), cap).astype(np.uint8)
+        ones_c = np.minimum(ones, cap).astype(np.uint8)
+        ahead = conf[lo:min(n, hi + cap)]
+        if ahead.dtype != np.float32:  # as policies._stacked keeps it: float32, else float64
+            ahead = ahead.astype(np.float64, copy=False)
+        for j, tau in enumerate(taus):
+            if s_c[j] >= hi:
+                continue
+            d = _capped_distance_to_next(~_at_least(ahead, tau), cap)[:hi - lo]
+            depth = np.minimum(d, np.uint8(g_max))
+            np.copyto(depth, np.uint8(g_max), where=d >= left_c)
+            step = np.minimum(ones_c, depth)
+            step += np.uint8(1)
+            first = s_c[j] - lo
+            path = first + block_starts(step[first:])
+            confidence[j, 0] += path.size
+            confidence[j, 1] += int(depth[path].sum())
+            s_c[j] = lo + int(path[-1]) + int(step[path[-1]])
+    zeros = n - int(np.count_nonzero(a))
+    clair = zeros + int(n > 0 and a[-1] != 0)
+    return (h_blocks, h_drafted), confidence, (clair, n - clair)
+
+
 def _in_parts(streams: Sequence[Stream], taus: tuple[float, ...], g0: int, g_max: int, blocks: np.ndarray | None,
               fixed: bool, budget: int) -> PolicyTable:
     """policy_table of these streams with each one longer than `budget` walked alone in slices
-    (longstream.long_policy_row) and the runs of shorter ones between them together: a stream's row
+    (`long_stream_row`) and the runs of shorter ones between them together: a stream's row
     depends on that stream alone, so the parts stack to the table of all at once."""
-    from specterm.core.longstream import long_policy_row, walk_runs
+    from specterm.core.longstream import walk_runs
 
     parts: list[PolicyTable] = []
     lo = 0
@@ -331,7 +408,7 @@ def _in_parts(streams: Sequence[Stream], taus: tuple[float, ...], g0: int, g_max
         bits, conf = _analysed(s)
         if conf is not None and conf.size != bits.size:
             raise SpectermError(f"draft_conf has {conf.size} values but the stream has {bits.size} positions; re-create the run.")
-        heuristic, confidence, clair = long_policy_row(bits, conf if taus else None, taus, g0, g_max, budget)
+        heuristic, confidence, clair = long_stream_row(bits, conf if taus else None, taus, g0, g_max, budget)
         n = np.array([bits.size], dtype=np.int64)
         if not fixed:
             fixed_g = np.zeros((1, 0), dtype=np.int64)
