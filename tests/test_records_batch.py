@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import binascii
 import dataclasses
+import hashlib
 import json
 
 import numpy as np
@@ -15,7 +16,8 @@ from hypothesis import strategies as st
 from specterm.core.errors import SpectermError
 from specterm.core.store import RecordBounds, Stream, load_run, record_line, write_run
 from specterm.core.store import runs as runs_module
-from specterm.core.store.records import CHECKSUM_FIELD, _b64_batch, decode_line, decode_lines, record_checksum
+from specterm.core.store.records import (CHECKSUM_FIELD, _b64_batch, canonical_json, decode_line, decode_lines,
+                                         record_checksum)
 
 
 def make_stream(i: int, n: int, full: bool) -> Stream:
@@ -138,3 +140,17 @@ def test_load_run_batches_whole_lines_and_decodes_a_long_line_alone(tmp_path, mo
     for a, b, c in zip(whole.streams, cut.streams, alone.streams):
         same_stream(a, c)
         same_stream(b, c)
+
+
+def dumps_reference(obj: dict) -> bytes:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+@pytest.mark.parametrize("size", [10, 5000])  # short texts checked by translate, long ones by numpy
+@pytest.mark.parametrize("bad", ["\n", "\x00", "\x7f", '"', "\\", "é", "\ud800", "ok"])
+@pytest.mark.parametrize("key", ["bits", "text", "x\ny", "zz"])
+def test_canonical_json_and_checksum_are_json_dumps_whatever_a_string_holds(size, bad, key):
+    obj = {key: "A" * size + bad + "B", "n": 3, "beta": "Q" * size, "repairs": [1, 2], "stop": None, "checksum": "x"}
+    assert canonical_json(obj) == dumps_reference(obj)
+    payload = {k: v for k, v in obj.items() if k != CHECKSUM_FIELD}
+    assert record_checksum(obj) == hashlib.sha256(dumps_reference(payload)).hexdigest()[:16]
