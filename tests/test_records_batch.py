@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from specterm.core.errors import SpectermError
 from specterm.core.store import RecordBounds, Stream, load_run, record_line, write_run
 from specterm.core.store import runs as runs_module
-from specterm.core.store.records import (CHECKSUM_FIELD, _b64_batch, canonical_json, decode_line, decode_lines,
-                                         record_checksum)
+from specterm.core.store.records import (CHECKSUM_FIELD, _arrays_batch, canonical_json, decode_array, decode_line,
+                                         decode_lines, record_checksum)
 
 
 def make_stream(i: int, n: int, full: bool) -> Stream:
@@ -110,21 +110,20 @@ def test_the_first_bad_line_of_a_batch_raises_what_decode_line_raises(how):
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.binary(max_size=13).map(lambda b: binascii.b2a_base64(b, newline=False).decode()),
-                          st.text(alphabet="AQgw+/=B", max_size=12)), max_size=5))
-def test_base64_batch_is_strict_a2b_or_declines(texts):
-    """Every text decoded as binascii.a2b_base64(strict_mode=True) does (also with bits set past the
-    last byte, which a2b drops), or None where some text is not plain base64 (then one by one)."""
-    got = _b64_batch(texts)
+                          st.text(alphabet="AQgw+/=Bé", max_size=12)), max_size=5))
+def test_arrays_of_a_batch_are_decode_array_of_each_or_none(texts):
+    """Each text decoded as decode_array decodes it (strict base64; bits past the last byte dropped),
+    or None where decode_array refuses one or one is not whole int32 values (then one by one)."""
     try:
-        want = [binascii.a2b_base64(t, strict_mode=True) for t in texts]
-    except binascii.Error:
+        want = [decode_array(t, "<i4") for t in texts]
+    except (ValueError, binascii.Error):
+        want = None
+    n = np.array([len(w) for w in want] if want is not None else [0] * len(texts), dtype=np.int64)
+    got = _arrays_batch("piece_ends", texts, n, "<i4", None)
+    if want is None:
         assert got is None
-        return
-    if got is not None:
-        raw, sizes = got
-        assert sizes.tolist() == [len(w) for w in want] and raw.tobytes() == b"".join(want)
-    else:  # declined only what is not plain: a length not a multiple of 4 or '=' not at the end
-        assert any(len(t) % 4 or "=" in t.rstrip("=") or len(t) - len(t.rstrip("=")) > 2 for t in texts)
+    else:
+        assert got is not None and all(np.array_equal(g, w) and g.dtype == w.dtype for g, w in zip(got, want))
 
 
 def test_load_run_batches_whole_lines_and_decodes_a_long_line_alone(tmp_path, monkeypatch):
