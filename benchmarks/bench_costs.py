@@ -3,8 +3,9 @@ settled, against the fixed-round measurement before it (`specterm run --remeasur
 warm-up-light round and 7 timed rounds of the whole g curve), in one process on the same loaded
 models, one thread per forward (the default on <= 2 cores).
 
-    this      engines/costs._rounds: 3 full rounds of g = 1..16, then focused rounds of the quantities
-              the decision still needs, until every set's verdict and g_hw are settled (core/hardware/settle)
+    this      engines/costs._rounds: 1 full round of g = 1..16, then focused rounds of the quantities the
+              decision still needs (g_hw, the runner-up, every g not pruned), until every set's verdict
+              and g_hw are settled (core/hardware/settle) or a cap
     baseline  oracle/costs.run_rounds(sampler, 7): 7 full rounds of g = 1..16
 
 Order: baseline, this (--pairs times). Printed and appended to RESULTS.md: wall seconds of each, the

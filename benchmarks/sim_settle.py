@@ -10,8 +10,9 @@ caps) against a sampler whose forwards return the drawn times, and a clock that 
                                     [--full-rounds 3] [--regret 0.02] [--share 0.333]
 
 Printed per draw: simulated seconds of timing, timed rounds, and each unsettled set with what is open in it
-(S: the verdict side, C: the choice of g), the pooled g_hw and S_hw. Caveat: with one sample per quantity
-(--full-rounds 1) the cost-only replicates have no spread, so the rule reads "settled" at once.
+(S: the verdict side, C: the choice of g), the pooled g_hw and S_hw. The rule never reads "settled" before
+decode, the draft step, g_hw and the runner-up have 3 samples (a quantity with fewer has no spread of its
+own; it borrows the others' relative noise).
 """
 
 from __future__ import annotations

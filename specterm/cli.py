@@ -214,7 +214,7 @@ def costs_cmd(
     target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
     draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
     batch: bool = typer.Option(False, "--batch", help="Also time the by-batch grid (B = 1, 2, 4, 8) for the batch crossover."),
-    max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", help="Timed rounds at most (the first 3 time the whole g curve)."),
+    max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", help="Timed rounds at most (the first times the whole g curve; at least 3)."),
     max_seconds: float = typer.Option(MAX_SECONDS, "--max-seconds",
                                       help="Seconds of timing at most (model loading not counted); raise it where the profile says a verdict is not settled."),
     busy_ok: bool = typer.Option(False, "--busy-ok", help="Keep timing on a busy machine (the profile is marked busy and every verdict from it says so)."),

@@ -89,6 +89,17 @@ def test_verdict_sign_follows_s_hw(tmp_path):
         assert s.decision_hw.verdict.startswith(f"speculate with g = {s.decision_hw.gamma_hw} on {s.decision_hw.machine}")
 
 
+def test_a_draft_dearer_than_the_tokens_it_yields_cannot_pay_whatever_a_verify_costs(tmp_path):
+    # c_draft = 4 decode steps: at g = 1, v* = E(1) - 4 < 0 (E(1) <= 2), so no verify cost could make it pay
+    rep = report_of(tmp_path, cost(0.5, 0.5, 2.0), "dear")
+    for _name, s in rep.ordered_sets():
+        d = s.decision_hw
+        E1 = s.curve.at("E_true", d.gamma_hw)
+        assert d.gamma_hw == 1 and d.break_even_verify == pytest.approx(E1 - 4.0, rel=1e-12) and d.break_even_verify < 0
+        assert "cannot pay on that machine whatever a verify costs" in d.verdict and "v* =" not in d.verdict
+        assert f"alone cost {4.0:.2f} decode steps, more than the E = {E1:.2f} tokens" in d.verdict
+
+
 def test_refeed_model_in_extra_keys_and_named_when_it_flips_the_sign(tmp_path):
     # Verify is cheap only for g <= 2, where most blocks follow a fully accepted one (alpha ~0.8 here);
     # a 2-token draft step of 40 s then sinks the refeed model below 1 at every g, SPEC 6's S_hw stays > 1.

@@ -207,11 +207,13 @@ def test_settle_g_choice_within_one_percent_is_settled():
     assert got is not None and got.choice and got.gamma_hw == 1  # ties: the smallest g
 
 
-def test_settle_g_choice_settles_when_the_runner_up_is_at_most_two_percent_better_at_the_costs_bound(monkeypatch):
-    # E rising to g = 2 then flat-ish; verify chosen so that S(2) and S(3) differ by 1.5% at the point
+def test_settle_g_choice_settles_when_the_runner_up_is_at_most_regret_better_at_the_costs_bound(monkeypatch):
+    # E rising to g = 3 (2.7: far enough above E(2) that pooling c_verify(3) >= c_verify(2) does not cap the
+    # ratio S(3)/S(2) below REGRET); verify chosen so that S(2) and S(3) differ by 1.5% at the point
     # estimate. With +-3% sample spread the lead is not clear of 0 in the cost replicates and not within
-    # TIE, but the runner-up's upper bound over g_hw is within REGRET; with +-8% it is not. Computed independently: S(g) = E c_dec / (c_ver(g) + g c_draft).
-    E = np.array([1.8, 2.4, 2.5] + [2.5] * (len(G) - 3))
+    # TIE, but the runner-up's upper bound over g_hw is within REGRET (5%); with +-8% it is not (upper ends 1.4% and 6.3% over 400 replicates).
+    # Computed independently: S(g) = E c_dec / (c_ver(g) + g c_draft).
+    E = np.array([1.8, 2.4, 2.7] + [2.7] * (len(G) - 3))
     c_dec, c_dr = 1.0, 0.01
 
     def ver(g, lead):
@@ -219,7 +221,7 @@ def test_settle_g_choice_settles_when_the_runner_up_is_at_most_two_percent_bette
             return 1.0
         if g == 3:  # S(3) = S(2) * (1 - lead)
             s2 = 2.4 * c_dec / (1.0 + 2 * c_dr)
-            return 2.5 * c_dec / (s2 * (1 - lead)) - 3 * c_dr
+            return 2.7 * c_dec / (s2 * (1 - lead)) - 3 * c_dr
         return 3.0
 
     medium = cost(c_dec, lambda g: ver(g, 0.015), c_dr, "t", spread=0.03, n=9)
@@ -324,7 +326,69 @@ def test_costs_drops_busy_rounds_and_waits(tmp_path, monkeypatch):
     _, record, warnings = _fake_costs(tmp_path, monkeypatch, busy_rounds=1)
     assert len(warnings) == 1 and "the round is dropped" in warnings[0]
     assert record["busy"] is False and record["rounds"] == 3
-    assert all(len(v) == 3 for v in record["cost"]["samples_s"].values())  # the busy round's samples are gone
+    counts = {k: len(v) for k, v in record["cost"]["samples_s"].items()}
+    # the busy round's samples are gone: 3 timed rounds, the first of the whole curve, then focused ones
+    assert counts["decode"] == counts["draft"] == 3 and set(counts.values()) <= {1, 3}
+
+
+def test_prunable_takes_the_lower_of_a_g_own_time_and_the_envelope():
+    # no noise (identical replicates), c_decode 1, c_draft 0.1, E and c_verify by hand; S(g) = E / (c_ver + 0.1 g)
+    # S(2) = 2.5 / 1.3 = 1.923 is g_hw. g = 3 timed once at 5.0 (a straggler): its envelope max(1, 1.0, 1.1) = 1.1
+    # bounds S_up(3) = 3.0 / 1.4 = 2.143, 11% above S(2): not pruned. g = 4 at 2.0 under an envelope of 5.0:
+    # S_up(4) = 3.2 / 2.4 = 1.333: pruned. g = 1: 1.8 / 1.1 = 1.636: pruned. A dip (c_ver(4) = 0.9 < the
+    # envelope): S_up(4) = 3.2 / 1.3 = 2.46: not pruned.
+    from specterm.core.hardware.curve import CostReplicates
+    from specterm.core.hardware.settle import prunable
+
+    grid = np.array([1, 2, 3, 4])
+    E = np.array([1.8, 2.5, 3.0, 3.2])
+
+    def reps(ver):
+        n = 5
+        return CostReplicates(gammas=grid, c_decode=np.ones(n), c_verify=np.tile(ver, (n, 1)), c_draft=np.full(n, 0.1))
+
+    S2 = np.full(5, 2.5 / 1.3)
+    got = prunable(grid, E, reps(np.array([1.0, 1.1, 5.0, 2.0])), [0, 1, 2, 3], S2)
+    assert got.tolist() == [True, False, False, True]  # g = 2 at its envelope 1.0: S_up(2) = 2.5 / 1.2, 8% above S(2)
+    assert prunable(grid, E, reps(np.array([1.0, 1.1, 5.0, 0.9])), [0, 1, 2, 3], S2).tolist() == [True, False, False, False]
+
+
+def test_a_quantity_timed_once_borrows_the_relative_noise_of_the_repeated_ones():
+    from specterm.core.hardware.curve import quantity_se, relative_noise
+
+    # [1, 2, 3]: median_se = 0.929 * (2.5 - 1.5) / sqrt(3); times sqrt(3) / median 2 = 0.4645, the same for [2, 4, 6]
+    samples = {"a": [1.0, 2.0, 3.0], "b": [2.0, 4.0, 6.0], "c": [5.0]}
+    sigma = relative_noise(samples, ["a", "b", "c"])
+    assert sigma == pytest.approx(0.4645)
+    assert quantity_se([5.0], sigma) == pytest.approx(0.4645 * 5.0)
+    assert quantity_se([5.0, 7.0], sigma) == pytest.approx(0.4645 * 6.0 / np.sqrt(2))
+    assert relative_noise({"c": [5.0], "d": [1.0, 2.0]}, ["c", "d"]) is None and quantity_se([5.0], None) is None
+
+
+def test_settle_waits_for_three_samples_of_g_hw_and_times_every_g_it_cannot_prune():
+    # c_decode 0.5, c_draft 0.2, verify = decode for g <= 2, 1.5 above; alpha 0.8 (E(1..4) about 1.8, 2.4, 3.0,
+    # 3.4): S(2) = E(2) 0.5 / 0.9 is g_hw, and even at the envelope (0.5) S_up(g >= 3) = E(g) 0.5 / (0.5 + 0.2 g)
+    # is below it (S_up(3) / S(2) = (E(3) / E(2)) (0.9 / 1.1) < 1)
+    E = set_yield([_bits(0.8, seed=i) for i in range(8)], np.array(G))[0]
+    assert E[2] / E[1] * 0.9 / 1.1 < 1
+
+    def ver(g):
+        return 0.5 if g <= 2 else 1.5
+
+    full = cost(0.5, ver, 0.2, "t", spread=0.01, n=5)
+    got = set_settle(G, E, full)
+    assert got is not None and got.settled and got.gamma_hw == 2
+    once = {**full, "samples_s": {k: (v if k in ("decode", "draft", "draft2", "verify:1", "verify:2") else v[:1])
+                                  for k, v in full["samples_s"].items()}}
+    got = set_settle(G, E, once)
+    assert got is not None and got.settled and got.focus == [2, 1]  # g >= 3, timed once, are pruned
+    short = {**full, "samples_s": {k: v[:2] for k, v in full["samples_s"].items()}}  # no quantity timed 3 times
+    got = set_settle(G, E, short)
+    assert got is not None and not got.settled
+    dip = {**once, "c_verify_s": {**once["c_verify_s"], "3": 0.3},
+           "samples_s": {**once["samples_s"], "verify:3": [0.3]}}  # a g timed once whose own time dips
+    got = set_settle(G, E, dip)
+    assert got is not None and not got.settled and 3 in got.focus
 
 
 def test_costs_on_a_machine_that_stays_busy_stops_with_a_sentence(tmp_path, monkeypatch):

@@ -4,11 +4,13 @@ profiles"), written once against the engine interface (engines/base.py), so it r
 1. Open the run's pair in its engine (models found by name and sha256), `threads` per forward
    (default: 1 on a machine with <= 2 cores, else every core; recorded).
 2. Context: the run's median prompt + y/2 tokens (SPEC 6), the cache filled once.
-3. Rounds (oracle/costs.RoundRobinSampler): a light warm-up, FULL_ROUNDS rounds of the whole g curve
+3. Rounds (oracle/costs.RoundRobinSampler): a light warm-up, FULL_ROUNDS round(s) of the whole g curve
    (c_decode, c_draft, c_draft2, c_verify(g) for g = 1..16, and the engine's per-block terms), then
    focused rounds of the quantities the decision still needs (decode, the draft's, and the g in
-   core/hardware/settle's `focus`), until every set's verdict and g_hw are settled
-   (core/hardware/settle) or a cap (max rounds, max seconds). The profile says why it stopped.
+   core/hardware/settle's `focus`: g_hw, the runner-up, and every g the decision could still use),
+   until every set's verdict and g_hw are settled (core/hardware/settle: which needs 3 samples of
+   each of those) or a cap (max rounds, max seconds). A draft length the decision cannot use (settle's
+   pruning) stays timed once. The profile says why it stopped.
 4. Busy machine: after every round, the load average and the CPU that other processes used during
    it (core/machine.other_cpu_share). Above BUSY_OTHER_SHARE of a core (or a load above the cores)
    the round is dropped and timing waits for the machine to be quiet (`quiet_wait` s, then stops
@@ -34,6 +36,7 @@ import numpy as np
 
 from specterm.core.errors import SpectermError
 from specterm.core.hardware.profiles import BUSY_LOAD_PER_CORE, BUSY_OTHER_SHARE, PROFILES_KEY, new_profile, with_profile
+from specterm.core.hardware.curve import MIN_SAMPLES
 from specterm.core.hardware.settle import SetSettle, set_settle
 from specterm.core.machine import cpu_busy_seconds, default_threads, other_cpu_share, own_cpu_seconds
 from specterm.core.params import COSTS_MAX_ROUNDS, COSTS_MAX_SECONDS
@@ -44,7 +47,7 @@ from specterm.engines import engine_for
 from specterm.engines.base import OpenOptions, Sampler
 
 COST_GAMMAS = tuple(range(1, 17))
-FULL_ROUNDS = 3        # timed rounds of the whole g curve (3: the fewest that give every cost a median's SE)
+FULL_ROUNDS = 1        # timed rounds of the whole g curve; the g the decision can use are timed until settled
 MAX_ROUNDS = COSTS_MAX_ROUNDS      # timed rounds at most (full and focused); core/params says why
 MAX_SECONDS = COSTS_MAX_SECONDS    # timing (not loading) at most, seconds
 QUIET_WAIT = 120.0     # seconds to wait for a busy machine to be quiet before stopping
@@ -150,8 +153,8 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
     run_dir = Path(config.run)
     run = load_run(run_dir)
     check_unlocked(run_dir)  # before minutes of loading, as confirm does
-    if config.max_rounds < FULL_ROUNDS:
-        raise SpectermError(f"--max-rounds must be at least {FULL_ROUNDS} (the whole g curve is timed {FULL_ROUNDS} times).")
+    if config.max_rounds < MIN_SAMPLES:
+        raise SpectermError(f"--max-rounds must be at least {MIN_SAMPLES} (a cost needs {MIN_SAMPLES} samples for its spread).")
     threads = config.threads if config.threads is not None else default_threads(os.cpu_count())
     if threads < 1:
         raise SpectermError("--threads must be at least 1.")

@@ -48,6 +48,7 @@ ROBUST_METHOD = ("pool-adjacent-violators over m = tokens per target forward (m 
                  "c_verify(g)), pooling a violation only when it is within 2 standard errors of the medians "
                  "(se = 0.929 IQR / sqrt(n)); c_draft, c_draft2: medians")
 NOISE_Z = 2.0
+MIN_SAMPLES = 3  # the fewest samples whose IQR gives a median's standard error
 
 
 # ------------------------------------------------------------------------------ robust curve ---
@@ -86,6 +87,33 @@ def median_se(samples: ArrayLike) -> float:
     x = np.asarray(samples, dtype=np.float64)
     q25, q75 = np.percentile(x, [25, 75])
     return float(0.929 * (q75 - q25) / math.sqrt(x.size))
+
+
+def relative_noise(samples: dict[str, Any], keys: list[str]) -> float | None:
+    """sigma_rel: one forward's relative noise, the median over the quantities of `keys` timed at least
+    MIN_SAMPLES times of median_se(x) sqrt(n) / median(x). None when no quantity was timed that often.
+
+    `specterm costs` times the draft lengths the decision cannot use (`settle.prunable`) once; such a
+    quantity borrows this noise, scaled to its own median (`quantity_se`), instead of counting as exact."""
+    rel = [median_se(x) * math.sqrt(len(x)) / float(np.median(x)) for x in (samples.get(k) for k in keys)
+           if isinstance(x, list) and len(x) >= MIN_SAMPLES and all(_positive(v) for v in x)]
+    return float(np.median(rel)) if rel else None
+
+
+def quantity_se(x: list[float], sigma_rel: float | None) -> float | None:
+    """The standard error of a quantity's median: median_se with MIN_SAMPLES+ samples, else the borrowed
+    sigma_rel * median(x) / sqrt(n) (`relative_noise`); None when neither is known."""
+    if len(x) >= MIN_SAMPLES:
+        return median_se(x)
+    return None if sigma_rel is None or not x else sigma_rel * float(np.median(x)) / math.sqrt(len(x))
+
+
+def sample_counts(cost: dict[str, Any] | None) -> dict[str, int]:
+    """How many timed samples each quantity of a cost dict has, on its decision clock ({} without samples)."""
+    if not cost:
+        return {}
+    samples = cost.get("samples_cpu_s" if cost.get("decision_clock") == "cpu" else "samples_s")
+    return {k: len(v) for k, v in samples.items() if isinstance(v, list)} if isinstance(samples, dict) else {}
 
 
 def pool_violators_within_noise(y: np.ndarray, se: np.ndarray | None = None, z: float = NOISE_Z) -> np.ndarray:
@@ -223,9 +251,11 @@ def cost_curve(cost: dict[str, Any] | None) -> CostCurve | None:
     if isinstance(samples, dict):
         keys = ["decode"] + [f"verify:{g}" for g in gammas.tolist()]
         vals: list[Any] = [samples.get(k) for k in keys]
-        if all(isinstance(v, list) and len(v) >= 3 and all(_positive(x) for x in v) for v in vals):
-            ses = [median_se(v) for v in vals]
-            se_dec, se_ver = ses[0], np.array(ses[1:])
+        if all(isinstance(v, list) and v and all(_positive(x) for x in v) for v in vals):
+            sigma = relative_noise(samples, keys)
+            ses = [quantity_se(v, sigma) for v in vals]
+            if all(x is not None for x in ses):
+                se_dec, se_ver = ses[0], np.array(ses[1:], dtype=np.float64)
     assert c_decode is not None and c_draft is not None  # checked by _positive above
     c_dec, c_ver = robust_forward_costs(float(c_decode), gammas, raw, se_dec, se_ver)
     ctx = cost.get("context")
@@ -251,9 +281,13 @@ def _draft_fwd(cost: dict[str, Any], gammas: np.ndarray, sfx: str, samples: Any)
     raw = np.array([float(v) for v in values], dtype=np.float64)
     se = None
     if isinstance(samples, dict):
-        vals: list[Any] = [samples.get(f"draft_fwd:{g}") for g in gammas.tolist()]
-        if all(isinstance(v, list) and len(v) >= 3 and all(_positive(x) for x in v) for v in vals):
-            se = np.array([median_se(v) for v in vals])
+        keys = [f"draft_fwd:{g}" for g in gammas.tolist()]
+        vals: list[Any] = [samples.get(k) for k in keys]
+        if all(isinstance(v, list) and v and all(_positive(x) for x in v) for v in vals):
+            sigma = relative_noise(samples, keys)
+            ses = [quantity_se(v, sigma) for v in vals]
+            if all(x is not None for x in ses):
+                se = np.array(ses, dtype=np.float64)
     return pool_violators_within_noise(raw, se)
 
 
@@ -296,7 +330,10 @@ def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostRepli
     with replacement and their median taken, independently per quantity; the forward costs then go
     through the same pooling as the point estimate (`robust_forward_costs`, with the standard errors
     of the original samples). None without a curve, without stored samples, or with n = 0. A quantity
-    with one sample stays fixed (no spread to resample). An engine term c_draft_fwd(g) is resampled the
+    with fewer than MIN_SAMPLES samples (a draft length `specterm costs` timed once because the decision
+    cannot use it) borrows the others' relative noise: its resampled median times exp(sigma_rel / sqrt(n) Z),
+    Z standard normal from a second generator (so the first draws the same numbers as without it); with no
+    quantity timed MIN_SAMPLES times it stays fixed (no spread to resample). An engine term c_draft_fwd(g) is resampled the
     same way after every other quantity (so the other replicates do not depend on it) and pooled like the
     point estimate; without its samples it stays fixed at the curve's values."""
     curve = cost_curve(cost)
@@ -307,14 +344,21 @@ def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostRepli
     if not isinstance(samples, dict) or not all(isinstance(samples.get(k), list) and samples[k] for k in keys):
         return None
     rng = np.random.default_rng(seed)
+    fwd_keys = [f"draft_fwd:{g}" for g in curve.gammas.tolist()]
+    sigma = relative_noise(samples, ["decode", *keys[2:]])
+    sigma_fwd = relative_noise(samples, fwd_keys)
+    borrowed = np.random.default_rng([seed, 1])
 
-    def med(key: str) -> np.ndarray:
+    def med(key: str, sigma_rel: float | None = sigma) -> np.ndarray:
         x = np.asarray(samples[key], dtype=np.float64)
-        return np.median(x[rng.integers(0, x.size, size=(n, x.size))], axis=1)
+        m = np.median(x[rng.integers(0, x.size, size=(n, x.size))], axis=1)
+        if x.size < MIN_SAMPLES and sigma_rel is not None:
+            m = m * np.exp(sigma_rel / math.sqrt(x.size) * borrowed.standard_normal(n))
+        return m
 
     dec, dra = med("decode"), med("draft")
     ver = np.stack([med(f"verify:{g}") for g in curve.gammas.tolist()], axis=1)
-    se = [median_se(samples[k]) if len(samples[k]) >= 3 else None for k in ["decode"] + keys[2:]]
+    se = [quantity_se(samples[k], sigma) for k in ["decode"] + keys[2:]]
     se_dec = se[0]
     se_ver = None if any(s is None for s in se[1:]) or se_dec is None else np.array(se[1:], dtype=np.float64)
     out_dec = np.empty(n)
@@ -323,11 +367,10 @@ def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostRepli
         out_dec[i], out_ver[i] = robust_forward_costs(float(dec[i]), curve.gammas, ver[i], se_dec if se_ver is not None else None, se_ver)
     fwd = None
     if curve.c_draft_fwd is not None:
-        fwd_keys = [f"draft_fwd:{g}" for g in curve.gammas.tolist()]
         if all(isinstance(samples.get(k), list) and samples[k] for k in fwd_keys):
-            raw = np.stack([med(k) for k in fwd_keys], axis=1)
-            se_f = (np.array([median_se(samples[k]) for k in fwd_keys])
-                    if all(len(samples[k]) >= 3 for k in fwd_keys) else None)
+            raw = np.stack([med(k, sigma_fwd) for k in fwd_keys], axis=1)
+            ses_f = [quantity_se(samples[k], sigma_fwd) for k in fwd_keys]
+            se_f = None if any(x is None for x in ses_f) else np.array(ses_f, dtype=np.float64)
             fwd = np.stack([pool_violators_within_noise(row, se_f) for row in raw])
         else:
             fwd = np.broadcast_to(curve.c_draft_fwd, (n, curve.gammas.size)).copy()

@@ -171,9 +171,7 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         E_at = float(E_t[np.flatnonzero(grid == g_hw)[0]])
         v_star = float(costmodel.break_even_verify(E_at, curve.c_draft, curve.c_decode, g_hw, curve.draft_fwd_at(g_hw)))
         steps = curve.verify_at(g_hw) / curve.c_decode
-        verdict = verdict_text(kind, g_hw, float(s_hw), ci_hw, where) + (
-            f"; speculation at g = {g_hw} pays when a verify of {g_hw + 1} tokens costs less than "
-            f"v* = {v_star:.2f} decode steps (measured on that machine: {steps:.2f})")
+        verdict = verdict_text(kind, g_hw, float(s_hw), ci_hw, where) + break_even_text(g_hw, v_star, steps, E_at)
         if curve.c_draft_fwd is not None:
             verdict += f"; block cost {curve.block_term_text()}"
         if s_rf is not None and (s_rf > 1.0) != (s_hw > 1.0):
@@ -370,3 +368,14 @@ def q3_costs(curve: CostCurve | None) -> dict[str, Any] | None:
     if curve.c_draft_fwd is not None:
         out["c_draft_fwd"] = {int(g): float(c) for g, c in zip(curve.gammas, curve.c_draft_fwd)}
     return out
+
+
+def break_even_text(g: int, v_star: float, steps: float, E: float) -> str:
+    """The verdict's break-even clause: a verify of g + 1 tokens must cost less than v* = E(g) - (g c_draft
+    [+ c_draft_fwd(g)]) / c_decode decode steps; with v* <= 0 no verify is cheap enough (the draft steps alone
+    cost as many decode steps as the E(g) tokens a block yields), and the clause says so."""
+    if v_star <= 0:
+        return (f"; speculation at g = {g} cannot pay on that machine whatever a verify costs: its draft steps "
+                f"alone cost {E - v_star:.2f} decode steps, more than the E = {E:.2f} tokens a block yields")
+    return (f"; speculation at g = {g} pays when a verify of {g + 1} tokens costs less than "
+            f"v* = {v_star:.2f} decode steps (measured on that machine: {steps:.2f})")

@@ -16,12 +16,27 @@ together) is then within about 5% of what any amount of timing could give (sqrt(
 and the prompts, not the costs, decide. g_hw is settled when the cost-only interval of
 S(g_hw) - S(g_2) (g_2 the runner-up by point estimate) lies above 0, or S(g_2) is within TIE of S(g_hw)
 (the choice does not matter), or the upper end of the cost-only interval of S(g_2) / S(g_hw) - 1 is at
-most REGRET (wherever the costs truly lie, choosing g_hw loses at most 2% against g_2: on a flat S curve
+most REGRET (wherever the costs truly lie, choosing g_hw loses at most 5% against g_2: on a flat S curve
 the g's are interchangeable), or, again, the cost-only half-width of that gap is at most SHARE of its
 prompt-only half-width (the prompts, not more timing, would tell the two apart).
 
-`focus`: the draft lengths whose verify cost the rule still reads, g_hw and g_2; a focused round
-times only them with the decode and draft steps.
+Pruning (what lets `specterm costs` time the whole curve once): every draft length is timed once, and
+only the ones the decision can use are timed again. A draft length g timed fewer than MIN_SAMPLES times
+is *pruned* when, even at a lower bound of its block cost, choosing g_hw loses at most REGRET against it:
+the upper end of the cost-only interval of S_up(g) / S(g_hw) - 1 is at most REGRET, where
+
+    S_up(g) = E(g) c_decode / (min(c_verify(g), env(g)) + g c_draft [+ min(c_draft_fwd(g), env_fwd(g))]),
+    env(g) = max(c_decode, c_verify(g') for g' < g)
+
+per cost replicate: a target forward of more tokens costs no less, so the envelope is a lower bound that
+a single slow sample of g cannot raise, and g's own time (with the noise it borrows from the repeated
+quantities, curve.relative_noise) keeps a curve that truly dips from being pruned by the envelope. The
+verdict and g_hw count as settled only when decode, the draft step, g_hw and the runner-up were timed
+MIN_SAMPLES+ times and every other draft length timed fewer is pruned.
+
+`focus`: the draft lengths whose verify cost the rule still reads: g_hw and g_2, and every g timed fewer
+than MIN_SAMPLES times that is not pruned; a focused round times only them with the decode and draft
+steps.
 """
 
 from __future__ import annotations
@@ -34,11 +49,11 @@ from numpy.typing import ArrayLike
 
 from specterm.core import costmodel
 from specterm.core.bootstrap import percentile_ci
-from specterm.core.hardware.curve import cost_curve, cost_replicates
+from specterm.core.hardware.curve import MIN_SAMPLES, CostReplicates, cost_curve, cost_replicates, sample_counts
 
 SHARE = 1 / 3      # cost-only half-width at most a third of the prompt-only one: timing more cannot matter
 TIE = 0.01         # runner-up within 1% of S(g_hw): the draft length choice does not matter
-REGRET = 0.02     # the runner-up at most 2% faster at the costs' 95% bound: the choice of g is settled
+REGRET = 0.05     # the runner-up at most 5% faster at the costs' 95% bound: the choice of g is settled (README Choices)
 SETTLE_REPLICATES = 400
 
 
@@ -110,6 +125,31 @@ def set_settle(gammas: ArrayLike, E: ArrayLike, cost: dict[str, Any], n_rep: int
         regret = float(percentile_ci(S_b[:, runner] / S_b[:, j] - 1.0)[1])
         choice = (float(percentile_ci(gap_b)[0]) > 0 or float(S[runner]) >= (1 - TIE) * float(S[j]) or regret <= REGRET
                   or (S_p is not None and _half(gap_b) <= SHARE * _half(S_p[:, j] - S_p[:, runner])))
-    focus = [int(grid[j])] + ([] if runner is None else [int(grid[runner])])
+    counts = sample_counts(cost)
+    timed = [counts.get(f"verify:{g}", 0) >= MIN_SAMPLES for g in grid.tolist()]
+    steps = all(counts.get(k, 0) >= MIN_SAMPLES for k in ("decode", "draft"))
+    pruned = prunable(grid, Eg, reps, cols, S_b[:, j])
+    unpruned = [k for k in range(grid.size) if not timed[k] and not pruned[k] and k != j and k != runner]
+    ready = steps and timed[j] and (runner is None or timed[runner]) and not unpruned
+    side, choice = side and ready, choice and ready
+    focus = [int(grid[j])] + ([] if runner is None else [int(grid[runner])]) + [int(grid[k]) for k in unpruned]
     return SetSettle(gamma_hw=int(grid[j]), speedup=float(S[j]), ci=(lo, hi),
                      runner_up=None if runner is None else int(grid[runner]), side=side, choice=choice, focus=focus)
+
+
+def prunable(grid: np.ndarray, E: np.ndarray, reps: CostReplicates, cols: list[int], S_hw_b: np.ndarray) -> np.ndarray:
+    """Per g of `grid`: pruned (module docstring): the 95% upper end of S_up(g) / S(g_hw) - 1 over the cost
+    replicates is at most REGRET. S_hw_b: S(g_hw) in the same replicates; cols: each g's column in `reps`."""
+    ver = reps.c_verify[:, cols]
+    fwd = None if reps.c_draft_fwd is None else reps.c_draft_fwd[:, cols]
+    env = reps.c_decode.copy()
+    env_fwd = np.zeros_like(env)
+    out = np.zeros(grid.size, dtype=bool)
+    for k in np.argsort(grid, kind="stable").tolist():
+        S_up = costmodel.speedup_hw(E[k], reps.c_decode, np.minimum(ver[:, k], env), reps.c_draft, grid[k],
+                                    c_draft_fwd=None if fwd is None else np.minimum(fwd[:, k], env_fwd))
+        out[k] = float(percentile_ci(S_up / S_hw_b - 1.0)[1]) <= REGRET
+        env = np.maximum(env, ver[:, k])
+        if fwd is not None:
+            env_fwd = np.maximum(env_fwd, fwd[:, k])
+    return out
