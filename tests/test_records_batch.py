@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from specterm.core.errors import SpectermError
 from specterm.core.store import RecordBounds, Stream, load_run, record_line, write_run
 from specterm.core.store import runs as runs_module
-from specterm.core.store.records import (CHECKSUM_FIELD, _arrays_batch, canonical_json, decode_array, decode_line,
-                                         decode_lines, record_checksum)
+from specterm.core.store.batch import _arrays_batch, decode_lines
+from specterm.core.store.records import CHECKSUM_FIELD, canonical_json, decode_array, decode_line, record_checksum
 
 
 def make_stream(i: int, n: int, full: bool) -> Stream:
