@@ -80,8 +80,9 @@ from specterm.core.hardware.profiles import NO_MATCH, Profile, profile_meta, run
 from specterm.core.machine import Machine, this_machine
 from specterm.core.optimum import optimum_table, p3_shares, r_values
 from specterm.core.parallel import analysis_threads, contiguous_parts, kept_heap, one_blas_thread, run_all, submit
-from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, EXACT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, YIELD_GAMMAS
+from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, EXACT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, STEADY_FROM, YIELD_GAMMAS
 from specterm.core.policies import PolicyTable, policy_summary, policy_sums, policy_table
+from specterm.core.longstream import long_position_sums, long_sampling_sums, long_steady_sums, long_stream_sums
 from specterm.core.position import PositionSums, bin_width_for, bins_needed, position_report, position_sums
 from specterm.core.report import (
     POOLED, ConfirmedRow, Curve, DecisionHW, Deficit, Depth, Estimate, Params, Report, RunLengths, RunSummary, ScoreRow, SetReport,
@@ -101,7 +102,8 @@ CHUNK_POSITIONS = 1 << 20
 sampling sums, a part of the policy table): a reduction's working arrays take tens of bytes a position,
 so the chunk bounds them whatever the set's size. Every row is its stream's alone (the exact shuffle
 column continues its running sum from chunk to chunk), so the chunks stack to the sums of all the
-streams at once, bit for bit (tests/test_chunked.py)."""
+streams at once, bit for bit (tests/test_chunked.py). A longer stream is reduced alone, this many
+positions at a time with carries (`pieces`, longstream.py; tests/test_longstream.py)."""
 
 
 def position_chunks(lengths: Sequence[int] | np.ndarray, budget: int = CHUNK_POSITIONS) -> list[slice]:
@@ -199,34 +201,66 @@ def _label(profiles: list[RunProfiles], idx: list[int], pid: str) -> Profile | N
     return found[0] if found and all(f is not None for f in found) else None
 
 
+def pieces(lengths: Sequence[int] | np.ndarray, budget: int) -> list[tuple[slice, bool]]:
+    """position_chunks with every stream longer than `budget` a piece of its own, marked True: such a
+    stream is reduced in slices of `budget` positions with carries (longstream.py)."""
+    n = np.asarray(lengths, dtype=np.int64)
+    out: list[tuple[slice, bool]] = []
+    for sl in position_chunks(n, budget):
+        last = sl.stop - 1
+        if sl.stop > sl.start and n[last] > budget:
+            if last > sl.start:
+                out.append((slice(sl.start, last), False))
+            out.append((slice(last, sl.stop), True))
+        else:
+            out.append((sl, False))
+    return out
+
+
 def _sums(streams: list[Stream], gamma: int, depth_gamma: int, shuffles: int, seed: int,
-          budget: int = CHUNK_POSITIONS) -> st.StreamSums:
-    """stats.stream_sums of a set's streams, reduced `budget` positions at a time (position_chunks; the
-    random shuffles, shuffles > 0, draw over the whole set: one chunk)."""
+          budget: int | None = None) -> st.StreamSums:
+    """stats.stream_sums of a set's streams, reduced `budget` positions at a time (`pieces`: a longer
+    stream alone, in slices, longstream.long_stream_sums; the random shuffles, shuffles > 0, draw over
+    the whole set: one chunk). budget None: CHUNK_POSITIONS."""
+    budget = CHUNK_POSITIONS if budget is None else budget
     gate_ones, gate_n = st.gate_counts(streams)
     a = [s.a for s in streams]
-    chunks = [slice(None)] if shuffles > 0 else position_chunks([x.size for x in a], budget)
+    chunks = [(slice(None), False)] if shuffles > 0 else pieces([x.size for x in a], budget)
     parts: list[st.StreamSums] = []
-    for sl in chunks:
+    for sl, long in chunks:
+        carry = parts[-1].esb_carry if parts else 0.0
+        if long:
+            i = sl.start
+            parts.append(long_stream_sums(a[i], gate_ones[i], gate_n[i], gamma, depth_gamma, shuffles, carry, budget))
+            continue
         part = st.stream_sums(a[sl], gate_ones[sl], gate_n[sl], gamma=gamma, depth_gamma=depth_gamma,
-                              shuffles=shuffles, seed=seed, esb_carry=parts[-1].esb_carry if parts else 0.0)
+                              shuffles=shuffles, seed=seed, esb_carry=carry)
         parts.append(part.histogram_only())  # the runs themselves: two int64 per run, let go
     return parts[0] if len(parts) == 1 else _stack(parts)
 
 
 def _rest(streams: list[Stream], gamma: int, shuffles: int, seed: int, bin_width: int, n_bins: int,
-          budget: int = CHUNK_POSITIONS) -> tuple[PositionSums, SteadySums, SamplingSums]:
-    """A set's position, steady and sampling sums, reduced `budget` positions at a time
-    (position_chunks; the steady parts' exact shuffle column continues its running sum)."""
+          budget: int | None = None) -> tuple[PositionSums, SteadySums, SamplingSums]:
+    """A set's position, steady and sampling sums, reduced `budget` positions at a time (`pieces`; the
+    steady parts' exact shuffle column continues its running sum; a longer stream alone, in slices:
+    longstream.py). budget None: CHUNK_POSITIONS."""
+    budget = CHUNK_POSITIONS if budget is None else budget
     a = [s.a for s in streams]
     t = [None if s.contiguous else s.kept_t for s in streams]  # absolute positions where some were excluded
     positions: list[PositionSums] = []
     steadies: list[SteadySums] = []
     samplings: list[SamplingSums] = []
-    for sl in position_chunks([x.size for x in a], budget):
-        positions.append(position_sums(a[sl], bin_width=bin_width, n_bins=n_bins, t=t[sl]))
-        steadies.append(steady_sums(a[sl], gamma, shuffles, seed, esb_carry=steadies[-1].esb_carry if steadies else 0.0))
-        samplings.append(sampling_sums([analysed_beta(s) for s in streams[sl]]))
+    for sl, long in pieces([x.size for x in a], budget):
+        carry = steadies[-1].esb_carry if steadies else 0.0
+        if long:
+            i = sl.start
+            positions.append(long_position_sums(a[i], t[i], bin_width, n_bins, budget))
+            steadies.append(long_steady_sums(a[i], gamma, shuffles, STEADY_FROM, carry, budget))
+            samplings.append(long_sampling_sums(analysed_beta(streams[i]), budget))
+        else:
+            positions.append(position_sums(a[sl], bin_width=bin_width, n_bins=n_bins, t=t[sl]))
+            steadies.append(steady_sums(a[sl], gamma, shuffles, seed, esb_carry=carry))
+            samplings.append(sampling_sums([analysed_beta(s) for s in streams[sl]]))
     if len(positions) == 1:
         return positions[0], steadies[0], samplings[0]
     return (replace(positions[0], M=np.vstack([p.M for p in positions])),
@@ -508,7 +542,7 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     pooled_streams = [s for c in corpora for s, _ in by_corpus[c]]
     positions_in_all = sum(s.n for s in pooled_streams)
     table_parts = max(TABLE_PARTS_PER_THREAD * threads if threads > 1 else 1, -(-positions_in_all // CHUNK_POSITIONS))
-    table_f = [submit(pool, partial(policy_table, pooled_streams[sl], fixed=False))
+    table_f = [submit(pool, partial(policy_table, pooled_streams[sl], fixed=False, budget=CHUNK_POSITIONS))
                for sl in contiguous_parts(len(pooled_streams), table_parts)]
     rest_f = {c: submit(pool, partial(rest, c)) for c in corpora}
     # the report's bootstrap weights need nothing above: drawn last, while the longest tasks end

@@ -22,6 +22,7 @@ from specterm.core.estimate import num, percentile_cis
 from specterm.core.geometry import Concat, concat_streams, segment_runs, walk_blocks
 from specterm.core.optimum import best_gamma, throughput
 from specterm.core.params import GAMMAS
+from specterm.core.longstream import slices
 from specterm.core.replay import block_starts, check_gamma, heuristic_next, replay_heuristic
 from specterm.core.report import Estimate, PolicyRow
 
@@ -250,7 +251,8 @@ class PolicyTable:
 
 
 def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5, 0.7, 0.9), g0: int = 5,
-                 g_max: int = 16, blocks: np.ndarray | None = None, fixed: bool = True) -> PolicyTable:
+                 g_max: int = 16, blocks: np.ndarray | None = None, fixed: bool = True,
+                 budget: int | None = None) -> PolicyTable:
     """Every stream replayed once under fixed g = 1..32, heuristic from g0, confidence stop at each tau
     (streams with draft_conf) and clairvoyant; all streams at once, equal to the one-stream replays.
 
@@ -260,10 +262,14 @@ def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5
     streams when the caller has them (`stats.StreamSums.blocks()`), else computed (`fixed_blocks`).
     fixed=False leaves them out (an N x 0 array) for the caller to add with `PolicyTable.with_fixed`
     (`analysis` walks the streams while their block counts are still being computed).
+    `budget`: a stream of more analysed positions is walked alone, `budget` positions at a time
+    (`long_stream_row`), the others together as before; None: all together.
     """
     g0 = check_gamma(g0, "g0")
     g_max = check_gamma(g_max, "g_max")
     taus = tuple(float(tau) for tau in taus)
+    if budget is not None and any(s.valid_len > budget for s in streams):
+        return _in_parts(streams, taus, g0, g_max, blocks, fixed, int(budget))
     c, conf, has_conf = _stacked(streams, with_conf=bool(taus))
     n, N = c.lengths, c.ends.size
     zero = c.bits == 0
@@ -303,6 +309,117 @@ def policy_table(streams: Sequence[Stream], *, taus: Sequence[float] = (0.3, 0.5
         g0=g0,
         g_max=g_max,
     )
+
+
+def _next_zero(a: np.ndarray, at: int, budget: int) -> int:
+    """The first t >= at with a[t] == 0 (a.size when none), looked for `budget` positions at a time."""
+    for lo, hi in slices(a.size - at, budget):
+        z = np.flatnonzero(a[at + lo:at + hi] == 0)
+        if z.size:
+            return at + lo + int(z[0])
+    return int(a.size)
+
+
+def _ones_ahead(x: np.ndarray, beyond: int) -> np.ndarray:
+    """For each t of the slice x: (the first zero at or after t, counted from the slice's start; `beyond`
+    when it lies past the slice) - t."""
+    hits = np.flatnonzero(x == 0)
+    gaps = np.diff(np.concatenate([[-1], hits, [x.size - 1]]))
+    out: np.ndarray = np.repeat(np.append(hits, beyond), gaps) - np.arange(x.size)
+    return out
+
+
+def long_stream_row(bits: np.ndarray, conf: np.ndarray | None, taus: Sequence[float], g0: int, g_max: int,
+                    budget: int) -> tuple[tuple[int, int], np.ndarray, tuple[int, int]]:
+    """policy_table's row of one stream (heuristic, confidence per tau (zeros without conf),
+    clairvoyant), walked `budget` positions at a time: ((blocks, drafted) heuristic, (taus x 2)
+    confidence, (blocks, drafted) clairvoyant). Each walk carries its next block's start (and the
+    heuristic its g) into the next slice; a slice sees the first zero past it and g_max + 1
+    confidences past it, all a block starting in it can read."""
+    a = np.asarray(bits)
+    n = int(a.size)
+    cap = g_max + 1
+    s_h, g, h_blocks, h_drafted = 0, max(g0, 1), 0, 0
+    s_c = [0] * len(taus)
+    confidence = np.zeros((len(taus), 2), dtype=np.int64)
+    zero_after = -1  # the first zero at or after the last slice's end (cached across slices)
+    for lo, hi in slices(n, budget):
+        if zero_after < hi:
+            zero_after = _next_zero(a, hi, budget)
+        ones = _ones_ahead(a[lo:hi], zero_after - lo)
+        # the heuristic (replay.replay_heuristic, one Python step per block, g carried)
+        if s_h < hi:
+            o_list = ones.tolist()
+            s = s_h
+            while s < hi:
+                o = o_list[s - lo]
+                h_blocks += 1
+                h_drafted += g
+                if o >= g:
+                    s += g + 1
+                    g += 2
+                else:
+                    s += o + 1
+                    g = g - 1 if g - 1 > 1 else 1
+            s_h = s
+        if conf is None:
+            continue
+        left_c = np.minimum(n - np.arange(lo, hi), cap).astype(np.uint8)
+        ones_c = np.minimum(ones, cap).astype(np.uint8)
+        ahead = conf[lo:min(n, hi + cap)]
+        if ahead.dtype != np.float32:  # as policies._stacked keeps it: float32, else float64
+            ahead = ahead.astype(np.float64, copy=False)
+        for j, tau in enumerate(taus):
+            if s_c[j] >= hi:
+                continue
+            d = _capped_distance_to_next(~_at_least(ahead, tau), cap)[:hi - lo]
+            depth = np.minimum(d, np.uint8(g_max))
+            np.copyto(depth, np.uint8(g_max), where=d >= left_c)
+            step = np.minimum(ones_c, depth)
+            step += np.uint8(1)
+            first = s_c[j] - lo
+            path = first + block_starts(step[first:])
+            confidence[j, 0] += path.size
+            confidence[j, 1] += int(depth[path].sum())
+            s_c[j] = lo + int(path[-1]) + int(step[path[-1]])
+    zeros = n - int(np.count_nonzero(a))
+    clair = zeros + int(n > 0 and a[-1] != 0)
+    return (h_blocks, h_drafted), confidence, (clair, n - clair)
+
+
+def _in_parts(streams: Sequence[Stream], taus: tuple[float, ...], g0: int, g_max: int, blocks: np.ndarray | None,
+              fixed: bool, budget: int) -> PolicyTable:
+    """policy_table of these streams with each one longer than `budget` walked alone in slices
+    (`long_stream_row`) and the runs of shorter ones between them together: a stream's row
+    depends on that stream alone, so the parts stack to the table of all at once."""
+    from specterm.core.longstream import walk_runs
+
+    parts: list[PolicyTable] = []
+    lo = 0
+    for i, s in enumerate([*streams, None]):
+        if s is not None and s.valid_len <= budget:
+            continue
+        if i > lo:
+            parts.append(policy_table(streams[lo:i], taus=taus, g0=g0, g_max=g_max, fixed=fixed,
+                                      blocks=None if blocks is None else blocks[lo:i]))
+        lo = i + 1
+        if s is None:
+            break
+        bits, conf = _analysed(s)
+        if conf is not None and conf.size != bits.size:
+            raise SpectermError(f"draft_conf has {conf.size} values but the stream has {bits.size} positions; re-create the run.")
+        heuristic, confidence, clair = long_stream_row(bits, conf if taus else None, taus, g0, g_max, budget)
+        n = np.array([bits.size], dtype=np.int64)
+        if not fixed:
+            fixed_g = np.zeros((1, 0), dtype=np.int64)
+        elif blocks is not None:
+            fixed_g = np.asarray(blocks, dtype=np.int64)[i:i + 1]
+        else:
+            fixed_g = walk_runs(bits, GAMMAS.tolist(), 0, budget).blocks[None]
+        parts.append(PolicyTable(n=n, fixed=fixed_g, heuristic=np.array([heuristic], dtype=np.int64),
+                                 confidence=confidence[None], has_conf=np.array([conf is not None]),
+                                 clairvoyant=np.array([clair], dtype=np.int64), taus=taus, g0=g0, g_max=g_max))
+    return PolicyTable.stacked(parts)
 
 
 def fixed_sums(streams: Sequence[Stream], gammas: Sequence[int] | np.ndarray = GAMMAS) -> np.ndarray:

@@ -202,6 +202,7 @@ def shuffle_streams(c: Concat, copies: int = 1, seed: int = 0) -> np.ndarray:
 
 # Terms per group of streams in expected_shuffled_blocks (the per-term arrays of a group stay in cache).
 ESB_CHUNK = 1 << 15
+ESB_TABLE_MAX = 1 << 16  # streams up to this length look their logs up in a table (expected_shuffled_blocks_from)
 
 
 def expected_shuffled_blocks(n: np.ndarray, k: np.ndarray, gamma: int) -> np.ndarray:
@@ -237,38 +238,61 @@ def expected_shuffled_blocks_from(n: np.ndarray, k: np.ndarray, gamma: int, carr
     if mix.size == 0:
         return out, carry
     kk_all, mm_all = k[mix], m[mix]
-    # Logs of the integers 0..max n and the ceilings are looked up in tables (the same np.log of the
-    # same float64 values, so the same bits as taking them term by term), log P(0) once per stream.
+    # Logs of the integers 1..max n are looked up in a table when the streams are short (the same np.log
+    # of the same float64 values, so the same bits as taking them term by term, which a long stream
+    # does: its table would take 8 bytes a position); log P(0) once per stream.
+    table = int((kk_all + mm_all).max()) < ESB_TABLE_MAX
     with np.errstate(divide="ignore"):  # log 0 = -inf sits at index 0, never looked up (num_, den >= 1)
-        log_int = np.log(np.arange(int((kk_all + mm_all).max()) + 1, dtype=np.int64).astype(np.float64))
-    ceil_l = -(-np.arange(int(kk_all.max()) + 2, dtype=np.int64) // gp1)  # ceil(l / (g + 1)), l = 0..max k + 1
+        log_int = np.log(np.arange(int((kk_all + mm_all).max()) + 1 if table else 0, dtype=np.int64).astype(np.float64))
     logp0 = np.log(mm_all / (kk_all + mm_all))
     terms_all = kk_all + 1
-    # Streams in groups of about ESB_CHUNK terms, so that the per-term arrays stay in cache (2x faster
-    # at 2000 streams of ~1000). The running sum of the log steps is one sequential float sum over all
-    # terms in stream order, carried from group to group, so every number has the same bits as in one
-    # pass over all streams (tests/test_steady.py against that form).
+    # The terms of all streams end to end, ESB_CHUNK at a time (a stream with more terms spans several
+    # ranges), so that the per-term arrays stay in cache (2x faster at 2000 streams of ~1000) and take
+    # memory by the range, not by the stream. The running sum of the log steps is one sequential float
+    # sum over all terms in stream order, carried from range to range; a stream that continues into the
+    # next range carries its running sum at its first term (`base`) and its two sums of p-weighted
+    # ceilings, which np.bincount continues one term at a time as it adds them in one pass (the carried
+    # sum enters first, 0 + it = it), so every number has the same bits as in one pass over all streams
+    # (tests/test_steady.py against that form, tests/test_longstream.py across ranges).
     ends = np.cumsum(terms_all)
-    bounds = np.unique(np.concatenate([[0], np.searchsorted(ends, np.arange(ESB_CHUNK, int(ends[-1]), ESB_CHUNK)) + 1,
-                                       [mix.size]]))
+    begins = ends - terms_all
+    total = int(ends[-1])
     res = np.empty(mix.size)
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        kk, mm, terms = kk_all[lo:hi], mm_all[lo:hi], terms_all[lo:hi]
-        seg = np.repeat(np.arange(hi - lo), terms)
-        first = np.cumsum(terms) - terms
-        ell = np.arange(int(terms.sum())) - np.repeat(first, terms)
+    base = 0.0
+    part = np.zeros(2)  # the continuing stream's sums so far (closed, trailing)
+    for t0 in range(0, total, ESB_CHUNK):
+        t1 = min(t0 + ESB_CHUNK, total)
+        lo = int(np.searchsorted(ends, t0, side="right"))  # the streams with terms in [t0, t1)
+        hi = int(np.searchsorted(ends, t1 - 1, side="right")) + 1
+        cont = begins[lo] < t0  # stream lo began in an earlier range
+        kk, mm = kk_all[lo:hi], mm_all[lo:hi]
+        counts = np.minimum(ends[lo:hi], t1) - np.maximum(begins[lo:hi], t0)
+        seg = np.repeat(np.arange(hi - lo), counts)
+        first = np.cumsum(counts) - counts
+        ell = np.arange(t0, t1) - np.repeat(begins[lo:hi], counts)
         kl, ml = kk[seg], mm[seg]
         # log P(l) = log P(0) + sum_{j < l} log((k - j) / (k - j + m - 1))
         # (the step after the last term, l = k, is never used: set to 0 so the running sum stays finite)
         last = ell == kl
         num_, den = np.where(last, 1, kl - ell), np.where(last, 1, kl - ell + ml - 1)
-        step = log_int[num_] - log_int[den]
+        step = log_int[num_] - log_int[den] if table else np.log(num_.astype(np.float64)) - np.log(den.astype(np.float64))
         acc = np.cumsum(np.concatenate([[carry], step]))  # carry + s_0, + s_1, ...: the running sum, continued
         before, carry = acc[:-1], float(acc[-1])
-        p = np.exp(logp0[lo:hi][seg] + before - before[first][seg])
-        closed = np.bincount(seg, weights=p * ceil_l[ell + 1], minlength=hi - lo)
-        trailing = np.bincount(seg, weights=p * ceil_l[ell], minlength=hi - lo)
-        res[lo:hi] = mm * closed + trailing
+        at_first = before[first]
+        if cont:
+            at_first[0] = base
+        base = float(at_first[-1])
+        p = np.exp(logp0[lo:hi][seg] + before - at_first[seg])
+        if cont:  # the carried sums first, then this range's terms of stream lo
+            seg = np.concatenate([[0], seg])
+        sums = []
+        for j, shift in enumerate((1, 0)):  # closed runs: ceil((l + 1)/(g + 1)); trailing: ceil(l/(g + 1))
+            w = p * (-(-(ell + shift) // gp1))
+            sums.append(np.bincount(seg, weights=np.concatenate([[part[j]], w]) if cont else w, minlength=hi - lo))
+        done = hi - lo if ends[hi - 1] <= t1 else hi - lo - 1  # streams whose last term is in this range
+        res[lo:lo + done] = mm[:done] * sums[0][:done] + sums[1][:done]
+        if done < hi - lo:
+            part = np.array([sums[0][-1], sums[1][-1]])
     out[mix] = res
     return out, carry
 
