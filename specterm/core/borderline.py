@@ -165,11 +165,28 @@ def policy_plan(policies: list[tuple[str, dict[str, Any]]], sums: np.ndarray, r:
     return PolicyPlan(policies, flat, one_tokens, throughput(tot[:, 0], tot[:, 1], tot[:, 2], r), r)
 
 
-def policy_rows(plan: PolicyPlan, rs: np.ndarray, keep: list[tuple[str, dict[str, Any]]] | None = None) -> list[PolicyRow]:
+def policy_columns(plan: PolicyPlan, keep: list[tuple[str, dict[str, Any]]] | None) -> np.ndarray:
+    """The columns of plan.flat that `policy_rows(plan, ..., keep)` reads: the tokens, blocks and drafted
+    of the best fixed g and of the policies in `keep` (all of them for keep None); the others' CIs are
+    not wanted, and their values come from the point T."""
+    names = [name for name, _ in plan.policies]
+    want = sorted({j for j, pp in enumerate(plan.policies) if keep is None or pp in keep} | {names.index("best-fixed")})
+    if plan.one_tokens:
+        return np.array([0, *[1 + 2 * j + k for j in want for k in (0, 1)]], dtype=np.int64)
+    return np.array([3 * j + k for j in want for k in (0, 1, 2)], dtype=np.int64)
+
+
+def policy_rows(plan: PolicyPlan, rs: np.ndarray, keep: list[tuple[str, dict[str, Any]]] | None = None,
+                cols: np.ndarray | None = None) -> list[PolicyRow]:
     """Q4's input from the resampled columns rs = W @ plan.flat (B x F): per policy a PolicyRow with
     only vs_best_fixed = T / T_best_fixed set; keep: the (policy, params) whose CI is wanted (Q4's
-    candidates, None: all); the others get values only."""
+    candidates, None: all); the others get values only. cols: rs holds only these columns of
+    plan.flat (`policy_columns(plan, keep)`: all that the rows read)."""
     policies, p, r = plan.policies, len(plan.policies), plan.r
+    if cols is not None:  # the columns not resampled are NaN: read by no CI
+        full = np.full((rs.shape[0], plan.flat.shape[1]), np.nan)
+        full[:, cols] = rs
+        rs = full
     if plan.one_tokens:
         boot = np.empty((rs.shape[0], p, 3))
         boot[..., 0] = rs[:, :1]
@@ -214,12 +231,14 @@ class SeedPlan:
     per corpus its streams' count and X = M[:, `_needed` columns] (the columns resampled, `sub` their
     positions), per set the column sums of those columns, Q3's best g (kept for the corpora whose CIs
     Q3 reads, and the pooled set), the sets whose alpha CI Q2 reads, per set its `PolicyPlan` (Q4), Q4's
-    candidates (`keep`), the gamma and depth gamma of the sums; per corpus F = the distinct columns of
-    its policy columns (`PolicyPlan.flat`) and of the pooled set's policy columns of its rows (most are
-    the same columns), F_cols = where each of the two is in F; exact: every policy column holds integers
-    small enough that W @ F is exact (bootstrap.exact_product), so a column of W @ F is that column's
-    own product and the pooled set's is the corpora's added up, bit for bit (else each is multiplied
-    on its own, the pooled one by W_pooled itself)."""
+    candidates (`keep`), the gamma and depth gamma of the sums; per set `policy_cols`, the columns of
+    its `PolicyPlan.flat` that Q4's CIs read (`policy_columns`: the best fixed g's and the candidates',
+    7 of 15 with the default policies); per corpus F = the distinct columns of those of its policy
+    columns and of the pooled set's of its rows (most are the same columns), F_cols = where each of the
+    two is in F; exact: every such column holds integers small enough that W @ F is exact
+    (bootstrap.exact_product), so a column of W @ F is that column's own product, whatever columns
+    beside it, and the pooled set's is the corpora's added up, bit for bit (else every policy column is
+    multiplied, on its own set, the pooled one by W_pooled itself)."""
 
     corpora: list[str]
     sizes: list[int]
@@ -235,6 +254,7 @@ class SeedPlan:
     F: dict[str, np.ndarray]
     F_cols: dict[str, tuple[np.ndarray, np.ndarray]]
     exact: bool
+    policy_cols: dict[str, np.ndarray]
 
 
 def seed_plan(corpora: list[str], groups: dict[str, Any], sets: Mapping[str, SetReport], pol: dict[str, Any] | None,
@@ -262,10 +282,12 @@ def seed_plan(corpora: list[str], groups: dict[str, Any], sets: Mapping[str, Set
     policies = {name: policy_plan(*pol[name]) for name in groups if pol is not None and name in pol}
     sizes = [groups[c][0].M.shape[0] for c in corpora]
     bounds = np.cumsum([0, *sizes]).tolist()
+    cols = {name: policy_columns(plan, keep) for name, plan in policies.items()}  # what Q4's CIs read
     F, F_cols = {}, {}
     for c, lo, hi in zip(corpora, bounds[:-1], bounds[1:]):
-        # the corpus's own policy columns, and the pooled set's of its rows
-        parts = {name: policies[name].flat[rows] for name, rows in ((c, slice(None)), (POOLED, slice(lo, hi))) if name in policies}
+        # the corpus's own policy columns, and the pooled set's of its rows (those Q4's CIs read)
+        parts = {name: policies[name].flat[rows][:, cols[name]] for name, rows in ((c, slice(None)), (POOLED, slice(lo, hi)))
+                 if name in policies}
         F[c], where = distinct_columns(list(parts.values())) if parts else (np.zeros((hi - lo, 0)), [])
         at = dict(zip(parts, where))
         none = np.zeros(0, dtype=np.int64)
@@ -285,7 +307,8 @@ def seed_plan(corpora: list[str], groups: dict[str, Any], sets: Mapping[str, Set
         F=F,
         F_cols=F_cols,
         exact=all(exact_product(F[c], n) for c, n in zip(corpora, sizes)) and (
-            POOLED not in policies or exact_product(policies[POOLED].flat, bounds[-1])),
+            POOLED not in policies or exact_product(policies[POOLED].flat[:, cols[POOLED]], bounds[-1])),
+        policy_cols=cols,
     )
 
 
@@ -326,7 +349,8 @@ def seed_verdicts(seed: int, seed_of: Callable[[int, str], int], plan: SeedPlan,
         rs[POOLED] = sum(pooled_parts[1:], pooled_parts[0].copy()) if plan.exact else np.hstack(kept) @ pooled.flat
     light: dict[str, SetReport] = {}
     for name in [*plan.corpora, POOLED]:
-        rows = policy_rows(plan.policies[name], rs[name], keep=plan.keep) if name in plan.policies else None
+        rows = (policy_rows(plan.policies[name], rs[name], keep=plan.keep, cols=plan.policy_cols[name] if plan.exact else None)
+                if name in plan.policies else None)
         light[name] = verdict_set(R[name], plan.c[name], plan.sub, plan.gamma, plan.depth_gamma, sets[name],
                                   plan.best[name], rows, pooled=name == POOLED, alpha=name in plan.alpha_sets)
     return {r.id: r.verdict for r in scorecard(light, costs=costs, realized=realized, replicates=reps)

@@ -8,6 +8,9 @@ once and each set (a corpus, the pooled set) takes its streams' rows.
 
 Throughput T = tokens / (blocks + r * drafted) (`optimum.throughput`); best fixed g by
 `optimum.best_gamma` (ties: smallest g).
+
+Length: the vectorised walks of every policy, and `long_stream_row`, their slice-by-slice twin for one
+stream longer than a chunk (issue 39, core/longstream.py), which shares their distance helpers.
 """
 
 from __future__ import annotations

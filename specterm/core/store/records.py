@@ -28,6 +28,9 @@ rounding, PROB_SLACK).
 
 Arrays are base64 rather than JSON lists so that loading 1M positions stays well under a second.
 Nothing is ever unpickled.
+
+Length: one record format, its codec, canonical JSON and checksum, and the check of every field; a
+run's load decodes its lines many at a time with the same checks (store/batch.py).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 import numpy as np
@@ -198,43 +202,65 @@ class Stream:
 
 
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7F))  # the characters JSON with ensure_ascii writes as themselves (but quote and backslash)
+_FIELDS = frozenset(["id", "corpus", "prompt", "n", "bits", "gate", "text", "stop", "y", "draft_argmax", "piece_ends",
+                     "draft_conf", "target_conf", "beta", "repairs", CHECKSUM_FIELD])  # keys written as they are
+_TEXT_FIELDS = frozenset(["id", "corpus", "prompt", "text", "stop"])  # free text (newlines, quotes): always escaped
 
 
-def _plain_json(obj: dict[str, Any]) -> bytes | None:
-    """`canonical_json` of obj when every key is a str, every value a str, int, bool or None, and every
-    string printable ASCII without a quote or backslash (written as "..." unchanged); else None."""
+def _printable(data: bytes) -> bool:
+    """Every byte printable ASCII (0x20-0x7E): one pass of translate, or of numpy's min and max when long."""
+    if len(data) < 4096:
+        return not data.translate(None, _PRINTABLE_ASCII)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    return bool(arr.min() >= 0x20 and arr.max() <= 0x7E)
+
+
+def _plain_json(obj: dict[str, Any], skip: str | None = None) -> bytes | None:
+    """`canonical_json` of obj without its key `skip` when every key is a str and every value a str,
+    int, bool, None or list of ints; else None.
+
+    A record's free text (_TEXT_FIELDS) and any string with a quote, a backslash or a character beyond
+    ASCII is written by json's own C escaping (json.encoder.encode_basestring_ascii, what json.dumps
+    writes a str with); any other string (base64, bits) as
+    "..." unchanged, which is its JSON when it holds no control character or DEL: checked once on the
+    whole text, and when it does hold one (a text with newlines), the text is built again with each
+    such string escaped."""
     if not all(type(k) is str for k in obj):
         return None
-    parts = []
-    for key in sorted(obj):
-        value = obj[key]
-        if type(value) is str:
-            if '"' in value or "\\" in value:
+    for strict in (False, True):
+        parts = []
+        for key in sorted(obj):
+            if key == skip:
+                continue
+            value = obj[key]
+            name = f'"{key}"' if key in _FIELDS else encode_basestring_ascii(key)
+            if type(value) is str:
+                if key in _TEXT_FIELDS or '"' in value or "\\" in value or not value.isascii() or (
+                        strict and not value.isprintable()):
+                    parts.append(f"{name}:{encode_basestring_ascii(value)}")
+                else:
+                    parts.append(f'{name}:"{value}"')
+            elif value is None or type(value) is bool:
+                parts.append(f'{name}:{"null" if value is None else "true" if value else "false"}')
+            elif type(value) is int:
+                parts.append(f"{name}:{int.__repr__(value)}")
+            elif type(value) is list and all(type(v) is int for v in value):  # `repairs`
+                parts.append(f'{name}:[{",".join(int.__repr__(v) for v in value)}]')
+            else:
                 return None
-            parts.append(f'"{key}":"{value}"')
-        elif value is None or type(value) is bool:
-            parts.append(f'"{key}":{"null" if value is None else "true" if value else "false"}')
-        elif type(value) is int:
-            parts.append(f'"{key}":{int.__repr__(value)}')
-        elif type(value) is list and all(type(v) is int for v in value):  # `repairs`
-            parts.append(f'"{key}":[{",".join(int.__repr__(v) for v in value)}]')
-        else:
-            return None
-        if '"' in key or "\\" in key:
-            return None
-    text = "{" + ",".join(parts) + "}"
-    if not text.isascii():
-        return None
-    data = text.encode("ascii")
-    return None if data.translate(None, _PRINTABLE_ASCII) else data  # a control character or DEL left
+        data = ("{" + ",".join(parts) + "}").encode("ascii")
+        if strict or _printable(data):
+            return data
+    return None  # not reached: the strict pass escapes every string that is not printable ASCII
 
 
 def canonical_json(obj: dict[str, Any]) -> bytes:
     """json.dumps(obj, sort_keys=True, ensure_ascii=True, separators=(",", ":")) as ASCII bytes.
 
     A record's long base64 and bit strings need no escaping, so its canonical form is built directly
-    (`_plain_json`), skipping json's escaping pass: that pass was the larger part of verifying a
-    run's checksums (10M positions: 1.2 s of load_run's 2.3 s). Anything else is json.dumps itself.
+    (`_plain_json`), escaping only the strings that need it (prompt, text): json.dumps escapes every
+    character of every string, the larger part of verifying a run's checksums (10M positions: 1.2 s
+    of load_run's 2.3 s). Anything else is json.dumps itself.
     """
     plain = _plain_json(obj)
     return plain if plain is not None else json.dumps(obj, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
@@ -246,8 +272,10 @@ def record_checksum(rec: dict[str, Any]) -> str:
     Canonical = sorted keys, ASCII escapes, no spaces (`canonical_json`): the same payload always
     gives the same bytes, however the line itself was spaced or escaped.
     """
-    payload = {k: v for k, v in rec.items() if k != CHECKSUM_FIELD}
-    return hashlib.sha256(canonical_json(payload)).hexdigest()[:16]
+    plain = _plain_json(rec, skip=CHECKSUM_FIELD)
+    if plain is None:
+        plain = canonical_json({k: v for k, v in rec.items() if k != CHECKSUM_FIELD})
+    return hashlib.sha256(plain).hexdigest()[:16]
 
 
 def record_line(stream: Stream) -> bytes:
@@ -446,4 +474,3 @@ def check_unique(items: Sequence[Any], where: Callable[[int], str], advice: str)
         if key in seen:
             raise SpectermError(f"{where(i)}: prompt {item.id!r} ({item.corpus}) appears twice (first at {where(seen[key])}); {advice}")
         seen[key] = i
-

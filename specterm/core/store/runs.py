@@ -30,7 +30,12 @@ from typing import Any
 from specterm.core.errors import SpectermError
 from specterm.core.store.files import RunFiles, read_records_file, read_run_files
 from specterm.core.store.meta import META_FILE, RECORDS_FIELD, RECORDS_FILE, parse_meta, read_meta, record_bounds
-from specterm.core.store.records import BOM, Stream, check_unique, decode_line
+from specterm.core.store.batch import decode_lines
+from specterm.core.store.records import BOM, RecordBounds, Stream, check_unique, decode_line
+
+BATCH_BYTES = 1 << 20
+"""Whole lines of prompts.jsonl decoded together (`decode_lines`) up to about this many bytes; a longer line
+is decoded alone. The batch's numpy temporaries are a few times its size."""
 
 
 @dataclass
@@ -132,8 +137,19 @@ def iter_records(path: Path, meta: dict[str, Any] | None = None,
     bounds = record_bounds(meta)
     if data is None:
         data = read_records_file(path)
+    batch: list[tuple[int, bytes, str]] = []  # whole lines decoded together (decode_lines), at most BATCH_BYTES
+    size = 0
     for line in each_stored_line(data) if data is not None else ():
         where = f"{rec_path}:{line.lineno}"
+        if line.complete and len(line.raw) <= BATCH_BYTES:
+            batch.append((line.lineno, line.raw, where))
+            size += len(line.raw)
+            if size >= BATCH_BYTES:
+                yield from _decoded(batch, name, require, bounds)
+                batch, size = [], 0
+            continue
+        yield from _decoded(batch, name, require, bounds)
+        batch, size = [], 0
         if line.complete:
             yield line.lineno, decode_line(line.raw, where, name, require, bounds)
             continue
@@ -148,6 +164,15 @@ def iter_records(path: Path, meta: dict[str, Any] | None = None,
                 warn(f"{where}: the last record is whole but {len(split[1])} stray byte(s) follow it where its newline "
                      "should be; it is kept, and `specterm repair` rewrites the line.")
         yield line.lineno, stream
+    yield from _decoded(batch, name, require, bounds)
+
+
+def _decoded(batch: list[tuple[int, bytes, str]], name: str, require: bool,
+             bounds: RecordBounds) -> Iterator[tuple[int, Stream]]:
+    """(line number, Stream) of each (line number, bytes, where) of `batch`, decoded together."""
+    if batch:
+        streams = decode_lines([(raw, where) for _, raw, where in batch], name, require, bounds)
+        yield from zip([lineno for lineno, _, _ in batch], streams)
 
 
 def load_run(path: str | os.PathLike[str], files: RunFiles | None = None) -> Run:
