@@ -166,6 +166,22 @@ def _transitions(w: Walked) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     return n11_, n1x_, n01_, n0x_, value, defined
 
 
+def _walk_row(w: Walked, cols: dict[str, int], width: int) -> np.ndarray:
+    """A (1 x width) row of sums with the columns every walk fills: n, ones, the transitions and their
+    autocorrelation, runs, L, L2 (the rest zero, for the caller)."""
+    M = np.zeros((1, width))
+    M[:, cols["n"]] = w.n
+    M[:, cols["ones"]] = w.ones
+    n11, n1x, n01, n0x, value, defined = _transitions(w)
+    M[:, cols["n11"]], M[:, cols["n1x"]], M[:, cols["n01"]], M[:, cols["n0x"]] = n11, n1x, n01, n0x
+    M[:, cols["ac_val"]] = value
+    M[:, cols["ac_def"]] = defined
+    M[:, cols["runs"]] = w.runs
+    M[:, cols["L"]] = w.L
+    M[:, cols["L2"]] = w.L2
+    return M
+
+
 def long_stream_sums(a: np.ndarray, gate_ones: float, gate_n: float, gamma: int, depth_gamma: int, shuffles: int,
                      esb_carry: float, budget: int) -> st.StreamSums:
     """stats.stream_sums of one stream (one row), reduced `budget` positions at a time, with the runs as
@@ -176,18 +192,9 @@ def long_stream_sums(a: np.ndarray, gate_ones: float, gate_n: float, gamma: int,
     names = st.sum_columns(depth_gamma)
     cols = {name: i for i, name in enumerate(names)}
     w = walk_runs(a, GAMMAS.tolist(), depth_gamma, budget)
-    M = np.zeros((1, len(names)))
-    M[:, cols["n"]] = w.n
-    M[:, cols["ones"]] = w.ones
+    M = _walk_row(w, cols, len(names))
     M[:, cols["gate_ones"]] = gate_ones
     M[:, cols["gate_n"]] = gate_n
-    n11, n1x, n01, n0x, value, defined = _transitions(w)
-    M[:, cols["n11"]], M[:, cols["n1x"]], M[:, cols["n01"]], M[:, cols["n0x"]] = n11, n1x, n01, n0x
-    M[:, cols["ac_val"]] = value
-    M[:, cols["ac_def"]] = defined
-    M[:, cols["runs"]] = w.runs
-    M[:, cols["L"]] = w.L
-    M[:, cols["L2"]] = w.L2
     M[:, [cols[f"blocks_{g}"] for g in GAMMAS]] = w.blocks
     if shuffles == 0:
         M[:, cols["shuf_blocks"]] = np.nan
@@ -214,16 +221,7 @@ def long_steady_sums(a: np.ndarray, gamma: int, shuffles: int, start: int, esb_c
     names = [*COLUMNS, f"blocks_{gamma}", "shuf_blocks"]
     cols = {name: i for i, name in enumerate(names)}
     w = walk_runs(np.asarray(a)[start:], [gamma], 0, budget)
-    M = np.zeros((1, len(names)))
-    M[:, cols["n"]] = w.n
-    M[:, cols["ones"]] = w.ones
-    n11, n1x, n01, n0x, value, defined = _transitions(w)
-    M[:, cols["n11"]], M[:, cols["n1x"]], M[:, cols["n01"]], M[:, cols["n0x"]] = n11, n1x, n01, n0x
-    M[:, cols["ac_val"]] = value
-    M[:, cols["ac_def"]] = defined
-    M[:, cols["runs"]] = w.runs
-    M[:, cols["L"]] = w.L
-    M[:, cols["L2"]] = w.L2
+    M = _walk_row(w, cols, len(names))
     M[:, cols[f"blocks_{gamma}"]] = w.blocks[0]
     if shuffles == 0:
         M[:, cols["shuf_blocks"]] = np.nan
@@ -236,7 +234,7 @@ def long_steady_sums(a: np.ndarray, gamma: int, shuffles: int, start: int, esb_c
 def long_position_sums(a: np.ndarray, t: np.ndarray | None, bin_width: int, n_bins: int, budget: int) -> PositionSums:
     """position.position_sums of one stream (one row, `n_bins` bins), reduced `budget` positions at a
     time; `t`: the absolute position of each bit (None: 0, 1, ...)."""
-    from specterm.core.position import WARMUP_COLUMNS, PositionSums, bins_needed, position_columns
+    from specterm.core.position import WARMUP_COLUMNS, PositionSums, bins_needed, position_columns, set_warmup
 
     a = np.asarray(a)
     K = int(n_bins)
@@ -261,15 +259,7 @@ def long_position_sums(a: np.ndarray, t: np.ndarray | None, bin_width: int, n_bi
     M = np.zeros((1, 2 * K + len(WARMUP_COLUMNS)))
     M[0, :K] = ones_k
     M[0, K:2 * K] = n_k
-    warm = early_n > 0 and late_n > 0
-    M[:, cols["early_ones"]] = early_ones * warm
-    M[:, cols["early_n"]] = early_n * warm
-    M[:, cols["late_ones"]] = late_ones * warm
-    M[:, cols["late_n"]] = late_n * warm
-    M[:, cols["warmup"]] = warm
-    with np.errstate(divide="ignore", invalid="ignore"):
-        own = (M[:, cols["late_ones"]] / M[:, cols["late_n"]]) - (M[:, cols["early_ones"]] / M[:, cols["early_n"]])
-    M[:, cols["gain"]] = np.where(warm, own, 0.0)
+    set_warmup(M, cols, [early_ones], [early_n], [late_ones], [late_n])
     return PositionSums(M, cols, bin_width, K)
 
 

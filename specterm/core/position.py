@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from specterm.core.estimate import bootstrap_estimate, div, null, num, percentile_cis
 from specterm.core.params import WARMUP_EARLY, WARMUP_LATE
@@ -152,18 +153,25 @@ def _position_sums_at(a: Sequence[np.ndarray], t: Sequence[np.ndarray], bin_widt
     M[:, :K] = np.bincount(cell, weights=bits, minlength=N * K).reshape(N, K)
     M[:, K:2 * K] = np.bincount(cell, minlength=N * K).reshape(N, K)
     early, late = ts < WARMUP_EARLY, ts >= WARMUP_LATE
-    early_n = np.bincount(sid, weights=early, minlength=N)
-    late_n = np.bincount(sid, weights=late, minlength=N)
+    set_warmup(M, cols, np.bincount(sid, weights=bits * early, minlength=N), np.bincount(sid, weights=early, minlength=N),
+               np.bincount(sid, weights=bits * late, minlength=N), np.bincount(sid, weights=late, minlength=N))
+    return PositionSums(M, cols, bin_width, K)
+
+
+def set_warmup(M: np.ndarray, cols: dict[str, int], early_ones: ArrayLike, early_n: ArrayLike, late_ones: ArrayLike,
+               late_n: ArrayLike) -> None:
+    """Fill the warm-up columns of M (one row per stream) from each stream's counts before WARMUP_EARLY and
+    from WARMUP_LATE on: zero for a stream that does not reach both; gain = alpha_s(late) - alpha_s(early)."""
+    early_n, late_n = np.asarray(early_n, dtype=np.float64), np.asarray(late_n, dtype=np.float64)
     warm = (early_n > 0) & (late_n > 0)
-    M[:, cols["early_ones"]] = np.bincount(sid, weights=bits * early, minlength=N) * warm
+    M[:, cols["early_ones"]] = np.asarray(early_ones, dtype=np.float64) * warm
     M[:, cols["early_n"]] = early_n * warm
-    M[:, cols["late_ones"]] = np.bincount(sid, weights=bits * late, minlength=N) * warm
+    M[:, cols["late_ones"]] = np.asarray(late_ones, dtype=np.float64) * warm
     M[:, cols["late_n"]] = late_n * warm
     M[:, cols["warmup"]] = warm
     with np.errstate(divide="ignore", invalid="ignore"):
         own = (M[:, cols["late_ones"]] / M[:, cols["late_n"]]) - (M[:, cols["early_ones"]] / M[:, cols["early_n"]])
     M[:, cols["gain"]] = np.where(warm, own, 0.0)
-    return PositionSums(M, cols, bin_width, K)
 
 
 # ------------------------------------------------ statistics of column sums c (..., K) ---
