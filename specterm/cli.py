@@ -222,8 +222,9 @@ def costs_cmd(
 ) -> None:
     """Measure a cost profile of this machine (costs + CPU/GPU, threads, engine, load) and add it to the run.
 
-    Times c_decode, c_verify(g) for g = 1..16 and c_draft in the run's engine, until every corpus's verdict and
-    g_hw are settled by the costs (or a cap). The run's decision on this machine then uses it; other profiles stay."""
+    Times c_decode, c_draft and c_verify(g) for g = 1..16 in the run's engine: every g once, then the draft
+    lengths the decision could still use, until every corpus's verdict and g_hw are settled by the costs (or a
+    cap). The run's decision on this machine then uses it; other profiles stay."""
     from specterm.engines.costs import costs_command
 
     costs_command(run=run, threads=threads, device=device, dtype=dtype, target=target, draft=draft, batch=batch,
