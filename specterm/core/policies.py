@@ -25,7 +25,7 @@ from specterm.core.estimate import num, percentile_cis
 from specterm.core.geometry import Concat, concat_streams, segment_runs, walk_blocks
 from specterm.core.optimum import best_gamma, throughput
 from specterm.core.params import GAMMAS
-from specterm.core.longstream import slices
+from specterm.core.longstream import slices, walk_runs
 from specterm.core.replay import block_starts, check_gamma, heuristic_next, replay_heuristic
 from specterm.core.report import Estimate, PolicyRow
 
@@ -395,8 +395,6 @@ def _in_parts(streams: Sequence[Stream], taus: tuple[float, ...], g0: int, g_max
     """policy_table of these streams with each one longer than `budget` walked alone in slices
     (`long_stream_row`) and the runs of shorter ones between them together: a stream's row
     depends on that stream alone, so the parts stack to the table of all at once."""
-    from specterm.core.longstream import walk_runs
-
     parts: list[PolicyTable] = []
     lo = 0
     for i, s in enumerate([*streams, None]):

@@ -108,11 +108,27 @@ def quantity_se(x: list[float], sigma_rel: float | None) -> float | None:
     return None if sigma_rel is None or not x else sigma_rel * float(np.median(x)) / math.sqrt(len(x))
 
 
+def median_ses(samples: dict[str, Any], keys: list[str]) -> np.ndarray | None:
+    """quantity_se of each quantity of `keys`, the noise borrowed from those of `keys` timed MIN_SAMPLES+
+    times (`relative_noise`); None when one has no positive samples or no standard error can be given."""
+    vals: list[Any] = [samples.get(k) for k in keys]
+    if not all(isinstance(v, list) and v and all(_positive(x) for x in v) for v in vals):
+        return None
+    sigma = relative_noise(samples, keys)
+    ses = [quantity_se(v, sigma) for v in vals]
+    return None if any(x is None for x in ses) else np.array(ses, dtype=np.float64)
+
+
+def clock_samples(cost: dict[str, Any] | None) -> Any:
+    """The stored samples of a cost dict on its decision clock (samples_cpu_s or samples_s; None without)."""
+    if not cost:
+        return None
+    return cost.get("samples_cpu_s" if cost.get("decision_clock") == "cpu" else "samples_s")
+
+
 def sample_counts(cost: dict[str, Any] | None) -> dict[str, int]:
     """How many timed samples each quantity of a cost dict has, on its decision clock ({} without samples)."""
-    if not cost:
-        return {}
-    samples = cost.get("samples_cpu_s" if cost.get("decision_clock") == "cpu" else "samples_s")
+    samples = clock_samples(cost)
     return {k: len(v) for k, v in samples.items() if isinstance(v, list)} if isinstance(samples, dict) else {}
 
 
@@ -246,16 +262,12 @@ def cost_curve(cost: dict[str, Any] | None) -> CostCurve | None:
                             "re-measure with `specterm run --resume --remeasure-cost`.")
     gammas = np.array([g for g, _ in pairs], dtype=np.int64)
     raw = np.array([c for _, c in pairs], dtype=np.float64)
-    samples = cost.get("samples_cpu_s" if clock == "cpu" else "samples_s")
+    samples = clock_samples(cost)
     se_dec = se_ver = None
     if isinstance(samples, dict):
-        keys = ["decode"] + [f"verify:{g}" for g in gammas.tolist()]
-        vals: list[Any] = [samples.get(k) for k in keys]
-        if all(isinstance(v, list) and v and all(_positive(x) for x in v) for v in vals):
-            sigma = relative_noise(samples, keys)
-            ses = [quantity_se(v, sigma) for v in vals]
-            if all(x is not None for x in ses):
-                se_dec, se_ver = ses[0], np.array(ses[1:], dtype=np.float64)
+        ses = median_ses(samples, ["decode"] + [f"verify:{g}" for g in gammas.tolist()])
+        if ses is not None:
+            se_dec, se_ver = float(ses[0]), ses[1:]
     assert c_decode is not None and c_draft is not None  # checked by _positive above
     c_dec, c_ver = robust_forward_costs(float(c_decode), gammas, raw, se_dec, se_ver)
     ctx = cost.get("context")
@@ -279,15 +291,7 @@ def _draft_fwd(cost: dict[str, Any], gammas: np.ndarray, sfx: str, samples: Any)
         raise SpectermError("the run's c_draft_fwd record must map every timed draft length to positive seconds; "
                             "re-measure with `specterm run --backend llama.cpp --resume --remeasure-cost`.")
     raw = np.array([float(v) for v in values], dtype=np.float64)
-    se = None
-    if isinstance(samples, dict):
-        keys = [f"draft_fwd:{g}" for g in gammas.tolist()]
-        vals: list[Any] = [samples.get(k) for k in keys]
-        if all(isinstance(v, list) and v and all(_positive(x) for x in v) for v in vals):
-            sigma = relative_noise(samples, keys)
-            ses = [quantity_se(v, sigma) for v in vals]
-            if all(x is not None for x in ses):
-                se = np.array(ses, dtype=np.float64)
+    se = median_ses(samples, [f"draft_fwd:{g}" for g in gammas.tolist()]) if isinstance(samples, dict) else None
     return pool_violators_within_noise(raw, se)
 
 
@@ -339,7 +343,7 @@ def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostRepli
     curve = cost_curve(cost)
     if curve is None or n <= 0 or cost is None:
         return None
-    samples = cost.get("samples_cpu_s" if curve.clock == "cpu" else "samples_s")
+    samples = clock_samples(cost)
     keys = ["decode", "draft"] + [f"verify:{g}" for g in curve.gammas.tolist()]
     if not isinstance(samples, dict) or not all(isinstance(samples.get(k), list) and samples[k] for k in keys):
         return None
@@ -358,19 +362,17 @@ def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostRepli
 
     dec, dra = med("decode"), med("draft")
     ver = np.stack([med(f"verify:{g}") for g in curve.gammas.tolist()], axis=1)
-    se = [quantity_se(samples[k], sigma) for k in ["decode"] + keys[2:]]
-    se_dec = se[0]
-    se_ver = None if any(s is None for s in se[1:]) or se_dec is None else np.array(se[1:], dtype=np.float64)
+    ses = median_ses(samples, ["decode", *keys[2:]])  # the point curve's (cost_curve)
+    se_dec, se_ver = (None, None) if ses is None else (float(ses[0]), ses[1:])
     out_dec = np.empty(n)
     out_ver = np.empty_like(ver)
     for i in range(n):
-        out_dec[i], out_ver[i] = robust_forward_costs(float(dec[i]), curve.gammas, ver[i], se_dec if se_ver is not None else None, se_ver)
+        out_dec[i], out_ver[i] = robust_forward_costs(float(dec[i]), curve.gammas, ver[i], se_dec, se_ver)
     fwd = None
     if curve.c_draft_fwd is not None:
         if all(isinstance(samples.get(k), list) and samples[k] for k in fwd_keys):
             raw = np.stack([med(k, sigma_fwd) for k in fwd_keys], axis=1)
-            ses_f = [quantity_se(samples[k], sigma_fwd) for k in fwd_keys]
-            se_f = None if any(x is None for x in ses_f) else np.array(ses_f, dtype=np.float64)
+            se_f = median_ses(samples, fwd_keys)
             fwd = np.stack([pool_violators_within_noise(row, se_f) for row in raw])
         else:
             fwd = np.broadcast_to(curve.c_draft_fwd, (n, curve.gammas.size)).copy()
