@@ -97,7 +97,7 @@ def test_a_draft_dearer_than_the_tokens_it_yields_cannot_pay_whatever_a_verify_c
         E1 = s.curve.at("E_true", d.gamma_hw)
         assert d.gamma_hw == 1 and d.break_even_verify == pytest.approx(E1 - 4.0, rel=1e-12) and d.break_even_verify < 0
         assert "cannot pay on that machine whatever a verify costs" in d.verdict and "v* =" not in d.verdict
-        assert f"alone cost {4.0:.2f} decode steps, more than the E = {E1:.2f} tokens" in d.verdict
+        assert f"its drafting alone costs {4.0:.2f} decode steps, more than the E = {E1:.2f} tokens" in d.verdict
 
 
 def test_refeed_model_in_extra_keys_and_named_when_it_flips_the_sign(tmp_path):

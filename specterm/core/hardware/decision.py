@@ -372,10 +372,10 @@ def q3_costs(curve: CostCurve | None) -> dict[str, Any] | None:
 
 def break_even_text(g: int, v_star: float, steps: float, E: float) -> str:
     """The verdict's break-even clause: a verify of g + 1 tokens must cost less than v* = E(g) - (g c_draft
-    [+ c_draft_fwd(g)]) / c_decode decode steps; with v* <= 0 no verify is cheap enough (the draft steps alone
-    cost as many decode steps as the E(g) tokens a block yields), and the clause says so."""
+    [+ c_draft_fwd(g)]) / c_decode decode steps; with v* <= 0 no verify is cheap enough (the drafting alone, g draft
+    steps and any engine term, costs as many decode steps as the E(g) tokens a block yields), and the clause says so."""
     if v_star <= 0:
-        return (f"; speculation at g = {g} cannot pay on that machine whatever a verify costs: its draft steps "
-                f"alone cost {E - v_star:.2f} decode steps, more than the E = {E:.2f} tokens a block yields")
+        return (f"; speculation at g = {g} cannot pay on that machine whatever a verify costs: its drafting "
+                f"alone costs {E - v_star:.2f} decode steps, more than the E = {E:.2f} tokens a block yields")
     return (f"; speculation at g = {g} pays when a verify of {g + 1} tokens costs less than "
             f"v* = {v_star:.2f} decode steps (measured on that machine: {steps:.2f})")
