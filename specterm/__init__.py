@@ -1,3 +1,14 @@
 """specterm: does speculative decoding pay on your workload, and with which draft length?"""
 
+import os
+
+# numpy marks each array of 4 MiB or more for transparent huge pages (madvise). Under the kernel's
+# usual defrag=madvise, a first touch of such a page may compact memory synchronously: a report
+# touches hundreds of MB of fresh arrays (the bootstrap weights, B x N), and on these VMs that cost
+# 0.5-1 s of system time per report (10M positions: 7.24 -> 6.64 CPU-s without; 20,000 x 200: system
+# time 1.45 -> 0.5 s; benchmarks/RESULTS.md). Read by numpy when it is imported, so it holds for every
+# process that imports specterm before numpy (the CLI, the TUI, their children); set to 1 to keep
+# numpy's default.
+os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+
 __version__ = "0.1.0"

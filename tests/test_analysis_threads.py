@@ -260,3 +260,19 @@ def test_kept_heap_on_this_c_library(synth):
         inside = _doc(analysis.analyse(_runs(synth), boot=20, shuffles=2))
     assert inside == before
     assert parallel._heap_held[0] == 0
+
+
+@pytest.mark.parametrize("env, want", [(None, "False"), ("1", "True")])
+def test_importing_specterm_first_turns_numpys_huge_pages_off_unless_asked(env, want):
+    """specterm/__init__.py sets NUMPY_MADVISE_HUGEPAGE=0 unless it is set: numpy then leaves its large
+    arrays to the kernel's default pages (no synchronous compaction on first touch)."""
+    import os
+    import subprocess
+    import sys
+
+    child_env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    if env is not None:
+        child_env["NUMPY_MADVISE_HUGEPAGE"] = env
+    probe = "import specterm, numpy; print(numpy._core.multiarray._get_madvise_hugepage())"
+    out = subprocess.run([sys.executable, "-c", probe], env=child_env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == want

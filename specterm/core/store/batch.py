@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pybase64
 
 from specterm.core.store.records import (_FLOAT_FIELDS, _INT_FIELDS, _STR_FIELDS, PROB_SLACK, RecordBounds, Stream,
                                          _check_checksum, _check_text, _check_text_ends, _repairs, check_corpus_name,
@@ -38,11 +39,12 @@ def _pieces(flat: np.ndarray, sizes: np.ndarray) -> list[np.ndarray]:
 
 
 def _arrays_batch(name: str, texts: list[str], n: np.ndarray, dtype: str, vocab: int | None) -> list[np.ndarray] | None:
-    """_array_field of each text (n[i] values of `dtype` each): each decoded by binascii.a2b_base64 in
-    strict mode (what decode_array does), their bytes end to end one array, its values checked at
-    once; None when one of them would be refused."""
+    """_array_field of each text (n[i] values of `dtype` each): each decoded by pybase64 with validate=True
+    (the strict base64 decode_array accepts: the alphabet, whole quanta, padding only at the end; SIMD,
+    about 7x binascii's, which spent 0.4 s of a 10M-position load in this loop), their bytes end to
+    end one array, its values checked at once; None when one of them would be refused."""
     try:
-        raw = [binascii.a2b_base64(text, strict_mode=True) for text in texts]
+        raw = [pybase64.b64decode(text, validate=True) for text in texts]
     except (ValueError, binascii.Error):  # binascii.Error is a ValueError; also a str beyond ASCII
         return None
     item = np.dtype(dtype).itemsize
