@@ -148,7 +148,7 @@ def dumps_reference(obj: dict) -> bytes:
     return json.dumps(obj, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
-@pytest.mark.parametrize("size", [10, 5000])  # short texts checked by translate, long ones by numpy
+@pytest.mark.parametrize("size", [10, 5000])  # a short and a long record (a 1000-position base64 array is 5,336 characters)
 @pytest.mark.parametrize("bad", ["\n", "\x00", "\x7f", '"', "\\", "é", "\ud800", "ok"])
 @pytest.mark.parametrize("key", ["bits", "text", "x\ny", "zz"])
 def test_canonical_json_and_checksum_are_json_dumps_whatever_a_string_holds(size, bad, key):
@@ -156,3 +156,19 @@ def test_canonical_json_and_checksum_are_json_dumps_whatever_a_string_holds(size
     assert canonical_json(obj) == dumps_reference(obj)
     payload = {k: v for k, v in obj.items() if k != CHECKSUM_FIELD}
     assert record_checksum(obj) == hashlib.sha256(dumps_reference(payload)).hexdigest()[:16]
+
+
+def test_records_of_one_key_set_in_any_order_and_with_other_keys_are_json_dumps():
+    """The sorted key order is kept per key set and key left out (records._key_plan): a record whose keys
+    come in another order, one with a key more or less, one with a key that is not a str, and the
+    checksum's form (its key left out) of each, are still json.dumps's."""
+    base = {"id": "p", "corpus": "c", "n": 2, "bits": "01", "beta": "AAAAAAAAAAA=", "checksum": "x"}
+    shapes = [base, dict(reversed(list(base.items()))), {**base, "gate": "11"}, {k: v for k, v in base.items() if k != "n"},
+              {**base, "zz\u00e9": "text"}, {**base, "stop": "a\nb"}]
+    for _ in range(2):  # the second time every plan is a kept one
+        for obj in shapes:
+            assert canonical_json(obj) == dumps_reference(obj)
+            payload = {k: v for k, v in obj.items() if k != CHECKSUM_FIELD}
+            assert record_checksum(obj) == hashlib.sha256(dumps_reference(payload)).hexdigest()[:16]
+    ints = {2: "b", 1: "a"}  # not str keys: json.dumps itself (it writes them as strings, sorted as ints)
+    assert canonical_json(ints) == dumps_reference(ints) == b'{"1":"a","2":"b"}'
