@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 
 CI_PENDING_EXPORT = "The CIs are still being computed; export when they show (the status line says when)."
+VERDICTS_PENDING_EXPORT = ("The verdicts are still being checked under bootstrap seeds 1-4; export in a moment "
+                           "(the status line says when).")
 
 
 class SpectermApp(App[Any]):
@@ -76,6 +78,14 @@ class SpectermApp(App[Any]):
     ci_pending: var[bool] = var(False)
     """True while the report shown holds point estimates only (boot = 0) and the bootstrap runs;
     the screens say "computing CIs" until the full report replaces it."""
+    verdicts_pending: var[bool] = var(False)
+    """True while the report shown has every CI but its verdicts are still checked under bootstrap
+    seeds 1..4 (SPEC 4's borderline marks: loading.Shown.cis); the screens that show verdicts say so."""
+    @property
+    def report_complete(self) -> bool:
+        """The full report is shown: every CI, and every verdict checked under bootstrap seeds 0..4."""
+        return self.report is not None and not self.ci_pending and not self.verdicts_pending
+
     pair_meta: dict | None = None
     """The metadata of the pair's first run while a cached report is shown before its runs are
     parsed (a warm open): the breadcrumb names the pair from it until `runs` come."""
@@ -170,7 +180,7 @@ class SpectermApp(App[Any]):
 
     def schedule_idle_work(self) -> None:
         """Do one piece of idle work soon (then the next), unless a pass is already scheduled."""
-        if (not self._idle_scheduled and self.report is not None and not self.ci_pending
+        if (not self._idle_scheduled and self.report_complete
                 and self.runs is not None):  # a cached report can come first: screens are mounted with both
             self._idle_scheduled = True
             self.set_timer(self.IDLE_STEP_S, self._idle_step)
@@ -180,7 +190,7 @@ class SpectermApp(App[Any]):
         is mounted (composed and filled from the report; laid out and painted on its visit) without
         being shown."""
         self._idle_scheduled = False
-        if self.report is None or self.ci_pending or self.runs is None or not self.is_running:  # not while quitting
+        if not self.report_complete or self.runs is None or not self.is_running:  # not while quitting
             return
         from specterm.screens.base import ReportScreen  # imported by now: a report is shown
 
@@ -237,7 +247,7 @@ class SpectermApp(App[Any]):
         start-up measured)."""
         # Textual initializes the app's reactives after its Mount, calling their watchers: a screen
         # shown before that would be drawn twice. Reading them initializes them now, with no screen yet.
-        for name in ("runs", "report", "error", "ci_pending", "set_name"):
+        for name in ("runs", "report", "error", "ci_pending", "verdicts_pending", "set_name"):
             getattr(self, name)
         self.on_report_ready(messages.report_ready(shown))
 
@@ -272,6 +282,7 @@ class SpectermApp(App[Any]):
         self.pair_meta = None
         self.report = None  # first: a screen must never see the new runs with the old report
         self.ci_pending = False
+        self.verdicts_pending = False
         self.runs = None
         self.error = None
         self.start_load()
@@ -301,7 +312,7 @@ class SpectermApp(App[Any]):
     def on_unmount(self) -> None:
         # Quit at once: the report shown stored if it is nearly (Loader.quit), the head start's child
         # stopped (it may still be analysing the other pairs, for M), no load waited for.
-        self.loading.quit(self.load_id, self.report is not None and not self.ci_pending)
+        self.loading.quit(self.load_id, self.report_complete)
 
     def on_load_stage(self, message: messages.LoadStage) -> None:
         if message.load_id == self.load_id:
@@ -311,7 +322,7 @@ class SpectermApp(App[Any]):
         if message.load_id == self.load_id:
             self.n_model_groups = message.groups
             self.runs = message.runs
-            if self.report is not None and not self.ci_pending:  # a cached report came first (an alias)
+            if self.report_complete:  # a cached report came first (an alias)
                 self.pair_cache.setdefault(self.pair_key, (self.runs, self.report))
                 self.call_after_refresh(self.schedule_idle_work)  # held back until the runs came
 
@@ -329,11 +340,14 @@ class SpectermApp(App[Any]):
         if report is None:  # the load found its cached report was not its runs' (load): off the screen
             self.report = None
             self.ci_pending = False
+            self.verdicts_pending = False
             return
         if message.pair_meta is not None and self.runs is None:
             self.pair_meta = message.pair_meta
         self.set_name = report.set_or_default(self.set_name)
-        self.ci_pending = not message.complete  # read by the screens when `report` changes, just below
+        # read by the screens when `report` changes, just below
+        self.ci_pending = not message.complete and not message.cis
+        self.verdicts_pending = not message.complete and message.cis
         self.report = report
         self.show_first_screen()  # composed with the report when it comes within FIRST_SCREEN_WAIT_S
         if not message.complete:
@@ -362,6 +376,7 @@ class SpectermApp(App[Any]):
         self.pair_sets[self.pair_key] = self.set_name
         self.model_group += 1
         self.ci_pending = False
+        self.verdicts_pending = False
         self.load_id += 1  # a load still running for the pair left behind must not show its report
         set_name = self.pair_sets.get(self.pair_key, POOLED)
         cached = self.pair_cache.get(self.pair_key)
@@ -457,6 +472,9 @@ class SpectermApp(App[Any]):
         if self.ci_pending and getattr(screen, "NEEDS_REPORT", True):
             self.notify(CI_PENDING_EXPORT, severity="warning")
             return
+        if self.verdicts_pending and getattr(screen, "NEEDS_CIS", False):
+            self.notify(VERDICTS_PENDING_EXPORT, severity="warning")
+            return
         stem = getattr(screen, "export_stem", lambda: f"specterm-{name}")()
         self._ask_and_write(Path(f"{stem}.md"), export)
 
@@ -467,6 +485,9 @@ class SpectermApp(App[Any]):
             return
         if self.ci_pending:
             self.notify(CI_PENDING_EXPORT, severity="warning")
+            return
+        if self.verdicts_pending:
+            self.notify(VERDICTS_PENDING_EXPORT, severity="warning")
             return
         from specterm.core.export import to_markdown
         from specterm.screens.base import pair_slug

@@ -22,6 +22,9 @@ The child (`CHILD`: `main` of this process's own specterm package) reads one JSO
         model pairs, the index of the first pair's first run, and that pair's prompts and positions
         (the loading line while the point estimates are computed)
     {"report": ..., "complete": false}   the point estimates (Report.to_dict), when boot > 0
+    {"report": ..., "complete": false, "cis": true}
+                                         every CI and verdict, before the borderline check (SPEC 4:
+                                         the verdicts under seeds 1..4; analysis.analyse's on_cis)
     {"report": ..., "complete": true}    the full report
     {"key": ...}                         cache.cache_key of the first pair's runs (after the full
                                          report: not on its way, 0.2 s at 10M positions)
@@ -252,7 +255,8 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
         _send(out, {"fkey": cache.files_key(files, params, 0), "groups": len(groups),
                     "first": next(i for i, r in enumerate(runs) if r.path == pair[0].path),
                     "prompts": prompts, "positions": positions})
-        report = analyse(pair, **params, on_point=lambda point: _send(out, {"report": point.to_dict(), "complete": False}))
+        report = analyse(pair, **params, on_point=lambda point: _send(out, {"report": point.to_dict(), "complete": False}),
+                         on_cis=lambda cis: _send(out, {"report": cis.to_dict(), "complete": False, "cis": True}))
         _send(out, {"report": report.to_dict(), "complete": True})
         _send(out, {"key": cache.cache_key(pair, params)})  # after the reports: not on their way
         if use_cache:  # the other pairs, for `M`: while a person reads the first table, on this core

@@ -6,7 +6,8 @@ A load says what it has through `emit(event)` (the app posts each as a message, 
 its worker thread and, for the head start's full report, from one more thread:
 
     Stage(text)                    what it is doing now (the loading line)
-    Shown(report, complete, ...)   show this report: the point estimates (complete=False, boot > 0)
+    Shown(report, complete, ...)   show this report: the point estimates (complete=False, boot > 0),
+                                   every CI before the borderline check (complete=False, cis=True)
                                    or the full one; report=None withdraws what was shown (a cached
                                    or head-start report whose runs were not these: the right one follows)
     Parsed(runs, groups)           the runs of the pair shown, parsed (the screens' streams)
@@ -14,8 +15,9 @@ its worker thread and, for the head start's full report, from one more thread:
 The order of one load: a report found by the bytes of the runs' files (core/cache.py aliases) or
 sent by the head start's child (specterm/headstart.py) is shown before the runs are parsed, and kept
 only when the runs parsed from those same bytes have its cache key (else withdrawn); otherwise
-`analyse` hands over the point estimates before its bootstrap, then the full report replaces them
-whole: a value and a CI on screen always come from one report of one load.
+`analyse` hands over the point estimates before its bootstrap, then every CI before the borderline
+check of the verdicts (about half of the bootstrap's time), then the full report; each replaces the
+one before whole: a value and a CI on screen always come from one report of one load.
 """
 
 from __future__ import annotations
@@ -59,7 +61,11 @@ class Shown:
     report: Report | None
     load_id: int
     complete: bool = True
-    """False for the point estimates (boot = 0: no CIs) while the bootstrap runs."""
+    """False for the point estimates (boot = 0: no CIs) while the bootstrap runs, and (`cis`) for the
+    report with every CI while its verdicts are checked under the other bootstrap seeds."""
+    cis: bool = False
+    """With complete=False: every CI is in; no verdict is marked borderline yet (SPEC 4's check of
+    seeds 1..4 runs: analysis.analyse's on_cis)."""
     pair_meta: dict[str, Any] | None = None
     """The metadata of the pair's first run, when the report comes before the runs."""
     painted: threading.Event | None = None
@@ -379,9 +385,9 @@ class Load:
             groups = int(said["groups"])
         except (KeyError, IndexError, TypeError, ValueError, SpectermError):
             return False
-        self.head_report, self.head_complete = shown
+        self.head_report, self.head_complete = shown[0], shown[1]
         self.painted = threading.Event()
-        self.show(shown[0], complete=shown[1], pair_meta=first, painted=self.painted, groups=groups)
+        self.show(shown[0], complete=shown[1], cis=shown[2], pair_meta=first, painted=self.painted, groups=groups)
         return True
 
     def store_head_report(self) -> None:
@@ -408,6 +414,10 @@ class Load:
 
         def read_full() -> None:
             shown = head_report(head)
+            while shown is not None and shown[2]:  # every CI, before the borderline check: shown, then the full one
+                if not self.cancelled():
+                    self.show(shown[0], complete=False, cis=True)
+                shown = head_report(head)
             full = shown[0] if shown is not None and shown[1] else None
             self.head_full.append(full)
             if full is not None and not self.cancelled():
@@ -500,10 +510,15 @@ class Load:
             if not self.cancelled():
                 self.show(point, complete=False)
 
+        def cis_ready(report: Report) -> None:
+            if not self.cancelled():
+                self.show(report, complete=False, cis=True)
+
         self.say(computing_line(*counts, self.point_first))
         p = self.params
         report = analyse(runs, gamma=p["gamma"], boot=p["boot"], shuffles=p["shuffles"], seed=p["seed"],
-                         on_point=point_ready if self.point_first else None)
+                         on_point=point_ready if self.point_first else None,
+                         on_cis=cis_ready if self.point_first else None)
         if self.cancelled():
             return None
         if key is not None:
@@ -523,14 +538,16 @@ class Load:
         self.loader.write(lambda: cache.store_alias(fkey, key, groups, first, warnings))
 
 
-def head_report(head: HeadStart) -> tuple[Report, bool] | None:
-    """The child's next report and whether it is complete; None when the next message is not one."""
+def head_report(head: HeadStart) -> tuple[Report, bool, bool] | None:
+    """The child's next report, whether it is complete and whether it is the one with every CI before
+    the borderline check (`Shown.cis`); None when the next message is not one."""
     from specterm.core.report import Report
 
     said = head.read()
     if said is None or "report" not in said:
         return None
     try:
-        return Report.from_dict(said["report"]), bool(said.get("complete"))
+        complete = bool(said.get("complete"))
+        return Report.from_dict(said["report"]), complete, not complete and said.get("cis") is True
     except Exception:  # not a report: never shown
         return None

@@ -65,13 +65,16 @@ class RunsLoaded(Message):
 @dataclass
 class ReportReady(Message):
     """`analyse` finished: the typed report (core/report.py). `complete` is False for the point
-    estimates that paint first (boot = 0: no CIs) while the bootstrap runs."""
+    estimates that paint first (boot = 0: no CIs) while the bootstrap runs, and for the report with
+    every CI (`cis`) while its verdicts are checked under the other bootstrap seeds."""
 
     report: Report | None
     """None: the report shown is withdrawn (a cached one found not to be its runs'; the right one follows)."""
     load_id: int = 0
     """Which load posted it (SpectermApp.load_id): a report of an older load is never shown."""
     complete: bool = True
+    cis: bool = False
+    """With complete=False: every CI is in, the borderline check of the verdicts still runs (loading.Shown.cis)."""
     pair_meta: dict[str, Any] | None = None
     """The metadata of the pair's first run, when the report comes before the runs (a warm open)."""
     painted: threading.Event | None = None
@@ -107,5 +110,5 @@ def from_load(event: loading.Event) -> Message:
 
 def report_ready(shown: loading.Shown) -> ReportReady:
     """The ReportReady message of a report a load shows (or withdraws)."""
-    return ReportReady(shown.report, shown.load_id, complete=shown.complete, pair_meta=shown.pair_meta,
+    return ReportReady(shown.report, shown.load_id, complete=shown.complete, cis=shown.cis, pair_meta=shown.pair_meta,
                        painted=shown.painted, groups=shown.groups)

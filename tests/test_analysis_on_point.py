@@ -1,5 +1,6 @@
 """analysis.analyse(on_point=...): the point-estimate report handed over before the bootstrap equals
-analyse(boot=0), and the full report is unchanged by asking for it."""
+analyse(boot=0), and the full report is unchanged by asking for it; analyse(on_cis=...): the report
+handed over before the borderline check is the full report but for that check's marks."""
 
 from __future__ import annotations
 
@@ -54,3 +55,71 @@ def test_on_point_not_called_without_boot(synth):
     seen = []
     rep = analyse(_runs(synth), boot=0, shuffles=2, on_point=seen.append)
     assert seen == [] and rep.params.boot == 0
+
+
+def _without_seed_check(doc: dict) -> dict:
+    """A report's JSON with what the borderline check writes taken out of every scorecard row: the
+    mark, the seeds' verdicts and the evidence's closing clause that names them."""
+    for row in doc["scorecard"]:
+        row.pop("borderline", None)
+        row.pop("seed_verdicts", None)
+        row["evidence"] = row["evidence"].split("; borderline across bootstrap seeds: ")[0]
+    return doc
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_on_cis_is_the_full_report_but_for_the_borderline_check(synth, monkeypatch, threads):
+    """Handed over once, before the seeds' verdicts are waited for (one thread: before they run);
+    every CI and the report seed's verdicts are the full report's, no row is marked, and the full
+    report's marks (set on its own rows) never reach the report handed over."""
+    from specterm.core import analysis, borderline
+
+    monkeypatch.setenv("SPECTERM_THREADS", threads)
+    events: list[str] = []
+    seeds = borderline.seed_verdicts
+
+    def seed_verdicts(*a, **k):
+        events.append("seed")
+        return seeds(*a, **k)
+
+    monkeypatch.setattr(analysis, "seed_verdicts", seed_verdicts)
+    seen = []
+
+    def on_cis(report):
+        events.append("cis")
+        seen.append(report)
+
+    kw = dict(gamma=5, boot=60, shuffles=3, seed=4)
+    runs = _runs(synth)
+    full = analyse(runs, on_cis=on_cis, **kw)
+    assert len(seen) == 1 and events.count("seed") == 4
+    if threads == "1":
+        assert events == ["cis", "seed", "seed", "seed", "seed"]
+    cis = _doc(seen[0])
+    assert all(not row["borderline"] and not row.get("seed_verdicts") for row in cis["scorecard"])
+    assert _without_seed_check(cis) == _without_seed_check(_doc(full))
+    assert _doc(full) == _doc(analyse(runs, **kw))  # asking for it changes nothing
+    assert any(row.get("seed_verdicts") for row in _doc(full)["scorecard"])  # the check ran: the test can tell
+
+
+def test_on_cis_shipped_run_with_a_borderline_verdict_keeps_it_unmarked():
+    """On a shipped run whose scorecard has a borderline row, the report handed over shows that row
+    unmarked, with the report seed's verdict."""
+    path = STREAMS / "qwen2.5-coder-0.5b-1.5b"
+    if not (path / "run.json").exists():
+        pytest.skip("not shipped here")
+    seen = []
+    full = analyse([load_run(path)], on_cis=seen.append)
+    marked = [row for row in full.scorecard if row.borderline]
+    if not marked:
+        pytest.skip("no borderline verdict in this run's report")
+    early = {row.id: row for row in seen[0].scorecard}
+    for row in marked:
+        assert not early[row.id].borderline and early[row.id].verdict == row.verdict
+        assert "borderline across bootstrap seeds" in row.evidence and "borderline" not in early[row.id].evidence
+
+
+def test_on_cis_not_called_without_boot(synth):
+    seen = []
+    analyse(_runs(synth), boot=0, shuffles=2, on_cis=seen.append)
+    assert seen == []

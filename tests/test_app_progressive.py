@@ -63,6 +63,56 @@ class Gate:
         monkeypatch.setattr(analysis, "analyse", gated)
 
 
+class CisGate:
+    """Holds every analysis with boot > 0 after it hands over the report with every CI (on_cis), before
+    its borderline check, until released."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.released = threading.Event()
+        real = analysis.analyse
+
+        def gated(runs, *, on_cis=None, **kw):
+            def held(report):
+                if on_cis is not None:
+                    on_cis(report)
+                self.released.wait(30)
+
+            return real(runs, on_cis=held if kw.get("boot", 0) > 0 else on_cis, **kw)
+
+        monkeypatch.setattr(analysis, "analyse", gated)
+
+
+async def test_every_ci_shows_before_the_borderline_check_which_the_verdicts_screens_say(tmp_path, monkeypatch):
+    """With every CI in and the verdicts still checked under seeds 1-4: the Overview shows every CI and
+    the verdicts with a note, the Scorecard shows its verdicts under a status line, exports of
+    verdicts wait; the full report then clears both."""
+    gate = CisGate(monkeypatch)
+    app = point_first_app([make_fixture_run(tmp_path)], **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.verdicts_pending, "every CI, before the borderline check")
+        await pilot.pause()
+        early = app.report
+        assert not app.ci_pending and not app.report_complete and early.params.boot == 200
+        assert not any(row.borderline or row.seed_verdicts for row in early.scorecard)
+        assert NUMERIC_CI.search(cells(app.screen)) and status(app.screen) == ""  # the Overview: every CI, no wait
+        verdicts = str(app.screen.query_one("#overview-verdicts", Static).render())
+        assert "checking each under bootstrap seeds 1-4" in verdicts and "…" not in verdicts
+        await pilot.press("7")
+        await pilot.pause()
+        assert not app.screen.query_one("#body").loading and cells(app.screen)
+        assert "checking the verdicts" in status(app.screen) and "seeds 1-4" in status(app.screen)
+        await pilot.press("e")  # the scorecard without its borderline marks is not exported
+        await pilot.pause()
+        assert type(app.screen).__name__ != "ExportScreen"
+        assert any("seeds 1-4" in n.message for n in app._notifications)
+        gate.released.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.report_complete and not app.verdicts_pending and status(app.screen) == ""
+        assert any(row.seed_verdicts for row in app.report.scorecard)  # the check ran
+        assert [(r.id, r.verdict) for r in app.report.scorecard] == [(r.id, r.verdict) for r in early.scorecard]
+
+
 def estimates(obj):
     """Every Estimate in a report (depth first)."""
     if isinstance(obj, Estimate):
@@ -144,7 +194,7 @@ async def test_no_stale_ci_when_m_leaves_a_pair_whose_bootstrap_runs(tmp_path, m
         await until(pilot, lambda: app.report is not None, "pair a's point estimates")
         assert app.ci_pending and [r.name for r in app.report.runs] == ["pair-a"]
         await pilot.press("M")  # leave pair a while its bootstrap is held
-        await until(pilot, lambda: app.report is not None and not app.ci_pending, "pair b's full report")
+        await until(pilot, lambda: app.report_complete, "pair b's full report")
         assert [r.name for r in app.report.runs] == ["pair-b"]
         gate.released.set()  # pair a's bootstrap ends now: its report must not be shown
         await app.workers.wait_for_complete()
@@ -155,7 +205,7 @@ async def test_no_stale_ci_when_m_leaves_a_pair_whose_bootstrap_runs(tmp_path, m
         assert report.sets["pooled"].n_streams == len(other)
         assert [r.name for r in app.runs] == ["pair-b"]
         await pilot.press("M")  # back to a: computed again (its first analysis never finished)
-        await until(pilot, lambda: app.report is not None and not app.ci_pending, "pair a's full report")
+        await until(pilot, lambda: app.report_complete, "pair a's full report")
         assert [r.name for r in app.report.runs] == ["pair-a"]
 
 
@@ -402,7 +452,7 @@ async def test_idle_pass_mounts_every_screen_and_hidden_screens_catch_up_after_m
         crumbs = {m: crumb(m) for m in modes}
         assert all("target" in c and "bigtarget" not in c for c in crumbs.values()), crumbs
         await pilot.press("M")
-        await until(pilot, lambda: app.report is not None and not app.ci_pending, "pair b")
+        await until(pilot, lambda: app.report_complete, "pair b")
         hidden = [compat_textual.screen_stacks(app)[m][0] for m in modes if m != "overview"]
         await until(pilot, lambda: not any(s.stale for s in hidden), "hidden screens redrawn in the idle pass")
         for screen in hidden:
@@ -491,4 +541,4 @@ async def test_the_loading_line_says_what_the_load_is_doing(tmp_path, monkeypatc
         analyse_go.set()
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert app.report is not None and not app.ci_pending and status(app.screen) == ""
+        assert app.report_complete and status(app.screen) == ""

@@ -181,7 +181,7 @@ def no_command_harness(monkeypatch) -> tuple[list, list[dict]]:
             self.quit_when_done()
 
         def quit_when_done(self) -> None:
-            if self.report is not None and not self.ci_pending and self.runs is not None:
+            if self.report_complete and self.runs is not None:
                 self.call_after_refresh(self.exit)
 
         def run(self, **kw):  # no terminal under pytest

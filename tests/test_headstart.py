@@ -91,23 +91,29 @@ async def final_report(app) -> str:
 
 
 def test_the_childs_messages_are_the_in_process_analysis(tmp_path):
-    """fkey and key are those of the bytes and runs, the point report is analyse(boot = 0), the full
-    report analyse(...), bit for bit (through JSON)."""
+    """fkey and key are those of the bytes and runs, the point report is analyse(boot = 0), the report
+    with every CI analyse(...)'s but for the borderline check, the full report analyse(...), bit for
+    bit (through JSON)."""
     from specterm.core.report import Report
 
     path = make_fixture_run(tmp_path)
     head = HeadStart.start([path], FAST)
     assert head is not None
-    first, point, full = drained(head)  # the key message is kept and read past
+    first, point, cis, full = drained(head)  # the key message is kept and read past
     run = load_run(path)
     assert first["fkey"] == json.loads(json.dumps(cache.files_key([read_run_files(path)], FAST, 0)))
     assert head.key == json.loads(json.dumps(cache.cache_key([run], FAST)))
     assert (first["groups"], first["first"]) == (1, 0)
-    assert point["complete"] is False and full["complete"] is True
+    assert point["complete"] is False and "cis" not in point and full["complete"] is True
+    assert cis["complete"] is False and cis["cis"] is True
     expected_point = analysis.analyse([run], **{**FAST, "boot": 0}).to_dict()
     expected = analysis.analyse([run], **FAST).to_dict()
     assert canonical(Report.from_dict(point["report"]).to_dict()) == canonical(expected_point)
     assert canonical(Report.from_dict(full["report"]).to_dict()) == canonical(expected)
+    early = Report.from_dict(cis["report"])
+    assert not any(row.borderline or row.seed_verdicts for row in early.scorecard)
+    assert [(r.id, r.verdict) for r in early.scorecard] == [(r["id"], r["verdict"]) for r in expected["scorecard"]]
+    assert early.to_dict()["sets"] == expected["sets"]  # every CI
     assert head.proc.returncode == 0
 
 
@@ -169,15 +175,17 @@ async def test_a_report_of_other_runs_is_withdrawn_once_the_runs_are_parsed(tmp_
 
 
 def test_the_child_sends_its_key_after_the_full_report(tmp_path):
-    """The raw order of the child's messages: files key, point report, full report, then the runs' cache
-    key (computing it, 0.2 s at 10M positions, is not on the full report's way)."""
+    """The raw order of the child's messages: files key, point report, the report with every CI, the
+    full report, then the runs' cache key (computing it, 0.2 s at 10M positions, is not on the full
+    report's way)."""
     head = HeadStart.start([make_fixture_run(tmp_path)], FAST)
     assert head is not None
     kinds = []
     while (m := head._receive()) is not None:
-        kinds.append(next(k for k in ("fkey", "key") if k in m) if "report" not in m else f"report:{m['complete']}")
+        kinds.append(next(k for k in ("fkey", "key") if k in m) if "report" not in m
+                     else f"report:{m['complete']}" + (":cis" if m.get("cis") else ""))
     head.close()
-    assert kinds == ["fkey", "report:False", "report:True", "key"]
+    assert kinds == ["fkey", "report:False", "report:False:cis", "report:True", "key"]
 
 
 @pytest.mark.anyio
@@ -234,7 +242,7 @@ async def test_the_childs_full_report_is_shown_while_the_runs_are_parsed(tmp_pat
     forbid_analysis(monkeypatch)
     app = PointFirst([path], head_start=head, **FAST)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.report is not None and not app.ci_pending, "every CI", tries=1000)
+        await until(pilot, lambda: app.report_complete, "every CI", tries=1000)
         assert parsing.is_set() and app.runs is None  # every CI on screen, the runs not parsed yet
         assert canonical(app.report.to_dict()) == expected
         go.set()
@@ -256,7 +264,7 @@ async def test_a_full_report_shown_early_is_withdrawn_when_the_runs_are_not_the_
     parsing, go = held_parse(monkeypatch)
     app = PointFirst([path], head_start=head, **FAST)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.report is not None and not app.ci_pending, "every CI", tries=1000)
+        await until(pilot, lambda: app.report_complete, "every CI", tries=1000)
         assert canonical(app.report.to_dict()) == canonical(foreign) and app.runs is None
         go.set()
         await app.workers.wait_for_complete()
@@ -298,7 +306,7 @@ async def test_while_the_child_computes_the_loading_line_says_how_much(tmp_path)
         head.go.set()
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert app.report is not None and not app.ci_pending
+        assert app.report_complete
 
 
 @pytest.mark.anyio
@@ -429,13 +437,13 @@ def test_specterm_with_a_corrupt_run_takes_the_childs_report_of_the_others(tmp_p
 
         def on_report_ready(self, message):
             super().on_report_ready(message)
-            if self.report is not None and not self.ci_pending and self.runs is not None:
+            if self.report_complete and self.runs is not None:
                 shown.append(self.report.to_dict())
                 self.call_after_refresh(self.exit)
 
         def on_runs_loaded(self, message):
             super().on_runs_loaded(message)
-            if self.report is not None and not self.ci_pending:
+            if self.report_complete:
                 shown.append(self.report.to_dict())
                 self.call_after_refresh(self.exit)
 

@@ -1,5 +1,5 @@
 """specterm/loading.py without the app (no Pilot, no Textual): what a load says, in order, for a cold
-open (point estimates, then the CIs), a warm open (the alias's report before the runs), an alias that
+open (point estimates, then the CIs, then the borderline marks), a warm open (the alias's report before the runs), an alias that
 lies (withdrawn, analysed again), the head start's report (kept when its runs are the load's key,
 withdrawn when not), `M` to the second pair, and a cancelled load. Every report is checked against
 `analyse` called here on the same runs."""
@@ -40,15 +40,27 @@ def run_load(loader: Loader, paths, load_id: int = 1, group: int = 0, cancelled=
 
 
 def kinds(events) -> list[str]:
-    """Each event as a word: stage, parsed, point, full or withdrawn."""
+    """Each event as a word: stage, parsed, point, cis (every CI, before the borderline check), full
+    or withdrawn."""
     def word(e):
         if isinstance(e, Stage):
             return "stage"
         if isinstance(e, Parsed):
             return "parsed"
-        return "withdrawn" if e.report is None else ("full" if e.complete else "point")
+        return "withdrawn" if e.report is None else ("full" if e.complete else "cis" if e.cis else "point")
 
     return [word(e) for e in events]
+
+
+def unchecked(report) -> str:
+    """`canonical` without what the borderline check writes into the scorecard (the report handed
+    over with every CI, before the check, is the full report but for it)."""
+    doc = report.to_dict()
+    for row in doc["scorecard"]:
+        row.pop("borderline", None)
+        row.pop("seed_verdicts", None)
+        row["evidence"] = row["evidence"].split("; borderline across bootstrap seeds: ")[0]
+    return json.dumps(doc, sort_keys=True)
 
 
 def own_report(path, **params):
@@ -65,12 +77,14 @@ def test_the_module_never_imports_textual():
 def test_a_cold_load_says_parsing_then_shows_the_point_estimates_then_the_full_report(tmp_path):
     path = make_fixture_run(tmp_path)
     events = run_load(Loader(FAST, use_cache=False), [path])
-    assert kinds(events) == ["stage", "parsed", "stage", "point", "full"]
+    assert kinds(events) == ["stage", "parsed", "stage", "point", "cis", "full"]
     assert events[0].text.startswith("Parsing the runs (1 run, ")
     assert events[2].text == "Computing the point estimates of 320 positions in 6 prompts ..."
     assert all(e.load_id == 1 for e in events) and events[1].groups == 1
     assert canonical(events[3].report) == canonical(own_report(path, boot=0))
-    assert canonical(events[4].report) == canonical(own_report(path))
+    assert unchecked(events[4].report) == unchecked(own_report(path)) and not events[4].complete
+    assert not any(row.borderline or row.seed_verdicts for row in events[4].report.scorecard)
+    assert canonical(events[5].report) == canonical(own_report(path))
 
 
 def test_without_a_bootstrap_the_report_comes_once(tmp_path):
@@ -110,7 +124,7 @@ def test_an_alias_that_lies_is_withdrawn_removed_and_the_runs_analysed(tmp_path,
     cache.store_alias(fkey, cache.cache_key([load_run(other)], FAST), 1, 0, [])  # this run's bytes -> the other's report
     monkeypatch.setattr(loading, "PAINT_WAIT_S", 0.01)
     events = run_load(Loader(FAST), [path])
-    assert kinds(events) == ["full", "parsed", "withdrawn", "stage", "point", "full"]
+    assert kinds(events) == ["full", "parsed", "withdrawn", "stage", "point", "cis", "full"]
     assert canonical(events[0].report) == canonical(own_report(other))
     assert canonical(events[-1].report) == canonical(own_report(path))
     alias = cache.load_alias(fkey)  # rewritten with this run's own key
@@ -143,8 +157,10 @@ def test_the_head_starts_reports_are_shown_and_kept_when_the_runs_are_its(tmp_pa
     monkeypatch.setattr(analysis, "analyse", lambda *a, **k: pytest.fail("analysed beside the head start"))
     monkeypatch.setattr(loading, "PAINT_WAIT_S", 0.01)
     events = run_load(Loader(FAST, head_start=child), [path])
-    words = kinds(events)  # the full report shows once read (its reader thread: before or after the parse), and once kept
-    assert words[:3] == ["stage", "stage", "point"] and sorted(words[3:5]) == ["full", "parsed"] and words[5:] == ["full"]
+    words = kinds(events)  # every CI, then the full report, show once read (their reader thread: before or after the parse), and the full once kept
+    assert words[:3] == ["stage", "stage", "point"] and sorted(words[3:6]) == ["cis", "full", "parsed"] and words[6:] == ["full"]
+    assert [w for w in words[3:6] if w != "parsed"] == ["cis", "full"]
+    assert unchecked(next(e.report for e in events if isinstance(e, Shown) and e.cis)) == unchecked(own)
     assert events[1].text == "Computing the point estimates of 320 positions in 6 prompts ..." and events[2].groups == 1
     fulls = [e.report for e in events if isinstance(e, Shown) and e.complete]
     assert not child.closed and [canonical(r) for r in fulls] == [canonical(own)] * 2
@@ -163,7 +179,7 @@ def test_a_head_start_report_of_other_runs_is_withdrawn_and_the_runs_analysed(tm
     monkeypatch.setattr(loading, "PAINT_WAIT_S", 0.01)
     events = run_load(Loader(FAST, head_start=child), [path])
     words = kinds(events)
-    assert words[words.index("withdrawn") - 1:] == ["parsed", "withdrawn", "stage", "point", "full"]
+    assert words[words.index("withdrawn") - 1:] == ["parsed", "withdrawn", "stage", "point", "cis", "full"]
     assert child.closed and canonical(events[-1].report) == canonical(own_report(path))
 
 
@@ -175,7 +191,7 @@ def test_a_head_start_of_other_bytes_is_not_used(tmp_path):
 
     child = Child([path], FAST, other_bytes)
     events = run_load(Loader(FAST, use_cache=False, head_start=child), [path])
-    assert child.closed and kinds(events) == ["stage", "parsed", "stage", "point", "full"]
+    assert child.closed and kinds(events) == ["stage", "parsed", "stage", "point", "cis", "full"]
 
 
 def test_the_second_pair_is_the_second_group_of_the_runs(tmp_path):
@@ -185,7 +201,7 @@ def test_the_second_pair_is_the_second_group_of_the_runs(tmp_path):
     loader = Loader(FAST, use_cache=False)
     first = run_load(loader, [a, b], group=0)
     second = run_load(loader, [a, b], load_id=2, group=1)
-    assert first[1].groups == second[0].groups == 2 and kinds(second) == ["parsed", "stage", "point", "full"]  # parsed once
+    assert first[1].groups == second[0].groups == 2 and kinds(second) == ["parsed", "stage", "point", "cis", "full"]  # parsed once
     pairs = group_runs([load_run(a), load_run(b)])
     assert [r.path for r in second[0].runs] == [r.path for r in pairs[1]] == [b]
     assert canonical(second[-1].report) == canonical(analysis.analyse(pairs[1], **FAST))

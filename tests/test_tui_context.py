@@ -220,7 +220,7 @@ async def test_quit_right_after_the_cis_leaves_a_warm_cache(tmp_path, monkeypatc
     monkeypatch.setattr(store, "load_run", slow_load)
     app = make_app([path], head_start=head, **params)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.report is not None and not app.ci_pending, "the full report")
+        await until(pilot, lambda: app.report_complete, "the full report")
         app.exit()
     monkeypatch.setattr(store, "load_run", real_load)
     folder = cache.cache_dir()

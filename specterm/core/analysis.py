@@ -571,9 +571,11 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
                      profiles=profiles, machine=machine)
 
 
-def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
+def _assemble(p: _Prepared, boot: int, pool: Executor | None = None,
+              on_cis: Callable[[Report], None] | None = None) -> Report:
     """The report from the prepared sums with `boot` bootstrap resamples (0: point estimates only).
-    Reads `p` and never changes it, so one preparation serves boot = 0 and boot = B alike."""
+    Reads `p` and never changes it, so one preparation serves boot = 0 and boot = B alike.
+    `on_cis` (boot > 0): called with the report before its borderline marks (`analyse`)."""
     runs, seed, corpora, by_corpus, tables, hw = p.runs, p.seed, p.corpora, p.by_corpus, p.tables, p.hw
     run_r = [run.r_measured for run in runs]
     # Pooled weights are the corpora's weights side by side (stratified); each corpus uses its block
@@ -670,15 +672,25 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None) -> Report:
     if boot == 0:
         return _report(p, sets, scorecard(sets, costs=q3c, realized=real, replicates=None), boot)
     # On the pool: Q2/Q3's replicates (products), then the borderline seeds; meanwhile this thread
-    # builds the seeds' plan, then (their replicates in) the report seed's scorecard. Results are
+    # builds the seeds' plan, then (their replicates in) the report seed's scorecard, which `on_cis`
+    # is handed before the seeds are waited for (inline, one thread: before they run). Results are
     # taken in a fixed order, so the numbers are the serial code's.
     reps_f = [submit(pool, partial(replicates, p.parts[c], weights[c], best[c])) for c in corpora]
     # per set: the policies and their per-stream sums, built once, resampled per seed
     pol = {name: made[name][1] for name in groups if made[name][1] is not None}
     others = sorted(set(BORDERLINE_SEEDS) - {seed})
     plan = seed_plan(corpora, groups, sets, pol, q3c, best)  # what every seed reads, built once
-    seeds_f = [submit(pool, partial(seed_verdicts, other, corpus_seed, plan, boot, sets, q3c, real)) for other in others]
+
+    def submit_seeds() -> list[Future[dict[str, str]]]:
+        return [submit(pool, partial(seed_verdicts, other, corpus_seed, plan, boot, sets, q3c, real)) for other in others]
+
+    seeds_f = submit_seeds() if pool is not None else None
     rows = scorecard(sets, costs=q3c, realized=real, replicates={c: f.result() for c, f in zip(corpora, reps_f)})
+    if on_cis is not None and others:
+        # copies: mark_borderline below changes the rows it marks, and this report is already shown
+        on_cis(_report(p, sets, [replace(r) for r in rows], boot))
+    if seeds_f is None:
+        seeds_f = submit_seeds()
     by_seed = {seed: {r.id: r.verdict for r in rows if r.id not in ("Q5", "Q6")}}
     by_seed.update(zip(others, [f.result() for f in seeds_f]))
     return _report(p, sets, mark_borderline(rows, by_seed), boot)
@@ -722,9 +734,11 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
             depth_gamma: int | None = None) -> Report: ...
 @overload
 def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = SEED,
-            depth_gamma: int | None = None, *, on_point: Callable[[Report], None] | None) -> Report: ...
+            depth_gamma: int | None = None, *, on_point: Callable[[Report], None] | None,
+            on_cis: Callable[[Report], None] | None = None) -> Report: ...
 def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuffles: int = SHUFFLES, seed: int = SEED,
-            depth_gamma: int | None = None, *, on_point: Callable[[Report], None] | None = None) -> Report:
+            depth_gamma: int | None = None, *, on_point: Callable[[Report], None] | None = None,
+            on_cis: Callable[[Report], None] | None = None) -> Report:
     """The report (core/report.py): sets (corpora sorted, then "pooled"), scorecard, runs, params;
     `report.to_dict()` is the SPEC 7 JSON.
 
@@ -733,6 +747,12 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     params say boot = 0 and it has no CIs). The sums, shuffles and policy replays are shared, so the
     full report costs little more than without it. With boot = 0 it is not called (the returned
     report is that report).
+
+    `on_cis`, when given and boot > 0, is called once, after every CI and the report seed's verdicts
+    and before the borderline check (SPEC 4: the verdicts under the other seeds of 0..4, about half
+    of the bootstrap's time), with the report as returned but for that check: no row is marked
+    borderline and no row's evidence names the seeds' verdicts. Not called when no other seed is
+    checked.
     """
     threads = analysis_threads(sum(s.bits.size for run in runs for s in run.streams), boot)
     if threads == 1:
@@ -740,13 +760,13 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
             prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma)
             if on_point is not None and boot > 0:
                 on_point(_assemble(prepared, 0))
-            report = _assemble(prepared, boot)
+            report = _assemble(prepared, boot, on_cis=on_cis)
             del prepared  # its sums and weights freed while the heap is kept (parallel.kept_heap)
         return report
     with one_blas_thread(), kept_heap(), ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") as pool:
         prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma, pool, threads)
         if on_point is not None and boot > 0:
             on_point(_assemble(prepared, 0, pool))
-        report = _assemble(prepared, boot, pool)
+        report = _assemble(prepared, boot, pool, on_cis)
         del prepared
     return report

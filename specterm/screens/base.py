@@ -187,9 +187,11 @@ class ReportScreen(Screen):
             ready = None
         if ready is not None:
             body.loading = False
-            status.display = bool(self.NEEDS_REPORT and app.ci_pending)
-            if status.display:
-                status.update(ci_pending_text(app))
+            pending = (ci_pending_text(app) if self.NEEDS_REPORT and app.ci_pending
+                       else verdicts_pending_text() if self.NEEDS_CIS and app.verdicts_pending else None)
+            status.display = pending is not None
+            if pending is not None:
+                status.update(pending)
             self._switch_pair(app.pair_key)
             if self.NEEDS_REPORT and app.report is not None:  # `ready`
                 self.show_report(app.report)
@@ -402,6 +404,12 @@ def plural(n: int, noun: str) -> str:
 def loading_text(app: SpectermApp) -> str:
     """The status line while the runs are loaded and analysed: the load's stage once it has one."""
     return app.load_stage or "Loading the runs and computing the report ..."
+
+
+def verdicts_pending_text() -> str:
+    """The status line of a screen of verdicts while they are checked under the other bootstrap seeds."""
+    return ("[b]checking the verdicts[/] under bootstrap seeds 1-4: every CI is shown; a verdict that "
+            "moves with the seed is marked borderline when it is done")
 
 
 def ci_pending_text(app: SpectermApp) -> str:
