@@ -178,7 +178,7 @@ class OverviewScreen(ReportScreen):
             note.append(f"pooled: one transition table {safe(one_table)}, Simpson inflation {safe(simpson)}")
         self.query_one("#overview-note", Static).update("[dim]" + "\n".join(note) + "[/]")
         wait = (": each verdict rests on CIs, shown when they are done" if pending
-                else ": checking each under bootstrap seeds 1-4 (borderline marks)" if self.sapp.verdicts_pending else "")
+                else ": checking each under bootstrap seeds 1-4" if self.sapp.verdicts_pending else "")
         lines = [f"[dim]scorecard (7 for the evidence){wait}[/]"]
         for seed in SEEDS:  # one line per seed: measurement (P rows), economics (Q rows)
             rows = [p for p in report.scorecard if p.seed == seed]
