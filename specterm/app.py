@@ -322,7 +322,7 @@ class SpectermApp(App[Any]):
         if message.load_id == self.load_id:
             self.n_model_groups = message.groups
             self.runs = message.runs
-            if self.report_complete:  # a cached report came first (an alias)
+            if self.report is not None and self.report_complete:  # a cached report came first (an alias)
                 self.pair_cache.setdefault(self.pair_key, (self.runs, self.report))
                 self.call_after_refresh(self.schedule_idle_work)  # held back until the runs came
 

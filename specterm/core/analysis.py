@@ -638,8 +638,9 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None,
                                             profile=prof, matches=ok)
         return out
 
-    def one_set(name: str) -> tuple[SetReport, tuple[Any, ...] | None]:
-        """A set's report, and (when boot > 0) its policies and per-stream policy sums for the borderline pass."""
+    def one_set(name: str) -> tuple[SetReport, tuple[Any, ...] | None, np.ndarray]:
+        """A set's report, (when boot > 0) its policies and per-stream policy sums for the borderline
+        pass, and its resampled sums R = W @ M."""
         sums, W, members = groups[name]
         R = W @ sums.M  # resampled once, read by set_report and the hardware decision
         rep = set_report(sums, W, [run_r[i] for _, i in members], R)
@@ -660,7 +661,7 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None,
         rep.decision_by_profile = by_profile(rep, name, members, sums, W, R)
         rep.steady_state = steady_report(p.steadies[name], W)
         pol = (*pol_sums[name], r) if boot > 0 and members else None
-        return rep, pol
+        return rep, pol, R
 
     names = [POOLED, *corpora]  # the pooled set (the largest task) first; the report keeps corpora, then pooled
     made = dict(zip(names, run_all(pool, [partial(one_set, name) for name in names])))
@@ -671,11 +672,11 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None,
     best = best_gammas(sets, q3c)
     if boot == 0:
         return _report(p, sets, scorecard(sets, costs=q3c, realized=real, replicates=None), boot)
-    # On the pool: Q2/Q3's replicates (products), then the borderline seeds; meanwhile this thread
-    # builds the seeds' plan, then (their replicates in) the report seed's scorecard, which `on_cis`
+    # On the pool: the borderline seeds; meanwhile this thread builds the seeds' plan, then Q2/Q3's
+    # replicates (from the sets' resampled sums) and the report seed's scorecard, which `on_cis`
     # is handed before the seeds are waited for (inline, one thread: before they run). Results are
     # taken in a fixed order, so the numbers are the serial code's.
-    reps_f = [submit(pool, partial(replicates, p.parts[c], weights[c], best[c])) for c in corpora]
+    reps = {c: replicates(made[c][2], p.parts[c].cols, best[c]) for c in corpora}  # from R: no product of its own
     # per set: the policies and their per-stream sums, built once, resampled per seed
     pol = {name: made[name][1] for name in groups if made[name][1] is not None}
     others = sorted(set(BORDERLINE_SEEDS) - {seed})
@@ -685,7 +686,7 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None,
         return [submit(pool, partial(seed_verdicts, other, corpus_seed, plan, boot, sets, q3c, real)) for other in others]
 
     seeds_f = submit_seeds() if pool is not None else None
-    rows = scorecard(sets, costs=q3c, realized=real, replicates={c: f.result() for c, f in zip(corpora, reps_f)})
+    rows = scorecard(sets, costs=q3c, realized=real, replicates=reps)
     if on_cis is not None and others:
         # copies: mark_borderline below changes the rows it marks, and this report is already shown
         on_cis(_report(p, sets, [replace(r) for r in rows], boot))

@@ -51,17 +51,15 @@ def _needed(sums: st.StreamSums, gammas: list[int]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def replicates(sums: st.StreamSums, W: np.ndarray, gammas: list[int]) -> dict[str, np.ndarray]:
-    """Bootstrap replicates under weights W of a set's alpha (B,) and E_true(g) (B x 32; NaN except at
-    `gammas`): economics.q_rows's CIs of Q2's spread and Q3's best / worst ratio, paired by replicate.
-    Only the columns n, ones and blocks_g are resampled."""
-    names = list(dict.fromkeys(["n", "ones", *[f"blocks_{g}" for g in gammas]]))
-    sub = {n: i for i, n in enumerate(names)}
-    R = W @ sums.M[:, [sums.cols[n] for n in names]]
+def replicates(R: np.ndarray, cols: dict[str, int], gammas: list[int]) -> dict[str, np.ndarray]:
+    """Bootstrap replicates of a set's alpha (B,) and E_true(g) (B x 32; NaN except at `gammas`) from
+    its resampled sums R = W @ M (columns `cols`): economics.q_rows's CIs of Q2's spread and Q3's
+    best / worst ratio, paired by replicate. They read the columns n, ones and blocks_g, integers,
+    so R's are those columns' own products, bit for bit (bootstrap.exact_product)."""
     E = np.full((R.shape[0], GAMMAS.size), np.nan)
     for g in gammas:
-        E[:, g - 1] = st.E_true(R, sub, int(g))
-    return {"alpha": st.alpha(R, sub), "E_true": E}
+        E[:, g - 1] = st.E_true(R, cols, int(g))
+    return {"alpha": st.alpha(R, cols), "E_true": E}
 
 
 def _estimate(e: Mapping[str, Any]) -> Estimate:
