@@ -472,7 +472,7 @@ class SpectermApp(App[Any]):
         if self.ci_pending and getattr(screen, "NEEDS_REPORT", True):
             self.notify(CI_PENDING_EXPORT, severity="warning")
             return
-        if self.verdicts_pending and getattr(screen, "NEEDS_CIS", False):
+        if self.verdicts_pending and getattr(screen, "SHOWS_BORDERLINE", False):
             self.notify(VERDICTS_PENDING_EXPORT, severity="warning")
             return
         stem = getattr(screen, "export_stem", lambda: f"specterm-{name}")()

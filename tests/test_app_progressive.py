@@ -84,8 +84,8 @@ class CisGate:
 
 async def test_every_ci_shows_before_the_borderline_check_which_the_verdicts_screens_say(tmp_path, monkeypatch):
     """With every CI in and the verdicts still checked under seeds 1-4: the Overview shows every CI and
-    the verdicts with a note, the Scorecard shows its verdicts under a status line, exports of
-    verdicts wait; the full report then clears both."""
+    the verdicts with a note, the Scorecard shows its verdicts under a status line and its export
+    waits, Decide shows as it will; the full report then clears both."""
     gate = CisGate(monkeypatch)
     app = point_first_app([make_fixture_run(tmp_path)], **FAST)
     async with app.run_test(size=SIZE) as pilot:
@@ -105,6 +105,9 @@ async def test_every_ci_shows_before_the_borderline_check_which_the_verdicts_scr
         await pilot.pause()
         assert type(app.screen).__name__ != "ExportScreen"
         assert any("seeds 1-4" in n.message for n in app._notifications)
+        await pilot.press("6")  # Decide shows no scorecard row (Q5/Q6 are judged at the report's seed): no wait there
+        await pilot.pause()
+        assert not app.screen.query_one("#body").loading and "checking" not in status(app.screen)
         gate.released.set()
         await app.workers.wait_for_complete()
         await pilot.pause()

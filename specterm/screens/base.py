@@ -42,6 +42,9 @@ class ReportScreen(Screen):
     NEEDS_CIS: ClassVar[bool] = False
     """True for screens made of verdicts on CIs (Scorecard): they keep loading while the point
     estimates show elsewhere and the bootstrap runs."""
+    SHOWS_BORDERLINE: ClassVar[bool] = False
+    """True for the screen of the scorecard's rows (Scorecard), whose borderline marks come after every
+    CI (app.verdicts_pending): a status line says the check runs, and its export waits for it."""
     USES_SET: ClassVar[bool] = False
     """True when the screen shows one set (corpus or pooled) at a time and follows `app.set_name`."""
     PAIR_STATE: ClassVar[tuple[str, ...]] = ()
@@ -188,7 +191,7 @@ class ReportScreen(Screen):
         if ready is not None:
             body.loading = False
             pending = (ci_pending_text(app) if self.NEEDS_REPORT and app.ci_pending
-                       else verdicts_pending_text() if self.NEEDS_CIS and app.verdicts_pending else None)
+                       else verdicts_pending_text() if self.SHOWS_BORDERLINE and app.verdicts_pending else None)
             status.display = pending is not None
             if pending is not None:
                 status.update(pending)

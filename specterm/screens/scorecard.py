@@ -35,6 +35,7 @@ class ScorecardScreen(ReportScreen):
     EXPORT_NAME = "scorecard"
     EXPORT_SECTIONS = ("scorecard",)
     NEEDS_CIS = True  # every row is a verdict on a CI: it waits for the bootstrap
+    SHOWS_BORDERLINE = True  # and is marked borderline after every CI (the check under seeds 1-4)
     AUTO_FOCUS = "#scorecard-table"
 
     def compose_body(self) -> ComposeResult:
