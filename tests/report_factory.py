@@ -50,3 +50,14 @@ def make_set(**fields: Any) -> SetReport:
     )
     base.update(fields)
     return SetReport(**base)
+
+
+def without_seed_check(doc: dict[str, Any]) -> dict[str, Any]:
+    """A report's JSON (Report.to_dict) with what the borderline check writes taken out of every
+    scorecard row: the mark, the seeds' verdicts and the evidence's closing clause that names them
+    (the report analyse hands on_cis is the full report but for these)."""
+    for row in doc["scorecard"]:
+        row.pop("borderline", None)
+        row.pop("seed_verdicts", None)
+        row["evidence"] = row["evidence"].split("; borderline across bootstrap seeds: ")[0]
+    return doc

@@ -13,6 +13,7 @@ import pytest
 from specterm.core.analysis import analyse
 from specterm.core.export import to_json
 from specterm.core.store import load_run
+from report_factory import without_seed_check
 
 STREAMS = Path(__file__).resolve().parents[1] / "streams"
 
@@ -57,16 +58,6 @@ def test_on_point_not_called_without_boot(synth):
     assert seen == [] and rep.params.boot == 0
 
 
-def _without_seed_check(doc: dict) -> dict:
-    """A report's JSON with what the borderline check writes taken out of every scorecard row: the
-    mark, the seeds' verdicts and the evidence's closing clause that names them."""
-    for row in doc["scorecard"]:
-        row.pop("borderline", None)
-        row.pop("seed_verdicts", None)
-        row["evidence"] = row["evidence"].split("; borderline across bootstrap seeds: ")[0]
-    return doc
-
-
 @pytest.mark.parametrize("threads", ["1", "2"])
 def test_on_cis_is_the_full_report_but_for_the_borderline_check(synth, monkeypatch, threads):
     """Handed over once, before the seeds' verdicts are waited for (one thread: before they run);
@@ -97,7 +88,7 @@ def test_on_cis_is_the_full_report_but_for_the_borderline_check(synth, monkeypat
         assert events == ["cis", "seed", "seed", "seed", "seed"]
     cis = _doc(seen[0])
     assert all(not row["borderline"] and not row.get("seed_verdicts") for row in cis["scorecard"])
-    assert _without_seed_check(cis) == _without_seed_check(_doc(full))
+    assert without_seed_check(cis) == without_seed_check(_doc(full))
     assert _doc(full) == _doc(analyse(runs, **kw))  # asking for it changes nothing
     assert any(row.get("seed_verdicts") for row in _doc(full)["scorecard"])  # the check ran: the test can tell
 

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 from app_fixture import META, fixture_streams, make_fixture_run
+from report_factory import without_seed_check
 
 from specterm import loading
 from specterm.core import analysis, cache
@@ -55,12 +56,7 @@ def kinds(events) -> list[str]:
 def unchecked(report) -> str:
     """`canonical` without what the borderline check writes into the scorecard (the report handed
     over with every CI, before the check, is the full report but for it)."""
-    doc = report.to_dict()
-    for row in doc["scorecard"]:
-        row.pop("borderline", None)
-        row.pop("seed_verdicts", None)
-        row["evidence"] = row["evidence"].split("; borderline across bootstrap seeds: ")[0]
-    return json.dumps(doc, sort_keys=True)
+    return json.dumps(without_seed_check(report.to_dict()), sort_keys=True)
 
 
 def own_report(path, **params):
