@@ -138,7 +138,7 @@ def modeled_wall(run, boot: int, shuffles: int, threads: int) -> tuple[float, fl
         return real_run(pool, fns)
 
     def prepare(*args):
-        return real_prepare(*args[:6], None, threads)  # the table in the parts `threads` would use
+        return real_prepare(*args[:6], None)
 
     old_env = os.environ.get("SPECTERM_THREADS")
     os.environ["SPECTERM_THREADS"] = "1"

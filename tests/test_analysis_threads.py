@@ -80,11 +80,11 @@ def test_threads_give_the_serial_report(monkeypatch, synth, threads):
 
 @pytest.mark.parametrize("order_seed", [0, 1, 2])
 def test_any_task_order_gives_the_serial_report(monkeypatch, synth, order_seed):
-    # tasks run concurrently in a random order (and the table in 3 parts): the same report, bit for bit
+    # tasks run concurrently in a random order: the same report, bit for bit
     runs, kw = _runs(synth), {"gamma": 8, "boot": 120, "shuffles": 3, "seed": 2}
     ref = _serial(monkeypatch, runs, **kw)
     pool = JitterPool(order_seed)
-    prepared = analysis._prepare(runs, kw["gamma"], kw["boot"], kw["shuffles"], kw["seed"], None, pool, 3)
+    prepared = analysis._prepare(runs, kw["gamma"], kw["boot"], kw["shuffles"], kw["seed"], None, pool)
     point = analysis._assemble(prepared, 0, pool)
     full = analysis._assemble(prepared, kw["boot"], pool)
     for th in pool.started:
@@ -125,6 +125,25 @@ def test_policy_table_in_parts_equals_the_whole(synth):
         assert np.array_equal(getattr(done, field), getattr(whole, field)), field
     with pytest.raises(ValueError):
         bare.with_fixed(whole.fixed[:, :5])
+
+
+@pytest.mark.parametrize("chunk", [1, 150, 10**9])
+def test_the_table_task_walks_its_parts_in_turn(monkeypatch, synth, chunk):
+    # analyse's one table task: parts of about CHUNK_POSITIONS positions, one after another, are the
+    # table of all the streams at once (without the fixed-g blocks the sums add)
+    rng = np.random.default_rng(11)
+    bits = [synth.markov(rng, int(rng.integers(0, 300)), 0.8, 0.3) for _ in range(40)]
+    streams = [Stream(id=f"s{i}", corpus="prose", bits=b, draft_conf=rng.random(b.size).astype(np.float32))
+               for i, b in enumerate(bits)]
+    whole = policy_table(streams, fixed=False)
+    walked: list[int] = []
+    real = analysis.policy_table
+    monkeypatch.setattr(analysis, "policy_table", lambda part, **kw: walked.append(len(part)) or real(part, **kw))
+    monkeypatch.setattr(analysis, "CHUNK_POSITIONS", chunk)
+    got = analysis._policy_table_in_parts(streams)
+    assert sum(walked) == len(streams) and len(walked) == min(len(streams), max(1, -(-sum(b.size for b in bits) // chunk)))
+    for field in ("n", "fixed", "heuristic", "confidence", "has_conf", "clairvoyant"):
+        assert np.array_equal(getattr(got, field), getattr(whole, field)), field
 
 
 def test_parts_cover_in_order():

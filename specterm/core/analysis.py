@@ -41,7 +41,7 @@ f(W @ M) (bootstrap.py). Choices where the SPEC is silent:
 Threads (parallel.py; $SPECTERM_THREADS, default min(2, CPUs), one below PARALLEL_MIN_POSITIONS):
 the report's work runs on a pool of threads as independent tasks whose results are taken in a fixed
 order: per corpus its sums (with the shuffles) and its position / steady / sampling sums, the policy
-table in contiguous parts of the pooled streams (`PolicyTable.stacked`); then per corpus its weights
+table of the pooled streams (one task: `_policy_table_in_parts`); then per corpus its weights
 and resampled position / sampling sums; per set its report; per borderline seed its verdicts. Random
 streams stay keyed by (seed, corpus), each task computes what the serial code computed, and sums
 across tasks (the pooled resampled sums) are added in the corpora's order after them: the report is
@@ -96,7 +96,6 @@ from specterm.core.store import Run, Stream
 
 
 
-TABLE_PARTS_PER_THREAD = 2  # policy-table parts per thread: smaller tasks balance the threads (same total work)
 CHUNK_POSITIONS = 1 << 20
 """Positions of a set's streams reduced at once into their per-stream sums (stats, position, steady and
 sampling sums, a part of the policy table): a reduction's working arrays take tens of bytes a position,
@@ -507,8 +506,23 @@ class _Prepared:
     machine: Machine
 
 
+def _policy_table_in_parts(streams: list[Stream]) -> PolicyTable:
+    """The policy table of the streams without their fixed-g blocks, walked in contiguous parts of about
+    CHUNK_POSITIONS positions one after another (`PolicyTable.stacked`: the same rows as at once).
+
+    One task, not a task per part: two lockstep walks on two threads cost more than one after the
+    other. Each round of a walk is a few numpy calls on arrays of one element per stream still
+    walking; numpy lets go of the GIL in a call on 500 or more elements, so two walks hand it back
+    and forth at every call (10,000 x 1,000: 19,000 context switches, 0.83 -> 1.24 CPU-s and
+    0.83 -> 0.97 s wall on 2 threads; benchmarks/RESULTS.md). Beside the other tasks of the
+    preparation (per-set sums over whole arrays) the walk keeps one thread busy instead.
+    """
+    parts = contiguous_parts(len(streams), max(1, -(-sum(s.n for s in streams) // CHUNK_POSITIONS)))
+    return PolicyTable.stacked([policy_table(streams[sl], fixed=False, budget=CHUNK_POSITIONS) for sl in parts])
+
+
 def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, depth_gamma: int | None,
-             pool: Executor | None = None, threads: int = 1) -> _Prepared:
+             pool: Executor | None = None) -> _Prepared:
     """The boot-independent part of `analyse`. The runs are read as their shown cost profile sees
     them (run_profiles_of): every number that uses costs is that profile's."""
     machine = this_machine()
@@ -534,16 +548,13 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     def rest(c: str) -> tuple[PositionSums, SteadySums, SamplingSums]:
         return _rest(streams_of[c], gamma, shuffles, corpus_seed(seed, c), bin_width, n_bins)
 
-    # All independent, the largest first: per corpus its sums (the shuffles); the policy table in
-    # contiguous parts of the pooled streams (every stream replayed once, pooled order; each corpus takes
-    # its block of rows; the fixed-g blocks are the sums' own, added after); per corpus its other sums.
+    # All independent, the largest first: per corpus its sums (the shuffles); the policy table of the
+    # pooled streams (every stream replayed once, pooled order; each corpus takes its block of rows; the
+    # fixed-g blocks are the sums' own, added after); per corpus its other sums.
+    pooled_streams = [s for c in corpora for s, _ in by_corpus[c]]
     sums_f = {c: submit(pool, partial(_sums, streams_of[c], gamma, depth_gamma, shuffles, corpus_seed(seed, c)))
               for c in corpora}
-    pooled_streams = [s for c in corpora for s, _ in by_corpus[c]]
-    positions_in_all = sum(s.n for s in pooled_streams)
-    table_parts = max(TABLE_PARTS_PER_THREAD * threads if threads > 1 else 1, -(-positions_in_all // CHUNK_POSITIONS))
-    table_f = [submit(pool, partial(policy_table, pooled_streams[sl], fixed=False, budget=CHUNK_POSITIONS))
-               for sl in contiguous_parts(len(pooled_streams), table_parts)]
+    table_f = submit(pool, partial(_policy_table_in_parts, pooled_streams))
     rest_f = {c: submit(pool, partial(rest, c)) for c in corpora}
     # the report's bootstrap weights need nothing above: drawn last, while the longest tasks end
     weights = _draw_weights([len(by_corpus[c]) for c in corpora], [corpus_seed(seed, c) for c in corpora], boot, pool)
@@ -559,7 +570,7 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
     first_ss = steadies[corpora[0]]
     steadies[POOLED] = SteadySums(np.vstack([steadies[c].M for c in corpora]), first_ss.cols, first_ss.gamma, first_ss.start)
     samplings[POOLED] = SamplingSums(np.vstack([samplings[c].M for c in corpora]), samplings[corpora[0]].cols)
-    tables: dict[str, PolicyTable] = {POOLED: PolicyTable.stacked([f.result() for f in table_f]).with_fixed(parts[POOLED].blocks())}
+    tables: dict[str, PolicyTable] = {POOLED: table_f.result().with_fixed(parts[POOLED].blocks())}
     lo = 0
     for c in corpora:
         tables[c] = tables[POOLED].rows(slice(lo, lo + len(by_corpus[c])))
@@ -765,7 +776,7 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
             del prepared  # its sums and weights freed while the heap is kept (parallel.kept_heap)
         return report
     with one_blas_thread(), kept_heap(), ThreadPoolExecutor(threads, thread_name_prefix="specterm-analyse") as pool:
-        prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma, pool, threads)
+        prepared = _prepare(runs, gamma, boot, shuffles, seed, depth_gamma, pool)
         if on_point is not None and boot > 0:
             on_point(_assemble(prepared, 0, pool))
         report = _assemble(prepared, boot, pool, on_cis)
