@@ -295,3 +295,28 @@ def test_importing_specterm_first_turns_numpys_huge_pages_off_unless_asked(env, 
     probe = "import specterm, numpy; print(numpy._core.multiarray._get_madvise_hugepage())"
     out = subprocess.run([sys.executable, "-c", probe], env=child_env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == want
+
+
+@pytest.mark.parametrize("env", [None, "2"])
+def test_importing_specterm_first_asks_openblas_for_one_thread_unless_set(env):
+    """specterm/__init__.py sets OPENBLAS_NUM_THREADS=1 unless it is set: numpy's OpenBLAS then starts
+    no threads of its own (they spin at import); a value the user set is kept as numpy alone reads it."""
+    import os
+    import subprocess
+    import sys
+
+    child_env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if env is not None:
+        child_env["OPENBLAS_NUM_THREADS"] = env
+    probe = "import {first}numpy; from specterm.core import parallel; print(parallel._blas_controls()[0]())"
+    got = subprocess.run([sys.executable, "-c", probe.format(first="specterm, ")], env=child_env,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    bare = subprocess.run([sys.executable, "-c", "import numpy; import os; os.environ.pop('OPENBLAS_NUM_THREADS', None); "
+                           "from specterm.core import parallel; print(parallel._blas_controls()[0]())"],
+                          env=child_env, capture_output=True, text=True, check=True).stdout.strip()
+    if env is None:
+        assert got == "1"
+        if (os.cpu_count() or 1) > 1:
+            assert bare != "1"  # numpy alone takes a thread per core: the 1 above is specterm's
+    else:
+        assert got == bare  # what numpy reads from the variable alone

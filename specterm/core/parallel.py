@@ -15,7 +15,9 @@
   (`one_blas_thread`, through its scipy_openblas / openblas set_num_threads entry point, found among
   the libraries this process has loaded; nothing is done when there is none) and its setting is
   restored after the last analysis that holds it. The setting is process-wide: other threads' BLAS
-  calls (none in specterm) run on one thread meanwhile.
+  calls (none in specterm) run on one thread meanwhile. A process that imports specterm before numpy
+  starts with one BLAS thread anyway (specterm/__init__.py: OPENBLAS_NUM_THREADS=1 unless set), so
+  OpenBLAS starts no threads to spin at import; `one_blas_thread` still holds a user's setting off.
 - The C heap (glibc only; `kept_heap`): a report allocates and frees arrays of megabytes thousands of
   times (the shuffles' copies, the weights, every product). By default glibc hands large blocks
   back to the kernel on free (fresh mmaps above its dynamic threshold, at most 32 MiB; a trimmed
