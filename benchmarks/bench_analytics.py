@@ -147,7 +147,7 @@ def modeled_wall(run, boot: int, shuffles: int, threads: int) -> tuple[float, fl
     parallel.run_all = analysis.run_all = staged
     analysis._prepare = prepare
     try:
-        with parallel.one_blas_thread():  # as analyse holds it (this process has no OPENBLAS_NUM_THREADS=1)
+        with parallel.one_blas_thread():  # as analyse holds it (whatever OPENBLAS_NUM_THREADS this process was given)
             c0 = last[0] = time.process_time()
             analysis.analyse([run], gamma=8, boot=boot, shuffles=shuffles, seed=0)
             total = time.process_time() - c0
