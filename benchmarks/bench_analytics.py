@@ -121,7 +121,7 @@ def modeled_wall(run, boot: int, shuffles: int, threads: int) -> tuple[float, fl
     from specterm.core import parallel
 
     stage, log, last = [0], [], [time.process_time()]
-    real_submit, real_run, real_prepare = parallel.submit, parallel.run_all, analysis._prepare
+    real_submit, real_run = parallel.submit, parallel.run_all
 
     def timed(pool, fn):
         c0 = time.process_time()
@@ -137,15 +137,11 @@ def modeled_wall(run, boot: int, shuffles: int, threads: int) -> tuple[float, fl
         last[0] = time.process_time()
         return real_run(pool, fns)
 
-    def prepare(*args):
-        return real_prepare(*args[:6], None)
-
     old_env = os.environ.get("SPECTERM_THREADS")
     os.environ["SPECTERM_THREADS"] = "1"
     analysis.analyse([run], gamma=8, boot=10, shuffles=2, seed=0)  # imports and first-call costs, not timed
     parallel.submit = analysis.submit = timed
     parallel.run_all = analysis.run_all = staged
-    analysis._prepare = prepare
     try:
         with parallel.one_blas_thread():  # as analyse holds it (whatever OPENBLAS_NUM_THREADS this process was given)
             c0 = last[0] = time.process_time()
@@ -154,7 +150,6 @@ def modeled_wall(run, boot: int, shuffles: int, threads: int) -> tuple[float, fl
     finally:
         parallel.submit = analysis.submit = real_submit
         parallel.run_all = analysis.run_all = real_run
-        analysis._prepare = real_prepare
         if old_env is None:
             os.environ.pop("SPECTERM_THREADS", None)
         else:

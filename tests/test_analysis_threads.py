@@ -308,12 +308,13 @@ def test_importing_specterm_first_asks_openblas_for_one_thread_unless_set(env):
     child_env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     if env is not None:
         child_env["OPENBLAS_NUM_THREADS"] = env
-    probe = "import {first}numpy; from specterm.core import parallel; print(parallel._blas_controls()[0]())"
-    got = subprocess.run([sys.executable, "-c", probe.format(first="specterm, ")], env=child_env,
-                         capture_output=True, text=True, check=True).stdout.strip()
-    bare = subprocess.run([sys.executable, "-c", "import numpy; import os; os.environ.pop('OPENBLAS_NUM_THREADS', None); "
-                           "from specterm.core import parallel; print(parallel._blas_controls()[0]())"],
-                          env=child_env, capture_output=True, text=True, check=True).stdout.strip()
+
+    def blas_threads(imports: str) -> str:
+        code = f"import {imports}; from specterm.core import parallel; print(parallel._blas_controls()[0]())"
+        return subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    got, bare = blas_threads("specterm, numpy"), blas_threads("numpy")  # bare: numpy loaded before specterm
     if env is None:
         assert got == "1"
         if (os.cpu_count() or 1) > 1:
