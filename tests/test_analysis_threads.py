@@ -305,7 +305,10 @@ def test_importing_specterm_first_asks_openblas_for_one_thread_unless_set(env):
     import subprocess
     import sys
 
-    child_env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    # OpenBLAS reads OPENBLAS_NUM_THREADS, then GOTO_NUM_THREADS, then OMP_NUM_THREADS (which conftest sets
+    # in a pytest-xdist worker): the child sees none of them but the one under test
+    child_env = {k: v for k, v in os.environ.items()
+                 if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")}
     if env is not None:
         child_env["OPENBLAS_NUM_THREADS"] = env
 
