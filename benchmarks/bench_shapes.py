@@ -26,7 +26,10 @@ Each child runs with its own empty analysis cache ($XDG_CACHE_HOME in the tempor
                     seeds 1-4) and to the full report; one child, so its CPU and RSS are the whole load's
 
 Wall: from the child's start (fork) to its exit (or to the mark); CPU and peak RSS: os.wait4's rusage
-of that child alone. The load average and the CPU model are printed with the table.
+of that child alone. The load average and the CPU model are printed with the table, and how much two
+busy CPUs slow each other (cpu_contention: 0.99-1.5x on one EPYC VM within an hour), since the analysis runs
+on two threads and its CPU-s carry that factor. The floor rows: `python -c pass`, importing the CLI,
+and `specterm report --help` (a command that reads nothing).
 
     python benchmarks/bench_shapes.py [--big] [--quick] [--repeats 1] [--keep DIR] [--no-append]
 """
@@ -150,6 +153,9 @@ def child(argv: list[str], cache: Path, mark: bool = False) -> dict:
     object of time.time() marks on its last line, returned as seconds from its fork."""
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(ROOT)}
     env.pop("SPECTERM_CACHE", None)
+    # bytecode written and read as on a user's machine (some sandboxes set this: every child would
+    # compile specterm's sources again, ~0.1 s of a warm report)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryFile() as err:
         t0 = time.time()
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE if mark else subprocess.DEVNULL, stderr=err, env=env, cwd=ROOT)
@@ -185,9 +191,29 @@ def measure(run: Path, tmp: Path, report_only: bool, tag: str) -> dict[str, dict
 
 
 def python_floor(tmp: Path) -> dict[str, dict]:
-    """What any command costs: `python -c pass`, and importing the CLI (the warm report's floor)."""
+    """What any command costs: `python -c pass`, importing the CLI, and a report command that reads
+    nothing (`report --help`: typer's parsing of the command line on top of the imports; the warm
+    report's floor)."""
     return {"python -c pass": child([sys.executable, "-c", "pass"], tmp / "cache-floor"),
-            "python -c 'import specterm.cli'": child([sys.executable, "-c", "import specterm.cli"], tmp / "cache-floor")}
+            "python -c 'import specterm.cli'": child([sys.executable, "-c", "import specterm.cli"], tmp / "cache-floor"),
+            "specterm report --help": child([sys.executable, "-m", "specterm", "report", "--help"], tmp / "cache-floor")}
+
+
+SPIN = "import time; t = time.process_time(); x = 0\nfor i in range(10_000_000): x += i\nprint(time.process_time() - t)"
+
+
+def cpu_contention(rounds: int = 3) -> float:
+    """CPU seconds of a fixed pure-Python loop run as two processes at once over the same loop alone
+    (medians of `rounds`): 1.0 when two busy vCPUs do not slow each other. On a VM they may (vCPUs on
+    one physical core's two hyperthreads, a shared power budget), and then every CPU-s figure of a
+    two-thread analysis carries that factor on part of its work: a line in CPU-s moves with the VM."""
+    def spin(n: int) -> list[float]:
+        procs = [subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True) for _ in range(n)]
+        return [float(p.communicate()[0]) for p in procs]
+
+    alone = statistics.median(spin(1)[0] for _ in range(rounds))
+    pair = statistics.median(statistics.mean(spin(2)) for _ in range(rounds))
+    return pair / alone
 
 
 def profile_report(run: Path, top: int) -> str:
@@ -253,6 +279,7 @@ def main() -> None:
     if args.big and not args.quick:
         shapes[BIG[0]] = BIG[1]
     load_start = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    contention = cpu_contention()
     results: dict[str, dict[str, dict]] = {}
     with tempfile.TemporaryDirectory(prefix="specterm-bench-shapes-") as tmp_name:
         tmp = Path(tmp_name)
@@ -293,6 +320,8 @@ def main() -> None:
     record("Production shapes: report cold/warm and the TUI's load (issue 39)", body, notes=[
         f"tree {head} (+ working changes); CPU model (lscpu): {cpu_model()}; {os.cpu_count()} CPUs",
         f"load average at the start: {load_start}; at the end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        f"two busy CPUs: a pure-Python loop takes {contention:.2f}x its CPU time alone when two copies run at once "
+        "(cpu_contention; 1.00 = no slowdown): the two-thread analysis's CPU-s carry part of that factor",
         "each measure a fresh child process: wall fork to exit (TUI: to the mark), CPU = user + system and peak RSS "
         "from os.wait4 of that child; per-position ratios: (value / positions) / (baseline value / baseline positions)",
         "report: `python -m specterm report RUN --format json`, cold = empty analysis cache, warm = the same again; "
