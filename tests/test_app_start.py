@@ -332,8 +332,8 @@ print("pydantic" in sys.modules, "typer" in sys.modules)
 
 
 def test_cli_commands_start_without_pydantic(tmp_path):
-    """typer 0.29 imports pydantic and builds a validator per parameter at every command (0.16 s of a
-    0.41 s warm report of 1M positions); pyproject keeps typer below it. A report, cold and warm, and
+    """typer 0.29 imports pydantic and builds a validator per parameter at every command (0.10 s of a
+    0.27 s warm report of 1M positions); pyproject keeps typer below it. A report, cold and warm, and
     a command's --help run through typer without pydantic."""
     run = make_fixture_run(tmp_path)
     code = f"""
