@@ -224,3 +224,21 @@ def test_transition_counts_equal_a_loop_over_pairs():
                  for pairs in ([(1, 1)], [(1, 0), (1, 1)], [(0, 1)], [(0, 0), (0, 1)])] for a in arrays]
         assert got.tolist() == [[float(v) for v in row] for row in want]
         assert geo.stream_totals(c.bits, c.starts, c.ends).tolist() == [int(a.sum()) for a in arrays]
+
+
+def test_stream_totals_of_bits_equal_the_slices_summed():
+    """stream_totals over 0/1 data (bit_prefix: eight bytes a word) equals each slice summed: any
+    length (the tail after the last whole word), views that start mid-word, empty and reversed ranges,
+    bounds past the end; and a uint8 array with a 2 in it takes the cumulative sum instead."""
+    rng = np.random.default_rng(11)
+    for _ in range(2000):
+        x = (rng.random(int(rng.integers(0, 70))) < rng.random()).astype(rng.choice([np.uint8, np.bool_]))
+        x = x[int(rng.integers(0, 3)):]  # most views start off an 8-byte boundary
+        lo, hi = rng.integers(0, x.size + 3, (2, int(rng.integers(0, 12))))
+        want = [int(x[a:b].astype(np.int64).sum()) for a, b in zip(lo.tolist(), hi.tolist())]
+        got = geo.stream_totals(x, lo, hi)
+        assert got.dtype == np.int64 and got.tolist() == want
+        p = np.arange(x.size + 1)
+        assert geo.bit_prefix(x, p).tolist() == np.concatenate([[0], np.cumsum(x, dtype=np.int64)]).tolist()
+    y = np.array([1, 2, 0, 1, 1, 0, 0, 1, 1, 1], dtype=np.uint8)
+    assert geo.stream_totals(y, np.array([0, 1, 9]), np.array([10, 2, 10])).tolist() == [8, 2, 1]

@@ -260,21 +260,32 @@ def expected_shuffled_blocks_from(n: np.ndarray, k: np.ndarray, gamma: int, carr
     res = np.empty(mix.size)
     base = 0.0
     part = np.zeros(2)  # the continuing stream's sums so far (closed, trailing)
+    # Per term, by repeats of per-stream values (cheaper than gathering them by `seg`): l, k - l and
+    # k - l + m - 1; the ceilings ceil((l + 1)/(g + 1)) and ceil(l/(g + 1)) looked up by l for short
+    # streams (the same integers as float64, so the same products p * ceiling).
+    k_at = kk_all + begins  # k - l = k_at - t at term t of the stream
+    den_at = k_at + mm_all - 1  # k - l + m - 1 = den_at - t
+    ceil_tab = (np.stack([-(-(np.arange(int(kk_all.max()) + 1) + shift) // gp1) for shift in (1, 0)]).astype(np.float64)
+                if table else None)
     for t0 in range(0, total, ESB_CHUNK):
         t1 = min(t0 + ESB_CHUNK, total)
         lo = int(np.searchsorted(ends, t0, side="right"))  # the streams with terms in [t0, t1)
         hi = int(np.searchsorted(ends, t1 - 1, side="right")) + 1
         cont = begins[lo] < t0  # stream lo began in an earlier range
-        kk, mm = kk_all[lo:hi], mm_all[lo:hi]
+        mm = mm_all[lo:hi]
         counts = np.minimum(ends[lo:hi], t1) - np.maximum(begins[lo:hi], t0)
         seg = np.repeat(np.arange(hi - lo), counts)
         first = np.cumsum(counts) - counts
-        ell = np.arange(t0, t1) - np.repeat(begins[lo:hi], counts)
-        kl, ml = kk[seg], mm[seg]
+        t = np.arange(t0, t1)
+        ell = t - np.repeat(begins[lo:hi], counts)
         # log P(l) = log P(0) + sum_{j < l} log((k - j) / (k - j + m - 1))
         # (the step after the last term, l = k, is never used: set to 0 so the running sum stays finite)
-        last = ell == kl
-        num_, den = np.where(last, 1, kl - ell), np.where(last, 1, kl - ell + ml - 1)
+        num_ = np.repeat(k_at[lo:hi], counts) - t
+        den = np.repeat(den_at[lo:hi], counts) - t
+        done = hi - lo if ends[hi - 1] <= t1 else hi - lo - 1  # streams whose last term is in this range
+        last = first[:done] + counts[:done] - 1  # where l = k
+        num_[last] = 1
+        den[last] = 1
         step = log_int[num_] - log_int[den] if table else np.log(num_.astype(np.float64)) - np.log(den.astype(np.float64))
         acc = np.cumsum(np.concatenate([[carry], step]))  # carry + s_0, + s_1, ...: the running sum, continued
         before, carry = acc[:-1], float(acc[-1])
@@ -282,14 +293,13 @@ def expected_shuffled_blocks_from(n: np.ndarray, k: np.ndarray, gamma: int, carr
         if cont:
             at_first[0] = base
         base = float(at_first[-1])
-        p = np.exp(logp0[lo:hi][seg] + before - at_first[seg])
+        p = np.exp(np.repeat(logp0[lo:hi], counts) + before - np.repeat(at_first, counts))
         if cont:  # the carried sums first, then this range's terms of stream lo
             seg = np.concatenate([[0], seg])
         sums = []
         for j, shift in enumerate((1, 0)):  # closed runs: ceil((l + 1)/(g + 1)); trailing: ceil(l/(g + 1))
-            w = p * (-(-(ell + shift) // gp1))
+            w = p * (ceil_tab[j][ell] if ceil_tab is not None else -(-(ell + shift) // gp1))
             sums.append(np.bincount(seg, weights=np.concatenate([[part[j]], w]) if cont else w, minlength=hi - lo))
-        done = hi - lo if ends[hi - 1] <= t1 else hi - lo - 1  # streams whose last term is in this range
         res[lo:lo + done] = mm[:done] * sums[0][:done] + sums[1][:done]
         if done < hi - lo:
             part = np.array([sums[0][-1], sums[1][-1]])
