@@ -444,7 +444,18 @@ def test_analyse_gives_each_set_the_summary_of_its_own_streams(monkeypatch):
     streams[4].draft_conf = None
     runs = [Run(path=Path("x"), meta={"name": "x", "cost": {"r_measured": 0.17}}, streams=streams[:30]),
             Run(path=Path("y"), meta={"name": "y"}, streams=streams[30:])]
+    calls: list[tuple[int, bool]] = []  # (matrices, exact) of each joint product the corpora took
+    joint = analysis.integer_products
+
+    def spy(W, mats):
+        out = joint(W, mats)
+        calls.append((len(mats), out is not None))
+        return out
+
+    monkeypatch.setattr(analysis, "integer_products", spy)
     fast = analysis.analyse(runs, boot=50, shuffles=2, seed=5)
+    # the position sums hold the warm-up gain (a float column): the policy sums alone were one product
+    assert (3, False) in calls and (2, True) in calls
     summary = analysis.policy_summary
     # the straightforward way: every set replays its own streams, no shared table (nor the stats' block counts),
     # and resamples its own sums with its own weights (not the corpora's products added up)

@@ -603,11 +603,16 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None,
     def corpus_weights(c: str, lo: int, hi: int, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
         """A corpus's weights W (its block of W_pooled) and its resampled sums: position and sampling
         sums, and the policy sums of the corpus and of the pooled set's rows of it (integers: one joint
-        product, `integer_products`; None where they are not exact, the sets then multiply their own)."""
+        product, `integer_products`, with the position sums when those are integers too; None where
+        they are not exact, the sets then multiply their own)."""
         flat = [pol_sums[name][1][rows].reshape(hi - lo, -1) for name, rows in ((c, slice(None)), (POOLED, slice(lo, hi)))]
         ints = integer_products(W, [p.positions[c].M, *flat])
         if ints is None:
-            return W, W @ p.positions[c].M, W @ p.samplings[c].M, None, None
+            # the position sums hold a float column (the warm-up gain) whenever a stream has a warm-up:
+            # the policy sums (integers) are still one joint product of their own
+            pol = integer_products(W, flat)
+            own, in_pooled = (None, None) if pol is None else (pol[0], pol[1])
+            return W, W @ p.positions[c].M, W @ p.samplings[c].M, own, in_pooled
         return W, ints[0], W @ p.samplings[c].M, ints[1], ints[2]
 
     Ws = [f.result() for f in drawn]
