@@ -9,6 +9,7 @@ and policies.py (the policy table) both build on these.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -192,8 +193,10 @@ def bit_prefix(x: np.ndarray, p: np.ndarray) -> np.ndarray:
 
     Eight bytes at a time: each 8-byte word's byte sum (w * 0x0101010101010101 >> 56; a byte sum
     <= 8 carries nothing into the top byte), summed cumulatively, plus the bytes of p's own word
-    before p (masked, summed the same way) or of the tail after the last whole word. 4-7x faster
-    than a cumulative sum over the bytes (stream_totals' other branch), the same integers."""
+    before p (masked, summed the same way) or of the tail after the last whole word. The masks take
+    the low bytes of a word as the first: little-endian only (stream_totals checks). 10M positions:
+    3.5 ms against 31 ms for a cumulative sum over the bytes (stream_totals' other branch), the same
+    integers."""
     x = np.ascontiguousarray(x).view(np.uint8)
     p = np.asarray(p, dtype=np.int64)
     n8 = x.size // 8
@@ -216,7 +219,7 @@ def stream_totals(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     when x holds only 0s and 1s, as the streams' bits do)."""
     lo_c = np.minimum(lo, x.size)
     hi_c = np.clip(hi, lo_c, x.size)
-    if x.dtype == np.bool_ or (x.dtype == np.uint8 and (x.size == 0 or int(x.max()) <= 1)):
+    if sys.byteorder == "little" and (x.dtype == np.bool_ or (x.dtype == np.uint8 and (x.size == 0 or int(x.max()) <= 1))):
         ends = bit_prefix(x, np.concatenate([lo_c, hi_c]))
         return np.where(hi > lo, ends[lo_c.size:] - ends[:lo_c.size], 0)
     small = x.dtype == np.uint8 and x.size * 255 < 2**31  # the running sum fits int32
