@@ -10,12 +10,14 @@ import importlib.util
 import os
 import platform
 import shlex
+import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -176,3 +178,28 @@ def synthetic_streams(positions: int, mean_len: int = 1000, seed: int = 0, full:
                 )
             streams.append(Stream(id=f"s{i}", corpus=CORPORA[corpus_of[i]], bits=b, **kw))
     return streams
+
+
+def run_child(argv: list[str], cache: Path, pythonpath: Path, env: dict[str, str] | None = None,
+              capture: bool = False, cwd: Path | None = None) -> tuple[float, float, Any, bytes]:
+    """(time.time() at the fork, wall s from fork to exit, the child's own rusage from os.wait4, its stdout when `capture`) of
+    `argv` run with `pythonpath` first on the path, its analysis cache in `cache` (SPECTERM_CACHE
+    unset, so an empty folder means a cold report) and `env` on top; exits with the child's stderr
+    when it fails."""
+    full = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(pythonpath), **(env or {})}
+    full.pop("SPECTERM_CACHE", None)
+    # bytecode written and read as on a user's machine (some sandboxes set this: every child would
+    # compile specterm's sources again, ~0.1 s of a warm report)
+    full.pop("PYTHONDONTWRITEBYTECODE", None)
+    with tempfile.TemporaryFile() as err:
+        t0 = time.time()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=err, env=full,
+                                cwd=cwd or pythonpath)
+        out = proc.stdout.read() if proc.stdout is not None else b""
+        _, status, usage = os.wait4(proc.pid, 0)  # not proc.wait(): its rusage is this child's alone
+        wall = time.time() - t0
+        code = os.waitstatus_to_exitcode(status)
+        if code:
+            err.seek(0)
+            sys.exit(f"{' '.join(argv)} failed ({code}):\n{err.read().decode(errors='replace')[-2000:]}")
+    return t0, wall, usage, out

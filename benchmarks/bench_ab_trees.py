@@ -17,30 +17,21 @@ On a VM whose two vCPUs slow each other (bench_shapes' cpu_contention), `--threa
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _common import run_child
 
 
 def child(tree: Path, run: Path, threads: int | None) -> tuple[float, float, bytes]:
     """(wall s, CPU s, stdout) of one cold `specterm report RUN --format json` with `tree` first on the path."""
-    env = dict(os.environ, PYTHONPATH=str(tree), XDG_CACHE_HOME=tempfile.mkdtemp(prefix="specterm-ab-"))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if threads is not None:
-        env["SPECTERM_THREADS"] = str(threads)
-    t0 = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-m", "specterm", "report", str(run), "--format", "json"],
-                         env=env, stdout=subprocess.PIPE, cwd=tempfile.gettempdir())
-    assert p.stdout is not None
-    out = p.stdout.read()
-    _, status, usage = os.wait4(p.pid, 0)
-    if status != 0:
-        raise SystemExit(f"{tree}: the report exited with status {status}")
-    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime, out
+    env = {} if threads is None else {"SPECTERM_THREADS": str(threads)}
+    _, wall, usage, out = run_child([sys.executable, "-m", "specterm", "report", str(run), "--format", "json"],
+                                    Path(tempfile.mkdtemp(prefix="specterm-ab-")), tree, env=env, capture=True,
+                                    cwd=Path(tempfile.gettempdir()))
+    return wall, usage.ru_utime + usage.ru_stime, out
 
 
 def main() -> None:
@@ -51,6 +42,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None, help="SPECTERM_THREADS for every child")
     args = ap.parse_args()
     trees = [t.resolve() for t in args.trees]
+    if len(set(trees)) < len(trees):
+        ap.error("give each source tree once (a tree twice would be timed as one)")
     runs: dict[Path, list[tuple[float, float]]] = {t: [] for t in trees}
     outs: dict[Path, bytes] = {}
     for _ in range(args.rounds):

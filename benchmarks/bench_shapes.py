@@ -51,7 +51,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CORPORA, cpu_model, markov_bits, md_table, record
+from _common import CORPORA, cpu_model, markov_bits, md_table, record, run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 CHUNK_POSITIONS = 2_000_000  # positions generated and written at once
@@ -151,21 +151,7 @@ def child(argv: list[str], cache: Path, mark: bool = False) -> dict:
     """Run `argv` (python ...) in a child with its own cache folder; wall s (fork to exit), CPU s
     (user + system) and peak RSS MB from os.wait4 (that child alone); `mark`: the child prints a JSON
     object of time.time() marks on its last line, returned as seconds from its fork."""
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(ROOT)}
-    env.pop("SPECTERM_CACHE", None)
-    # bytecode written and read as on a user's machine (some sandboxes set this: every child would
-    # compile specterm's sources again, ~0.1 s of a warm report)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    with tempfile.TemporaryFile() as err:
-        t0 = time.time()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE if mark else subprocess.DEVNULL, stderr=err, env=env, cwd=ROOT)
-        out = proc.stdout.read() if proc.stdout is not None else b""
-        _, status, usage = os.wait4(proc.pid, 0)  # not proc.wait(): its rusage is this child's alone
-        wall = time.time() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode:
-            err.seek(0)
-            sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err.read().decode(errors='replace')[-2000:]}")
+    t0, wall, usage, out = run_child(argv, cache, ROOT, capture=mark)
     got = {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024.0}
     if mark:
         marks = json.loads(out.decode().strip().splitlines()[-1])
