@@ -15,9 +15,11 @@ import pytest
 from app_fixture import META, fixture_streams
 from test_profiles import EPYC, FAST, FakeSampler
 from specterm.core.blockwalk import block_counts, set_yield
+from specterm.core.analysis import analyse
 from specterm.core.hardware import cost_curve, decision_hw, latest_confirmation
+from specterm.core.hardware.profiles import PROFILES_KEY, confirmation_profile, new_profile, run_profiles
 from specterm.core.progress import Cancelled
-from specterm.core.store import read_meta, write_run
+from specterm.core.store import load_runs, read_meta, write_run
 from specterm.engines.base import Generation, Item
 from specterm.engines.confirm import ConfirmConfig, confirm
 
@@ -186,3 +188,44 @@ def test_an_interrupted_session_keeps_its_finished_prompts(tmp_path):
     assert r["realized"] == pytest.approx((GREEDY_S["c0"] + GREEDY_S["c1"]) / (spec_s("c0", 3) + spec_s("c1", 3)))
     conf = latest_confirmation(read_meta(run), required=True)
     assert not conf.complete and [p["id"] for p in conf.record["prompts"]] == ["c0", "c1"]
+
+
+H200 = "NVIDIA H200"
+CUDA_DEVICE = {"kind": "cuda", "name": H200, "cores": 132, "threads": None, "memory_gb": 139.8, "driver": "CUDA 13.0",
+               "capability": "9.0"}
+
+
+class FakeCudaPair(FakeConfirmPair):
+    """The fake pair on a GPU: the engine describes an H200 and times on "cuda"."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"engine": {"name": "torch", "version": "2.11.0+cu130", "build": None}, "device": CUDA_DEVICE,
+                "dtype": "float32"}
+
+    def confirm_setup(self, config, items, context, meta, report, cancel) -> dict[str, Any]:
+        return {"device": "cuda", "dtype": "float32", "threads": 16, "method": "fake engine"}
+
+
+def test_a_confirmation_on_a_gpu_is_shown_under_the_gpus_profile(tmp_path, monkeypatch):
+    """Seen on an H200 (benchmarks/gpu/check.sh): `confirm` stored its record, but the record named no GPU, so
+    it belonged to no profile and the report showed no confirmation at all. Now it names the GPU, belongs to
+    the H200's profile and appears under that profile's decision, with its decision check."""
+    monkeypatch.setenv("SPECTERM_MACHINE_GPUS", H200)
+    profile = new_profile(FAST, FakeCudaPair().describe(), source="measured by specterm costs")
+    meta = {**META, "hardware": {"cpu": "Intel(R) Xeon(R) Processor", "cpu_count": 16}, "device": "cuda",
+            "dtype": "float32", PROFILES_KEY: [profile]}
+    run = write_run(tmp_path / "run", meta, fixture_streams())
+    record = confirm(_config(run, threads=16), pair=FakeCudaPair(), engine=FakeEngine())  # type: ignore[arg-type]
+    stored = read_meta(run)["confirmations"][-1]
+    assert stored["hardware"]["gpu"] == H200 and stored["device"] == "cuda"
+    assert confirmation_profile(stored, run_profiles(read_meta(run))) == profile["id"]
+    rep = analyse(load_runs([run]), boot=200, shuffles=0)
+    for corpus in ("code", "prose"):
+        d = rep.sets[corpus].decision_hw
+        assert d.profile == profile["id"] and d.matches_this_machine is True
+        rows = {r.gamma: r for r in d.confirmed}
+        mine = {r["gamma"]: r for r in record["results"] if r["corpus"] == corpus}
+        assert set(rows) == set(mine) and rows
+        for g, r in rows.items():
+            assert r.realized == pytest.approx(mine[g]["realized"])
+            assert r.in_ci is not None  # its decision check, against the H200 profile's costs

@@ -92,6 +92,24 @@ def test_matching_needs_engine_device_and_threads():
     assert not gpu.matches(Machine(cpu=EPYC, cores=2, threads=1, gpus=("NVIDIA L4",)), "torch")
 
 
+def test_a_gpu_confirmation_belongs_to_the_profile_of_its_gpu():
+    """A confirmation on CUDA names its GPU in hardware.gpu (engines.confirm.confirmation_hardware); its device
+    may be "cuda" or "cuda:N". The H200's confirmation belongs to the H200 profile, whatever the CPU beside it."""
+    h200 = P.Profile({"id": "h", "engine": {"name": "torch"}, "device": {"kind": "cuda", "name": "NVIDIA H200"},
+                      "measured_at": "2026-12-04T14:50:04+00:00"})
+    l4 = P.Profile({"id": "l", "engine": {"name": "torch"}, "device": {"kind": "cuda", "name": "NVIDIA L4"},
+                    "measured_at": "2026-12-04T14:50:04+00:00"})
+    cpu = P.Profile({"id": "c", "engine": {"name": "torch"}, "device": {"kind": "cpu", "name": XEON, "threads": 16}})
+    profiles = [cpu, l4, h200]
+    for device in ("cuda", "cuda:0", "cuda:1"):
+        rec = {"date": "2026-12-04T14:50:34+00:00", "device": device, "threads": 16,
+               "hardware": {"cpu": XEON, "cpu_count": 16, "gpu": "NVIDIA H200"}}
+        assert P.confirmation_profile(rec, profiles) == "h"
+    # without the GPU's name it cannot be placed (never on the CPU's profile)
+    bare = {"date": "2026-12-04T14:50:34+00:00", "device": "cuda", "threads": 16, "hardware": {"cpu": XEON, "cpu_count": 16}}
+    assert P.confirmation_profile(bare, profiles) is None
+
+
 def test_shown_profile_is_the_newest_matching_else_the_newest_said_not_here():
     profiles = P.run_profiles(legacy_meta())
     epyc = Machine(cpu=EPYC, cores=2, threads=1)

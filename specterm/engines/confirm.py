@@ -452,6 +452,18 @@ def _store_batch_costs(session: ConfirmSession) -> dict[str, Any]:
     return {"batch_cost": batch_record, "results": [], "costs_only": True}
 
 
+def confirmation_hardware(described: dict[str, Any]) -> dict[str, Any]:
+    """A confirmation record's `hardware`: hardware_info() (the CPU), and on a GPU its name (`gpu`, from the
+    engine's description), by which the record finds the cost profile it ran on (profiles._conf_machine):
+    without it a CUDA confirmation belonged to no profile, and no report showed it."""
+    hw = hardware_info()
+    device = described.get("device") if isinstance(described.get("device"), dict) else {}
+    assert isinstance(device, dict)
+    if device.get("kind") == "cuda" and isinstance(device.get("name"), str) and device["name"]:
+        hw["gpu"] = device["name"]
+    return hw
+
+
 def _begin(session: ConfirmSession, fields: dict[str, Any]) -> None:
     """The choices (with the run's costs by batch for a batched confirmation) and the record skeleton with
     the engine's `fields`, written to run.json before the first generation."""
@@ -478,7 +490,7 @@ def _begin(session: ConfirmSession, fields: dict[str, Any]) -> None:
         "date": new_meta("")["created"],
         **fields,
         "specterm_version": meta.get("specterm_version"),
-        "hardware": hardware_info(),
+        "hardware": confirmation_hardware(session.pair.describe()),
         "load_avg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "per_corpus": config.per_corpus,
         "max_new_tokens": config.max_new_tokens,

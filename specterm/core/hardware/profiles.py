@@ -259,7 +259,7 @@ def _conf_machine(rec: dict[str, Any]) -> tuple[str, str | None, int | None]:
     engine = "llama.cpp" if rec.get("engine") == "llama.cpp" else "torch"
     hw = rec.get("hardware") if isinstance(rec.get("hardware"), dict) else {}
     assert isinstance(hw, dict)
-    name = hw.get("gpu") if rec.get("device") == "cuda" else hw.get("cpu")
+    name = hw.get("gpu") if str(rec.get("device") or "").startswith("cuda") else hw.get("cpu")  # "cuda" or "cuda:N"
     threads = rec.get("threads")
     return engine, name if isinstance(name, str) else None, threads if isinstance(threads, int) else None
 
