@@ -58,14 +58,16 @@ def main() -> None:
         base = None
         for n in levels:
             procs = hogs(n)
-            time.sleep(0.5)
-            b0, o0, t0 = cpu_busy_seconds(), own_cpu_seconds(), time.perf_counter()
-            cost = measure_costs(target, draft, ctx, gammas=(3,), repeats=a.repeats)
-            b1, o1, t1 = cpu_busy_seconds(), own_cpu_seconds(), time.perf_counter()
-            for p in procs:
-                p.kill()
-            for p in procs:
-                p.wait()
+            try:
+                time.sleep(0.5)
+                b0, o0, t0 = cpu_busy_seconds(), own_cpu_seconds(), time.perf_counter()
+                cost = measure_costs(target, draft, ctx, gammas=(3,), repeats=a.repeats)
+                b1, o1, t1 = cpu_busy_seconds(), own_cpu_seconds(), time.perf_counter()
+            finally:  # never leave a busy process behind (Ctrl-C, a failed forward)
+                for p in procs:
+                    p.kill()
+                for p in procs:
+                    p.wait()
             other = None if b0 is None or b1 is None else other_cpu_share(b0, b1, o0, o1, t1 - t0)
             c = {"decode": cost["c_decode_s"], "draft": cost["c_draft_s"], "verify:3": cost["c_verify_s"]["3"]}
             base = base or c
