@@ -1,8 +1,9 @@
 """Does another busy process change a forward's cost? Times c_decode, c_draft and c_verify(3) with
 0, 1, 4 and 12 CPU-bound processes beside (each a `while True: pass`), on the GPU and on the CPU at
 several thread counts, and prints each cost as a ratio to the same device's first quiet round, with the
-other processes' CPU that `specterm costs` reads meanwhile (core/machine.other_cpu_share, in cores).
-It is the evidence behind `specterm costs`' busy rule (engines/costs.Quiet): a forward is slowed by
+other processes' CPU that `specterm costs` reads meanwhile and whether it would call the round busy
+(engines/costs.Quiet, the same reading).
+It is the evidence behind that busy rule: a forward is slowed by
 other processes only when they leave it fewer free cores than it uses.
 
     python benchmarks/gpu/busy_probe.py MODEL.gguf [--device cuda] [--repeats 31]
@@ -37,8 +38,8 @@ def main() -> None:
 
     import torch
 
-    from specterm.core.machine import cpu_busy_seconds, other_cpu_share, own_cpu_seconds
     from specterm.oracle.costs import measure_costs
+    from specterm.engines.costs import Quiet
     from specterm.oracle.models import layer_skip_draft, load_model, resolve_spec
 
     cores = os.cpu_count() or 1
@@ -60,20 +61,20 @@ def main() -> None:
             procs = hogs(n)
             try:
                 time.sleep(0.5)
-                b0, o0, t0 = cpu_busy_seconds(), own_cpu_seconds(), time.perf_counter()
+                quiet = Quiet()
                 cost = measure_costs(target, draft, ctx, gammas=(3,), repeats=a.repeats)
-                b1, o1, t1 = cpu_busy_seconds(), own_cpu_seconds(), time.perf_counter()
+                other, load = quiet.read()
             finally:  # never leave a busy process behind (Ctrl-C, a failed forward)
                 for p in procs:
                     p.kill()
                 for p in procs:
                     p.wait()
-            other = None if b0 is None or b1 is None else other_cpu_share(b0, b1, o0, o1, t1 - t0)
+            seen = ("n/a" if other is None else f"{other:.2f}") + " cores" + (" (busy)" if quiet.busy(other, load) else "")
             c = {"decode": cost["c_decode_s"], "draft": cost["c_draft_s"], "verify:3": cost["c_verify_s"]["3"]}
             base = base or c
             ratio = {k: c[k] / base[k] for k in c}
             rows.append((device, threads, n, other, c, ratio))
-            print(f"{device:5s} threads {threads:2d}  busy processes {n:2d}  other {other if other is None else round(other, 2)!s:>5} cores  "
+            print(f"{device:5s} threads {threads:2d}  busy processes {n:2d}  other {seen:>17}  "
                   + "  ".join(f"{k} {c[k] * 1e3:7.2f} ms ({ratio[k]:.2f}x)" for k in c), flush=True)
         del target, draft
     worst = {(d, t): max(max(r.values()) for dd, tt, n, _, _, r in rows if (dd, tt) == (d, t) and n)
