@@ -153,6 +153,16 @@ _META_FIELDS: dict[str, tuple[Any, str]] = {
     "shard": (lambda v: isinstance(v, list) and len(v) == 2 and all(_is_int(x) for x in v) and 0 <= v[0] < v[1],
               "[i, N] with 0 <= i < N"),
 }
+DRAFT_KINDS = ("model", "layers", "prompt-lookup", "ngram")  # run.json draft.kind (SPEC 7); absent: a model
+DRAFTER_KINDS = ("prompt-lookup", "ngram")  # drafters without a draft model: records carry runs and proposed
+
+
+def drafter_of(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """run.json's draft record when it names a drafter without a model (SPEC 2b), else None."""
+    draft = meta.get("draft")
+    return draft if isinstance(draft, dict) and draft.get("kind") in DRAFTER_KINDS else None
+
+
 _MODEL_FIELDS: dict[str, tuple[Any, str]] = {
     "spec": (lambda v: isinstance(v, str), "a string"),
     "source": (lambda v: isinstance(v, str), "a string"),
@@ -161,6 +171,8 @@ _MODEL_FIELDS: dict[str, tuple[Any, str]] = {
     "vocab_size": (lambda v: _is_int(v) and v > 0, "a positive integer"),
     "size": (lambda v: _is_int(v) and v >= 0, "an integer"),
     "layers": (lambda v: _is_int(v) and v > 0, "a positive integer"),
+    "kind": (lambda v: v in DRAFT_KINDS, f"one of {', '.join(DRAFT_KINDS)}"),
+    "max_tokens": (lambda v: _is_int(v) and v > 0, "a positive integer"),
 }
 _GENERATION_FIELDS: dict[str, tuple[Any, str]] = {
     "max_new_tokens": (lambda v: _is_int(v) and v > 0, "a positive integer"),
@@ -311,7 +323,10 @@ def record_bounds(meta: dict[str, Any]) -> RecordBounds:
     vocab = target.get("vocab_size") if isinstance(target, dict) else None
     from specterm.core.store.records import RecordBounds
 
-    return RecordBounds(max_n=max_n if _is_int(max_n) else None, vocab=vocab if _is_int(vocab) else None)
+    drafter = drafter_of(meta)
+    max_draft = drafter.get("max_tokens") if drafter is not None else None
+    return RecordBounds(max_n=max_n if _is_int(max_n) else None, vocab=vocab if _is_int(vocab) else None,
+                        max_draft=max_draft if _is_int(max_draft) else None)
 
 
 # ------------------------------------------------------------------------------ generation settings ---

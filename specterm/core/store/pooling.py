@@ -36,7 +36,8 @@ from specterm.core.store.runs import Run
 # and is below every printed digit of the statistics that use probabilities (3 decimals).
 PROB_ATOL = 1e-4
 _PROB_FIELDS = ("draft_conf", "target_conf", "beta")
-_EXACT_FIELDS = ("id", "corpus", "prompt", "bits", "gate", "y", "draft_argmax", "text", "piece_ends", "stop")
+_EXACT_FIELDS = ("id", "corpus", "prompt", "bits", "gate", "y", "draft_argmax", "text", "piece_ends", "stop", "runs",
+                 "proposed")
 
 
 def _unnamed(model: Any) -> bool:

@@ -13,6 +13,10 @@ Record fields (per prompt, n = number of positions of the continuation y_1..y_n)
     stop                      "eos" | "length" | null
     repairs                   [t, ...] increasing in [0, n): where y holds the teacher-forced token (SPEC 1.3's
                               repair loop, llama.cpp); absent (None): never went through the loop (torch, older runs)
+    runs, proposed            a drafter run's records (SPEC 2b, run.json draft.kind prompt-lookup|ngram) carry,
+                              instead of bits / draft_argmax / draft_conf / beta, two JSON lists of n ints: L_s, the
+                              drafter's accepted run at block start s, and m_s, its proposal's length:
+                              0 <= L_s <= min(m_s, n - s), m_s <= the run's draft.max_tokens
     checksum                  16 hex digits (see below; absent in runs written before checksums)
 
 Every record written since checksums exist carries `checksum`, the first 16 hex digits of the
@@ -105,10 +109,17 @@ class Stream:
     stop: str | None = None
     repairs: list[int] | None = None  # flipped positions of the repair loop; None: never repaired (torch, old runs)
     run: str = ""
+    runs: np.ndarray | None = None      # a drafter run's L_s per block start s (int32; bits is then empty)
+    proposed: np.ndarray | None = None  # a drafter run's m_s per block start s (int32)
 
     @property
     def n(self) -> int:
-        return int(self.bits.size)
+        return int(self.runs.size) if self.runs is not None else int(self.bits.size)
+
+    @property
+    def drafted(self) -> bool:
+        """True for a drafter run's stream (L_s and m_s instead of per-position bits, SPEC 2b)."""
+        return self.runs is not None
 
     @property
     def first_failure(self) -> int:
@@ -185,17 +196,23 @@ class Stream:
             "corpus": self.corpus,
             "prompt": self.prompt,
             "n": self.n,
-            "bits": bits_to_str(self.bits),
             "gate": None if self.gate is None else bits_to_str(self.gate),
             "text": self.text,
             "stop": self.stop,
         }
+        if self.runs is not None and self.proposed is not None:  # a drafter's stream: L_s and m_s, no bits
+            rec["runs"] = [int(v) for v in self.runs.tolist()]
+            rec["proposed"] = [int(v) for v in self.proposed.tolist()]
+        else:
+            rec["bits"] = bits_to_str(self.bits)
         for name in _INT_FIELDS:
             val = getattr(self, name)
-            rec[name] = None if val is None else encode_array(val, "<i4")
+            if val is not None or not self.drafted:
+                rec[name] = None if val is None else encode_array(val, "<i4")
         for name in _FLOAT_FIELDS:
             val = getattr(self, name)
-            rec[name] = None if val is None else encode_array(val, "<f4")
+            if val is not None or not self.drafted:
+                rec[name] = None if val is None else encode_array(val, "<f4")
         if self.repairs is not None:  # absent otherwise: records of runs without repairs keep their bytes
             rec["repairs"] = [int(t) for t in self.repairs]
         return rec
@@ -203,7 +220,7 @@ class Stream:
 
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7F))  # the characters JSON with ensure_ascii writes as themselves (but quote and backslash)
 _FIELDS = frozenset(["id", "corpus", "prompt", "n", "bits", "gate", "text", "stop", "y", "draft_argmax", "piece_ends",
-                     "draft_conf", "target_conf", "beta", "repairs", CHECKSUM_FIELD])  # keys written as they are
+                     "draft_conf", "target_conf", "beta", "repairs", "runs", "proposed", CHECKSUM_FIELD])  # keys written as they are
 _TEXT_FIELDS = frozenset(["id", "corpus", "prompt", "text", "stop"])  # free text (newlines, quotes): always escaped
 
 
@@ -264,7 +281,7 @@ def _plain_json(obj: dict[str, Any], skip: str | None = None) -> bytes | None:
                 parts.append(name + ("true" if value else "false"))
             elif kind is int:
                 parts.append(name + int.__repr__(value))
-            elif kind is list and all(type(v) is int for v in value):  # `repairs`
+            elif kind is list and all(type(v) is int for v in value):  # `repairs`, `runs`, `proposed`
                 parts.append(f'{name}[{",".join(int.__repr__(v) for v in value)}]')
             else:
                 return None
@@ -336,11 +353,13 @@ class RecordBounds:
     """What a run's metadata says every record of it must satisfy (None: not known, not checked).
 
     max_n: the run's max_new_tokens (a continuation is never longer);
-    vocab: the target's vocabulary size (every y and draft_argmax id lies in [0, vocab)).
+    vocab: the target's vocabulary size (every y and draft_argmax id lies in [0, vocab));
+    max_draft: a drafter run's draft.max_tokens (every m_s is at most that).
     """
 
     max_n: int | None = None
     vocab: int | None = None
+    max_draft: int | None = None
 
 
 def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bool = False,
@@ -355,13 +374,20 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
     if not isinstance(rec, dict):
         raise SpectermError(f"{where}: expected a JSON object per line; this is not a specterm stream file.")
     _check_checksum(rec, where, require_checksum)
-    for key in ("id", "corpus", "bits"):
+    drafted = "runs" in rec or "proposed" in rec
+    for key in ("id", "corpus") if drafted else ("id", "corpus", "bits"):
         if not isinstance(rec.get(key), str):
             raise SpectermError(f"{where}: field '{key}' must be a string; re-create or re-import the run.")
     for key in _STR_FIELDS:
         _check_text(rec.get(key), key, where)
-    bits = _bits(rec, where, bounds)
-    n = bits.size
+    runs = proposed = None
+    if drafted:
+        runs, proposed = _drafter_runs(rec, where, bounds)
+        bits = np.zeros(0, dtype=np.uint8)
+        n = runs.size
+    else:
+        bits = _bits(rec, where, bounds)
+        n = bits.size
     check_corpus_name(rec["corpus"], where, "re-import the run with another corpus name.")
     kw: dict[str, Any] = {}
     if rec.get("gate") is not None:
@@ -385,7 +411,38 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
         raise SpectermError(f"{where}: 'stop' must be a string or null; the file is corrupt.")
     repairs = _repairs(rec.get("repairs"), n, "gate" in kw, where)
     return Stream(id=rec["id"], corpus=rec["corpus"], bits=bits, prompt=prompt, text=text, stop=stop, run=run,
-                  repairs=repairs, **kw)
+                  repairs=repairs, runs=runs, proposed=proposed, **kw)
+
+
+def _drafter_runs(rec: dict[str, Any], where: str, bounds: RecordBounds | None) -> tuple[np.ndarray, np.ndarray]:
+    """A drafter record's L_s ('runs') and m_s ('proposed'): lists of n ints each with
+    0 <= L_s <= min(m_s, n - s) and m_s <= the run's draft.max_tokens; no per-position bits beside them."""
+    for key in ("bits", "draft_argmax", "draft_conf", "beta"):
+        if rec.get(key) is not None:
+            raise SpectermError(f"{where}: a drafter's record holds 'runs' and 'proposed', not '{key}'; the file is corrupt.")
+    lists = []
+    for key in ("runs", "proposed"):
+        val = rec.get(key)
+        if not (isinstance(val, list) and all(type(v) is int for v in val)):
+            raise SpectermError(f"{where}: '{key}' must be a list of integers (one per block start); the file is corrupt.")
+        lists.append(val)
+    if len(lists[0]) != len(lists[1]):
+        raise SpectermError(f"{where}: 'runs' has {len(lists[0])} values, 'proposed' {len(lists[1])}; the file is corrupt.")
+    runs = np.asarray(lists[0], dtype=np.int64)
+    proposed = np.asarray(lists[1], dtype=np.int64)
+    n = runs.size
+    if "n" in rec and (type(rec["n"]) is not int or rec["n"] != n):
+        raise SpectermError(f"{where}: 'n' is {str(rec['n'])[:20]} but 'runs' has {n} block starts; the file is corrupt.")
+    if bounds is not None and bounds.max_n is not None and n > bounds.max_n:
+        raise SpectermError(f"{where}: the record has {n} positions but its run generated at most {bounds.max_n} "
+                            "(max_new_tokens); it belongs to another run, drop it with `specterm repair`.")
+    bad = np.flatnonzero((runs < 0) | (runs > proposed) | (runs > n - np.arange(n)) | (proposed < 0)
+                         | (proposed > (bounds.max_draft if bounds is not None and bounds.max_draft is not None else 2**31 - 1)))
+    if bad.size:
+        s = int(bad[0])
+        raise SpectermError(f"{where}: at block start s = {s}, L_s = {int(runs[s])} and m_s = {int(proposed[s])} break "
+                            f"0 <= L_s <= min(m_s, n - s) <= the drafter's longest proposal; the file is corrupt.")
+    return runs.astype(np.int32), proposed.astype(np.int32)
 
 
 def _repairs(val: Any, n: int, has_gate: bool, where: str) -> list[int] | None:

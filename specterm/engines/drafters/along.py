@@ -1,0 +1,45 @@
+"""A drafter along the target's greedy y (SPEC 2b): at every block start s (context = prompt + y_1..y_s),
+
+    L_s = number of leading i with d_s[i] == y_{s+1+i}   (i < len(d_s), s + 1 + i <= n)
+    m_s = len(d_s)                                        (at most the drafter's max_tokens)
+
+and the drafter's own time per proposal (the decision's c_draft, per block).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from specterm.engines.drafters.base import Drafter
+
+
+def leading_matches(d: np.ndarray, ref: np.ndarray) -> int:
+    """The number of leading i (i < min(len(d), len(ref))) with d[i] == ref[i]."""
+    k = min(d.size, ref.size)
+    diff = np.flatnonzero(d[:k] != ref[:k])
+    return int(diff[0]) if diff.size else k
+
+
+def along_y(drafter: Drafter, prompt_ids: list[int] | np.ndarray, y: list[int] | np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """(L_s, m_s) for s = 0..n-1 (int32 each) and the seconds of each proposal (timed with perf_counter).
+
+    m_0 = 0 for a drafter that gets no draft at the prefill (`drafts_at_prompt_end` False: llama.cpp)."""
+    p = np.asarray(prompt_ids, dtype=np.int64)
+    yy = np.asarray(y, dtype=np.int64)
+    ctx = np.concatenate([p, yy])
+    n = yy.size
+    runs = np.zeros(n, dtype=np.int32)
+    proposed = np.zeros(n, dtype=np.int32)
+    seconds: list[float] = []
+    for s in range(n):
+        if s == 0 and not drafter.drafts_at_prompt_end:
+            continue
+        t0 = time.perf_counter()
+        d = drafter.propose(ctx[: p.size + s])
+        seconds.append(time.perf_counter() - t0)
+        proposed[s] = d.size
+        runs[s] = leading_matches(d, yy[s:])
+    return runs, proposed, seconds

@@ -1,0 +1,78 @@
+"""The drafter interface (like transformers' CandidateGenerator: one small interface, one class per
+drafter): a drafter reads the context (prompt ids + y_1..y_s) and proposes a token sequence d_s,
+possibly empty, that depends on the context alone (SPEC 2b).
+
+`propose(context)` returns the longest proposal (at most `max_tokens`); the proposal for draft
+length g is its first min(g, m_s) tokens, which each drafter's docstring checks against the code it
+copies. `describe()` is run.json's `draft` record ({"kind": "prompt-lookup"|"ngram", ...}).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from specterm.core.errors import SpectermError
+from specterm.core.params import GAMMA_MAX
+
+DRAFTER_KINDS = ("prompt-lookup", "ngram")  # run.json draft.kind of a drafter run (SPEC 7)
+SPEC_NAMES = ("prompt-lookup", "ngram-simple")  # what --draft accepts (with :N[:M] options)
+
+
+class Drafter(Protocol):
+    kind: str                 # run.json draft.kind
+    name: str                 # the --draft spelling, e.g. "prompt-lookup:2"
+    max_tokens: int           # the longest proposal kept (the largest g studied)
+    drafts_at_prompt_end: bool  # False: the engine's first target call (prefill) gets no draft (m_0 = 0)
+
+    def propose(self, context: np.ndarray) -> np.ndarray:
+        """d_s for this context (int64 ids), at most max_tokens long (possibly empty)."""
+        ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+def is_drafter_spec(spec: str) -> bool:
+    """True when --draft names a drafter that needs no model (prompt-lookup[:N], ngram-simple[:N[:M]])."""
+    return spec.split(":", 1)[0] in SPEC_NAMES
+
+
+def _ints(spec: str, parts: list[str], most: int) -> list[int]:
+    if len(parts) > most or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise SpectermError(f"--draft {spec!r}: the options after the name are {most} positive integer(s) at most, "
+                            "e.g. prompt-lookup:3 or ngram-simple:4:16.")
+    return [int(p) for p in parts]
+
+
+def drafter_from_spec(spec: str, eos_ids: set[int] | list[int] = (), max_tokens: int = GAMMA_MAX) -> Drafter:
+    """The drafter a --draft value names: `prompt-lookup[:N]` (Hugging Face, max_matching_ngram_size N,
+    default 2) or `ngram-simple[:N[:M]]` (llama.cpp, size_n N default 12, size_m M default 48)."""
+    from specterm.engines.drafters.ngram_simple import NgramSimple
+    from specterm.engines.drafters.prompt_lookup import PromptLookup
+
+    name, *parts = spec.split(":")
+    if name == "prompt-lookup":
+        (n,) = _ints(spec, parts, 1) or [PromptLookup.DEFAULT_NGRAM]
+        return PromptLookup(max_ngram=n, eos_ids=tuple(sorted(set(eos_ids))), max_tokens=max_tokens)
+    if name == "ngram-simple":
+        vals = _ints(spec, parts, 2)
+        size_n = vals[0] if vals else NgramSimple.DEFAULT_N
+        size_m = vals[1] if len(vals) > 1 else NgramSimple.DEFAULT_M
+        return NgramSimple(size_n=size_n, size_m=size_m)
+    raise SpectermError(f"--draft {spec!r} is not a drafter; use prompt-lookup[:N] or ngram-simple[:N[:M]].")
+
+
+def drafter_from_meta(draft: dict[str, Any]) -> Drafter:
+    """The drafter a drafter run's run.json `draft` record describes (to recompute or confirm it)."""
+    from specterm.engines.drafters.ngram_simple import NgramSimple
+    from specterm.engines.drafters.prompt_lookup import PromptLookup
+
+    kind = draft.get("kind")
+    if kind == "prompt-lookup":
+        return PromptLookup(max_ngram=int(draft["max_matching_ngram_size"]),
+                            eos_ids=tuple(int(e) for e in draft.get("eos_token_ids") or ()),
+                            max_tokens=int(draft["max_tokens"]))
+    if kind == "ngram" and draft.get("type") == "ngram-simple":
+        return NgramSimple(size_n=int(draft["size_n"]), size_m=int(draft["size_m"]))
+    raise SpectermError(f"run.json names a drafter this specterm does not know ({kind!r}); upgrade specterm.")
