@@ -42,11 +42,14 @@ app = typer.Typer(
 @app.command("run")
 def run_cmd(
     target: str = typer.Option(..., "--target", "-t", help="Target model: Hugging Face id, local directory, or .gguf file."),
-    draft: str = typer.Option(
+    draft: List[str] = typer.Option(
         ..., "--draft", "-d",
-        help="Draft model: Hugging Face id, local directory, .gguf file, or 'layers:K' (the target's first K layers, a layer-skip self-draft).",
+        help="Draft model: Hugging Face id, local directory, .gguf file, or 'layers:K' (the target's first K layers, a "
+             "layer-skip self-draft); or a drafter without a draft model (SPEC 2b): 'prompt-lookup[:N]' (Hugging Face's "
+             "prompt lookup, max n-gram N, default 2) or 'ngram-simple[:N[:M]]' (llama.cpp's, size_n N = 12, size_m M = 48). "
+             "Drafters may be repeated: y and the target pass are shared, one run per drafter.",
     ),
-    corpus: Optional[str] = typer.Option(None, "--corpus", "-c", help="Built-in corpora, comma-separated (prose,code,json,math,multilingual). Default: all."),
+    corpus: Optional[str] = typer.Option(None, "--corpus", "-c", help="Built-in corpora, comma-separated (prose,code,json,math,multilingual,grounded). Default: all."),
     prompts: Optional[Path] = typer.Option(None, "--prompts", help="Prompts file: jsonl with id/corpus/prompt, or plain text with one prompt per line."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Hugging Face dataset NAME[:split:field] (needs network)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many prompts per corpus."),
@@ -80,6 +83,10 @@ def run_cmd(
              "(needs the llamacpp extra: pip install -e \".[llamacpp]\").",
     ),
     threads: Optional[int] = typer.Option(None, "--threads", help="llama.cpp threads with --backend llama.cpp (default 1)."),
+    y_from: Optional[Path] = typer.Option(
+        None, "--y-from",
+        help="With drafters: take y of each prompt that this earlier run of the same target stores (same prompt text and "
+             "-n) instead of decoding it again; this run's teacher-forced gate still checks every position."),
 ) -> None:
     """Run the exact oracle: greedy y from the target, one teacher-forced pass per model, a_t per position.
 
@@ -88,6 +95,24 @@ def run_cmd(
     params = dict(locals())
     backend = params.pop("backend")
     threads = params.pop("threads")
+    y_from = params.pop("y_from")
+    from specterm.engines.drafters.base import is_drafter_spec
+
+    drafters = [d for d in draft if is_drafter_spec(d)]
+    if drafters:
+        if len(drafters) != len(draft):
+            fail("--draft mixes a draft model with drafters; run the model draft and the drafters as two commands.")
+        if backend != "torch" or threads is not None or spec_gamma:
+            fail("drafters run on the torch backend with batched greedy y; leave out --backend, --threads and --spec-gamma.")
+        from specterm.runner import run_drafters_command
+
+        run_drafters_command(**params, y_from=y_from)
+        return
+    if y_from is not None:
+        fail("--y-from is for drafters (prompt-lookup, ngram-simple); a draft model's run builds its own y.")
+    if len(draft) != 1:
+        fail("--draft names one draft model (only drafters without a model, e.g. prompt-lookup, may be repeated).")
+    params["draft"] = draft[0]
     if backend == "llama.cpp":
         from specterm.oracle.llamacpp.commands import run_command as run_llamacpp
 
@@ -317,6 +342,11 @@ def report_cmd(
         raise SpectermError(f"unknown --format '{format}'; use one of {', '.join(REPORT_FORMATS)}.")
     params = {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed}
     use_cache = not no_cache and cache.enabled()
+    from specterm.core.drafted.route import has_drafter_run
+
+    if has_drafter_run(runs):  # drafters without a draft model (SPEC 2b): their report, or "Which draft?"
+        _emit(_drafter_text(runs, format, params, use_cache), format, output)
+        return
     with startup.stderr_status() as say:  # a 10M-position run takes seconds to parse and more to analyse
         say(parsing_line(len(runs), sum(_run_bytes(p) for p in runs)))
         files = [read_run_files(p) for p in runs]
@@ -334,6 +364,33 @@ def report_cmd(
         from specterm.core.store.atomic import write_output
 
         typer.echo(f"wrote {write_output(output, text.encode('utf-8'))}", err=True)
+
+
+def _emit(text: str, format: str, output: Optional[Path]) -> None:
+    from specterm.core.text import printable
+
+    if format != "json":  # JSON escapes control characters itself
+        text = printable(text, keep="\n")
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        from specterm.core.store.atomic import write_output
+
+        typer.echo(f"wrote {write_output(output, text.encode('utf-8'))}", err=True)
+
+
+def _drafter_text(runs: List[Path], format: str, params: "dict[str, Any]", use_cache: bool) -> str:
+    """The drafter report or the "Which draft?" comparison of `runs` (core/drafted), as text."""
+    from specterm.core import cache
+    from specterm.core.drafted.export import as_text
+    from specterm.core.drafted.route import drafter_or_comparison
+    from specterm.core.store import single_pair
+
+    def models(group: "list[Any]") -> "Report":
+        return cache.cached_analyse(single_pair(group, note=warn), use_cache=use_cache, note=warn, **params)
+
+    result = drafter_or_comparison(runs, params["gamma"], params["boot"], params["seed"], models)
+    return as_text(format, result)
 
 
 def _parsed_report(runs: List[Path], files: "list[RunFiles]", fkey: "dict[str, Any] | None", params: "dict[str, Any]",

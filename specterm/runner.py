@@ -205,6 +205,39 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
         print(f"open it with: specterm open {path}   or   specterm report {path}")
 
 
+def run_drafters_command(*, target, draft, corpus, prompts, dataset, limit, max_new_tokens, device, dtype, batch_size,
+                         out, resume, headless, spec_gamma, shard, cost, trust_remote_code, remeasure_cost=False,
+                         record_paths=False, y_from=None) -> None:
+    """`specterm run --draft prompt-lookup[:N] [--draft ...]`: the drafter oracle (oracle/drafted_run.py),
+    headless (the Run screen shows per-position bits, which a drafter run has not)."""
+    from specterm.oracle.drafted_run import drafter_outs, run_drafters
+    from specterm.oracle.run import OracleConfig
+
+    if shard is not None or _parse_shard(None) is not None:
+        raise SpectermError("drafter runs are not sharded; leave out --shard (a drafter run of the built-in corpora "
+                            "takes one target pass).")
+    plist = _prompts(corpus, prompts, dataset, limit)
+    out = out or Path("streams") / f"{_slug(target)}-{draft[0].replace(':', '-')}"
+    config = OracleConfig(target=target, draft=draft[0], prompts=plist, out=out, max_new_tokens=max_new_tokens,
+                          device=device, dtype=dtype, batch_size=batch_size, resume=resume, measure_cost=cost,
+                          remeasure_cost=remeasure_cost, trust_remote_code=trust_remote_code, record_paths=record_paths)
+    outs = drafter_outs(out, list(draft))
+    for path in outs:
+        _check_out(path, resume)
+    on_progress, ctx, log = headless_progress()
+    try:
+        with ctx:
+            paths = run_drafters(config, list(draft), on_progress, y_from=y_from)
+    except (Cancelled, KeyboardInterrupt):
+        print(f"interrupted: finished prompts are kept in {', '.join(map(str, outs))}; continue with --resume.",
+              file=sys.stderr)
+        raise SystemExit(130) from None
+    for path in paths:
+        log(f"done: {path}")
+    print(f"report them with: specterm report {paths[0]}" + (f"   compare them with: specterm drafters {' '.join(map(str, paths))}"
+                                                               if len(paths) > 1 else ""))
+
+
 def headless_progress():
     """(on_progress, context manager, log) of the headless display: a rich progress bar on a terminal,
     one log line per message otherwise (nohup). Shared by `specterm run --headless` and `specterm confirm`."""

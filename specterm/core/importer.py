@@ -4,6 +4,10 @@
     "draft_conf": [float, ...]                          optional, same length as bits, each in [0, 1]
     "tokens": [str, ...]                                optional, same length as bits (stored as text + piece_ends)
 
+A drafter's streams (SPEC 2b) carry, instead of "bits", "runs": [L_s, ...] and "proposed": [m_s, ...]
+(one int per block start, 0 <= L_s <= min(m_s, n - s)); name the drafter with --draft prompt-lookup[:N]
+or --draft ngram-... (its run.json draft.kind). A file holds one kind of line.
+
 Other keys are ignored. Every line is validated before anything is written (any failure is one
 sentence naming FILE:LINE); the run is then written atomically (store.write_run, a unique
 hidden temporary directory renamed into place), so a bad line leaves nothing behind. A UTF-8 BOM is read. Imported streams have
@@ -28,6 +32,7 @@ from specterm.core.store import (
     bits_from_str,
     check_corpus_name,
     check_unique,
+    drafter_runs_of,
     new_meta,
     write_run,
 )
@@ -46,9 +51,11 @@ def stream_from_line(obj: Any, where: str) -> Stream:
     """Validate one parsed line; `where` ("FILE:LINE") starts every error."""
     if not isinstance(obj, dict):
         raise SpectermError(f"{where}: expected a JSON object like {{\"id\": ..., \"corpus\": ..., \"bits\": \"0110\"}}; fix the line and import again.")
-    for key in ("id", "corpus", "bits"):
+    drafted = "runs" in obj or "proposed" in obj
+    for key in ("id", "corpus") if drafted else ("id", "corpus", "bits"):
         if key not in obj:
-            raise SpectermError(f"{where}: missing field '{key}'; every line needs id, corpus and bits.")
+            raise SpectermError(f"{where}: missing field '{key}'; every line needs id, corpus and bits "
+                                "(or a drafter's runs and proposed).")
         if not isinstance(obj[key], str):
             raise SpectermError(f"{where}: field '{key}' must be a string; fix the line and import again.")
     for key in ("id", "corpus"):
@@ -56,6 +63,12 @@ def stream_from_line(obj: Any, where: str) -> Stream:
             raise SpectermError(f"{where}: field '{key}' is empty; give every prompt an id and a corpus.")
         _check_text(obj[key], key, where)
     check_corpus_name(obj["corpus"], where, "rename the corpus and import again.")
+    if drafted:
+        if obj.get("draft_conf") is not None:
+            raise SpectermError(f"{where}: a drafter's line has no 'draft_conf' (it proposes without a model); remove it.")
+        runs, proposed = drafter_runs_of(obj, where, None)
+        return _with_tokens(obj, where, Stream(id=obj["id"], corpus=obj["corpus"], bits=np.zeros(0, dtype=np.uint8),
+                                               runs=runs, proposed=proposed))
     try:
         bits = bits_from_str(obj["bits"])
     except (ValueError, UnicodeEncodeError):
@@ -72,17 +85,24 @@ def stream_from_line(obj: Any, where: str) -> Stream:
         if len(conf) != n:
             raise SpectermError(f"{where}: 'draft_conf' has {len(conf)} values but 'bits' has {n}; they must match one to one.")
         kw["draft_conf"] = np.asarray(conf, dtype=np.float32)
+    return _with_tokens(obj, where, Stream(id=obj["id"], corpus=obj["corpus"], bits=bits, **kw))
+
+
+def _with_tokens(obj: dict[str, Any], where: str, stream: Stream) -> Stream:
+    """`stream` with the line's optional "tokens" (n pieces) as text and piece_ends."""
     tokens = obj.get("tokens")
+    n = stream.n
     if tokens is not None:
         if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
             raise SpectermError(f"{where}: 'tokens' must be a list of strings; fix the line and import again.")
         for t in tokens:
             _check_text(t, "tokens", where)
         if len(tokens) != n:
-            raise SpectermError(f"{where}: 'tokens' has {len(tokens)} pieces but 'bits' has {n}; they must match one to one.")
-        kw["text"] = "".join(tokens)
-        kw["piece_ends"] = np.cumsum([len(t) for t in tokens], dtype=np.int64).astype(np.int32)
-    return Stream(id=obj["id"], corpus=obj["corpus"], bits=bits, **kw)
+            raise SpectermError(f"{where}: 'tokens' has {len(tokens)} pieces but the stream has {n} positions; "
+                                "they must match one to one.")
+        stream.text = "".join(tokens)
+        stream.piece_ends = np.cumsum([len(t) for t in tokens], dtype=np.int64).astype(np.int32)
+    return stream
 
 
 def _parse_line(raw: bytes, where: str) -> Stream:
@@ -123,6 +143,11 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Stream]:
             linenos.append(lineno)
     check_unique(streams, lambda i: f"{path}:{linenos[i]}",
                  "ids must be unique within a corpus; fix the file and import again.")
+    kinds = [s.drafted for s in streams]
+    if any(kinds) and not all(kinds):
+        i = kinds.index(not kinds[0])
+        raise SpectermError(f"{path}:{linenos[i]}: the file mixes per-position bits and a drafter's runs; import each "
+                            "kind from its own file.")
     if not streams:
         raise SpectermError(f"{path} holds no prompts; put one JSON object per line.")
     return streams
@@ -152,5 +177,11 @@ def import_jsonl(path: str | os.PathLike[str], out: str | os.PathLike[str], name
         raise SpectermError(f"{out} already exists; choose another --out or remove it first.")
     models = {"target": named_model(target, "--target"), "draft": named_model(draft, "--draft")}
     streams = read_jsonl(path)
+    if streams[0].drafted:
+        kind = "prompt-lookup" if (draft or "").startswith("prompt-lookup") else "ngram" if (draft or "").startswith("ngram") else None
+        if kind is None:
+            raise SpectermError(f"{path} holds a drafter's runs; name the drafter with --draft prompt-lookup[:N] or "
+                                "--draft ngram-simple[:N[:M]].")
+        models["draft"] = {**(models["draft"] or {}), "kind": kind}
     meta = new_meta(name or out.name, imported_from=Path(path).name, **models)
     return write_run(out, meta, streams), streams

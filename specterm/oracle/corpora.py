@@ -14,7 +14,9 @@ from pathlib import Path
 from specterm.core.errors import SpectermError
 from specterm.core.store import check_corpus_name, check_unique
 
-BUILTIN = ("prose", "code", "json", "math", "multilingual")
+BUILTIN = ("prose", "code", "json", "math", "multilingual", "grounded")
+# grounded: editing, summarising, converting or completing text and code that the prompt holds (what prompt
+# lookup and n-gram drafters find: the continuation copies spans of its own prompt, SPEC 2b)
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def _check_unique(prompts: list[Prompt], source: str) -> list[Prompt]:
 
 
 def load_builtin(names: list[str] | None = None, limit: int | None = None) -> list[Prompt]:
-    """Prompts of the named built-in corpora (all five when names is None), in BUILTIN file order.
+    """Prompts of the named built-in corpora (all of them when names is None), in BUILTIN file order.
 
     limit caps the number of prompts taken from EACH corpus (the first `limit` of its file).
     """

@@ -283,6 +283,75 @@ class CostSampler(RoundRobinSampler):
         })
 
 
+DRAFTER_CALLS = 10  # proposals per timed drafter sample (their mean)
+DRAFTER_METHOD = ("median of interleaved repeats (round-robin, order rotated each round, one warm-up round); decode: "
+                  "1-token target step; verify: (g+1)-token target forward (KV cache at the context length); draft: one "
+                  "proposal of the drafter on that context, its whole cost per block (no draft model: c_draft is per "
+                  "block, SPEC 2b)")
+
+
+class DrafterCostSampler(RoundRobinSampler):
+    """The costs of drafter runs (SPEC 2b): the target's decode and verify(g) forwards, as CostSampler times
+    them, and each drafter's proposal on the same context (label "drafter:<i>"), in the same rounds.
+    `summary_for(i)` is drafter i's stored cost dict: its proposal's samples are its "draft" (and
+    "draft2": a drafter has no 2-token step), seconds per block."""
+
+    def __init__(self, target, drafters: Sequence[Any], ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS,
+                 on_measure: MeasureCallback | None = None, cancel=None):
+        import torch
+
+        self.gammas = check_gammas(gammas)
+        ctx = list(ctx)
+        self.base = len(ctx)
+        self.cpu_only = target.device.type == "cpu"
+        cache = new_cache(target)
+        forward_logits(target, torch.tensor([ctx], device=target.device), cache)
+        nxt = context_ids(ctx, max(self.gammas) + 1)
+        context = np.asarray(ctx, dtype=np.int64)
+        self.quantities = [("decode", target, cache, torch.tensor([nxt[:1]], device=target.device))]
+        self.quantities += [(f"drafter:{i}", d, context) for i, d in enumerate(drafters)]
+        self.quantities += [(f"verify:{g}", target, cache, torch.tensor([nxt[: g + 1]], device=target.device))
+                            for g in self.gammas]
+        self.n_drafters = len(drafters)
+        self._start(on_measure, cancel)
+
+    def _time(self, quantity: tuple) -> tuple[float, float]:
+        if quantity[0].startswith("drafter:"):
+            _, drafter, context = quantity
+            t0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(DRAFTER_CALLS):  # a proposal takes microseconds: the mean of a few, above clock resolution
+                drafter.propose(context)
+            dt, dc = time.perf_counter() - t0, time.process_time() - c0
+            return max(dt, 1e-9) / DRAFTER_CALLS, max(dc, 1e-9) / DRAFTER_CALLS
+        _, model, cache, ids = quantity
+        return _time_forward(model, cache, self.base, ids)
+
+    def summary(self) -> dict:
+        return self.summary_for(0)
+
+    def summary_for(self, i: int) -> dict:
+        import torch
+
+        samples, cpu = self.samples, self.samples_cpu
+        label = f"drafter:{i}"
+        keep = [k for k in samples if not k.startswith("drafter:")]
+        try:
+            self.samples = {**{k: samples[k] for k in keep}, "draft": samples[label], "draft2": samples[label]}
+            self.samples_cpu = {**{k: cpu[k] for k in keep}, "draft": cpu[label], "draft2": cpu[label]}
+            common = self.common_summary()
+        finally:
+            self.samples, self.samples_cpu = samples, cpu
+        common["samples_s"].pop("draft2")
+        common["samples_cpu_s"].pop("draft2")
+        return with_curve({
+            **common,
+            "c_draft_per": "block",
+            "threads": torch.get_num_threads(),
+            "method": DRAFTER_METHOD,
+            "decision_clock": "cpu" if self.cpu_only and torch.get_num_threads() == 1 else "wall",
+        })
+
+
 def measure_costs(target, draft, ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS, repeats: int = REPEATS,
                   on_measure: MeasureCallback | None = None, cancel=None) -> dict:
     """Time c_decode, c_verify(g) for g in gammas and c_draft with caches holding `ctx`: one warm-up

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
                                           SCHEMA_VERSION,
                                           SETTING_FLAGS,
                                           generation_settings,
+                                          drafter_of,
                                           parse_meta,
                                           read_meta,
                                           record_bounds,
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
                                           check_unique,
                                           decode_array,
                                           decode_line,
+                                          drafter_runs_of,
                                           encode_array,
                                           record_checksum,
                                           record_line,
@@ -119,7 +121,7 @@ _WHERE: dict[str, str] = {
     ), "atomic"),
     **dict.fromkeys((
         "FORMAT", "META_FILE", "RECORDS_FILE", "RESUME_SETTINGS", "SCHEMA_VERSION", "SETTING_FLAGS",
-        "generation_settings", "parse_meta", "read_meta", "record_bounds", "validate_meta", "y_method"
+        "drafter_of", "generation_settings", "parse_meta", "read_meta", "record_bounds", "validate_meta", "y_method"
     ), "meta"),
     **dict.fromkeys((
         "model_key", "model_label", "model_location", "models_dirs", "public_model", "sha256_file"
@@ -130,7 +132,7 @@ _WHERE: dict[str, str] = {
     ), "pooling"),
     **dict.fromkeys((
         "BOM", "CHECKSUM_FIELD", "PROB_SLACK", "RESERVED_CORPUS_NAMES", "RecordBounds", "Stream", "bits_from_str",
-        "bits_to_str", "check_corpus_name", "check_unique", "decode_array", "decode_line", "encode_array",
+        "bits_to_str", "check_corpus_name", "check_unique", "decode_array", "decode_line", "drafter_runs_of", "encode_array",
         "record_checksum", "record_line", "stream_from_record"
     ), "records"),
     **dict.fromkeys((
@@ -169,8 +171,8 @@ __all__ = [
     "BOM", "CHECKSUM_FIELD", "FORMAT", "LOCK_FILE", "META_FILE", "PROB_ATOL", "PROB_SLACK", "RECORDS_FILE",
     "RESERVED_CORPUS_NAMES", "RESUME_SETTINGS", "SCHEMA_VERSION", "SETTING_FLAGS", "RecordBounds", "RepairResult",
     "Run", "RunFiles", "RunLock", "RunWriter", "StoredLine", "Stream", "bits_from_str", "bits_to_str", "check_corpus_name",
-    "check_unique", "check_unlocked", "check_writable", "decode_array", "decode_line", "discover_runs", "encode_array", "find_runs",
-    "generation_settings", "group_label", "group_runs", "hardware_info", "iter_records", "load_run", "load_runs",
+    "check_unique", "check_unlocked", "check_writable", "decode_array", "decode_line", "discover_runs", "drafter_runs_of", "encode_array", "find_runs",
+    "drafter_of", "generation_settings", "group_label", "group_runs", "hardware_info", "iter_records", "load_run", "load_runs",
     "load_runs_lenient", "lock_holder", "measurement_key", "merge_runs", "merged_shard_names", "model_key",
     "model_label", "model_location", "models_dirs", "new_meta", "pair_key", "pair_label", "parse_meta", "pool_runs",
     "prompts_and_positions", "public_model",

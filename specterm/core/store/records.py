@@ -382,7 +382,7 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
         _check_text(rec.get(key), key, where)
     runs = proposed = None
     if drafted:
-        runs, proposed = _drafter_runs(rec, where, bounds)
+        runs, proposed = drafter_runs_of(rec, where, bounds)
         bits = np.zeros(0, dtype=np.uint8)
         n = runs.size
     else:
@@ -414,7 +414,7 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
                   repairs=repairs, runs=runs, proposed=proposed, **kw)
 
 
-def _drafter_runs(rec: dict[str, Any], where: str, bounds: RecordBounds | None) -> tuple[np.ndarray, np.ndarray]:
+def drafter_runs_of(rec: dict[str, Any], where: str, bounds: RecordBounds | None) -> tuple[np.ndarray, np.ndarray]:
     """A drafter record's L_s ('runs') and m_s ('proposed'): lists of n ints each with
     0 <= L_s <= min(m_s, n - s) and m_s <= the run's draft.max_tokens; no per-position bits beside them."""
     for key in ("bits", "draft_argmax", "draft_conf", "beta"):

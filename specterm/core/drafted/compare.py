@@ -1,0 +1,95 @@
+"""Which draft? Runs of different drafters (a draft model, layers:K, prompt lookup, n-gram) for the same
+target and prompts, side by side: each run's decision on this hardware per corpus (SPEC 7
+`sets.<set>.drafters`) and the best per corpus.
+
+Best: the highest S_hw(g_hw) of the set; the margin says whether its CI lies above the runner-up's
+point estimate ("clear") or not. A run whose costs were not measured has no S_hw and is never best.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from specterm.core.drafted.analysis import DrafterReport
+from specterm.core.report import Estimate, Record, Report, set_names
+
+
+@dataclass(kw_only=True)
+class DrafterRow(Record):
+    """One run's decision in one set (SPEC 7 sets.<set>.drafters[])."""
+
+    run: str
+    drafter: str
+    gamma_hw: int | None = None
+    speedup_hw: Estimate = dataclasses.field(default_factory=Estimate)
+    verdict: str = ""
+    verdict_kind: str | None = None
+
+
+@dataclass(kw_only=True)
+class DrafterEntry(Record):
+    drafters: list[DrafterRow]
+    best: str | None = None       # the run
+    margin: str | None = None
+
+
+@dataclass(kw_only=True)
+class DraftComparison(Record):
+    kind: str = "drafters"
+    target: str | None = None
+    sets: dict[str, DrafterEntry] = dataclasses.field(default_factory=dict)
+
+    def ordered_sets(self) -> list[tuple[str, DrafterEntry]]:
+        return [(n, self.sets[n]) for n in set_names(self.sets)]
+
+
+def rows_of_drafter_report(rep: DrafterReport, run: str) -> dict[str, DrafterRow]:
+    return {name: DrafterRow(run=run, drafter=rep.drafter, gamma_hw=s.decision_hw.gamma_hw,
+                             speedup_hw=Estimate(value=s.decision_hw.speedup_hw, ci=list(s.decision_hw.speedup_hw_ci)),
+                             verdict=s.decision_hw.verdict, verdict_kind=s.decision_hw.verdict_kind)
+            for name, s in rep.sets.items()}
+
+
+def rows_of_model_report(rep: Report, run: str, drafter: str) -> dict[str, DrafterRow]:
+    out = {}
+    for name, s in rep.sets.items():
+        d = s.decision_hw
+        if d is None:
+            out[name] = DrafterRow(run=run, drafter=drafter, verdict="no decision in this report")
+            continue
+        out[name] = DrafterRow(run=run, drafter=drafter, gamma_hw=d.gamma_hw,
+                               speedup_hw=Estimate(value=d.speedup_hw if d.measured else None,
+                                                   ci=list(d.speedup_hw_ci or [None, None]) if d.measured else [None, None]),
+                               verdict=d.verdict or "", verdict_kind=d.verdict_kind)
+    return out
+
+
+def best_of(rows: list[DrafterRow]) -> tuple[str | None, str | None]:
+    """(the run with the highest S_hw, the margin sentence) over rows with an S_hw; ties: the first."""
+    scored = [r for r in rows if r.speedup_hw.value is not None]
+    if not scored:
+        return None, None
+    ranked = sorted(scored, key=lambda r: -float(r.speedup_hw.value))  # type: ignore[arg-type]
+    top = ranked[0]
+    if len(ranked) == 1:
+        return top.run, "the only run with measured costs"
+    second = ranked[1]
+    assert top.speedup_hw.value is not None and second.speedup_hw.value is not None
+    ratio = top.speedup_hw.value / second.speedup_hw.value
+    lo = top.speedup_hw.lo
+    clear = lo is not None and lo > second.speedup_hw.value
+    return top.run, (f"{ratio:.2f}x the runner-up {second.run} ({second.speedup_hw.value:.2f}x); "
+                     + ("clear: its CI lies above the runner-up's S_hw" if clear
+                        else "not clear: its CI reaches the runner-up's S_hw"))
+
+
+def compare(rows_by_run: list[dict[str, DrafterRow]], target: str | None) -> DraftComparison:
+    """The comparison of the runs' rows, per set present in any run (each set lists the runs that have it)."""
+    names = set_names({n for rows in rows_by_run for n in rows})
+    sets = {}
+    for name in names:
+        rows = [r[name] for r in rows_by_run if name in r]
+        best, margin = best_of(rows)
+        sets[name] = DrafterEntry(drafters=rows, best=best, margin=margin)
+    return DraftComparison(target=target, sets=sets)

@@ -1,0 +1,51 @@
+"""`specterm report` on runs that include drafter runs (SPEC 2b): one drafter's runs give the drafter
+report; runs of different drafters (or a drafter beside draft-model runs) of one target give the
+"Which draft?" comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from specterm.core.drafted.analysis import DrafterReport, analyse_drafter, is_drafter_run
+from specterm.core.drafted.compare import (DraftComparison, compare, rows_of_drafter_report,
+                                           rows_of_model_report)
+from specterm.core.errors import SpectermError
+from specterm.core.store import Run, load_run, read_meta
+from specterm.core.store.meta import drafter_of
+from specterm.core.store.models import model_key, model_label
+
+
+def has_drafter_run(paths: list[Path]) -> bool:
+    """True when some run directory's run.json names a drafter (read before any record is parsed)."""
+    return any(drafter_of(read_meta(p)) is not None for p in paths)
+
+
+def _drafter_label(run: Run) -> str:
+    draft = run.meta.get("draft")
+    return model_label(draft)
+
+
+def drafter_or_comparison(paths: list[Path], gamma: int, boot: int, seed: int,
+                          analyse_models: Callable[[list[Run]], Any]) -> DrafterReport | DraftComparison:
+    """The drafter report of `paths` (one drafter) or their comparison; `analyse_models(runs)` is the
+    report of draft-model runs of one pair (the CLI's cached analysis)."""
+    runs = [load_run(p) for p in paths]
+    targets = {repr(model_key(r.meta.get("target"))) for r in runs}
+    if len(targets) > 1:
+        raise SpectermError("the runs have different targets; compare drafters for one target and its prompts.")
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        label = _drafter_label(run)
+        groups.setdefault(("drafter:" if is_drafter_run(run) else "model:") + label, []).append(run)
+    if len(groups) == 1 and next(iter(groups)).startswith("drafter:"):
+        return analyse_drafter(runs, gamma=gamma, boot=boot, seed=seed)
+    rows = []
+    for key, group in groups.items():
+        name = "+".join(r.path.name for r in group)
+        if key.startswith("drafter:"):
+            rows.append(rows_of_drafter_report(analyse_drafter(group, gamma=gamma, boot=boot, seed=seed), name))
+        else:
+            rows.append(rows_of_model_report(analyse_models(group), name, key.split(":", 1)[1]))
+    return compare(rows, model_label(runs[0].meta.get("target")))
