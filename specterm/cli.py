@@ -450,7 +450,17 @@ def list_cmd(
         return
     runs, _, problems = load_runs_lenient(paths)
     rows: list[list[str]] = []
+    from specterm.core.store import drafter_of
+
     for run in runs:
+        drafter = drafter_of(run.meta)
+        if drafter is not None:  # no per-position bits, no alpha: the drafter's name in its place
+            n = sum(s.n for s in run.streams)
+            gate_n = sum(s.gate.size for s in run.streams if s.gate is not None)
+            gate_ok = sum(int(s.gate.sum()) for s in run.streams if s.gate is not None)
+            rows.append([run.path.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n),
+                         f"drafter {drafter.get('spec')}", fmt(gate_ok / gate_n if gate_n else None)])
+            continue
         n, alpha, gate = rates(run.streams)
         # the folder, not run.json's name: a copy of a run is another folder with the same name inside
         rows.append([run.path.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), fmt(alpha), fmt(gate)])

@@ -244,9 +244,9 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
             files = [read_run_files(p) for p in paths]
             runs = [load_run(p, f) for p, f in zip(paths, files)]
         from specterm.core.analysis import analyse
-        from specterm.core.store import group_runs, prompts_and_positions
+        from specterm.core.store import drafter_of, group_runs, prompts_and_positions
 
-        with_prompts = [r for r in runs if r.streams]
+        with_prompts = [r for r in runs if r.streams and drafter_of(r.meta) is None]  # as loading.Loader.parse
         if not with_prompts:
             raise SpectermError("no prompts")  # the app says it in its own words
         groups = group_runs(with_prompts)

@@ -428,13 +428,13 @@ class Load:
 
     def parse(self) -> tuple[list[Run], int]:
         """The runs of the pair `group` (runs without prompts left out) and the number of pairs."""
-        from specterm.core.store import group_runs, load_run
+        from specterm.core.store import drafter_of, group_runs, load_run
 
         if self.all_runs is None:
             assert self.files is not None
             self.all_runs = [load_run(p, f) for p, f in zip(self.paths, self.files)]
             self.loader.loaded = (self.paths, self.all_runs)
-        runs = [r for r in self.all_runs if r.streams]
+        runs = [r for r in self.all_runs if r.streams and drafter_of(r.meta) is None]  # drafter runs: `specterm report`
         if not runs:
             names = ", ".join(str(p) for p in self.paths)
             raise SpectermError(f"{names} holds no finished prompts yet; run `specterm run` or `specterm import` first.")

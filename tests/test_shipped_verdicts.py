@@ -17,7 +17,9 @@ from specterm.core.analysis import analyse
 from specterm.core.store import load_runs
 
 STREAMS = Path(__file__).resolve().parent.parent / "streams"
-RUNS = sorted(p.name for p in STREAMS.iterdir() if (p / "run.json").exists())
+RUNS = sorted(p.name for p in STREAMS.iterdir()
+              if (p / "run.json").exists() and '"prompt-lookup"' not in (p / "run.json").read_text()
+              and '"ngram"' not in (p / "run.json").read_text())  # drafter runs have no bits (tests/test_drafters.py)
 MIN_PROMPTS = 10  # SPEC 6 "Too few prompts"; the shipped runs have 16 prompts per corpus
 
 

@@ -771,6 +771,10 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     borderline and no row's evidence names the seeds' verdicts. Not called when no other seed is
     checked.
     """
+    drafted = next((run for run in runs if any(s.drafted for s in run.streams)), None)
+    if drafted is not None:  # L_s and m_s, not bits: nothing here is defined on them (SPEC 2b)
+        raise SpectermError(f"{drafted.path} is a drafter run (no per-position bits); its report is "
+                            "core/drafted (`specterm report` routes it there).")
     threads = analysis_threads(sum(s.bits.size for run in runs for s in run.streams), boot)
     if threads == 1:
         with one_blas_thread(), kept_heap():

@@ -26,7 +26,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from specterm.core.params import GAMMA_MAX
 
-SOURCE = "transformers 5.x generation/candidate_generator.py PromptLookupCandidateGenerator.get_candidates"
+SOURCE = "transformers 5.25.0 generation/candidate_generator.py PromptLookupCandidateGenerator.get_candidates (line 1033)"
 
 
 @dataclass(frozen=True)
