@@ -49,7 +49,8 @@ def run_cmd(
              "prompt lookup, max n-gram N, default 2) or 'ngram-simple[:N[:M]]' (llama.cpp's, size_n N = 12, size_m M = 48). "
              "Drafters may be repeated: y and the target pass are shared, one run per drafter.",
     ),
-    corpus: Optional[str] = typer.Option(None, "--corpus", "-c", help="Built-in corpora, comma-separated (prose,code,json,math,multilingual,grounded). Default: all."),
+    corpus: Optional[str] = typer.Option(
+        None, "--corpus", "-c", help="Built-in corpora, comma-separated (prose,code,json,math,multilingual,grounded). Default: all."),
     prompts: Optional[Path] = typer.Option(None, "--prompts", help="Prompts file: jsonl with id/corpus/prompt, or plain text with one prompt per line."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Hugging Face dataset NAME[:split:field] (needs network)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many prompts per corpus."),

@@ -98,8 +98,8 @@ def _with_tokens(obj: dict[str, Any], where: str, stream: Stream) -> Stream:
         for t in tokens:
             _check_text(t, "tokens", where)
         if len(tokens) != n:
-            raise SpectermError(f"{where}: 'tokens' has {len(tokens)} pieces but the stream has {n} positions; "
-                                "they must match one to one.")
+            what = "'runs' has" if stream.drafted else "'bits' has"
+            raise SpectermError(f"{where}: 'tokens' has {len(tokens)} pieces but {what} {n}; they must match one to one.")
         stream.text = "".join(tokens)
         stream.piece_ends = np.cumsum([len(t) for t in tokens], dtype=np.int64).astype(np.int32)
     return stream

@@ -189,6 +189,64 @@ def stored_ys(y_from: Path, pair: TargetOnly, config: OracleConfig) -> dict[tupl
             if s.y is not None and s.prompt is not None}
 
 
+def _ys_of_batch(config: OracleConfig, pair: TargetOnly, batch: list[Any], ids_batch: list[list[int]],
+                 given: dict[tuple[str, str, str], list[int]], b0: int, tally: _Tally,
+                 cancel: Optional[threading.Event]) -> list[list[int]]:
+    """y of each prompt of the batch: taken from --y-from where it has it, else batched greedy decoding."""
+    from specterm.oracle import specdec
+
+    t0 = time.perf_counter()
+    tok_before = tally.gen_tokens
+    where: dict[str, Any] = dict(prompt_index=b0, prompt_id=batch[0].id, corpus=batch[0].corpus)
+    keys = [(p.corpus, p.id, p.text) for p in batch]
+    decode = [i for i, k in enumerate(keys) if k not in given]
+
+    def on_step(k: int) -> None:
+        tally.gen_tokens = tok_before + k * len(decode)
+        tally.emit("generating", tokens=k, gen_extra=time.perf_counter() - t0, **where)
+
+    tally.emit("generating", f"prompts {tally.before + b0 + 1}-{tally.before + b0 + len(batch)}/"
+                             f"{tally.before + tally.n_todo}: batched greedy ({len(batch) - len(decode)} y "
+                             "taken from --y-from)", **where)
+    decoded = specdec.batched_greedy_generate(pair.target, [ids_batch[i] for i in decode], config.max_new_tokens,
+                                              pair.eos, pair.pad_id, on_step=on_step, cancel=cancel) if decode else []
+    fresh = dict(zip(decode, decoded))
+    ys = [fresh[i] if i in fresh else given[k] for i, k in enumerate(keys)]
+    tally.gen_time += time.perf_counter() - t0
+    tally.gen_tokens = tok_before + sum(len(y) for y in ys)
+    return ys
+
+
+def _save_batch(pair: TargetOnly, drafters: list[Drafter], writers: list[RunWriter], batch: list[Any],
+                ids_batch: list[list[int]], ys: list[list[int]], given: dict[tuple[str, str, str], list[int]],
+                b0: int, tally: _Tally) -> None:
+    """Teacher-force the target on the batch (the gate), then each drafter's L_s and m_s along y, appended
+    to every run that lacks the prompt."""
+    tally.emit("teacher-forcing", f"teacher-forcing {len(ys)} prompt(s)", prompt_index=b0)
+    forced = teacher_force_target(pair, ids_batch, ys)
+    for prompt, ids, y, cols in zip(batch, ids_batch, ys, forced):
+        text, ends = decode_pieces(pair.tokenizer, y)
+        first: Stream | None = None
+        for drafter, w in zip(drafters, writers):
+            if (prompt.corpus, prompt.id) in w.done:
+                continue
+            runs, proposed, _ = along_y(drafter, ids, y)
+            stream = Stream(id=prompt.id, corpus=prompt.corpus, bits=np.zeros(0, dtype=np.uint8), prompt=prompt.text,
+                            y=np.asarray(y, dtype=np.int32), text=text, piece_ends=ends,
+                            stop="eos" if y and y[-1] in pair.eos else "length", runs=runs, proposed=proposed,
+                            gate=cols["gate"], target_conf=cols["target_conf"])
+            w.append(stream)
+            if (prompt.corpus, prompt.id, prompt.text) in given:
+                y_info = dict(w.meta.get("y_from") or {})
+                y_info["prompts"] = int(y_info.get("prompts", 0)) + 1
+                w.update_meta(y_from=y_info)
+            first = first or stream
+        if first is not None:
+            tally.saved(first)
+            tally.emit("saved", f"saved {prompt.id}", prompt_index=b0, prompt_id=prompt.id, corpus=prompt.corpus,
+                       tokens=len(y))
+
+
 def run_drafters(config: OracleConfig, specs: list[str], on_progress: Optional[ProgressCallback] = None,
                  cancel: Optional[threading.Event] = None, pair: Optional[TargetOnly] = None,
                  y_from: Optional[Path] = None) -> list[Path]:
@@ -214,8 +272,6 @@ def run_drafters(config: OracleConfig, specs: list[str], on_progress: Optional[P
                for out, d in zip(outs, drafters)]
     from contextlib import ExitStack
 
-    from specterm.oracle import specdec
-
     with ExitStack() as stack:
         for w in writers:
             stack.enter_context(w)
@@ -235,54 +291,11 @@ def run_drafters(config: OracleConfig, specs: list[str], on_progress: Optional[P
         for b0 in range(0, len(todo), config.batch_size):
             batch = todo[b0: b0 + config.batch_size]
             ids_batch = [encode_prompt(pair.tokenizer, p.text, f"prompt {p.id!r} ({p.corpus})") for p in batch]
-            t0 = time.perf_counter()
-            tok_before = tally.gen_tokens
-            where = dict(prompt_index=b0, prompt_id=batch[0].id, corpus=batch[0].corpus)
-
-            def on_step(k: int, t0: float = t0, tok_before: int = tok_before, n: int = len(batch),
-                        where: dict[str, Any] = where) -> None:
-                tally.gen_tokens = tok_before + k * n
-                tally.emit("generating", tokens=k, gen_extra=time.perf_counter() - t0, **where)
-
-            keys = [(p.corpus, p.id, p.text) for p in batch]
-            decode = [i for i, k in enumerate(keys) if k not in given]
-            tally.emit("generating", f"prompts {tally.before + b0 + 1}-{tally.before + b0 + len(batch)}/"
-                                     f"{tally.before + tally.n_todo}: batched greedy ({len(batch) - len(decode)} y "
-                                     "taken from --y-from)", **where)
             try:
-                decoded = specdec.batched_greedy_generate(pair.target, [ids_batch[i] for i in decode],
-                                                          config.max_new_tokens, pair.eos, pair.pad_id,
-                                                          on_step=on_step, cancel=cancel) if decode else []
+                ys = _ys_of_batch(config, pair, batch, ids_batch, given, b0, tally, cancel)
             except Cancelled:
                 tally.emit("cancelled", f"cancelled: {tally.done} prompt(s) saved in {', '.join(map(str, outs))}")
                 raise
-            fresh = dict(zip(decode, decoded))
-            ys = [fresh[i] if i in fresh else given[k] for i, k in enumerate(keys)]
-            tally.gen_time += time.perf_counter() - t0
-            tally.gen_tokens = tok_before + sum(len(y) for y in ys)
-            tally.emit("teacher-forcing", f"teacher-forcing {len(ys)} prompt(s)", prompt_index=b0)
-            forced = teacher_force_target(pair, ids_batch, ys)
-            for prompt, ids, y, cols in zip(batch, ids_batch, ys, forced):
-                text, ends = decode_pieces(pair.tokenizer, y)
-                first: Stream | None = None
-                for drafter, w in zip(drafters, writers):
-                    if (prompt.corpus, prompt.id) in w.done:
-                        continue
-                    runs, proposed, _ = along_y(drafter, ids, y)
-                    stream = Stream(id=prompt.id, corpus=prompt.corpus, bits=np.zeros(0, dtype=np.uint8),
-                                    prompt=prompt.text, y=np.asarray(y, dtype=np.int32), text=text, piece_ends=ends,
-                                    stop="eos" if y and y[-1] in pair.eos else "length", runs=runs, proposed=proposed,
-                                    **cols)
-                    w.append(stream)
-                    first = first or stream
-                if first is not None:
-                    if keys[batch.index(prompt)] in given:
-                        for w in writers:
-                            y_info = dict(w.meta.get("y_from") or {})
-                            y_info["prompts"] = int(y_info.get("prompts", 0)) + 1
-                            w.update_meta(y_from=y_info)
-                    tally.saved(first)
-                    tally.emit("saved", f"saved {prompt.id}", prompt_index=b0, prompt_id=prompt.id,
-                               corpus=prompt.corpus, tokens=len(y))
+            _save_batch(pair, drafters, writers, batch, ids_batch, ys, given, b0, tally)
     tally.emit("done", f"{tally.done} prompt(s) saved in {', '.join(map(str, outs))}")
     return outs

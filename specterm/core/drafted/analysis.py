@@ -143,7 +143,7 @@ def _ci(samples: np.ndarray) -> list[float | None]:
 
 def _ratio(num_: np.ndarray, den: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num_ / np.where(den > 0, den, 1), np.nan)
+        return np.asarray(np.where(den > 0, num_ / np.where(den > 0, den, 1), np.nan), dtype=np.float64)
 
 
 def _estimate(point: float, reps: np.ndarray | None) -> Estimate:
@@ -154,7 +154,7 @@ def block_cost(by_drafted: np.ndarray, blocks: np.ndarray, c_decode: Any, c_veri
                c_draft: Any) -> np.ndarray:
     """sum_d by_drafted[..., d] c_verify(d) + blocks c_draft, with c_verify_d[..., 0] = c_decode (d = 0: a
     plain decode step). by_drafted (..., D + 1); c_verify_d (..., D + 1) holds c_verify(1..D) after it."""
-    return np.sum(by_drafted * c_verify_d, axis=-1) + blocks * c_draft
+    return np.asarray(np.sum(by_drafted * c_verify_d, axis=-1) + blocks * c_draft, dtype=np.float64)
 
 
 def speedup_hw(tokens: np.ndarray, by_drafted: np.ndarray, blocks: np.ndarray, c_decode: Any,
@@ -259,7 +259,7 @@ def set_report(streams: list[Stream], W: np.ndarray | None, gamma: int, cost: di
     gate_n = sum(s.gate.size for s in streams if s.gate is not None)
     gate_ok = sum(int(s.gate.sum()) for s in streams if s.gate is not None)
     starts = int(sum((p > 0).sum() for p in proposed))
-    na = {k: NOT_APPLICABLE for k in BIT_STATISTICS}
+    na = dict.fromkeys(BIT_STATISTICS, NOT_APPLICABLE)
     na["policies"] = POLICIES_NOTE
     return DrafterSet(n_streams=len(streams), n_positions=n_pos, gate_rate=num(gate_ok / gate_n) if gate_n else None,
                       proposal_rate=num(starts / n_pos) if n_pos else None, yield_curve=rows, optimum=optimum,

@@ -9,6 +9,7 @@ copies. `describe()` is run.json's `draft` record ({"kind": "prompt-lookup"|"ngr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,10 +22,25 @@ SPEC_NAMES = ("prompt-lookup", "ngram-simple")  # what --draft accepts (with :N[
 
 
 class Drafter(Protocol):
-    kind: str                 # run.json draft.kind
-    name: str                 # the --draft spelling, e.g. "prompt-lookup:2"
-    max_tokens: int           # the longest proposal kept (the largest g studied)
-    drafts_at_prompt_end: bool  # False: the engine's first target call (prefill) gets no draft (m_0 = 0)
+    @property
+    def kind(self) -> str:
+        """run.json draft.kind ("prompt-lookup" | "ngram")."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """The --draft spelling, e.g. "prompt-lookup:2"."""
+        ...
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest proposal kept (the largest g studied)."""
+        ...
+
+    @property
+    def drafts_at_prompt_end(self) -> bool:
+        """False: the engine's first target call (the prefill) gets no draft, so m_0 = 0."""
+        ...
 
     def propose(self, context: np.ndarray) -> np.ndarray:
         """d_s for this context (int64 ids), at most max_tokens long (possibly empty)."""
@@ -45,7 +61,7 @@ def _ints(spec: str, parts: list[str], most: int) -> list[int]:
     return [int(p) for p in parts]
 
 
-def drafter_from_spec(spec: str, eos_ids: set[int] | list[int] = (), max_tokens: int = GAMMA_MAX) -> Drafter:
+def drafter_from_spec(spec: str, eos_ids: Iterable[int] = (), max_tokens: int = GAMMA_MAX) -> Drafter:
     """The drafter a --draft value names: `prompt-lookup[:N]` (Hugging Face, max_matching_ngram_size N,
     default 2) or `ngram-simple[:N[:M]]` (llama.cpp, size_n N default 12, size_m M default 48)."""
     from specterm.engines.drafters.ngram_simple import NgramSimple
