@@ -1,4 +1,5 @@
-"""Prompt corpora: the six built-in corpora (prose, code, json, math, multilingual; grounded: text and code the prompt holds), user prompt files, and Hugging Face datasets.
+"""Prompt corpora: the six built-in corpora (prose, code, json, math, multilingual; grounded: text and code
+the prompt holds), user prompt files, and Hugging Face datasets.
 
 A prompt is the raw start of a document; the oracle feeds its text to the models with no chat
 template and lets them continue it.
