@@ -189,6 +189,11 @@ def confirm_cmd(
 
     The run's decision here is its cost profile of this machine: without one, `specterm costs` measures it first."""
     params = dict(locals())
+    from specterm.core.store import drafter_of, read_meta
+
+    if drafter_of(read_meta(run)) is not None:  # a drafter run: HF prompt lookup against HF greedy (SPEC 2b)
+        _confirm_drafter(run, per_corpus, gamma, corpus, target, threads)
+        return
     _profile_first(run, threads, device, dtype, target, draft)
     engine = params.pop("engine")
     llama = {k: params.pop(k) for k in ("llama_bin", "llama_src", "keep_logs", "cost_max_gamma")}
@@ -207,6 +212,35 @@ def confirm_cmd(
     from specterm.engines.confirm import confirm_command
 
     confirm_command(engine=engine, **params, **llama)
+
+
+def _confirm_drafter(run: Path, per_corpus: int, gamma: List[int], corpus: Optional[str], target: Optional[str],
+                     threads: Optional[int]) -> None:
+    """`specterm confirm` on a drafter run (oracle/drafted_confirm.py): g = 2, 4, 8, every --gamma and each
+    corpus's g_hw."""
+    import time as _time
+
+    from specterm.core.drafted.analysis import analyse_drafter
+    from specterm.core.store import load_run
+    from specterm.oracle.drafted_confirm import confirm_drafter_run
+
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    rep = analyse_drafter([load_run(run)], boot=0)
+    chosen = {2, 4, 8, *gamma, *(s.decision_hw.gamma_hw for s in rep.sets.values() if s.decision_hw.gamma_hw)}
+    corpora = [c.strip() for c in corpus.split(",")] if corpus else None
+
+    def log(msg: str) -> None:
+        typer.echo(f"{_time.strftime('%H:%M:%S')} {msg}", err=True)
+
+    record = confirm_drafter_run(run, per_corpus, tuple(sorted(chosen)), corpora, target, log)
+    bad = [(p["corpus"], p["id"], g) for p in record["prompts"] for g, r in p["spec"].items()
+           if not r["identical"] or r["target_calls"] != r["blocks_walk"]]
+    if bad:
+        fail(f"the real decoder differs from the walk on {len(bad)} (prompt, g): {bad[:3]}; the record is kept in run.json.")
+    typer.echo(f"confirmed: every output equals y and every target-call count equals the walk's; see `specterm report {run}`.")
 
 
 def _profile_first(run: Path, threads: Optional[int], device: Optional[str], dtype: Optional[str],

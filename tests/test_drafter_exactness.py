@@ -88,3 +88,23 @@ def test_the_walk_saves_target_calls_on_grounded_prompts(drafter_runs):
     blocks = sum(walk_loop(s.runs, s.proposed, 8)[1] for s in grounded)
     assert blocks < sum(s.n for s in grounded)  # fewer target calls than tokens: something was accepted
     assert np.all([s.runs.max() <= 32 for s in grounded])
+
+
+def test_specterm_confirm_on_a_prompt_lookup_run(smollm2_pair, drafter_runs, monkeypatch):
+    """`specterm confirm` on the drafter run: HF prompt lookup against HF greedy at g = 2, 4, 8; the record
+    holds every prompt's target calls equal to the walk's, and the drafter report shows it."""
+    from specterm.core.drafted.analysis import analyse_drafter
+    from specterm.oracle.drafted_confirm import confirm_drafter_run
+
+    _, path = smollm2_pair
+    run = drafter_runs[0]
+    record = confirm_drafter_run(run.path, k=1, gammas=(2, 4, 8), target=str(path), log=lambda m: None)
+    assert len(record["prompts"]) == 2  # one per corpus
+    for p in record["prompts"]:
+        assert p["greedy_identical"]
+        for r in p["spec"].values():
+            assert r["identical"] and r["target_calls"] == r["blocks_walk"]
+    rep = analyse_drafter([load_run(run.path)], boot=0)
+    rows = rep.sets["pooled"].confirmed
+    assert [c.gamma for c in rows] == [2, 4, 8]
+    assert all(c.identical and c.target_calls == c.blocks_walk and c.realized for c in rows)

@@ -200,3 +200,19 @@ def test_specterm_run_with_drafters_then_report(tiny_model_dir: Path, tmp_path: 
     assert res.exit_code != 0 and "mixes a draft model" in res.output
     res = CliRunner().invoke(cli.app, ["list", "--root", str(tmp_path)])
     assert "drafter prompt-lookup:2" in res.stdout
+
+
+def test_confirmed_rows_sum_the_latest_record(tmp_path: Path) -> None:
+    from specterm.core.drafted.analysis import DrafterYield, confirmed_rows
+    from specterm.core.report import Estimate
+
+    curve = [DrafterYield(gamma=g, E=Estimate(value=1.0), speedup_hw=1.0 + g / 10) for g in range(1, 33)]
+    rec = {"engine": {"version": "5", "torch": "2", "threads": 1}, "prompts": [
+        {"corpus": "a", "greedy_s": 4.0, "spec": {"2": {"s": 2.0, "target_calls": 5, "blocks_walk": 5, "identical": True}}},
+        {"corpus": "b", "greedy_s": 6.0, "spec": {"2": {"s": 4.0, "target_calls": 7, "blocks_walk": 7, "identical": False}}}]}
+    rows = confirmed_rows({"drafter_confirmations": [{"prompts": []}, rec]}, None, curve)
+    assert len(rows) == 1 and rows[0].realized == pytest.approx(10.0 / 6.0) and rows[0].predicted == pytest.approx(1.2)
+    assert (rows[0].target_calls, rows[0].blocks_walk, rows[0].identical) == (12, 12, False)
+    only_a = confirmed_rows({"drafter_confirmations": [rec]}, "a", curve)
+    assert only_a[0].realized == pytest.approx(2.0) and only_a[0].identical
+    assert confirmed_rows({}, None, curve) == []

@@ -95,6 +95,22 @@ class DrafterDecision(Record):
 
 
 @dataclass(kw_only=True)
+class DrafterConfirmed(Record):
+    """A confirmation against the real decoder at one g (run.json drafter_confirmations, latest record):
+    target calls summed over the timed prompts, the walk's blocks on their L_s, realized speedup =
+    greedy seconds / drafter seconds summed, against the set's S_hw(g) on this machine."""
+
+    gamma: int
+    prompts: int
+    identical: bool                         # every output equals the stored y
+    target_calls: int
+    blocks_walk: int
+    realized: float | None = None
+    predicted: float | None = None
+    engine: str = ""
+
+
+@dataclass(kw_only=True)
 class DrafterSet(Record):
     n_streams: int
     n_positions: int
@@ -105,6 +121,7 @@ class DrafterSet(Record):
     depth: DrafterDepth
     decision_hw: DrafterDecision
     not_applicable: dict[str, str]
+    confirmed: list[DrafterConfirmed] = dataclasses.field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -266,6 +283,29 @@ def set_report(streams: list[Stream], W: np.ndarray | None, gamma: int, cost: di
                       depth=depth, decision_hw=decision, not_applicable=na)
 
 
+def confirmed_rows(meta: dict[str, Any], corpus: str | None, curve: list[DrafterYield]) -> list[DrafterConfirmed]:
+    """The latest drafter confirmation's results for one corpus (None: every corpus), per g."""
+    records = meta.get("drafter_confirmations")
+    if not isinstance(records, list) or not records or not isinstance(records[-1], dict):
+        return []
+    rec = records[-1]
+    prompts = [p for p in rec.get("prompts") or [] if isinstance(p, dict) and (corpus is None or p.get("corpus") == corpus)]
+    engine = rec.get("engine") or {}
+    label = f"transformers {engine.get('version')}, torch {engine.get('torch')}, {engine.get('threads')} thread(s)"
+    out = []
+    for g in sorted({int(k) for p in prompts for k in (p.get("spec") or {})}):
+        rows = [(p, p["spec"][str(g)]) for p in prompts if str(g) in (p.get("spec") or {})]
+        greedy = sum(float(p.get("greedy_s") or 0.0) for p, _ in rows)
+        spec = sum(float(r.get("s") or 0.0) for _, r in rows)
+        out.append(DrafterConfirmed(
+            gamma=g, prompts=len(rows), identical=all(bool(r.get("identical")) for _, r in rows),
+            target_calls=sum(int(r.get("target_calls") or 0) for _, r in rows),
+            blocks_walk=sum(int(r.get("blocks_walk") or 0) for _, r in rows),
+            realized=num(greedy / spec) if spec > 0 else None,
+            predicted=curve[g - 1].speedup_hw if 1 <= g <= len(curve) else None, engine=label))
+    return out
+
+
 def run_cost(run: Run) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """The cost dict a drafter run decides with (its latest profile's, else run.json cost), the
     machine it names and the profile id."""
@@ -314,6 +354,8 @@ def analyse_drafter(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOO
     W = np.hstack([weights[c] for c in corpora]) if corpora and boot else None
     fewest = min((len(by_corpus[c]) for c in corpora), default=0)
     sets[POOLED] = set_report(pooled_streams, W, gamma, cost, seed, fewest, where, profile)
+    for name, rep in sets.items():
+        rep.confirmed = confirmed_rows(runs[0].meta, None if name == POOLED else name, rep.yield_curve)
     target = runs[0].meta.get("target")
     tname = target.get("spec") if isinstance(target, dict) else target if isinstance(target, str) else None
     return DrafterReport(kind="drafter", drafter=next(iter(names)), draft=dict(runs[0].meta["draft"]), target=tname,

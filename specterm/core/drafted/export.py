@@ -81,6 +81,14 @@ def drafter_markdown(rep: DrafterReport) -> str:
         for j in range(gamma):
             rows.append([str(j + 1), *[f"{_est(s.depth.conditional[j])} / {_est(s.depth.unconditional[j])}" for _, s in sets]])
         lines += _table(["depth j", *[f"{n}: c_j / P(len >= j)" for n, _ in sets]], rows)
+        conf = [(n, c) for n, s in sets for c in s.confirmed]
+        if conf:
+            lines += ["", "## Confirmed against the real decoder", "",
+                      f"Hugging Face assisted generation with prompt_lookup_num_tokens = g against plain greedy "
+                      f"({conf[0][1].engine}); the decoder is deterministic, so its target calls must equal the walk's.", ""]
+            lines += _table(["set", "g", "prompts", "outputs = y", "target calls", "walk's blocks", "realized", "predicted S_hw(g)"],
+                            [[n, str(c.gamma), str(c.prompts), "yes" if c.identical else "NO", str(c.target_calls),
+                              str(c.blocks_walk), _f(c.realized), _f(c.predicted)] for n, c in conf])
         lines += ["", "## Statistics that do not apply", ""]
         na = sets[0][1].not_applicable
         lines += _table(["statistic", "why"], [[k, v] for k, v in na.items()])
