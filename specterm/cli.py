@@ -46,7 +46,7 @@ def run_cmd(
         ..., "--draft", "-d",
         help="Draft model: Hugging Face id, local directory, .gguf file, or 'layers:K' (the target's first K layers, a "
              "layer-skip self-draft); or a drafter without a draft model (SPEC 2b): 'prompt-lookup[:N]' (Hugging Face's "
-             "prompt lookup, max n-gram N, default 2) or 'ngram-simple[:N[:M]]' (llama.cpp's, size_n N = 12, size_m M = 48). "
+             "prompt lookup, max n-gram N, default 2) or 'ngram-simple[:N]' (llama.cpp's, size_n N = 12; its draft length g is size_m). "
              "Drafters may be repeated: y and the target pass are shared, one run per drafter.",
     ),
     corpus: Optional[str] = typer.Option(

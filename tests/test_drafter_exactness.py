@@ -29,7 +29,7 @@ def drafter_runs(smollm2_pair, tmp_path_factory):
     out = tmp_path_factory.mktemp("drafters") / "pl"
     cfg = OracleConfig(target=str(path), draft="prompt-lookup:2", prompts=prompts, out=out, max_new_tokens=N_NEW,
                        batch_size=3, measure_cost=False)
-    paths = run_drafters(cfg, ["prompt-lookup:2", "prompt-lookup:3", "ngram-simple:2:8"], pair=target)
+    paths = run_drafters(cfg, ["prompt-lookup:2", "prompt-lookup:3", "ngram-simple:2"], pair=target)
     return [load_run(p) for p in paths]
 
 

@@ -170,7 +170,7 @@ def test_decision_with_costs_by_hand(tmp_path: Path) -> None:
 
 
 def test_specterm_run_with_drafters_then_report(tiny_model_dir: Path, tmp_path: Path) -> None:
-    """`specterm run --draft prompt-lookup --draft ngram-simple:1:4` on a tiny model: no draft model, one y for
+    """`specterm run --draft prompt-lookup --draft ngram-simple:1` on a tiny model: no draft model, one y for
     both runs, costs with the drafter's time per block; then the drafter report and Which draft?."""
     from typer.testing import CliRunner
 
@@ -178,10 +178,10 @@ def test_specterm_run_with_drafters_then_report(tiny_model_dir: Path, tmp_path: 
 
     out = tmp_path / "pl"
     res = CliRunner().invoke(cli.app, ["run", "--headless", "--target", str(tiny_model_dir), "--draft", "prompt-lookup",
-                                       "--draft", "ngram-simple:1:4", "--corpus", "grounded,code", "--limit", "2",
+                                       "--draft", "ngram-simple:1", "--corpus", "grounded,code", "--limit", "2",
                                        "-n", "12", "--out", str(out)])
     assert res.exit_code == 0, res.output
-    a, b = load_run(out), load_run(tmp_path / "pl-ngram-simple-1-4")
+    a, b = load_run(out), load_run(tmp_path / "pl-ngram-simple-1")
     assert a.meta["draft"]["kind"] == "prompt-lookup" and b.meta["draft"]["kind"] == "ngram"
     assert [s.y.tolist() for s in a.streams] == [s.y.tolist() for s in b.streams]
     assert all(s.gate_rate == 1.0 for s in a.streams)
@@ -192,9 +192,9 @@ def test_specterm_run_with_drafters_then_report(tiny_model_dir: Path, tmp_path: 
     assert res.exit_code == 0, res.output
     rep = json.loads(res.stdout)
     assert rep["kind"] == "drafter" and rep["sets"]["pooled"]["decision_hw"]["measured"] is True
-    res = CliRunner().invoke(cli.app, ["report", str(out), str(tmp_path / "pl-ngram-simple-1-4"), "--boot", "50"])
+    res = CliRunner().invoke(cli.app, ["report", str(out), str(tmp_path / "pl-ngram-simple-1"), "--boot", "50"])
     assert res.exit_code == 0, res.output
-    assert "Which draft?" in res.stdout and "ngram-simple:1:4" in res.stdout
+    assert "Which draft?" in res.stdout and "ngram-simple:1" in res.stdout
     res = CliRunner().invoke(cli.app, ["run", "--headless", "--target", str(tiny_model_dir), "--draft", "prompt-lookup",
                                        "--draft", "layers:1", "--out", str(tmp_path / "x")])
     assert res.exit_code != 0 and "mixes a draft model" in res.output

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specterm.core.drafted.walk import depth_counts, walk_loop, walk_streams
+from specterm.core.drafted.walk import depth_counts, drafted_at, walk_loop, walk_streams
 from specterm.core.errors import SpectermError
 from specterm.engines.drafters import NgramSimple, PromptLookup, along_y, drafter_from_spec
 
@@ -113,13 +113,28 @@ def test_ngram_simple_matches_llamacpp_code_and_brute_force(seed: int) -> None:
     P = int(rng.integers(1, len(ctx) - 5))
     prompt, y = ctx[:P], ctx[P:]
     n, m = int(rng.integers(1, 4)), int(rng.integers(1, 9))
-    drafter = NgramSimple(size_n=n, size_m=m)
-    for s in range(1, len(y)):
+    drafter = NgramSimple(size_n=n, size_m=m, max_tokens=12)
+    for s in range(len(y)):
         context = prompt + y[:s]
-        assert drafter.propose(np.asarray(context)).tolist() == llamacpp_ngram_simple(context[:-1], context[-1], n, m)
+        if len(context) >= 2:
+            assert drafter.propose(np.asarray(context)).tolist() == llamacpp_ngram_simple(context[:-1], context[-1], n, m)
+    # g is size_m: the stored (L_s, m_s) of the longest continuation and the rule give, at every g, exactly the
+    # literal code's draft at size_m = g (its length and its accepted run along y)
     runs, proposed, _ = along_y(drafter, prompt, y)
-    b_runs, b_prop = brute_runs(lambda c: llamacpp_ngram_simple(c[:-1], c[-1], n, m), prompt, y, first=False)
-    assert runs.tolist() == b_runs and proposed.tolist() == b_prop
+    found = 0
+    for s in range(len(y)):
+        context = prompt + y[:s]
+        cap = drafter.gamma_cap(len(context))
+        for g in range(1, 13):
+            literal = llamacpp_ngram_simple(context[:-1], context[-1], n, g) if len(context) >= 2 else []
+            d = int(drafted_at(g, int(proposed[s]), drafter.min_draft, cap))
+            assert len(literal) == d, (s, g)
+            k = 0
+            while k < d and s + k < len(y) and literal[k] == y[s + k]:
+                k += 1
+            assert min(int(runs[s]), d) == k
+            found += k
+    assert found > 0
 
 
 def test_prompt_lookup_hand_case() -> None:
@@ -146,9 +161,9 @@ def test_drafter_from_spec() -> None:
     d = drafter_from_spec("prompt-lookup:3", {2})
     assert isinstance(d, PromptLookup) and d.max_ngram == 3 and d.eos_ids == (2,)
     assert drafter_from_spec("prompt-lookup").max_ngram == 2  # type: ignore[attr-defined]
-    g = drafter_from_spec("ngram-simple:4:16")
-    assert isinstance(g, NgramSimple) and (g.size_n, g.size_m) == (4, 16)
-    for bad in ("prompt-lookup:x", "prompt-lookup:0", "ngram-simple:1:2:3", "lookup"):
+    g = drafter_from_spec("ngram-simple:4")
+    assert isinstance(g, NgramSimple) and g.size_n == 4 and g.min_draft == 4
+    for bad in ("prompt-lookup:x", "prompt-lookup:0", "ngram-simple:4:16", "lookup"):
         with pytest.raises(SpectermError):
             drafter_from_spec(bad)
 
@@ -173,6 +188,26 @@ def test_walk_on_runs_equals_the_loop(seed: int) -> None:
             assert walk.by_drafted[i, j].sum() == b
             assert (walk.by_drafted[i, j] * np.arange(walk.by_drafted.shape[2])).sum() == d
             assert t == n_l[i]  # every position is emitted once
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_walk_with_a_rule_per_g_equals_the_loop(seed: int) -> None:
+    rng = np.random.default_rng(50 + seed)
+    runs_l, prop_l, n_l, caps = [], [], [], []
+    for _ in range(4):
+        n = int(rng.integers(1, 50))
+        prop = rng.integers(0, 12, size=n)
+        runs_l.append(np.minimum(rng.integers(0, 14, size=n), np.minimum(prop, n - np.arange(n))))
+        prop_l.append(prop)
+        n_l.append(n)
+        caps.append(int(rng.integers(-5, 10)) + np.arange(n))
+    gammas = np.arange(1, 13)
+    walk = walk_streams(runs_l, prop_l, n_l, gammas, 3, caps)
+    for i in range(4):
+        for j, g in enumerate(gammas.tolist()):
+            assert (walk.tokens[i, j], walk.blocks[i, j], walk.drafted[i, j]) == walk_loop(runs_l[i], prop_l[i], g, None, 3, caps[i])
+    reached, accepted, blocks = depth_counts(runs_l, prop_l, n_l, 5, 3, caps)
+    assert blocks.tolist() == walk.blocks[:, 4].tolist()
 
 
 def test_walk_hand_case_and_bits_special_case() -> None:

@@ -181,7 +181,7 @@ def import_jsonl(path: str | os.PathLike[str], out: str | os.PathLike[str], name
         kind = "prompt-lookup" if (draft or "").startswith("prompt-lookup") else "ngram" if (draft or "").startswith("ngram") else None
         if kind is None:
             raise SpectermError(f"{path} holds a drafter's runs; name the drafter with --draft prompt-lookup[:N] or "
-                                "--draft ngram-simple[:N[:M]].")
+                                "--draft ngram-simple[:N].")
         models["draft"] = {**(models["draft"] or {}), "kind": kind}
     meta = new_meta(name or out.name, imported_from=Path(path).name, **models)
     return write_run(out, meta, streams), streams

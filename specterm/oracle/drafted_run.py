@@ -234,7 +234,7 @@ def _save_batch(pair: TargetOnly, drafters: list[Drafter], writers: list[RunWrit
             stream = Stream(id=prompt.id, corpus=prompt.corpus, bits=np.zeros(0, dtype=np.uint8), prompt=prompt.text,
                             y=np.asarray(y, dtype=np.int32), text=text, piece_ends=ends,
                             stop="eos" if y and y[-1] in pair.eos else "length", runs=runs, proposed=proposed,
-                            gate=cols["gate"], target_conf=cols["target_conf"])
+                            gate=cols["gate"], target_conf=cols["target_conf"], prompt_tokens=len(ids))
             w.append(stream)
             if (prompt.corpus, prompt.id, prompt.text) in given:
                 y_info = dict(w.meta.get("y_from") or {})

@@ -138,6 +138,34 @@ class DrafterReport(Record):
         return [(n, self.sets[n]) for n in set_names(self.sets)]
 
 
+@dataclass(frozen=True)
+class DraftRule:
+    """A drafter's rule per g (walk.py): d = 0 where g < min_draft, m_s < min_draft or g > max_gamma_s.
+    Hugging Face's prompt lookup has none (min_draft 0, no cap); llama.cpp's ngram-simple (g = size_m)
+    drafts only for size_n <= g <= cur_len - size_n - 2, cur_len = prompt_tokens + s - 1."""
+
+    min_draft: int = 0
+    size_n: int | None = None               # ngram-simple: the cap per start reads the prompt length
+
+    @staticmethod
+    def of(draft: dict[str, Any] | None) -> DraftRule:
+        if isinstance(draft, dict) and draft.get("type") == "ngram-simple":
+            return DraftRule(min_draft=int(draft["size_n"]), size_n=int(draft["size_n"]))
+        return DraftRule()
+
+    def caps(self, streams: list[Stream]) -> list[np.ndarray] | None:
+        """max_gamma_s of each stream (None: no cap)."""
+        if self.size_n is None:
+            return None
+        out = []
+        for s in streams:
+            if s.prompt_tokens is None:
+                raise SpectermError(f"prompt {s.id!r} ({s.corpus}) stores no prompt_tokens, which ngram-simple's "
+                                    "draft for each g needs; re-create the run with `specterm run`.")
+            out.append(s.prompt_tokens + np.arange(s.n, dtype=np.int64) - self.size_n - 3)
+        return out
+
+
 def drafter_streams(streams: list[Stream]) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
     """(L_s, m_s, n) of each stream over its analysed starts: s < the first gate failure (SPEC 1;
     positions past it are excluded), and L_s cut to the analysed positions (L_s <= n - s)."""
@@ -242,11 +270,15 @@ def _decision(walk: DrafterWalk, W: np.ndarray | None, curve: CostCurve | None, 
 
 
 def set_report(streams: list[Stream], W: np.ndarray | None, gamma: int, cost: dict[str, Any] | None, seed: int,
-               n_prompts: int, where: str | None = None, profile: str | None = None) -> DrafterSet:
-    """Every number of one set (module docstring); W: its bootstrap weights (B x N) or None."""
+               n_prompts: int, where: str | None = None, profile: str | None = None,
+               rule: DraftRule | None = None) -> DrafterSet:
+    """Every number of one set (module docstring); W: its bootstrap weights (B x N) or None; rule: the
+    drafter's rule per g (DraftRule.of(run.json draft))."""
+    rule = rule or DraftRule()
     runs, proposed, n = drafter_streams(streams)
+    caps = rule.caps(streams)
     gammas = np.arange(1, GAMMA_MAX + 1)
-    walk = walk_streams(runs, proposed, n, gammas)
+    walk = walk_streams(runs, proposed, n, gammas, rule.min_draft, caps)
     tok, blk, dr = (x.sum(axis=0).astype(np.float64) for x in (walk.tokens, walk.blocks, walk.drafted))
     E = _ratio(tok, blk)
     E_b = None
@@ -261,7 +293,7 @@ def set_report(streams: list[Stream], W: np.ndarray | None, gamma: int, cost: di
                                  drafted_per_block=num(_ratio(dr[j], blk[j])), acceptance=num(_ratio(tok[j] - blk[j], dr[j])),
                                  speedup_hw=num(s_hw), speedup_mb=num(s_mb)))
     optimum = [{"r": r, "gamma_true": best_gamma(_ratio(tok, blk + r * dr), gammas)} for r in R_GRID]
-    reached, accepted, blocks_d = depth_counts(runs, proposed, n, gamma)
+    reached, accepted, blocks_d = depth_counts(runs, proposed, n, gamma, rule.min_draft, caps)
     cond_pt = _ratio(accepted.sum(axis=0).astype(np.float64), reached.sum(axis=0).astype(np.float64))
     unc_pt = _ratio(accepted.sum(axis=0).astype(np.float64), np.full(gamma, float(blocks_d.sum())))
     cond_b = unc_b = None
@@ -348,12 +380,14 @@ def analyse_drafter(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOO
     corpora = sorted(by_corpus)
     weights = {c: multinomial_weights(len(by_corpus[c]), boot, corpus_seed(seed, c)) for c in corpora}
     sets: dict[str, DrafterSet] = {}
+    rule = DraftRule.of(runs[0].meta.get("draft"))
     for c in corpora:
-        sets[c] = set_report(by_corpus[c], weights[c] if boot else None, gamma, cost, seed, len(by_corpus[c]), where, profile)
+        sets[c] = set_report(by_corpus[c], weights[c] if boot else None, gamma, cost, seed, len(by_corpus[c]), where,
+                             profile, rule)
     pooled_streams = [s for c in corpora for s in by_corpus[c]]
     W = np.hstack([weights[c] for c in corpora]) if corpora and boot else None
     fewest = min((len(by_corpus[c]) for c in corpora), default=0)
-    sets[POOLED] = set_report(pooled_streams, W, gamma, cost, seed, fewest, where, profile)
+    sets[POOLED] = set_report(pooled_streams, W, gamma, cost, seed, fewest, where, profile, rule)
     for name, rep in sets.items():
         rep.confirmed = confirmed_rows(runs[0].meta, None if name == POOLED else name, rep.yield_curve)
     target = runs[0].meta.get("target")

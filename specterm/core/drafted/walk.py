@@ -7,6 +7,10 @@ block start s = 0..n-1 of a stream:
         k = min(L_s, d)                  accepted
         tokens += min(k + 1, n - s); blocks += 1; drafted += d; s += k + 1
 
+A drafter whose proposal for g is not a prefix of its longest everywhere (llama.cpp's ngram-simple, whose
+g is size_m) drafts d = 0 where g < min_draft, m_s < min_draft or g > max_gamma_s (its rule, stored as
+min_draft and the per-start cap max_gamma_s); otherwise d = min(g, m_s) as above.
+
 E(g) = sum tokens / sum blocks (tokens per target call). The walk jumps by k + 1, so it is not a
 closed form over runs as the bit walk is; `walk_streams` steps every (stream, g) pair together, one
 numpy step per block (at most n steps), and also counts the blocks by d (the verify forward of a
@@ -16,18 +20,28 @@ block holds d + 1 tokens: its cost) and, at one g, by (d, k) (acceptance by dept
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from specterm.core.errors import SpectermError
 
 
-def walk_loop(runs: np.ndarray, proposed: np.ndarray, gamma: int, n: int | None = None) -> tuple[int, int, int]:
+def drafted_at(gamma: Any, m: Any, min_draft: int, cap: Any) -> Any:
+    """d = min(g, m_s), or 0 where g < min_draft, m_s < min_draft or g > cap (the drafter's rule per g)."""
+    ok = (gamma >= min_draft) & (m >= min_draft) & (gamma <= cap)
+    return np.where(ok, np.minimum(gamma, m), 0)
+
+
+def walk_loop(runs: np.ndarray, proposed: np.ndarray, gamma: int, n: int | None = None, min_draft: int = 0,
+              max_gamma: np.ndarray | None = None) -> tuple[int, int, int]:
     """(tokens, blocks, drafted) of the SPEC 2b loop, literally (the reference of `walk_streams`)."""
     n = len(runs) if n is None else n
     s = tokens = blocks = drafted = 0
     while s < n:
-        d = min(gamma, int(proposed[s]))
+        cap = int(max_gamma[s]) if max_gamma is not None else gamma
+        ok = gamma >= min_draft and int(proposed[s]) >= min_draft and gamma <= cap
+        d = min(gamma, int(proposed[s])) if ok else 0
         k = min(int(runs[s]), d)
         tokens += min(k + 1, n - s)
         blocks += 1
@@ -57,8 +71,9 @@ def padded(columns: list[np.ndarray], width: int) -> np.ndarray:
 
 
 def walk_streams(runs: list[np.ndarray], proposed: list[np.ndarray], n: np.ndarray | list[int],
-                 gammas: np.ndarray) -> DrafterWalk:
-    """The walk of every stream i (its first n[i] starts) at every g of `gammas`, all together."""
+                 gammas: np.ndarray, min_draft: int = 0, max_gamma: list[np.ndarray] | None = None) -> DrafterWalk:
+    """The walk of every stream i (its first n[i] starts) at every g of `gammas`, all together (the
+    drafter's rule: min_draft and per-start caps max_gamma, None: no cap)."""
     gammas = np.asarray(gammas, dtype=np.int64)
     n_arr = np.asarray(n, dtype=np.int64)
     if gammas.size == 0 or gammas.min() < 1:
@@ -66,6 +81,7 @@ def walk_streams(runs: list[np.ndarray], proposed: list[np.ndarray], n: np.ndarr
     N, G = len(runs), gammas.size
     width = int(n_arr.max()) if N else 0
     R, M = padded(runs, width), padded(proposed, width)
+    C = padded(max_gamma, width) if max_gamma is not None else np.full_like(M, np.iinfo(np.int64).max)
     s = np.zeros((N, G), dtype=np.int64)
     tokens = np.zeros((N, G), dtype=np.int64)
     blocks = np.zeros((N, G), dtype=np.int64)
@@ -74,7 +90,7 @@ def walk_streams(runs: list[np.ndarray], proposed: list[np.ndarray], n: np.ndarr
     ii, jj = np.nonzero(s < n_arr[:, None])
     while ii.size:
         ss = s[ii, jj]
-        d = np.minimum(gammas[jj], M[ii, ss])
+        d = drafted_at(gammas[jj], M[ii, ss], min_draft, C[ii, ss])
         k = np.minimum(R[ii, ss], d)
         tokens[ii, jj] += np.minimum(k + 1, n_arr[ii] - ss)
         blocks[ii, jj] += 1
@@ -87,7 +103,8 @@ def walk_streams(runs: list[np.ndarray], proposed: list[np.ndarray], n: np.ndarr
 
 
 def depth_counts(runs: list[np.ndarray], proposed: list[np.ndarray], n: np.ndarray | list[int],
-                 gamma: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 gamma: int, min_draft: int = 0, max_gamma: list[np.ndarray] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per stream, at draft length `gamma`, for depth j = 1..gamma (columns j - 1):
 
         reached[i, j]  = blocks that drafted a token at depth j with tokens 1..j-1 accepted (d >= j, k >= j - 1)
@@ -98,6 +115,7 @@ def depth_counts(runs: list[np.ndarray], proposed: list[np.ndarray], n: np.ndarr
     N = len(runs)
     width = int(n_arr.max()) if N else 0
     R, M = padded(runs, width), padded(proposed, width)
+    C = padded(max_gamma, width) if max_gamma is not None else np.full_like(M, np.iinfo(np.int64).max)
     s = np.zeros(N, dtype=np.int64)
     depth = np.arange(1, gamma + 1, dtype=np.int64)
     reached = np.zeros((N, gamma), dtype=np.int64)
@@ -106,7 +124,7 @@ def depth_counts(runs: list[np.ndarray], proposed: list[np.ndarray], n: np.ndarr
     ii = np.flatnonzero(s < n_arr)
     while ii.size:
         ss = s[ii]
-        d = np.minimum(gamma, M[ii, ss])
+        d = drafted_at(gamma, M[ii, ss], min_draft, C[ii, ss])
         k = np.minimum(R[ii, ss], d)
         reached[ii] += (d[:, None] >= depth) & (k[:, None] >= depth - 1)
         accepted[ii] += k[:, None] >= depth

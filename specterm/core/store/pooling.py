@@ -37,7 +37,7 @@ from specterm.core.store.runs import Run
 PROB_ATOL = 1e-4
 _PROB_FIELDS = ("draft_conf", "target_conf", "beta")
 _EXACT_FIELDS = ("id", "corpus", "prompt", "bits", "gate", "y", "draft_argmax", "text", "piece_ends", "stop", "runs",
-                 "proposed")
+                 "proposed", "prompt_tokens")
 
 
 def _unnamed(model: Any) -> bool:

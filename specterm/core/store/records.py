@@ -16,7 +16,8 @@ Record fields (per prompt, n = number of positions of the continuation y_1..y_n)
     runs, proposed            a drafter run's records (SPEC 2b, run.json draft.kind prompt-lookup|ngram) carry,
                               instead of bits / draft_argmax / draft_conf / beta, two JSON lists of n ints: L_s, the
                               drafter's accepted run at block start s, and m_s, its proposal's length:
-                              0 <= L_s <= min(m_s, n - s), m_s <= the run's draft.max_tokens
+                              0 <= L_s <= min(m_s, n - s), m_s <= the run's draft.max_tokens; and prompt_tokens,
+                              the prompt's length in tokens (llama.cpp's ngram-simple's rule per g reads it)
     checksum                  16 hex digits (see below; absent in runs written before checksums)
 
 Every record written since checksums exist carries `checksum`, the first 16 hex digits of the
@@ -111,6 +112,7 @@ class Stream:
     run: str = ""
     runs: np.ndarray | None = None      # a drafter run's L_s per block start s (int32; bits is then empty)
     proposed: np.ndarray | None = None  # a drafter run's m_s per block start s (int32)
+    prompt_tokens: int | None = None    # a drafter run's prompt length in tokens (its rule per g may read it)
 
     @property
     def n(self) -> int:
@@ -203,6 +205,8 @@ class Stream:
         if self.runs is not None and self.proposed is not None:  # a drafter's stream: L_s and m_s, no bits
             rec["runs"] = [int(v) for v in self.runs.tolist()]
             rec["proposed"] = [int(v) for v in self.proposed.tolist()]
+            if self.prompt_tokens is not None:
+                rec["prompt_tokens"] = int(self.prompt_tokens)
         else:
             rec["bits"] = bits_to_str(self.bits)
         for name in _INT_FIELDS:
@@ -220,7 +224,8 @@ class Stream:
 
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7F))  # the characters JSON with ensure_ascii writes as themselves (but quote and backslash)
 _FIELDS = frozenset(["id", "corpus", "prompt", "n", "bits", "gate", "text", "stop", "y", "draft_argmax", "piece_ends",
-                     "draft_conf", "target_conf", "beta", "repairs", "runs", "proposed", CHECKSUM_FIELD])  # keys written as they are
+                     "draft_conf", "target_conf", "beta", "repairs", "runs", "proposed", "prompt_tokens",
+                     CHECKSUM_FIELD])  # keys written as they are
 _TEXT_FIELDS = frozenset(["id", "corpus", "prompt", "text", "stop"])  # free text (newlines, quotes): always escaped
 
 
@@ -410,8 +415,11 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
     if stop is not None and not isinstance(stop, str):
         raise SpectermError(f"{where}: 'stop' must be a string or null; the file is corrupt.")
     repairs = _repairs(rec.get("repairs"), n, "gate" in kw, where)
+    prompt_tokens = rec.get("prompt_tokens")
+    if prompt_tokens is not None and not (type(prompt_tokens) is int and prompt_tokens >= 1 and drafted):
+        raise SpectermError(f"{where}: 'prompt_tokens' must be a positive integer beside a drafter's runs; the file is corrupt.")
     return Stream(id=rec["id"], corpus=rec["corpus"], bits=bits, prompt=prompt, text=text, stop=stop, run=run,
-                  repairs=repairs, runs=runs, proposed=proposed, **kw)
+                  repairs=repairs, runs=runs, proposed=proposed, prompt_tokens=prompt_tokens, **kw)
 
 
 def drafter_runs_of(rec: dict[str, Any], where: str, bounds: RecordBounds | None) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,6 @@
 """A drafter along the target's greedy y (SPEC 2b): at every block start s (context = prompt + y_1..y_s),
+with d_s the drafter's longest continuation (`Drafter.longest`: the drafts for every g are its prefixes,
+within the drafter's rule min_draft <= g <= gamma_cap),
 
     L_s = number of leading i with d_s[i] == y_{s+1+i}   (i < len(d_s), s + 1 + i <= n)
     m_s = len(d_s)                                        (at most the drafter's max_tokens)
@@ -38,7 +40,7 @@ def along_y(drafter: Drafter, prompt_ids: list[int] | np.ndarray, y: list[int] |
         if s == 0 and not drafter.drafts_at_prompt_end:
             continue
         t0 = time.perf_counter()
-        d = drafter.propose(ctx[: p.size + s])
+        d = drafter.longest(ctx[: p.size + s])
         seconds.append(time.perf_counter() - t0)
         proposed[s] = d.size
         runs[s] = leading_matches(d, yy[s:])

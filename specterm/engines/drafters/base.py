@@ -18,7 +18,7 @@ from specterm.core.errors import SpectermError
 from specterm.core.params import GAMMA_MAX
 
 DRAFTER_KINDS = ("prompt-lookup", "ngram")  # run.json draft.kind of a drafter run (SPEC 7)
-SPEC_NAMES = ("prompt-lookup", "ngram-simple")  # what --draft accepts (with :N[:M] options)
+SPEC_NAMES = ("prompt-lookup", "ngram-simple")  # what --draft accepts (with a :N option)
 
 
 class Drafter(Protocol):
@@ -42,28 +42,43 @@ class Drafter(Protocol):
         """False: the engine's first target call (the prefill) gets no draft, so m_0 = 0."""
         ...
 
+    @property
+    def min_draft(self) -> int:
+        """The shortest draft the code makes at any g (0: no such floor)."""
+        ...
+
+    def gamma_cap(self, context_len: int) -> int:
+        """The largest g that drafts at all on a context of this many tokens (SPEC 2b's rule per g)."""
+        ...
+
     def propose(self, context: np.ndarray) -> np.ndarray:
-        """d_s for this context (int64 ids), at most max_tokens long (possibly empty)."""
+        """d_s for this context (int64 ids) as the copied code makes it at its own settings (possibly empty)."""
+        ...
+
+    def longest(self, context: np.ndarray) -> np.ndarray:
+        """The longest continuation D (at most max_tokens) whose prefixes are the drafts for every g, subject to
+        min_draft <= g <= gamma_cap (SPEC 2b: d_g = D[:min(g, len(D))] there, empty elsewhere)."""
         ...
 
     def describe(self) -> dict[str, Any]: ...
 
 
 def is_drafter_spec(spec: str) -> bool:
-    """True when --draft names a drafter that needs no model (prompt-lookup[:N], ngram-simple[:N[:M]])."""
+    """True when --draft names a drafter that needs no model (prompt-lookup[:N], ngram-simple[:N])."""
     return spec.split(":", 1)[0] in SPEC_NAMES
 
 
 def _ints(spec: str, parts: list[str], most: int) -> list[int]:
     if len(parts) > most or not all(p.isdigit() and int(p) >= 1 for p in parts):
         raise SpectermError(f"--draft {spec!r}: the options after the name are {most} positive integer(s) at most, "
-                            "e.g. prompt-lookup:3 or ngram-simple:4:16.")
+                            "e.g. prompt-lookup:3 or ngram-simple:4.")
     return [int(p) for p in parts]
 
 
 def drafter_from_spec(spec: str, eos_ids: Iterable[int] = (), max_tokens: int = GAMMA_MAX) -> Drafter:
     """The drafter a --draft value names: `prompt-lookup[:N]` (Hugging Face, max_matching_ngram_size N,
-    default 2) or `ngram-simple[:N[:M]]` (llama.cpp, size_n N default 12, size_m M default 48)."""
+    default 2) or `ngram-simple[:N]` (llama.cpp, size_n N default 12; its draft length g is size_m, which
+    the walk sweeps)."""
     from specterm.engines.drafters.ngram_simple import NgramSimple
     from specterm.engines.drafters.prompt_lookup import PromptLookup
 
@@ -72,11 +87,9 @@ def drafter_from_spec(spec: str, eos_ids: Iterable[int] = (), max_tokens: int = 
         (n,) = _ints(spec, parts, 1) or [PromptLookup.DEFAULT_NGRAM]
         return PromptLookup(max_ngram=n, eos_ids=tuple(sorted(set(eos_ids))), max_tokens=max_tokens)
     if name == "ngram-simple":
-        vals = _ints(spec, parts, 2)
-        size_n = vals[0] if vals else NgramSimple.DEFAULT_N
-        size_m = vals[1] if len(vals) > 1 else NgramSimple.DEFAULT_M
-        return NgramSimple(size_n=size_n, size_m=size_m)
-    raise SpectermError(f"--draft {spec!r} is not a drafter; use prompt-lookup[:N] or ngram-simple[:N[:M]].")
+        vals = _ints(spec, parts, 1)
+        return NgramSimple(size_n=vals[0] if vals else NgramSimple.DEFAULT_N, max_tokens=max_tokens)
+    raise SpectermError(f"--draft {spec!r} is not a drafter; use prompt-lookup[:N] or ngram-simple[:N].")
 
 
 def drafter_from_meta(draft: dict[str, Any]) -> Drafter:
@@ -90,5 +103,5 @@ def drafter_from_meta(draft: dict[str, Any]) -> Drafter:
                             eos_ids=tuple(int(e) for e in draft.get("eos_token_ids") or ()),
                             max_tokens=int(draft["max_tokens"]))
     if kind == "ngram" and draft.get("type") == "ngram-simple":
-        return NgramSimple(size_n=int(draft["size_n"]), size_m=int(draft["size_m"]))
+        return NgramSimple(size_n=int(draft["size_n"]), max_tokens=int(draft["max_tokens"]))
     raise SpectermError(f"run.json names a drafter this specterm does not know ({kind!r}); upgrade specterm.")

@@ -11,11 +11,17 @@ it with the tokens before the last sampled one and that sampled token):
     copy_max = min(m, cur_len - (match_pos + n));  copy_max < n: no draft
     draft = tokens[match_pos + n : match_pos + n + copy_max]
 
-Draft length g: the engine truncates a draft to its n_max (common_speculative_draft: "truncating
-draft to n_max tokens"), so with size_m fixed the draft for g is the first min(g, m_s) tokens of the
-size_m one and one L_s per start serves every g. (Setting g through size_m instead would not keep
-that prefix: the length tests above change with m.) The prefill gets no draft (llama.cpp samples the
-first token from the prompt's own evaluation), so m_0 = 0.
+Draft length g: the decoders (examples/speculative-simple, tools/server) cap a draft only by the
+context and the tokens left (n_max), so g is size_m. The prefix property of SPEC 2b fails here: a
+larger m can empty the draft (the cur_len test) and m < n always does. So the walk takes the draft for
+g from the longest continuation D = tokens[match_pos + n : cur_len] (stored: L_s of D along y and
+m_s = len(D), both capped at the largest g studied) by the rule above:
+
+    d_g = D[:min(g, m_s)]   when n <= g <= cur_len - n - 2 and m_s >= n,   else empty
+
+with cur_len = prompt tokens + s - 1 at block start s (the record's prompt_tokens): per g exactly what
+the code drafts. Both decoders draft on the prompt too (speculative-simple evaluates the prompt but
+its last token first, then drafts with that token as `id_last`), so m_0 is the prompt's draft.
 """
 
 from __future__ import annotations
@@ -26,7 +32,11 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from specterm.core.params import GAMMA_MAX
+
 SOURCE = "llama.cpp common/ngram-map.cpp common_ngram_simple_draft (vendored in llama-cpp-python 0.3.36)"
+GAMMA_IS = ("size_m (--spec-ngram-simple-size-m): d_g = D[:min(g, m_s)] when size_n <= g <= cur_len - size_n - 2 "
+            "and m_s >= size_n, else empty (cur_len = prompt_tokens + s - 1)")
 
 
 @dataclass(frozen=True)
@@ -34,37 +44,61 @@ class NgramSimple:
     DEFAULT_N: ClassVar[int] = 12  # common.h common_params_speculative_ngram_map size_n
     DEFAULT_M: ClassVar[int] = 48  # size_m
     size_n: int = 12
-    size_m: int = 48
+    size_m: int = 48               # only `propose` (the literal code at one m) reads it; the walk sweeps g = size_m
+    max_tokens: int = GAMMA_MAX
     kind: str = field(default="ngram", init=False)
-    drafts_at_prompt_end: bool = field(default=False, init=False)
+    drafts_at_prompt_end: bool = field(default=True, init=False)
 
     @property
     def name(self) -> str:
-        return f"ngram-simple:{self.size_n}:{self.size_m}"
+        return f"ngram-simple:{self.size_n}"
 
     @property
-    def max_tokens(self) -> int:
-        return self.size_m
+    def min_draft(self) -> int:
+        """The shortest draft the code makes (copy_max < size_n: no draft)."""
+        return self.size_n
+
+    def gamma_cap(self, context_len: int) -> int:
+        """The largest g (= size_m) that drafts at all on a context of this length: cur_len - n - 2."""
+        return context_len - 1 - self.size_n - 2
+
+    def _match(self, ctx: np.ndarray) -> int:
+        """match_pos (0: none) of the code's backward search."""
+        n = self.size_n
+        cur_len = ctx.size - 1
+        last = cur_len - n - 1  # j runs from here down to 1
+        if last < 1:
+            return 0
+        windows = sliding_window_view(ctx[: last + n], n)  # windows j = 0 .. last of tokens
+        hits = np.flatnonzero((windows[1:] == ctx[ctx.size - n:]).all(axis=1)) + 1
+        return int(hits[-1]) if hits.size else 0
+
+    def longest(self, context: np.ndarray) -> np.ndarray:
+        """D = tokens[match_pos + n : cur_len] (empty without a match), at most max_tokens long."""
+        ctx = np.asarray(context, dtype=np.int64)
+        if ctx.size < 2:
+            return ctx[:0]
+        pos = self._match(ctx)
+        if pos == 0:
+            return ctx[:0]
+        start = pos + self.size_n
+        return ctx[start: min(ctx.size - 1, start + self.max_tokens)]
 
     def propose(self, context: np.ndarray) -> np.ndarray:
+        """common_ngram_simple_draft at size_m = self.size_m, as the code writes it."""
         ctx = np.asarray(context, dtype=np.int64)
         n, m = self.size_n, self.size_m
-        tokens = ctx[:-1]
-        cur_len = tokens.size
+        cur_len = ctx.size - 1
         if ctx.size == 0 or cur_len <= n + m + 1:
             return ctx[:0]
-        pattern = ctx[ctx.size - n:]
-        last = cur_len - n - 1  # j runs from here down to 1
-        windows = sliding_window_view(tokens[: last + n], n)  # windows j = 0 .. last
-        hits = np.flatnonzero((windows[1:] == pattern).all(axis=1)) + 1
-        if hits.size == 0:
+        pos = self._match(ctx)
+        if pos == 0:
             return ctx[:0]
-        match_pos = int(hits[-1])
-        copy_max = min(m, cur_len - (match_pos + n))
+        copy_max = min(m, cur_len - (pos + n))
         if copy_max < n:
             return ctx[:0]
-        return tokens[match_pos + n: match_pos + n + copy_max]
+        return ctx[pos + n: pos + n + copy_max]
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "type": "ngram-simple", "spec": self.name, "size_n": self.size_n,
-                "size_m": self.size_m, "max_tokens": self.size_m, "source": SOURCE}
+                "max_tokens": self.max_tokens, "gamma_is": GAMMA_IS, "source": SOURCE}

@@ -42,6 +42,18 @@ class PromptLookup:
     def name(self) -> str:
         return f"prompt-lookup:{self.max_ngram}"
 
+    @property
+    def min_draft(self) -> int:
+        return 0
+
+    def gamma_cap(self, context_len: int) -> int:
+        """Every g drafts (the proposal for g is a prefix of the longest)."""
+        return 2**31 - 1
+
+    def longest(self, context: np.ndarray) -> np.ndarray:
+        """The proposal at the largest g studied (max_tokens); the one for g is its first min(g, m_s)."""
+        return self.propose(context)
+
     def propose(self, context: np.ndarray) -> np.ndarray:
         ctx = np.asarray(context, dtype=np.int64)
         length = ctx.size
