@@ -467,6 +467,83 @@ def _run_bytes(path: Path) -> int:
     return total
 
 
+@app.command("settings")
+def settings_cmd(
+    runs: List[Path] = typer.Argument(..., help="Run directories (e.g. streams/NAME) of one model pair."),
+    engine: str = typer.Option(..., "--engine", "-e", help="llama.cpp | hf | vllm | sglang."),
+    set_name: Optional[List[str]] = typer.Option(None, "--set", help="Only these sets (a corpus or pooled); repeatable."),
+    format: str = typer.Option("text", "--format", "-f", help="text | json."),
+    boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
+    seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap."),
+    no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
+) -> None:
+    """The settings to paste into one serving engine: for every set, the best draft-length policy the replay found
+    that the engine can express, in its own names, with its predicted speedup, or "run without speculation"."""
+    import json
+
+    from specterm.core.errors import SpectermError
+    from specterm.core.settings.names import ENGINES
+    from specterm.core.settings.tables import engine_text
+    from specterm.core.text import printable
+
+    if engine not in ENGINES:
+        raise SpectermError(f"unknown --engine '{engine}'; use one of {', '.join(ENGINES)}.")
+    if format not in ("text", "json"):
+        raise SpectermError(f"unknown --format '{format}'; use text or json.")
+    report = _report_of(runs, {"gamma": GAMMA_DEFAULT, "boot": boot, "shuffles": SHUFFLES, "seed": seed}, no_cache)
+    unknown = [s for s in (set_name or []) if s not in report.sets]
+    if unknown:
+        raise SpectermError(f"the report has no set '{unknown[0]}'; use one of {', '.join(report.set_names)}.")
+    if format == "json":
+        out = {name: s.engine_settings[engine].to_dict() for name, s in report.ordered_sets()
+               if engine in s.engine_settings and (not set_name or name in set_name)}
+        typer.echo(json.dumps(out, indent=2, allow_nan=False))
+    else:
+        typer.echo(printable(engine_text(report, engine, list(set_name or [])), keep="\n"), nl=False)
+
+
+COUNTER_FILES_HELP = ("Counter files: llama-server responses or log, llama-speculative-simple's log, vLLM or llama.cpp "
+                      "/metrics, vLLM request metrics, SGLang responses.")
+COUNTER_SET_HELP = ("The set the traffic belongs to (a corpus or pooled); default: the requested prompts when the "
+                    "records name them, else pooled.")
+
+
+@app.command("compare-counters")
+def compare_counters_cmd(
+    run: Path = typer.Argument(..., help="The run directory whose streams predict the counters."),
+    files: List[Path] = typer.Argument(..., help=COUNTER_FILES_HELP),
+    gamma: Optional[int] = typer.Option(None, "--gamma", "-g", min=1, max=GAMMA_MAX, help="The draft length the engine ran (when the files do not say it)."),
+    set_name: Optional[str] = typer.Option(None, "--set", help=COUNTER_SET_HELP),
+    boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
+    seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap."),
+) -> None:
+    """Production acceptance counters read back beside the oracle's prediction for the same g and set."""
+    from specterm.core.store import load_run
+    from specterm.core.text import printable
+    from specterm.counters_cli import compare, read_files, render
+
+    items = read_files(files)
+    reading, checks = compare(load_run(run), items, gamma, set_name, boot, seed)
+    typer.echo(printable(render(reading, checks), keep="\n"), nl=False)
+
+
+def _report_of(runs: List[Path], params: "dict[str, Any]", no_cache: bool) -> "Report":
+    """The report of `runs` as `specterm report` makes it (the same cache)."""
+    from specterm.core import cache
+    from specterm.core.fmt import parsing_line
+    from specterm.core.store import read_run_files
+
+    use_cache = not no_cache and cache.enabled()
+    with startup.stderr_status() as say:
+        say(parsing_line(len(runs), sum(_run_bytes(p) for p in runs)))
+        files = [read_run_files(p) for p in runs]
+        fkey = cache.files_key(files, params, cache.REPORT_PAIR) if use_cache else None
+        report = cache.load_by_files(fkey, runs, note=warn) if fkey is not None else None
+        if report is None:
+            report = _parsed_report(runs, files, fkey, params, use_cache, say)
+    return report
+
+
 @app.command("list")
 def list_cmd(
     root: Path = typer.Option(Path("streams"), "--root", help="Directory holding the runs."),

@@ -90,6 +90,7 @@ from specterm.core.report import (
 from specterm.core.repairs import repair_counts
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import mark_borderline, scorecard
+from specterm.core.settings.for_report import calibration, draft_kind, set_engine_settings
 from specterm.core.borderline import BORDERLINE_SEEDS, best_gammas, replicates, seed_plan, seed_verdicts
 from specterm.core.steady import SteadySums, steady_report, steady_sums
 from specterm.core.store import Run, Stream
@@ -675,6 +676,7 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None,
         rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed, R, profile=shown,
                                            matches=shown is not None and all(p.profiles[i].matches for i in idx))
         rep.decision_by_profile = by_profile(rep, name, members, sums, W, R)
+        rep.engine_settings = set_engine_settings(members, runs, hw, unc, W, rep.decision_hw, r, shown)
         rep.steady_state = steady_report(p.steadies[name], W)
         pol = (*pol_sums[name], r) if boot > 0 and members else None
         return rep, pol, R
@@ -736,6 +738,9 @@ def _report(p: _Prepared, sets: dict[str, SetReport], rows: list[ScoreRow], boot
         profiles=profile_rows(p.profiles, p.machine),
         this_machine=p.machine.key(),
         profile_note=profile_note(p.profiles, p.machine),
+        calibration=calibration(sets, {q.id: (str(q.engine.get("name") or "unknown engine"), q.label())
+                                       for rp in p.profiles for q in rp.profiles},
+                                {q.id: draft_kind(rp.run.meta) for rp in p.profiles for q in rp.profiles}),
         sets=sets,
         scorecard=rows,
         runs=[run_summary(_shown_view(rp), rp.shown) for rp in p.profiles],

@@ -19,9 +19,11 @@ from typing import Any
 from specterm.core.fmt import MISSING, ci, est, fmt
 from specterm.core.params import STEADY_FROM, WARMUP_EARLY, WARMUP_LATE
 from specterm.core.report import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Report
+from specterm.core.settings.tables import settings_tables
 
 YES = {True: "yes", False: "no", None: MISSING}
-SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "scorecard")
+SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "settings",
+            "scorecard")
 TITLES = {
     "overview": "Overview",
     "runlengths": "Run lengths",
@@ -32,6 +34,7 @@ TITLES = {
     "sampling": "Sampling acceptance",
     "policies": "Draft-length policies",
     "decide": "Decision",
+    "settings": "Engine settings and calibration",
     "scorecard": "Scorecard",
 }
 HIST_MAX = 16  # run-length histogram rows L = 0..15, then one row for L >= 16
@@ -492,6 +495,7 @@ BUILDERS = {
     "sampling": sampling_tables,
     "policies": policy_tables,
     "decide": decide_tables,
+    "settings": settings_tables,
     "scorecard": scorecard_tables,
 }
 

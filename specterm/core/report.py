@@ -351,6 +351,51 @@ class DecisionHW(Record):
 
 
 @dataclass(kw_only=True)
+class EngineSetting(Record):
+    """SPEC 7 `sets.<set>.engine_settings.<engine>`: the best draft-length policy the replay found that
+    one serving engine can express (core/settings), in that engine's own names for a stated version.
+
+    speculate False ("run without speculation"): settings is empty, `command` runs the target alone,
+    and `best` holds what the engine could have been told, with `predicted` its speedup."""
+
+    engine: str                      # llama.cpp | hf | vllm | sglang
+    policy: str                      # fixed | confidence | confidence-inclusive | heuristic | none
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+    command: str | None = None
+    predicted: Estimate = dataclasses.field(default_factory=Estimate)
+    source_version: str = ""
+    source: str = ""                 # the file(s) the names were read from
+    speculate: bool = False
+    verdict_kind: str | None = None  # speculate | do_not_speculate | no_reliable_gain | too_few_prompts | None
+    verdict: str = ""
+    best: dict[str, Any] | None = None            # the best expressible policy when not speculating
+    fixed_gamma: int | None = None                # the best fixed g this engine can be given, beside it
+    fixed_predicted: Estimate | None = None
+    tokens_per_block: float | None = None
+    drafted_per_block: float | None = None
+    profile: str | None = None                    # the cost profile the prediction is for
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class CalibrationRow(Record):
+    """SPEC 7 `calibration[]`: the decision checks of one engine, machine and drafter kind (SPEC 6
+    "Intervals that cover"): how many realized speedups fell inside their 95% prediction interval."""
+
+    engine: str
+    machine: str
+    drafter: str
+    checks: int
+    in_pi: int
+    coverage: float | None = None
+    median_ratio: float | None = None             # median realized / predicted
+    ratio_range: list[float | None] = dataclasses.field(default_factory=lambda: [None, None])
+    policies: list[str] = dataclasses.field(default_factory=list)  # what was timed: "fixed g = 7", ...
+    reading: str = ""
+
+
+@dataclass(kw_only=True)
 class PositionBin(Record):
     """Acceptance at positions t in [start, start + bin_width) of y, over the streams that reach the bin."""
 
@@ -443,6 +488,7 @@ class SetReport(Record):
     optimum_shares: OptimumShares | None = None  # P3 per bootstrap replicate (None without a bootstrap)
     decision_by_profile: dict[str, DecisionHW] = dataclasses.field(default_factory=dict)  # profile id -> its decision
     repairs: Repairs | None = None  # None: no stream of the set went through the repair loop (torch, older runs)
+    engine_settings: dict[str, EngineSetting] = dataclasses.field(default_factory=dict)  # SPEC 7 engine_settings
 
 
 MEASUREMENT, ECONOMICS = "measurement", "economics"
@@ -515,6 +561,7 @@ class Report(Record):
     profiles: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # SPEC 7 profiles[], each with its "run"
     this_machine: dict[str, Any] = dataclasses.field(default_factory=dict)    # the machine the report was made on
     profile_note: str | None = None         # said when no profile of a run matches this machine
+    calibration: list[CalibrationRow] = dataclasses.field(default_factory=list)  # SPEC 7 calibration
 
     @property
     def set_names(self) -> list[str]:
