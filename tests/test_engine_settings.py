@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _streams(seed: int = 3, n_streams: int = 12) -> tuple[list[np.ndarray], list[np.ndarray]]:
     rng = np.random.default_rng(seed)
     bits, conf = [], []
-    for i in range(n_streams):
+    for _ in range(n_streams):
         n = int(rng.integers(1, 60))
         a = (rng.random(n) < rng.uniform(0.3, 0.95)).astype(np.uint8)
         c = np.where(a == 1, rng.uniform(0.4, 1.0, n), rng.uniform(0.0, 0.8, n)).astype(np.float32)
