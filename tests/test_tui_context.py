@@ -322,7 +322,9 @@ async def test_a_too_few_prompts_verdict_shows_as_the_report_says_it(tmp_path):
         table.move_cursor(row=table.get_row_index("pooled"), animate=False)
         await pilot.press("y")
         await pilot.pause()
-        head, rule, row = app.clipboard.strip().splitlines()
+        # the row, then (issue 55) that set's engine settings: the commands to paste
+        head, rule, row = app.clipboard.strip().splitlines()[:3]
+        assert "### Engine settings, pooled" in app.clipboard
         assert head.startswith("| corpus | g_hw | S_hw [95% CI] | verdict") and rule.startswith("|---|")
         assert row.startswith(f"| pooled | {fmt(d.gamma_hw)} | {fmt(d.speedup_hw, 2)}x [") and "| too few prompts |" in row
 

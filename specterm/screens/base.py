@@ -581,8 +581,15 @@ class RStepping(ReportScreen):
 
 
 def focused_markdown(screen: Any) -> str:
+    """What `y` copies: the screen's own `copy_markdown()` when it has one (Decide adds the focused
+    set's engine settings), else the focused row (`focused_markdown_row`)."""
+    hook = getattr(screen, "copy_markdown", None)
+    return hook() if callable(hook) else focused_markdown_row(screen)
+
+
+def focused_markdown_row(screen: Any) -> str:
     """The focused DataTable's head and cursor row as a two-line markdown table ("" when no table
-    row is focused): what `y` copies."""
+    row is focused)."""
     from specterm.core.export import markdown_table
 
     table = getattr(screen, "focused", None)

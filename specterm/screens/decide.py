@@ -93,6 +93,38 @@ def hardware_card(report: Report, width: int = 10_000) -> str:
     return "\n".join(_text_block(batch_table(report), width) + _text_block(confirmation_table(report), width))
 
 
+def engine_settings_block(report: Report, view: Report, width: int = 10_000) -> str:
+    """The engine settings (core/settings: the best policy each serving engine can express, on the
+    profile matching this machine) and the calibration table, as text tables; `y` on a set's row copies
+    that set's commands (`DecideScreen.copy_markdown`)."""
+    from specterm.core.settings.tables import calibration_table, no_setting_notes, settings_screen_table
+
+    if view is not report:
+        lines = ["", "[b]Engine settings[/] are priced on the report's own profile: press p until it shows again."]
+    else:
+        lines = _text_block(settings_screen_table(report), width)
+        notes = no_setting_notes(report)
+        if notes:
+            lines += ["", "[b]Engine settings[/]: " + safe(notes[0]), *(safe(n) for n in notes[1:])]
+    return "\n".join(lines + _text_block(calibration_table(report), width))
+
+
+def set_settings_markdown(report: Report, set_name: str) -> str:
+    """One set's engine settings as markdown: per engine its verdict and the command to run."""
+    from specterm.core.settings import names as nm
+
+    s = report.sets.get(set_name)
+    if s is None or not s.engine_settings:
+        return ""
+    out = [f"### Engine settings, {set_name}", ""]
+    for engine in nm.ENGINES:
+        es = s.engine_settings.get(engine)
+        if es is None:
+            continue
+        out += [f"**{nm.SOURCES[engine].label}** ({es.source_version}): {es.verdict}", "", "```", es.command or "", "```", ""]
+    return "\n".join(out)
+
+
 def profile_ids(report: Report) -> list[str]:
     """The run's cost profiles that hold a decision, in the report's order (Report.profiles)."""
     held = {pid for _, s in report.ordered_sets() for pid in s.decision_by_profile}
@@ -152,7 +184,7 @@ def reference_rows(report: Report) -> list[tuple[str, list[str]]]:
 class DecideScreen(RStepping, ReportScreen):
     SCREEN_TITLE = "Decide"
     EXPORT_NAME = "decide"
-    EXPORT_SECTIONS = ("decide",)
+    EXPORT_SECTIONS = ("decide", "settings")
     AUTO_FOCUS = "#decide-table"
     PAIR_STATE = ("r", "preset", "ridge_custom", "profile")
     NEEDS_CIS = True
@@ -191,6 +223,7 @@ class DecideScreen(RStepping, ReportScreen):
             yield Static("", id="profile-note")
             yield Static("", id="hw-verdicts")
             yield Static("", id="verdicts")
+            yield Static("", id="engine-settings")
             yield Static("", id="hw-card")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -267,7 +300,20 @@ class DecideScreen(RStepping, ReportScreen):
             self.query_one("#profile-note", Static).display = bool(notes)
             self.query_one("#hw-verdicts", Static).update(verdicts)
             self.query_one("#verdicts", Static).update("\n".join(card))
+            self.query_one("#engine-settings", Static).update(engine_settings_block(report, view, width))
             self.query_one("#hw-card", Static).update("\n".join(cost_ratio))
+
+    def copy_markdown(self) -> str:
+        """`y` on a set's row: the row as markdown, then that set's engine settings (commands to paste)."""
+        from specterm.screens.base import focused_markdown_row
+
+        report = self.sapp.report
+        table = self.query_one("#decide-table", DataTable)
+        row = focused_markdown_row(self)
+        if report is None or not row or self.focused is not table or not table.row_count:
+            return row
+        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        return row + ("\n" + set_settings_markdown(report, str(key)) if key is not None else "")
 
     def shown_view(self, report: Report) -> Report:
         """The report as the shown profile decides it (profile_view); the report's own when the chosen

@@ -136,9 +136,9 @@ def expressible(engine: str, kind: str) -> str | None:
     if kind == "model":
         return None
     if kind == "layers":
-        return ("the run's draft is the target's own first layers (layer-skip self-speculation), which "
-                f"{nm.SOURCES[engine].label} cannot be given as a draft model")
-    return f"no {nm.SOURCES[engine].label} settings are written for a {kind} drafter yet"
+        return ("the run's draft is the target's own first layers (layer-skip self-speculation), which cannot be "
+                "given as a draft model")
+    return f"no settings are written for a {kind} drafter yet"
 
 
 def _estimate(p: PolicySpeedup) -> Estimate:
@@ -179,7 +179,7 @@ def engine_setting(engine: str, results: Sequence[PolicySpeedup], models: Models
                          profile=decision.profile if decision is not None else None)
     why = expressible(engine, models.kind)
     if why is not None:
-        base.verdict = f"no {src.label} setting: {why}"
+        base.verdict = f"no setting: {why}"
         return base
     best = _best(results)
     if best is None:

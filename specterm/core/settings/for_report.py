@@ -40,7 +40,8 @@ def draft_kind(meta: Mapping[str, Any]) -> str:
         kind = draft.get("kind")
         if isinstance(kind, str) and kind in DRAFT_KINDS:
             return kind
-        if draft.get("source") == "layers":
+        spec = draft.get("spec")
+        if draft.get("source") == "layers" or (isinstance(spec, str) and spec.startswith("layers:")):
             return "layers"
     return "model"
 

@@ -46,6 +46,21 @@ def setting_cell(es: EngineSetting) -> str:
     return "none"
 
 
+def policy_cell(es: EngineSetting) -> str:
+    """The policy in a few words: "g = 7", "p_min 0.6 up to 11", "heuristic from 5" (what `y` copies in full)."""
+    spec = es.best if not es.speculate and es.best else {"policy": es.policy, "params": es.params}
+    kind, p = spec.get("policy"), spec.get("params") or {}
+    if kind == "fixed":
+        text = f"g = {p.get('gamma')}"
+    elif kind in ("confidence", "confidence-inclusive"):
+        text = f"tau {fmt(p.get('tau'), 2)} up to {p.get('g_max')}"
+    elif kind == "heuristic":
+        text = f"heuristic from {p.get('g0')}"
+    else:
+        return MISSING
+    return text if es.speculate else f"none (best: {text})"
+
+
 def verdict_cell(es: EngineSetting) -> str:
     if es.verdict_kind is None:
         return "no setting" if es.verdict.startswith("no ") else MISSING
@@ -67,6 +82,30 @@ def settings_table(report: Report) -> Table | None:
     return ("Engine settings: the best policy each engine can express, priced on the shown cost profile "
             "(predicted speedup [95% CI over prompts and cost samples])",
             ["set", "engine", "verdict", "settings", "predicted", "best fixed g", "names as of"], rows)
+
+
+def settings_screen_table(report: Report) -> Table | None:
+    """The Decide screen's narrow form: set, engine, verdict, policy, predicted (`y` copies the commands)."""
+    rows = [[name, nm.SOURCES[engine].label, verdict_cell(es), policy_cell(es), _est(es.predicted)]
+            for name, s in report.ordered_sets() for engine in nm.ENGINES
+            if (es := s.engine_settings.get(engine)) is not None and es.verdict_kind is not None]
+    if not rows:
+        return None
+    return ("Engine settings on the shown profile (y on a set's row copies its commands)",
+            ["set", "engine", "verdict", "policy", "predicted [95% CI]"], rows)
+
+
+def no_setting_notes(report: Report) -> list[str]:
+    """Why engines got no setting (a drafter they cannot run, no positions): each reason once, with the engines."""
+    by_reason: dict[str, list[str]] = {}
+    for _, s in report.ordered_sets():
+        for engine in nm.ENGINES:
+            es = s.engine_settings.get(engine)
+            if es is not None and es.verdict_kind is None:
+                names = by_reason.setdefault(es.verdict, [])
+                if nm.SOURCES[engine].label not in names:
+                    names.append(nm.SOURCES[engine].label)
+    return [f"{', '.join(names)}: {reason}" for reason, names in by_reason.items()]
 
 
 def calibration_table(report: Report) -> Table | None:
