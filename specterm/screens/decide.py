@@ -12,6 +12,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input, Static
 
 from specterm.core.errors import SpectermError
@@ -312,7 +313,7 @@ class DecideScreen(RStepping, ReportScreen):
         row = focused_markdown_row(self)
         if report is None or not row or self.focused is not table or not table.row_count:
             return row
-        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
         return row + ("\n" + set_settings_markdown(report, str(key)) if key is not None else "")
 
     def shown_view(self, report: Report) -> Report:

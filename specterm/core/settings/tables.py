@@ -48,8 +48,8 @@ def setting_cell(es: EngineSetting) -> str:
 
 def policy_cell(es: EngineSetting) -> str:
     """The policy in a few words: "g = 7", "p_min 0.6 up to 11", "heuristic from 5" (what `y` copies in full)."""
-    spec = es.best if not es.speculate and es.best else {"policy": es.policy, "params": es.params}
-    kind, p = spec.get("policy"), spec.get("params") or {}
+    spec: dict[str, Any] = es.best if not es.speculate and es.best else {"policy": es.policy, "params": es.params}
+    kind, p = spec.get("policy"), dict(spec.get("params") or {})
     if kind == "fixed":
         text = f"g = {p.get('gamma')}"
     elif kind in ("confidence", "confidence-inclusive"):
