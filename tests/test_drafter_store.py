@@ -200,6 +200,16 @@ def test_specterm_run_with_drafters_then_report(tiny_model_dir: Path, tmp_path: 
     assert res.exit_code != 0 and "mixes a draft model" in res.output
     res = CliRunner().invoke(cli.app, ["list", "--root", str(tmp_path)])
     assert "drafter prompt-lookup:2" in res.stdout
+    # --resume with one more prompt per corpus: both runs get exactly the missing ones, the stored ones kept
+    before = {(s.corpus, s.id): s.runs.tolist() for s in a.streams}
+    res = CliRunner().invoke(cli.app, ["run", "--headless", "--target", str(tiny_model_dir), "--draft", "prompt-lookup",
+                                       "--draft", "ngram-simple:1", "--corpus", "grounded,code", "--limit", "3",
+                                       "-n", "12", "--out", str(out), "--resume", "--no-cost"])
+    assert res.exit_code == 0, res.output
+    a2, b2 = load_run(out), load_run(tmp_path / "pl-ngram-simple-1")
+    assert len(a2.streams) == len(b2.streams) == 6
+    assert all(before[(s.corpus, s.id)] == s.runs.tolist() for s in a2.streams if (s.corpus, s.id) in before)
+    assert [s.y.tolist() for s in a2.streams] == [s.y.tolist() for s in b2.streams]
 
 
 def test_confirmed_rows_sum_the_latest_record(tmp_path: Path) -> None:

@@ -339,13 +339,15 @@ def confirmed_rows(meta: dict[str, Any], corpus: str | None, curve: list[Drafter
 
 
 def run_cost(run: Run) -> tuple[dict[str, Any] | None, str | None, str | None]:
-    """The cost dict a drafter run decides with (its latest profile's, else run.json cost), the
-    machine it names and the profile id."""
-    from specterm.core.hardware.profiles import run_profiles
+    """The cost dict a drafter run decides with: the profile of this machine (SPEC 6: the newest that
+    matches it), else its newest profile (the verdict names that profile's machine), else run.json cost;
+    with the machine it names and the profile id."""
+    from specterm.core.hardware.profiles import decision_profile, run_profiles
+    from specterm.core.machine import this_machine
 
     profiles = run_profiles(run.meta)
     if profiles:
-        prof = profiles[-1]
+        prof = decision_profile(run.meta, this_machine()) or profiles[-1]
         return prof.cost, prof.label(), prof.id
     cost = run.meta.get("cost")
     return (cost if isinstance(cost, dict) and cost.get("c_decode_s") else None), None, None
