@@ -226,3 +226,20 @@ def test_confirmed_rows_sum_the_latest_record(tmp_path: Path) -> None:
     only_a = confirmed_rows({"drafter_confirmations": [rec]}, "a", curve)
     assert only_a[0].realized == pytest.approx(2.0) and only_a[0].identical
     assert confirmed_rows({}, None, curve) == []
+
+
+def test_compare_names_the_best_and_refuses_unlike_pools() -> None:
+    from specterm.core.drafted.compare import DrafterRow, compare
+    from specterm.core.report import Estimate
+
+    def row(run: str, v: float | None, lo: float | None = None) -> DrafterRow:
+        return DrafterRow(run=run, drafter=run, speedup_hw=Estimate(value=v, ci=[lo, None if v is None else v + 0.1]))
+
+    a = {"code": row("a", 1.5, 1.3), "pooled": row("a", 1.2)}
+    b = {"code": row("b", 1.2, 1.0), "grounded": row("b", 2.0), "pooled": row("b", 1.4)}
+    c = {"code": row("c", None)}
+    cmp = compare([a, b, c], "t")
+    assert cmp.sets["code"].best == "a" and cmp.sets["code"].margin.startswith("1.25x the runner-up b")
+    assert "clear" in cmp.sets["code"].margin and "not clear" not in cmp.sets["code"].margin
+    assert cmp.sets["grounded"].best == "b"
+    assert cmp.sets["pooled"].best is None and "different corpora" in cmp.sets["pooled"].note

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from specterm.core.drafted.analysis import DrafterReport
-from specterm.core.report import Estimate, Record, Report, set_names
+from specterm.core.report import POOLED, Estimate, Record, Report, set_names
 
 
 @dataclass(kw_only=True)
@@ -32,6 +32,7 @@ class DrafterEntry(Record):
     drafters: list[DrafterRow]
     best: str | None = None       # the run
     margin: str | None = None
+    note: str | None = None       # pooled over different corpora: said, and no best named
 
 
 @dataclass(kw_only=True)
@@ -85,11 +86,17 @@ def best_of(rows: list[DrafterRow]) -> tuple[str | None, str | None]:
 
 
 def compare(rows_by_run: list[dict[str, DrafterRow]], target: str | None) -> DraftComparison:
-    """The comparison of the runs' rows, per set present in any run (each set lists the runs that have it)."""
+    """The comparison of the runs' rows, per set present in any run (each set lists the runs that have it).
+    When the runs hold different corpora their pooled sets are different workloads: the pooled entry says so
+    and names no best."""
     names = set_names({n for rows in rows_by_run for n in rows})
+    corpora = [frozenset(n for n in rows if n != POOLED) for rows in rows_by_run]
     sets = {}
     for name in names:
         rows = [r[name] for r in rows_by_run if name in r]
+        if name == POOLED and len(set(corpora)) > 1:
+            sets[name] = DrafterEntry(drafters=rows, note="the runs pool different corpora: compare them per corpus")
+            continue
         best, margin = best_of(rows)
         sets[name] = DrafterEntry(drafters=rows, best=best, margin=margin)
     return DraftComparison(target=target, sets=sets)

@@ -120,7 +120,7 @@ def comparison_markdown(cmp: DraftComparison) -> str:
     lines += _table(["set", "run", "drafter", "g_hw", "S_hw", "verdict"], rows)
     lines += ["", "Best per set: the run whose S_hw is highest; \"clear\" when its CI lies above the runner-up's point "
               "estimate.", ""]
-    lines += _table(["set", "best", "by"], [[n, e.best or "—", e.margin or "—"] for n, e in cmp.ordered_sets()])
+    lines += _table(["set", "best", "by"], [[n, e.best or "—", e.margin or e.note or "—"] for n, e in cmp.ordered_sets()])
     return "\n".join(lines) + "\n"
 
 
