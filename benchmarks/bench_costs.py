@@ -63,7 +63,7 @@ def main() -> None:
     t0 = time.perf_counter()
     pair = engine.open(run.meta, OpenOptions(threads=threads), lambda p: None)
     load_s = time.perf_counter() - t0
-    ctx_len, ctx = context_length(run, pair.encode)
+    ctx_len, ctx, _rule = context_length(run, pair.encode)
     gammas = np.array(COST_GAMMAS)
     curves = set_curves(run, gammas)
     rows = []

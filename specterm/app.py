@@ -50,14 +50,14 @@ class SpectermApp(App[Any]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         *(
-            Binding(s.key, f"switch_screen('{s.mode}')", s.title, id=f"screen.{s.mode}",
-                    tooltip=s.help, group=Binding.Group("screens", compact=True))
+            Binding(s.key, f"switch_screen('{s.mode}')", s.short or s.title, id=f"screen.{s.mode}",
+                    tooltip=f"{s.title}: {s.help}")
             for s in SCREENS
         ),
         Binding("e", "export", "export", id="app.export", tooltip="Write this screen's tables as markdown"),
         Binding("E", "export_all", "export all", show=False, id="app.export_all", tooltip="Write every table as markdown"),
         Binding("t", "toggle_theme", "theme", show=False, id="app.theme", tooltip="Toggle dark / light theme"),
-        Binding("M", "next_models", "run", id="app.models",
+        Binding("M", "next_models", "runs", id="app.models",
                 tooltip="Runs of different draft/target pairs or settings are analysed apart: show the next"),
         Binding("y", "copy", "copy", show=False, id="app.copy",
                 tooltip="Copy the focused row (or the verdict) as markdown to the clipboard (OSC 52)"),

@@ -188,6 +188,7 @@ def confirm_cmd(
     """Time plain greedy against real speculative decoding at the run's g_hw (always), this session's g_hw, g_iid; record it in run.json.
 
     The run's decision here is its cost profile of this machine: without one, `specterm costs` measures it first."""
+    target, draft = _models_here(run, target, draft)
     params = dict(locals())
     from specterm.core.store import drafter_of, read_meta
 
@@ -243,6 +244,17 @@ def _confirm_drafter(run: Path, per_corpus: int, gamma: List[int], corpus: Optio
     typer.echo(f"confirmed: every output equals y and every target-call count equals the walk's; see `specterm report {run}`.")
 
 
+def _models_here(run: Path, target: Optional[str], draft: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    """--target/--draft as given, else where this machine remembers the run's models (core/store/models:
+    a per-user state file, never run.json); models given are remembered for the next command."""
+    from specterm.core.store.models import remember_models, remembered_models
+
+    if target or draft:
+        remember_models(run, target, draft)
+    known = remembered_models(run)
+    return target or known.get("target"), draft or known.get("draft")
+
+
 def _profile_first(run: Path, threads: Optional[int], device: Optional[str], dtype: Optional[str],
                    target: Optional[str], draft: Optional[str]) -> None:
     """Before a confirmation: measure a cost profile of this machine when the run has none (SPEC 6), so the
@@ -271,7 +283,9 @@ def costs_cmd(
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads per forward (default: 1 on <= 2 cores, else every core); recorded."),
     device: Optional[str] = typer.Option(None, "--device", help="torch: auto|cpu|cuda|mps (default: the run's device)."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="torch: float32|bfloat16|float16 (default: the run's dtype)."),
-    target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
+    target: Optional[str] = typer.Option(
+        None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required); "
+                               "imported bits name no model: give both --target and --draft."),
     draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
     batch: bool = typer.Option(False, "--batch", help="Also time the by-batch grid (B = 1, 2, 4, 8) for the batch crossover."),
     max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", help="Timed rounds at most (the first times the whole g curve; at least 3)."),
@@ -287,6 +301,7 @@ def costs_cmd(
     cap). The run's decision on this machine then uses it; other profiles stay."""
     from specterm.engines.costs import costs_command
 
+    target, draft = _models_here(run, target, draft)
     costs_command(run=run, threads=threads, device=device, dtype=dtype, target=target, draft=draft, batch=batch,
                   max_rounds=max_rounds, max_seconds=max_seconds, busy_ok=busy_ok, quiet_wait=quiet_wait)
 

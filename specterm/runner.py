@@ -189,6 +189,9 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
                           device=device, dtype=dtype, batch_size=batch_size, resume=resume, spec_gamma=spec_gamma,
                           measure_cost=cost, remeasure_cost=remeasure_cost, trust_remote_code=trust_remote_code, shard=sh,
                           record_paths=record_paths)
+    from specterm.core.store.models import remember_models
+
+    remember_models(out, target, draft)  # on this machine only, never in run.json (costs and confirm find them)
     if headless or distributed or not sys.stdout.isatty():
         check_run_arguments(config)
         path = run_headless(config)

@@ -1,8 +1,9 @@
-"""The README's Results tables and the paragraphs above them are generated, never typed: this renders
+"""docs/results.md's tables and the paragraphs above them are generated, never typed: this renders
 them from the shipped runs with the same code as `specterm report --format md`, and test_readme
-checks the README matches (every figure of the prose is a template slot filled from the report).
+checks docs/results.md matches (every figure of the prose is a template slot filled from the report).
+The README's screenshot is the TUI's Overview at 80x24 on the shipped runs, rendered the same way.
 
-    python tests/readme_results.py --write     # regenerate the blocks in README.md (Results prose and tables)
+    python tests/readme_results.py --write     # regenerate the blocks in docs/results.md and README.md
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ os.environ.setdefault("SPECTERM_MACHINE_GPUS", "")
 os.environ.setdefault("SPECTERM_FORWARD_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS_MD = ROOT / "docs" / "results.md"
 RUN = ROOT / "streams" / "qwen2.5-coder-0.5b-1.5b"
 SELF_DRAFT = ROOT / "streams" / "smollm2-135m-selfdraft-l25"
 SECTIONS = ("overview", "yield", "optimum", "position", "sampling", "decide", "scorecard")
@@ -66,6 +68,8 @@ PUBLISHED = {
     "yield_ratio": {"2": 0.989, "4": 0.972, "8": 0.933, "16": 0.883},
     "optimum": "1 to 3 below g*_iid at every r in [0.05, 0.6]",
     "dispersion": "2.1x to 24x per corpus",
+    "one_table": "+0.183",   # the published pooled transition table's p11-p10
+    "simpson": "+0.028",     # +0.183 - +0.155, the published figures' difference
 }
 
 
@@ -97,7 +101,8 @@ def comparison_table(report: Report) -> str:
                  f"{_span(disp, 1, 'x')} per corpus (pooled {est(pooled.dispersion_ratio, 1, 2, suffix='x')})"])
     above = [c for c in corpora if sets[c].dispersion_ratio.value is not None
              and pooled.dispersion_ratio.value > sets[c].dispersion_ratio.value]
-    rows.append(["Simpson inflation: pooled p11-p10 (one transition table) minus per-stream mean", "not reported",
+    rows.append(["Simpson inflation: pooled p11-p10 (one transition table) minus per-stream mean",
+                 f"{PUBLISHED['simpson']} (one table {PUBLISHED['one_table']} against per-stream {PUBLISHED['autocorr'].split(' [')[0]})",
                  f"{est(pooled.autocorr_simpson, sign=True)}; pooled D/D_geom above {len(above)} of "
                  f"{len(corpora)} corpora (mixing corpora of different alpha)"])
     return markdown_table(["quantity", "published (Qwen2.5 0.5B -> 1.5B)", "this run (Coder-Instruct GGUF, CPU)"], rows).strip()
@@ -170,13 +175,18 @@ def _q(report, rid: str) -> str:
 
 
 def _batch(s) -> str:
-    """The pooled set's measured crossover B_hw, or why there is none."""
-    d = s.decision_hw
-    rows = getattr(d, "by_batch", None) if d is not None else None
-    if not rows:
-        return "no batch costs measured"
-    b = getattr(d, "batch_crossover", None)
-    return "never on this device" if b is None else f"{b:g}"
+    """The pooled set's measured crossover B_hw per cost profile with batch costs, each named by its
+    machine (the shown profile may have none while another has), or that none has batch costs."""
+    by = getattr(s, "decision_by_profile", None) or {}
+    shown = s.decision_hw
+    parts = []
+    for pid, d in by.items():
+        if not getattr(d, "by_batch", None):
+            continue
+        b = getattr(d, "batch_crossover", None)
+        tag = " (shown)" if shown is not None and pid == shown.profile else " (not the shown profile)"
+        parts.append(f"{d.machine or pid}{tag}: " + ("never on this device" if b is None else f"{b:g}"))
+    return "; ".join(parts) if parts else "no batch costs measured on any profile"
 
 
 def readme_block(text: str) -> str:
@@ -185,7 +195,7 @@ def readme_block(text: str) -> str:
 
 
 def write() -> None:
-    path = ROOT / "README.md"
+    path = RESULTS_MD
     text = path.read_text(encoding="utf-8")
     start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
     path.write_text(text[:start] + "\n" + render() + "\n" + text[end:], encoding="utf-8")
@@ -213,6 +223,28 @@ def _span_of(values, digits: int = 2, unit: str = "") -> str:
         return "n/a (none timed on this profile)"
     lo, hi = min(vals), max(vals)
     return f"{_f(lo, digits)}{unit} to {_f(hi, digits)}{unit}"
+
+
+def _flat_sentence(report) -> str:
+    """The seed's P5 reading ("temporal part significant in the high-dispersion corpora and not in the
+    flat ones") against this run: which corpora have a temporal CI above 0, and which of them are flat
+    (D/D_geom CI reaching down to 1)."""
+    sets, corpora = report.sets, report.corpora
+    sig = [c for c in corpora if (sets[c].deficit.temporal.ci[0] or 0) > 0]
+    flat = [c for c in corpora if sets[c].dispersion_ratio.ci[0] is not None and sets[c].dispersion_ratio.ci[0] <= 1]
+    both = [c for c in sig if c in flat]
+    if not both:
+        return (f"The seed's reading that flat corpora show no temporal effect holds here: the temporal CI "
+                f"excludes 0 in {', '.join(sig) or 'no corpus'}, none of them flat. ")
+    return (f"The seed's reading that flat corpora show no temporal effect does not hold here: the temporal "
+            f"CI excludes 0 in {', '.join(sig)}, among them {', '.join(both)}, whose D/D_geom CI reaches down to 1 "
+            f"({'; '.join(f'{c} temporal {_est_text(sets[c].deficit.temporal)}' for c in both)}). ")
+
+
+def _est_text(e) -> str:
+    from specterm.core.fmt import est
+
+    return est(e)
 
 
 def _row(report, rid: str):
@@ -283,13 +315,17 @@ def prose(report, smol) -> str:
     q2sp = q[2].evidence.split("a spread of ")[1].split(";")[0]
     q3r = q[3].evidence.split(": ratio ")[1].split(";")[0]
 
+    from specterm.core.blockwalk import E_iid, expected_blocks_iid
+
+    n_len = round(pooled.n_positions / pooled.n_streams)
+    cut = 1 - (n_len / expected_blocks_iid(pooled.alpha, d.gamma, n_len)) / float(E_iid(pooled.alpha, d.gamma))
     paragraphs = [
         f"What the Qwen pair reproduces: acceptance is autocorrelated within prompts. The pooled per-stream "
         f"p11-p10, {est(ac, sign=True)}, {'agrees with' if p1.size == 'holds' else 'differs from'} the "
         f"published +0.155 [0.125, 0.182]; P1 (a CI above 0 in every corpus) {_verdict(p1)} ({low_c}'s "
         f"lower bound is {_f(lows[low_c])} at the report's seed 0). "
         f"The i.i.d. formula over-predicts the yield per block more and more as g grows (E_true/E_iid "
-        f"{_f(yr['2'].value)} at g = 2 to {_f(yr['16'].value)} at g = 16). An in-place shuffle attributes "
+        f"{est(yr['2'])} at g = 2 to {est(yr['16'])} at g = 16). An in-place shuffle attributes "
         f"{share:.0%} of the deficit at g = {d.gamma} to the order of acceptance within a prompt (temporal "
         f"{est(d.temporal)}, P4 {_verdict(p4)}), but that order is not only clustering: acceptance also "
         f"rises along the continuation (the warm-up, below), and the shuffle destroys that trend too. "
@@ -298,7 +334,8 @@ def prose(report, smol) -> str:
         f"p11-p10 {_f(ac.value, sign=True)} -> {_f(ss.autocorr.value, sign=True)} ({big} "
         f"{_f(steady_ac[big][0], sign=True)} -> {_f(steady_ac[big][1], sign=True)}). That the deficit "
         f"scales with autocorrelation across the {len(corpora)} corpora is {_verdict(p5)} (P5: {rho_text}). "
-        + (f"The true optimal draft length is not above the i.i.d. choice on the pooled set (P3 "
+        + _flat_sentence(report) +
+        (f"The true optimal draft length is not above the i.i.d. choice on the pooled set (P3 "
            f"{_verdict(p3)}, as published: g*_true <= g*_iid at every r and below at some in "
            f"{_share(pooled.optimum_shares.falsified)} of {pooled.optimum_shares.replicates} bootstrap replicates), "
            f"though the gap is {min(gaps)} to {max(gaps)} on the point curve and lies in 1 to 3 at every r in "
@@ -312,8 +349,10 @@ def prose(report, smol) -> str:
         f"template), quantised to Q4_K_M (draft and target carry different quantisation error, so even "
         f"\"obvious\" tokens are sometimes disagreed on), and the corpora are this project's own short "
         f"prompts. The larger deficit has a larger cross-prompt (hetero) share: alpha varies more from "
-        f"prompt to prompt here, and with 128-token streams the cut last block of every stream (see "
-        f"Choices) also lands in hetero. Run lengths are far less over-dispersed than published: D/D_geom "
+        f"prompt to prompt here, and with {n_len}-token streams the cut last block of every stream (see the "
+        f"method's Choices) also lands in hetero: i.i.d. streams of {n_len} positions at the pooled alpha "
+        f"lose {_f(cut)} of E_iid at g = {d.gamma} to it alone, of the measured hetero {est(d.hetero)}. "
+        f"Run lengths are far less over-dispersed than published: D/D_geom "
         f"is {_span_of([disp[c].value for c in corpora], 1, 'x')} per corpus against 2.1x to 24x, and only "
         f"{', '.join(above1) or 'no corpus'} has its CI above 1 ({'; '.join(f'{c} {est(disp[c], 2)}' for c in above1)}; "
         f"P2 {_verdict(p2)}). Much of that gap is stream length: with 128-token streams the run cut by the "
@@ -345,8 +384,8 @@ def prose(report, smol) -> str:
         f"(refeed model {_span_of(refeed, 2)}), so "
         f"{signs}. "
         f"On the SmolLM2 self-draft run every corpus is a slowdown (realized "
-        f"{_span_of([r.realized for r in sconf], 2, 'x')}; even the memory-bound model says do not "
-        f"speculate there)."),
+        f"{_span_of([r.realized for r in sconf], 2, 'x')}; even the memory-bound reference, a column and "
+        f"not a verdict, is {_span_of([shw[c].speedup_mb for c in smol.corpora], 2, 'x')} there)."),
 
         machines_paragraph(report),
 
@@ -383,10 +422,17 @@ def _q5_why(row, first: str) -> str:
 
 def _q6_why(row) -> str:
     """Q6's reason and its by-batch cells, from its evidence ("cells; measured crossover ...; reason; roofline")."""
-    parts = row.evidence.split(": ", 1)[1].split("; ")
+    evidence = row.evidence
+    where = ""
+    if evidence.startswith("on "):  # one profile with batch costs, named by its machine
+        where, evidence = evidence[3:].split(": ", 1)
+    parts = evidence.split(": ", 1)[1].split("; ")
     cells = parts[0].replace("S_hw(g_hw(B), B) ", "")
     why = next((p for p in parts if p.startswith(("crossover", "no crossover", "the CI lies above 1 at every"))), "")
-    return f"{why} (S_hw(g_hw(B), B): {cells})" if why else cells
+    on = f"on {where}, the only profile with batch costs" if where else ""
+    caveat = " (" + row.evidence.split(" (caveat: ")[1] if " (caveat: " in row.evidence else ""
+    text = f"{why} (S_hw(g_hw(B), B){' ' + on if on else ''}: {cells})" if why else cells
+    return text + (f"; caveat{caveat.removeprefix(' (')[:-1] and ': ' + caveat.removeprefix(' (')[:-1]}" if caveat else "")
 
 
 def _share(x) -> str:
@@ -464,15 +510,61 @@ def prose_block(text: str) -> str:
 
 
 def write_prose() -> None:
-    path = ROOT / "README.md"
+    path = RESULTS_MD
     text = path.read_text(encoding="utf-8")
     start, end = text.index(PROSE_BEGIN) + len(PROSE_BEGIN), text.index(PROSE_END)
     path.write_text(text[:start] + "\n" + render_prose() + "\n" + text[end:], encoding="utf-8")
+
+
+# ------------------------------------------------------------------ the README's screenshot ---
+SHOT_BEGIN = "<!-- screenshot:begin (generated by tests/readme_results.py from the TUI at 80x24; do not edit) -->"
+SHOT_END = "<!-- screenshot:end -->"
+SHOT_SIZE = (80, 24)
+
+
+def render_screenshot() -> str:
+    """The Overview as `specterm` opens it on the shipped runs at 80x24 (B = 2000, seed 0; this machine
+    pinned to the AMD EPYC above), every CI and verdict in: the screen's text, trailing blanks cut."""
+    import asyncio
+
+    from pilot_settle import settled
+
+    from specterm.app import make_app
+
+    paths = sorted(p for p in (ROOT / "streams").iterdir() if (p / "run.json").is_file())
+
+    async def shoot() -> str:
+        app = make_app(paths)
+        async with app.run_test(size=SHOT_SIZE) as pilot:
+            await settled(app)
+            for _ in range(200):
+                if app.report is not None and not app.ci_pending and not app.verdicts_pending:
+                    break
+                await pilot.pause(0.05)
+                await settled(app)
+            strips = app.screen._compositor.render_strips()
+            return "\n".join("".join(seg.text for seg in strip).rstrip() for strip in strips)
+
+    return asyncio.run(shoot())
+
+
+def screenshot_block(text: str) -> str:
+    start, end = text.index(SHOT_BEGIN) + len(SHOT_BEGIN), text.index(SHOT_END)
+    body = text[start:end].strip()
+    return body.removeprefix("```text").removesuffix("```").strip("\n")
+
+
+def write_screenshot() -> None:
+    path = ROOT / "README.md"
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index(SHOT_BEGIN) + len(SHOT_BEGIN), text.index(SHOT_END)
+    path.write_text(text[:start] + "\n```text\n" + render_screenshot() + "\n```\n" + text[end:], encoding="utf-8")
 
 
 if __name__ == "__main__":
     if "--write" in sys.argv:
         write()
         write_prose()
+        write_screenshot()
     else:
         print(render_prose() + "\n\n" + render())

@@ -250,8 +250,8 @@ async def test_the_overview_marks_pending_cis_then_shows_the_real_ones(tmp_path,
         lo, hi = pooled.alpha_ci
         assert f"[{lo:.3f}, {hi:.3f}]" in shown  # the full report's own CI
         verdicts = str(app.screen.query_one("#overview-verdicts", Static).render())
-        # the fixture's 3 prompts per corpus: every row reads "too few prompts (n = 3; needs 10)", said once per line
-        assert "…" not in verdicts and re.search(r"supported|falsified|inconclusive|too few prompts \(n = 3; needs 10\)", verdicts)
+        # the fixture's 3 prompts per corpus: every row reads "too few prompts (n = 3 in a corpus; needs 10 per corpus)", said once per line
+        assert "…" not in verdicts and re.search(r"supported|falsified|inconclusive|too few prompts \(n = 3 in a corpus; needs 10 per corpus\)", verdicts)
 
 
 async def test_a_revisit_keeps_styles_and_a_theme_change_still_reaches_hidden_screens(tmp_path):

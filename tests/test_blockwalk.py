@@ -128,3 +128,28 @@ def test_E_iid_closed_form():
     for alpha in (0.0, 0.3, 0.77, 0.999, 1.0):
         for g in (1, 2, 8, 32):
             assert E_iid(alpha, g) == pytest.approx(sum(alpha**j for j in range(g + 1)))
+
+
+@pytest.mark.parametrize("alpha,gamma,n", [(0.7, 3, 8), (0.4, 1, 7), (0.9, 5, 6), (0.5, 8, 9)])
+def test_expected_blocks_iid_equals_every_stream_weighted_by_its_probability(alpha, gamma, n):
+    """B(n) of the recursion against the walk over all 2^n streams, each weighted alpha^ones (1-alpha)^zeros."""
+    import itertools
+
+    from specterm.core.blockwalk import block_walk_loop, expected_blocks_iid
+
+    want = 0.0
+    for bits in itertools.product((0, 1), repeat=n):
+        ones = sum(bits)
+        weight = alpha ** ones * (1 - alpha) ** (n - ones)
+        _, blocks, _ = block_walk_loop(np.array(bits, dtype=np.uint8), gamma)
+        want += weight * blocks
+    assert expected_blocks_iid(alpha, gamma, n) == pytest.approx(want, rel=1e-12)
+
+
+def test_expected_blocks_iid_long_stream_approaches_e_iid():
+    """n / B(n) -> E_iid as n grows (the cut last block's share shrinks like 1/n)."""
+    from specterm.core.blockwalk import E_iid, expected_blocks_iid
+
+    e = float(E_iid(0.8, 8))
+    short, long = 128 / expected_blocks_iid(0.8, 8, 128), 20000 / expected_blocks_iid(0.8, 8, 20000)
+    assert short < long < e and e - long < (e - short) / 50

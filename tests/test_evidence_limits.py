@@ -81,7 +81,7 @@ def _few(name: str, k: int) -> Run:
                                      ("qwen2.5-coder-0.5b-1.5b", 1)])
 def test_too_few_prompts_reads_no_holds_falsified_or_speculate_anywhere(name, k):
     rep = analyse([_few(name, k)], boot=200)
-    words = f"too few prompts (n = {k}; needs {MIN_PROMPTS})"
+    words = f"too few prompts (n = {k} in a corpus; needs {MIN_PROMPTS} per corpus)"
     d = json.loads(to_json(rep))
     for row in d["scorecard"]:
         assert row["verdict"] == words and row["verdict_kind"] == "too_few_prompts", row
@@ -106,7 +106,7 @@ def test_an_imported_run_of_one_prompt_per_corpus_reads_too_few(synth):
     rng = np.random.default_rng(0)
     run = synth.run(synth.streams("code", [synth.markov(rng, 300, 0.95, 0.3)]) + synth.streams("prose", [synth.iid(rng, 300, 0.9)]))
     rep = analyse([run], boot=100)
-    assert {r.verdict for r in rep.scorecard} == {f"too few prompts (n = 1; needs {MIN_PROMPTS})"}
+    assert {r.verdict for r in rep.scorecard} == {f"too few prompts (n = 1 in a corpus; needs {MIN_PROMPTS} per corpus)"}
     assert {s.decision_hw.verdict_kind for s in rep.sets.values()} == {"too_few_prompts"}
 
 

@@ -279,7 +279,7 @@ def test_streams_screen_cells_show_repairs_and_exclusions():
 
     s = _stream([1, 0, 1, 1, 1, 0], [1, 1, 0, 1, 1, 1], repairs=[1, 4])
     cells = prompt_cells(s)
-    assert str(cells[2]) == "5/6" and str(cells[4]) == "0.833 r2"
+    assert str(cells[2]) == "5/6" and str(cells[3]) == "0.833 r2"
     note = repair_note(s)
     assert "2 repair(s) at t = 1, 4" in note and "1 excluded (gate still fails) at t = 2" in note
     assert repair_note(_stream([1, 1], [1, 1], repairs=[])) == "  no repairs"

@@ -56,11 +56,13 @@ def test_widths_are_the_widest_cell_or_label():
     assert natural_widths(["id", "v"], []) == [2, 1]
 
 
-def test_prompt_layout_drops_gate_then_corpus_then_cuts_ids():
-    widths = [20, 5, 3, 6, 5]  # id, alpha, n, corpus, gate
+def test_prompt_layout_drops_corpus_then_gate_then_cuts_ids():
+    widths = [20, 5, 3, 5, 6]  # id, alpha, n, gate (with its repair marks), corpus
     assert prompt_layout(widths, 49) == (5, widths)  # 39 cells + 2 padding each
     assert prompt_layout(widths, 48) == (4, widths[:4])
-    assert prompt_layout(widths, 40) == (3, widths[:3])
+    # 4 columns need 41 cells: at 40 the id gives way (to 40 - 19 - 2), the gate and its repair marks stay
+    assert prompt_layout(widths, 40) == (4, [19, 5, 3, 5])
+    assert prompt_layout(widths, 31) == (4, [10, 5, 3, 5])  # MIN_ID
     # 3 columns need 34 cells: at 30 the id gets what alpha and n leave, less 2 (its padding)
     assert prompt_layout(widths, 30) == (3, [30 - (5 + 3 + 4) - 2, 5, 3])
     assert prompt_layout(widths, 10) == (3, [6, 5, 3])  # never below 6 cells
@@ -166,7 +168,7 @@ async def test_streams_cursor_keys_move_the_row_and_the_token_view_follows(tmp_p
         screen = app.screen
         rows = screen.query_one("#prompts", RowList)
         view = screen.query_one(TokenView)
-        assert rows.labels == ["prompt", "alpha", "n", "corpus", "gate"]
+        assert rows.labels == ["prompt", "alpha", "n", "gate", "corpus"]
         assert [rows.shown_row(i)[0] for i in range(rows.row_count)] == [s.id for s in streams]
         rows.focus()
         for expected in (1, 2, 3, 2):

@@ -25,6 +25,7 @@ from specterm.core import analysis, cache
 from specterm.core.export import shown_machine
 from specterm.core.fmt import fmt
 from specterm.core.store import load_run
+from specterm.widgets.columns import fit_machine
 from specterm.widgets.tables import fit_text_table
 from specterm.widgets.rowlist import RowList
 
@@ -82,11 +83,12 @@ async def test_every_screen_names_run_engine_and_machine_at_80x24():
                 await ready(app, pilot)
                 head = static_text(app.screen.query_one("#head", Static))
                 assert cell_len(head) <= SIZE[0] - 2, head
-                assert f"run {k}/{app.n_model_groups} (M next)" in head and f" · {engine} -n " in head, head
+                assert f"run {k}/{app.n_model_groups}" in head and f" · {engine} -n " in head, head
                 if machine is None:
                     assert "costs not measured" in head, head
-                else:  # the machine gives way at its end on a narrow screen, never its start
-                    assert f"costs: {machine[:12]}" in head, head
+                else:  # the machine's label is shortened (fit_machine), its name kept, its suffix never cut
+                    assert fit_machine(machine.split(",")[0], 80) .split(" ")[0] in head, head
+                    assert head.endswith(("(this machine)", "(other machine)")) and "…" not in head, head
                 assert wrapped_table_lines(app.screen) == [], (key, wrapped_table_lines(app.screen))
             await pilot.press("M")
             await ready(app, pilot)
@@ -129,7 +131,7 @@ async def test_p_steps_through_the_profiles_decisions():
             assert cell.split("\n")[0] == f"{fmt(d.speedup_hw, 2)}x", (pid, cell)
             assert str(table.get_cell("pooled", "g_hw")) == fmt(d.gamma_hw)
             head = static_text(app.screen.query_one("#head", Static))
-            assert f"costs: {d.machine[:12]}" in head, head
+            assert fit_machine(d.machine, 30).split(",")[0] in head and head.endswith(("(this machine)", "(other machine)")), head
             seen.append(pid)
             await pilot.press("p")
             await pilot.pause()
@@ -327,6 +329,9 @@ async def test_a_too_few_prompts_verdict_shows_as_the_report_says_it(tmp_path):
         assert "### Engine settings, pooled" in app.clipboard
         assert head.startswith("| corpus | g_hw | S_hw [95% CI] | verdict") and rule.startswith("|---|")
         assert row.startswith(f"| pooled | {fmt(d.gamma_hw)} | {fmt(d.speedup_hw, 2)}x [") and "| too few prompts |" in row
+        # the row carries its machine (whose costs the decision reads), whole
+        assert head.endswith("| machine |")
+        assert row.endswith(f"| {d.machine}" + (" (this machine) |" if d.matches_this_machine else " (other machine) |"))
 
 
 async def test_an_export_says_the_r_its_tables_are_at(tmp_path):

@@ -443,7 +443,10 @@ def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]
         out.busy_warning = profile.busy_warning()
         if out.busy_warning:
             out.verdict += f"; warning: {out.busy_warning}"
-    for row in out.confirmed:
+    # "sign held" means one thing in every table (docs/method.md 6, Confirmation): at the decision's g_hw,
+    # realized lies on the verdict's side of 1 (none for no reliable gain); at another g, on the side of
+    # that g's predicted S. The newest confirmations and every earlier one of the profile alike.
+    for row in [*out.confirmed, *out.confirmed_history]:
         if row.gamma == out.gamma_hw and row.sign_held is not None:
             row.sign_held = verdict_sign_held(out.verdict_kind, float(row.realized))
     return out

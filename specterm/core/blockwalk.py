@@ -95,6 +95,25 @@ def E_iid(alpha: float | np.ndarray, gamma: int | np.ndarray) -> np.ndarray:
     return np.where(alpha >= 1.0, gamma + 1, e)
 
 
+def expected_blocks_iid(alpha: float, gamma: int, n: int) -> float:
+    """The expected number of blocks the walk makes over an i.i.d. Bernoulli(alpha) stream of n
+    positions at draft length gamma (the stream's end cuts its last block, SPEC 2):
+
+        B(0) = 0,   B(m) = 1 + sum_{j < k} alpha^j (1 - alpha) B(m - j - 1) + alpha^k B(m - k - 1)+
+        with k = min(gamma, m) and (x)+ = max(x, 0).
+
+    n / B(n) is the finite-stream counterpart of E_iid(alpha, gamma): their gap is what a stream's
+    cut last block alone costs the yield (it lands in `hetero`, docs/method.md, Choices)."""
+    B = np.zeros(n + 1)
+    for m in range(1, n + 1):
+        k = min(gamma, m)
+        j = np.arange(k)
+        p = alpha ** j * (1 - alpha)
+        nxt = B[np.maximum(m - j - 1, 0)]
+        B[m] = 1 + float(p @ nxt) + alpha ** k * B[max(m - k - 1, 0)]
+    return float(B[n])
+
+
 def walk_table(streams_bits: list[np.ndarray], gammas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(tokens, blocks), each (N streams x G draft lengths): the walk of every stream at every g in `gammas`.
 

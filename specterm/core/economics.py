@@ -42,6 +42,8 @@ from one another would scatter one seed's claims over several modules.
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -581,6 +583,13 @@ def q_rows(sets: Mapping[str, SetReport], costs: Mapping[str, Mapping[str, Any]]
             q6_profiles(pooled, b_star, ref.gamma_true if ref is not None else None)]
 
 
+def _few_samples(row: ScoreRow, d: DecisionHW) -> ScoreRow:
+    """`row` with the batch grid's caveat after its evidence where its ratios rest on few samples per
+    cost (decision_hw.batch_fit.few_samples): the caveat is the interval's, so it goes where Q6 is read."""
+    few = (d.batch_fit or {}).get("few_samples") if isinstance(d.batch_fit, dict) else None
+    return dataclasses.replace(row, evidence=f"{row.evidence} (caveat: {few})") if few else row
+
+
 def q6_profiles(pooled: SetReport | None, roofline: float | None, roofline_gamma: int | None) -> ScoreRow:
     """Q6 per cost profile (SPEC 6: by-batch is a profile's): `q6` on the pooled set's decision of every
     profile with batch costs (decision_by_profile; else its one decision_hw). One profile: its row. Several:
@@ -593,9 +602,10 @@ def q6_profiles(pooled: SetReport | None, roofline: float | None, roofline_gamma
     if not ds:
         d = pooled.decision_hw
         return q6(d.by_batch if d is not None else None, d.batch_crossover if d is not None else None, roofline, roofline_gamma)
-    rows = [(label, q6(d.by_batch, d.batch_crossover, roofline, roofline_gamma)) for label, d in ds]
-    if len(rows) == 1:
-        return rows[0][1]
+    rows = [(label, _few_samples(q6(d.by_batch, d.batch_crossover, roofline, roofline_gamma), d)) for label, d in ds]
+    if len(rows) == 1:  # one profile has batch costs: its row, named by its machine (it may not be the shown one)
+        label, row = rows[0]
+        return dataclasses.replace(row, evidence=f"on {label}: {row.evidence}")
     verdicts = [r.direction for _, r in rows]
     direction = (vd.HOLDS if vd.HOLDS in verdicts else vd.NOT_REPRODUCED if vd.NOT_REPRODUCED in verdicts
                  else vd.INCONCLUSIVE)

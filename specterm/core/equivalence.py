@@ -91,7 +91,7 @@ def paired_tokens_per_call(real_tokens: Sequence[float], real_calls: Sequence[fl
     lo90, hi90 = (float(x) for x in percentile_ci(reps, 0.90))
     wording = equivalence_wording((lo95, hi95), (lo90, hi90), margin)
     if n < min_prompts:
-        wording = too_few_text(n, min_prompts)
+        wording = too_few_text(n, min_prompts, per_corpus=False)
     return PairedComparison(prompts=n, blocks_real=int(X[:, 1].sum()), blocks_walk=int(X[:, 3].sum()),
                             diff=float(d(X.sum(axis=0))), ci95=(lo95, hi95), ci90=(lo90, hi90), margin=margin,
                             establishable=max(abs(lo90), abs(hi90)), wording=wording)

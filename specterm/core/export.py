@@ -314,7 +314,25 @@ def profile_table(report: Report) -> Table | None:
              "samples, not another machine)")
     if report.profile_note:
         title += f". {report.profile_note}"
+    elif (why := shown_among(report)):
+        title += f". {why}"
     return title, head, rows
+
+
+def shown_among(report: Report) -> str | None:
+    """Why one profile is shown where several are this machine's (SPEC 6: the newest matching one),
+    or None where at most one matches: "Shown: the newest of the 2 profiles of this machine (2026-12-05);
+    the others decide only where they are shown"."""
+    here = [p for p in report.profiles if p.get("matches_this_machine")]
+    if len(here) < 2:
+        return None
+    shown_ids = {r.shown_profile for r in report.runs if r.shown_profile}
+    newest = next((p for p in here if p.get("id") in shown_ids), None)
+    if newest is None:
+        return None
+    when = str(newest.get("measured_at") or "")[:10]
+    return (f"Shown: the newest of the {len(here)} profiles of this machine ({newest.get('id')}"
+            f"{', ' + when if when else ''}); the older ones are listed, not used")
 
 
 def _x(value: Any) -> str:
@@ -333,7 +351,7 @@ NO_VERDICT = "none: costs not measured"
 
 def verdict_words(d: Any) -> str:
     """A decision's verdict in words (a table's narrow column): VERDICT_WORDS of its kind; "too few
-    prompts" below the minimum (the verdict sentence beside it says "(n = K; needs M)"); a kind
+    prompts" below the minimum (the verdict sentence beside it says "(n = K in a corpus; needs M per corpus)"); a kind
     without words of its own with its underscores as spaces; none without measured costs (SPEC 6:
     the memory-bound reference is a reference, never a verdict of its own)."""
     if not d.measured:

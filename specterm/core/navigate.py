@@ -181,18 +181,22 @@ def piece_at(text: str, piece_ends: np.ndarray, t: int) -> str:
     return text[int(piece_ends[t - 1]) if t > 0 else 0 : int(piece_ends[t])]
 
 
-def search_prompts(query: str, ids: Sequence[str], prompts: Sequence[str | None]) -> list[int]:
-    """Indices i of the prompts whose id or prompt text contains `query`, ignoring case (casefold).
+def search_prompts(query: str, ids: Sequence[str], prompts: Sequence[str | None],
+                   continuations: Sequence[str | None] | None = None) -> list[int]:
+    """Indices i of the prompts whose id, prompt text or continuation (the decoded y, what the
+    Streams screen shows) contains `query`, ignoring case (casefold).
 
     Ranked best first, in list order within a rank: the id equals the query, the id starts with it,
-    the id contains it, the prompt text contains it. A query of only spaces matches every prompt
-    (the search box cleared shows them all); a prompt kept without text (None) matches by id only.
+    the id contains it, the prompt text contains it, the continuation contains it. A query of only
+    spaces matches every prompt (the search box cleared shows them all); a prompt kept without
+    text (None) matches by id only.
     """
     q = query.strip().casefold()
     if not q:
         return list(range(len(ids)))
     ranked: list[tuple[int, int]] = []
-    for i, (pid, text) in enumerate(zip(ids, prompts)):
+    conts = list(continuations) if continuations is not None else [None] * len(ids)
+    for i, (pid, text, cont) in enumerate(zip(ids, prompts, conts)):
         key = pid.casefold()
         if key == q:
             rank = 0
@@ -202,6 +206,8 @@ def search_prompts(query: str, ids: Sequence[str], prompts: Sequence[str | None]
             rank = 2
         elif text is not None and q in text.casefold():
             rank = 3
+        elif cont is not None and q in cont.casefold():
+            rank = 4
         else:
             continue
         ranked.append((rank, i))

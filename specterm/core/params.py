@@ -11,7 +11,7 @@
                   noise, the same for every seed); S > 0 the mean over S random in-place shuffles
                   (`--shuffles S`, SPEC 3's estimator, kept for comparison); 0 no split
     MIN_PROMPTS   M = 10: the fewest prompts per set for any interval-based verdict (SPEC 6 "Too few
-                  prompts"). Below it a row or decision reads "too few prompts (n = K; needs M)".
+                  prompts"). Below it a row or decision reads "too few prompts (n = K in a corpus; needs M per corpus)".
                   Why 10: the percentile bootstrap's coverage of a known alpha and E_true(8) on
                   synthetic streams (128 positions, prompt acceptance ~ Beta(7, 3), 95% nominal) is
                   0.51 at n = 2, 0.72 at 3, 0.83 at 5, 0.88 at 8, 0.91 at 10 and 0.91-0.93 at 12-20

@@ -34,6 +34,7 @@ class Progress:
     bits: str = ""
     elapsed_s: float = 0.0
     eta_s: Optional[float] = None
+    already: int = 0            # prompts the run held before this session (--resume), within prompts_done
     step: int = 0               # steps of the current phase done (e.g. cost measurements), of `steps`
     steps: int = 0              # 0: the phase has no counted steps
 

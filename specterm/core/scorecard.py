@@ -26,7 +26,7 @@ where the SPEC is silent:
        not reproduced when they differ, inconclusive when a CI is undefined.
 
 Too few prompts (SPEC 6): when a corpus has fewer than params.MIN_PROMPTS prompts, every row reads
-"too few prompts (n = K; needs M)" (`too_few`; K the fewest prompts of any corpus), its numbers kept.
+"too few prompts (n = K in a corpus; needs M per corpus)" (`too_few`; K the fewest prompts of any corpus), its numbers kept.
 
 Each of P1, P2, P4, P5 also says in its evidence whether its direction holds in the steady state
 (the set's `steady_state`: positions t >= 32 only); P3 has no steady-state statistic.
@@ -389,7 +389,7 @@ def fewest_prompts(sets: Mapping[str, SetReport]) -> int | None:
 
 def too_few(row: ScoreRow, n: int, needs: int = MIN_PROMPTS) -> ScoreRow:
     """A row below the minimum number of prompts (SPEC 6 "Too few prompts"): the verdict reads "too few
-    prompts (n = K; needs M)", verdict_kind "too_few_prompts", direction and size inconclusive (n/a stays
+    prompts (n = K in a corpus; needs M per corpus)", verdict_kind "too_few_prompts", direction and size inconclusive (n/a stays
     n/a), and the evidence keeps its numbers after those words."""
     words = vd.too_few_text(n, needs)
     ev = row.evidence[len(row.verdict) + 2:] if row.evidence.startswith(row.verdict + ": ") else row.evidence

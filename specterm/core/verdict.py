@@ -133,6 +133,11 @@ def batch_hw(sides: Iterable[tuple[int, str]]) -> int | None:
 TOO_FEW = "too_few_prompts"
 
 
-def too_few_text(n: int, needs: int) -> str:
-    """SPEC 6 "Too few prompts": the words every interval-based verdict reads below the minimum."""
-    return f"too few prompts (n = {n}; needs {needs})"
+def too_few_text(n: int, needs: int, per_corpus: bool = True) -> str:
+    """SPEC 6 "Too few prompts": the words every interval-based verdict reads below the minimum. The
+    minimum is per corpus (a pooled set's bootstrap is stratified by corpus, so its smallest corpus
+    decides), and the words say so: n is the prompts of the smallest corpus, not of the set.
+    per_corpus False: a count of prompts that is not a corpus's (a paired comparison's)."""
+    if not per_corpus:
+        return f"too few prompts (n = {n}; needs {needs})"
+    return f"too few prompts (n = {n} in a corpus; needs {needs} per corpus)"

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from specterm.core.errors import SpectermError
-from specterm.core.hardware.profiles import BUSY_LOAD_PER_CORE, BUSY_OTHER_SHARE, PROFILES_KEY, new_profile, with_profile
+from specterm.core.hardware.profiles import BUSY_OTHER_SHARE, PROFILES_KEY, load_busy, new_profile, with_profile
 from specterm.core.hardware.curve import MIN_SAMPLES
 from specterm.core.hardware.settle import SetSettle, set_settle
 from specterm.core.machine import cpu_busy_seconds, default_threads, other_cpu_share, own_cpu_seconds
@@ -91,19 +91,33 @@ def set_curves(run: Run, gammas: np.ndarray, boot: int = 400, seed: int = 0) -> 
     return out
 
 
-def context_length(run: Run, encode: Callable[[str], list[int]]) -> tuple[int, list[int]]:
+RUN_CONTEXT_RULE = "median over the run's streams of prompt tokens + n/2"
+IMPORTED_PROMPT_TOKENS = 64
+"""Imported bits store no prompt: their cost context takes a prompt of this many tokens (the median
+prompt of the built-in corpora is of this order) + n/2, and the profile says so."""
+IMPORTED_CONTEXT_RULE = (f"imported bits (no prompt stored): {IMPORTED_PROMPT_TOKENS} prompt tokens + the median over "
+                         "the run's streams of n/2")
+FILLER = "The quick brown fox jumps over the lazy dog. "
+
+
+def context_length(run: Run, encode: Callable[[str], list[int]]) -> tuple[int, list[int], str]:
     """SPEC 6's cost context: the median over the run's streams of prompt tokens + n/2, and ids of that
-    length (the first stream's prompt + y, repeated; only the length matters)."""
+    length (the first stream's prompt + y, repeated; only the length matters), and the rule used.
+    Imported bits store no prompt or y: IMPORTED_PROMPT_TOKENS + the median n/2, over a filler text."""
     from specterm.oracle.costs import context_ids
 
     usable = [s for s in run.streams if s.prompt is not None and s.y is not None and s.n > 0]
     if not usable:
-        raise SpectermError("this run stores no prompt text and tokens y (imported bits?); costs need a run made by `specterm run`.")
+        ns = [s.n for s in run.streams if s.n > 0]
+        if not ns:
+            raise SpectermError("the run has no positions; nothing to time costs for.")
+        n = int(round(IMPORTED_PROMPT_TOKENS + statistics.median(ns) / 2))
+        return n, context_ids(encode(FILLER * 8), n), IMPORTED_CONTEXT_RULE
     lengths = [len(encode(s.prompt)) + s.n / 2 for s in usable if s.prompt is not None]
     n = int(round(statistics.median(lengths)))
     first = usable[0]
     assert first.prompt is not None and first.y is not None
-    return n, context_ids(encode(first.prompt) + first.y.tolist(), n)
+    return n, context_ids(encode(first.prompt) + first.y.tolist(), n), RUN_CONTEXT_RULE
 
 
 def settle_all(curves: dict[str, tuple[np.ndarray, np.ndarray]], gammas: np.ndarray,
@@ -139,7 +153,7 @@ class Quiet:
         return other, load
 
     def busy(self, other: float | None, load: float) -> bool:
-        return (other is not None and other > self.threshold) or load > BUSY_LOAD_PER_CORE * self.cores + 1
+        return (other is not None and other > self.threshold) or load_busy(load, self.cores)
 
     def note(self, other: float | None, load: float) -> None:
         self.worst_other = max(self.worst_other, other or 0.0)
@@ -168,7 +182,7 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
                                              dtype=config.dtype, threads=threads), report)
     try:
         load_s = time.perf_counter() - t_load
-        ctx_len, ctx = context_length(run, pair.encode)
+        ctx_len, ctx, context_rule = context_length(run, pair.encode)
         described = pair.describe()
         check_cancel(cancel)
         t0 = time.perf_counter()
@@ -192,7 +206,7 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
     finally:
         pair.close()
     record = new_profile(cost, described, source="measured by specterm costs", batch_cost=batch_record,
-                         context_rule="median over the run's streams of prompt tokens + n/2", **profile_extra)
+                         context_rule=context_rule, **profile_extra)
     add_profile(run_dir, record)
     return record
 

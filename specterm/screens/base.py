@@ -98,7 +98,7 @@ class ReportScreen(Screen):
         yield Static("", id="status", classes="status")
         with Vertical(id="body"):
             yield from self.compose_body()
-        yield KeyFooter(show_command_palette=False)  # ^p is in the help (F1); the keys need the room
+        yield KeyFooter(show_command_palette=False, compact=True)  # ^p is in the help (F1); the keys need the room
 
     def compose_body(self) -> ComposeResult:
         yield from ()
@@ -487,21 +487,46 @@ def costs_text(report: "Report | None") -> str:
         return "costs not measured"
     here = [s.decision_hw.matches_this_machine for _, s in report.ordered_sets()
             if s.decision_hw is not None and s.decision_hw.machine]
-    return f"costs: {printable(machine)}" + (" (this machine)" if here and all(here) else " (other machine)")
+    return f"costs: {printable(machine)}" + (THIS if here and all(here) else OTHER)
+
+
+THIS, OTHER = " (this machine)", " (other machine)"
+"""Whose costs: said after the machine's label, never cut (widgets.columns.fit_machine)."""
+
+
+def fit_costs(costs: str, cells: int) -> str:
+    """costs_text within `cells` cells: the machine's label shortened (fit_machine), "(this machine)" or
+    "(other machine)" kept whole."""
+    from specterm.widgets.columns import fit_machine
+
+    for suffix in (THIS, OTHER):
+        if costs.endswith(suffix):
+            head = costs[: -len(suffix)]
+            prefix = "costs: " if head.startswith("costs: ") else ""
+            return prefix + fit_machine(head.removeprefix(prefix), cells - len(prefix), suffix)
+    return fit_text(costs, cells)
 
 
 def head_line(app: "SpectermApp", title: str, costs: str, width: int) -> str:
     """The head line, within `width` cells: the screen, which run group of how many (`M` the next),
-    its engine and -n (what sets groups apart), and the machine of the costs; the machine is free
-    text and gives way at its end (an ellipsis), the rest never does."""
+    its engine and -n (what sets groups apart), and the machine of the costs with "(this machine)" or
+    "(other machine)", never cut (fit_costs: the machine's label is shortened, the suffix stays)."""
     runs = app.runs or []
     meta = runs[0].meta if runs else app.pair_meta
     gen = (meta or {}).get("generation") if meta is not None else None
     n_new = gen.get("max_new_tokens") if isinstance(gen, dict) else None
-    which = f"run {app.pair_key + 1}/{app.n_model_groups}" + (" (M next)" if app.n_model_groups > 1 else "")
+    which = f"run {app.pair_key + 1}/{app.n_model_groups}"
     engine = run_engine(meta, app.report) + (f" -n {n_new}" if isinstance(n_new, int) else "")
-    fixed = f"{title} · {which} · {engine} · "
-    return safe(fixed) + f"[b]{safe(fit_text(costs, max(width - len(fixed), 8)))}[/]"
+    # Tighter and tighter: "(M next)" goes first, then the "costs: " before the machine (its
+    # "(this machine)" / "(other machine)" says whose costs), then the machine's label gives way.
+    variants = [(f"{title} · {which}{' (M next)' if app.n_model_groups > 1 else ''} · {engine} · ", costs),
+                (f"{title} · {which} · {engine} · ", costs),
+                (f"{title} · {which} · {engine} · ", costs.removeprefix("costs: "))]
+    for fixed, text in variants:
+        room = width - len(fixed)
+        if fit_costs(text, room) == text:
+            break
+    return safe(fixed) + f"[b]{safe(fit_costs(text, max(width - len(fixed), 8)))}[/]"
 
 
 def set_bindings(screen: str) -> list[BindingType]:
@@ -599,6 +624,10 @@ def focused_markdown_row(screen: Any) -> str:
         return ""
     head = [plain_cell(c.label) for c in table.ordered_columns]
     row = [plain_cell(c) for c in table.get_row_at(table.cursor_row)]
+    extra = getattr(screen, "copy_columns", None)
+    for label, value in (extra() if callable(extra) else []):  # e.g. Decide: whose costs the row's decision reads
+        head.append(label)
+        row.append(value)
     return markdown_table(head, [row]) + "\n"
 
 

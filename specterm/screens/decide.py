@@ -17,15 +17,13 @@ from textual.widgets import DataTable, Input, Static
 
 from specterm.core.errors import SpectermError
 import dataclasses
-from typing import Any
 
 from specterm.core.export import (batch_table, confirmation_table, decision_table, markdown_table, profile_table)
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
 from specterm.core.report import Report
-from specterm.screens.base import ReportScreen, RStepping, costs_text, r_bindings
+from specterm.core.answer import costs_command
+from specterm.screens.base import ReportScreen, RStepping, costs_text, fit_costs, r_bindings
 from specterm.core.fmt import MISSING, ci, fmt, is_num
-from specterm.core.text import printable
-from specterm.widgets.columns import fit_text
 from specterm.widgets.tables import fill_table, fit_text_table, safe
 
 COLUMNS = [("set", "corpus"), ("g_hw", "g_hw"), ("s_hw", "S_hw [95% CI]"), ("kind", "verdict"),
@@ -154,22 +152,6 @@ def costs_measured(report: Report) -> bool:
     return bool(ds) and all(d.measured for d in ds)
 
 
-def costs_command(runs: list[Any]) -> str:
-    """The command that measures a cost profile of the shown runs on this machine."""
-    paths = " ".join(printable(str(shown_path(r.path))) for r in runs) if runs else "RUN"
-    return f"specterm costs {paths}"
-
-
-def shown_path(path: Any) -> Any:
-    """A run's path as a person types it here: relative to the working folder when inside it."""
-    from pathlib import Path
-
-    try:
-        return Path(path).resolve().relative_to(Path.cwd().resolve())
-    except (ValueError, OSError):
-        return path
-
-
 def reference_rows(report: Report) -> list[tuple[str, list[str]]]:
     """Without measured costs: per set only the memory-bound reference (its g and S [CI]), no verdict."""
     rows = []
@@ -278,7 +260,7 @@ class DecideScreen(RStepping, ReportScreen):
         which = f"Profile {ids.index(pid) + 1}/{len(ids)} (p next): d" if pid in ids and len(ids) > 1 else "D"
         costs = costs_text(view)
         if costs_measured(view):
-            bar = safe(fit_text(f"{which}ecision on {costs.removeprefix('costs: ')}", self.avail_width))
+            bar = safe(f"{which}ecision on " + fit_costs(costs.removeprefix("costs: "), self.avail_width - len(which) - 12))
             decision = ci_below(decision_rows(view), CI_COLUMNS, self.avail_width)
             verdicts = hardware_verdicts(view)
         else:
@@ -286,7 +268,7 @@ class DecideScreen(RStepping, ReportScreen):
             decision = ci_below(reference_rows(view), CI_COLUMNS, self.avail_width)
             verdicts = ("Without measured costs there is no verdict. The last column is the memory-bound "
                         "reference (if a (g+1)-token verify cost one decode step, a GPU at small batch), "
-                        f"a reference only. Measure costs on this machine: [b]{safe(costs_command(self.sapp.runs or []))}[/]")
+                        f"a reference only. Measure costs on this machine: [b]{safe(costs_command(view.runs))}[/]")
         notes = []
         busy = list(dict.fromkeys(s.decision_hw.busy_warning for _, s in view.ordered_sets()
                                   if s.decision_hw is not None and s.decision_hw.busy_warning))
@@ -346,6 +328,14 @@ class DecideScreen(RStepping, ReportScreen):
     def head_costs(self) -> str:
         report = self.sapp.report
         return costs_text(self.shown_view(report) if report is not None else None)
+
+    def copy_columns(self) -> list[tuple[str, str]]:
+        """`y` on a decision row: the machine whose costs it reads, with "(this machine)" or "(other
+        machine)", as a last column (a decision belongs to a machine, SPEC 6)."""
+        report = self.sapp.report
+        if report is None or self.focused is None or self.focused.id != "decide-table":
+            return []
+        return [("machine", costs_text(self.shown_view(report)).removeprefix("costs: "))]
 
     def action_next_profile(self, step: int) -> None:
         """p / P: the decision of the run's next / previous cost profile, from the report's

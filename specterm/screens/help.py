@@ -46,7 +46,22 @@ def key_rows(app) -> list[tuple[str, str, str]]:
     table += rows("every screen", ReportScreen.BINDINGS)
     table.append(("every screen", "enter", "Overview / Decide: open Streams filtered to the corpus of the row"))
     table.append(("everywhere", "tab, shift+tab", "Move the focus (prompt list, token view, tables)"))
+    table += MARKS
     return table
+
+
+MARKS = [
+    ("marks on screen", "r1, r2, ...", "Streams list, gate column: y of that prompt was repaired 1, 2, ... times (an "
+     "engine whose batched and serial passes round near-ties differently, llama.cpp: docs/method.md 1.3); the "
+     "prompt's head line lists the repaired positions"),
+    ("marks on screen", "123/128", "Streams list, n column: 123 of 128 positions analysed (the gate failed at the "
+     "first one left out)"),
+    ("marks on screen", "[…]", "a 95% interval still being computed"),
+    ("marks on screen", "(borderline)", "a verdict that changes under another bootstrap seed (0-4)"),
+    ("marks on screen", "(this machine)", "the costs a decision reads were timed on this machine; (other machine): "
+     "another's, so `specterm costs RUN` measures this one"),
+]
+"""What the screens' marks mean, listed after the keys (the help's last section)."""
 
 
 class HelpScreen(ModalScreen[None]):

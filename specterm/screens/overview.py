@@ -1,4 +1,5 @@
-"""Overview: the per-corpus table with the pooled row, and what was run, where, with which models."""
+"""Overview: the answer first (per corpus, whether to speculate on this machine, or the command that
+gets the answer), then the per-corpus table with the pooled row, and what was run, where, with which models."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from specterm.core.answer import NO_COSTS_HERE, NOT_MEASURED, SPECULATE, DONT, answers, machine_label
 from specterm.core.export import deficit_cell, steady_cells
 from specterm.core.fmt import MISSING, ci, est, fmt
 from specterm.core.params import STEADY_FROM
@@ -131,6 +133,40 @@ def run_lines(report: Report) -> list[str]:
     return lines
 
 
+KIND_MARKUP = {SPECULATE: "b $text-success", DONT: "b $text-error"}
+"""The answer's colour: speculate green, do not speculate red, the rest (no reliable gain, too few
+prompts, what is missing) in the warning colour."""
+
+
+def answer_lines(report: Report, pending: bool, width: int) -> list[str]:
+    """The Overview's first lines (core.answer): "Speculate on this machine?" with the machine, then per
+    corpus (pooled last) its verdict, g and speedup [95% CI], or what is missing and the one command
+    that gets it (said once when every corpus misses the same)."""
+    rows = answers(report)
+    if not rows:
+        return []
+    if pending:
+        return ["[b]Speculate on this machine?[/] [dim]… each verdict rests on a CI, shown when it is done[/]"]
+    head = "[b]Speculate on this machine?[/]"
+    machines = {s.decision_hw.machine for _, s in report.ordered_sets()
+                if s.decision_hw is not None and s.decision_hw.matches_this_machine and s.decision_hw.machine}
+    missing = [a for a in rows if a.kind in (NO_COSTS_HERE, NOT_MEASURED)]
+    if len(missing) == len(rows) and len({(a.kind, a.command) for a in missing}) == 1:
+        a = missing[0]
+        what = (f"no costs of this machine ({safe(machine_label(report.this_machine))}): the run's are other machines'"
+                if a.kind == NO_COSTS_HERE else "no costs measured: the run holds no cost profile")
+        return [f"{head} [b $text-warning]{what}[/]", f"  measure them (1-2 min): [b]{safe(a.command)}[/]"]
+    if len(machines) == 1:
+        head += f" [dim]costs of {safe(next(iter(machines)))}[/]"
+    name_w = max(len(a.corpus) for a in rows)
+    lines = [head]
+    for a in rows:
+        style = KIND_MARKUP.get(a.kind, "b $text-warning")
+        text = a.text + (f": {a.command}" if a.command else "")
+        lines.append(f"  {safe(a.corpus.ljust(name_w))}  [{style}]{safe(text)}[/]")
+    return lines
+
+
 class OverviewScreen(ReportScreen):
     SCREEN_TITLE = "Overview"
     EXPORT_NAME = "overview"
@@ -144,6 +180,7 @@ class OverviewScreen(ReportScreen):
     def compose_body(self) -> ComposeResult:
         # One scrolling pane: at 80x24 the scorecard lines and the notes lie below the fold.
         with VerticalScroll(id="overview-scroll"):
+            yield Static("", id="overview-answer", classes="answer")
             yield Static("", id="overview-meta", classes="meta")
             yield DataTable(id="overview-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="overview-verdicts", classes="note")
@@ -158,6 +195,7 @@ class OverviewScreen(ReportScreen):
         with self.app.batch_update():
             table.header_height = max(label.count("\n") + 1 for _, label in columns)
             fill_table(table, columns, rows, width=self.avail_width)
+        self.query_one("#overview-answer", Static).update("\n".join(answer_lines(report, pending, self.avail_width)))
         self.query_one("#overview-meta", Static).update("\n".join(run_lines(report)))
         if report is not getattr(self, "_drawn_report", None):  # a new report or pair: the pane from its top
             self._drawn_report = report

@@ -16,6 +16,8 @@ class ScreenInfo:
     title: str
     key: str
     help: str
+    short: str = ""
+    """The name the footer shows beside the key (short enough for 80 columns)."""
 
     @property
     def module(self) -> str:
@@ -27,14 +29,14 @@ class ScreenInfo:
 
 
 SCREENS: tuple[ScreenInfo, ...] = tuple(ScreenInfo(*row) for row in (
-    ("overview", "Overview", "1", "Per-corpus table: alpha, autocorrelation, D/D_geom, deficit; run metadata"),
-    ("streams", "Streams", "2", "Prompt list and one prompt's tokens, coloured accepted/rejected, with a cursor"),
-    ("runlengths", "Run lengths", "3", "Histogram of run lengths L against the geometric prediction; w: alpha by position in y"),
-    ("optimum", "Optimum", "4", "g*_true and g*_iid against r, throughput curves, E_true/E_iid"),
-    ("policies", "Policies", "5", "Draft-length policies replayed exactly; per-depth acceptance"),
-    ("decide", "Decide", "6", "Speculate or not, with which g; batch crossover per accelerator"),
-    ("scorecard", "Scorecard", "7", "P1-P5 and Q1-Q6 by seed: verdict, direction, size and evidence"),
-    ("run", "Run", "8", "The live oracle: progress, tokens/s, ETA, running alpha"),
+    ("overview", "Overview", "1", "The answer for this machine per corpus, then alpha, autocorrelation, D/D_geom, deficit; run metadata", "over"),
+    ("streams", "Streams", "2", "Prompt list and one prompt's tokens, coloured accepted/rejected, with a cursor", "streams"),
+    ("runlengths", "Run lengths", "3", "Histogram of run lengths L against the geometric prediction; w: alpha by position in y", "lengths"),
+    ("optimum", "Optimum", "4", "g*_true and g*_iid against r, throughput curves, E_true/E_iid", "opt"),
+    ("policies", "Policies", "5", "Draft-length policies replayed exactly; per-depth acceptance", "policy"),
+    ("decide", "Decide", "6", "Speculate or not, with which g; batch crossover per accelerator", "decide"),
+    ("scorecard", "Scorecard", "7", "P1-P5 and Q1-Q6 by seed: verdict, direction, size and evidence", "score"),
+    ("run", "Run", "8", "The live oracle: progress, tokens/s, ETA, running alpha", "run"),
 ))
 
 

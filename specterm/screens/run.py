@@ -4,6 +4,7 @@ finished prompt; Enter opens the results when it ends."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -12,12 +13,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Label, Log, ProgressBar, Static
+from textual.widgets import Header, Label, Log, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from specterm import messages
 from specterm.core.errors import SpectermError
 from specterm.core.progress import Cancelled, Progress
+from specterm.widgets.footer import KeyFooter
 from specterm.widgets.progress import BitsView, bits_legend, stats_line
 from specterm.widgets.sparkline import ScaledSparkline
 from specterm.widgets.tables import safe
@@ -53,6 +55,8 @@ class RunScreen(Screen):
         self.result_path: Path | None = None
         self.alpha_history: list[float] = []
         self.last: Progress | None = None
+        self.last_at = 0.0
+        """When `last` came (time.monotonic): the clock ticks on from it between reports."""
 
     @property
     def sapp(self) -> "SpectermApp":
@@ -61,6 +65,7 @@ class RunScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header(icon="")
         with Vertical(id="run-body"):
+            yield Static("", id="head", classes="head")
             yield Static(self._head_text(), id="run-head")
             yield Static(f"[b]checking[/]  {CHECKING}" if self.check is not None else "starting ...", id="run-phase")
             with Grid(id="run-bars"):
@@ -76,7 +81,7 @@ class RunScreen(Screen):
             yield Static(bits_legend(None), id="bits-legend", classes="dim")
             yield BitsView(id="bits")
             yield Log(id="run-log", max_lines=500)
-        yield Footer()
+        yield KeyFooter(show_command_palette=False, compact=True)
 
     def _head_text(self) -> str:
         c = self.config
@@ -87,7 +92,36 @@ class RunScreen(Screen):
         self.title = "specterm"
         self.sub_title = self.SCREEN_TITLE
         self.state = "running"
+        self.update_head()
+        self.set_interval(1.0, self.tick)
         self.run_oracle()
+
+    def head_text(self, width: int) -> str:
+        """The head line every screen has: the screen, the run (1/1: the one being made), its engine
+        and -n, and the machine it runs and times costs on (this machine, never cut)."""
+        from specterm.core.answer import machine_label
+        from specterm.core.machine import this_machine
+        from specterm.screens.base import THIS, fit_costs
+
+        n_new = getattr(self.config, "max_new_tokens", None)
+        fixed = f"{self.SCREEN_TITLE} · run 1/1 · torch" + (f" -n {n_new}" if isinstance(n_new, int) else "") + " · "
+        machine = fit_costs(f"costs: {machine_label(this_machine().key())}{THIS}", max(width - len(fixed), 8))
+        return safe(fixed) + f"[b]{safe(machine)}[/]"
+
+    def update_head(self) -> None:
+        self.query_one("#head", Static).update(self.head_text(max(self.size.width - 2, 20)))
+
+    def on_resize(self, event: Any) -> None:
+        self.update_head()
+
+    def tick(self) -> None:
+        """Once a second: elapsed and ETA run on between the oracle's reports (a long prompt, a
+        teacher-forced pass, the wait after Escape); the clock stops when the run has ended."""
+        if self.last is None or self.state in ("done", "cancelled", "failed"):
+            return
+        since = time.monotonic() - self.last_at
+        self.query_one("#run-stats", Static).update(
+            stats_line(self.last, eta=self.state == "running" and self.last.phase != "done", since=since))
 
     def on_unmount(self) -> None:
         # Leaving the app mid-run: ask the oracle to stop at its next check (finished prompts are on disk).
@@ -133,6 +167,7 @@ class RunScreen(Screen):
     def on_oracle_progress(self, message: messages.OracleProgress) -> None:
         p = message.progress
         self.last = p
+        self.last_at = time.monotonic()
         phase = p.phase
         if phase in ("generating", "teacher-forcing", "saved"):
             where = f"{safe(p.corpus)}/{safe(p.prompt_id)}" if p.prompt_id else ""
@@ -151,7 +186,7 @@ class RunScreen(Screen):
         elif p.n_prompts and phase != "checking":
             overall_label.update("prompts")
             overall.update(total=p.n_prompts, progress=p.prompts_done)
-            overall_count.update(f"{p.prompts_done}/{p.n_prompts} saved")
+            overall_count.update(f"{p.prompts_done}/{p.n_prompts} saved" + (f" ({p.already} already kept)" if p.already else ""))
         bar = self.query_one("#prompt", ProgressBar)
         if phase in ("generating", "teacher-forcing") and p.max_new_tokens:
             bar.update(total=p.max_new_tokens, progress=min(p.tokens, p.max_new_tokens))
@@ -220,8 +255,8 @@ class RunScreen(Screen):
             return
         self.state = "cancelling"
         self.cancel_event.set()
-        if self.last is not None:  # no ETA once the run is stopping
-            self.query_one("#run-stats", Static).update(stats_line(self.last, eta=False))
+        if self.last is not None:  # no ETA once the run is stopping; the clock runs on
+            self.query_one("#run-stats", Static).update(stats_line(self.last, eta=False, since=time.monotonic() - self.last_at))
         self.query_one("#run-phase", Static).update("[b $warning]cancelling[/]: the current step ends, finished prompts stay on disk ...")
         self.refresh_bindings()
 

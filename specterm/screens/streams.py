@@ -25,9 +25,10 @@ from specterm.widgets.tokens import TokenView, stream_labels
 
 ROLLING_WINDOW = 16
 SORTS = ("run order", "alpha ascending", "alpha descending")
-PROMPT_COLUMNS = [("id", "prompt"), ("alpha", "alpha"), ("n", "n"), ("corpus", "corpus"), ("gate", "gate")]
-"""The prompt list's columns; where the pane is too narrow for all, gate then corpus are left out
-(both are on the head line of the prompt shown) and a long id ends in an ellipsis."""
+PROMPT_COLUMNS = [("id", "prompt"), ("alpha", "alpha"), ("n", "n"), ("gate", "gate"), ("corpus", "corpus")]
+"""The prompt list's columns; where the pane is too narrow for all, corpus then gate are left out
+(the corpus is on the filter line and the head line of the prompt shown; the gate column carries
+the repair marks r1, r2, ..., so it stays longer) and a long id ends in an ellipsis."""
 
 
 def list_pane_width(screen_width: int) -> int:
@@ -35,13 +36,24 @@ def list_pane_width(screen_width: int) -> int:
     return min(max(int(screen_width * 0.45), 36), 60)
 
 
+MIN_ID = 10
+"""Cells an id may shrink to (with its ellipsis) before the gate column is left out."""
+
+
 def prompt_layout(widths: list[int], width: int) -> tuple[int, list[int]]:
     """(how many of PROMPT_COLUMNS, their widths) that fit in `width` cells, given each column's
-    natural width (widest cell or label): drop gate, then corpus, then shorten the ids (the id column
+    natural width (widest cell or label): drop corpus, then shorten the ids down to MIN_ID cells, then
+    drop gate, then shorten the ids further (the id column
     cut to what the other two leave, at least 6 cells; RowList ends a cut id in an ellipsis)."""
-    for k in (5, 4, 3):
+    for k in (5, 4):
         if sum(widths[:k]) + 2 * k <= width:
             return k, widths[:k]
+    # the gate column (with its repair marks) before long ids: ids give way down to MIN_ID cells first
+    others = widths[1] + widths[2] + widths[3] + 6
+    if width - others - 2 >= MIN_ID:
+        return 4, [min(widths[0], width - others - 2), widths[1], widths[2], widths[3]]
+    if sum(widths[:3]) + 6 <= width:
+        return 3, widths[:3]
     others = widths[1] + widths[2] + 4
     return 3, [min(widths[0], max(width - others - 2, 6)), widths[1], widths[2]]
 
@@ -54,7 +66,7 @@ def quote(piece: str | None) -> str:
 
 
 def prompt_cells(stream: Any, alpha: float | None = None) -> tuple[Any, ...]:
-    """Cells of one prompt-list row: id, alpha, n, corpus, gate rate (a failed gate is flagged; an
+    """Cells of one prompt-list row: id, alpha, n, gate rate, corpus (a failed gate is flagged; an
     import, which checked no gate, shows n/a). n is "analysed/n" when a gate failure cut the stream:
     alpha is over the analysed positions only. A repaired stream (llama.cpp) shows its repairs after
     the gate rate ("r3": three flipped positions). Plain strings but a failed gate (a Text in bold
@@ -69,7 +81,7 @@ def prompt_cells(stream: Any, alpha: float | None = None) -> tuple[Any, ...]:
     if alpha is None:
         alpha = navigate.stream_alpha(stream.a)
     # printable() first: a tab or newline in an id would otherwise draw a second, phantom line
-    return (printable(stream.id), fmt(alpha), n, printable(stream.corpus), gate_cell)
+    return (printable(stream.id), fmt(alpha), n, gate_cell, printable(stream.corpus))
 
 
 def repair_note(s: Any) -> str:
@@ -400,7 +412,8 @@ class StreamsScreen(ReportScreen):
         """Find prompts of the list by id or text (navigate.search_prompts); the first is shown."""
         ids = [self.streams[i].id for i in self.shown]
         prompts = [self.streams[i].prompt for i in self.shown]
-        found = navigate.search_prompts(query, ids, prompts) if query.strip() else []
+        texts = [self.streams[i].text for i in self.shown]
+        found = navigate.search_prompts(query, ids, prompts, texts) if query.strip() else []
         self.matches = [self.shown[j] for j in found]
         self.match_note = f"match 1 of {len(self.matches)}" if self.matches and query.strip() else ""
         self._show_filter()
@@ -408,7 +421,7 @@ class StreamsScreen(ReportScreen):
             self.notify("Search cleared.", timeout=2)
             return
         if not self.matches:
-            self.notify(f"No prompt id or text contains '{safe(query)}'.", severity="warning", timeout=3)
+            self.notify(f"No prompt id, prompt or continuation contains '{safe(query)}'.", severity="warning", timeout=3)
             return
         first = self.matches[0]
         self.query_one("#prompts", RowList).move_cursor(row=self.shown.index(first), animate=False)

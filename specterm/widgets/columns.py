@@ -74,6 +74,35 @@ def fit_text(text: str, cells: int) -> str:
     return set_cell_size(text, max(cells - 1, 1)) + "…"
 
 
+MACHINE_SHORTER = (
+    (r"\s*\((?:R|TM)\)", ""),                          # Intel(R) Xeon(R) -> Intel Xeon
+    (r"\s+(?:Processor|CPU)\b", ""),                     # Intel Xeon Processor -> Intel Xeon
+    (r"\b(torch|llama\.cpp) \d+(?:\.\d+)*", r"\1"),       # the engine's version
+    (r" (\d+) threads?\b", r" \1t"),                      # 1 thread -> 1t
+    (r",? ?\b(?:float32|float16|bfloat16|gguf)\b", ""),   # the dtype
+    (r", (?:torch|llama\.cpp)$", ""),                     # the engine (the head line names it already)
+)
+"""How a machine label is shortened, step by step, until it fits: vendor marks, "Processor", the
+engine's version, "thread" as "t", the dtype, the engine. The machine's name itself goes last (an
+ellipsis)."""
+
+
+def fit_machine(label: str, cells: int, suffix: str = "") -> str:
+    """A machine label (a cost profile's "Intel Xeon Processor, 1 thread, torch 2.13 float32") within
+    `cells` cells together with `suffix` (" (this machine)"), which is never cut: the label is
+    shortened by MACHINE_SHORTER's steps, each applied in turn until it fits, then ends in an
+    ellipsis; the suffix stays whole."""
+    import re
+
+    room = max(cells - cell_len(suffix), 1)
+    text = label
+    for pattern, repl in MACHINE_SHORTER:
+        if cell_len(text) <= room:
+            break
+        text = re.sub(pattern, repl, text).strip().rstrip(",")
+    return fit_text(text, room) + suffix
+
+
 def names_give_way(labels: Sequence[Any], rows: list[tuple[str, list[Any]]], width: int,
                    least: int = 8) -> list[tuple[str, list[Any]]]:
     """Rows whose first cell (a corpus or prompt name: free text) is shortened with an ellipsis just

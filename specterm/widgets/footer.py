@@ -30,6 +30,16 @@ def bindings_signature(screen: Screen) -> tuple[Any, ...]:
     )
 
 
+def screens_first(widgets: list[Any]) -> list[Any]:
+    """The footer's keys with the screens' number keys first (in their order), then the rest as
+    Textual orders them: at 80 columns the keys that give way at the right end are a screen's own
+    (all listed by `?`), never the names of the screens."""
+    def is_screen(w: Any) -> bool:
+        return isinstance(w, FooterKey) and str(getattr(w, "action", "")).startswith("switch_screen")
+
+    return [w for w in widgets if is_screen(w)] + [w for w in widgets if not is_screen(w)]
+
+
 class KeyFooter(Footer):
     """Footer that skips a recompose when the keys it would show are the ones it shows, and whose
     keys are made in their final compact state (no restyle each from their watcher and binding)."""
@@ -52,11 +62,12 @@ class KeyFooter(Footer):
         mark_footer_ready(self)
         self._keys_composed = True
         self._shown = (self.compact, self.show_command_palette, bindings_signature(self.screen))
-        for widget in super().compose():
+        widgets = list(super().compose())
+        for widget in widgets:
             if isinstance(widget, FooterKey) and has_reactive(widget, "compact"):
                 widget.set_reactive(FooterKey.compact, self.compact)
                 widget.set_class(self.compact, "-compact", update=False)
-            yield widget
+        yield from screens_first(widgets)
 
     def bindings_changed(self, screen: Screen) -> None:
         if screen.app.app_focus and self.is_attached and screen is self.screen:

@@ -56,21 +56,22 @@ def bits_legend(bits: str | None) -> str:
     """The line under the current prompt's stream: how many positions are accepted ('1'), rejected
     ('0') and not yet known ('?') so far; "none yet" before a prompt starts."""
     if not bits:
-        return "current prompt: none yet (1 accepted, 0 rejected, ? not yet known)"
+        return "current prompt: not started yet   (key: 1 accepted · 0 rejected · ? not yet known)"
     return (f"current prompt: {bits.count('1')} accepted, {bits.count('0')} rejected, "
             f"{bits.count('?')} not yet known")
 
 
-def stats_line(p: Progress, eta: bool = True) -> str:
+def stats_line(p: Progress, eta: bool = True, since: float = 0.0) -> str:
     """tokens/s, ETA (left out with eta=False: after a cancel or the end), elapsed, running alpha
-    and the gate, as markup."""
+    and the gate, as markup. `since`: seconds since `p` was reported: the clock runs on between
+    reports (elapsed + since, ETA - since, never below 0)."""
     gate = MISSING if p.gate_rate is None else f"{p.gate_rate:.3f}"
     gate_style = "" if p.gate_rate is None else ("$text-success" if p.gate_rate >= 1.0 else "$text-error")
     alpha = MISSING if p.running_alpha is None else f"{p.running_alpha:.3f}"
     parts = [
         f"[b]{p.tokens_per_s:.1f}[/] tok/s",
-        *([f"ETA [b]{fmt_duration(p.eta_s)}[/]"] if eta else []),
-        f"elapsed {fmt_duration(p.elapsed_s)}",
+        *([f"ETA [b]{fmt_duration(None if p.eta_s is None else max(p.eta_s - since, 0.0))}[/]"] if eta else []),
+        f"elapsed {fmt_duration(p.elapsed_s + since)}",
         f"alpha [b]{alpha}[/]",
         f"gate [b {gate_style}]{gate}[/]" if gate_style else f"gate {gate}",
     ]

@@ -82,8 +82,8 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
     S_hw(g_hw) over them, g_hw fixed at the point estimate (speedup_mb_ci likewise at g_mb, with
     r_mb = c_draft / c_decode per replicate). Without replicates the intervals are [None, None] and
     the verdict says so; its kind then follows the point estimate. n_prompts: the fewest prompts of any
-    corpus the set resamples; below params.MIN_PROMPTS the verdict reads "too few prompts (n = K; needs
-    M)" (`too_few_prompts`).
+    corpus the set resamples; below params.MIN_PROMPTS the verdict reads "too few prompts (n = K in a corpus; needs
+    M per corpus)" (`too_few_prompts`).
     Batch (SPEC 6 "Batch"): with `batch` (the run's costs by batch, BatchCosts) and its replicates,
     by_batch lists S_hw(g_hw(B), B) with its CI per measured B, from the decision's own costs and
     resampling scaled by the batch grid's ratios c(B) / c(1) (`_set_batch`: the B = 1 row is the
@@ -194,7 +194,7 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
 
 def too_few_prompts(out: DecisionHW, n: int | None, needs: int = MIN_PROMPTS, where: str | None = None) -> DecisionHW:
     """SPEC 6 "Too few prompts": below `needs` prompts (n: the fewest prompts of any corpus the set's
-    bootstrap resamples) the decision reads "too few prompts (n = K; needs M)" (verdict_kind
+    bootstrap resamples) the decision reads "too few prompts (n = K in a corpus; needs M per corpus)" (verdict_kind
     "too_few_prompts", speculate False), its numbers kept after those words; unchanged otherwise."""
     if n is None or n >= needs or out.verdict_kind is None:
         return out

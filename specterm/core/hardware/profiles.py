@@ -102,7 +102,12 @@ class Profile:
 
     @property
     def busy(self) -> bool:
-        return bool(self.record.get("busy"))
+        """Timed on a busy machine: marked so when measured, or (a profile migrated from costs stored
+        before profiles, whose record was never marked) its stored load average above the load rule
+        (load_busy) on its cores."""
+        load = self.record.get("load")
+        avg = load.get("avg") if isinstance(load, dict) else None
+        return bool(self.record.get("busy")) or load_busy(avg, self.device.get("cores"))
 
     def matches(self, machine: Machine, engine: str) -> bool:
         """Same engine, same device name, and on a CPU the thread count specterm uses here."""
@@ -137,14 +142,20 @@ class Profile:
         if not self.busy:
             return None
         load = self.record.get("load") or {}
-        return (f"timed on a busy machine (load {load.get('avg')}, other processes {load.get('other_cpu_share')} "
-                "of a core): re-measure on a quiet machine with `specterm costs`")
+        cores = self.device.get("cores")
+        share = load.get("other_cpu_share")
+        avg = load.get("avg")
+        what = ", ".join([f"load {f'{avg:.2f}' if isinstance(avg, (int, float)) else avg}"
+                          + (f" on {cores} cores" if isinstance(cores, int) else ""),
+                          *([f"other processes {share} of a core"] if share is not None else [])])
+        return f"timed on a busy machine ({what}): re-measure on a quiet machine with `specterm costs`"
 
     def summary(self, machine: Machine, engine: str) -> dict[str, Any]:
         """SPEC 7's `profiles[]` entry (without the cost samples)."""
         keys = ("id", "engine", "device", "dtype", "context", "clock", "measured_at", "load", "busy", "stop_reason",
                 "source")
         out = {k: self.record.get(k) for k in keys}
+        out["busy"] = self.busy
         out["label"] = self.label()
         out["matches_this_machine"] = self.matches(machine, engine)
         return out
@@ -194,6 +205,14 @@ def _engine_of(meta: dict[str, Any]) -> dict[str, Any]:
     return {"name": "torch", "version": None, "build": None}
 
 
+def load_busy(load: Any, cores: Any) -> bool:
+    """The load rule of a busy machine (SPEC 6): a 1-minute load average above BUSY_LOAD_PER_CORE per
+    core, plus one (the timing process itself). False where either is unknown."""
+    if not isinstance(load, (int, float)) or not isinstance(cores, int) or cores < 1:
+        return False
+    return float(load) > BUSY_LOAD_PER_CORE * cores + 1
+
+
 def migrated_profile(meta: dict[str, Any], cost: dict[str, Any], batch_cost: dict[str, Any] | None) -> dict[str, Any]:
     """A profile record for a cost stored before profiles existed (see the module docstring)."""
     rec, source = _machine_of(meta, cost)
@@ -209,7 +228,10 @@ def migrated_profile(meta: dict[str, Any], cost: dict[str, Any], batch_cost: dic
                             "cores": hw.get("cpu_count"), "threads": threads if isinstance(threads, int) else None,
                             "memory_gb": None, "driver": None, "capability": None},
                  "dtype": meta.get("dtype")}
-    return new_profile(cost, described, source=source, batch_cost=batch_cost,
+    load = cost.get("load_avg")
+    # timed before profiles said whether the machine was busy: the load stored with the costs says it
+    busy = load_busy(load[0] if isinstance(load, list) and load else None, hw.get("cpu_count"))
+    return new_profile(cost, described, source=source, batch_cost=batch_cost, busy=busy,
                        stop_reason="fixed rounds (measured before profiles existed)")
 
 

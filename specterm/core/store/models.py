@@ -108,3 +108,75 @@ def model_location(model: Any, override: str | None = None, search: Sequence[Pat
                             "with; restore the original file or pass its location with --target/--draft.")
     dirs = ", ".join(str(d) for d in (models_dirs() if search is None else search))
     raise SpectermError(f"model {spec} was not found under {dirs}; pass its location with --target/--draft or set SPECTERM_MODELS.")
+
+
+# ---------------------------------------------------------------- where this machine keeps a run's models ---
+# run.json never holds a local path (a run is shared between machines); this machine remembers, per run
+# folder, where the models it was made or timed with were, in a per-user state file, so `specterm costs`
+# and `specterm confirm` find them again without --target/--draft.
+
+ROLES = ("target", "draft")
+
+
+def state_file() -> Path:
+    """The per-user state file: $SPECTERM_STATE, else $XDG_STATE_HOME/specterm/models.json, else
+    ~/.local/state/specterm/models.json. Never inside a run, never shared with it."""
+    env = os.environ.get("SPECTERM_STATE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "specterm" / "models.json"
+
+
+def _run_key(run_dir: str | os.PathLike[str]) -> str:
+    return str(Path(run_dir).resolve())
+
+
+def _read_state() -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads(state_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def local_model_path(spec: str | None) -> str | None:
+    """The absolute path of a model argument that names a local file or directory, else None (a hub id,
+    layers:K)."""
+    if not spec or spec.startswith("layers:"):
+        return None
+    p = Path(spec).expanduser()
+    return str(p.resolve()) if p.exists() else None
+
+
+def remember_models(run_dir: str | os.PathLike[str], target: str | None, draft: str | None) -> None:
+    """Remember on this machine where `run_dir`'s models are (the local ones among `target`/`draft`;
+    a hub id needs no memory). Best effort: a state file that cannot be written costs only the memory."""
+    from specterm.core.store.atomic import write_json_atomic
+
+    paths = {role: p for role, p in zip(ROLES, (local_model_path(target), local_model_path(draft))) if p}
+    if not paths:
+        return
+    state = _read_state()
+    stored = state.get("runs")
+    runs: dict[str, Any] = stored if isinstance(stored, dict) else {}
+    entry = dict(runs.get(_run_key(run_dir)) or {})
+    entry.update(paths)
+    runs[_run_key(run_dir)] = entry
+    state["runs"] = runs
+    try:
+        state_file().parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(state_file(), state)
+    except OSError:
+        pass
+
+
+def remembered_models(run_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """{role: path} this machine remembers for `run_dir`, only those that still exist."""
+    runs = _read_state().get("runs")
+    entry = runs.get(_run_key(run_dir)) if isinstance(runs, dict) else None
+    if not isinstance(entry, dict):
+        return {}
+    return {role: str(p) for role, p in entry.items() if role in ROLES and isinstance(p, str) and Path(p).exists()}

@@ -21,7 +21,8 @@ def model_spec(entry: Any, role: str, override: str | None = None) -> str:
     streams.model_location (a hub id or layers:K as recorded, or the file found by name and
     checksum under $SPECTERM_MODELS / ./models)."""
     if override is None and not isinstance(entry, dict):
-        raise SpectermError(f"run.json names no {role} model; this needs a run made by `specterm run` (or pass --{role}).")
+        raise SpectermError(f"run.json names no {role} model (imported bits?); pass both --target and --draft "
+                            "(the models the bits came from).")
     return model_location(entry, override)
 
 
@@ -152,6 +153,8 @@ class TorchEngine:
                                         device=options.device or meta.get("device") or "auto",
                                         dtype=options.dtype or meta.get("dtype") or "auto"), report)
         for role in ("target", "draft"):
+            if meta.get(role) is None:  # imported bits name no model: nothing to check the one given against
+                continue
             if model_key(loaded.meta.get(role)) != model_key(meta.get(role)):
                 raise SpectermError(f"the {role} model loaded now is not the one this run was made with (checksum differs); "
                                     "restore the original file or re-run `specterm run`.")

@@ -43,6 +43,9 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
         raise SpectermError("there are no prompts to run; check --corpus/--prompts.")
     out = out or Path("streams") / f"{_slug(draft)}-{_slug(target)}-llamacpp"
     _check_out(out, resume)
+    from specterm.core.store.models import remember_models
+
+    remember_models(out, target, draft)  # on this machine only, never in run.json
     config = OracleConfig(target=target, draft=draft, prompts=plist, out=out, max_new_tokens=max_new_tokens,
                           resume=resume, measure_cost=cost, remeasure_cost=remeasure_cost, record_paths=record_paths)
     from specterm.oracle.llamacpp.run import run_oracle_llamacpp
