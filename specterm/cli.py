@@ -184,12 +184,24 @@ def confirm_cmd(
     cost_max_gamma: int = typer.Option(
         16, "--cost-max-gamma", min=1, max=16,
         help="With --engine llama.cpp: time c_verify(g) for g = 1..this (fewer: a shorter cost measurement)."),
+    settings: bool = typer.Option(
+        False, "--settings", help=("With --engine llama.cpp: run the llama.cpp settings `specterm settings` emits for each corpus "
+                                   "(fixed g or a p_min stop), as emitted, against greedy; into the calibration table.")),
 ) -> None:
     """Time plain greedy against real speculative decoding at the run's g_hw (always), this session's g_hw, g_iid; record it in run.json.
 
     The run's decision here is its cost profile of this machine: without one, `specterm costs` measures it first."""
     target, draft = _models_here(run, target, draft)
     params = dict(locals())
+    params.pop("settings")
+    if settings:
+        if engine != "llama.cpp":
+            fail("--settings runs the emitted llama.cpp settings; add --engine llama.cpp.")
+        from specterm.oracle.llamacpp.settings_confirm import confirm_settings
+
+        confirm_settings(run, per_corpus, threads, llama_bin, llama_src,
+                         tuple(c.strip() for c in corpus.split(",")) if corpus else None, log=lambda m: typer.echo(m, err=True))
+        return
     from specterm.core.store import drafter_of, read_meta
 
     if drafter_of(read_meta(run)) is not None:  # a drafter run: HF prompt lookup against HF greedy (SPEC 2b)

@@ -65,3 +65,22 @@ def test_the_report_keeps_a_row_per_machine() -> None:
     for row in rep.calibration:
         assert row.engine == "llama.cpp" and row.drafter == "model"
         assert (row.checks, row.in_pi) == checks[row.machine]
+
+
+def test_settings_confirmations_are_checks_beside_the_fixed_g_ones() -> None:
+    from specterm.core.settings.for_report import SETTINGS_CONFIRMATIONS_KEY, calibration, settings_checks
+
+    meta = {SETTINGS_CONFIRMATIONS_KEY: [
+        {"engine": "llama.cpp", "machine": "m", "drafter": "model", "results": [
+            {"policy": "confidence stop at tau = 0.6 up to g_max = 11", "realized": 1.05, "predicted": 1.0, "pi": [0.9, 1.1]},
+            {"policy": "fixed g = 3", "realized": 0.7, "predicted": 0.8, "pi": [0.75, 0.85]},
+            {"policy": "fixed g = 4", "realized": 0.9},  # cut short: not a check
+        ]},
+        "not a record",
+    ]}
+    checks = settings_checks(meta)
+    assert [c.inside for c in checks] == [True, False]
+    (row,) = calibration({}, {}, {}, checks)
+    assert (row.engine, row.checks, row.in_pi) == ("llama.cpp", 2, 1)
+    assert row.median_ratio == pytest.approx((1.05 + 0.875) / 2)
+    assert row.policies == ["confidence stop at tau = 0.6 up to g_max = 11", "fixed g = 3"]

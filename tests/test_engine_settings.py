@@ -237,3 +237,30 @@ def test_llama_cpp_snapshot_matches_the_vendored_sources_when_present() -> None:
     names = set(re.findall(r'"(--spec-[a-z0-9-]+)"', text))
     snap = _snapshot(nm.LLAMA_CPP)
     assert names <= set(snap["accepted"]) | set(snap["removed"])
+
+
+def test_prediction_interval_for_k_prompts() -> None:
+    """K = N draws of every stream once would be the set itself; a K-prompt interval is wider than the
+    set's own (fewer prompts) and holds the point estimate."""
+    from specterm.core.settings.speedup import prediction_interval
+
+    bits, conf = _streams(11, 30)
+    s = stack(bits, conf)
+    costs = BlockCosts(c_decode=1.0, c_verify=1.0 + 0.1 * np.arange(20), c_draft=0.2, c_fwd=None, measured=False)
+    p = Policy(STOP, 6, 0.5)
+    value, (lo2, hi2) = prediction_interval(s, p, costs, 2, 2000, 0)
+    _, (lo30, hi30) = prediction_interval(s, p, costs, 30, 2000, 0)
+    assert value == pytest.approx(policy_speedup(s.lengths, depth_counts(s, p), costs, p).value)
+    assert lo2 < lo30 <= value <= hi30 < hi2
+
+
+def test_the_confirmation_runs_the_emitted_flags() -> None:
+    """`confirm --settings` hands llama-speculative-simple exactly the flags `specterm settings` prints."""
+    from specterm.oracle.llamacpp.settings_confirm import settings_command
+
+    snap = _snapshot(nm.LLAMA_CPP)
+    cmd = settings_command(Path("x"), Path("t.gguf"), Path("d.gguf"), "p", Policy(STOP, 9, 0.7), 50, 1, 512)
+    flags = [c for c in cmd if c.startswith("-")]
+    assert all(f in snap["accepted"] for f in flags), flags
+    i = cmd.index(nm.LLAMA_P_MIN)
+    assert cmd[i + 1] == "0.7" and cmd[cmd.index(nm.LLAMA_N_MAX) + 1] == "9" and cmd[cmd.index(nm.LLAMA_N_MIN) + 1] == "0"

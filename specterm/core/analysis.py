@@ -90,7 +90,7 @@ from specterm.core.report import (
 from specterm.core.repairs import repair_counts
 from specterm.core.sampling import SamplingSums, analysed_beta, sampling_report, sampling_sums
 from specterm.core.scorecard import mark_borderline, scorecard
-from specterm.core.settings.for_report import calibration, draft_kind, set_engine_settings
+from specterm.core.settings.for_report import calibration, draft_kind, set_engine_settings, settings_checks
 from specterm.core.borderline import BORDERLINE_SEEDS, best_gammas, replicates, seed_plan, seed_verdicts
 from specterm.core.steady import SteadySums, steady_report, steady_sums
 from specterm.core.store import Run, Stream
@@ -743,7 +743,8 @@ def _report(p: _Prepared, sets: dict[str, SetReport], rows: list[ScoreRow], boot
         profile_note=profile_note(p.profiles, p.machine),
         calibration=calibration(sets, {q.id: (str(q.engine.get("name") or "unknown engine"), q.label())
                                        for rp in p.profiles for q in rp.profiles},
-                                {q.id: draft_kind(rp.run.meta) for rp in p.profiles for q in rp.profiles}),
+                                {q.id: draft_kind(rp.run.meta) for rp in p.profiles for q in rp.profiles},
+                                [c for rp in p.profiles for c in settings_checks(rp.run.meta)]),
         sets=sets,
         scorecard=rows,
         runs=[run_summary(_shown_view(rp), rp.shown) for rp in p.profiles],

@@ -73,12 +73,33 @@ def set_engine_settings(members: Sequence[tuple[Stream, int]], runs: Sequence[Ru
     return engine_settings(s, W, table, models[0], where, decision, depth_limit=limit)
 
 
+SETTINGS_CONFIRMATIONS_KEY = "settings_confirmations"  # run.json: `specterm confirm --settings` records
+
+
+def settings_checks(meta: Mapping[str, Any]) -> list[Check]:
+    """The decision checks of a run's engine-settings confirmations (each row: the policy the engine was
+    given, realized, and the policy's prediction interval for K prompts on the profile's costs)."""
+    out = []
+    records = meta.get(SETTINGS_CONFIRMATIONS_KEY)
+    for rec in records if isinstance(records, list) else []:
+        if not isinstance(rec, dict):
+            continue
+        for row in rec.get("results") or []:
+            try:
+                out.append(Check(engine=str(rec["engine"]), machine=str(rec["machine"]), drafter=str(rec.get("drafter", "model")),
+                                 policy=str(row["policy"]), realized=float(row["realized"]),
+                                 predicted=float(row["predicted"]), lo=float(row["pi"][0]), hi=float(row["pi"][1])))
+            except (KeyError, TypeError, ValueError, IndexError):
+                continue  # an incomplete row (a run stopped mid-corpus) is not a check
+    return out
+
+
 def calibration(sets: Mapping[str, SetReport], profiles: Mapping[str, tuple[str, str]],
-                drafters: Mapping[str, str]) -> list[CalibrationRow]:
+                drafters: Mapping[str, str], extra: Sequence[Check] = ()) -> list[CalibrationRow]:
     """SPEC 7 `calibration` from every corpus's decision checks under every profile (the pooled set
-    keeps no checks of its own). `profiles`: id -> (engine name, machine label); `drafters`: id ->
-    the drafter kind of the run the profile belongs to."""
-    checks = []
+    keeps no checks of its own) and `extra` checks (the engine-settings confirmations). `profiles`: id ->
+    (engine name, machine label); `drafters`: id -> the drafter kind of the run the profile belongs to."""
+    checks = list(extra)
     for name, rep in sets.items():
         if name == POOLED:
             continue

@@ -321,3 +321,22 @@ def policy_speedup(n: IntArray, H: IntArray, costs: BlockCosts, policy: Policy,
 def _ci(S: Array) -> tuple[float | None, float | None]:
     lo, hi = percentile_ci(S)
     return (float(lo), float(hi)) if np.isfinite(lo) and np.isfinite(hi) else (None, None)
+
+
+def prediction_interval(s: Streams, policy: Policy, costs: BlockCosts, K: int, boot: int,
+                        seed: int) -> tuple[float | None, tuple[float | None, float | None]]:
+    """SPEC 6's decision check for a policy: S on the leave-out streams `s` at the point costs, and a 95%
+    *prediction* interval for K new prompts: replicate b draws K of the streams with replacement and
+    pairs them with cost replicate b (prompts only without cost replicates)."""
+    N = s.ends.size
+    if N == 0 or K < 1:
+        return None, (None, None)
+    H = depth_counts(s, policy, costs.width)
+    n = s.lengths
+    value = point_speedup(n, H, costs, policy)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, N, size=(boot, K))
+    W = np.zeros((boot, N))
+    np.add.at(W, (np.repeat(np.arange(boot), K), draws.ravel()), 1.0)
+    got = policy_speedup(n, H, costs, policy, W)
+    return value, got.ci
