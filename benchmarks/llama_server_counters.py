@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from specterm.core.settings import names as nm  # noqa: E402
-from specterm.core.settings.engines import llama_settings  # noqa: E402
-from specterm.core.settings.speedup import FIXED, STOP, Policy  # noqa: E402
-from specterm.core.store import load_run  # noqa: E402
+from specterm.core.settings import names as nm
+from specterm.core.settings.engines import llama_settings
+from specterm.core.settings.speedup import FIXED, STOP, Policy
+from specterm.core.store import load_run
 
 
 def free_port() -> int:
