@@ -185,8 +185,9 @@ def confirm_cmd(
         16, "--cost-max-gamma", min=1, max=16,
         help="With --engine llama.cpp: time c_verify(g) for g = 1..this (fewer: a shorter cost measurement)."),
     settings: bool = typer.Option(
-        False, "--settings", help=("With --engine llama.cpp: run the llama.cpp settings `specterm settings` emits for each corpus "
-                                   "(fixed g or a p_min stop), as emitted, against greedy; into the calibration table.")),
+        False, "--settings", help=("Run the settings `specterm settings` emits for each corpus, as emitted, against greedy: "
+                                   "--engine llama.cpp its llama.cpp flags in llama-speculative-simple, else the Hugging Face "
+                                   "ones in transformers' assisted generation; into the calibration table.")),
 ) -> None:
     """Time plain greedy against real speculative decoding at the run's g_hw (always), this session's g_hw, g_iid; record it in run.json.
 
@@ -195,12 +196,19 @@ def confirm_cmd(
     params = dict(locals())
     params.pop("settings")
     if settings:
-        if engine != "llama.cpp":
-            fail("--settings runs the emitted llama.cpp settings; add --engine llama.cpp.")
-        from specterm.oracle.llamacpp.settings_confirm import confirm_settings
+        corpora = tuple(c.strip() for c in corpus.split(",")) if corpus else None
 
-        confirm_settings(run, per_corpus, threads, llama_bin, llama_src,
-                         tuple(c.strip() for c in corpus.split(",")) if corpus else None, log=lambda m: typer.echo(m, err=True))
+        def say(message: str) -> None:
+            typer.echo(message, err=True)
+
+        if engine == "llama.cpp":
+            from specterm.oracle.llamacpp.settings_confirm import confirm_settings
+
+            confirm_settings(run, per_corpus, threads, llama_bin, llama_src, corpora, log=say)
+        else:
+            from specterm.oracle.hf_settings_confirm import confirm_hf_settings
+
+            confirm_hf_settings(run, per_corpus, corpora, max_new_tokens, log=say)
         return
     from specterm.core.store import drafter_of, read_meta
 
