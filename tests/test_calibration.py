@@ -83,4 +83,4 @@ def test_settings_confirmations_are_checks_beside_the_fixed_g_ones() -> None:
     (row,) = calibration({}, {}, {}, checks)
     assert (row.engine, row.checks, row.in_pi) == ("llama.cpp", 2, 1)
     assert row.median_ratio == pytest.approx((1.05 + 0.875) / 2)
-    assert row.policies == ["confidence stop at tau = 0.6 up to g_max = 11", "fixed g = 3"]
+    assert row.policies == ["settings: confidence stop at tau = 0.6 up to g_max = 11", "settings: fixed g = 3"]

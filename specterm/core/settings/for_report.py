@@ -87,7 +87,7 @@ def settings_checks(meta: Mapping[str, Any]) -> list[Check]:
         for row in rec.get("results") or []:
             try:
                 out.append(Check(engine=str(rec["engine"]), machine=str(rec["machine"]), drafter=str(rec.get("drafter", "model")),
-                                 policy=str(row["policy"]), realized=float(row["realized"]),
+                                 policy=f"settings: {row['policy']}", realized=float(row["realized"]),
                                  predicted=float(row["predicted"]), lo=float(row["pi"][0]), hi=float(row["pi"][1])))
             except (KeyError, TypeError, ValueError, IndexError):
                 continue  # an incomplete row (a run stopped mid-corpus) is not a check
