@@ -52,7 +52,7 @@ def default_pair(smol: bool) -> tuple[str, str]:
 
 
 def cpu_model() -> str:
-    from specterm.core.machine import cpu_name
+    from specterm.core.decide.machine import cpu_name
 
     return cpu_name() or platform.processor() or platform.machine()
 

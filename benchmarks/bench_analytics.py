@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from specterm.core import analysis
+from specterm.core.report import analysis
 from specterm.core.store import load_run, new_meta, write_run
 
 from _common import md_table, record, synthetic_streams
@@ -111,14 +111,14 @@ def profile_report(run, boot: int, shuffles: int, top: int) -> tuple[str, str]:
 
 def modeled_wall(run, boot: int, shuffles: int, threads: int) -> tuple[float, float]:
     """(serial CPU s, modeled wall s on `threads` idle cores) of one full report: every task of
-    analyse (core/parallel.py) timed alone, serially (CPU time), then list-scheduled in submission
+    analyse (core/report/parallel.py) timed alone, serially (CPU time), then list-scheduled in submission
     order on `threads` workers stage by stage, plus the main thread's own work (all of it serial,
     also where it overlaps the pool's tasks). A stage: the tasks submitted together; a new one
     begins at each `run_all` and at a `submit` after more than STAGE_GAP_S of the main thread's own
     work (tasks submitted after the main thread computed what they read). Assumes perfect scaling
     (no memory-bandwidth contention, the GIL released throughout): a bound to compare the measured
     wall time with on an idle machine."""
-    from specterm.core import parallel
+    from specterm.core.report import parallel
 
     stage, log, last = [0], [], [time.process_time()]
     real_submit, real_run = parallel.submit, parallel.run_all

@@ -21,7 +21,7 @@ from _common import md_table, record
 def tables(run_dir: Path) -> list[tuple[str, list[str]]]:
     """One (table, notes) per confirmation record of the run, oldest first."""
     from specterm.core.errors import SpectermError
-    from specterm.core.hardware import confirmations
+    from specterm.core.decide.hardware import confirmations
     from specterm.core.store import read_meta
 
     meta = read_meta(run_dir)

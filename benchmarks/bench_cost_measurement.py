@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def measure(pair, ctx: list[int], repeats: int, light: bool) -> dict:
     """One whole measurement; returns its wall times and the fitted batch costs."""
-    from specterm.core.hardware import batch_costs
-    from specterm.oracle import costs as C
+    from specterm.core.decide.hardware import batch_costs
+    from specterm.engines.timing import reused_b1
+    from specterm.engines.torch import costs_torch as C
 
     t0 = time.perf_counter()
     sampler = C.CostSampler(pair.target, pair.draft, ctx, list(range(1, 9)))
@@ -44,7 +45,7 @@ def measure(pair, ctx: list[int], repeats: int, light: bool) -> dict:
         sampler.round()
     t_rounds = time.perf_counter() - t0
     if light:
-        rec = C.measure_batch_costs(pair.target, pair.draft, ctx, reuse=C.reused_b1(sampler.summary()),
+        rec = C.measure_batch_costs(pair.target, pair.draft, ctx, reuse=reused_b1(sampler.summary()),
                                     prefilled={"target": sampler.quantities[0][2], "draft": sampler.quantities[1][2]})
     else:
         rec = C.measure_batch_costs(pair.target, pair.draft, ctx, fit_m=(1, 3, 9), held=((8, 2), (4, 5)))
@@ -69,8 +70,8 @@ def main() -> None:
 
     torch.set_num_threads(1)
     from specterm.core.store import load_run
-    from specterm.oracle.costs import context_ids
-    from specterm.oracle.run import OracleConfig, encode_prompt, load_pair
+    from specterm.engines.timing import context_ids
+    from specterm.engines.torch.oracle_torch import OracleConfig, encode_prompt, load_pair
 
     run = load_run(args.run)
     pair = load_pair(OracleConfig(target=args.target, draft=args.draft, prompts=[], out=Path("."), device="cpu",

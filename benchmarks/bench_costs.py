@@ -5,8 +5,8 @@ models, one thread per forward (the default on <= 2 cores).
 
     this      engines/costs._rounds: 1 full round of g = 1..16, then focused rounds of the quantities the
               decision still needs (g_hw, the runner-up, every g not pruned), until every set's verdict
-              and g_hw are settled (core/hardware/settle) or a cap
-    baseline  oracle/costs.run_rounds(sampler, 7): 7 full rounds of g = 1..16
+              and g_hw are settled (core/decide/hardware/settle) or a cap
+    baseline  engines/timing.run_rounds(sampler, 7): 7 full rounds of g = 1..16
 
 Order: baseline, this (--pairs times). Printed and appended to RESULTS.md: wall seconds of each, the
 ratio, rounds and stop reason, whether the two give the same pooled g_hw and verdict kind, the load.
@@ -31,8 +31,8 @@ def _verdict(run, cost) -> tuple[int | None, str | None]:
     """The pooled g_hw and verdict kind of `run` under `cost` (no bootstrap over prompts: the cost side only)."""
     import numpy as np
 
-    from specterm.core.hardware import cost_curve, decision_hw
-    from specterm.core.report import POOLED
+    from specterm.core.decide.hardware import cost_curve, decision_hw
+    from specterm.core.report.types import POOLED
     from specterm.engines.costs import COST_GAMMAS, set_curves
 
     g = np.array(COST_GAMMAS)
@@ -50,12 +50,12 @@ def main() -> None:
 
     import numpy as np
 
-    from specterm.core.machine import default_threads
+    from specterm.core.decide.machine import default_threads
     from specterm.core.store import load_run
     from specterm.engines import engine_for
     from specterm.engines.base import OpenOptions
     from specterm.engines.costs import COST_GAMMAS, CostsConfig, _rounds, context_length, set_curves
-    from specterm.oracle.costs import run_rounds
+    from specterm.engines.timing import run_rounds
 
     run = load_run(Path(args.run))
     threads = default_threads(os.cpu_count())

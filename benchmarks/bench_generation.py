@@ -38,9 +38,9 @@ def main() -> None:
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    from specterm.oracle.corpora import load_builtin
-    from specterm.oracle.run import OracleConfig, encode_prompt, load_pair
-    from specterm.oracle.specdec import FixedGamma, greedy_generate, speculative_generate
+    from specterm.engines.corpora import load_builtin
+    from specterm.engines.torch.oracle_torch import OracleConfig, encode_prompt, load_pair
+    from specterm.engines.torch.specdec import FixedGamma, greedy_generate, speculative_generate
 
     transformers.logging.set_verbosity_error()
     names = [c.strip() for c in args.corpora.split(",")]

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from _common import md_table, record
 
-from specterm.core.analysis import analyse
+from specterm.core.report.analysis import analyse
 from specterm.core.store import Stream, load_run, new_meta, write_run
 
 

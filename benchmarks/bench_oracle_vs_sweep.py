@@ -65,7 +65,7 @@ def first_diff(a: list[int], b: list[int]) -> int:
 
 def run_timed_oracle(pair, args, prompts, out: Path) -> dict:
     """run_oracle on the loaded pair; wall time split by phase from its progress events."""
-    from specterm.oracle.run import OracleConfig, run_oracle
+    from specterm.engines.torch.oracle_torch import OracleConfig, run_oracle
 
     phases: dict[str, float] = {}
     last = [time.perf_counter(), "start"]
@@ -111,10 +111,10 @@ def main() -> None:
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    from specterm.core.blockwalk import block_counts
-    from specterm.oracle.corpora import load_builtin
-    from specterm.oracle.run import OracleConfig, encode_prompt, load_pair
-    from specterm.oracle.specdec import FixedGamma, greedy_generate, speculative_generate
+    from specterm.core.streams.blockwalk import block_counts
+    from specterm.engines.corpora import load_builtin
+    from specterm.engines.torch.oracle_torch import OracleConfig, encode_prompt, load_pair
+    from specterm.engines.torch.specdec import FixedGamma, greedy_generate, speculative_generate
     from specterm.core.store import load_run
 
     transformers.logging.set_verbosity_error()

@@ -209,8 +209,8 @@ def profile_report(run: Path, top: int) -> str:
     import io
     import pstats
 
-    from specterm.core import cache
-    from specterm.core.analysis import analyse
+    from specterm.core.report import cache
+    from specterm.core.report.analysis import analyse
     from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
     from specterm.core.store import load_run, read_run_files, single_pair
 

@@ -20,8 +20,8 @@ RUNS = [ROOT / "streams" / "qwen2.5-coder-0.5b-1.5b", ROOT / "streams" / "smollm
 
 
 def section(run_dir: Path) -> list[str]:
-    from specterm.core.analysis import analyse
-    from specterm.core.export import markdown_tables
+    from specterm.core.report.analysis import analyse
+    from specterm.core.report.export import markdown_tables
     from specterm.core.store import load_run
 
     report = analyse([load_run(run_dir)], gamma=8, boot=2000, shuffles=20, seed=0)

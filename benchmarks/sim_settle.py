@@ -36,11 +36,12 @@ def main() -> None:
     ap.add_argument("--share", type=float, default=None)
     args = ap.parse_args()
 
-    from specterm.core.hardware import settle
-    from specterm.core.hardware.profiles import run_profiles
+    from specterm.core.decide.hardware import settle
+    from specterm.core.decide.hardware.profiles import run_profiles
     from specterm.core.store import load_run
     from specterm.engines import costs as C
-    from specterm.oracle.costs import METHOD, RoundRobinSampler, with_curve
+    from specterm.engines.timing import RoundRobinSampler, with_curve
+    from specterm.engines.torch.costs_torch import METHOD
 
     if args.full_rounds is not None:
         C.FULL_ROUNDS = args.full_rounds

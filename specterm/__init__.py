@@ -13,9 +13,9 @@ os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
 # numpy's OpenBLAS starts a thread per core when numpy is imported, and those threads spin for a
 # while before they sleep, even when no matrix product has run: 0.09 CPU-s of each process's
-# 0.41 (`import specterm.core.analysis`, medians of 20, AMD EPYC; benchmarks/RESULTS.md).
+# 0.41 (`import specterm.core.report.analysis`, medians of 20, AMD EPYC; benchmarks/RESULTS.md).
 # specterm runs its products on one BLAS thread anyway
-# (core/parallel.py: its own threads run them), so it asks for one unless the variable is set;
+# (core/report/parallel.py: its own threads run them), so it asks for one unless the variable is set;
 # read when numpy is imported, like the line above. torch (MKL, OpenMP) does not read it.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 

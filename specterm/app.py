@@ -3,7 +3,7 @@ the command palette, export, and the worker that loads and analyses the runs.
 
 `make_app` is the one factory the CLI and the tests share. The app paints: loading (the cache alias,
 the head start, point estimates then CIs, withdrawal) is specterm/loading.py's, whose events come
-here as messages; `specterm.core.analysis.analyse` computes, and the screens read its report.
+here as messages; `specterm.core.report.analysis.analyse` computes, and the screens read its report.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from specterm import compat_textual, loading, messages
 from specterm.commands import SpectermCommands
 from specterm.core.errors import SpectermError
 from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
-from specterm.core.report import POOLED
+from specterm.core.report.types import POOLED
 from specterm.loading import Loader
 from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
 
 if TYPE_CHECKING:
-    from specterm.core.report import Report
+    from specterm.core.report.types import Report
     from specterm.core.store import Run, RunFiles
     from specterm.headstart import HeadStart
-    from specterm.oracle.run import OracleConfig
+    from specterm.engines.torch.oracle_torch import OracleConfig
 
 
 CI_PENDING_EXPORT = "The CIs are still being computed; export when they show (the status line says when)."
@@ -69,7 +69,7 @@ class SpectermApp(App[Any]):
     runs: var[list | None] = var(None)
     """The loaded runs (None until loaded)."""
     report: var["Report | None"] = var(None)
-    """`analyse(runs)`: the typed report (core/report.py; None until ready)."""
+    """`analyse(runs)`: the typed report (core/report/types.py; None until ready)."""
     error: var[str | None] = var(None)
     """One sentence when loading or analysing failed."""
     load_stage: var[str] = var("")
@@ -489,7 +489,7 @@ class SpectermApp(App[Any]):
         if self.verdicts_pending:
             self.notify(VERDICTS_PENDING_EXPORT, severity="warning")
             return
-        from specterm.core.export import to_markdown
+        from specterm.core.report.export import to_markdown
         from specterm.screens.base import pair_slug
 
         report = self.report
@@ -527,8 +527,8 @@ def prewarm_screens() -> None:
             importlib.import_module(s.module)
         except ImportError:  # the Run screen's oracle side may be absent; its visit will say so
             pass
-    import specterm.core.cost_ratio
-    import specterm.core.optimum  # noqa: F401  (Optimum's throughput curves)
+    import specterm.core.decide.cost_ratio
+    import specterm.core.decide.optimum  # noqa: F401  (Optimum's throughput curves)
 
 
 def make_app(run_paths: Sequence[Path] = (), **kwargs: Any) -> SpectermApp:

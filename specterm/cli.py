@@ -16,7 +16,7 @@ from specterm import startup
 from specterm.startup import fail, open_streams, open_tui, tui_shortcut, warn  # noqa: F401  (tui_shortcut: re-exported)
 
 if TYPE_CHECKING:
-    from specterm.core.report import Report
+    from specterm.core.report.types import Report
     from specterm.core.store import RunFiles
 
 SHUFFLES_HELP = ("The hetero/temporal split's shuffle control: -1 (default) the exact expectation over in-place "
@@ -115,7 +115,7 @@ def run_cmd(
         fail("--draft names one draft model (only drafters without a model, e.g. prompt-lookup, may be repeated).")
     params["draft"] = draft[0]
     if backend == "llama.cpp":
-        from specterm.oracle.llamacpp.commands import run_command as run_llamacpp
+        from specterm.runner_llamacpp import run_command as run_llamacpp
 
         run_llamacpp(**params, threads=threads)
         return
@@ -202,11 +202,11 @@ def confirm_cmd(
             typer.echo(message, err=True)
 
         if engine == "llama.cpp":
-            from specterm.oracle.llamacpp.settings_confirm import confirm_settings
+            from specterm.engines.llamacpp.settings_confirm import confirm_settings
 
             confirm_settings(run, per_corpus, threads, llama_bin, llama_src, corpora, log=say)
         else:
-            from specterm.oracle.hf_settings_confirm import confirm_hf_settings
+            from specterm.engines.torch.hf_settings_confirm import confirm_hf_settings
 
             confirm_hf_settings(run, per_corpus, corpora, max_new_tokens, log=say)
         return
@@ -237,13 +237,13 @@ def confirm_cmd(
 
 def _confirm_drafter(run: Path, per_corpus: int, gamma: List[int], corpus: Optional[str], target: Optional[str],
                      threads: Optional[int]) -> None:
-    """`specterm confirm` on a drafter run (oracle/drafted_confirm.py): g = 2, 4, 8, every --gamma and each
+    """`specterm confirm` on a drafter run (engines/torch/drafted_confirm.py): g = 2, 4, 8, every --gamma and each
     corpus's g_hw."""
     import time as _time
 
     from specterm.core.drafted.analysis import analyse_drafter
     from specterm.core.store import load_run
-    from specterm.oracle.drafted_confirm import confirm_drafter_run
+    from specterm.engines.torch.drafted_confirm import confirm_drafter_run
 
     if threads is not None:
         import torch
@@ -265,9 +265,9 @@ def _confirm_drafter(run: Path, per_corpus: int, gamma: List[int], corpus: Optio
 
 
 def _models_here(run: Path, target: Optional[str], draft: Optional[str]) -> tuple[Optional[str], Optional[str]]:
-    """--target/--draft as given, else where this machine remembers the run's models (core/store/models:
+    """--target/--draft as given, else where this machine remembers the run's models (core/store/modelkeys:
     a per-user state file, never run.json); models given are remembered for the next command."""
-    from specterm.core.store.models import remember_models, remembered_models
+    from specterm.core.store.modelkeys import remember_models, remembered_models
 
     if target or draft:
         remember_models(run, target, draft)
@@ -279,8 +279,8 @@ def _profile_first(run: Path, threads: Optional[int], device: Optional[str], dty
                    target: Optional[str], draft: Optional[str]) -> None:
     """Before a confirmation: measure a cost profile of this machine when the run has none (SPEC 6), so the
     decision it checks is this machine's."""
-    from specterm.core.hardware.profiles import decision_profile
-    from specterm.core.machine import this_machine
+    from specterm.core.decide.hardware.profiles import decision_profile
+    from specterm.core.decide.machine import this_machine
     from specterm.core.store import read_meta
 
     try:
@@ -338,7 +338,7 @@ def crossstack_cmd(
     block walk on each engine's bits, chi-square test) and each engine's decision with its realized speedups."""
     import json
 
-    from specterm.core.crossstack import check_comparable, cross_stack, cross_stack_markdown
+    from specterm.core.compare.crossstack import check_comparable, cross_stack, cross_stack_markdown
     from specterm.core.store import load_run
     from specterm.core.store.atomic import write_output
 
@@ -368,9 +368,9 @@ def import_cmd(
                                                               "(recorded; without --target/--draft an import is never pooled with another run).")),
 ) -> None:
     """Import accept/reject streams from another tool as a run (nothing is written if a line is bad)."""
-    from specterm.core.importer import import_jsonl
+    from specterm.core.store.importer import import_jsonl
     from specterm.core.store.atomic import check_visible_name, leftovers_line, sweep_leftovers
-    from specterm.core.text import printable
+    from specterm.core.report.text import printable
 
     check_visible_name(out)
     path, streams = import_jsonl(file, out, name, target=target, draft=draft)
@@ -401,12 +401,12 @@ def report_cmd(
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
     """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q6)."""
-    from specterm.core import cache
+    from specterm.core.report import cache
     from specterm.core.errors import SpectermError
-    from specterm.core.export import to_json, to_markdown, to_text
-    from specterm.core.fmt import parsing_line
+    from specterm.core.report.export import to_json, to_markdown, to_text
+    from specterm.core.report.fmt import parsing_line
     from specterm.core.store import read_run_files
-    from specterm.core.text import printable
+    from specterm.core.report.text import printable
 
     if format not in REPORT_FORMATS:
         raise SpectermError(f"unknown --format '{format}'; use one of {', '.join(REPORT_FORMATS)}.")
@@ -437,7 +437,7 @@ def report_cmd(
 
 
 def _emit(text: str, format: str, output: Optional[Path]) -> None:
-    from specterm.core.text import printable
+    from specterm.core.report.text import printable
 
     if format != "json":  # JSON escapes control characters itself
         text = printable(text, keep="\n")
@@ -451,7 +451,7 @@ def _emit(text: str, format: str, output: Optional[Path]) -> None:
 
 def _drafter_text(runs: List[Path], format: str, params: "dict[str, Any]", use_cache: bool) -> str:
     """The drafter report or the "Which draft?" comparison of `runs` (core/drafted), as text."""
-    from specterm.core import cache
+    from specterm.core.report import cache
     from specterm.core.drafted.export import as_text
     from specterm.core.drafted.route import drafter_or_comparison
     from specterm.core.store import single_pair
@@ -469,8 +469,8 @@ def _parsed_report(runs: List[Path], files: "list[RunFiles]", fkey: "dict[str, A
     let go once parsed): warnings and notes said, the pair pooled, analysed or read from the cache by
     its full key; the alias `fkey` of the report is stored when loading said nothing (a warm report,
     which never parses, could not say it)."""
-    from specterm.core import cache
-    from specterm.core.fmt import computing_line
+    from specterm.core.report import cache
+    from specterm.core.report.fmt import computing_line
     from specterm.core.store import load_run, prompts_and_positions, single_pair
 
     loaded = []
@@ -519,7 +519,7 @@ def settings_cmd(
     from specterm.core.errors import SpectermError
     from specterm.core.settings.names import ENGINES
     from specterm.core.settings.tables import engine_text
-    from specterm.core.text import printable
+    from specterm.core.report.text import printable
 
     if engine not in ENGINES:
         raise SpectermError(f"unknown --engine '{engine}'; use one of {', '.join(ENGINES)}.")
@@ -554,7 +554,7 @@ def compare_counters_cmd(
 ) -> None:
     """Production acceptance counters read back beside the oracle's prediction for the same g and set."""
     from specterm.core.store import load_run
-    from specterm.core.text import printable
+    from specterm.core.report.text import printable
     from specterm.counters_cli import compare, read_files, render
 
     items = read_files(files)
@@ -564,8 +564,8 @@ def compare_counters_cmd(
 
 def _report_of(runs: List[Path], params: "dict[str, Any]", no_cache: bool) -> "Report":
     """The report of `runs` as `specterm report` makes it (the same cache)."""
-    from specterm.core import cache
-    from specterm.core.fmt import parsing_line
+    from specterm.core.report import cache
+    from specterm.core.report.fmt import parsing_line
     from specterm.core.store import read_run_files
 
     use_cache = not no_cache and cache.enabled()
@@ -585,11 +585,11 @@ def list_cmd(
 ) -> None:
     """The runs under streams/: corpora, prompts, positions, alpha, gate (shards of a merged run are not counted)."""
 
-    from specterm.core.export import text_table
-    from specterm.core.fmt import MISSING, fmt
-    from specterm.core.stats import rates
+    from specterm.core.report.export import text_table
+    from specterm.core.report.fmt import MISSING, fmt
+    from specterm.core.streams.stats import rates
     from specterm.core.store import discover_runs, load_runs_lenient
-    from specterm.core.text import printable
+    from specterm.core.report.text import printable
 
     paths, shards = discover_runs(root)
     if not paths:
@@ -628,7 +628,7 @@ def repair_cmd(
 ) -> None:
     """Rewrite a run keeping each valid record once (torn, corrupt and duplicate lines dropped, each reported)."""
     from specterm.core.store import RECORDS_FILE, repair_run
-    from specterm.core.text import printable
+    from specterm.core.report.text import printable
 
     result = repair_run(run)
     for line in result.dropped:

@@ -37,7 +37,7 @@ stores their reports in the analysis cache, where `M` finds them (the app's load
 the cache by the runs' whole key): a person reads the first table before pressing `M`, and the
 second core is idle meanwhile. The app stops the child when it ends (`close`).
 
-Never trusted further than the alias of a warm open (core/cache.py): a report is shown only when
+Never trusted further than the alias of a warm open (core/report/cache.py): a report is shown only when
 the child's files key equals the app's, computed from the bytes the app read itself (same bytes,
 same code and parameters: the same runs), the full report too, as soon as it comes (while the app
 parses the runs itself: seconds at 10M positions), and it is kept only when the runs the app parsed
@@ -227,7 +227,7 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
     """The child's work (see the module docstring): parse the runs from the bytes it reads, say which
     bytes and runs they were, then the point estimates and the full report of the first model pair.
     The pair's runs are those the app would analyse: the runs with prompts, grouped by measurement."""
-    from specterm.core import cache
+    from specterm.core.report import cache
     from specterm.core.errors import SpectermError
 
     params = {k: int(request["params"][k]) for k in ("gamma", "boot", "shuffles", "seed")}
@@ -243,7 +243,7 @@ def serve(request: dict[str, Any], out: IO[str]) -> None:
 
             files = [read_run_files(p) for p in paths]
             runs = [load_run(p, f) for p, f in zip(paths, files)]
-        from specterm.core.analysis import analyse
+        from specterm.core.report.analysis import analyse
         from specterm.core.store import drafter_of, group_runs, prompts_and_positions
 
         with_prompts = [r for r in runs if r.streams and drafter_of(r.meta) is None]  # as loading.Loader.parse

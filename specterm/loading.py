@@ -12,7 +12,7 @@ its worker thread and, for the head start's full report, from one more thread:
                                    or head-start report whose runs were not these: the right one follows)
     Parsed(runs, groups)           the runs of the pair shown, parsed (the screens' streams)
 
-The order of one load: a report found by the bytes of the runs' files (core/cache.py aliases) or
+The order of one load: a report found by the bytes of the runs' files (core/report/cache.py aliases) or
 sent by the head start's child (specterm/headstart.py) is shown before the runs are parsed, and kept
 only when the runs parsed from those same bytes have its cache key (else withdrawn); otherwise
 `analyse` hands over the point estimates before its bootstrap, then every CI before the borderline
@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from specterm.core.errors import SpectermError
-from specterm.core.fmt import computing_line, parsing_line
+from specterm.core.report.fmt import computing_line, parsing_line
 
 if TYPE_CHECKING:
-    from specterm.core.report import Report
+    from specterm.core.report.types import Report
     from specterm.core.store import Run, RunFiles
     from specterm.headstart import HeadStart
 
@@ -110,7 +110,7 @@ class Loader:
         self.params = dict(params)
         """gamma, boot, shuffles, seed of every load."""
         self.use_cache = use_cache
-        """Read and write the analysis cache (core/cache.py; SPECTERM_CACHE=0 also turns it off)."""
+        """Read and write the analysis cache (core/report/cache.py; SPECTERM_CACHE=0 also turns it off)."""
         self.loaded: tuple[tuple[Path, ...], list[Run]] | None = (
             (tuple(Path(p) for p in paths), list(loaded)) if loaded is not None else None)
         """(paths, runs) as loaded from those paths: the CLI's own load (`specterm` loads every run to
@@ -167,17 +167,17 @@ class Loader:
         self.close()
 
     def cache_on(self) -> bool:
-        from specterm.core import cache
+        from specterm.core.report import cache
 
         return self.use_cache and cache.enabled()
 
     def warm(self, paths: Sequence[Path], load_id: int, group: int) -> Shown | None:
-        """A cached report found by the bytes of the runs' files (a warm open, core/cache.py aliases),
+        """A cached report found by the bytes of the runs' files (a warm open, core/report/cache.py aliases),
         looked for before the first frame: about 20 ms of reading and JSON. The bytes (and the alias,
         when found) go to load `load_id` (`prefetched`), which parses the runs from them once this
         report's frame is painted and checks that they are the entry's. None when there is none; a
         file that cannot be read is left to the load, which says what is wrong."""
-        from specterm.core import cache
+        from specterm.core.report import cache
         from specterm.core.store import META_FILE, parse_meta, read_run_files
 
         if self.loaded is not None or not self.cache_on():
@@ -322,7 +322,7 @@ class Load:
     def read(self) -> None:
         """The runs' bytes (or runs loaded already): read once, the alias and the runs come from them.
         On a warm open the alias's report is shown first, the runs parsed from the same bytes after it."""
-        from specterm.core import cache
+        from specterm.core.report import cache
 
         loaded, prefetched = self.loader.loaded, self.loader.prefetched
         self.loader.prefetched = None
@@ -338,7 +338,7 @@ class Load:
             self.read_files()
 
     def read_files(self) -> None:
-        from specterm.core import cache
+        from specterm.core.report import cache
         from specterm.core.store import META_FILE, parse_meta, read_run_files  # no numpy before the first table
 
         self.files = files = [read_run_files(p) for p in self.paths]
@@ -363,7 +363,7 @@ class Load:
             self.head = None
 
     def head_shown(self) -> bool:
-        from specterm.core import cache
+        from specterm.core.report import cache
         from specterm.core.store import META_FILE, parse_meta
 
         head, files = self.head, self.files
@@ -395,7 +395,7 @@ class Load:
         (the key the load would check the runs it parses against); nothing when the child has not
         delivered both. The child's runs are those of the bytes this load read (their files keys
         matched): its report and key belong together as the entries the child stores for `M` do."""
-        from specterm.core import cache
+        from specterm.core.report import cache
 
         head = self.head
         full = self.head_report if self.head_complete else (self.head_full[0] if self.head_full else None)
@@ -444,7 +444,7 @@ class Load:
         return runs, len(groups)
 
     def cache_key(self, runs: list[Run]) -> dict[str, Any] | None:
-        from specterm.core import cache
+        from specterm.core.report import cache
 
         return cache.cache_key(runs, self.params) if self.use_cache else None
 
@@ -452,7 +452,7 @@ class Load:
         """Whether the alias's report (shown) is that of the runs parsed (their whole key); else the
         alias lied (parsing the same bytes gave other runs): removed, never used again, and the report
         withdrawn until the right one comes."""
-        from specterm.core import cache
+        from specterm.core.report import cache
 
         assert self.alias is not None
         if self.alias[0] == key:
@@ -465,7 +465,7 @@ class Load:
     def head_kept(self, runs: list[Run], key: dict[str, Any] | None) -> Report | None:
         """The head start's report (shown already), kept when the child's runs are these (their whole
         key, which the child sends after its full report); else withdrawn and the child closed."""
-        from specterm.core import cache
+        from specterm.core.report import cache
 
         head = self.head
         assert head is not None
@@ -486,7 +486,7 @@ class Load:
     def cached_or_analysed(self, runs: list[Run], key: dict[str, Any] | None) -> Report | None:
         """The pair's report from the cache, from the head start's child (`M` to a pair it analyses for
         the cache: waited for, not computed twice) or analysed here; None when cancelled."""
-        from specterm.core import cache
+        from specterm.core.report import cache
         from specterm.core.store import prompts_and_positions
 
         report = cache.load(key) if key is not None else None
@@ -503,8 +503,8 @@ class Load:
         return self.analysed(runs, key, counts)
 
     def analysed(self, runs: list[Run], key: dict[str, Any] | None, counts: tuple[int, int]) -> Report | None:
-        from specterm.core import cache
-        from specterm.core.analysis import analyse
+        from specterm.core.report import cache
+        from specterm.core.report.analysis import analyse
 
         def point_ready(point: Report) -> None:
             if not self.cancelled():
@@ -527,7 +527,7 @@ class Load:
 
     def store_alias(self, runs: list[Run], key: dict[str, Any] | None, groups: int) -> None:
         """The alias a later open finds this report by (the bytes of the runs' files)."""
-        from specterm.core import cache
+        from specterm.core.report import cache
 
         if self.fkey is None or key is None or self.files is None or self.all_runs is None:
             return
@@ -541,7 +541,7 @@ class Load:
 def head_report(head: HeadStart) -> tuple[Report, bool, bool] | None:
     """The child's next report, whether it is complete and whether it is the one with every CI before
     the borderline check (`Shown.cis`); None when the next message is not one."""
-    from specterm.core.report import Report
+    from specterm.core.report.types import Report
 
     said = head.read()
     if said is None or "report" not in said:

@@ -13,8 +13,8 @@ from typing import Any
 from textual.message import Message
 
 from specterm import loading
-from specterm.core.progress import Progress
-from specterm.core.report import Report
+from specterm.engines.progress import Progress
+from specterm.core.report.types import Report
 
 
 @dataclass
@@ -64,7 +64,7 @@ class RunsLoaded(Message):
 
 @dataclass
 class ReportReady(Message):
-    """`analyse` finished: the typed report (core/report.py). `complete` is False for the point
+    """`analyse` finished: the typed report (core/report/types.py). `complete` is False for the point
     estimates that paint first (boot = 0: no CIs) while the bootstrap runs, and for the report with
     every CI (`cis`) while its verdicts are checked under the other bootstrap seeds."""
 

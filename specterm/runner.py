@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Optional
 
 from specterm.core.errors import SpectermError
-from specterm.core.progress import Cancelled, Progress
+from specterm.engines.progress import Cancelled, Progress
 
 
 def _prompts(corpus: Optional[str], prompts: Optional[Path], dataset: Optional[str], limit: Optional[int]):
-    from specterm.oracle import corpora
+    from specterm.engines import corpora
 
     out = []
     if prompts is not None:
@@ -91,7 +91,7 @@ def _target_config(ms, trust_remote_code: bool):
     multimodal model. SpectermError (one sentence) when it cannot be read."""
     from transformers import AutoConfig
 
-    from specterm.oracle.models import _load_error
+    from specterm.engines.torch.models_torch import _load_error
 
     try:
         if ms.kind == "gguf":
@@ -123,8 +123,8 @@ def check_run_arguments(config) -> None:
     Raises SpectermError (one sentence); creates nothing on disk.
     """
     from specterm.core.store import META_FILE, load_run, public_model, read_meta, resume_conflict
-    from specterm.oracle import models as M
-    from specterm.oracle.corpora import shard as take_shard
+    from specterm.engines.torch import models_torch as M
+    from specterm.engines.corpora import shard as take_shard
 
     for flag, value, low in (("-n/--max-new-tokens", config.max_new_tokens, 1), ("--batch-size", config.batch_size, 1),
                              ("--spec-gamma", config.spec_gamma, 0)):
@@ -176,7 +176,7 @@ def check_run_arguments(config) -> None:
 def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_tokens, device, dtype, batch_size,
                 out, resume, headless, spec_gamma, shard, cost, trust_remote_code, remeasure_cost=False,
                 record_paths=False) -> None:
-    from specterm.oracle.run import OracleConfig
+    from specterm.engines.torch.oracle_torch import OracleConfig
 
     plist = _prompts(corpus, prompts, dataset, limit)
     sh = _parse_shard(shard)
@@ -189,7 +189,7 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
                           device=device, dtype=dtype, batch_size=batch_size, resume=resume, spec_gamma=spec_gamma,
                           measure_cost=cost, remeasure_cost=remeasure_cost, trust_remote_code=trust_remote_code, shard=sh,
                           record_paths=record_paths)
-    from specterm.core.store.models import remember_models
+    from specterm.core.store.modelkeys import remember_models
 
     remember_models(out, target, draft)  # on this machine only, never in run.json (costs and confirm find them)
     if headless or distributed or not sys.stdout.isatty():
@@ -211,10 +211,10 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
 def run_drafters_command(*, target, draft, corpus, prompts, dataset, limit, max_new_tokens, device, dtype, batch_size,
                          out, resume, headless, spec_gamma, shard, cost, trust_remote_code, remeasure_cost=False,
                          record_paths=False, y_from=None) -> None:
-    """`specterm run --draft prompt-lookup[:N] [--draft ...]`: the drafter oracle (oracle/drafted_run.py),
+    """`specterm run --draft prompt-lookup[:N] [--draft ...]`: the drafter oracle (engines/torch/drafted_run.py),
     headless (the Run screen shows per-position bits, which a drafter run has not)."""
-    from specterm.oracle.drafted_run import drafter_outs, run_drafters
-    from specterm.oracle.run import OracleConfig
+    from specterm.engines.torch.drafted_run import drafter_outs, run_drafters
+    from specterm.engines.torch.oracle_torch import OracleConfig
 
     if shard is not None or _parse_shard(None) is not None:
         raise SpectermError("drafter runs are not sharded; leave out --shard (a drafter run of the built-in corpora "
@@ -289,7 +289,7 @@ def headless_progress():
 
 def run_headless(config) -> Optional[Path]:
     """Run with a rich progress bar on a terminal, or one log line per prompt otherwise (nohup)."""
-    from specterm.oracle.run import run_oracle
+    from specterm.engines.torch.oracle_torch import run_oracle
 
     on_progress, ctx, log = headless_progress()
     try:

@@ -50,7 +50,7 @@ def warn(message: str, prefix: str = "warning") -> None:
     """One line on stderr, control and bidi characters escaped (text.printable)."""
     import typer
 
-    from specterm.core.text import printable
+    from specterm.core.report.text import printable
 
     typer.secho(f"{prefix}: {printable(message)}", err=True, fg=typer.colors.YELLOW)
 
@@ -105,7 +105,7 @@ def open_streams(opener: Callable[..., Any] | None = None) -> None:
     (one warning each) and the others open. `opener`: open_tui, or the one cli.py holds (the typer
     path passes it, so that a test's stand-in for cli.open_tui is the one called).
 
-    Warm (the analysis cache has an alias for the bytes of every run's files, core/cache.py): every
+    Warm (the analysis cache has an alias for the bytes of every run's files, core/report/cache.py): every
     run loaded when that alias was written, so none is skipped; its load warnings are said again and
     the app opens on the runs as `specterm open` does (report first, no numpy before it). Otherwise
     every run is loaded here, once, from bytes read once: the app takes the loaded runs and those
@@ -147,7 +147,7 @@ def warm_read(paths: List[Path], params: dict[str, Any]) -> "Optional[tuple[list
     before the app starts: whether the open is warm decides whether the analysis gets a head start,
     and the app's first load takes them as they are (SpectermApp files_read). None when the cache is
     off or a file cannot be read (the app then reads them and says what is wrong). No numpy."""
-    from specterm.core import cache
+    from specterm.core.report import cache
     from specterm.core.errors import SpectermError
     from specterm.core.store import read_run_files
 
@@ -180,7 +180,7 @@ def run(typer_app: Callable[[], Callable[[], Any]]) -> None:
     """The command line in sys.argv: the TUI's two (tui_shortcut) here, anything else by the typer
     app that `typer_app()` returns (imported only then)."""
     from specterm.core.errors import SpectermError
-    from specterm.core.text import printable
+    from specterm.core.report.text import printable
 
     try:
         runs = tui_shortcut(sys.argv[1:])

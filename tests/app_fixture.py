@@ -96,7 +96,7 @@ class FakeOracle:
         self.blocked = threading.Event()
 
     def __call__(self, config, on_progress, cancel):
-        from specterm.core.progress import Progress, check_cancel
+        from specterm.engines.progress import Progress, check_cancel
         from specterm.core.store import RunWriter, bits_to_str
 
         writer = RunWriter(config.out, {**META, "name": Path(config.out).name})
@@ -125,6 +125,6 @@ class FakeOracle:
 
 def oracle_config(out: Path):
     """A real OracleConfig (no prompts needed by FakeOracle)."""
-    from specterm.oracle.run import OracleConfig
+    from specterm.engines.torch.oracle_torch import OracleConfig
 
     return OracleConfig(target="tiny/target", draft="layers:1", prompts=[], out=Path(out))

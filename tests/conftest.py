@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 # Which cost profile a report shows depends on the machine (SPEC 6): pin the one the tests and the README
-# are written for, so that results do not depend on the kind of machine CI runs on (core/machine.py).
+# are written for, so that results do not depend on the kind of machine CI runs on (core/decide/machine.py).
 os.environ.setdefault("SPECTERM_MACHINE_CPU", "AMD EPYC")
 os.environ.setdefault("SPECTERM_MACHINE_GPUS", "")
 os.environ.setdefault("SPECTERM_FORWARD_THREADS", "1")
@@ -73,7 +73,7 @@ def synth() -> SimpleNamespace:
 
 
 WORKER_THREADS = {"SPECTERM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-"""Set in each pytest-xdist worker (unless already set): torch (OpenMP), MKL and `analyse` (core/parallel.py)
+"""Set in each pytest-xdist worker (unless already set): torch (OpenMP), MKL and `analyse` (core/report/parallel.py)
 on one thread each. Two workers of two threads each on a 2-core box are four busy threads on two cores; an
 OpenMP team whose threads wait for a core spins at every barrier (the SmolLM2 tests ran 5-10x slower). The
 tests of thread parity set SPECTERM_THREADS themselves (monkeypatch); serial runs (CI) are unchanged. Set
@@ -104,7 +104,7 @@ def pytest_configure_node(node):
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_analysis_cache(tmp_path_factory):
-    """The analysis cache (core/cache.py) of this test session (of each pytest-xdist worker) lives in
+    """The analysis cache (core/report/cache.py) of this test session (of each pytest-xdist worker) lives in
     its own temporary XDG_CACHE_HOME: never the user's ~/.cache, never shared between workers."""
     old = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
@@ -125,7 +125,7 @@ def own_cache(tmp_path, monkeypatch):
 @pytest.fixture
 def counted(monkeypatch):
     """analysis.analyse, counting its calls (each call's kwargs; a cache hit makes none)."""
-    from specterm.core import analysis
+    from specterm.core.report import analysis
 
     calls = []
     real = analysis.analyse

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from specterm.core.report import OptimumRow, Report
+    from specterm.core.report.types import OptimumRow, Report
 
 # The README shows the decisions of one machine (SPEC 6: a decision belongs to a cost profile): the AMD EPYC
 # VM these runs were last measured on, whatever machine renders it (tests/conftest.py pins the same).
@@ -32,8 +32,8 @@ END = "<!-- results:end -->"
 
 
 def render() -> str:
-    from specterm.core.analysis import analyse
-    from specterm.core.export import TITLES, markdown_tables
+    from specterm.core.report.analysis import analyse
+    from specterm.core.report.export import TITLES, markdown_tables
     from specterm.core.store import load_run
 
     report = analyse([load_run(RUN)], gamma=8, boot=2000, seed=0)
@@ -50,8 +50,8 @@ def render() -> str:
 def hardware_section(run_dir: Path) -> list[str]:
     """The second run's Decision section (the decision table with its CIs, S_hw by batch, the
     confirmations), as `specterm report RUN --format md` prints it (B = 2000, seed 0)."""
-    from specterm.core.analysis import analyse
-    from specterm.core.export import markdown_tables
+    from specterm.core.report.analysis import analyse
+    from specterm.core.report.export import markdown_tables
     from specterm.core.store import load_run
 
     md = markdown_tables(analyse([load_run(run_dir)], gamma=8, boot=2000, seed=0))["decide"].strip()
@@ -82,8 +82,8 @@ def _optimum_summary(rows: list[OptimumRow]) -> str:
 
 
 def comparison_table(report: Report) -> str:
-    from specterm.core.export import deficit_cell, markdown_table
-    from specterm.core.fmt import est, fmt
+    from specterm.core.report.export import deficit_cell, markdown_table
+    from specterm.core.report.fmt import est, fmt
 
     sets = report.sets
     pooled = sets["pooled"]
@@ -109,7 +109,7 @@ def comparison_table(report: Report) -> str:
 
 
 def _span(values: list, digits: int = 2, unit: str = "") -> str:
-    from specterm.core.fmt import fmt
+    from specterm.core.report.fmt import fmt
 
     vals = [v for v in values if v is not None]
     return f"{fmt(min(vals), digits)}{unit} to {fmt(max(vals), digits)}{unit}" if vals else "n/a"
@@ -117,9 +117,9 @@ def _span(values: list, digits: int = 2, unit: str = "") -> str:
 
 def economics_table(report) -> str:
     """The economics seed's figures (economics.SEED_FIGURES, quoted) beside this run's, computed."""
-    from specterm.core.economics import SEED_FIGURES, best_speedup, speedup_factor
-    from specterm.core.export import markdown_table
-    from specterm.core.fmt import est, fmt
+    from specterm.core.claims.economics import SEED_FIGURES, best_speedup, speedup_factor
+    from specterm.core.report.export import markdown_table
+    from specterm.core.report.fmt import est, fmt
 
     sets, corpora = report.sets, report.corpora
     pooled = report.pooled
@@ -212,7 +212,7 @@ PROSE_END = "<!-- prose:end -->"
 
 
 def _f(x, digits: int = 3, sign: bool = False) -> str:
-    from specterm.core.fmt import fmt
+    from specterm.core.report.fmt import fmt
 
     return fmt(None if x is None else float(x), digits, sign)
 
@@ -242,7 +242,7 @@ def _flat_sentence(report) -> str:
 
 
 def _est_text(e) -> str:
-    from specterm.core.fmt import est
+    from specterm.core.report.fmt import est
 
     return est(e)
 
@@ -260,7 +260,7 @@ def _verdict(row) -> str:
 
 
 def prose(report, smol) -> str:
-    from specterm.core.fmt import est
+    from specterm.core.report.fmt import est
 
     sets, corpora, pooled = report.sets, report.corpora, report.pooled
     ss = pooled.steady_state
@@ -315,7 +315,7 @@ def prose(report, smol) -> str:
     q2sp = q[2].evidence.split("a spread of ")[1].split(";")[0]
     q3r = q[3].evidence.split(": ratio ")[1].split(";")[0]
 
-    from specterm.core.blockwalk import E_iid, expected_blocks_iid
+    from specterm.core.streams.blockwalk import E_iid, expected_blocks_iid
 
     n_len = round(pooled.n_positions / pooled.n_streams)
     cut = 1 - (n_len / expected_blocks_iid(pooled.alpha, d.gamma, n_len)) / float(E_iid(pooled.alpha, d.gamma))
@@ -441,8 +441,8 @@ def _share(x) -> str:
 
 def machines_paragraph(report) -> str:
     """Which machine the decision above is for, every profile's pooled decision beside it, and why they differ."""
-    from specterm.core.hardware import cost_curve
-    from specterm.core.hardware.profiles import run_profiles
+    from specterm.core.decide.hardware import cost_curve
+    from specterm.core.decide.hardware.profiles import run_profiles
     from specterm.core.store import read_meta
 
     pooled = report.pooled
@@ -493,7 +493,7 @@ def _q4_short(row) -> str:
 
 def reports():
     """(the Qwen report, the SmolLM2 report), as `specterm report RUN` (gamma 8, B = 2000, exact shuffle expectation, seed 0)."""
-    from specterm.core.analysis import analyse
+    from specterm.core.report.analysis import analyse
     from specterm.core.store import load_run
 
     return (analyse([load_run(RUN)], gamma=8, boot=2000, seed=0),

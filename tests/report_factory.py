@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specterm.core.report import (
+from specterm.core.report.types import (
     Curve, Deficit, Depth, Estimate, OptimumRow, PolicyRow, RunLengths, SetReport,
 )
 

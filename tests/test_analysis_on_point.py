@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specterm.core.analysis import analyse
-from specterm.core.export import to_json
+from specterm.core.report.analysis import analyse
+from specterm.core.report.export import to_json
 from specterm.core.store import load_run
 from report_factory import without_seed_check
 
@@ -63,7 +63,8 @@ def test_on_cis_is_the_full_report_but_for_the_borderline_check(synth, monkeypat
     """Handed over once, before the seeds' verdicts are waited for (one thread: before they run);
     every CI and the report seed's verdicts are the full report's, no row is marked, and the full
     report's marks (set on its own rows) never reach the report handed over."""
-    from specterm.core import analysis, borderline
+    from specterm.core.report import analysis
+    from specterm.core.claims import borderline
 
     monkeypatch.setenv("SPECTERM_THREADS", threads)
     events: list[str] = []

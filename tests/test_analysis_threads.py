@@ -1,4 +1,4 @@
-"""analysis.analyse on a pool of threads (core/parallel.py, SPECTERM_THREADS): the report is bit-identical to the serial
+"""analysis.analyse on a pool of threads (core/report/parallel.py, SPECTERM_THREADS): the report is bit-identical to the serial
 one whatever the thread count and the order the tasks happen to run in; the policy table built in
 parts equals the table built at once."""
 
@@ -15,10 +15,10 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from specterm.core import analysis, parallel
+from specterm.core.report import analysis, parallel
 from specterm.core.errors import SpectermError
-from specterm.core.export import to_json
-from specterm.core.policies import PolicyTable, policy_table
+from specterm.core.report.export import to_json
+from specterm.core.decide.policies import PolicyTable, policy_table
 from specterm.core.store import Stream, load_run
 
 STREAMS = Path(__file__).resolve().parents[1] / "streams"

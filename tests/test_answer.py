@@ -13,8 +13,8 @@ from tui_checks import static_text
 from textual.widgets import Static
 
 from specterm.app import make_app
-from specterm.core.answer import (DONT, NO_COSTS_HERE, NO_GAIN, NOT_MEASURED, SPECULATE, TOO_FEW, answer, costs_command, machine_label)
-from specterm.core.report import DecisionHW, RunSummary
+from specterm.core.report.answer import (DONT, NO_COSTS_HERE, NO_GAIN, NOT_MEASURED, SPECULATE, TOO_FEW, answer, costs_command, machine_label)
+from specterm.core.report.types import DecisionHW, RunSummary
 from specterm.widgets.columns import fit_machine
 
 SHIPPED = Path(__file__).resolve().parents[1] / "streams"

@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 from specterm.app import make_app
 from specterm.screens.registry import SCREENS
 from specterm.core.store import load_run
-from specterm.core.fmt import MISSING
+from specterm.core.report.fmt import MISSING
 from specterm.widgets.rowlist import RowList
 
 SIZE = (120, 36)
@@ -223,8 +223,8 @@ async def test_set_cycling_follows_across_screens(run_path):
 async def test_decide_accelerator_changes_the_roofline_reference(run_path, tmp_path, monkeypatch):
     """Decide's first table is the decision on this hardware (report decision_hw); the cost-ratio model
     below follows the accelerator preset and a typed ridge: roofline B* = I*/(g*_true + 1)."""
-    from specterm.core.cost_ratio import cost_ratio_optimum
-    from specterm.core.export import decision_table, markdown_tables
+    from specterm.core.decide.cost_ratio import cost_ratio_optimum
+    from specterm.core.report.export import decision_table, markdown_tables
     from specterm.core.params import ACCELERATORS
 
     monkeypatch.chdir(tmp_path)
@@ -268,7 +268,7 @@ async def test_decide_accelerator_changes_the_roofline_reference(run_path, tmp_p
 
 
 async def test_export_writes_the_reports_markdown(run_path, tmp_path, monkeypatch):
-    from specterm.core.export import TITLES, markdown_tables, to_markdown
+    from specterm.core.report.export import TITLES, markdown_tables, to_markdown
 
     monkeypatch.chdir(tmp_path)
     app = make_app([run_path], **FAST)

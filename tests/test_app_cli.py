@@ -74,7 +74,7 @@ print("torch" in sys.modules, "transformers" in sys.modules)
 
 
 def test_progress_messages_merge_but_keep_saved_prompts():
-    from specterm.core.progress import Progress
+    from specterm.engines.progress import Progress
     from specterm.messages import OracleDone, OracleProgress
 
     generating = OracleProgress(Progress("generating", tokens=3))

@@ -8,8 +8,8 @@ import pytest
 from textual.widgets import Static
 
 from specterm.app import make_app
-from specterm.oracle.corpora import load_builtin
-from specterm.oracle.run import OracleConfig, run_oracle
+from specterm.engines.corpora import load_builtin
+from specterm.engines.torch.oracle_torch import OracleConfig, run_oracle
 from specterm.core.store import load_run
 
 pytestmark = pytest.mark.anyio

@@ -14,8 +14,8 @@ from textual.widgets import DataTable, Static
 
 from specterm import compat_textual
 from specterm.app import SpectermApp, make_app
-from specterm.core import analysis
-from specterm.core.report import Estimate
+from specterm.core.report import analysis
+from specterm.core.report.types import Estimate
 
 SIZE = (120, 36)
 FAST = {"boot": 200, "shuffles": 4}
@@ -235,7 +235,7 @@ async def test_second_open_reads_the_cache_and_paints_the_cis_at_once(tmp_path, 
 
 
 def aliases():
-    from specterm.core import cache
+    from specterm.core.report import cache
 
     return sorted(cache.cache_dir().glob("*.alias.json"))
 
@@ -306,7 +306,7 @@ async def test_a_warm_open_has_its_report_in_the_first_screen_as_mount_returns(t
     """Warm, the cached report is found on the UI thread in on_mount and composed into the first
     screen: when on_mount returns the report is the cached one and the Overview shows it (cold, the
     report comes later from the load worker, and the first screen is a loading state)."""
-    from specterm.core.report import Report
+    from specterm.core.report.types import Report
 
     path = make_fixture_run(tmp_path)
     cold = MountSeen([path], **FAST)
@@ -410,7 +410,7 @@ async def test_an_alias_to_other_runs_is_caught_once_the_runs_are_parsed(tmp_pat
     forged = json.loads(alias_a.read_bytes())
     right = forged["content"]
     forged["content"] = json.loads(alias_b.read_bytes())["content"]
-    from specterm.core import cache  # a forger who also rewrites the digest (issue 38): caught after parsing all the same
+    from specterm.core.report import cache  # a forger who also rewrites the digest (issue 38): caught after parsing all the same
 
     forged["digest"] = cache.entry_digest(forged["key"], cache._canonical(cache._alias_body(forged)))
     alias_a.write_text(json.dumps(forged))

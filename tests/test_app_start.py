@@ -17,14 +17,15 @@ from textual.widgets import DataTable, Static
 
 from specterm import cli
 from specterm.app import SpectermApp, make_app
-from specterm.core import analysis
+from specterm.core.report import analysis
 from specterm.screens.overview import PENDING_CI
 
 SIZE = (120, 36)
 FAST = {"boot": 200, "shuffles": 4}
 pytestmark = pytest.mark.anyio
 NUMERIC_CI = re.compile(r"\[[-+]?\d")
-HEAVY = ("torch", "transformers", "scipy", "plotext", "llama_cpp", "specterm.core.analysis", "specterm.oracle")
+HEAVY = ("torch", "transformers", "scipy", "plotext", "llama_cpp", "specterm.core.report.analysis", "specterm.engines.torch",
+         "specterm.engines.llamacpp")
 
 
 @pytest.fixture
@@ -71,7 +72,7 @@ def cells(screen) -> str:
 def test_the_start_path_imports_nothing_heavy():
     """What `specterm` / `specterm open` import before the first table: no torch, transformers,
     scipy, plotext, llama.cpp, oracle, and not the analysis (a cached report needs none)."""
-    code = ("import sys; import specterm.cli, specterm.app, specterm.screens.overview, specterm.core.cache, "
+    code = ("import sys; import specterm.cli, specterm.app, specterm.screens.overview, specterm.core.report.cache, "
             "specterm.core.store; print(' '.join(m for m in " + repr(HEAVY) + " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == ""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specterm.core import geometry as geo
-from specterm.core.blockwalk import E_iid, block_accepts, block_counts, block_walk_loop, run_lengths
+from specterm.core.streams import geometry as geo
+from specterm.core.streams.blockwalk import E_iid, block_accepts, block_counts, block_walk_loop, run_lengths
 
 
 def bits(text: str) -> np.ndarray:
@@ -135,7 +135,7 @@ def test_expected_blocks_iid_equals_every_stream_weighted_by_its_probability(alp
     """B(n) of the recursion against the walk over all 2^n streams, each weighted alpha^ones (1-alpha)^zeros."""
     import itertools
 
-    from specterm.core.blockwalk import block_walk_loop, expected_blocks_iid
+    from specterm.core.streams.blockwalk import block_walk_loop, expected_blocks_iid
 
     want = 0.0
     for bits in itertools.product((0, 1), repeat=n):
@@ -148,7 +148,7 @@ def test_expected_blocks_iid_equals_every_stream_weighted_by_its_probability(alp
 
 def test_expected_blocks_iid_long_stream_approaches_e_iid():
     """n / B(n) -> E_iid as n grows (the cut last block's share shrinks like 1/n)."""
-    from specterm.core.blockwalk import E_iid, expected_blocks_iid
+    from specterm.core.streams.blockwalk import E_iid, expected_blocks_iid
 
     e = float(E_iid(0.8, 8))
     short, long = 128 / expected_blocks_iid(0.8, 8, 128), 20000 / expected_blocks_iid(0.8, 8, 20000)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specterm.core import bootstrap
-from specterm.core.bootstrap import exact_product, multinomial_weights
+from specterm.core.streams import bootstrap
+from specterm.core.streams.bootstrap import exact_product, multinomial_weights
 
 
 def weights_by_rows(n: int, boot: int, seed: int) -> np.ndarray:
@@ -80,7 +80,7 @@ def test_integer_columns_give_the_same_bits_however_summed():
 
 
 def test_distinct_columns_rebuild_each_matrix():
-    from specterm.core.bootstrap import distinct_columns
+    from specterm.core.streams.bootstrap import distinct_columns
 
     rng = np.random.default_rng(4)
     a = rng.integers(0, 3, size=(6, 5)).astype(np.float64)
@@ -91,7 +91,7 @@ def test_distinct_columns_rebuild_each_matrix():
 
 
 def test_integer_products_equal_each_product_bit_for_bit():
-    from specterm.core.bootstrap import integer_products
+    from specterm.core.streams.bootstrap import integer_products
 
     rng = np.random.default_rng(6)
     n = 150
@@ -108,7 +108,7 @@ def test_integer_products_equal_each_product_bit_for_bit():
 
 def test_policy_summary_from_given_resamples_is_the_same():
     from conftest import markov_bits
-    from specterm.core.policies import policy_summary, policy_sums, policy_table
+    from specterm.core.decide.policies import policy_summary, policy_sums, policy_table
     from specterm.core.store import Stream
 
     rng = np.random.default_rng(9)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specterm.core.bootstrap import multinomial_weights
-from specterm.core.borderline import policy_columns, policy_plan, policy_rows
+from specterm.core.streams.bootstrap import multinomial_weights
+from specterm.core.claims.borderline import policy_columns, policy_plan, policy_rows
 
 POLICIES = [("fixed", {"gamma": 3}), ("best-fixed", {"gamma": 4, "r": 0.1}), ("heuristic", {"g0": 5}),
             *[("confidence", {"tau": t, "g_max": 16}) for t in (0.3, 0.5, 0.7, 0.9)], ("clairvoyant", {})]

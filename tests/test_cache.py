@@ -1,4 +1,4 @@
-"""The analysis cache (core/cache.py): a hit is the same report, a changed run or parameter or code
+"""The analysis cache (core/report/cache.py): a hit is the same report, a changed run or parameter or code
 is a miss, a corrupt or foreign entry is never trusted and is rebuilt, entries are JSON."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import make_run
 
-from specterm.core import analysis, cache
+from specterm.core.report import analysis, cache
 from specterm.core.store import (
     CHECKSUM_FIELD,
     RECORDS_FILE,

@@ -48,7 +48,7 @@ def test_binomial_tail_is_scipys() -> None:
 def test_the_report_keeps_a_row_per_machine() -> None:
     """The shipped llama.cpp run was confirmed on two machines: two rows, their counts those of the
     decision checks the report shows per profile."""
-    from specterm.core.analysis import analyse
+    from specterm.core.report.analysis import analyse
     from specterm.core.store import load_run
 
     rep = analyse([load_run(ROOT / "streams" / "qwen2.5-coder-0.5b-1.5b-llamacpp")], boot=200)

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from specterm.core import analysis
-from specterm.core import stats as st
+from specterm.core.report import analysis
+from specterm.core.streams import stats as st
 from specterm.core.store import Stream
 from specterm.core.store.records import BOM
 from specterm.core.store.runs import StoredLine, each_stored_line

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specterm.core.blockwalk import block_counts
+from specterm.core.streams.blockwalk import block_counts
 from specterm.core.errors import SpectermError
-from specterm.core.hardware import latest_confirmation, parse_confirmation
-from specterm.core.progress import Cancelled
+from specterm.core.decide.hardware import latest_confirmation, parse_confirmation
+from specterm.engines.progress import Cancelled
 from specterm.core.store import load_run, read_meta
 
 SHIPPED = Path(__file__).resolve().parent.parent / "streams" / "smollm2-135m-selfdraft-l25"
@@ -36,7 +36,7 @@ def _copy_run(tmp_path: Path, gguf: Path) -> Path:
 
 
 def _config(run_dir: Path, **kw):
-    from specterm.engines.confirm import ConfirmConfig
+    from specterm.engines.base import ConfirmConfig
 
     base = dict(run=run_dir, per_corpus=1, corpora=("code", "math"), max_new_tokens=N_NEW, gammas=(3,),
                 cost_repeats=1, cost_gammas=(1, 2, 3, 4), threads=1)
@@ -182,7 +182,7 @@ def _one_sentence(msg: str) -> None:
 
 def test_confirmation_is_written_under_the_run_lock(tmp_path):
     from specterm.core.store import RunLock
-    from specterm.engines.confirm import write_confirmation
+    from specterm.engines.confirm_record import write_confirmation
 
     run = tmp_path / "smol"
     shutil.copytree(SHIPPED, run)
@@ -221,8 +221,8 @@ def test_batch_costs_batched_confirmation_and_the_decision_check(smollm2_pair, t
     """--batch-costs stores costs by batch; the decision's g_hw (from the run's stored costs) is always
     timed; the stored decision check excludes the timed prompts; a batched confirmation at B = 2 gives
     the stored y in every row and exactly the blocks of the lockstep walk."""
-    from specterm.core.blockwalk import set_yield, sync_walk
-    from specterm.core.hardware import batch_costs, cost_curve, decision_hw
+    from specterm.core.streams.blockwalk import set_yield, sync_walk
+    from specterm.core.decide.hardware import batch_costs, cost_curve, decision_hw
     pair, gguf = smollm2_pair
     run_dir = _copy_run(tmp_path, gguf)
     run = load_run(run_dir)
@@ -265,7 +265,7 @@ def test_batch_costs_batched_confirmation_and_the_decision_check(smollm2_pair, t
 def test_costs_only_stores_a_dense_batch_grid_and_no_confirmation(smollm2_pair, tmp_path):
     """--costs-only: the costs by batch are stored (every m = 1..9 timed at B = 2, 4, 8, B = 1 from the
     cost rounds), no generation runs and no confirmation record is added; c_verify(g, B) is the timing."""
-    from specterm.core.hardware import batch_costs
+    from specterm.core.decide.hardware import batch_costs
     pair, gguf = smollm2_pair
     run_dir = _copy_run(tmp_path, gguf)
     before = read_meta(run_dir).get("confirmations") or []

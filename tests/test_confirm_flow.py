@@ -14,14 +14,15 @@ import pytest
 
 from app_fixture import META, fixture_streams
 from test_profiles import EPYC, FAST, FakeSampler
-from specterm.core.blockwalk import block_counts, set_yield
-from specterm.core.analysis import analyse
-from specterm.core.hardware import cost_curve, decision_hw, latest_confirmation
-from specterm.core.hardware.profiles import PROFILES_KEY, confirmation_profile, new_profile, run_profiles
-from specterm.core.progress import Cancelled
+from specterm.core.streams.blockwalk import block_counts, set_yield
+from specterm.core.report.analysis import analyse
+from specterm.core.decide.hardware import cost_curve, decision_hw, latest_confirmation
+from specterm.core.decide.hardware.profiles import PROFILES_KEY, confirmation_profile, new_profile, run_profiles
+from specterm.engines.progress import Cancelled
 from specterm.core.store import load_runs, read_meta, write_run
 from specterm.engines.base import Generation, Item
-from specterm.engines.confirm import ConfirmConfig, confirm
+from specterm.engines.base import ConfirmConfig
+from specterm.engines.confirm import confirm
 
 GAMMAS = list(range(1, 9))
 GREEDY_S = {"p0": 3.0, "p1": 2.0, "c0": 5.0, "c1": 4.0}       # seconds of plain greedy per prompt

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from specterm.oracle.corpora import (
+from specterm.engines.corpora import (
     BUILTIN,
     Prompt,
     load_builtin,

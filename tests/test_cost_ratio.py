@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from report_factory import curve, make_set
-from specterm.core.cost_ratio import cost_ratio_optimum as decision, ridge_of, roofline_batch as batch_crossover
+from specterm.core.decide.cost_ratio import cost_ratio_optimum as decision, ridge_of, roofline_batch as batch_crossover
 from specterm.core.errors import SpectermError
 from specterm.core.params import ACCELERATORS
 

@@ -1,4 +1,4 @@
-"""core/costmodel.py: each cost formula by hand, and a scan that fails when a copy of one of them
+"""core/decide/costmodel.py: each cost formula by hand, and a scan that fails when a copy of one of them
 appears anywhere else in specterm/ (issue 17: the cost model was written four times)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specterm.core import costmodel as cm
+from specterm.core.decide import costmodel as cm
 from specterm.core.params import R_DEFAULT
 
 ROOT = Path(__file__).resolve().parents[1] / "specterm"
@@ -142,7 +142,7 @@ def test_no_cost_formula_outside_costmodel():
         found = formula_copies(path.read_text(encoding="utf-8"))
         if found:
             copies[str(path.relative_to(ROOT))] = found
-    assert copies == {}, f"cost formulas written outside core/costmodel.py: {copies}"
+    assert copies == {}, f"cost formulas written outside core/decide/costmodel.py: {copies}"
 
 
 def test_the_scan_sees_the_old_copies():

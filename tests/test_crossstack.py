@@ -1,4 +1,4 @@
-"""The cross-stack comparison (core/crossstack.py), on synthetic runs with known answers."""
+"""The cross-stack comparison (core/compare/crossstack.py), on synthetic runs with known answers."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specterm.core.crossstack import (
+from specterm.core.compare.crossstack import (
     cross_stack,
     cross_stack_markdown,
 )
-from specterm.core.equivalence import histogram_test, merge_sparse_bins
-from specterm.core.sameposition import common_positions, same_positions
-from specterm.core.speclog import capped_walk_accepts, n_predict_for
+from specterm.core.claims.equivalence import histogram_test, merge_sparse_bins
+from specterm.core.compare.sameposition import common_positions, same_positions
+from specterm.core.compare.speclog import capped_walk_accepts, n_predict_for
 from specterm.core.store import Run, Stream
 
 
@@ -86,7 +86,7 @@ def test_cross_stack_on_synthetic_runs():
     md = cross_stack_markdown(cs, 4)
     assert "| code | 3 |" in md and "Accepted-run histogram at g = 4" in md
     # g = 1 has no real decoding: its missing cells are fmt.MISSING, the one spelling, never "-"
-    from specterm.core.fmt import MISSING
+    from specterm.core.report.fmt import MISSING
 
     tokens_table = md[md.index("Tokens per target call"):]  # (the same-position E table has a g = 1 row too)
     g1 = next(line for line in tokens_table.splitlines() if line.startswith("| code | 1 |"))
@@ -250,7 +250,7 @@ def test_cross_stack_counts_same_positions_and_compares_every_timed_prompt():
 
 
 def test_llamacpp_result_extras_count_every_prompt_and_its_flips():
-    from specterm.oracle.llamacpp.confirm import result_extras
+    from specterm.engines.llamacpp.confirm_llamacpp import result_extras
 
     rows = [_timed_row("code", f"c{i}", [1, 1, 0, 1] * 10, 4, real_drop=i % 2, identical=i == 0,
                        first_mismatch=None if i == 0 else 3 * i) for i in range(4)]

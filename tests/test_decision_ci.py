@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specterm.core.blockwalk import walk_table
-from specterm.core.bootstrap import multinomial_weights
-from specterm.core.hardware import Confirmation, cost_curve, decision_check, decision_hw
-from specterm.core.hardware.batch import batch_costs
-from specterm.core.hardware.curve import cost_replicates
-from specterm.core.hardware.decision import (
+from specterm.core.streams.blockwalk import walk_table
+from specterm.core.streams.bootstrap import multinomial_weights
+from specterm.core.decide.hardware import Confirmation, cost_curve, decision_check, decision_hw
+from specterm.core.decide.hardware.batch import batch_costs
+from specterm.core.decide.hardware.curve import cost_replicates
+from specterm.core.decide.hardware.decision import (
     DO_NOT,
     NO_GAIN,
     SPECULATE,
@@ -197,7 +197,7 @@ def test_a_timed_point_is_used_as_timed_and_only_untimed_points_are_fitted():
     assert bc.c_verify[B.index(8), 1] == pytest.approx(f(8, 3)) and bc.c_verify[B.index(1), 7] == pytest.approx(f(1, 9))
     # N = 10 is not timed: read off the line between its neighbours N = 9 and 12 of the non-decreasing fit,
     # here rebuilt independently: mean timing per N over the timed points, then pool-adjacent-violators
-    from specterm.core.hardware.curve import isotonic_increasing
+    from specterm.core.decide.hardware.curve import isotonic_increasing
 
     pts = sorted({(b, m) for b in B for m in range(1, 10) if b * m >= 2} - {(2, 5)})
     Ns = sorted({b * m for b, m in pts})
@@ -215,8 +215,8 @@ def test_a_timed_point_is_used_as_timed_and_only_untimed_points_are_fitted():
 
 
 def test_isotonic_rows_equals_pool_adjacent_violators():
-    from specterm.core.hardware.batch import isotonic_rows
-    from specterm.core.hardware.curve import isotonic_increasing
+    from specterm.core.decide.hardware.batch import isotonic_rows
+    from specterm.core.decide.hardware.curve import isotonic_increasing
 
     Y = np.random.default_rng(3).normal(size=(40, 12)).cumsum(axis=1)
     F = isotonic_rows(Y)
@@ -306,7 +306,7 @@ def test_leave_out_skips_streams_with_nothing_analysed():
 
 
 def test_lockstep_walk_by_hand_and_one_row_is_the_spec_walk():
-    from specterm.core.blockwalk import block_counts, sync_walk
+    from specterm.core.streams.blockwalk import block_counts, sync_walk
 
     # rows 1101 and 1011 at g = 2: s=0 k=(2,1) -> 2 tokens; s=2 k=(0,2) -> 1; s=3 k=(1,1) capped at n -> 1: 3 blocks
     assert sync_walk([np.array([1, 1, 0, 1]), np.array([1, 0, 1, 1])], 2, 4) == 3
@@ -318,7 +318,7 @@ def test_lockstep_walk_by_hand_and_one_row_is_the_spec_walk():
 
 
 def test_sign_held_follows_the_verdicts_side():
-    from specterm.core.hardware.decision import verdict_sign_held
+    from specterm.core.decide.hardware.decision import verdict_sign_held
 
     assert verdict_sign_held(SPECULATE, 1.1) is True and verdict_sign_held(SPECULATE, 0.9) is False
     assert verdict_sign_held(DO_NOT, 0.9) is True and verdict_sign_held(DO_NOT, 1.1) is False

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specterm.core.analysis import analyse
-from specterm.core.crossstack import run_decisions
-from specterm.core.hardware import (
+from specterm.core.report.analysis import analyse
+from specterm.core.compare.crossstack import run_decisions
+from specterm.core.decide.hardware import (
     Confirmation,
     cost_curve,
     decision_check,
@@ -21,7 +21,7 @@ from specterm.core.hardware import (
     summarize_results,
     timing_rows,
 )
-from specterm.core.hardware.curve import cost_replicates
+from specterm.core.decide.hardware.curve import cost_replicates
 from specterm.core.store import Stream, load_runs, write_run
 
 GAMMAS = np.array([1, 2, 3, 4])
@@ -221,7 +221,7 @@ def test_by_batch_uses_the_engine_block_by_hand():
     """Batch costs with draft forwards "draft_fwd:B:m" (llama.cpp): c_draft_fwd(g, B) = f_d(B (g + 1)), here
     linear in N so the fit is exact, and S_hw(g, B) = E c_decode(B) / (c_verify(g, B) + g c_draft(B) +
     c_draft_fwd(g, B)), its CI a point with constant samples."""
-    from specterm.core.hardware.batch import batch_costs
+    from specterm.core.decide.hardware.batch import batch_costs
 
     batches, fit_m = (1, 2, 4, 8), (1, 3, 9)
     a, c = 0.3, 0.01          # target: c(B, m) = a + c B m

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from app_fixture import META, fixture_streams, judged_streams
-from specterm.core.analysis import analyse
+from specterm.core.report.analysis import analyse
 from specterm.core.errors import SpectermError
-from specterm.core.export import to_json, to_markdown, to_text
+from specterm.core.report.export import to_json, to_markdown, to_text
 from specterm.core.store import load_runs, write_run
 
 G = list(range(1, 17))

@@ -10,8 +10,8 @@ import pytest
 
 from specterm.core.drafted.walk import walk_loop
 from specterm.core.store import load_run
-from specterm.oracle import specdec
-from specterm.oracle.corpora import load_builtin
+from specterm.engines.torch import specdec
+from specterm.engines.corpora import load_builtin
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("exactness")]
 
@@ -20,8 +20,8 @@ N_NEW = 40
 
 @pytest.fixture(scope="module")
 def drafter_runs(smollm2_pair, tmp_path_factory):
-    from specterm.oracle.drafted_run import TargetOnly, run_drafters
-    from specterm.oracle.run import OracleConfig
+    from specterm.engines.torch.drafted_run import TargetOnly, run_drafters
+    from specterm.engines.torch.oracle_torch import OracleConfig
 
     pair, path = smollm2_pair
     target = TargetOnly(pair.target, pair.tokenizer, pair.eos, {k: v for k, v in pair.meta.items() if k != "draft"})
@@ -94,7 +94,7 @@ def test_specterm_confirm_on_a_prompt_lookup_run(smollm2_pair, drafter_runs, mon
     """`specterm confirm` on the drafter run: HF prompt lookup against HF greedy at g = 2, 4, 8; the record
     holds every prompt's target calls equal to the walk's, and the drafter report shows it."""
     from specterm.core.drafted.analysis import analyse_drafter
-    from specterm.oracle.drafted_confirm import confirm_drafter_run
+    from specterm.engines.torch.drafted_confirm import confirm_drafter_run
 
     _, path = smollm2_pair
     run = drafter_runs[0]

@@ -13,7 +13,7 @@ import pytest
 from specterm.core.drafted.analysis import analyse_drafter
 from specterm.core.drafted.walk import walk_loop
 from specterm.core.errors import SpectermError
-from specterm.core.importer import import_jsonl
+from specterm.core.store.importer import import_jsonl
 from specterm.core.store import Stream, load_run, merge_runs, new_meta, record_checksum, repair_run, write_run
 
 DRAFT = {"kind": "prompt-lookup", "spec": "prompt-lookup:2", "max_matching_ngram_size": 2, "max_tokens": 32,
@@ -214,7 +214,7 @@ def test_specterm_run_with_drafters_then_report(tiny_model_dir: Path, tmp_path: 
 
 def test_confirmed_rows_sum_the_latest_record(tmp_path: Path) -> None:
     from specterm.core.drafted.analysis import DrafterYield, confirmed_rows
-    from specterm.core.report import Estimate
+    from specterm.core.report.types import Estimate
 
     curve = [DrafterYield(gamma=g, E=Estimate(value=1.0), speedup_hw=1.0 + g / 10) for g in range(1, 33)]
     rec = {"engine": {"version": "5", "torch": "2", "threads": 1}, "prompts": [
@@ -230,7 +230,7 @@ def test_confirmed_rows_sum_the_latest_record(tmp_path: Path) -> None:
 
 def test_compare_names_the_best_and_refuses_unlike_pools() -> None:
     from specterm.core.drafted.compare import DrafterRow, compare
-    from specterm.core.report import Estimate
+    from specterm.core.report.types import Estimate
 
     def row(run: str, v: float | None, lo: float | None = None) -> DrafterRow:
         return DrafterRow(run=run, drafter=run, speedup_hw=Estimate(value=v, ci=[lo, None if v is None else v + 0.1]))

@@ -216,7 +216,7 @@ def test_walk_hand_case_and_bits_special_case() -> None:
     prop = np.full(7, 5)
     assert walk_loop(runs, prop, 2) == (7, 3, 6)  # blocks at s = 0 (3 tokens), 3 (1), 4 (3)
     # a model draft's bits are the drafter case with L_s = leading ones from s and m_s = infinity
-    from specterm.core.blockwalk import block_walk_loop
+    from specterm.core.streams.blockwalk import block_walk_loop
     rng = np.random.default_rng(0)
     bits = (rng.random(80) < 0.7).astype(np.uint8)
     L = np.array([int(np.argmin(np.append(bits[s:], 0))) for s in range(80)])

@@ -11,15 +11,15 @@ import pytest
 from report_factory import make_set
 from report_factory import policy as prow
 
-from specterm.core import economics as ec
-from specterm.core import stats as st
-from specterm.core import verdict as vd
-from specterm.core.analysis import set_report
-from specterm.core.bootstrap import multinomial_weights
-from specterm.core.estimate import Estimate, bootstrap_estimate
+from specterm.core.claims import economics as ec
+from specterm.core.streams import stats as st
+from specterm.core.claims import verdict as vd
+from specterm.core.report.analysis import set_report
+from specterm.core.streams.bootstrap import multinomial_weights
+from specterm.core.streams.estimate import Estimate, bootstrap_estimate
 from specterm.core.params import GAMMAS
-from specterm.core.policies import policy_summary
-from specterm.core.report import CostRatioOptimum, Curve, DecisionHW, Depth
+from specterm.core.decide.policies import policy_summary
+from specterm.core.report.types import CostRatioOptimum, Curve, DecisionHW, Depth
 
 
 def bits(text: str) -> np.ndarray:

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specterm.core.hardware.curve import CostCurve, CostReplicates
-from specterm.core.replay import replay_confidence, replay_fixed, replay_heuristic
-from specterm.core.report import DecisionHW
+from specterm.core.decide.hardware.curve import CostCurve, CostReplicates
+from specterm.core.decide.replay import replay_confidence, replay_fixed, replay_heuristic
+from specterm.core.report.types import DecisionHW
 from specterm.core.settings import names as nm
 from specterm.core.settings.engines import Models, candidates, command_for, engine_settings, settings_for
 from specterm.core.settings.speedup import (FIXED, HEURISTIC, STOP, STOP_INCLUSIVE, BlockCosts, Policy, block_costs,
@@ -159,7 +159,7 @@ def test_fixed_g_is_the_decision(shipped_run_report) -> None:
 
 @pytest.fixture(scope="module")
 def shipped_run_report():
-    from specterm.core.analysis import analyse
+    from specterm.core.report.analysis import analyse
     from specterm.core.store import load_run
 
     return analyse([load_run(ROOT / "streams" / "qwen2.5-coder-0.5b-1.5b")], boot=200)
@@ -256,7 +256,7 @@ def test_prediction_interval_for_k_prompts() -> None:
 
 def test_the_confirmation_runs_the_emitted_flags() -> None:
     """`confirm --settings` hands llama-speculative-simple exactly the flags `specterm settings` prints."""
-    from specterm.oracle.llamacpp.settings_confirm import settings_command
+    from specterm.engines.llamacpp.settings_confirm import settings_command
 
     snap = _snapshot(nm.LLAMA_CPP)
     cmd = settings_command(Path("x"), Path("t.gguf"), Path("d.gguf"), "p", Policy(STOP, 9, 0.7), 50, 1, 512)

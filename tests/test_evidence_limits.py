@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specterm.core.analysis import analyse
-from specterm.core.blockwalk import block_counts
-from specterm.core.bootstrap import multinomial_weights, percentile_ci
-from specterm.core.equivalence import chi2_power, equivalence_wording, paired_tokens_per_call
-from specterm.core.export import to_json, to_markdown, to_text
+from specterm.core.report.analysis import analyse
+from specterm.core.streams.blockwalk import block_counts
+from specterm.core.streams.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.claims.equivalence import chi2_power, equivalence_wording, paired_tokens_per_call
+from specterm.core.report.export import to_json, to_markdown, to_text
 from specterm.core.params import MIN_PROMPTS
 from specterm.core.store import Run, load_runs
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from specterm.core import replay
-from specterm.oracle import specdec
-from specterm.core.blockwalk import block_accepts, block_counts
-from specterm.oracle.corpora import load_builtin
-from specterm.oracle.run import OracleConfig, run_oracle
+from specterm.core.decide import replay
+from specterm.engines.torch import specdec
+from specterm.core.streams.blockwalk import block_accepts, block_counts
+from specterm.engines.corpora import load_builtin
+from specterm.engines.torch.oracle_torch import OracleConfig, run_oracle
 from specterm.core.store import load_run
 
 # loads the real SmolLM2-135M checkpoint; `pytest -m "not slow"` skips it. Under pytest-xdist the module runs on

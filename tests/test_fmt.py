@@ -1,4 +1,4 @@
-"""core/fmt.py, the one number formatter: its spellings, and who may import it.
+"""core/report/fmt.py, the one number formatter: its spellings, and who may import it.
 
 The statistics never format: only the modules that write text (export, the scorecard's evidence,
 economics' Q evidence) import fmt in core, and fmt imports nothing of specterm. Every core module
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from specterm.core.fmt import MISSING, ci, est, fmt, is_num
-from specterm.core.report import Estimate
+from specterm.core.report.fmt import MISSING, ci, est, fmt, is_num
+from specterm.core.report.types import Estimate
 
 CORE = Path(__file__).resolve().parents[1] / "specterm" / "core"
 TEXT_WRITERS = {"export", "scorecard", "economics", "fmt", "crossstack"}  # crossstack: its markdown tables (cross_stack_markdown)
@@ -56,9 +56,9 @@ def core_imports(path: Path) -> set[str]:
 
 def test_only_the_text_writers_import_fmt():
     importers = sorted(p.relative_to(CORE).as_posix() for p in CORE.rglob("*.py")
-                       if "specterm.core.fmt" in core_imports(p))
+                       if "specterm.core.report.fmt" in core_imports(p))
     assert importers and all(Path(name).stem in TEXT_WRITERS for name in importers), importers
-    assert not any(m.startswith("specterm") for m in core_imports(CORE / "fmt.py"))
+    assert not any(m.startswith("specterm") for m in core_imports(CORE / "report" / "fmt.py"))
 
 
 def test_core_modules_are_short_or_say_why():

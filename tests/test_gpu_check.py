@@ -229,7 +229,7 @@ def test_check_with_no_budget_skips_every_step_and_keeps_a_summary(tmp_path):
 
 def test_exact_float32_turns_tf32_off_on_cuda_only():
     torch = pytest.importorskip("torch")
-    from specterm.oracle.models import exact_float32
+    from specterm.engines.torch.models_torch import exact_float32
 
     saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     try:

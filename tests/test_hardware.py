@@ -1,4 +1,4 @@
-"""core/hardware.py: S_hw on hand-made cost curves, the robust curve on injected noise, g_hw's tie
+"""core/decide/hardware.py: S_hw on hand-made cost curves, the robust curve on injected noise, g_hw's tie
 rule, the verdict's sign, stored cost dicts, and per-(corpus, g) confirmation rows."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specterm.core.blockwalk import E_iid
-from specterm.core.costmodel import (
+from specterm.core.streams.blockwalk import E_iid
+from specterm.core.decide.costmodel import (
     refeed_counts,
     refeed_share,
     refeed_share_iid,
@@ -16,7 +16,7 @@ from specterm.core.costmodel import (
     speedup_mb,
 )
 from specterm.core.errors import SpectermError
-from specterm.core.hardware import (
+from specterm.core.decide.hardware import (
     MEMORY_BOUND_LABEL,
     CostCurve,
     cost_curve,
@@ -232,7 +232,7 @@ def test_cost_model_check_at_the_forwards_the_generations_made_by_hand():
     """predicted_insitu = E t1 / (tv + g d1) with t1, tv, d1 the medians over prompts of each prompt's
     in-generation forward medians. By hand: E = 160 / 45; t1 = median(0.40, 0.50) = 0.45, tv = 0.60,
     d1 = median(0.10, 0.12) = 0.11; S = (160/45) 0.45 / (0.60 + 4 0.11) = 1.6 / 1.04; realized 80 / 64."""
-    from specterm.core.hardware.confirmations import _row
+    from specterm.core.decide.hardware.confirmations import _row
 
     curve = _curve(0.5, np.full(8, 1.0), 0.1)
     rows = [
@@ -257,7 +257,7 @@ def test_cost_model_check_at_the_forwards_the_generations_made_by_hand():
 
 
 def test_confirmed_rows_per_corpus_and_pooled():
-    from specterm.core.hardware import confirmed_rows, parse_confirmation
+    from specterm.core.decide.hardware import confirmed_rows, parse_confirmation
 
     cost = {"c_decode_s": 0.5, "c_draft_s": 0.1, "c_verify_s": {"2": 1.0, "4": 1.0}}
     prompts = [
@@ -283,7 +283,7 @@ def test_confirmed_rows_per_corpus_and_pooled():
 
 
 def test_decision_hw_dict_has_the_spec7_keys():
-    from specterm.core.report import ConfirmedRow
+    from specterm.core.report.types import ConfirmedRow
 
     out = decision_hw(G, E_iid(0.7, G), E_iid(0.7, G), _curve(0.5, np.full(8, 1.0), 0.1),
                       confirmed=[ConfirmedRow(gamma=2, predicted=0.9, realized=0.88, prompts=2, identical=True)]).to_dict()
@@ -297,7 +297,7 @@ def test_decision_hw_dict_has_the_spec7_keys():
 def test_refeed_counts_follow_the_decoder():
     # g = 2 on 1 1 1 | 1 1 0 | 0: blocks [k=2 full], [k=2 full: the zero is its bonus position], [k=0] ...
     bits = np.array([1, 1, 1, 1, 1, 0, 0, 1], dtype=np.uint8)
-    from specterm.core.blockwalk import block_accepts
+    from specterm.core.streams.blockwalk import block_accepts
 
     ks = block_accepts(bits, 2)
     refeeds, blocks = refeed_counts(bits, [2])
@@ -343,7 +343,7 @@ def test_cpu_clock_is_used_when_the_run_says_so():
 
 
 def test_a_clear_kernel_step_is_kept_and_noise_is_pooled():
-    from specterm.core.hardware import median_se, pool_violators_within_noise
+    from specterm.core.decide.hardware import median_se, pool_violators_within_noise
 
     assert median_se([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx(0.929 * 2.0 / np.sqrt(5))
     y = np.array([0.45, 0.85, 1.23, 0.87, 1.05])

@@ -13,7 +13,7 @@ from app_fixture import make_fixture_run
 from pilot_settle import until
 
 from specterm.app import SpectermApp, make_app
-from specterm.core import analysis, cache
+from specterm.core.report import analysis, cache
 from specterm.core.store import CHECKSUM_FIELD, RECORDS_FILE, load_run, read_run_files, record_checksum
 from specterm.headstart import HeadStart
 
@@ -94,7 +94,7 @@ def test_the_childs_messages_are_the_in_process_analysis(tmp_path):
     """fkey and key are those of the bytes and runs, the point report is analyse(boot = 0), the report
     with every CI analyse(...)'s but for the borderline check, the full report analyse(...), bit for
     bit (through JSON)."""
-    from specterm.core.report import Report
+    from specterm.core.report.types import Report
 
     path = make_fixture_run(tmp_path)
     head = HeadStart.start([path], FAST)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specterm.core.errors import SpectermError
-from specterm.core.importer import import_jsonl, read_jsonl
+from specterm.core.store.importer import import_jsonl, read_jsonl
 from specterm.core.store import load_run
 
 GOOD = [

@@ -1,11 +1,12 @@
 """The layering contract, checked on the code itself:
 
 - specterm.core (analytics and the stream store) never imports torch, transformers or textual:
-  every core module, those of its sub-packages (core/store, core/hardware) included, is imported in
+  every core module, those of its sub-packages (core/store, core/streams, core/decide, ...) included, is imported in
   a fresh interpreter and sys.modules is inspected after each; a planted import is found;
-- the UI (specterm/screens, specterm/widgets, app.py, commands.py) never imports specterm.oracle at
-  module level (an AST scan); only the runner entry points may be imported, inside the function that
-  starts the oracle, so torch loads only when an oracle runs;
+- the UI (specterm/screens, specterm/widgets, app.py, commands.py) never imports an engine's model-facing
+  package (specterm.engines.torch, specterm.engines.llamacpp) at module level (an AST scan); only the
+  runner entry points may be imported, inside the function that starts the oracle, so torch loads only
+  when an oracle runs;
 - `specterm --help` does not load the app.
 """
 
@@ -78,10 +79,11 @@ def test_core_never_imports_torch_transformers_or_textual():
     # every module on disk was imported (the package itself aside), sub-packages' too
     assert sorted(modules) == sorted(n for n in core_files() if n != "specterm.core")
     assert any(m.startswith("specterm.core.store.") for m in modules)
-    assert any(m.startswith("specterm.core.hardware.") for m in modules)
+    for sub in ("streams", "decide", "decide.hardware", "claims", "compare", "report"):
+        assert any(m.startswith(f"specterm.core.{sub}.") for m in modules), sub
 
 
-@pytest.mark.parametrize("module", ["store/pooling.py", "hardware/__init__.py"])
+@pytest.mark.parametrize("module", ["store/pooling.py", "decide/hardware/__init__.py"])
 def test_a_planted_import_in_a_core_sub_package_is_found(tmp_path, module):
     """A copy of specterm with `import textual` planted in a sub-package's module fails the walk."""
     import shutil
@@ -119,8 +121,11 @@ def module_level_imports(tree: ast.Module) -> list[str]:
     return names
 
 
+MODEL_PACKAGES = ("specterm.engines.torch", "specterm.engines.llamacpp")  # what loads torch or llama_cpp
+
+
 def oracle_imports(source: str) -> list[str]:
-    return [m for m in module_level_imports(ast.parse(source)) if m == "specterm.oracle" or m.startswith("specterm.oracle.")]
+    return [m for m in module_level_imports(ast.parse(source)) if any(m == p or m.startswith(p + ".") for p in MODEL_PACKAGES)]
 
 
 @pytest.mark.parametrize("path", UI_FILES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -129,13 +134,15 @@ def test_ui_never_imports_the_oracle_at_module_level(path):
 
 
 def test_the_scan_sees_the_imports_it_must_refuse():
-    assert oracle_imports("from specterm.oracle.run import run_oracle\n") == ["specterm.oracle.run", "specterm.oracle.run.run_oracle"]
-    assert oracle_imports("import specterm.oracle.models as m\n") == ["specterm.oracle.models"]
-    assert oracle_imports("try:\n    from specterm.oracle import specdec\nexcept ImportError:\n    pass\n") != []
-    assert oracle_imports("class A:\n    from specterm.oracle import costs\n") != []
+    assert oracle_imports("from specterm.engines.torch.oracle_torch import run_oracle\n") == [
+        "specterm.engines.torch.oracle_torch", "specterm.engines.torch.oracle_torch.run_oracle"]
+    assert oracle_imports("import specterm.engines.torch.models_torch as m\n") == ["specterm.engines.torch.models_torch"]
+    assert oracle_imports("try:\n    from specterm.engines.torch import specdec\nexcept ImportError:\n    pass\n") != []
+    assert oracle_imports("class A:\n    from specterm.engines.llamacpp import costs_llamacpp\n") != []
+    assert oracle_imports("from specterm.engines.progress import Progress\n") == []  # plain data, no model
     # allowed: inside the function that starts the oracle, and type-only imports
-    assert oracle_imports("def go():\n    from specterm.oracle.run import run_oracle\n") == []
-    assert oracle_imports("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from specterm.oracle.run import OracleConfig\n") == []
+    assert oracle_imports("def go():\n    from specterm.engines.torch.oracle_torch import run_oracle\n") == []
+    assert oracle_imports("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from specterm.engines.torch.oracle_torch import OracleConfig\n") == []
     assert len(UI_FILES) >= 15
 
 

@@ -39,7 +39,7 @@ PROMPT = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n
 @pytest.fixture(scope="module")
 def smol():
     require_binding()
-    from specterm.oracle.llamacpp import models as LM
+    from specterm.engines.llamacpp import models_llamacpp as LM
 
     path = require_smollm2()
     try:
@@ -50,7 +50,7 @@ def smol():
 
 
 def test_missing_binding_gives_one_sentence_naming_the_extra(monkeypatch):
-    from specterm.oracle.llamacpp import require_binding as req
+    from specterm.engines.llamacpp.binding import require_binding as req
 
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` raise ImportError
     with pytest.raises(SpectermError) as info:
@@ -75,8 +75,8 @@ def test_missing_binding_from_the_cli(monkeypatch, tmp_path, capsys):
 @pytest.mark.slow
 @pytest.mark.llamacpp
 def test_self_draft_gives_alpha_one(smol):
-    from specterm.oracle.llamacpp import models as LM
-    from specterm.oracle.llamacpp.run import (
+    from specterm.engines.llamacpp import models_llamacpp as LM
+    from specterm.engines.llamacpp.oracle_llamacpp import (
         greedy_generate,
         stream_columns,
         teacher_force_logits,
@@ -100,8 +100,8 @@ def test_bits_equal_a_hand_loop_over_the_bindings_logits(smol):
     (another path through the binding); the draft is perturbed by a fixed temperature so q != p."""
     import llama_cpp
 
-    from specterm.oracle.llamacpp import models as LM
-    from specterm.oracle.llamacpp.run import (
+    from specterm.engines.llamacpp import models_llamacpp as LM
+    from specterm.engines.llamacpp.oracle_llamacpp import (
         greedy_generate,
         stream_columns,
         teacher_force_logits,
@@ -140,9 +140,9 @@ def test_bits_equal_a_hand_loop_over_the_bindings_logits(smol):
 @pytest.mark.llamacpp
 def test_run_backend_llamacpp_writes_a_readable_run(tmp_path, smol):
     from specterm.core.store import load_run
-    from specterm.oracle.corpora import Prompt
-    from specterm.oracle.llamacpp.run import run_oracle_llamacpp
-    from specterm.oracle.run import OracleConfig
+    from specterm.engines.corpora import Prompt
+    from specterm.engines.llamacpp.oracle_llamacpp import run_oracle_llamacpp
+    from specterm.engines.torch.oracle_torch import OracleConfig
 
     path, _ = smol
     prompts = [Prompt(id="p1", corpus="code", text=PROMPT), Prompt(id="p2", corpus="prose", text="The river was")]
@@ -159,7 +159,7 @@ def test_run_backend_llamacpp_writes_a_readable_run(tmp_path, smol):
         assert s.gate is not None and 0 <= s.gate_rate <= 1
     cost = run.meta["cost"]
     assert cost["engine"] == "llama.cpp" and set(cost["c_verify_s"]) == {"1", "2", "4"} and cost["threads"] == 1
-    from specterm.core.hardware import cost_curve
+    from specterm.core.decide.hardware import cost_curve
 
     assert cost_curve(cost) is not None  # the core's decision reads it unchanged
     # resume skips what is stored
@@ -175,9 +175,9 @@ def test_smollm2_self_draft_repaired_keeps_99_percent_with_alpha_one(tmp_path, s
     alpha is 1 on every kept position and at least 99% of the positions are kept (before the loop the
     first-failure cut kept 39 of 72, issue 35)."""
     from specterm.core.store import load_run
-    from specterm.oracle.corpora import load_builtin
-    from specterm.oracle.llamacpp.run import run_oracle_llamacpp
-    from specterm.oracle.run import OracleConfig
+    from specterm.engines.corpora import load_builtin
+    from specterm.engines.llamacpp.oracle_llamacpp import run_oracle_llamacpp
+    from specterm.engines.torch.oracle_torch import OracleConfig
 
     path, _ = smol
     prompts = load_builtin(["code", "prose", "multilingual"], limit=1)
@@ -196,7 +196,7 @@ def test_smollm2_self_draft_repaired_keeps_99_percent_with_alpha_one(tmp_path, s
 def _speculative_binary_dir():
     """llama-speculative-simple: $SPECTERM_LLAMA_BIN, else specterm's cache; skipped when neither has it
     (in CI confirm builds it into the cache on first use)."""
-    from specterm.oracle.llamacpp import binaries as B
+    from specterm.engines.llamacpp import binaries as B
 
     env = os.environ.get("SPECTERM_LLAMA_BIN")
     if env and B.find_binary(Path(env)) is not None:
@@ -212,15 +212,16 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
     """SmolLM2 self-draft in llama.cpp, end to end: `confirm --engine llama.cpp` times g = 1, 4, 8 and the
     run's decision g_hw, its predictions use the engine's block (c_verify + g c_draft + c_draft_fwd, by hand
     from the session's stored costs), and the report and crossstack show the decision-check rows."""
-    from specterm.core.analysis import analyse
-    from specterm.core.crossstack import cross_stack
-    from specterm.core.hardware import cost_curve, decision_hw
+    from specterm.core.report.analysis import analyse
+    from specterm.core.compare.crossstack import cross_stack
+    from specterm.core.decide.hardware import cost_curve, decision_hw
     from specterm.core.store import load_run, load_runs
-    from specterm.oracle.corpora import Prompt
-    from specterm.engines.confirm import ConfirmConfig, confirm
-    from specterm.oracle.costs import COST_GAMMAS
-    from specterm.oracle.llamacpp.run import run_oracle_llamacpp
-    from specterm.oracle.run import OracleConfig
+    from specterm.engines.corpora import Prompt
+    from specterm.engines.base import ConfirmConfig
+    from specterm.engines.confirm import confirm
+    from specterm.engines.timing import COST_GAMMAS
+    from specterm.engines.llamacpp.oracle_llamacpp import run_oracle_llamacpp
+    from specterm.engines.torch.oracle_torch import OracleConfig
 
     bin_dir = _speculative_binary_dir()
     if bin_dir is None and not os.environ.get("SPECTERM_LLAMA_CMAKE_ARGS"):
@@ -236,7 +237,7 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
     run_curve = cost_curve(run.meta["cost"])
     assert run_curve is not None and run_curve.c_draft_fwd is not None  # the engine term is stored with the costs
     corpus = [s for s in run.streams if s.valid_len]
-    from specterm.core.blockwalk import set_yield
+    from specterm.core.streams.blockwalk import set_yield
 
     E_run = set_yield([s.a for s in corpus], run_curve.gammas)[0]
     g_decision = decision_hw(run_curve.gammas, E_run, None, run_curve).gamma_hw
@@ -264,7 +265,7 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
     assert {row.gamma for row in rows} == timed
     # --batch-costs: llama.cpp's costs by batch (contexts of n_seq_max = B) stored as the run's, with the
     # draft-simple forward by batch; the by-batch table uses the engine's block, checked by hand
-    from specterm.core.hardware.batch import batch_costs
+    from specterm.core.decide.hardware.batch import batch_costs
 
     stored = load_run(tmp_path / "run").meta["batch_cost"]
     assert stored["engine"] == "llama.cpp" and any(k.startswith("draft_fwd:8:") for k in stored["samples_cpu_s"])
@@ -274,7 +275,7 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
     assert [r["batch"] for r in d.by_batch] == [1, 2, 4, 8]
     # SPEC 6: each cost at batch B is the decision's (its profile's robust curve: confirm --batch-costs adds
     # a profile of this machine holding the grid) times the grid's ratio c(B) / c(1)
-    from specterm.core.hardware.profiles import run_profiles
+    from specterm.core.decide.hardware.profiles import run_profiles
 
     (shown,) = [p for p in run_profiles(load_run(tmp_path / "run").meta) if p.id == d.profile]
     assert shown.batch_cost == stored

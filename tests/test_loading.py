@@ -16,7 +16,7 @@ from app_fixture import META, fixture_streams, make_fixture_run
 from report_factory import without_seed_check
 
 from specterm import loading
-from specterm.core import analysis, cache
+from specterm.core.report import analysis, cache
 from specterm.core.store import group_runs, load_run, read_run_files, write_run
 from specterm.headstart import HeadStart, serve
 from specterm.loading import Loader, Parsed, Shown, Stage

@@ -12,17 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from specterm.core import analysis
-from specterm.core import stats as st
-from specterm.core.geometry import concat_streams, depth_counts, segment_runs
-from specterm.core.longstream import (long_position_sums, long_sampling_sums, long_steady_sums, long_stream_sums,
+from specterm.core.report import analysis
+from specterm.core.streams import stats as st
+from specterm.core.streams.geometry import concat_streams, depth_counts, segment_runs
+from specterm.core.streams.longstream import (long_position_sums, long_sampling_sums, long_steady_sums, long_stream_sums,
                                       pairwise_sum, walk_runs)
-from specterm.core.policies import long_stream_row as long_policy_row
-from specterm.core.policies import policy_table
-from specterm.core.position import position_sums
-from specterm.core.replay import replay_confidence, replay_heuristic
-from specterm.core.sampling import sampling_sums
-from specterm.core.steady import steady_sums
+from specterm.core.decide.policies import long_stream_row as long_policy_row
+from specterm.core.decide.policies import policy_table
+from specterm.core.streams.position import position_sums
+from specterm.core.decide.replay import replay_confidence, replay_heuristic
+from specterm.core.streams.sampling import sampling_sums
+from specterm.core.streams.steady import steady_sums
 from specterm.core.store import Stream
 from test_chunked import random_streams, same
 

@@ -1,11 +1,11 @@
-"""specterm.core.navigate against plain loops (hand-checked cases and random streams)."""
+"""specterm.core.streams.navigate against plain loops (hand-checked cases and random streams)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specterm.core import navigate
+from specterm.core.streams import navigate
 
 bits_strategy = st.lists(st.integers(0, 1), min_size=0, max_size=60).map(lambda v: np.array(v, dtype=np.uint8))
 
@@ -161,7 +161,7 @@ def test_keys_over_a_stream_with_excluded_positions_move_in_absolute_positions()
     # t:     0  1  2  3  4  5  6  7  8
     # bits:  1  0  1  1  0  1  1  0  1      kept: t = 4 and 7 excluded (a repaired stream's holes)
     # a (analysed) = bits[kept] = 1 0 1 1 1 1 1 at t = 0 1 2 3 5 6 8
-    from specterm.core import navigate as N
+    from specterm.core.streams import navigate as N
     from specterm.core.store import Stream
 
     bits = np.array([1, 0, 1, 1, 0, 1, 1, 0, 1], dtype=np.uint8)

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from specterm.oracle.corpora import Prompt, load_builtin
+from specterm.engines.corpora import Prompt, load_builtin
 from specterm.core.errors import SpectermError
-from specterm.oracle.run import OracleConfig, load_pair, run_oracle
-from specterm.core.progress import Cancelled
-from specterm.core.hardware import cost_curve
+from specterm.engines.torch.oracle_torch import OracleConfig, load_pair, run_oracle
+from specterm.engines.progress import Cancelled
+from specterm.core.decide.hardware import cost_curve
 from specterm.core.store import load_run
 
 N_NEW = 24
@@ -192,7 +192,7 @@ def test_running_alpha_counts_only_gate_valid_positions():
     """The progress line's running alpha is SPEC 2's alpha (accepted / gate-valid positions, as the report
     counts it), not accepted / every position: after a gate failure the old count fell far too low."""
     from specterm.core.store import Stream
-    from specterm.oracle.run import _Tally
+    from specterm.engines.torch.oracle_torch import _Tally
 
     got = []
     tally = _Tally(report=got.append, n_todo=2, max_new_tokens=10)
@@ -210,7 +210,8 @@ def test_batch_grid_in_slices_times_the_same_schedule_as_in_one_go(tiny_pair):
     """The grid a confirmation times between its prompts: slices of any size give the schedule of one
     go (warm-up of draft:B and target:B:1 first, then 2 rounds with the second rotated by half), every
     (B, m) gets exactly 2 timed samples, and an unfinished grid cannot be stored."""
-    from specterm.oracle.costs import BatchGrid, GridSchedule
+    from specterm.engines.timing import GridSchedule
+    from specterm.engines.torch.costs_torch import BatchGrid
 
     labels = [f"q{i}" for i in range(5)] + ["draft:2", "target:2:1"]
     order_one, order_sliced = [], []
@@ -262,7 +263,7 @@ def test_gguf_parsed_once_shares_one_parse_per_file_and_restores_gguf(tmp_path):
     own names are back."""
     import gguf
 
-    from specterm.oracle import models as M
+    from specterm.engines.torch import models_torch as M
 
     path = tmp_path / "m.gguf"
     _write_gguf(path, ["a", "bb", "ccc"], np.arange(6, dtype=np.float32).reshape(2, 3))

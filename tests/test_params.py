@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from specterm.core import params
-from specterm.core.cost_ratio import speedup
-from specterm.core.optimum import best_gamma, best_index, curve_throughput, throughput
-from specterm.core.replay import heuristic_next
+from specterm.core.decide.cost_ratio import speedup
+from specterm.core.decide.optimum import best_gamma, best_index, curve_throughput, throughput
+from specterm.core.decide.replay import heuristic_next
 
 
 def test_parameters():

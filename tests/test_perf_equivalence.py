@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specterm.core.costmodel import refeed_counts, refeed_share
+from specterm.core.decide.costmodel import refeed_counts, refeed_share
 
 
 def refeed_share_loop(streams, gammas) -> np.ndarray:
@@ -41,9 +41,9 @@ def test_refeed_share_hand_case():
 def test_policy_ratios_resample_one_tokens_column_exactly():
     # tokens = n under every policy, so borderline.policy_ratios resamples one tokens column; its
     # rows must equal the ratios computed from the full (B x P x 3) resample, number for number
-    from specterm.core.bootstrap import multinomial_weights, percentile_ci
-    from specterm.core.borderline import policy_ratios
-    from specterm.core.costmodel import throughput
+    from specterm.core.streams.bootstrap import multinomial_weights, percentile_ci
+    from specterm.core.claims.borderline import policy_ratios
+    from specterm.core.decide.costmodel import throughput
 
     rng = np.random.default_rng(8)
     n, p, r = 40, 5, 0.17
@@ -63,7 +63,7 @@ def test_policy_ratios_resample_one_tokens_column_exactly():
 def test_multinomial_weights_do_not_depend_on_the_chunk_size(monkeypatch):
     # the chunk of rows only bounds the index array; the draws are one rng.integers stream, row
     # after row, so W equals a row-by-row count of those draws whatever WEIGHT_CHUNK is
-    from specterm.core import bootstrap
+    from specterm.core.streams import bootstrap
 
     for n, boot, seed in ((1, 7, 0), (5, 300, 3), (37, 101, 9), (2000, 40, 1)):
         rng = np.random.default_rng(seed)

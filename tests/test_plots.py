@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.app import App, ComposeResult
 
-from specterm.core.report import RunLengths
+from specterm.core.report.types import RunLengths
 from specterm.widgets.plots import ReportPlot, draw_runlengths, log_bars, log_ticks
 
 pytestmark = pytest.mark.anyio

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 from conftest import markov_bits
-from specterm.core.blockwalk import block_walk_loop
-from specterm.core.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.streams.blockwalk import block_walk_loop
+from specterm.core.streams.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.errors import SpectermError
-from specterm.core import analysis, policies
-from specterm.core.policies import best_fixed_gamma, fixed_sums, has_draft_conf, policy_sums, policy_summary, policy_table
-from specterm.core.replay import PolicyCounts, replay_clairvoyant, replay_confidence, replay_fixed, replay_heuristic
+from specterm.core.report import analysis
+from specterm.core.decide import policies
+from specterm.core.decide.policies import best_fixed_gamma, fixed_sums, has_draft_conf, policy_sums, policy_summary, policy_table
+from specterm.core.decide.replay import PolicyCounts, replay_clairvoyant, replay_confidence, replay_fixed, replay_heuristic
 from specterm.core.store import Run, Stream, bits_from_str
 
 

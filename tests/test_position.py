@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specterm.core import position as pos
-from specterm.core.bootstrap import multinomial_weights
-from specterm.core.estimate import bootstrap_estimate
+from specterm.core.streams import position as pos
+from specterm.core.streams.bootstrap import multinomial_weights
+from specterm.core.streams.estimate import bootstrap_estimate
 
 
 def bits(text: str) -> np.ndarray:
@@ -177,7 +177,7 @@ def test_gain_weights_streams_equally_by_hand():
 def test_position_sums_equal_a_loop_over_streams_and_bins():
     # every column against a plain loop, at the awkward lengths (empty, one bin, the warm-up bounds)
     from specterm.core.params import WARMUP_EARLY, WARMUP_LATE
-    from specterm.core.position import bins_needed, position_sums
+    from specterm.core.streams.position import bins_needed, position_sums
 
     rng = np.random.default_rng(7)
     for _ in range(60):

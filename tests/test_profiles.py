@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from app_fixture import META, judged_streams
-from specterm.core import machine as machine_mod
-from specterm.core.analysis import analyse
-from specterm.core.blockwalk import set_yield
+from specterm.core.decide import machine as machine_mod
+from specterm.core.report.analysis import analyse
+from specterm.core.streams.blockwalk import set_yield
 from specterm.core.errors import SpectermError
-from specterm.core.export import context_line, to_markdown
-from specterm.core.hardware import profiles as P
-from specterm.core.hardware.settle import set_settle
-from specterm.core.machine import Machine, other_cpu_share
+from specterm.core.report.export import context_line, to_markdown
+from specterm.core.decide.hardware import profiles as P
+from specterm.core.decide.hardware.settle import set_settle
+from specterm.core.decide.machine import Machine, other_cpu_share
 from specterm.core.store import load_run, load_runs, read_meta, write_run
 
 G = list(range(1, 17))
@@ -134,7 +134,7 @@ def test_confirmations_belong_to_the_profile_of_their_machine():
 
 
 def _analyse(tmp_path, monkeypatch, machine):
-    monkeypatch.setattr("specterm.core.analysis.this_machine", lambda: machine)
+    monkeypatch.setattr("specterm.core.report.analysis.this_machine", lambda: machine)
     path = write_run(tmp_path / "legacy", legacy_meta(), judged_streams())
     return analyse(load_runs([path]), boot=200, shuffles=0), path
 
@@ -182,7 +182,7 @@ def test_another_machines_profile_is_never_used_silently(tmp_path, monkeypatch):
 
 
 def test_the_cache_key_names_the_machine(tmp_path, monkeypatch):
-    from specterm.core import cache
+    from specterm.core.report import cache
 
     path = write_run(tmp_path / "legacy", legacy_meta(), judged_streams())
     runs = load_runs([path])
@@ -245,7 +245,7 @@ def test_settle_g_choice_settles_when_the_runner_up_is_at_most_regret_better_at_
     medium = cost(c_dec, lambda g: ver(g, 0.015), c_dr, "t", spread=0.03, n=9)
     got = set_settle(G, E, medium)
     assert got is not None and got.gamma_hw == 2 and got.runner_up == 3 and got.choice
-    monkeypatch.setattr("specterm.core.hardware.settle.REGRET", 0.0)  # without the regret bound it stays open
+    monkeypatch.setattr("specterm.core.decide.hardware.settle.REGRET", 0.0)  # without the regret bound it stays open
     assert not set_settle(G, E, medium).choice
     monkeypatch.undo()
     loose = set_settle(G, E, cost(c_dec, lambda g: ver(g, 0.015), c_dr, "t", spread=0.08, n=9))
@@ -260,7 +260,7 @@ class FakeSampler:
     verify(g) 0.5 + 0.01 g, each with a small deterministic jitter."""
 
     def __init__(self, gammas):
-        from specterm.oracle.costs import RoundRobinSampler
+        from specterm.engines.timing import RoundRobinSampler
 
         class S(RoundRobinSampler):
             def _time(inner, quantity):
@@ -273,7 +273,7 @@ class FakeSampler:
                 return t, t
 
             def summary(inner):
-                from specterm.oracle.costs import with_curve
+                from specterm.engines.timing import with_curve
 
                 return with_curve({**inner.common_summary(), "threads": 1, "method": "fake", "decision_clock": "cpu"})
 
@@ -334,7 +334,7 @@ def test_costs_appends_a_profile_and_keeps_the_migrated_ones(tmp_path, monkeypat
     assert record["busy"] is False and record["stop_reason"].startswith("settled after 3 timed rounds")
     assert record["cost"]["c_decode_s"] == pytest.approx(0.5, rel=0.01)
     # this machine (an EPYC, 1 thread) now shows the new profile's decision
-    monkeypatch.setattr("specterm.core.analysis.this_machine", lambda: Machine(cpu=EPYC, cores=2, threads=1))
+    monkeypatch.setattr("specterm.core.report.analysis.this_machine", lambda: Machine(cpu=EPYC, cores=2, threads=1))
     rep = analyse([load_run(path)], boot=100, shuffles=0)
     assert rep.sets["pooled"].decision_hw.profile == record["id"]
     assert len(rep.sets["pooled"].decision_by_profile) == 3
@@ -355,8 +355,8 @@ def test_prunable_takes_the_lower_of_a_g_own_time_and_the_envelope():
     # bounds S_up(3) = 3.0 / 1.4 = 2.143, 11% above S(2): not pruned. g = 4 at 2.0 under an envelope of 5.0:
     # S_up(4) = 3.2 / 2.4 = 1.333: pruned. g = 1: 1.8 / 1.1 = 1.636: pruned. A dip (c_ver(4) = 0.9 < the
     # envelope): S_up(4) = 3.2 / 1.3 = 2.46: not pruned.
-    from specterm.core.hardware.curve import CostReplicates
-    from specterm.core.hardware.settle import prunable
+    from specterm.core.decide.hardware.curve import CostReplicates
+    from specterm.core.decide.hardware.settle import prunable
 
     grid = np.array([1, 2, 3, 4])
     E = np.array([1.8, 2.5, 3.0, 3.2])
@@ -372,7 +372,7 @@ def test_prunable_takes_the_lower_of_a_g_own_time_and_the_envelope():
 
 
 def test_a_quantity_timed_once_borrows_the_relative_noise_of_the_repeated_ones():
-    from specterm.core.hardware.curve import quantity_se, relative_noise
+    from specterm.core.decide.hardware.curve import quantity_se, relative_noise
 
     # [1, 2, 3]: median_se = 0.929 * (2.5 - 1.5) / sqrt(3); times sqrt(3) / median 2 = 0.4645, the same for [2, 4, 6]
     samples = {"a": [1.0, 2.0, 3.0], "b": [2.0, 4.0, 6.0], "c": [5.0]}
@@ -418,7 +418,7 @@ def test_costs_on_a_machine_that_stays_busy_stops_with_a_sentence(tmp_path, monk
 def test_costs_busy_ok_marks_the_profile_and_every_verdict(tmp_path, monkeypatch):
     path, record, warnings = _fake_costs(tmp_path, monkeypatch, busy_rounds=1, busy_ok=True)
     assert record["busy"] is True and "--busy-ok" in warnings[0]
-    monkeypatch.setattr("specterm.core.analysis.this_machine", lambda: Machine(cpu=EPYC, cores=2, threads=1))
+    monkeypatch.setattr("specterm.core.report.analysis.this_machine", lambda: Machine(cpu=EPYC, cores=2, threads=1))
     rep = analyse([load_run(path)], boot=0, shuffles=0)
     for _name, s in rep.ordered_sets():
         assert "warning: timed on a busy machine" in s.decision_hw.verdict

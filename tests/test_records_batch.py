@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from specterm.core.errors import SpectermError
 from specterm.core.store import RecordBounds, Stream, load_run, record_line, write_run
 from specterm.core.store import runs as runs_module
-from specterm.core.store.batch import _arrays_batch, decode_lines
+from specterm.core.store.lines import _arrays_batch, decode_lines
 from specterm.core.store.records import CHECKSUM_FIELD, canonical_json, decode_array, decode_line, record_checksum
 
 

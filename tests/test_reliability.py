@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from specterm import cli
 from specterm.core.errors import SpectermError
-from specterm.core.importer import import_jsonl
+from specterm.core.store.importer import import_jsonl
 from specterm.core.store import group_runs, pool_runs, single_pair
 from specterm.core.store.records import canonical_json
 from specterm.core.store import (
@@ -38,7 +38,7 @@ from specterm.core.store import (
     repair_run,
     write_run,
 )
-from specterm.core.text import printable
+from specterm.core.report.text import printable
 
 PAIR = {"target": {"spec": "org/target", "source": "hub"}, "draft": {"spec": "layers:2", "source": "layers"}}
 OTHER = {"target": {"spec": "org/other", "source": "hub"}, "draft": {"spec": "layers:2", "source": "layers"}}
@@ -68,7 +68,7 @@ def report_json(args: list[str]) -> dict:
 @pytest.fixture
 def no_model_loads(monkeypatch):
     """Loading any model weights fails the test: the checks must come first."""
-    from specterm.oracle import models
+    from specterm.engines.torch import models_torch as models
 
     def refuse(*a, **k):
         raise AssertionError("a model was loaded before the arguments were checked")

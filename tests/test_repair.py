@@ -1,4 +1,4 @@
-"""SPEC 1.3's repair loop (oracle/repair.py) and its llama.cpp wiring, on a hand-made engine.
+"""SPEC 1.3's repair loop (engines/repair.py) and its llama.cpp wiring, on a hand-made engine.
 
 The toy target over 8 ids (7 = EOS) has one clear winner per context, serial_next(ctx); a *batched*
 row (a decode of more than one token, as the teacher-forced pass is) at a chosen context length
@@ -22,7 +22,7 @@ import pytest
 
 from specterm.core.store import Stream, load_run, new_meta, record_line, write_run
 from specterm.core.store.records import decode_line
-from specterm.oracle.repair import REPAIR_BOUND, repair_greedy
+from specterm.engines.repair import REPAIR_BOUND, repair_greedy
 
 V = 8
 EOS = 7
@@ -205,7 +205,7 @@ def test_invalid_repairs_are_refused_in_one_sentence(bad):
 def test_analysis_drops_an_excluded_mid_position():
     """One repaired stream, gate failing at t = 3 only: alpha = ones / kept positions, E_true(g) the
     block walk of bits without position 3 (a hand loop of SPEC 2), the warm-up bins by absolute t."""
-    from specterm.core.analysis import analyse
+    from specterm.core.report.analysis import analyse
     from specterm.core.store import Run
 
     rng = np.random.default_rng(3)
@@ -243,9 +243,9 @@ def test_analysis_drops_an_excluded_mid_position():
 
 
 def test_report_counts_repairs_per_set_and_round_trips():
-    from specterm.core.analysis import analyse
-    from specterm.core.export import to_markdown
-    from specterm.core.report import Report
+    from specterm.core.report.analysis import analyse
+    from specterm.core.report.export import to_markdown
+    from specterm.core.report.types import Report
     from specterm.core.store import Run
 
     a = _stream([1, 0, 1, 1, 1, 0], [1, 1, 0, 1, 1, 1], repairs=[1, 4])
@@ -265,7 +265,7 @@ def test_report_counts_repairs_per_set_and_round_trips():
 
 
 def test_position_sums_at_given_t_equal_the_contiguous_path():
-    from specterm.core.position import position_sums
+    from specterm.core.streams.position import position_sums
 
     rng = np.random.default_rng(7)
     a = [(rng.random(n) < 0.6).astype(np.uint8) for n in (5, 40, 33, 0, 70)]

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from test_repair import EOS, V, batched_choice, serial_next, serial_y, teacher_greedy
 
-from specterm.core.progress import Cancelled
+from specterm.engines.progress import Cancelled
 from specterm.core.store import load_run, write_run
-from specterm.oracle.corpora import Prompt
-from specterm.oracle.llamacpp.run import LlamaPair, run_oracle_llamacpp, stream_columns, teacher_force_logits
-from specterm.oracle.run import OracleConfig
+from specterm.engines.corpora import Prompt
+from specterm.engines.llamacpp.oracle_llamacpp import LlamaPair, run_oracle_llamacpp, stream_columns, teacher_force_logits
+from specterm.engines.torch.oracle_torch import OracleConfig
 
 NEAR = {4 + 3: "next", 4 + 9: "next"}  # near-ties at t = 3 and 9 for 4-token prompts
 PROMPTS = [Prompt(id="a", corpus="code", text="abcd"), Prompt(id="b", corpus="prose", text="wxyz")]
@@ -164,7 +164,7 @@ def test_ctrl_c_keeps_the_streams_repaired_before_it(tmp_path):
 
 def test_torch_never_repairs(tiny_model_dir, tmp_path):
     """The torch oracle writes no repair information: its gate failures keep SPEC 1's prefix rule."""
-    from specterm.oracle.run import run_oracle
+    from specterm.engines.torch.oracle_torch import run_oracle
 
     cfg = OracleConfig(target=str(tiny_model_dir), draft=str(tiny_model_dir), prompts=PROMPTS, out=tmp_path / "t",
                        max_new_tokens=6, measure_cost=False, device="cpu", dtype="float32")

@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from specterm.core.analysis import analyse
-from specterm.core.export import SECTIONS, deficit_cell, markdown_tables, to_json, to_markdown, to_text
+from specterm.core.report.analysis import analyse
+from specterm.core.report.export import SECTIONS, deficit_cell, markdown_tables, to_json, to_markdown, to_text
 from specterm.core.store import new_meta, write_run
 
 SET_KEYS = {"n_streams", "n_positions", "alpha", "gate_rate", "autocorr", "autocorr_pooled", "dispersion_ratio",
@@ -201,7 +201,7 @@ def test_cli_list(tmp_path, synth, monkeypatch, capsys):
 
 
 def test_several_runs_each_measured_r(synth):
-    from specterm.core.optimum import throughput_curve
+    from specterm.core.decide.optimum import throughput_curve
 
     rng = np.random.default_rng(6)
     one = synth.run(synth.streams("prose", [synth.iid(rng, 100, 0.8) for _ in range(5)]), r=0.12, name="one")

@@ -9,12 +9,12 @@ import json
 import numpy as np
 import pytest
 
-from specterm.core.analysis import analyse
-from specterm.core.blockwalk import E_iid
-from specterm.core.export import to_json, to_markdown, to_text
-from specterm.core.importer import import_jsonl
+from specterm.core.report.analysis import analyse
+from specterm.core.streams.blockwalk import E_iid
+from specterm.core.report.export import to_json, to_markdown, to_text
+from specterm.core.store.importer import import_jsonl
 from specterm.core.params import GAMMAS
-from specterm.core.scorecard import scorecard
+from specterm.core.claims.scorecard import scorecard
 from specterm.core.store import Stream, load_run
 
 

@@ -1,4 +1,4 @@
-"""core/report.py: the typed report writes exactly the SPEC 7 JSON it reads, owns set ordering and
+"""core/report/types.py: the typed report writes exactly the SPEC 7 JSON it reads, owns set ordering and
 its fallback, and refuses keys it does not declare."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from specterm.core.analysis import analyse
-from specterm.core.export import to_json
-from specterm.core.report import Curve, Estimate, Report, RunLengths, SetReport, set_names
+from specterm.core.report.analysis import analyse
+from specterm.core.report.export import to_json
+from specterm.core.report.types import Curve, Estimate, Report, RunLengths, SetReport, set_names
 
 
 @pytest.fixture(scope="module")

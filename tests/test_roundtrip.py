@@ -38,12 +38,12 @@ def runs(smollm2_pair, tmp_path_factory):  # noqa: F811  (the fixture imported a
     """{name: run dir} for draft = target and layers:20, at batch sizes 1 and 3, plus two shards."""
     import torch
 
-    from specterm.oracle.corpora import load_builtin
-    from specterm.oracle.run import LoadedPair, OracleConfig, run_oracle
+    from specterm.engines.corpora import load_builtin
+    from specterm.engines.torch.oracle_torch import LoadedPair, OracleConfig, run_oracle
 
     torch.set_num_threads(1)
     layer_pair, gguf = smollm2_pair
-    from specterm.oracle import models as M
+    from specterm.engines.torch import models_torch as M
 
     draft_layers = M.layer_skip_draft(layer_pair.target, 20)
     pairs = {

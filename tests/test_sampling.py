@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from specterm.core import sampling as sa
-from specterm.core.blockwalk import E_iid
-from specterm.core.bootstrap import multinomial_weights
-from specterm.core.importer import import_jsonl
+from specterm.core.streams import sampling as sa
+from specterm.core.streams.blockwalk import E_iid
+from specterm.core.streams.bootstrap import multinomial_weights
+from specterm.core.store.importer import import_jsonl
 from specterm.core.store import Stream, load_run
 
 # Hand-computed streams (see each value):

@@ -10,11 +10,11 @@ import pytest
 from report_factory import est, est3, make_set, optimum
 from scipy import stats as sps
 
-from specterm.core import verdict as vd
-from specterm.core.analysis import analyse
+from specterm.core.claims import verdict as vd
+from specterm.core.report.analysis import analyse
 from specterm.core.params import R_GRID
-from specterm.core.report import Deficit, Estimate, OptimumShares, SetReport
-from specterm.core.scorecard import mark_borderline, p_rows, spearman_permutation
+from specterm.core.report.types import Deficit, Estimate, OptimumShares, SetReport
+from specterm.core.claims.scorecard import mark_borderline, p_rows, spearman_permutation
 
 
 def rows_of(report_or_sets) -> list[dict]:
@@ -284,7 +284,7 @@ def test_p5_size_needs_significance_exactly_where_dispersion_is():
 
 
 def test_mark_borderline():
-    from specterm.core.report import ScoreRow
+    from specterm.core.report.types import ScoreRow
 
     rows = [ScoreRow(id="P1", prediction="p", verdict="holds", evidence="holds: x"),
             ScoreRow(id="P2", prediction="p", verdict="inconclusive", evidence="e"),
@@ -305,7 +305,7 @@ def test_every_row_has_numbers_in_its_evidence():
 
 
 def test_average_ranks_match_scipy_with_ties():
-    from specterm.core.scorecard import average_ranks, spearman
+    from specterm.core.claims.scorecard import average_ranks, spearman
 
     rng = np.random.default_rng(5)
     for _ in range(20):

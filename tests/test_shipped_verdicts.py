@@ -1,6 +1,6 @@
 """Issue 34: every scorecard row and every decision verdict of the three shipped runs, derived again from
 the report's stored numbers (its SPEC 7 JSON) by SPEC 4's and SPEC 6's rules, written here a second time
-and independently of core/verdict.py, scorecard.py and economics.py (no import of them): the verdict the
+and independently of core/claims/verdict.py, scorecard.py and economics.py (no import of them): the verdict the
 report prints must be the one its own numbers give."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specterm.core.analysis import analyse
+from specterm.core.report.analysis import analyse
 from specterm.core.store import load_runs
 
 STREAMS = Path(__file__).resolve().parent.parent / "streams"
@@ -222,11 +222,11 @@ def test_the_issue_s_named_outcomes(shipped):
 def test_p3_shares_by_hand_on_one_shipped_run():
     """P3's shares recomputed replicate by replicate with optimum.optimum_table (the point code path, one r
     at a time) on the pooled set's resampled sums: the stratified weights of analysis, drawn again here."""
-    from specterm.core import stats as st
-    from specterm.core.analysis import corpus_seed
-    from specterm.core.blockwalk import E_iid
-    from specterm.core.bootstrap import multinomial_weights
-    from specterm.core.optimum import optimum_table
+    from specterm.core.streams import stats as st
+    from specterm.core.report.analysis import corpus_seed
+    from specterm.core.streams.blockwalk import E_iid
+    from specterm.core.streams.bootstrap import multinomial_weights
+    from specterm.core.decide.optimum import optimum_table
     from specterm.core.params import GAMMAS, R_GRID
 
     run = load_runs([STREAMS / "smollm2-135m-selfdraft-l25"])[0]

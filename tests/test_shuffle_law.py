@@ -12,9 +12,9 @@ import itertools
 import numpy as np
 import pytest
 
-from specterm.core import geometry as geo
-from specterm.core import stats as st
-from specterm.core.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.streams import geometry as geo
+from specterm.core.streams import stats as st
+from specterm.core.streams.bootstrap import multinomial_weights, percentile_ci
 
 
 def old_shuffled_blocks(c: geo.Concat, gamma: int, shuffles: int, seed: int) -> np.ndarray:

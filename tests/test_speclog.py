@@ -1,4 +1,4 @@
-"""The llama-speculative-simple -v log parser and the walk llama.cpp makes (core/speclog.py)."""
+"""The llama-speculative-simple -v log parser and the walk llama.cpp makes (core/compare/speclog.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specterm.core.blockwalk import block_accepts
+from specterm.core.streams.blockwalk import block_accepts
 from specterm.core.errors import SpectermError
-from specterm.core.speclog import (
+from specterm.core.compare.speclog import (
     capped_walk_accepts,
     n_predict_for,
     parse_speculative_log,

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from report_factory import curve
-from specterm.core import geometry as geo
-from specterm.core import stats as st
-from specterm.core.analysis import analyse, set_report
-from specterm.core.blockwalk import E_iid, block_walk_loop
-from specterm.core.bootstrap import multinomial_weights, percentile_ci
-from specterm.core.optimum import best_gamma, optimum_table, r_values, throughput_curve
+from specterm.core.streams import geometry as geo
+from specterm.core.streams import stats as st
+from specterm.core.report.analysis import analyse, set_report
+from specterm.core.streams.blockwalk import E_iid, block_walk_loop
+from specterm.core.streams.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.decide.optimum import best_gamma, optimum_table, r_values, throughput_curve
 from specterm.core.params import R_GRID
-from specterm.core.scorecard import spearman
+from specterm.core.claims.scorecard import spearman
 from specterm.core.store import Stream
 
 

@@ -8,11 +8,11 @@ import itertools
 import numpy as np
 import pytest
 
-from specterm.core import stats as st
-from specterm.core.analysis import analyse
-from specterm.core.blockwalk import E_iid
-from specterm.core.bootstrap import multinomial_weights
-from specterm.core.steady import expected_shuffled_blocks, steady_report, steady_sums
+from specterm.core.streams import stats as st
+from specterm.core.report.analysis import analyse
+from specterm.core.streams.blockwalk import E_iid
+from specterm.core.streams.bootstrap import multinomial_weights
+from specterm.core.streams.steady import expected_shuffled_blocks, steady_report, steady_sums
 
 
 def p11_p10(bits: list[int]) -> float | None:
@@ -153,7 +153,7 @@ def _expected_shuffled_blocks_one_pass(n: np.ndarray, k: np.ndarray, gamma: int)
 
 
 def test_expected_shuffled_blocks_in_groups_equals_one_pass(monkeypatch):
-    from specterm.core import steady
+    from specterm.core.streams import steady
 
     rng = np.random.default_rng(4)
     cases = []

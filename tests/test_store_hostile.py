@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from specterm.cli import app
 from specterm.core.errors import SpectermError
-from specterm.core.importer import import_jsonl
-from specterm.core.position import MAX_BINS, bin_width_for, bins_needed
+from specterm.core.store.importer import import_jsonl
+from specterm.core.streams.position import MAX_BINS, bin_width_for, bins_needed
 from specterm.core.store import (
     LOCK_FILE,
     META_FILE,
@@ -40,7 +40,7 @@ from specterm.core.store import (
     single_pair,
     write_run,
 )
-from specterm.core.text import printable
+from specterm.core.report.text import printable
 
 runner = CliRunner()
 
@@ -117,7 +117,7 @@ def test_a_symlinked_lock_is_refused_and_nothing_outside_the_run_is_written(tmp_
 def test_run_json_is_replaced_never_written_through_a_symlink(tmp_path):
     """Finding 2: confirm's fixed `run.json.tmp` was opened through a symlink, overwriting a file
     outside the run, and run.json became a symlink. Every writer uses the one atomic helper."""
-    from specterm.engines.confirm import write_confirmation
+    from specterm.engines.confirm_record import write_confirmation
 
     run = make_fixture_run(tmp_path)
     victim = tmp_path / "victim.txt"
@@ -332,7 +332,7 @@ def test_imports_naming_the_same_pair_pool_and_the_names_are_recorded(tmp_path):
 
 def test_one_long_stream_gets_at_most_max_bins_position_bins():
     """Finding 8: one stream of 30M positions made 1.9M position bins (a B x 2K bootstrap: 443 s, 8.3 GB)."""
-    from specterm.core.analysis import analyse
+    from specterm.core.report.analysis import analyse
     from specterm.core.store import Run
 
     assert bin_width_for(128) == 16 and bin_width_for(16 * MAX_BINS) == 16
@@ -351,7 +351,8 @@ def test_one_long_stream_gets_at_most_max_bins_position_bins():
 
 def test_confirm_checks_the_lock_before_loading_models(tmp_path):
     """Finding 9: confirm checked the lock only at its first write, after minutes of model loading."""
-    from specterm.engines.confirm import ConfirmConfig, confirm
+    from specterm.engines.base import ConfirmConfig
+    from specterm.engines.confirm import confirm
 
     run = make_fixture_run(tmp_path)
     with RunLock(run), pytest.raises(SpectermError, match="another specterm session"):
@@ -483,7 +484,7 @@ def test_a_corpus_named_pooled_is_refused_at_import(tmp_path):
 
 
 def test_a_corpus_named_pooled_is_refused_at_run_and_at_load(tmp_path):
-    from specterm.oracle.corpora import load_prompts_file
+    from specterm.engines.corpora import load_prompts_file
 
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"id": "a", "corpus": "pooled", "prompt": "hello"}\n')
@@ -510,7 +511,7 @@ def test_a_corpus_name_that_would_not_read_as_one_name_is_refused_at_import(tmp_
 
 def test_imported_bits_report_no_gate_rate(tmp_path):
     """Issue 37: imports showed "gate 1.000" though no gate was checked (SPEC 1.3): null, shown n/a."""
-    from specterm.core.analysis import analyse
+    from specterm.core.report.analysis import analyse
 
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"id": f"p{i}", "corpus": "code", "bits": "0110111"}) + "\n" for i in range(3)))
@@ -591,7 +592,7 @@ def test_beta_of_equal_distributions_is_exactly_one_and_never_above():
     entries), which the strict loader refused. acceptance_beta sums in float64."""
     import torch
 
-    from specterm.oracle.run import acceptance_beta
+    from specterm.engines.torch.oracle_torch import acceptance_beta
 
     torch.manual_seed(0)
     logits = torch.randn(64, 49152) * 3

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specterm.core.analysis import analyse
-from specterm.core.blockwalk import E_iid
+from specterm.core.report.analysis import analyse
+from specterm.core.streams.blockwalk import E_iid
 from specterm.core.params import R_GRID
 
 BOOT, SHUFFLES = 300, 6

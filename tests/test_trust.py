@@ -18,7 +18,7 @@ from app_fixture import META, fixture_streams, make_fixture_run
 from typer.testing import CliRunner
 
 from specterm.cli import app
-from specterm.core import analysis, cache
+from specterm.core.report import analysis, cache
 from specterm.core.errors import SpectermError
 from specterm.core.store import (
     LOCK_FILE,
@@ -276,7 +276,7 @@ def test_crossstack_refuses_mismatched_runs_in_one_sentence(tmp_path, case):
 
 
 def test_crossstack_labels_come_from_each_runs_backend(tmp_path):
-    from specterm.core.crossstack import cross_stack
+    from specterm.core.compare.crossstack import cross_stack
 
     a = load_run(_engine_run(tmp_path, "a", "llama.cpp"))
     b = load_run(_engine_run(tmp_path, "b"))
@@ -388,7 +388,7 @@ def test_a_full_disk_while_appending_says_resume():
 @pytest.mark.parametrize("target", ["/", "missing-dir/out.md", "a-dir"])
 def test_crossstack_o_into_a_directory_or_a_missing_one_is_one_sentence(tmp_path, monkeypatch, capsys, target):
     """`crossstack -o /` or into a missing or read-only directory was a traceback."""
-    from specterm.core import crossstack
+    from specterm.core.compare import crossstack
 
     a = _engine_run(tmp_path, "a")
     b = _engine_run(tmp_path, "b", "llama.cpp")
@@ -422,7 +422,7 @@ def test_a_path_component_over_255_bytes_is_one_sentence(tmp_path, monkeypatch, 
 def test_a_hostile_prompts_file_is_one_sentence(tmp_path, line, words):
     """`run --prompts` with a 5,000-digit integer (ValueError), 100k-deep nesting (RecursionError), a
     lone surrogate (TypeError after 10 s)."""
-    from specterm.oracle.corpora import load_prompts_file
+    from specterm.engines.corpora import load_prompts_file
 
     path = tmp_path / "p.jsonl"
     path.write_text(line + "\n", encoding="utf-8")
@@ -528,7 +528,7 @@ def test_a_hidden_out_is_refused(tmp_path, monkeypatch, capsys, command):
 
 
 def test_llamacpp_refuses_a_layer_skip_draft_before_anything_loads():
-    from specterm.oracle.llamacpp.commands import run_command
+    from specterm.runner_llamacpp import run_command
 
     with pytest.raises(SpectermError, match="layer-skip self-draft runs only with --backend torch"):
         run_command(target="t.gguf", draft="layers:20", corpus=None, prompts=None, dataset=None, limit=None,
@@ -558,7 +558,7 @@ def test_confirm_refuses_a_read_only_run_before_loading_models(tmp_path, monkeyp
 
 def test_a_corpus_name_with_a_newline_is_refused_in_a_prompts_file(tmp_path):
     """A newline in a corpus name split a row."""
-    from specterm.oracle.corpora import load_prompts_file
+    from specterm.engines.corpora import load_prompts_file
 
     path = tmp_path / "p.jsonl"
     path.write_text(json.dumps({"prompt": "p", "corpus": "co\nde"}) + "\n")
@@ -577,7 +577,7 @@ def test_sweep_age_guard_keeps_a_just_created_temp_name(tmp_path):
 
 def test_n_beyond_the_targets_context_is_refused_before_any_model_loads(tiny_model_dir, tmp_path, monkeypatch):
     """`-n 100000` beyond the model's context was not refused up front (the tiny model: 1024 positions)."""
-    from specterm.oracle import models
+    from specterm.engines.torch import models_torch as models
 
     monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("a model was loaded before the check"))
     out = tmp_path / "run"

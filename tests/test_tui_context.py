@@ -21,9 +21,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from specterm.app import make_app
-from specterm.core import analysis, cache
-from specterm.core.export import shown_machine
-from specterm.core.fmt import fmt
+from specterm.core.report import analysis, cache
+from specterm.core.report.export import shown_machine
+from specterm.core.report.fmt import fmt
 from specterm.core.store import load_run
 from specterm.widgets.columns import fit_machine
 from specterm.widgets.tables import fit_text_table
@@ -178,8 +178,8 @@ async def test_a_run_without_costs_gets_no_verdict_anywhere(tmp_path):
 # -- --resume: the Run screen counts the whole run -------------------------------------------------
 
 async def test_resume_counts_the_whole_run_on_the_run_screen(tiny_model_dir, tmp_path):
-    from specterm.oracle.corpora import load_builtin
-    from specterm.oracle.run import OracleConfig, run_oracle
+    from specterm.engines.corpora import load_builtin
+    from specterm.engines.torch.oracle_torch import OracleConfig, run_oracle
 
     out = tmp_path / "resumed"
     prompts = load_builtin(["code", "prose"], limit=2)

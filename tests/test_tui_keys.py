@@ -108,7 +108,7 @@ class Observed:
 def crumb_mismatch(app) -> str | None:
     """The breadcrumb's corpus against the screen's own state, or None when they agree (a name too
     long for the line may end in an ellipsis)."""
-    from specterm.core.text import printable
+    from specterm.core.report.text import printable
     from specterm.screens.base import ReportScreen
 
     screen = app.screen
@@ -282,7 +282,7 @@ def error_cases() -> list:
 async def test_errors_are_one_sentence(name, label, tmp_path_factory, monkeypatch):
     """Valid runs show no error; runs a person got wrong show one, as one sentence (not 'SomeError: ...')."""
     if name == BUG:
-        from specterm.core import analysis
+        from specterm.core.report import analysis
 
         def broken(*args, **kwargs):
             raise ValueError("injected failure inside the analysis")

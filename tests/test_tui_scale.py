@@ -13,7 +13,7 @@ from app_fixture import META
 
 from specterm import loading
 from specterm.app import make_app
-from specterm.core import cache
+from specterm.core.report import cache
 from specterm.core.store import Stream, write_run
 from specterm.widgets.tokens import BitLabels, TokenView
 
@@ -64,7 +64,7 @@ async def test_quit_never_waits_for_an_analysis(tmp_path, monkeypatch):
     """An analysis that would never end (it waits for an event the test sets only after the app has
     exited): `q` ends the app at once, the worker is done, the load goes on in its daemon thread, and
     when it finally ends nothing is written to the cache (its report was never finished in the app)."""
-    from specterm.core import analysis
+    from specterm.core.report import analysis
 
     release, entered = threading.Event(), threading.Event()
     real = analysis.analyse

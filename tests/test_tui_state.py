@@ -115,7 +115,7 @@ async def test_run_screen_labels_the_cost_phase(tmp_path):
 
     from app_fixture import oracle_config
 
-    from specterm.core.progress import Progress, check_cancel
+    from specterm.engines.progress import Progress, check_cancel
 
     measuring = threading.Event()
 
@@ -491,7 +491,7 @@ async def test_every_export_names_run_pair_and_r_and_its_file_the_pair(tmp_path,
 async def test_decide_export_is_the_export_modules_with_one_preset(tmp_path, monkeypatch):
     """Decide's `e` writes export.markdown_tables' decide section (issue 17: it scraped the DataTable),
     and the cost-ratio model as shown at one accelerator preset, named once."""
-    from specterm.core.export import markdown_tables
+    from specterm.core.report.export import markdown_tables
     from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR
 
     monkeypatch.chdir(tmp_path)
@@ -512,9 +512,9 @@ async def test_decide_export_is_the_export_modules_with_one_preset(tmp_path, mon
 # -- cosmetics: no -0.000, sums that add up, integer count ticks, the legend off the bars ---------------
 
 def test_no_negative_zero_and_sums_that_add_up():
-    from specterm.core.export import deficit_cell
-    from specterm.core.fmt import ci, est, fmt
-    from specterm.core.report import Deficit, Estimate
+    from specterm.core.report.export import deficit_cell
+    from specterm.core.report.fmt import ci, est, fmt
+    from specterm.core.report.types import Deficit, Estimate
     from specterm.widgets.tables import fmt_ci
 
     assert fmt(-0.0004) == "0.000" and fmt(-0.0004, sign=True) == "+0.000" and fmt(-0.0006) == "-0.001"

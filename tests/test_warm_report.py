@@ -12,7 +12,7 @@ import pytest
 from conftest import make_run
 from typer.testing import CliRunner
 
-from specterm.core import cache
+from specterm.core.report import cache
 from specterm.core import store
 from specterm.core.store import RECORDS_FILE, Stream, new_meta, write_run
 

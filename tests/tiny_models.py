@@ -10,7 +10,7 @@ def _train_tokenizer(vocab_size: int):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from specterm.oracle.corpora import load_builtin
+    from specterm.engines.corpora import load_builtin
 
     texts = [p.text for p in load_builtin()]
     tok = Tokenizer(models.BPE())

@@ -38,9 +38,9 @@ def main() -> None:
 
     import torch
 
-    from specterm.oracle.costs import measure_costs
+    from specterm.engines.torch.costs_torch import measure_costs
     from specterm.engines.costs import Quiet
-    from specterm.oracle.models import layer_skip_draft, load_model, resolve_spec
+    from specterm.engines.torch.models_torch import layer_skip_draft, load_model, resolve_spec
 
     cores = os.cpu_count() or 1
     print(f"{cores} cores; torch {torch.__version__}; {a.repeats} repeats a quantity", flush=True)

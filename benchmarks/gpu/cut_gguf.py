@@ -113,7 +113,7 @@ def check(src: Path, out: Path, k: int) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from specterm.oracle.models import layer_skip_draft
+    from specterm.engines.torch.models_torch import layer_skip_draft
 
     torch.set_num_threads(1)
 

@@ -1,4 +1,4 @@
-"""The headless core of specterm: oracle, stream store, analytics, export.
+"""The headless core, one sub-package per pipeline stage: store/, streams/, decide/, claims/, compare/, report/.
 
-Nothing in this package imports textual; screens and the CLI sit on top of it.
+Nothing in this package imports textual, torch or llama_cpp; engines and the app sit on top of it.
 """

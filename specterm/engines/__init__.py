@@ -40,7 +40,7 @@ def engine_named(name: str) -> Engine:
 
 def engine_for(meta: dict[str, Any]) -> Engine:
     """The engine that made a run (run.json `backend`; torch when it names none)."""
-    from specterm.core.hardware.profiles import run_engine
+    from specterm.core.decide.hardware.profiles import run_engine
 
     return engine_named(run_engine(meta))
 

@@ -6,7 +6,7 @@ engine, its version and build, the device: what a cost profile records), encodes
 times forwards for the cost profile (`cost_sampler`: rounds of c_decode, c_verify(g), c_draft,
 c_draft2, and the engine's per-block terms; `batch_costs`: the by-batch grid). The oracle's
 greedy y and teacher-forced bits stay in each engine's oracle module (specterm/oracle/ for torch,
-specterm/oracle/llamacpp/ for llama.cpp) until `run` is written against this interface too.
+specterm/engines/llamacpp/ for llama.cpp) until `run` is written against this interface too.
 
 `specterm confirm` (engines/confirm.py) is written once against it: a pair that can be confirmed
 (`ConfirmPair`) times one greedy and one speculative generation of a prompt and says what its rows
@@ -16,21 +16,27 @@ results, decision checks) is the same for every engine.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
 
-from specterm.core.store import Stream
+import numpy as np
 
-if TYPE_CHECKING:
-    from specterm.engines.confirm import ConfirmConfig, ConfirmSession
+from specterm.core.decide.hardware.profiles import new_profile
+from specterm.core.store import Run, Stream
+from specterm.engines.confirm_record import write_confirmation
+from specterm.engines.progress import Progress, ProgressCallback
+from specterm.engines.timing import COST_GAMMAS
 
 MeasureCallback = Callable[[int, int, str, float], None]
 
 
 class Sampler(Protocol):
-    """Rounds of timed forwards (oracle/costs.RoundRobinSampler): `round()` times every quantity once
+    """Rounds of timed forwards (engines/timing.RoundRobinSampler): `round()` times every quantity once
     (the first round is an untimed warm-up), `summary()` is the stored cost dict."""
 
     rounds: int
@@ -166,6 +172,82 @@ class ConfirmPair(OpenPair, Protocol):
     def time_batched(self, session: ConfirmSession) -> dict[str, Any]:
         """A batched confirmation (B prompts decoded together); one sentence where the engine has none."""
         ...
+
+
+@dataclass
+class ConfirmConfig:
+    run: Path
+    engine: str = "torch"                   # torch or llama.cpp (engines.engine_named)
+    per_corpus: int = 2
+    gammas: tuple[int, ...] = ()            # timed in every corpus besides the decision's g_hw
+    corpora: tuple[str, ...] | None = None  # None: every corpus of the run
+    device: str | None = None               # None: the run's device (torch)
+    dtype: str | None = None                # None: the run's dtype (torch)
+    max_new_tokens: int | None = None       # None: the whole stored y
+    threads: int | None = None              # CPU threads per forward (None: core.machine.default_threads)
+    cost_repeats: int = 5                   # timed cost rounds before the generations (one more after each prompt)
+    cost_gammas: tuple[int, ...] = COST_GAMMAS
+    decision_gammas: tuple[int, ...] | None = None  # the run's decision g_hw is chosen among these (None: cost_gammas)
+    target: str | None = None               # None: the run's target, found by name and checksum
+    draft: str | None = None                # None: the run's draft, likewise
+    decision_only: bool = False             # time only the run's decision g_hw (and --gamma), not this session's choices
+    batch_costs: bool = False               # also measure the costs by batch and store them as the run's
+    batch: int = 1                          # B > 1: batched confirmation (torch), B prompts of a corpus decoded together
+    interleave_costs: bool = True           # one more cost round after every prompt (off: only the rounds before)
+    costs_only: bool = False                # with batch_costs: measure and store the costs by batch, no generations
+    llama_bin: Path | None = None           # llama.cpp: directory holding llama-speculative-simple
+    llama_src: Path | None = None           # llama.cpp: sources to build it from
+    build_jobs: int = 1
+    keep_logs: Path | None = None           # llama.cpp: directory to copy every speculative -v log into
+
+
+@dataclass
+class ConfirmSession:
+    """The state of one confirmation, shared by the flow's steps and the engine's timing (no long
+    parameter lists). The steps fill it in order: the g measured and the run's decisions (`confirm`),
+    the items and this session's costs (`_measure`), the choices and the record (`_begin`)."""
+
+    config: ConfirmConfig
+    engine: Engine
+    pair: ConfirmPair
+    run_dir: Path
+    run: Run
+    report: ProgressCallback
+    cancel: threading.Event | None
+    t_start: float
+    cost_gammas: np.ndarray                                    # every g on this session's cost curve
+    decision_g: dict[str, int | None]                          # the run's decision g_hw per corpus
+    has_profile: bool                                          # the run has a cost profile of this machine
+    items: list[Item] = field(default_factory=list)
+    ctx_len: int = 0                                           # the cost context (mean prompt + n/2)
+    sampler: Sampler | None = None
+    session_cost: Callable[[], dict[str, Any]] = dict          # the stored dict of every cost round so far
+    choices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    E_table: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
+    record: dict[str, Any] = field(default_factory=dict)
+    index: int | None = None                                   # the record's place in run.json's confirmations
+    install_cost: bool = False
+    batch_record: dict[str, Any] | None = None  # costs by batch measured up front, stored at the end
+    batch_job: Any = None                       # costs by batch timed in slices between the prompts
+    total: int = 0                              # generations to time
+    done: int = 0
+    gen_tokens: int = 0
+    gen_time: float = 0.0
+
+    def progress(self, phase: str, msg: str = "", **kw: Any) -> None:
+        self.report(Progress(phase, msg, n_prompts=self.total, prompts_done=self.done,
+                             tokens_per_s=self.gen_tokens / self.gen_time if self.gen_time > 0 else 0.0,
+                             elapsed_s=time.perf_counter() - self.t_start, **kw))
+
+    def write(self, cost: dict[str, Any] | None = None, batch_cost: dict[str, Any] | None = None) -> None:
+        profile = self.batch_profile(batch_cost) if batch_cost is not None else None
+        self.index = write_confirmation(self.run_dir, self.record, self.index, cost, batch_cost, profile)
+
+    def batch_profile(self, batch_cost: dict[str, Any]) -> dict[str, Any]:
+        """Costs by batch belong to the machine that timed them (SPEC 6): a new cost profile of this
+        machine, this session's cost rounds (whose B = 1 forwards the grid reuses) with the grid."""
+        return new_profile(self.session_cost(), self.pair.describe(), source="measured by specterm confirm --batch-costs",
+                           batch_cost=batch_cost)
 
 
 class Engine(Protocol):

@@ -34,31 +34,29 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from specterm.core.blockwalk import E_iid as E_iid_formula
-from specterm.core.blockwalk import set_yield
-from specterm.core import costmodel
-from specterm.core.costmodel import refeed_counts, refeed_share
-from specterm.core.sameposition import first_divergence
+from specterm.core.streams.blockwalk import E_iid as E_iid_formula
+from specterm.core.streams.blockwalk import set_yield
+from specterm.core.decide import costmodel
+from specterm.core.decide.costmodel import refeed_counts, refeed_share
+from specterm.core.compare.sameposition import first_divergence
 from specterm.core.errors import SpectermError
-from specterm.core.hardware import (
+from specterm.core.decide.hardware import (
     BATCH_COST_KEY,
-    CONFIRMATIONS_KEY,
     batch_costs,
     cost_curve,
     decision_hw,
     summarize_results,
     timing_rows,
 )
-from specterm.core.hardware.profiles import PROFILES_KEY, decision_profile, new_profile, with_profile
-from specterm.core.machine import default_threads, this_machine
-from specterm.core.optimum import best_gamma
-from specterm.core.progress import Progress, ProgressCallback, check_cancel
+from specterm.core.decide.hardware.profiles import PROFILES_KEY, decision_profile, with_profile
+from specterm.core.decide.machine import default_threads, this_machine
+from specterm.core.decide.optimum import best_gamma
+from specterm.engines.progress import Progress, ProgressCallback, check_cancel
 from specterm.core.store import (
     META_FILE,
     Run,
@@ -72,85 +70,9 @@ from specterm.core.store import (
     read_meta,
     write_meta_atomic,
 )
-from specterm.engines.base import ConfirmPair, Engine, Generation, Item, Sampler
-from specterm.oracle.costs import BATCH_FIT_M, COST_GAMMAS
+from specterm.engines.base import ConfirmConfig, ConfirmPair, ConfirmSession, Engine, Item
+from specterm.engines.timing import BATCH_FIT_M, COST_GAMMAS
 
-
-
-@dataclass
-class ConfirmConfig:
-    run: Path
-    engine: str = "torch"                   # torch or llama.cpp (engines.engine_named)
-    per_corpus: int = 2
-    gammas: tuple[int, ...] = ()            # timed in every corpus besides the decision's g_hw
-    corpora: tuple[str, ...] | None = None  # None: every corpus of the run
-    device: str | None = None               # None: the run's device (torch)
-    dtype: str | None = None                # None: the run's dtype (torch)
-    max_new_tokens: int | None = None       # None: the whole stored y
-    threads: int | None = None              # CPU threads per forward (None: core.machine.default_threads)
-    cost_repeats: int = 5                   # timed cost rounds before the generations (one more after each prompt)
-    cost_gammas: tuple[int, ...] = COST_GAMMAS
-    decision_gammas: tuple[int, ...] | None = None  # the run's decision g_hw is chosen among these (None: cost_gammas)
-    target: str | None = None               # None: the run's target, found by name and checksum
-    draft: str | None = None                # None: the run's draft, likewise
-    decision_only: bool = False             # time only the run's decision g_hw (and --gamma), not this session's choices
-    batch_costs: bool = False               # also measure the costs by batch and store them as the run's
-    batch: int = 1                          # B > 1: batched confirmation (torch), B prompts of a corpus decoded together
-    interleave_costs: bool = True           # one more cost round after every prompt (off: only the rounds before)
-    costs_only: bool = False                # with batch_costs: measure and store the costs by batch, no generations
-    llama_bin: Path | None = None           # llama.cpp: directory holding llama-speculative-simple
-    llama_src: Path | None = None           # llama.cpp: sources to build it from
-    build_jobs: int = 1
-    keep_logs: Path | None = None           # llama.cpp: directory to copy every speculative -v log into
-
-
-@dataclass
-class ConfirmSession:
-    """The state of one confirmation, shared by the flow's steps and the engine's timing (no long
-    parameter lists). The steps fill it in order: the g measured and the run's decisions (`confirm`),
-    the items and this session's costs (`_measure`), the choices and the record (`_begin`)."""
-
-    config: ConfirmConfig
-    engine: Engine
-    pair: ConfirmPair
-    run_dir: Path
-    run: Run
-    report: ProgressCallback
-    cancel: threading.Event | None
-    t_start: float
-    cost_gammas: np.ndarray                                    # every g on this session's cost curve
-    decision_g: dict[str, int | None]                          # the run's decision g_hw per corpus
-    has_profile: bool                                          # the run has a cost profile of this machine
-    items: list[Item] = field(default_factory=list)
-    ctx_len: int = 0                                           # the cost context (mean prompt + n/2)
-    sampler: Sampler | None = None
-    session_cost: Callable[[], dict[str, Any]] = dict          # the stored dict of every cost round so far
-    choices: dict[str, dict[str, Any]] = field(default_factory=dict)
-    E_table: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
-    record: dict[str, Any] = field(default_factory=dict)
-    index: int | None = None                                   # the record's place in run.json's confirmations
-    install_cost: bool = False
-    batch_record: dict[str, Any] | None = None  # costs by batch measured up front, stored at the end
-    batch_job: Any = None                       # costs by batch timed in slices between the prompts
-    total: int = 0                              # generations to time
-    done: int = 0
-    gen_tokens: int = 0
-    gen_time: float = 0.0
-
-    def progress(self, phase: str, msg: str = "", **kw: Any) -> None:
-        self.report(Progress(phase, msg, n_prompts=self.total, prompts_done=self.done,
-                             tokens_per_s=self.gen_tokens / self.gen_time if self.gen_time > 0 else 0.0,
-                             elapsed_s=time.perf_counter() - self.t_start, **kw))
-
-    def write(self, cost: dict[str, Any] | None = None, batch_cost: dict[str, Any] | None = None) -> None:
-        profile = self.batch_profile(batch_cost) if batch_cost is not None else None
-        self.index = write_confirmation(self.run_dir, self.record, self.index, cost, batch_cost, profile)
-
-    def batch_profile(self, batch_cost: dict[str, Any]) -> dict[str, Any]:
-        """Costs by batch belong to the machine that timed them (SPEC 6): a new cost profile of this
-        machine, this session's cost rounds (whose B = 1 forwards the grid reuses) with the grid."""
-        return new_profile(self.session_cost(), self.pair.describe(), source="measured by specterm confirm --batch-costs",
-                           batch_cost=batch_cost)
 
 
 def select_streams(streams: list[Stream], per_corpus: int, corpora: tuple[str, ...] | None = None,
@@ -208,49 +130,13 @@ def build_items(chosen: list[Stream], encode: Callable[[str], list[int]], max_ne
     return items
 
 
-def write_confirmation(run_dir: Path, record: dict[str, Any], index: int | None, cost: dict[str, Any] | None = None,
-                       batch_cost: dict[str, Any] | None = None, profile: dict[str, Any] | None = None) -> int:
-    """Put `record` at `index` of run.json's confirmations (append when None), atomically; returns its index.
-
-    With `cost`, also make it the run's "cost" (the previous one is kept in cost.earlier).
-    Only run.json is rewritten (temp file + rename) under the run lock (core/lock.py: a `specterm
-    run --resume` or `repair` writing the same run meanwhile is refused, and vice versa);
-    prompts.jsonl is never opened for writing.
-    With `batch_cost`, also store it as the run's costs by batch (BATCH_COST_KEY, for older readers)
-    and `profile` (the cost profile it belongs to) among the run's profiles.
-    """
-    with RunLock(run_dir):
-        meta = read_meta(run_dir)
-        if profile is not None:
-            meta[PROFILES_KEY] = with_profile(meta, profile)  # read before the legacy keys change
-        if batch_cost is not None:
-            meta[BATCH_COST_KEY] = batch_cost
-        records = meta.get(CONFIRMATIONS_KEY)
-        if not isinstance(records, list):
-            records = []
-        if index is None or index >= len(records):
-            records.append(record)
-            index = len(records) - 1
-        else:
-            records[index] = record
-        meta[CONFIRMATIONS_KEY] = records
-        if cost is not None:
-            old = dict(meta.get("cost") or {})
-            new = dict(cost)
-            if old:
-                new["earlier"] = [*old.pop("earlier", []), old]
-            meta["cost"] = new
-        write_meta_atomic(run_dir, meta)
-    return index
-
-
 def decision_checks(run_dir: Path, record: dict[str, Any], n_rep: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
     """SPEC 6's decision check of every (corpus, g) row of `record`, as the report computes it
     (hardware.decision_check: leave-out E, the run's stored costs, 95% prediction interval for K prompts,
     in_ci, sign_held, cost drift), stored with the record so it reads without re-running the report."""
-    from specterm.core.hardware import Confirmation, decision_check
-    from specterm.core.hardware.curve import cost_replicates
-    from specterm.core.hardware.uncertainty import cost_seed
+    from specterm.core.decide.hardware import Confirmation, decision_check
+    from specterm.core.decide.hardware.curve import cost_replicates
+    from specterm.core.decide.hardware.uncertainty import cost_seed
 
     run = load_run(run_dir)
     here = decision_profile(run.meta, this_machine())  # the costs of this machine's profile, as the report uses
@@ -406,7 +292,7 @@ def _measure(session: ConfirmSession, chosen: list[Stream]) -> dict[str, Any]:
     """The items, the engine made ready to time them (its record fields returned), and this session's cost
     rounds before the generations at the mean context of the timed generations; with --batch-costs the
     engine's costs by batch, up front or (torch, interleaved) in slices between the prompts."""
-    from specterm.oracle.costs import context_ids, session_rounds
+    from specterm.engines.timing import context_ids, session_rounds
 
     config, pair, report = session.config, session.pair, session.report
     items = session.items = build_items(chosen, pair.encode, config.max_new_tokens, session.cost_gammas,
@@ -591,7 +477,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     """CLI glue: headless progress (a bar on a terminal, log lines otherwise); Ctrl-C keeps finished prompts."""
     import sys
 
-    from specterm.core.progress import Cancelled
+    from specterm.engines.progress import Cancelled
     from specterm.runner import headless_progress
 
     read_meta(Path(run))  # one sentence for a wrong path, before anything slow
@@ -655,5 +541,4 @@ def log_decision_checks(record: dict[str, Any], log: Callable[[str], None]) -> N
                 f"in PI {c['in_ci']}, sign held {c['sign_held']}")
 
 
-__all__ = ["ConfirmConfig", "ConfirmSession", "Generation", "Item", "confirm", "confirm_command", "corpus_E",
-           "decision_checks", "results", "select_streams", "write_confirmation"]
+__all__ = ["confirm", "confirm_command", "corpus_E", "decision_checks", "results", "select_streams"]

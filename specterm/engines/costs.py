@@ -4,15 +4,15 @@ profiles"), written once against the engine interface (engines/base.py), so it r
 1. Open the run's pair in its engine (models found by name and sha256), `threads` per forward
    (default: 1 on a machine with <= 2 cores, else every core; recorded).
 2. Context: the run's median prompt + y/2 tokens (SPEC 6), the cache filled once.
-3. Rounds (oracle/costs.RoundRobinSampler): a light warm-up, FULL_ROUNDS round(s) of the whole g curve
+3. Rounds (engines/torch/costs_torch.RoundRobinSampler): a light warm-up, FULL_ROUNDS round(s) of the whole g curve
    (c_decode, c_draft, c_draft2, c_verify(g) for g = 1..16, and the engine's per-block terms), then
    focused rounds of the quantities the decision still needs (decode, the draft's, and the g in
-   core/hardware/settle's `focus`: g_hw, the runner-up, and every g the decision could still use),
-   until every set's verdict and g_hw are settled (core/hardware/settle: which needs 3 samples of
+   core/decide/hardware/settle's `focus`: g_hw, the runner-up, and every g the decision could still use),
+   until every set's verdict and g_hw are settled (core/decide/hardware/settle: which needs 3 samples of
    each of those) or a cap (max rounds, max seconds). A draft length the decision cannot use (settle's
    pruning) stays timed once. The profile says why it stopped.
 4. Busy machine: after every round, the load average and the CPU that other processes used during
-   it (core/machine.other_cpu_share). Above BUSY_OTHER_SHARE of a core (or a load above the cores)
+   it (core/decide/machine.other_cpu_share). Above BUSY_OTHER_SHARE of a core (or a load above the cores)
    the round is dropped and timing waits for the machine to be quiet (`quiet_wait` s, then stops
    with one sentence); with `busy_ok` it keeps timing and the profile is marked busy, a warning that
    every verdict drawn from it carries.
@@ -35,13 +35,13 @@ from typing import Any
 import numpy as np
 
 from specterm.core.errors import SpectermError
-from specterm.core.hardware.profiles import BUSY_OTHER_SHARE, PROFILES_KEY, load_busy, new_profile, with_profile
-from specterm.core.hardware.curve import MIN_SAMPLES
-from specterm.core.hardware.settle import SetSettle, set_settle
-from specterm.core.machine import cpu_busy_seconds, default_threads, other_cpu_share, own_cpu_seconds
+from specterm.core.decide.hardware.profiles import BUSY_OTHER_SHARE, PROFILES_KEY, load_busy, new_profile, with_profile
+from specterm.core.decide.hardware.curve import MIN_SAMPLES
+from specterm.core.decide.hardware.settle import SetSettle, set_settle
+from specterm.core.decide.machine import cpu_busy_seconds, default_threads, other_cpu_share, own_cpu_seconds
 from specterm.core.params import COSTS_MAX_ROUNDS, COSTS_MAX_SECONDS
-from specterm.core.progress import Progress, check_cancel
-from specterm.core.report import POOLED
+from specterm.engines.progress import Progress, check_cancel
+from specterm.core.report.types import POOLED
 from specterm.core.store import RunLock, Run, check_unlocked, load_run, new_meta, read_meta, write_meta_atomic
 from specterm.engines import engine_for
 from specterm.engines.base import OpenOptions, Sampler
@@ -73,8 +73,8 @@ def set_curves(run: Run, gammas: np.ndarray, boot: int = 400, seed: int = 0) -> 
     """Per corpus and the pooled set: (E_true(g), E_true(g) in `boot` prompt resamples) over the
     analysed positions of each stream (SPEC 2: sum tokens / sum blocks; resamples as the report's,
     multinomial weights over the set's streams)."""
-    from specterm.core.blockwalk import walk_table
-    from specterm.core.bootstrap import multinomial_weights
+    from specterm.core.streams.blockwalk import walk_table
+    from specterm.core.streams.bootstrap import multinomial_weights
 
     sets: dict[str, list[np.ndarray]] = {}
     for s in run.streams:
@@ -104,7 +104,7 @@ def context_length(run: Run, encode: Callable[[str], list[int]]) -> tuple[int, l
     """SPEC 6's cost context: the median over the run's streams of prompt tokens + n/2, and ids of that
     length (the first stream's prompt + y, repeated; only the length matters), and the rule used.
     Imported bits store no prompt or y: IMPORTED_PROMPT_TOKENS + the median n/2, over a filler text."""
-    from specterm.oracle.costs import context_ids
+    from specterm.engines.timing import context_ids
 
     usable = [s for s in run.streams if s.prompt is not None and s.y is not None and s.n > 0]
     if not usable:
@@ -131,7 +131,7 @@ def settle_all(curves: dict[str, tuple[np.ndarray, np.ndarray]], gammas: np.ndar
 
 
 class Quiet:
-    """The load and other processes' CPU over each round (core/machine), and waiting for quiet."""
+    """The load and other processes' CPU over each round (core/decide/machine), and waiting for quiet."""
 
     def __init__(self, threshold: float = BUSY_OTHER_SHARE) -> None:
         self.threshold = threshold
@@ -310,7 +310,7 @@ def costs_command(*, run: Path, threads: int | None, device: str | None, dtype: 
     decision under the new profile. Ctrl-C writes nothing."""
     import sys
 
-    from specterm.core.progress import Cancelled
+    from specterm.engines.progress import Cancelled
 
     read_meta(Path(run))  # one sentence for a wrong path, before anything slow
     config = CostsConfig(run=Path(run), threads=threads, device=device, dtype=dtype, target=target, draft=draft,
@@ -365,7 +365,7 @@ def costs_command(*, run: Path, threads: int | None, device: str | None, dtype: 
 
 def _print_decisions(run_dir: Path, pid: str, log: Callable[[str], None]) -> None:
     """Each set's decision under profile `pid` (the report's decision_by_profile)."""
-    from specterm.core.cache import cached_analyse
+    from specterm.core.report.cache import cached_analyse
 
     report = cached_analyse([load_run(run_dir)])
     for name, s in report.ordered_sets():

@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Static
 from specterm.compat_textual import styles_current
 from specterm.core.errors import SpectermError
 from specterm.core.params import R_DEFAULT
-from specterm.core.text import printable
+from specterm.core.report.text import printable
 from specterm.widgets.columns import fit_text
 from specterm.widgets.footer import KeyFooter
 from specterm.widgets.rowlist import RowList
@@ -26,7 +26,7 @@ from specterm.widgets.tables import safe
 
 if TYPE_CHECKING:
     from specterm.app import SpectermApp
-    from specterm.core.report import Report, SetReport
+    from specterm.core.report.types import Report, SetReport
 
 
 class ReportScreen(Screen):
@@ -381,7 +381,7 @@ class ReportScreen(Screen):
     def export_context(self) -> str:
         """One markdown line: the runs, engines and machine of the costs (export.context_line), the
         model pair and the r the shown numbers were computed at."""
-        from specterm.core.export import context_line
+        from specterm.core.report.export import context_line
 
         app = self.sapp
         runs = app.runs or []
@@ -438,7 +438,7 @@ def short_model(spec: Any) -> str:
 def screen_markdown(report: Report, sections: tuple[str, ...], context: str = "") -> str:
     """`## Title` then export.markdown_tables(report)[section], for each section, blank-line
     separated; `context` (one line: run · pair · r) under the first title."""
-    from specterm.core.export import TITLES, markdown_tables
+    from specterm.core.report.export import TITLES, markdown_tables
 
     tables = markdown_tables(report)
     parts = []
@@ -480,7 +480,7 @@ def costs_text(report: "Report | None") -> str:
     "costs not measured", or "costs …" before the report (export.shown_machine)."""
     if report is None:
         return "costs …"
-    from specterm.core.export import shown_machine
+    from specterm.core.report.export import shown_machine
 
     machine = shown_machine(report)
     if machine is None:
@@ -615,7 +615,7 @@ def focused_markdown(screen: Any) -> str:
 def focused_markdown_row(screen: Any) -> str:
     """The focused DataTable's head and cursor row as a two-line markdown table ("" when no table
     row is focused)."""
-    from specterm.core.export import markdown_table
+    from specterm.core.report.export import markdown_table
 
     table = getattr(screen, "focused", None)
     if isinstance(table, RowList) and table.row_count:

@@ -18,12 +18,12 @@ from textual.widgets import DataTable, Input, Static
 from specterm.core.errors import SpectermError
 import dataclasses
 
-from specterm.core.export import (batch_table, confirmation_table, decision_table, markdown_table, profile_table)
+from specterm.core.report.export import (batch_table, confirmation_table, decision_table, markdown_table, profile_table)
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_RIDGE, R_GRID
-from specterm.core.report import Report
-from specterm.core.answer import costs_command
+from specterm.core.report.types import Report
+from specterm.core.report.answer import costs_command
 from specterm.screens.base import ReportScreen, RStepping, costs_text, fit_costs, r_bindings
-from specterm.core.fmt import MISSING, ci, fmt, is_num
+from specterm.core.report.fmt import MISSING, ci, fmt, is_num
 from specterm.widgets.tables import fill_table, fit_text_table, safe
 
 COLUMNS = [("set", "corpus"), ("g_hw", "g_hw"), ("s_hw", "S_hw [95% CI]"), ("kind", "verdict"),
@@ -227,7 +227,7 @@ class DecideScreen(RStepping, ReportScreen):
         return report.pooled.r_measured if report.pooled is not None else None
 
     def show_report(self, report: Report) -> None:
-        from specterm.core.cost_ratio import cost_ratio_optimum
+        from specterm.core.decide.cost_ratio import cost_ratio_optimum
 
         if self.r is None:
             self.r = self.initial_r(report)
@@ -366,7 +366,7 @@ class DecideScreen(RStepping, ReportScreen):
         if report is None or self.r is None or (
                 self.ridge_custom is None and self.preset == DEFAULT_ACCELERATOR and self.r == self.initial_r(report)):
             return text
-        from specterm.core.cost_ratio import cost_ratio_optimum
+        from specterm.core.decide.cost_ratio import cost_ratio_optimum
 
         rows = []
         for name, s in report.ordered_sets():
@@ -403,7 +403,7 @@ class DecideScreen(RStepping, ReportScreen):
             self.query_one("#decide-table").focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        from specterm.core.cost_ratio import ridge_of
+        from specterm.core.decide.cost_ratio import ridge_of
 
         try:
             self.ridge_custom = ridge_of(float(event.value)) if event.value.strip() else None

@@ -10,11 +10,11 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
 from specterm.core.params import YIELD_GAMMAS
-from specterm.core.report import Report
-from specterm.core.text import printable
+from specterm.core.report.types import Report
+from specterm.core.report.text import printable
 from specterm.screens.base import ReportScreen, RStepping, r_bindings, set_bindings
 from specterm.widgets.plots import ReportPlot, draw_optimum, draw_throughput
-from specterm.core.fmt import fmt
+from specterm.core.report.fmt import fmt
 from specterm.widgets.columns import fit_text
 from specterm.widgets.tables import fill_table, fmt_ci, safe
 
@@ -57,7 +57,7 @@ class OptimumScreen(RStepping, ReportScreen):
         return s.r_measured
 
     def show_report(self, report: Report) -> None:
-        from specterm.core.optimum import throughput_curve
+        from specterm.core.decide.optimum import throughput_curve
 
         name, s = self.current_set(report)
         if self.r is None:

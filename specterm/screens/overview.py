@@ -7,15 +7,15 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from specterm.core.answer import NO_COSTS_HERE, NOT_MEASURED, SPECULATE, DONT, answers, machine_label
-from specterm.core.export import deficit_cell, steady_cells
-from specterm.core.fmt import MISSING, ci, est, fmt
+from specterm.core.report.answer import NO_COSTS_HERE, NOT_MEASURED, SPECULATE, DONT, answers, machine_label
+from specterm.core.report.export import deficit_cell, steady_cells
+from specterm.core.report.fmt import MISSING, ci, est, fmt
 from specterm.core.params import STEADY_FROM
-from specterm.core.report import POOLED, SEEDS, Report, SetReport
+from specterm.core.report.types import POOLED, SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen, plural
 from specterm.widgets.columns import ci_below, table_width
 from specterm.widgets.styles import verdict_markup
-from specterm.core.fmt import is_num
+from specterm.core.report.fmt import is_num
 from specterm.widgets.tables import fill_table, safe
 
 COLUMNS = [

@@ -9,11 +9,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from specterm.core.costmodel import r_or_default
-from specterm.core.report import Depth, PolicyRow, Report
+from specterm.core.decide.costmodel import r_or_default
+from specterm.core.report.types import Depth, PolicyRow, Report
 from specterm.screens.base import ReportScreen, set_bindings
 from specterm.widgets.columns import ci_below, fit_text, table_width
-from specterm.core.fmt import MISSING, fmt, is_num
+from specterm.core.report.fmt import MISSING, fmt, is_num
 from specterm.widgets.tables import fill_table, fmt_ci, safe
 
 POLICY_COLUMNS = [

@@ -18,7 +18,7 @@ from textual.worker import get_current_worker
 
 from specterm import messages
 from specterm.core.errors import SpectermError
-from specterm.core.progress import Cancelled, Progress
+from specterm.engines.progress import Cancelled, Progress
 from specterm.widgets.footer import KeyFooter
 from specterm.widgets.progress import BitsView, bits_legend, stats_line
 from specterm.widgets.sparkline import ScaledSparkline
@@ -99,8 +99,8 @@ class RunScreen(Screen):
     def head_text(self, width: int) -> str:
         """The head line every screen has: the screen, the run (1/1: the one being made), its engine
         and -n, and the machine it runs and times costs on (this machine, never cut)."""
-        from specterm.core.answer import machine_label
-        from specterm.core.machine import this_machine
+        from specterm.core.report.answer import machine_label
+        from specterm.core.decide.machine import this_machine
         from specterm.screens.base import THIS, fit_costs
 
         n_new = getattr(self.config, "max_new_tokens", None)
@@ -134,7 +134,7 @@ class RunScreen(Screen):
         if self.oracle is not None:
             oracle = self.oracle
         else:
-            from specterm.oracle.run import run_oracle  # torch loads here, only when running
+            from specterm.engines.torch.oracle_torch import run_oracle  # torch loads here, only when running
 
             oracle = run_oracle
 

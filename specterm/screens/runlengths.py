@@ -7,12 +7,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from specterm.core.report import Report
-from specterm.core.text import printable
+from specterm.core.report.types import Report
+from specterm.core.report.text import printable
 from specterm.screens.base import ReportScreen, set_bindings
 from specterm.widgets.plots import ReportPlot, draw_runlengths
 from specterm.widgets.position import draw_position
-from specterm.core.fmt import fmt
+from specterm.core.report.fmt import fmt
 from specterm.widgets.tables import fill_table, fmt_ci
 
 COLUMNS = [("set", "corpus"), ("runs", "closed runs"), ("D", "D = var/mean"), ("D_geom", "D_geom"),

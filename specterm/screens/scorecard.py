@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from specterm.core.errors import SpectermError
-from specterm.core.report import SEEDS, Report
+from specterm.core.report.types import SEEDS, Report
 from specterm.screens.base import ReportScreen
 from specterm.widgets.styles import cell_verdict, shown_verdict, verdict_markup, verdict_style
 from specterm.widgets.tables import fill_table, safe
@@ -57,7 +57,7 @@ class ScorecardScreen(ReportScreen):
 
     def export_markdown(self) -> str:
         """The scorecard table under a heading, with the context its verdicts were computed in."""
-        from specterm.core.export import TITLES, markdown_tables
+        from specterm.core.report.export import TITLES, markdown_tables
 
         report = self.sapp.report
         if report is None:  # the app's export actions check first

@@ -13,11 +13,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static
 
-from specterm.core import navigate
-from specterm.core.text import printable
+from specterm.core.streams import navigate
+from specterm.core.report.text import printable
 from specterm.screens.base import ReportScreen, plural
-from specterm.core.export import markdown_table
-from specterm.core.fmt import MISSING, fmt
+from specterm.core.report.export import markdown_table
+from specterm.core.report.fmt import MISSING, fmt
 from specterm.widgets.sparkline import ScaledSparkline
 from specterm.widgets.rowlist import RowList, cell_widths, natural_widths
 from specterm.widgets.tables import safe

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from textual_plotext import PlotextPlot
 
-from specterm.core.report import OptimumRow, RunLengths
+from specterm.core.report.types import OptimumRow, RunLengths
 
 
 class ReportPlot(PlotextPlot):

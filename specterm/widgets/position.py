@@ -4,8 +4,8 @@ the report's `position` of one set."""
 
 from __future__ import annotations
 
-from specterm.core.fmt import MISSING, est
-from specterm.core.report import Position
+from specterm.core.report.fmt import MISSING, est
+from specterm.core.report.types import Position
 from specterm.widgets.plots import ReportPlot
 
 

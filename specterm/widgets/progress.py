@@ -7,8 +7,8 @@ import re
 from rich.text import Text
 from textual.widget import Widget
 
-from specterm.core.progress import Progress
-from specterm.core.fmt import MISSING
+from specterm.engines.progress import Progress
+from specterm.core.report.fmt import MISSING
 from specterm.widgets.tables import fmt_duration
 
 

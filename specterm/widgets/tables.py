@@ -1,5 +1,5 @@
 """Filling a DataTable in place (keyed rows, no flicker) and making user strings safe for it.
-Numbers are formatted by core/fmt.py (MISSING "n/a" as in the exported tables; `fmt_ci` there is
+Numbers are formatted by core/report/fmt.py (MISSING "n/a" as in the exported tables; `fmt_ci` there is
 fmt.est with the screens' choice: the value alone when its CI is undefined); markdown is
 export.markdown_table."""
 
@@ -13,9 +13,9 @@ from textual.widgets import DataTable
 from rich.cells import cell_len
 from rich.text import Text
 
-from specterm.core.fmt import MISSING, est, fmt
-from specterm.core.report import Estimate
-from specterm.core.text import printable
+from specterm.core.report.fmt import MISSING, est, fmt
+from specterm.core.report.types import Estimate
+from specterm.core.report.text import printable
 from specterm.widgets.columns import ci_below, fit_columns, names_give_way
 
 

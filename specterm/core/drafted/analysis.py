@@ -25,7 +25,7 @@ D/D_geom, the deficit split, yield ratios, beta, warm-up, the confidence policie
 not apply: the report says so under `not_applicable` and computes nothing in their names.
 
 Bootstrap: percentile, over streams, one matrix product W @ sums; the pooled set resamples each corpus
-within itself (weights side by side), corpus seeds from (seed, corpus) as in core/analysis.py.
+within itself (weights side by side), corpus seeds from (seed, corpus) as in core/report/analysis.py.
 """
 
 from __future__ import annotations
@@ -36,18 +36,18 @@ from typing import Any
 
 import numpy as np
 
-from specterm.core.analysis import corpus_seed
-from specterm.core.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.report.analysis import corpus_seed
+from specterm.core.streams.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.drafted.walk import DrafterWalk, depth_counts, walk_streams
 from specterm.core.errors import SpectermError
-from specterm.core.estimate import num
-from specterm.core.hardware.curve import CostCurve, cost_curve, cost_replicates
-from specterm.core.hardware.decision import DO_NOT, SPECULATE, verdict_kind, verdict_text
-from specterm.core.optimum import best_gamma
+from specterm.core.streams.estimate import num
+from specterm.core.decide.hardware.curve import CostCurve, cost_curve, cost_replicates
+from specterm.core.decide.hardware.decision import DO_NOT, SPECULATE, verdict_kind, verdict_text
+from specterm.core.decide.optimum import best_gamma
 from specterm.core.params import BOOT, GAMMA_DEFAULT, GAMMA_MAX, MIN_PROMPTS, R_GRID, SEED
-from specterm.core.report import POOLED, Estimate, Record, set_names
+from specterm.core.report.types import POOLED, Estimate, Record, set_names
 from specterm.core.store import Run, Stream
-from specterm.core import verdict as vd
+from specterm.core.claims import verdict as vd
 
 NOT_APPLICABLE = ("does not apply to a drafter run: it is defined on per-position accept bits a_t, and a drafter "
                   "proposes a whole sequence per block start (SPEC 2b)")
@@ -342,8 +342,8 @@ def run_cost(run: Run) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """The cost dict a drafter run decides with: the profile of this machine (SPEC 6: the newest that
     matches it), else its newest profile (the verdict names that profile's machine), else run.json cost;
     with the machine it names and the profile id."""
-    from specterm.core.hardware.profiles import decision_profile, run_profiles
-    from specterm.core.machine import this_machine
+    from specterm.core.decide.hardware.profiles import decision_profile, run_profiles
+    from specterm.core.decide.machine import this_machine
 
     profiles = run_profiles(run.meta)
     if profiles:

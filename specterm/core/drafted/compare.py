@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from specterm.core.drafted.analysis import DrafterReport
-from specterm.core.report import POOLED, Estimate, Record, Report, set_names
+from specterm.core.report.types import POOLED, Estimate, Record, Report, set_names
 
 
 @dataclass(kw_only=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from specterm.core.drafted.analysis import DrafterReport, DrafterSet
 from specterm.core.drafted.compare import DraftComparison
-from specterm.core.report import Estimate
+from specterm.core.report.types import Estimate
 
 YIELD_ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 

@@ -14,7 +14,7 @@ from specterm.core.drafted.compare import (DraftComparison, compare, rows_of_dra
 from specterm.core.errors import SpectermError
 from specterm.core.store import Run, load_run, read_meta
 from specterm.core.store.meta import drafter_of
-from specterm.core.store.models import model_key, model_label
+from specterm.core.store.modelkeys import model_key, model_label
 
 
 def has_drafter_run(paths: list[Path]) -> bool:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specterm.core.estimate import num
-from specterm.core.report import CalibrationRow
+from specterm.core.streams.estimate import num
+from specterm.core.report.types import CalibrationRow
 
 NOMINAL = 0.95
 DEFECT_P = 0.05

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from specterm.core.blockwalk import block_accepts
-from specterm.core.bootstrap import multinomial_weights, percentile_ci
-from specterm.core.replay import check_gamma
+from specterm.core.streams.blockwalk import block_accepts
+from specterm.core.streams.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.decide.replay import check_gamma
 from specterm.core.settings.counters import Counters, Reading
 
 IntArray = NDArray[np.int64]

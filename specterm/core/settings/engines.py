@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from specterm.core.estimate import num
-from specterm.core.hardware.decision import DO_NOT, SPECULATE, verdict_kind
-from specterm.core.report import DecisionHW, EngineSetting, Estimate
+from specterm.core.streams.estimate import num
+from specterm.core.decide.hardware.decision import DO_NOT, SPECULATE, verdict_kind
+from specterm.core.report.types import DecisionHW, EngineSetting, Estimate
 from specterm.core.settings import names as nm
 from specterm.core.settings.speedup import (FIXED, HEURISTIC, STOP, BlockCosts, Policy,
                                             PolicySpeedup, Streams, depth_counts, point_speedup, policy_speedup)

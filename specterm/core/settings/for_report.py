@@ -1,4 +1,4 @@
-"""What the report (core/analysis.py) asks of this package: a set's engine settings from its streams,
+"""What the report (core/report/analysis.py) asks of this package: a set's engine settings from its streams,
 its bootstrap weights and the shown profile's costs, and the calibration table from the sets'
 decision checks. The costs are the ones the set's decision uses (the same curve, the same replicates,
 the same "mixed costs" rule), so a fixed g's prediction equals the decision's."""
@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from specterm.core.params import GAMMA_MAX
-from specterm.core.report import POOLED, CalibrationRow, DecisionHW, EngineSetting, SetReport
+from specterm.core.report.types import POOLED, CalibrationRow, DecisionHW, EngineSetting, SetReport
 from specterm.core.settings.calibration import Check, calibration_rows
 from specterm.core.settings.engines import Models, engine_settings
 from specterm.core.settings.speedup import block_costs, stack
 
 if TYPE_CHECKING:
-    from specterm.core.hardware import CostCurve, RunCostUncertainty
-    from specterm.core.hardware.profiles import Profile
+    from specterm.core.decide.hardware import CostCurve, RunCostUncertainty
+    from specterm.core.decide.hardware.profiles import Profile
     from specterm.core.store import Run, Stream
 
 HEURISTIC_ROOM = 64  # depths laid out for the heuristic schedule, which grows past the timed curve

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from specterm.core.bootstrap import percentile_ci
+from specterm.core.streams.bootstrap import percentile_ci
 from specterm.core.errors import SpectermError
-from specterm.core.hardware.curve import CostCurve, CostReplicates
-from specterm.core.replay import block_starts, check_gamma, replay_heuristic
+from specterm.core.decide.hardware.curve import CostCurve, CostReplicates
+from specterm.core.decide.replay import block_starts, check_gamma, replay_heuristic
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from specterm.core.fmt import MISSING, fmt
-from specterm.core.report import EngineSetting, Estimate, Report
+from specterm.core.report.fmt import MISSING, fmt
+from specterm.core.report.types import EngineSetting, Estimate, Report
 from specterm.core.settings import names as nm
 
 Table = tuple[str, list[str], list[list[str]]]

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
                                           validate_meta,
                                           y_method,
     )
-    from specterm.core.store.models import (
+    from specterm.core.store.modelkeys import (
                                           model_key,
                                           model_label,
                                           model_location,

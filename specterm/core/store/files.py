@@ -1,5 +1,5 @@
 """A run's two files read once, as bytes (RunFiles): a load parses exactly the bytes it read, so a
-digest of them (core/cache.py files_key) names what was loaded. No numpy here: a warm `specterm
+digest of them (core/report/cache.py files_key) names what was loaded. No numpy here: a warm `specterm
 open` reads these and the analysis cache before its first table, and imports numpy after it.
 """
 
@@ -19,7 +19,7 @@ from specterm.core.store.meta import META_FILE, RECORDS_FILE, read_meta, read_me
 @dataclass(frozen=True)
 class RunFiles:
     """The bytes of a run's two files, read once (read_run_files): a load parses exactly these, so
-    a digest of them (core/cache.py files_key) names what was loaded. records is None when the run
+    a digest of them (core/report/cache.py files_key) names what was loaded. records is None when the run
     has no prompts.jsonl yet."""
 
     path: Path

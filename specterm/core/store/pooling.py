@@ -26,7 +26,7 @@ import numpy as np
 
 from specterm.core.errors import SpectermError
 from specterm.core.store.meta import SETTING_FLAGS, generation_settings
-from specterm.core.store.models import model_key, model_label
+from specterm.core.store.modelkeys import model_key, model_label
 from specterm.core.store.records import Stream
 from specterm.core.store.runs import Run
 

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from specterm.core.errors import SpectermError
-from specterm.core.report import POOLED
+from specterm.core.report.types import POOLED
 
 CHECKSUM_FIELD = "checksum"
 BOM = b"\xef\xbb\xbf"
@@ -344,7 +344,7 @@ def check_corpus_name(corpus: str, where: str, advice: str) -> None:
     """Refuse a corpus named like one of the report's own sets (RESERVED_CORPUS_NAMES: "pooled"),
     which would collide with the set of every corpus together, also with spaces around it or in other
     letter case ("pooled " showed as a second "pooled" row), and a name with leading or trailing
-    spaces; control characters are escaped wherever a name is shown (core/text.py); `where` starts
+    spaces; control characters are escaped wherever a name is shown (core/report/text.py); `where` starts
     the sentence."""
     if corpus != corpus.strip(" "):  # control characters are escaped where shown, not refused
         raise SpectermError(f"{where}: the corpus name {corpus!r} has spaces around it (it would not read as one "

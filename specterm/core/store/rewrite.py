@@ -33,7 +33,7 @@ from specterm.core.store.meta import (
     record_bounds,
     seal_meta,
 )
-from specterm.core.store.models import model_key
+from specterm.core.store.modelkeys import model_key
 from specterm.core.store.records import (
     CHECKSUM_FIELD,
     Stream,

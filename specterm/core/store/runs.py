@@ -30,7 +30,7 @@ from typing import Any
 from specterm.core.errors import SpectermError
 from specterm.core.store.files import RunFiles, read_records_file, read_run_files
 from specterm.core.store.meta import META_FILE, RECORDS_FIELD, RECORDS_FILE, parse_meta, read_meta, record_bounds
-from specterm.core.store.batch import decode_lines
+from specterm.core.store.lines import decode_lines
 from specterm.core.store.records import BOM, RecordBounds, Stream, check_unique, decode_line
 
 BATCH_BYTES = 1 << 20

@@ -41,7 +41,7 @@ from specterm.core.store.meta import (
     record_bounds,
     seal_meta,
 )
-from specterm.core.store.models import model_key, model_label
+from specterm.core.store.modelkeys import model_key, model_label
 from specterm.core.store.records import BOM, Stream, decode_line, record_line
 from specterm.core.store.runs import load_run, split_damaged_tail, stored_lines
 

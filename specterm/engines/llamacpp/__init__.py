@@ -1,5 +1,5 @@
 """The llama.cpp engine (llama-cpp-python, GGUF weights on the CPU): the engine interface over
-specterm/oracle/llamacpp/ (models, costs, the timed generations of confirm: oracle/llamacpp/confirm.py)."""
+specterm/engines/llamacpp/ (models, costs, the timed generations of confirm: engines/llamacpp/confirm_llamacpp.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from specterm.engines.base import BatchCostJob, Generation, Item, MeasureCallback, OpenOptions, Sampler, StepCallback
 
 if TYPE_CHECKING:
-    from specterm.engines.confirm import ConfirmConfig, ConfirmSession
+    from specterm.engines.base import ConfirmConfig, ConfirmSession
 
 N_CTX = 1024  # the cost contexts hold a prompt + y/2 (hundreds of tokens) plus a 17-token verify
 
@@ -32,8 +32,8 @@ class LlamaPair:
 
     def _loaded(self) -> tuple[Any, Any]:
         if self._models is None:
-            from specterm.core.progress import Progress
-            from specterm.oracle.llamacpp import models as LM
+            from specterm.engines.progress import Progress
+            from specterm.engines.llamacpp import models_llamacpp as LM
 
             self.report(Progress("loading", f"loading {self.t_path.name} and {self.d_path.name} in llama.cpp "
                                             f"({self.threads} thread(s))"))
@@ -50,7 +50,7 @@ class LlamaPair:
         return self._loaded()[1]
 
     def describe(self) -> dict[str, Any]:
-        from specterm.oracle.llamacpp.models import describe_llamacpp
+        from specterm.engines.llamacpp.models_llamacpp import describe_llamacpp
 
         return describe_llamacpp(self.threads)
 
@@ -58,20 +58,20 @@ class LlamaPair:
         if self._models is not None:
             return list(self._models[0].tokenize(text))
         if self._vocab is None:
-            from specterm.oracle.llamacpp import models as LM
+            from specterm.engines.llamacpp import models_llamacpp as LM
 
             self._vocab = LM.load_gguf(self.t_path, 64, self.threads, vocab_only=True)
         return list(self._vocab.tokenize(text))
 
     def cost_sampler(self, ctx: Sequence[int], gammas: Sequence[int], on_measure: MeasureCallback | None,
                      cancel: Any) -> Sampler:
-        from specterm.oracle.llamacpp.costs import LlamaCostSampler
+        from specterm.engines.llamacpp.costs_llamacpp import LlamaCostSampler
 
         return LlamaCostSampler(self.target, self.draft, ctx, gammas, on_measure=on_measure, cancel=cancel)
 
     def batch_costs(self, sampler: Sampler, ctx: Sequence[int], on_measure: MeasureCallback | None,
                     cancel: Any) -> dict[str, Any]:
-        from specterm.oracle.llamacpp.costs import measure_batch_costs, reused_b1_llamacpp
+        from specterm.engines.llamacpp.costs_llamacpp import measure_batch_costs, reused_b1_llamacpp
 
         return measure_batch_costs(self.target, self.draft, ctx, reuse=reused_b1_llamacpp(sampler.summary()),
                                    on_measure=on_measure, cancel=cancel)
@@ -79,18 +79,18 @@ class LlamaPair:
     def close(self) -> None:
         self._models = self._vocab = None
 
-    # specterm confirm (engines/confirm.py): the timed generations are oracle/llamacpp/confirm.py's
+    # specterm confirm (engines/confirm.py): the timed generations are engines/llamacpp/confirm_llamacpp.py's
 
     def confirm_setup(self, config: ConfirmConfig, items: list[Item], context: int, meta: dict[str, Any],
                       report: Callable[[Any], None], cancel: Any) -> dict[str, Any]:
         """llama-speculative-simple found (or built), the models loaded with a context that holds every
-        prompt + n (oracle/llamacpp/run.context_size)."""
+        prompt + n (engines/llamacpp/oracle_llamacpp.context_size)."""
         from specterm.core.errors import SpectermError
-        from specterm.core.progress import Progress
-        from specterm.oracle.llamacpp import binaries as B
-        from specterm.oracle.llamacpp import models as LM
-        from specterm.oracle.llamacpp.confirm import METHOD, SPEC_ARGS
-        from specterm.oracle.llamacpp.run import context_size
+        from specterm.engines.progress import Progress
+        from specterm.engines.llamacpp import binaries as B
+        from specterm.engines.llamacpp import models_llamacpp as LM
+        from specterm.engines.llamacpp.confirm_llamacpp import METHOD, SPEC_ARGS
+        from specterm.engines.llamacpp.oracle_llamacpp import context_size
 
         exe = B.find_binary(config.llama_bin)
         if exe is None:
@@ -110,7 +110,7 @@ class LlamaPair:
         return nullcontext()
 
     def warm_up(self, item: Item, gamma: int) -> None:
-        from specterm.oracle.llamacpp.confirm import greedy_timed, run_speculative, speculative_command
+        from specterm.engines.llamacpp.confirm_llamacpp import greedy_timed, run_speculative, speculative_command
 
         assert self.exe is not None and item.stream.prompt is not None
         greedy_timed(self.target, item.ids, 2, self.eog)
@@ -118,19 +118,19 @@ class LlamaPair:
                                             self.threads, self.n_ctx))
 
     def greedy_timed(self, item: Item, on_step: StepCallback) -> Generation:
-        from specterm.oracle.llamacpp.confirm import greedy_timed
+        from specterm.engines.llamacpp.confirm_llamacpp import greedy_timed
 
         toks, stamps, cpu = greedy_timed(self.target, item.ids, item.n, self.eog)
         return Generation(tokens=toks, seconds=stamps[-1], fields=dict(
             greedy_s=stamps[-1], greedy_cpu_s=cpu, greedy_tokens=len(toks), greedy_cum_s=stamps))
 
     def speculative_timed(self, item: Item, gamma: int, on_step: StepCallback) -> Generation | None:
-        from specterm.oracle.llamacpp.confirm import speculative_timed
+        from specterm.engines.llamacpp.confirm_llamacpp import speculative_timed
 
         return speculative_timed(self, item, gamma, self.keep_logs)
 
     def result_extras(self, spec_rows: list[dict[str, Any]], row: dict[str, Any]) -> dict[str, Any]:
-        from specterm.oracle.llamacpp.confirm import result_extras
+        from specterm.engines.llamacpp.confirm_llamacpp import result_extras
 
         return result_extras(spec_rows, row)
 
@@ -184,9 +184,9 @@ class LlamaEngine:
 
     def open(self, meta: dict[str, Any], options: OpenOptions, report: Callable[[Any], None]) -> LlamaPair:
         from specterm.core.errors import SpectermError
-        from specterm.oracle.llamacpp import models as LM
-        from specterm.oracle.llamacpp import require_binding
-        from specterm.oracle.llamacpp.confirm import resolve_gguf
+        from specterm.engines.llamacpp import models_llamacpp as LM
+        from specterm.engines.llamacpp.binding import require_binding
+        from specterm.engines.llamacpp.confirm_llamacpp import resolve_gguf
 
         require_binding()
         if options.device not in (None, "cpu") or options.dtype is not None:

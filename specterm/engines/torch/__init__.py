@@ -1,5 +1,5 @@
 """The torch engine (transformers models, specterm's own decoder): the engine interface over
-specterm/oracle/ (models, costs, the timed generations of confirm: oracle/confirm.py)."""
+specterm/oracle/ (models, costs, the timed generations of confirm: engines/torch/confirm_torch.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from specterm.core.store import model_key, model_location
 from specterm.engines.base import BatchCostJob, Generation, Item, MeasureCallback, OpenOptions, Sampler, StepCallback
 
 if TYPE_CHECKING:
-    from specterm.engines.confirm import ConfirmConfig, ConfirmSession
+    from specterm.engines.base import ConfirmConfig, ConfirmSession
 
 
 def model_spec(entry: Any, role: str, override: str | None = None) -> str:
@@ -27,7 +27,7 @@ def model_spec(entry: Any, role: str, override: str | None = None) -> str:
 
 
 class TorchPair:
-    """A loaded torch pair (oracle/run.LoadedPair: target, draft, tokenizer, eos, meta)."""
+    """A loaded torch pair (engines/torch/oracle_torch.LoadedPair: target, draft, tokenizer, eos, meta)."""
 
     def __init__(self, loaded: Any, threads: int) -> None:
         self.loaded = loaded
@@ -37,18 +37,18 @@ class TorchPair:
         self._cancel: Any = None
 
     def describe(self) -> dict[str, Any]:
-        from specterm.oracle.models import describe_torch
+        from specterm.engines.torch.models_torch import describe_torch
 
         return describe_torch(str(self.loaded.meta.get("device", "cpu")), self.threads, self.loaded.meta.get("dtype"))
 
     def encode(self, text: str) -> list[int]:
-        from specterm.oracle.run import encode_prompt
+        from specterm.engines.torch.oracle_torch import encode_prompt
 
         return encode_prompt(self.loaded.tokenizer, text)
 
     def cost_sampler(self, ctx: Sequence[int], gammas: Sequence[int], on_measure: MeasureCallback | None,
                      cancel: Any) -> Sampler:
-        from specterm.oracle.costs import CostSampler
+        from specterm.engines.torch.costs_torch import CostSampler
 
         return CostSampler(self.loaded.target, self.loaded.draft, ctx, gammas, on_measure=on_measure, cancel=cancel)
 
@@ -56,7 +56,9 @@ class TorchPair:
                     cancel: Any) -> dict[str, Any]:
         import time
 
-        from specterm.oracle.costs import BatchGrid, grid_record, reused_b1
+        from specterm.engines.timing import reused_b1
+
+        from specterm.engines.torch.costs_torch import BatchGrid, grid_record
 
         t0 = time.perf_counter()
         grid = BatchGrid(self.loaded.target, self.loaded.draft, ctx, on_measure=on_measure, cancel=cancel,
@@ -67,13 +69,13 @@ class TorchPair:
     def close(self) -> None:
         self.loaded = None
 
-    # specterm confirm (engines/confirm.py): the timed generations are oracle/confirm.py's
+    # specterm confirm (engines/confirm.py): the timed generations are engines/torch/confirm_torch.py's
 
     def confirm_setup(self, config: ConfirmConfig, items: list[Item], context: int, meta: dict[str, Any],
                       report: Callable[[Any], None], cancel: Any) -> dict[str, Any]:
         import torch
 
-        from specterm.oracle import confirm as C
+        from specterm.engines.torch import confirm_torch as C
 
         torch.set_num_threads(self.threads)
         self._cancel = cancel
@@ -84,7 +86,7 @@ class TorchPair:
 
     @contextmanager
     def timing(self) -> Iterator[None]:
-        from specterm.oracle.confirm import ForwardTimer
+        from specterm.engines.torch.confirm_torch import ForwardTimer
 
         self._timer = ForwardTimer(self.loaded.target, self.loaded.draft)
         try:
@@ -94,33 +96,33 @@ class TorchPair:
             self._timer = None
 
     def warm_up(self, item: Item, gamma: int) -> None:
-        from specterm.oracle.confirm import warm_up
+        from specterm.engines.torch.confirm_torch import warm_up
 
         warm_up(self.loaded, item, gamma, self._cancel)
 
     def greedy_timed(self, item: Item, on_step: StepCallback) -> Generation:
-        from specterm.oracle.confirm import greedy_timed
+        from specterm.engines.torch.confirm_torch import greedy_timed
 
         return greedy_timed(self.loaded, self._timer, item, on_step, self._cancel)
 
     def speculative_timed(self, item: Item, gamma: int, on_step: StepCallback) -> Generation | None:
-        from specterm.oracle.confirm import speculative_timed
+        from specterm.engines.torch.confirm_torch import speculative_timed
 
         return speculative_timed(self.loaded, self._timer, item, gamma, on_step, self._cancel)
 
     def result_extras(self, spec_rows: list[dict[str, Any]], row: dict[str, Any]) -> dict[str, Any]:
-        from specterm.oracle.confirm import result_extras
+        from specterm.engines.torch.confirm_torch import result_extras
 
         return result_extras(spec_rows)
 
     def record_checks(self, prompt_rows: list[dict[str, Any]], cost: dict[str, Any]) -> dict[str, Any]:
-        from specterm.oracle.confirm import cross_check
+        from specterm.engines.torch.confirm_torch import cross_check
 
         return {"cross_check": cross_check(prompt_rows, cost)}
 
     def batch_cost_job(self, sampler: Sampler, ctx: Sequence[int], on_measure: MeasureCallback | None,
                        cancel: Any, rounds_s: float) -> BatchCostJob:
-        from specterm.oracle.confirm import BatchGridJob
+        from specterm.engines.torch.confirm_torch import BatchGridJob
 
         return BatchGridJob(self.loaded, sampler, ctx, on_measure, cancel, rounds_s)
 
@@ -128,7 +130,7 @@ class TorchPair:
         return {}
 
     def time_batched(self, session: ConfirmSession) -> dict[str, Any]:
-        from specterm.oracle.confirm import time_batched
+        from specterm.engines.torch.confirm_torch import time_batched
 
         return time_batched(session, self.loaded, self._timer)
 
@@ -144,7 +146,7 @@ class TorchEngine:
     def open(self, meta: dict[str, Any], options: OpenOptions, report: Callable[[Any], None]) -> TorchPair:
         import torch
 
-        from specterm.oracle.run import OracleConfig, load_pair
+        from specterm.engines.torch.oracle_torch import OracleConfig, load_pair
 
         torch.set_num_threads(options.threads)
         specs = {role: model_spec(meta.get(role), role, override)

@@ -1,0 +1,1 @@
+"""Comparisons across engines: the cross-stack check, the positions two engines share, llama.cpp's speculative logs."""
