@@ -233,8 +233,8 @@ if device.startswith("cuda"):
                                               capture_output=True, text=True, timeout=20).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         env["gpu"]["driver"] = None
-    # what specterm sets for float32 on CUDA (specterm.oracle.models.exact_float32), checked here
-    from specterm.oracle.models import exact_float32
+    # what specterm sets for float32 on CUDA (specterm.engines.torch.models_torch.exact_float32), checked here
+    from specterm.engines.torch.models_torch import exact_float32
     exact_float32(device, torch.float32)
     env["tf32_after_exact_float32"] = {"matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn": torch.backends.cudnn.allow_tf32}
     g = env["gpu"]
