@@ -125,7 +125,7 @@ _WHERE: dict[str, str] = {
     ), "meta"),
     **dict.fromkeys((
         "model_key", "model_label", "model_location", "models_dirs", "public_model", "sha256_file"
-    ), "models"),
+    ), "modelkeys"),
     **dict.fromkeys((
         "PROB_ATOL", "group_label", "group_runs", "measurement_key", "pair_key", "pair_label", "pool_runs",
         "same_measurement", "settings_difference", "single_pair"
