@@ -40,7 +40,7 @@ STAGE_GAP_S = 0.001  # modeled_wall: main-thread work between two submits that s
 
 CHILD = r"""
 import json, sys, time
-from specterm.core import analysis
+from specterm.core.report import analysis
 try:
     from specterm.core.store import load_run
 except ImportError:  # the baseline tree (950a878) predates the store package

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import sys, time
-from specterm.core import analysis
+from specterm.core.report import analysis
 from specterm.core.store import load_run
 import specterm
 assert specterm.__file__.startswith(sys.argv[1]), specterm.__file__

@@ -26,7 +26,7 @@ from _common import md_table, record
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
 import sys, time
-from specterm.core import analysis
+from specterm.core.report import analysis
 try:
     from specterm.core.store import load_run
 except ImportError:  # a base from before the store split

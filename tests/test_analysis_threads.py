@@ -313,7 +313,7 @@ def test_importing_specterm_first_asks_openblas_for_one_thread_unless_set(env):
         child_env["OPENBLAS_NUM_THREADS"] = env
 
     def blas_threads(imports: str) -> str:
-        code = f"import {imports}; from specterm.core import parallel; print(parallel._blas_controls()[0]())"
+        code = f"import {imports}; from specterm.core.report import parallel; print(parallel._blas_controls()[0]())"
         return subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True,
                               check=True).stdout.strip()
 
