@@ -16,9 +16,10 @@ own columns; the flow, the record and its checks are shared.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from specterm.engines.base import Engine, OpenPair
+if TYPE_CHECKING:  # importing a light module of engines/ (progress.py) must not load the interface's numpy
+    from specterm.engines.base import Engine
 
 ENGINES = ("torch", "llama.cpp")
 
@@ -45,4 +46,4 @@ def engine_for(meta: dict[str, Any]) -> Engine:
     return engine_named(run_engine(meta))
 
 
-__all__ = ["ENGINES", "Engine", "OpenPair", "engine_for", "engine_named"]
+__all__ = ["ENGINES", "engine_for", "engine_named"]
