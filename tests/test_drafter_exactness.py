@@ -61,7 +61,8 @@ def _hf_prompt_lookup(model, ids, g: int, ngram: int, eos: set[int]) -> tuple[li
     try:
         cfg = GenerationConfig(do_sample=False, max_new_tokens=N_NEW, prompt_lookup_num_tokens=g,
                                max_matching_ngram_size=ngram, eos_token_id=sorted(eos), pad_token_id=min(eos),
-                               num_beams=1, temperature=None, top_p=None, top_k=None)
+                               num_beams=1, temperature=None, top_p=None, top_k=None, repetition_penalty=1.0,
+                               no_repeat_ngram_size=0)
         x = torch.tensor([ids])
         out = model.generate(x, attention_mask=torch.ones_like(x), generation_config=cfg)
     finally:
