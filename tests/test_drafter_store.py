@@ -210,6 +210,21 @@ def test_specterm_run_with_drafters_then_report(tiny_model_dir: Path, tmp_path: 
     assert len(a2.streams) == len(b2.streams) == 6
     assert all(before[(s.corpus, s.id)] == s.runs.tolist() for s in a2.streams if (s.corpus, s.id) in before)
     assert [s.y.tolist() for s in a2.streams] == [s.y.tolist() for s in b2.streams]
+    # --y-from: y, gate and target_conf of the same target's run taken (same torch, dtype, device), one more prompt
+    # per corpus decoded and teacher-forced here; the prompts found keep their y exactly
+    c_out = tmp_path / "c"
+    res = CliRunner().invoke(cli.app, ["run", "--headless", "--target", str(tiny_model_dir), "--draft", "prompt-lookup:3",
+                                       "--corpus", "grounded,code", "--limit", "4", "-n", "12", "--out", str(c_out),
+                                       "--no-cost", "--y-from", str(out)])
+    assert res.exit_code == 0, res.output
+    c = load_run(c_out)
+    assert c.meta["y_from"]["prompts"] == 6 and c.meta["y_from"]["gates_taken"] == 6 and len(c.streams) == 8
+    src = {(s.corpus, s.id): s for s in a2.streams}
+    for s in c.streams:
+        if (s.corpus, s.id) in src:
+            assert s.y.tolist() == src[(s.corpus, s.id)].y.tolist()
+            assert s.gate.tolist() == src[(s.corpus, s.id)].gate.tolist()
+        assert s.gate_rate == 1.0
 
 
 def test_confirmed_rows_sum_the_latest_record(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@ builds it without --spec-gamma); one teacher-forced pass of the target over prom
 m_s at every block start (engines/drafters/along.py). y and the target pass are shared by every
 drafter: `--draft` repeated writes one run per drafter (the first at --out, the others beside it,
 named --out + "-" + the drafter). Each finished prompt is appended to every run at once; --resume
-continues the prompts some run lacks.
+continues the prompts some run lacks. `--y-from RUN` takes y from an earlier run of the same target,
+and its gate and target_conf too when that run's target pass is this one's (same target checksum,
+torch, dtype and device: the same teacher-forced computation), else the target pass runs here.
 
 Costs: c_decode and c_verify(g) of the target, and each drafter's proposal time per block, timed in
 the same interleaved rounds (engines/torch/costs_torch.DrafterCostSampler), stored as each run's cost and profile.
@@ -190,6 +192,21 @@ def stored_ys(y_from: Path, pair: TargetOnly, config: OracleConfig) -> dict[tupl
             if s.y is not None and s.prompt is not None}
 
 
+def stored_gates(y_from: Path, pair: TargetOnly) -> dict[tuple[str, str, str], dict[str, np.ndarray]]:
+    """The gate (and target_conf) of each prompt of the --y-from run, when that run's target pass is this
+    run's (same target checksum, checked by stored_ys; same engine, dtype and device: torch, this dtype,
+    this device): the teacher-forced pass of the same target over the same prompt + y, the same numbers.
+    Empty otherwise (this run teacher-forces them itself)."""
+    run = load_run(y_from)
+    meta = run.meta
+    same = (meta.get("backend") in (None, "torch") and meta.get("dtype") == pair.meta.get("dtype")
+            and meta.get("device") == pair.meta.get("device"))
+    if not same:
+        return {}
+    return {(s.corpus, s.id, s.prompt): {"gate": s.gate, "target_conf": s.target_conf} for s in run.streams
+            if s.prompt is not None and s.gate is not None and s.target_conf is not None and s.repairs is None}
+
+
 def _ys_of_batch(config: OracleConfig, pair: TargetOnly, batch: list[Any], ids_batch: list[list[int]],
                  given: dict[tuple[str, str, str], list[int]], b0: int, tally: _Tally,
                  cancel: Optional[threading.Event]) -> list[list[int]]:
@@ -220,11 +237,18 @@ def _ys_of_batch(config: OracleConfig, pair: TargetOnly, batch: list[Any], ids_b
 
 def _save_batch(pair: TargetOnly, drafters: list[Drafter], writers: list[RunWriter], batch: list[Any],
                 ids_batch: list[list[int]], ys: list[list[int]], given: dict[tuple[str, str, str], list[int]],
-                b0: int, tally: _Tally) -> None:
-    """Teacher-force the target on the batch (the gate), then each drafter's L_s and m_s along y, appended
-    to every run that lacks the prompt."""
-    tally.emit("teacher-forcing", f"teacher-forcing {len(ys)} prompt(s)", prompt_index=b0)
-    forced = teacher_force_target(pair, ids_batch, ys)
+                b0: int, tally: _Tally, gates: dict[tuple[str, str, str], dict[str, np.ndarray]] | None = None) -> None:
+    """Teacher-force the target on the batch (the gate; `gates`: those the --y-from run's identical target
+    pass stored, taken as they are), then each drafter's L_s and m_s along y, appended to every run that
+    lacks the prompt."""
+    gates = gates or {}
+    keys = [(p.corpus, p.id, p.text) for p in batch]
+    todo = [i for i, k in enumerate(keys) if not (k in given and k in gates)]
+    forced_by = {}
+    if todo:
+        tally.emit("teacher-forcing", f"teacher-forcing {len(todo)} prompt(s)", prompt_index=b0)
+        forced_by = dict(zip(todo, teacher_force_target(pair, [ids_batch[i] for i in todo], [ys[i] for i in todo])))
+    forced = [forced_by[i] if i in forced_by else gates[k] for i, k in enumerate(keys)]
     for prompt, ids, y, cols in zip(batch, ids_batch, ys, forced):
         text, ends = decode_pieces(pair.tokenizer, y)
         first: Stream | None = None
@@ -237,9 +261,12 @@ def _save_batch(pair: TargetOnly, drafters: list[Drafter], writers: list[RunWrit
                             stop="eos" if y and y[-1] in pair.eos else "length", runs=runs, proposed=proposed,
                             gate=cols["gate"], target_conf=cols["target_conf"], prompt_tokens=len(ids))
             w.append(stream)
-            if (prompt.corpus, prompt.id, prompt.text) in given:
+            key = (prompt.corpus, prompt.id, prompt.text)
+            if key in given:
                 y_info = dict(w.meta.get("y_from") or {})
                 y_info["prompts"] = int(y_info.get("prompts", 0)) + 1
+                if key in gates:
+                    y_info["gates_taken"] = int(y_info.get("gates_taken", 0)) + 1
                 w.update_meta(y_from=y_info)
             first = first or stream
         if first is not None:
@@ -268,7 +295,11 @@ def run_drafters(config: OracleConfig, specs: list[str], on_progress: Optional[P
     check_cancel(cancel)
     drafters = [drafter_from_spec(s, pair.eos) for s in specs]
     given = stored_ys(y_from, pair, config) if y_from is not None else {}
-    extra = {"y_from": {"run": str(y_from), "prompts": 0}} if y_from is not None else {}
+    gates = stored_gates(y_from, pair) if y_from is not None else {}
+    extra = {"y_from": {"run": str(y_from), "prompts": 0, "gates_taken": 0,
+                        "how": "y of the prompts that run stores; their gate and target_conf too when its target pass "
+                               "is this run's (same target checksum, torch, dtype, device), else teacher-forced here"}
+             } if y_from is not None else {}
     writers = [RunWriter(out, {**_meta(config, pair, d, out), **extra}, resume=config.resume)
                for out, d in zip(outs, drafters)]
     from contextlib import ExitStack
@@ -297,6 +328,6 @@ def run_drafters(config: OracleConfig, specs: list[str], on_progress: Optional[P
             except Cancelled:
                 tally.emit("cancelled", f"cancelled: {tally.done} prompt(s) saved in {', '.join(map(str, outs))}")
                 raise
-            _save_batch(pair, drafters, writers, batch, ids_batch, ys, given, b0, tally)
+            _save_batch(pair, drafters, writers, batch, ids_batch, ys, given, b0, tally, gates)
     tally.emit("done", f"{tally.done} prompt(s) saved in {', '.join(map(str, outs))}")
     return outs
