@@ -24,7 +24,7 @@ N_NEW = 48
 def qwen():
     from specterm.core.errors import SpectermError
     from specterm.core.store import model_location
-    from specterm.oracle import models as M
+    from specterm.engines.torch import models_torch as M
 
     if not (RUN / "run.json").exists():
         pytest.skip("the shipped prompt-lookup run is not in streams/")
@@ -42,7 +42,7 @@ def qwen():
 
 @pytest.mark.parametrize("gamma", [2, 4, 8])
 def test_hf_prompt_lookup_calls_equal_the_walk_on_qwen(qwen, gamma):
-    from specterm.oracle.drafted_confirm import _generate
+    from specterm.engines.torch.drafted_confirm import _generate
 
     run, model, tok, eos = qwen
     ngram = int(run.meta["draft"]["max_matching_ngram_size"])
