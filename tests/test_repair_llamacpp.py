@@ -162,8 +162,9 @@ def test_ctrl_c_keeps_the_streams_repaired_before_it(tmp_path):
     assert [s.repairs for s in load_run(old).streams] == [[3, 9], [3, 9]]
 
 
-def test_torch_never_repairs(tiny_model_dir, tmp_path):
-    """The torch oracle writes no repair information: its gate failures keep SPEC 1's prefix rule."""
+def test_torch_float32_on_the_cpu_never_repairs(tiny_model_dir, tmp_path):
+    """The torch oracle in float32 on the CPU writes no repair information: its gate failures keep SPEC 1's
+    prefix rule (other dtypes and devices repair: test_repair_torch.py)."""
     from specterm.engines.torch.oracle_torch import run_oracle
 
     cfg = OracleConfig(target=str(tiny_model_dir), draft=str(tiny_model_dir), prompts=PROMPTS, out=tmp_path / "t",

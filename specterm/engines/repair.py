@@ -1,7 +1,7 @@
 """The repair loop of SPEC 1 step 3 for engines whose batched and serial evaluation differ.
 
 An engine whose batched teacher-forced pass and serial decode round differently (llama.cpp's
-quantized kernels) flips near-ties: the teacher-forced target argmax at t differs from the serially
+quantized kernels; torch in any dtype but float32 or on any device but the CPU) flips near-ties: the teacher-forced target argmax at t differs from the serially
 decoded y_t, and the gate falls below 1. The loop makes y the target's own greedy continuation as
 its teacher-forced evaluation sees it:
 
@@ -26,6 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 
 REPAIR_BOUND = 16  # repairs per stream (README Choices: ~2 flips per 128 tokens measured; 16 bounds the cost at 16 tail regenerations)
+REPAIR_RULE = {
+    "bound": REPAIR_BOUND,
+    "rule": "SPEC 1.3: at the first t where the teacher-forced target argmax differs from y_t, take the "
+            "teacher-forced token, regenerate the rest serially, teacher-force again; at most `bound` repairs; "
+            "positions that still fail are excluded one by one; each stream stores its flipped positions (repairs)",
+}  # run.json generation.repair of a run whose engine repairs (the same words for every engine)
 
 
 @dataclass(frozen=True)

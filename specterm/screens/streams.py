@@ -68,7 +68,7 @@ def quote(piece: str | None) -> str:
 def prompt_cells(stream: Any, alpha: float | None = None) -> tuple[Any, ...]:
     """Cells of one prompt-list row: id, alpha, n, gate rate, corpus (a failed gate is flagged; an
     import, which checked no gate, shows n/a). n is "analysed/n" when a gate failure cut the stream:
-    alpha is over the analysed positions only. A repaired stream (llama.cpp) shows its repairs after
+    alpha is over the analysed positions only. A repaired stream (llama.cpp; torch off float32-on-CPU) shows its repairs after
     the gate rate ("r3": three flipped positions). Plain strings but a failed gate (a Text in bold
     red); `alpha`: navigate.stream_alpha(stream.a) when the caller has it already."""
     gate_cell: Any = MISSING

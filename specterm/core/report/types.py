@@ -487,7 +487,7 @@ class SetReport(Record):
     steady_state: SteadyState | None = None
     optimum_shares: OptimumShares | None = None  # P3 per bootstrap replicate (None without a bootstrap)
     decision_by_profile: dict[str, DecisionHW] = dataclasses.field(default_factory=dict)  # profile id -> its decision
-    repairs: Repairs | None = None  # None: no stream of the set went through the repair loop (torch, older runs)
+    repairs: Repairs | None = None  # None: no stream of the set went through the repair loop (torch float32 on the CPU, older runs)
     engine_settings: dict[str, EngineSetting] = dataclasses.field(default_factory=dict)  # SPEC 7 engine_settings
 
 

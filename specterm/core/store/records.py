@@ -108,7 +108,7 @@ class Stream:
     text: str | None = None
     piece_ends: np.ndarray | None = None
     stop: str | None = None
-    repairs: list[int] | None = None  # flipped positions of the repair loop; None: never repaired (torch, old runs)
+    repairs: list[int] | None = None  # flipped positions of the repair loop; None: never repaired (torch float32 on the CPU, old runs)
     run: str = ""
     runs: np.ndarray | None = None      # a drafter run's L_s per block start s (int32; bits is then empty)
     proposed: np.ndarray | None = None  # a drafter run's m_s per block start s (int32)

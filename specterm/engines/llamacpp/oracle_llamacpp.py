@@ -42,7 +42,7 @@ from specterm.core.errors import SpectermError
 from specterm.engines.progress import Cancelled, Progress, ProgressCallback, check_cancel
 from specterm.core.store import RunWriter, Stream, load_run, new_meta, public_model
 from specterm.engines.llamacpp import models_llamacpp as LM
-from specterm.engines.repair import REPAIR_BOUND, Repaired, repair_greedy
+from specterm.engines.repair import REPAIR_BOUND, REPAIR_RULE, Repaired, repair_greedy
 
 POSITION_CHUNK = 32  # rows per float64 softmax chunk: 32 x 152k x 8 B x 2 ~ 78 MB
 CONTEXT_MARGIN = 24  # room for the cost measurement: context + a (g+1)-token verification, g <= 16
@@ -322,14 +322,6 @@ def run_oracle_llamacpp(config, on_progress: ProgressCallback | None = None,
         f"; {repaired['streams']} stored prompt(s) repaired in place ({repaired['repairs']} repair(s) in "
         f"{repaired['changed']} stream(s), {repaired['excluded']} position(s) still excluded)" if repaired else ""))
     return config.out
-
-
-REPAIR_RULE = {
-    "bound": REPAIR_BOUND,
-    "rule": "SPEC 1.3: at the first t where the teacher-forced target argmax differs from y_t, take the "
-            "teacher-forced token, regenerate the rest serially, teacher-force again; at most `bound` repairs; "
-            "positions that still fail are excluded one by one; each stream stores its flipped positions (repairs)",
-}
 
 
 def _streams_to_repair(config) -> list[Stream]:

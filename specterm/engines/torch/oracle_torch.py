@@ -9,7 +9,10 @@ prompt + y (batched over prompts, right-padded) gives, for t = 0..n-1,
     draft_conf_t = max_v q_t(v),  target_conf_t = max_v p_t(v),  beta_t = sum_v min(p_t(v), q_t(v))
 
 (p = target, q = draft). Softmaxes run over chunks of positions so memory stays bounded with a
-150k vocabulary. Every finished prompt is appended to the run on disk at once.
+150k vocabulary. Where batched and serial evaluation may differ (any dtype but float32, any device
+but the CPU: `repairs_needed`) a stream whose gate fails goes through SPEC 1.3's repair loop
+(engines/repair.py, the loop llama.cpp runs) and stores its flipped positions; float32 on the CPU
+keeps the prefix rule. Every finished prompt is appended to the run on disk at once.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from specterm.engines.corpora import Prompt
 from specterm.core.errors import SpectermError
 from specterm.engines.progress import Cancelled, Progress, ProgressCallback, check_cancel
 from specterm.core.store import RunWriter, Stream, load_run, new_meta, public_model
+from specterm.engines.repair import REPAIR_RULE
 
 POSITION_CHUNK = 64  # positions per softmax chunk: 64 x 152k x 4 B x 2 models ~ 78 MB
 
@@ -159,7 +163,16 @@ def acceptance_beta(target_logits, draft_logits):
 
 
 def teacher_force(pair: LoadedPair, prompt_ids: list[list[int]], ys: list[list[int]]) -> list[dict[str, np.ndarray]]:
-    """One teacher-forced pass of each model over prompt + y[:-1] for a batch (right padding).
+    """One teacher-forced pass of each model over prompt + y[:-1] for a batch (right padding): each
+    stream's columns (`teacher_pass` without the target's argmax)."""
+    return [cols for cols, _ in teacher_pass(pair, prompt_ids, ys)]
+
+
+def teacher_pass(pair: LoadedPair, prompt_ids: list[list[int]],
+                 ys: list[list[int]]) -> list[tuple[dict[str, np.ndarray], np.ndarray]]:
+    """One teacher-forced pass of each model over prompt + y[:-1] for a batch (right padding): per
+    stream its columns and the target's argmax at every t (row t predicts y_t; the repair loop's
+    teacher_argmax), over the ids both models share.
 
     Right padding keeps every real token at its natural position 0..L-1, and causal attention
     never lets a real token see a pad after it; the mask still marks pads for the implementation.
@@ -169,7 +182,7 @@ def teacher_force(pair: LoadedPair, prompt_ids: list[list[int]], ys: list[list[i
     seqs = [p + y[:-1] for p, y in zip(prompt_ids, ys)]
     L = max(len(s) for s in seqs)
     pad = 0
-    out: list[dict[str, np.ndarray]] = []
+    out: list[tuple[dict[str, np.ndarray], np.ndarray]] = []
     per_model = []
     for model in (pair.target, pair.draft):
         dev = model.device
@@ -202,13 +215,73 @@ def teacher_force(pair: LoadedPair, prompt_ids: list[list[int]], ys: list[list[i
             t_arg[c0:c1] = targ.cpu().numpy()
             d_arg[c0:c1] = darg.cpu().numpy()
         yv = y_next.cpu().numpy()
-        out.append({
+        out.append(({
             "bits": (d_arg == yv).astype(np.uint8),
             "gate": (t_arg == yv).astype(np.uint8),
             "draft_argmax": d_arg.astype(np.int32),
             **cols,
-        })
+        }, t_arg))
     return out
+
+
+def repairs_needed(device: str, dtype: str | None) -> bool:
+    """SPEC 1.3: whether batched and serial evaluation may differ, so y is repaired: any dtype but
+    float32, any device but the CPU (batch-variant kernels and reduced precision round differently).
+    float32 on the CPU runs the same kernels for both passes: a gate failure there is a defect, cut
+    and shown (SPEC 1.3's prefix rule), never repaired away."""
+    return dtype != "float32" or not str(device).startswith("cpu")
+
+
+class _TargetPass:
+    """teacher_argmax of the repair loop for one prompt: `teacher_pass` on prompt + y alone (the same
+    batch of one every round), keeping the columns of the last y."""
+
+    def __init__(self, pair: LoadedPair, prompt_ids: list[int]):
+        self.pair, self.prompt_ids = pair, prompt_ids
+        self.y: list[int] | None = None
+        self.cols: dict[str, np.ndarray] | None = None
+
+    def __call__(self, y: list[int]) -> np.ndarray:
+        (cols, t_arg), = teacher_pass(self.pair, [self.prompt_ids], [list(y)])
+        self.y, self.cols = list(y), cols
+        return t_arg
+
+    def cols_of(self, y: list[int]) -> dict[str, np.ndarray]:
+        """The columns of `y` (those of the last pass when it was this y)."""
+        if self.cols is None or self.y != list(y):
+            self(y)
+        assert self.cols is not None
+        return self.cols
+
+
+def continue_greedy(pair: LoadedPair, prompt_ids: list[int], prefix: list[int], max_new_tokens: int,
+                    cancel: Optional[threading.Event] = None) -> list[int]:
+    """The serial greedy continuation of y after `prefix` (the repair loop's regenerate): nothing when the
+    prefix ends in an end-of-generation token or holds max_new_tokens tokens, else the target's serial
+    greedy decode (specdec.greedy_generate, one prompt) from prompt + prefix for the tokens left."""
+    from specterm.engines.torch import specdec
+
+    if not prefix or prefix[-1] in pair.eos or len(prefix) >= max_new_tokens:
+        return []
+    return specdec.greedy_generate(pair.target, list(prompt_ids) + list(prefix), max_new_tokens - len(prefix),
+                                   pair.eos, cancel=cancel)
+
+
+def repaired_columns(pair: LoadedPair, prompt_ids: list[int], y: list[int], cols: dict[str, np.ndarray],
+                     max_new_tokens: int, cancel: Optional[threading.Event] = None,
+                     on_repair=None) -> tuple[list[int], dict[str, np.ndarray], list[int]]:
+    """(y, columns, flipped positions) of one stream after SPEC 1.3's repair loop (engines/repair.py):
+    a stream whose batched gate holds keeps its y and columns with no flips; otherwise the loop runs on
+    the target alone (`_TargetPass`, `continue_greedy`) and the columns are those of its final pass."""
+    from specterm.engines.repair import repair_greedy
+
+    if bool(np.all(cols["gate"] == 1)):
+        return list(y), cols, []
+    tpass = _TargetPass(pair, prompt_ids)
+    rep = repair_greedy(y, tpass, lambda prefix: continue_greedy(pair, prompt_ids, prefix, max_new_tokens, cancel),
+                        on_repair=on_repair)
+    check_cancel(cancel)
+    return rep.y, tpass.cols_of(rep.y), rep.flips
 
 
 def decode_pieces(tokenizer, y: list[int]) -> tuple[str, np.ndarray]:
@@ -321,6 +394,8 @@ def _open_writer(config: OracleConfig, pair: LoadedPair) -> tuple[RunWriter, dic
             "y_method": config.y_method,
             "batch_size": config.batch_size,
             "prompt_encoding": "tokenizer(text) with its default special tokens, no chat template",
+            **({"repair": REPAIR_RULE} if repairs_needed(str(pair.meta.get("device", "cpu")), pair.meta.get("dtype"))
+               else {}),
         },
         shard=list(config.shard) if config.shard else None,
         **config.extra_meta,
@@ -429,15 +504,26 @@ def _generate_batched(config: OracleConfig, pair: LoadedPair, batch: list[Prompt
 
 
 def _save_batch(pair: LoadedPair, writer: RunWriter, batch: list[Prompt], ids_batch: list[list[int]],
-                ys: list[list[int]], b0: int, tally: _Tally) -> None:
-    """Teacher-force the finished ys (the first len(ys) prompts of the batch) and append each stream."""
+                ys: list[list[int]], b0: int, tally: _Tally, max_new_tokens: int,
+                cancel: Optional[threading.Event] = None) -> None:
+    """Teacher-force the finished ys (the first len(ys) prompts of the batch) and append each stream;
+    where batched and serial evaluation may differ (`repairs_needed`) a stream whose gate fails goes
+    through the repair loop first (`repaired_columns`) and stores its flipped positions."""
     tally.emit("teacher-forcing", f"teacher-forcing {len(ys)} prompt(s)", prompt_index=b0)
     results = teacher_force(pair, ids_batch[: len(ys)], ys)
-    for prompt, y, cols in zip(batch, ys, results):
+    repair = repairs_needed(str(pair.meta.get("device", "cpu")), pair.meta.get("dtype"))
+    for prompt, ids, y, cols in zip(batch, ids_batch, ys, results):
+        flips = None
+        if repair:
+            def on_repair(k, t, prompt=prompt):
+                tally.emit("repairing", f"{prompt.id}: repair {k} at t = {t} (the gate failed there)",
+                           prompt_index=b0, prompt_id=prompt.id, corpus=prompt.corpus)
+
+            y, cols, flips = repaired_columns(pair, ids, y, cols, max_new_tokens, cancel, on_repair)
         text, ends = decode_pieces(pair.tokenizer, y)
         stream = Stream(
             id=prompt.id, corpus=prompt.corpus, prompt=prompt.text, y=np.asarray(y, dtype=np.int32),
-            text=text, piece_ends=ends, stop="eos" if y and y[-1] in pair.eos else "length", **cols,
+            text=text, piece_ends=ends, stop="eos" if y and y[-1] in pair.eos else "length", repairs=flips, **cols,
         )
         writer.append(stream)
         tally.saved(stream)
@@ -483,7 +569,8 @@ def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = N
             ids_batch = [encode_prompt(pair.tokenizer, p.text, f"prompt {p.id!r} ({p.corpus})") for p in batch]
             ys, cancelled = generate(config, pair, batch, ids_batch, b0, tally, cancel)
             if ys:
-                _save_batch(pair, writer, batch, ids_batch, ys, b0, tally)
+                _save_batch(pair, writer, batch, ids_batch, ys, b0, tally, config.max_new_tokens,
+                            None if cancelled else cancel)
             if cancelled:
                 tally.emit("cancelled", f"cancelled: {tally.done} prompt(s) saved in {config.out}")
                 raise Cancelled()
