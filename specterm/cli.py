@@ -313,6 +313,8 @@ def costs_cmd(
                                       help="Seconds of timing at most (model loading not counted); raise it where the profile says a verdict is not settled."),
     busy_ok: bool = typer.Option(False, "--busy-ok", help="Keep timing on a busy machine (the profile is marked busy and every verdict from it says so)."),
     quiet_wait: float = typer.Option(120.0, "--quiet-wait", help="Seconds to wait for a busy machine to be quiet before giving up."),
+    block_overhead: bool = typer.Option(True, "--block-overhead/--no-block-overhead",
+                                        help="Also time short speculative generations for the per-block time outside the forwards, o(g) = a + b g."),
 ) -> None:
     """Measure a cost profile of this machine (costs + CPU/GPU, threads, engine, load) and add it to the run.
 
@@ -323,7 +325,8 @@ def costs_cmd(
 
     target, draft = _models_here(run, target, draft)
     costs_command(run=run, threads=threads, device=device, dtype=dtype, target=target, draft=draft, batch=batch,
-                  max_rounds=max_rounds, max_seconds=max_seconds, busy_ok=busy_ok, quiet_wait=quiet_wait)
+                  max_rounds=max_rounds, max_seconds=max_seconds, busy_ok=busy_ok, quiet_wait=quiet_wait,
+                  block_overhead=block_overhead)
 
 
 @app.command("crossstack")

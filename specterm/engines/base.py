@@ -65,6 +65,20 @@ class OpenOptions:
     threads: int = 1             # CPU threads per forward
 
 
+@dataclass(frozen=True)
+class BlockTiming:
+    """One short real speculative generation timed for the block overhead (SPEC 6 "The whole block's cost"):
+    its blocks (target calls), its whole seconds and the seconds inside its model forwards, in wall and
+    process CPU time, and the tokens it emitted (compared with the stored y)."""
+
+    blocks: int
+    wall_s: float
+    cpu_s: float
+    forwards_wall_s: float
+    forwards_cpu_s: float
+    tokens: list[int]
+
+
 class OpenPair(Protocol):
     """A loaded draft/target pair of one engine."""
 
@@ -84,6 +98,14 @@ class OpenPair(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class BlockTimer(Protocol):
+    """A pair that can time whole speculative blocks (`specterm costs` measures o(g) with it)."""
+
+    def block_timed(self, item: Item, gamma: int, cancel: Any) -> BlockTiming:
+        """A speculative generation of item.n tokens along the stored y at draft length `gamma`, timed."""
+        ...
 
 
 @dataclass

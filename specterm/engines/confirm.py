@@ -309,8 +309,9 @@ def _measure(session: ConfirmSession, chosen: list[Stream]) -> dict[str, Any]:
     sampler = session.sampler = pair.cost_sampler(ctx, session.cost_gammas.tolist(), on_measure, session.cancel)
     t_costs = time.perf_counter()
     flag = "" if config.engine == "torch" else f" --engine {config.engine}"
-    session.session_cost = session_rounds(sampler, config.cost_repeats, len(items) if config.interleave_costs else 0,  # type: ignore[arg-type]
-                                          f"specterm confirm{flag} (rounds before the generations and one after every prompt)")
+    rounds = session_rounds(sampler, config.cost_repeats, len(items) if config.interleave_costs else 0,  # type: ignore[arg-type]
+                            f"specterm confirm{flag} (rounds before the generations and one after every prompt)")
+    session.session_cost = with_block_overhead(rounds, session.run.meta)
     if config.batch_costs:
         rounds_s = time.perf_counter() - t_costs  # the g curve's rounds
         job = pair.batch_cost_job(sampler, ctx, on_measure, session.cancel, rounds_s)
@@ -322,6 +323,24 @@ def _measure(session: ConfirmSession, chosen: list[Stream]) -> dict[str, Any]:
                                     "after every prompt"))
             session.batch_job = job
     return fields
+
+
+def with_block_overhead(session_cost: Callable[[], dict[str, Any]], meta: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """session_cost with the block overhead o(g) of the run's cost profile of this machine added (SPEC 6 "The
+    whole block's cost": a confirm session times forwards, not whole blocks, so its cost-model check
+    predicts with the profile's o(g), named by `from_profile`); unchanged where that profile has none."""
+    from specterm.core.decide.hardware.overhead import KEY
+
+    here = decision_profile(meta, this_machine())
+    bo = here.cost.get(KEY) if here is not None else None
+    if not isinstance(bo, dict) or here is None:
+        return session_cost
+    pid = here.id
+
+    def cost() -> dict[str, Any]:
+        return {**session_cost(), KEY: {**bo, "from_profile": pid}}
+
+    return cost
 
 
 def _store_batch_costs(session: ConfirmSession) -> dict[str, Any]:

@@ -16,8 +16,15 @@ profiles"), written once against the engine interface (engines/base.py), so it r
    the round is dropped and timing waits for the machine to be quiet (`quiet_wait` s, then stops
    with one sentence); with `busy_ok` it keeps timing and the profile is marked busy, a warning that
    every verdict drawn from it carries.
-5. `batch`: the by-batch grid (B = 1, 2, 4, 8) after the rounds, reusing their B = 1 forwards.
-6. The profile is appended to run.json's `profiles` under the run's lock (old runs' costs are first
+5. The whole block's cost (SPEC 6): where the engine can time whole blocks (base.BlockTimer), short real
+   speculative generations along stored y (BLOCK_TOKENS tokens of the first stream of BLOCK_PROMPTS corpora
+   whose gate held, so the blocks are the walk's) at BLOCK_GAMMAS and the pooled g_hw, BLOCK_REPEATS times,
+   after one untimed warm-up; per generation the time outside its forwards on the decision clock, fitted
+   as o(g) = a + b g (core/decide/hardware/overhead.py) and stored as cost.block_overhead with its samples.
+   An engine that cannot (llama.cpp: its decoder is a separate binary) stores none, and its verdicts say
+   the block overhead was not measured.
+6. `batch`: the by-batch grid (B = 1, 2, 4, 8) after the rounds, reusing their B = 1 forwards.
+7. The profile is appended to run.json's `profiles` under the run's lock (old runs' costs are first
    written out as their migrated profiles); nothing is written before the end, so Ctrl-C keeps
    nothing half-written.
 """
@@ -37,6 +44,8 @@ import numpy as np
 from specterm.core.errors import SpectermError
 from specterm.core.decide.hardware.profiles import BUSY_OTHER_SHARE, PROFILES_KEY, load_busy, new_profile, with_profile
 from specterm.core.decide.hardware.curve import MIN_SAMPLES
+from specterm.core.decide.hardware.overhead import KEY as OVERHEAD_KEY
+from specterm.core.decide.hardware.overhead import overhead_record
 from specterm.core.decide.hardware.settle import SetSettle, set_settle
 from specterm.core.decide.machine import cpu_busy_seconds, default_threads, other_cpu_share, own_cpu_seconds
 from specterm.core.params import COSTS_MAX_ROUNDS, COSTS_MAX_SECONDS
@@ -51,6 +60,10 @@ FULL_ROUNDS = 1        # timed rounds of the whole g curve; the g the decision c
 MAX_ROUNDS = COSTS_MAX_ROUNDS      # timed rounds at most (full and focused); core/params says why
 MAX_SECONDS = COSTS_MAX_SECONDS    # timing (not loading) at most, seconds
 QUIET_WAIT = 120.0     # seconds to wait for a busy machine to be quiet before stopping
+BLOCK_GAMMAS = (1, 4, 8)  # draft lengths of the block overhead's generations (SPEC 6: three or more), + g_hw
+BLOCK_PROMPTS = 2      # stored prompts (the first of each corpus, corpora in order) timed at each of them
+BLOCK_TOKENS = 32      # tokens per generation: short, the overhead is per block
+BLOCK_REPEATS = 2      # generations per (prompt, g)
 QUIET_POLL = 2.0
 
 
@@ -67,6 +80,9 @@ class CostsConfig:
     max_seconds: float = MAX_SECONDS
     busy_ok: bool = False
     quiet_wait: float = QUIET_WAIT
+    block_overhead: bool = True  # time whole blocks for o(g) (where the engine can)
+    block_prompts: int = BLOCK_PROMPTS
+    block_tokens: int = BLOCK_TOKENS
 
 
 def set_curves(run: Run, gammas: np.ndarray, boot: int = 400, seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -198,6 +214,13 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
         cost = sampler.summary()
         cost["measured_at"] = new_meta("")["created"]
         cost["measured_by"] = "specterm costs"
+        if config.block_overhead and hasattr(pair, "block_timed"):
+            report(Progress("cost", "timing whole speculative blocks for the block overhead o(g)"))
+            settled = settle_all(curves, gammas, cost)
+            g_hw = (settled.get(POOLED) or next(iter(settled.values()))).gamma_hw if settled else None
+            g_block = sorted(set(BLOCK_GAMMAS) | ({g_hw} if g_hw is not None else set()))
+            samples = block_samples(pair, run, g_block, str(cost.get("decision_clock") or "wall"), config, cancel, report)
+            cost[OVERHEAD_KEY] = overhead_record(samples, "cpu" if cost.get("decision_clock") == "cpu" else "wall")
         cost["timing_s"] = time.perf_counter() - t0
         cost["load_s"] = load_s
         if config.batch:
@@ -209,6 +232,39 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
                          context_rule=context_rule, **profile_extra)
     add_profile(run_dir, record)
     return record
+
+
+def block_samples(pair: Any, run: Run, block_gammas: list[int], clock: str, config: CostsConfig, cancel: Any,
+                  report: Callable[[Progress], None] = lambda p: None) -> list[dict[str, Any]]:
+    """The block overhead's samples (module docstring, step 5): per generation {"gamma", "blocks",
+    "outside_s" (on `clock`), "outside_wall_s", "outside_cpu_s", "wall_s", "corpus", "prompt", "tokens",
+    "blocks_walk", "identical"}; blocks are the decoder's target calls, blocks_walk the walk's on the stored
+    bits (equal when the output equals y)."""
+    from specterm.engines.confirm import build_items, select_streams
+
+    chosen = select_streams(run.streams, 1, gate_held=True)[: max(1, config.block_prompts)]
+    if not chosen:
+        raise SpectermError("no stored stream with prompt text, y and a gate of 1.000 to time whole blocks on; "
+                            "pass --no-block-overhead.")
+    items = build_items(chosen, pair.encode, config.block_tokens, np.array(block_gammas, dtype=np.int64))
+    pair.block_timed(items[0], block_gammas[0], cancel)  # warm-up (untimed)
+    samples: list[dict[str, Any]] = []
+    total = len(items) * len(block_gammas) * BLOCK_REPEATS
+    for _rep in range(BLOCK_REPEATS):
+        for it in items:
+            for g in block_gammas:
+                check_cancel(cancel)
+                t = pair.block_timed(it, g, cancel)
+                out_wall, out_cpu = t.wall_s - t.forwards_wall_s, t.cpu_s - t.forwards_cpu_s
+                samples.append({"gamma": int(g), "blocks": int(t.blocks),
+                                "outside_s": out_cpu if clock == "cpu" else out_wall,
+                                "outside_wall_s": out_wall, "outside_cpu_s": out_cpu, "wall_s": t.wall_s,
+                                "corpus": it.stream.corpus, "prompt": it.stream.id, "tokens": len(t.tokens),
+                                "blocks_walk": it.blocks[int(g)], "identical": t.tokens == it.y})
+                report(Progress("cost", f"block g={g} {it.stream.corpus}/{it.stream.id}: {t.blocks} blocks, "
+                                        f"{1e3 * out_wall / max(t.blocks, 1):.2f} ms outside the forwards per block",
+                                prompts_done=len(samples), n_prompts=total))
+    return samples
 
 
 def _rounds(sampler: Sampler, curves: dict[str, tuple[np.ndarray, np.ndarray]], gammas: np.ndarray, config: CostsConfig, t0: float,
@@ -305,7 +361,7 @@ def add_profile(run_dir: Path, record: dict[str, Any]) -> None:
 
 def costs_command(*, run: Path, threads: int | None, device: str | None, dtype: str | None, target: str | None,
                   draft: str | None, batch: bool, max_rounds: int, max_seconds: float, busy_ok: bool,
-                  quiet_wait: float) -> None:
+                  quiet_wait: float, block_overhead: bool = True) -> None:
     """CLI glue: a progress bar on a terminal (log lines otherwise), warnings on stderr, then each set's
     decision under the new profile. Ctrl-C writes nothing."""
     import sys
@@ -315,7 +371,7 @@ def costs_command(*, run: Path, threads: int | None, device: str | None, dtype: 
     read_meta(Path(run))  # one sentence for a wrong path, before anything slow
     config = CostsConfig(run=Path(run), threads=threads, device=device, dtype=dtype, target=target, draft=draft,
                          batch=batch, max_rounds=max_rounds, max_seconds=max_seconds, busy_ok=busy_ok,
-                         quiet_wait=quiet_wait)
+                         quiet_wait=quiet_wait, block_overhead=block_overhead)
     t0 = time.perf_counter()
 
     def log(msg: str) -> None:

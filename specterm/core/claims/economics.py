@@ -119,16 +119,19 @@ def memory_bound_factor(r: float, gammas: np.ndarray = GAMMAS) -> np.ndarray:
 
 
 def measured_factor(c_decode: float, c_verify: Mapping[int, float], c_draft: float,
-                    gammas: np.ndarray = GAMMAS, c_draft_fwd: Mapping[int, float] | None = None) -> np.ndarray:
-    """c_decode / (c_verify(g) + g c_draft [+ c_draft_fwd(g)]) for each g (S_hw / E, SPEC 6, with an engine's
-    per-block term when the costs carry one: costmodel); NaN where c_verify(g) is not measured."""
+                    gammas: np.ndarray = GAMMAS, c_draft_fwd: Mapping[int, float] | None = None,
+                    overhead: tuple[float, float] | None = None) -> np.ndarray:
+    """c_decode / (c_verify(g) + g c_draft [+ c_draft_fwd(g)] [+ o(g)]) for each g (S_hw / E, SPEC 6, with an
+    engine's per-block term and the block overhead o(g) = a + b g (overhead = (a, b)) when the costs carry
+    them: costmodel); NaN where c_verify(g) is not measured."""
     g = np.asarray(gammas)
 
     def on_grid(costs: Mapping[int, float]) -> np.ndarray:
         return np.array([np.nan if costs.get(int(x)) is None else float(costs[int(x)]) for x in g.tolist()])
 
     fwd = None if c_draft_fwd is None else on_grid(c_draft_fwd)
-    return costmodel.speedup_hw(1.0, c_decode, on_grid(c_verify), c_draft, g, c_draft_fwd=fwd)
+    o_g = None if overhead is None else overhead[0] + overhead[1] * g.astype(np.float64)
+    return costmodel.speedup_hw(1.0, c_decode, on_grid(c_verify), c_draft, g, c_draft_fwd=fwd, overhead=o_g)
 
 
 @dataclass(frozen=True)
@@ -162,10 +165,14 @@ def speedup_factor(set_report: SetReport, costs: Mapping[str, Any] | None = None
     memory-bound model at the set's r (measured, else R_DEFAULT)."""
     if costs is not None:
         fwd = costs.get("c_draft_fwd")
-        if fwd is not None:
-            return (measured_factor(costs["c_decode"], costs["c_verify"], costs["c_draft"], c_draft_fwd=fwd),
-                    "measured costs c_decode / (c_verify(g) + g c_draft + c_draft_fwd(g)), the engine's block cost")
-        return measured_factor(costs["c_decode"], costs["c_verify"], costs["c_draft"]), "measured costs c_decode / (c_verify(g) + g c_draft)"
+        over = costs.get("overhead")
+        terms = " + c_draft_fwd(g)" if fwd is not None else ""
+        terms += " + o(g)" if over is not None else ""
+        basis = f"measured costs c_decode / (c_verify(g) + g c_draft{terms})"
+        if fwd is not None or over is not None:
+            basis += ", the engine's block cost" if over is None else ", the whole block's cost"
+        return measured_factor(costs["c_decode"], costs["c_verify"], costs["c_draft"], c_draft_fwd=fwd,
+                               overhead=over), basis
     r = r_or_default(set_report.r_measured)
     return memory_bound_factor(r), f"memory-bound E_true(g)/(1+g r) at r={r:.3f}"
 

@@ -6,6 +6,8 @@ Costs (seconds, one device, one context length):
     c_verify(g)   one (g+1)-token target forward (verifying g drafts)
     c_draft       one 1-token draft step
     c_draft2      one 2-token draft forward (the draft's first step after a fully accepted block)
+    o(g)          the block overhead: per-block time outside the forwards, o(g) = a + b g, measured in
+                  situ by `specterm costs` (core/decide/hardware/overhead.py; None where not measured)
     c_draft_fwd(g) an engine's per-block draft term: one (g+1)-token draft forward, last row's logits
                   (llama.cpp's draft-simple speculator feeds the target's whole verification batch,
                   [last token, g drafts], to the draft once per block, common/speculative.cpp
@@ -15,13 +17,13 @@ Formulas (E = E(g), tokens per block of the block walk, SPEC 2; g = draft length
 
     throughput          T = tokens / (blocks + r drafted) = E / (1 + g r),  r = c_draft / c_verify
                         (the cost-ratio model of the measurement seed, SPEC 2: tokens per verify-cost)
-    block_cost          c_block(g) = c_verify(g) + g c_draft  [+ c_draft_fwd(g)]  [+ phi(g) (c_draft2 - c_draft)+]
+    block_cost          c_block(g) = c_verify(g) + g c_draft  [+ c_draft_fwd(g)]  [+ o(g)]  [+ phi(g) (c_draft2 - c_draft)+]
     speedup_hw          S_hw(g) = E c_decode / c_block(g)  (SPEC 6: speedup over plain greedy decoding)
     speedup_mb          S_mb(g) = E / (1 + g c_draft / c_decode)  (S_hw with c_verify(g) := c_decode:
                         the memory-bound reference of SPEC 6)
     refeed_extra        (c_draft2 - c_draft)+, what a 2-token draft step costs beyond a 1-token one
     refeed_share        phi(g) = share of blocks that follow a fully accepted block (exact walk)
-    break_even_verify   v*(g) = E - (g c_draft [+ c_draft_fwd(g)]) / c_decode: speculation at g pays iff
+    break_even_verify   v*(g) = E - (g c_draft [+ c_draft_fwd(g)] [+ o(g)]) / c_decode: speculation at g pays iff
                         c_verify(g) / c_decode < v* (S_hw > 1  <=>  E c_decode > c_block(g))
     r_or_default        r when a run measured it, else params.R_DEFAULT
 
@@ -72,14 +74,17 @@ def curve_throughput(E: ArrayLike, r: float, gammas: ArrayLike = GAMMAS) -> Arra
 
 def block_cost(c_verify: ArrayLike, c_draft: ArrayLike, gammas: ArrayLike,
                phi: ArrayLike | None = None, refeed_extra: float = 0.0,
-               c_draft_fwd: ArrayLike | None = None) -> Array:
-    """c_block(g) = c_verify(g) + g * c_draft [+ c_draft_fwd(g)] [+ phi(g) * refeed_extra]: seconds of one
-    speculative block (SPEC 6's block is the case c_draft_fwd None and phi None or refeed_extra 0;
-    c_draft_fwd is an engine's per-block draft forward, module docstring)."""
+               c_draft_fwd: ArrayLike | None = None, overhead: ArrayLike | None = None) -> Array:
+    """c_block(g) = c_verify(g) + g * c_draft [+ c_draft_fwd(g)] [+ o(g)] [+ phi(g) * refeed_extra]: seconds of
+    one speculative block (SPEC 6's forwards alone are the case c_draft_fwd, overhead None and phi None or
+    refeed_extra 0; c_draft_fwd is an engine's per-block draft forward, overhead the block overhead o(g),
+    module docstring). A term given as None is not added (not added as 0: the float sums stay bit for bit)."""
     g = np.asarray(gammas, dtype=np.float64)
     block = np.asarray(c_verify, dtype=np.float64) + g * np.asarray(c_draft, dtype=np.float64)
     if c_draft_fwd is not None:
         block = block + np.asarray(c_draft_fwd, dtype=np.float64)
+    if overhead is not None:
+        block = block + np.asarray(overhead, dtype=np.float64)
     if phi is not None and refeed_extra:
         block = block + np.asarray(phi, dtype=np.float64) * refeed_extra
     return block
@@ -87,11 +92,12 @@ def block_cost(c_verify: ArrayLike, c_draft: ArrayLike, gammas: ArrayLike,
 
 def speedup_hw(E: ArrayLike, c_decode: ArrayLike, c_verify: ArrayLike, c_draft: ArrayLike, gammas: ArrayLike,
                phi: ArrayLike | None = None, refeed_extra: float = 0.0,
-               c_draft_fwd: ArrayLike | None = None) -> Array:
+               c_draft_fwd: ArrayLike | None = None, overhead: ArrayLike | None = None) -> Array:
     """S_hw(g) = E(g) * c_decode / c_block(g), c_block = `block_cost` (SPEC 6; with an engine's per-block
-    term c_draft_fwd(g) when given), elementwise (broadcasts: cost arrays may carry a leading replicate axis)."""
+    term c_draft_fwd(g) and the block overhead o(g) when given), elementwise (broadcasts: cost arrays may
+    carry a leading replicate axis)."""
     return (np.asarray(E, dtype=np.float64) * np.asarray(c_decode, dtype=np.float64)
-            / block_cost(c_verify, c_draft, gammas, phi, refeed_extra, c_draft_fwd))
+            / block_cost(c_verify, c_draft, gammas, phi, refeed_extra, c_draft_fwd, overhead))
 
 
 def speedup_mb(E: ArrayLike, r_mb: ArrayLike, gammas: ArrayLike) -> Array:
@@ -101,13 +107,15 @@ def speedup_mb(E: ArrayLike, r_mb: ArrayLike, gammas: ArrayLike) -> Array:
 
 
 def break_even_verify(E: ArrayLike, c_draft: ArrayLike, c_decode: ArrayLike, gammas: ArrayLike,
-                      c_draft_fwd: ArrayLike | None = None) -> Array:
-    """v*(g) = E(g) - (g * c_draft [+ c_draft_fwd(g)]) / c_decode, in decode steps: speculation at g pays iff
-    a (g+1)-token verify costs less than v* decode steps (S_hw(g) > 1 <=> c_verify(g) / c_decode < v*)."""
+                      c_draft_fwd: ArrayLike | None = None, overhead: ArrayLike | None = None) -> Array:
+    """v*(g) = E(g) - (g * c_draft [+ c_draft_fwd(g)] [+ o(g)]) / c_decode, in decode steps: speculation at g
+    pays iff a (g+1)-token verify costs less than v* decode steps (S_hw(g) > 1 <=> c_verify(g) / c_decode < v*)."""
     g = np.asarray(gammas, dtype=np.float64)
     draft = g * np.asarray(c_draft, dtype=np.float64)
     if c_draft_fwd is not None:
         draft = draft + np.asarray(c_draft_fwd, dtype=np.float64)
+    if overhead is not None:
+        draft = draft + np.asarray(overhead, dtype=np.float64)
     return np.asarray(E, dtype=np.float64) - draft / np.asarray(c_decode, dtype=np.float64)
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from specterm.core.errors import SpectermError
 from specterm.core.store import model_key, model_location
-from specterm.engines.base import BatchCostJob, Generation, Item, MeasureCallback, OpenOptions, Sampler, StepCallback
+from specterm.engines.base import BatchCostJob, BlockTiming, Generation, Item, MeasureCallback, OpenOptions, Sampler, StepCallback
 
 if TYPE_CHECKING:
     from specterm.engines.base import ConfirmConfig, ConfirmSession
@@ -68,6 +68,11 @@ class TorchPair:
 
     def close(self) -> None:
         self.loaded = None
+
+    def block_timed(self, item: Item, gamma: int, cancel: Any) -> BlockTiming:
+        from specterm.engines.torch.confirm_torch import block_timed
+
+        return block_timed(self.loaded, item, gamma, cancel)
 
     # specterm confirm (engines/confirm.py): the timed generations are engines/torch/confirm_torch.py's
 

@@ -25,7 +25,7 @@ from specterm.core.decide.hardware.profiles import decision_profile
 from specterm.core.decide.machine import this_machine
 from specterm.engines.progress import Progress, check_cancel
 from specterm.core.store import META_FILE, read_meta
-from specterm.engines.base import Generation, Item, StepCallback
+from specterm.engines.base import BlockTiming, Generation, Item, StepCallback
 
 if TYPE_CHECKING:
     from specterm.engines.base import ConfirmSession
@@ -47,7 +47,8 @@ class ForwardTimer:
     def __init__(self, target: Any, draft: Any) -> None:
         self.target = target
         self.records: list[tuple[str, int, float]] = []  # (role, tokens fed, seconds)
-        self._pending: list[tuple[int, float]] = []
+        self.cpu: list[float] = []  # process CPU seconds of each forward of `records`
+        self._pending: list[tuple[int, float, float]] = []
         self._handles = []
         self._cuda = target.device.type == "cuda" or draft.device.type == "cuda"
         seen: set[int] = set()
@@ -67,16 +68,21 @@ class ForwardTimer:
     def _pre(self, module, args, kwargs):
         ids = kwargs.get("input_ids", args[0] if args else None)
         self._sync()
-        self._pending.append((int(ids.shape[1]) if ids is not None else 0, time.perf_counter()))
+        self._pending.append((int(ids.shape[1]) if ids is not None else 0, time.perf_counter(), time.process_time()))
 
     def _post(self, module, args, output):
         self._sync()
-        n, t0 = self._pending.pop()
+        n, t0, c0 = self._pending.pop()
         self.records.append(("target" if module is self.target else "draft", n, time.perf_counter() - t0))
+        self.cpu.append(time.process_time() - c0)
 
     def take(self) -> list[tuple[str, int, float]]:
-        out, self.records = self.records, []
+        out, self.records, self.cpu = self.records, [], []
         return out
+
+    def forward_seconds(self) -> tuple[float, float]:
+        """(wall, process CPU) seconds inside the forwards recorded since the last take()."""
+        return sum(r[2] for r in self.records), sum(self.cpu)
 
     def close(self) -> None:
         for h in self._handles:
@@ -158,6 +164,25 @@ def speculative_timed(pair, timer: ForwardTimer | None, item: Item, g: int, on_s
         "target_calls": res.target_calls, "draft_calls": res.draft_calls,
         "blocks_walk": item.blocks[g], "refeeds_walk": item.refeeds[g],
     })
+
+
+def block_timed(pair, item: Item, g: int, cancel=None) -> BlockTiming:
+    """One short real speculative generation for the block overhead (SPEC 6 "The whole block's cost"):
+    specdec.speculative_generate of item.n tokens at fixed draft length g (along the stored y, so its
+    blocks are the walk's), every forward timed by a ForwardTimer; its blocks are its target calls."""
+    from specterm.engines.torch import specdec
+
+    timer = ForwardTimer(pair.target, pair.draft)
+    try:
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = specdec.speculative_generate(pair.target, pair.draft, item.ids, item.n, pair.eos, specdec.FixedGamma(g),
+                                           cancel=cancel)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        fw_wall, fw_cpu = timer.forward_seconds()
+    finally:
+        timer.close()
+    return BlockTiming(blocks=res.target_calls, wall_s=wall, cpu_s=cpu, forwards_wall_s=fw_wall, forwards_cpu_s=fw_cpu,
+                       tokens=list(res.tokens))
 
 
 def result_extras(sp: list[dict[str, Any]]) -> dict[str, Any]:

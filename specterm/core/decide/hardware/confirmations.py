@@ -188,7 +188,7 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
     def s_hw(E: float, phi: float, g: int, engine: bool = True) -> float:
         fwd = curve.draft_fwd_on([g]) if engine else None
         return float(costmodel.speedup_hw(np.array([E]), curve.c_decode, np.array([curve.verify_at(g)]), curve.c_draft,
-                                np.array([g]), np.array([phi]), curve.refeed_extra, fwd)[0])
+                                np.array([g]), np.array([phi]), curve.refeed_extra, fwd, curve.overhead_on([g]))[0])
 
     out = []
     for (corpus, g), a in sorted(acc.items()):
@@ -218,7 +218,7 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
             "E_prompts": E, "refeed_share": phi, "tokens_per_call": a["tokens"] / a["calls"],
             "identical": bool(a["identical"]),
             "block_model_s": float(costmodel.block_cost(curve.verify_at(g), curve.c_draft, g, phi, curve.refeed_extra,
-                                                        curve.draft_fwd_at(g))),
+                                                        curve.draft_fwd_at(g), curve.overhead_at(g))),
         })
         if curve.c_draft_fwd is not None:  # the engine's block is the prediction; SPEC 6's block beside it
             out[-1]["predicted_engine"] = out[-1]["predicted_spec6"]
@@ -359,7 +359,7 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
     tokens, blocks = walk_table(leave, np.array([g]))
     t, b = tokens[:, 0], blocks[:, 0]
     value = float(costmodel.speedup_hw(t.sum() / b.sum(), curve.c_decode, curve.verify_at(g), curve.c_draft, g,
-                                       c_draft_fwd=curve.draft_fwd_at(g)))
+                                       c_draft_fwd=curve.draft_fwd_at(g), overhead=curve.overhead_at(g)))
     ci: list[float | None] = [None, None]
     if reps is not None and n_rep > 0:
         k = int(np.flatnonzero(reps.gammas == g)[0])
@@ -367,7 +367,7 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
         E_K = t[idx].sum(axis=1) / b[idx].sum(axis=1)
         n = idx.shape[0]
         S = costmodel.speedup_hw(E_K, reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g,
-                                 c_draft_fwd=reps.draft_fwd_col(k, n))
+                                 c_draft_fwd=reps.draft_fwd_col(k, n), overhead=reps.overhead_col(k, n))
         lo, hi = np.percentile(S, [2.5, 97.5])
         ci = [float(lo), float(hi)]
     realized = float(row["realized"])
@@ -378,7 +378,8 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
     if session is not None and g in set(session.gammas.tolist()):
         out["predicted_session_costs"] = float(costmodel.speedup_hw(t.sum() / b.sum(), session.c_decode,
                                                                     session.verify_at(g), session.c_draft, g,
-                                                                    c_draft_fwd=session.draft_fwd_at(g)))
+                                                                    c_draft_fwd=session.draft_fwd_at(g),
+                                                                    overhead=session.overhead_at(g)))
         out["cost_drift_pct"] = {"c_decode": _pct(session.c_decode, curve.c_decode),
                                  "c_verify": _pct(session.verify_at(g), curve.verify_at(g)),
                                  "c_draft": _pct(session.c_draft, curve.c_draft), "clock": session.clock}

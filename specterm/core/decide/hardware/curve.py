@@ -42,6 +42,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specterm.core.decide import costmodel
+from specterm.core.decide.hardware.overhead import BlockOverhead, block_overhead, overhead_replicates
 from specterm.core.errors import SpectermError
 
 ROBUST_METHOD = ("pool-adjacent-violators over m = tokens per target forward (m = 1: c_decode, m = g + 1: "
@@ -189,6 +190,15 @@ class CostCurve:
     clock: str = "wall"
     c_draft_fwd: np.ndarray | None = None  # the engine's per-block draft forward at each of `gammas` (None: torch)
     engine: str | None = None              # the engine that measured the costs (None: torch, as recorded)
+    block_overhead: BlockOverhead | None = None  # o(g), the per-block time outside the forwards (None: not measured)
+
+    def overhead_on(self, gammas: ArrayLike) -> np.ndarray | None:
+        """o(g) at each g of `gammas` (the block cost's overhead term), None where it was not measured."""
+        return None if self.block_overhead is None else self.block_overhead.at(np.atleast_1d(np.asarray(gammas)))
+
+    def overhead_at(self, gamma: int) -> float | None:
+        """o(g) (None where the block overhead was not measured)."""
+        return None if self.block_overhead is None else float(self.block_overhead.at(gamma))
 
     @property
     def refeed_extra(self) -> float:
@@ -210,11 +220,15 @@ class CostCurve:
         return None if self.c_draft_fwd is None else float(self.c_draft_fwd[self._index(gamma)])
 
     def block_term_text(self) -> str:
-        """How the block cost reads, for verdicts and tables: SPEC 6's, or with the engine's term named."""
-        if self.c_draft_fwd is None:
-            return "c_verify(g) + g c_draft"
-        return (f"c_verify(g) + g c_draft + c_draft_fwd(g) ({self.engine or 'the engine'}'s per-block "
-                "(g+1)-token draft forward)")
+        """How the block cost reads, for verdicts and tables: SPEC 6's, with the engine's term and the block
+        overhead named where the curve has them."""
+        text = "c_verify(g) + g c_draft"
+        if self.c_draft_fwd is not None:
+            text += (f" + c_draft_fwd(g) ({self.engine or 'the engine'}'s per-block "
+                     "(g+1)-token draft forward)")
+        if self.block_overhead is not None:
+            text += f" + o(g) ({self.block_overhead.text()})"
+        return text
 
     def _index(self, gamma: int) -> int:
         i = np.flatnonzero(self.gammas == gamma)
@@ -277,7 +291,7 @@ def cost_curve(cost: dict[str, Any] | None) -> CostCurve | None:
                      raw_c_decode=float(c_decode), raw_c_verify=raw,
                      c_draft2=float(c_draft2) if c_draft2 is not None and _positive(c_draft2) else None, clock=clock,
                      c_draft_fwd=_draft_fwd(cost, gammas, sfx, samples),
-                     engine=engine if isinstance(engine, str) else None)
+                     engine=engine if isinstance(engine, str) else None, block_overhead=block_overhead(cost))
 
 
 def _draft_fwd(cost: dict[str, Any], gammas: np.ndarray, sfx: str, samples: Any) -> np.ndarray | None:
@@ -323,10 +337,15 @@ class CostReplicates:
     c_verify: np.ndarray
     c_draft: np.ndarray
     c_draft_fwd: np.ndarray | None = None  # (n, G): the engine term's replicates (None without one)
+    overhead: np.ndarray | None = None     # (n, G): the block overhead o(g)'s replicates (None: not measured)
 
     def draft_fwd_col(self, k: int, n: int) -> np.ndarray | None:
         """The first n replicates of the engine term at column k (the curve's k-th g), None without one."""
         return None if self.c_draft_fwd is None else self.c_draft_fwd[:n, k]
+
+    def overhead_col(self, k: int, n: int) -> np.ndarray | None:
+        """The first n replicates of o(g) at column k (the curve's k-th g), None where it was not measured."""
+        return None if self.overhead is None else self.overhead[:n, k]
 
 
 def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostReplicates | None:
@@ -339,7 +358,8 @@ def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostRepli
     Z standard normal from a second generator (so the first draws the same numbers as without it); with no
     quantity timed MIN_SAMPLES times it stays fixed (no spread to resample). An engine term c_draft_fwd(g) is resampled the
     same way after every other quantity (so the other replicates do not depend on it) and pooled like the
-    point estimate; without its samples it stays fixed at the curve's values."""
+    point estimate; without its samples it stays fixed at the curve's values. The block overhead o(g), where
+measured, is resampled last from its own samples (overhead.overhead_replicates, its own generator)."""
     curve = cost_curve(cost)
     if curve is None or n <= 0 or cost is None:
         return None
@@ -376,4 +396,7 @@ def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostRepli
             fwd = np.stack([pool_violators_within_noise(row, se_f) for row in raw])
         else:
             fwd = np.broadcast_to(curve.c_draft_fwd, (n, curve.gammas.size)).copy()
-    return CostReplicates(gammas=curve.gammas, c_decode=out_dec, c_verify=out_ver, c_draft=dra, c_draft_fwd=fwd)
+    over = (None if curve.block_overhead is None
+            else overhead_replicates(curve.block_overhead, curve.gammas, n, int(np.random.SeedSequence([seed, 2]).generate_state(1)[0])))
+    return CostReplicates(gammas=curve.gammas, c_decode=out_dec, c_verify=out_ver, c_draft=dra, c_draft_fwd=fwd,
+                          overhead=over)

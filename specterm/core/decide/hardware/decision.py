@@ -30,6 +30,7 @@ from specterm.core.streams.bootstrap import percentile_ci
 from specterm.core.streams.estimate import num
 from specterm.core.decide.hardware.batch import FORMULA, BatchCosts
 from specterm.core.decide.hardware.curve import CostCurve, CostReplicates
+from specterm.core.decide.hardware.overhead import NOT_MEASURED
 from specterm.core.decide.optimum import best_gamma
 from specterm.core.params import ACCELERATORS, DEFAULT_ACCELERATOR, MIN_PROMPTS
 from specterm.core.report.types import ConfirmedRow, DecisionHW
@@ -133,21 +134,22 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
     grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
     c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
     c_fwd = curve.draft_fwd_on(grid)  # the engine's per-block term (None: SPEC 6's block)
+    o_g = curve.overhead_on(grid)     # the block overhead o(g) (None: not measured)
     E_t = _on_grid(gammas, E_t_all, grid)
-    S_true = costmodel.speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid, c_draft_fwd=c_fwd)
+    S_true = costmodel.speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid, c_draft_fwd=c_fwd, overhead=o_g)
     g_hw, s_hw = _best(S_true, grid)
     g_rf = s_rf = s_rf_at = None
     S_refeed = np.full(grid.shape, np.nan)
     if phi_all is not None:
         S_refeed = costmodel.speedup_hw(E_t, curve.c_decode, c_ver, curve.c_draft, grid,
-                                        _on_grid(gammas, phi_all, grid), curve.refeed_extra, c_fwd)
+                                        _on_grid(gammas, phi_all, grid), curve.refeed_extra, c_fwd, o_g)
         g_rf, s_rf = _best(S_refeed, grid)
         s_rf_at = None if g_hw is None else float(S_refeed[np.flatnonzero(grid == g_hw)[0]])
     g_ihw = s_ihw = s_true_at = None
     S_iid = np.full(grid.shape, np.nan)
     if E_i_all is not None:
         S_iid = costmodel.speedup_hw(_on_grid(gammas, E_i_all, grid), curve.c_decode, c_ver, curve.c_draft, grid,
-                                     c_draft_fwd=c_fwd)
+                                     c_draft_fwd=c_fwd, overhead=o_g)
         g_ihw, s_ihw = _best(S_iid, grid)
         s_true_at = None if g_ihw is None else float(S_true[np.flatnonzero(grid == g_ihw)[0]])
     ci_hw: list[float | None] = [None, None]
@@ -157,7 +159,7 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         j = int(np.flatnonzero(gammas == g_hw)[0])
         k = int(np.flatnonzero(reps.gammas == g_hw)[0])
         S_rep = costmodel.speedup_hw(E_b[:n, j], reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g_hw,
-                                     c_draft_fwd=reps.draft_fwd_col(k, n))
+                                     c_draft_fwd=reps.draft_fwd_col(k, n), overhead=reps.overhead_col(k, n))
         ci_hw = _ci(S_rep)
         if g_mb is not None:
             jm = int(np.flatnonzero(gammas == g_mb)[0])
@@ -169,11 +171,11 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         verdict = f"no positions in this set: nothing to decide; {mb_text}"
     else:
         E_at = float(E_t[np.flatnonzero(grid == g_hw)[0]])
-        v_star = float(costmodel.break_even_verify(E_at, curve.c_draft, curve.c_decode, g_hw, curve.draft_fwd_at(g_hw)))
+        v_star = float(costmodel.break_even_verify(E_at, curve.c_draft, curve.c_decode, g_hw, curve.draft_fwd_at(g_hw),
+                                                   curve.overhead_at(g_hw)))
         steps = curve.verify_at(g_hw) / curve.c_decode
         verdict = verdict_text(kind, g_hw, float(s_hw), ci_hw, where) + break_even_text(g_hw, v_star, steps, E_at)
-        if curve.c_draft_fwd is not None:
-            verdict += f"; block cost {curve.block_term_text()}"
+        verdict += block_clauses(curve)
         if s_rf is not None and (s_rf > 1.0) != (s_hw > 1.0):
             verdict += f" (with the 2-token draft step: {s_rf:.2f}x at g = {g_rf})"
     out.speedup_hw_ci, out.speedup_mb_ci, out.verdict_kind = _plain(ci_hw), _plain(ci_mb), kind
@@ -189,7 +191,16 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
                     "S_true_refeed": _plain(S_refeed)}
     if c_fwd is not None:  # the engine's per-block term the block cost includes (absent for torch runs)
         out.curve_hw["c_draft_fwd"] = _plain(c_fwd)
+    if o_g is not None:  # the block overhead the block cost includes (absent where not measured)
+        out.curve_hw["overhead"] = _plain(o_g)
     return too_few_prompts(out, n_prompts, where=where)
+
+
+def block_clauses(curve: CostCurve) -> str:
+    """The verdict's clauses on the block cost: the block named where it has more than SPEC 6's forwards (an
+    engine's term, the block overhead), and "block overhead not measured" where the profile has no o(g)."""
+    out = f"; block cost {curve.block_term_text()}" if curve.c_draft_fwd is not None or curve.block_overhead is not None else ""
+    return out + (f"; {NOT_MEASURED}" if curve.block_overhead is None else "")
 
 
 def too_few_prompts(out: DecisionHW, n: int | None, needs: int = MIN_PROMPTS, where: str | None = None) -> DecisionHW:
@@ -304,6 +315,7 @@ def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Ar
     r_ver = batch.c_verify[:, jj] / batch.c_verify[i1, jj]
     c_ver = np.array([curve.verify_at(int(g)) for g in bg.tolist()], dtype=np.float64)
     fwd_curve = curve.draft_fwd_on(bg)
+    o_bg = curve.overhead_on(bg)  # o(g) measured at batch 1 only: kept as it is at every B
     r_fwd = (batch.c_draft_fwd[:, jj] / batch.c_draft_fwd[i1, jj] if batch.c_draft_fwd is not None and fwd_curve is not None
              else np.ones((len(batches), bg.size)))
     rows: list[dict[str, Any]] = []
@@ -314,7 +326,7 @@ def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Ar
         else:
             fwd = None if fwd_curve is None else fwd_curve * r_fwd[i]
             S = costmodel.speedup_hw(E_all[cols], curve.c_decode * r_dec[i], c_ver * r_ver[i], curve.c_draft * r_dra[i], bg,
-                                     c_draft_fwd=fwd)
+                                     c_draft_fwd=fwd, overhead=o_bg)
             g_b, s_b = _best(S, bg)
             ci = [None, None]
             if g_b is not None and E_b is not None and batch_reps is not None and reps is not None and E_b.shape[0]:
@@ -332,7 +344,8 @@ def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Ar
                     fwd_b = base * fr
                 ci = _ci(costmodel.speedup_hw(E_b[:n, j], reps.c_decode[:n] * dec[:n, i] / dec[:n, i1],
                                               reps.c_verify[:n, k] * ver[:n, i, jb] / ver[:n, i1, jb],
-                                              reps.c_draft[:n] * dra[:n, i] / dra[:n, i1], g_b, c_draft_fwd=fwd_b))
+                                              reps.c_draft[:n] * dra[:n, i] / dra[:n, i1], g_b, c_draft_fwd=fwd_b,
+                                              overhead=reps.overhead_col(k, n)))
         rows.append({"batch": int(B), "gamma_hw": g_b, "speedup_hw": {"value": s_b, "ci": ci},
                      "c_decode": float(curve.c_decode * r_dec[i]), "c_draft": float(curve.c_draft * r_dra[i])})
         sides.append((int(B), vd.ci_side(ci)))
@@ -367,6 +380,8 @@ def q3_costs(curve: CostCurve | None) -> dict[str, Any] | None:
                            "c_verify": {int(g): float(c) for g, c in zip(curve.gammas, curve.c_verify)}}
     if curve.c_draft_fwd is not None:
         out["c_draft_fwd"] = {int(g): float(c) for g, c in zip(curve.gammas, curve.c_draft_fwd)}
+    if curve.block_overhead is not None:
+        out["overhead"] = (curve.block_overhead.a, curve.block_overhead.b)
     return out
 
 

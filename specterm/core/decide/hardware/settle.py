@@ -106,14 +106,15 @@ def set_settle(gammas: ArrayLike, E: ArrayLike, cost: dict[str, Any], n_rep: int
     Eg = np.array([lookup[int(g)] for g in grid.tolist()])
     fwd = curve.draft_fwd_on(grid)
     c_ver = np.array([curve.verify_at(int(g)) for g in grid])
-    S = costmodel.speedup_hw(Eg, curve.c_decode, c_ver, curve.c_draft, grid, c_draft_fwd=fwd)
+    o_g = curve.overhead_on(grid)
+    S = costmodel.speedup_hw(Eg, curve.c_decode, c_ver, curve.c_draft, grid, c_draft_fwd=fwd, overhead=o_g)
     fwd_b = None if reps.c_draft_fwd is None else reps.c_draft_fwd[:, cols]
     S_b = costmodel.speedup_hw(Eg[None, :], reps.c_decode[:, None], reps.c_verify[:, cols], reps.c_draft[:, None], grid,
-                               c_draft_fwd=fwd_b)
+                               c_draft_fwd=fwd_b, overhead=None if reps.overhead is None else reps.overhead[:, cols])
     S_p = None
     if E_boot is not None:
         Eb = np.asarray(E_boot, dtype=np.float64)[:, [g_all.index(int(g)) for g in grid.tolist()]]
-        S_p = costmodel.speedup_hw(Eb, curve.c_decode, c_ver[None, :], curve.c_draft, grid, c_draft_fwd=fwd)
+        S_p = costmodel.speedup_hw(Eb, curve.c_decode, c_ver[None, :], curve.c_draft, grid, c_draft_fwd=fwd, overhead=o_g)
     j = int(np.argmax(S))  # ties: the smallest g (np.argmax takes the first)
     lo, hi = (float(x) for x in percentile_ci(S_b[:, j]))
     side = lo > 1.0 or hi < 1.0 or (S_p is not None and _half(S_b[:, j]) <= SHARE * _half(S_p[:, j]))
