@@ -22,6 +22,7 @@ from specterm.core.decide.hardware import (
     timing_rows,
 )
 from specterm.core.decide.hardware.curve import cost_replicates
+from specterm.core.decide.hardware.drift import DEFAULT_SIGMA
 from specterm.core.store import Stream, load_runs, write_run
 
 GAMMAS = np.array([1, 2, 3, 4])
@@ -189,7 +190,12 @@ def test_report_and_crossstack_show_the_same_decision_checks_for_llamacpp(tmp_pa
     S = E4 * C_DECODE / (C_VERIFY[3] + 4 * C_DRAFT + FWD[3])
     row = d.confirmed_at(g)
     assert row is not None and row.decision_predicted.value == pytest.approx(S)
-    assert row.decision_predicted.ci == pytest.approx([S, S])
+    # prompts and costs without spread: the interval is the drift between sessions alone, the stated default
+    # (this machine has one session): S exp(+-1.96 sigma), the percentiles of 200 lognormal draws
+    lo, hi = row.decision_predicted.ci
+    assert row.drift is not None and row.drift["sessions"] == 0 and row.drift["sigma"] == DEFAULT_SIGMA
+    assert lo == pytest.approx(S * np.exp(-1.96 * DEFAULT_SIGMA), rel=0.03)
+    assert hi == pytest.approx(S * np.exp(1.96 * DEFAULT_SIGMA), rel=0.03)
     assert row.realized == pytest.approx(0.95) and row.K == 2 and row.timed_context == pytest.approx(36.0)
     assert row.predicted == pytest.approx(S)  # the cost-model check uses the engine's block
     # crossstack reads the report's rows (same numbers at the report's defaults)

@@ -136,6 +136,8 @@ def decision_checks(run_dir: Path, record: dict[str, Any], n_rep: int = 2000, se
     in_ci, sign_held, cost drift), stored with the record so it reads without re-running the report."""
     from specterm.core.decide.hardware import Confirmation, decision_check
     from specterm.core.decide.hardware.curve import cost_replicates
+    from specterm.core.decide.hardware.drift import machine_drift
+    from specterm.core.decide.hardware.profiles import machine_sessions
     from specterm.core.decide.hardware.uncertainty import cost_seed
 
     run = load_run(run_dir)
@@ -147,10 +149,11 @@ def decision_checks(run_dir: Path, record: dict[str, Any], n_rep: int = 2000, se
     reps = cost_replicates(cost, n_rep, cost_seed(seed, "cost"))
     conf = Confirmation(date=record["date"], device=record["device"], threads=record["threads"], complete=True,
                         results=[], record=record)
+    drift = machine_drift(machine_sessions(run.meta, here)).as_dict() if here is not None else None
     out = []
     for row in record["results"]:
         streams = [(s.id, s.a) for s in run.streams if s.corpus == row["corpus"]]
-        check = decision_check(row, conf, row["corpus"], streams, curve, reps, n_rep, seed)
+        check = decision_check(row, conf, row["corpus"], streams, curve, reps, n_rep, seed, drift)
         out.append({"corpus": row["corpus"], "gamma": row["gamma"], "realized": row["realized"], **check})
     return out
 

@@ -422,9 +422,10 @@ def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]
     R = W @ sums.M if R is None else R
     E_boot = np.stack([st.E_true(R, sums.cols, int(g)) for g in gammas.tolist()], axis=1) if R.shape[0] else None
     u = unc[idx[0]] if curve is not None else RunCostUncertainty()
+    drift = runs[idx[0]].meta.get("cost_drift")  # the profile's machine's drift (profiles.profile_meta)
     if conf is not None and curve is not None and name != POOLED:  # pooled rows mix corpora timed at different g
         streams = [(s.id, s.a) for s, _ in members]
-        confirmed = [{**row, **decision_check(row, conf, name, streams, curve, u.reps, W.shape[0], seed)}
+        confirmed = [{**row, **decision_check(row, conf, name, streams, curve, u.reps, W.shape[0], seed, drift)}
                      for row in confirmed]
     out = decision_hw(gammas, E_true, None if np.all(np.isnan(E_i)) else E_i, curve,
                       r_fallback=r_or_default(rep.r_measured) if curve is None else None,
@@ -436,7 +437,7 @@ def _set_decision_hw(rep: SetReport, name: str, members: list[tuple[Stream, int]
     if curve is not None:  # every confirmation of these costs' machine, not only the newest (SPEC 6)
         streams_all = [(s.id, s.a) for s, _ in members]
         out.confirmed_history = [ConfirmedRow.from_dict(_plain_row(
-            {**row, **decision_check(row, c, name, streams_all, curve, u.reps, W.shape[0], seed)} if name != POOLED else row))
+            {**row, **decision_check(row, c, name, streams_all, curve, u.reps, W.shape[0], seed, drift)} if name != POOLED else row))
             for c in confs for row in confirmed_rows(c, name)]
     if profile is not None and curve is not None:
         out.profile, out.machine, out.matches_this_machine = profile.id, profile.label(), matches

@@ -293,6 +293,7 @@ class ConfirmedRow(Record):
     cost_context: float | None = None
     run_cost_context: float | None = None
     predicted_session_costs: float | None = None  # leave-out E with this session's costs (what the drift explains)
+    drift: dict[str, Any] | None = None  # the drift of costs between sessions its interval carries (sigma, sessions, source)
 
 
 @dataclass(kw_only=True)

@@ -4,6 +4,8 @@
     batch.py          costs by batch size: the sparse grid and its fitted surface (BatchCosts, batch_costs)
     decision.py       the decision on this hardware (decision_hw: S_hw, g_hw, verdict, memory-bound reference)
     confirmations.py  `specterm confirm` records: parsing and the per (corpus, g) rows of the report
+    overhead.py       the whole block's cost: o(g) = a + b g outside the forwards (BlockOverhead)
+    drift.py          the drift of costs between sessions on one machine, carried by prediction intervals
 
 The formulas themselves (S_hw, the block cost, the memory-bound reference, refeed, break-even)
 live in core/decide/costmodel.py, once.

@@ -13,6 +13,7 @@ from specterm.core.decide import costmodel
 from specterm.core.streams.blockwalk import walk_table
 from specterm.core.errors import SpectermError
 from specterm.core.decide.hardware.curve import CostCurve, CostReplicates, cost_curve
+from specterm.core.decide.hardware.drift import drift_replicates
 
 CONFIRMATIONS_KEY = "confirmations"
 BATCH_COST_KEY = "batch_cost"  # run.json: the costs by batch (engines/torch/costs_torch.measure_batch_costs)
@@ -322,7 +323,8 @@ def _pct(now: float, then: float) -> float:
 
 
 def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, streams: list[tuple[str, np.ndarray]],
-                   curve: CostCurve, reps: CostReplicates | None, n_rep: int, seed: int) -> dict[str, Any]:
+                   curve: CostCurve, reps: CostReplicates | None, n_rep: int, seed: int,
+                   drift: dict[str, Any] | None = None) -> dict[str, Any]:
     """SPEC 6's decision check of one confirmed row: what the run's decision predicts for K new prompts.
 
         E_out     = sum tokens / sum blocks at g over the set's streams WITHOUT the timed prompts
@@ -330,7 +332,9 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
         value     = S_hw(g) with E_out and the run's stored robust costs (`curve`; with its engine per-block
                     term c_draft_fwd(g) when it has one, here and in every replicate: costmodel)
         ci        = 95% prediction interval for K prompts: replicate b draws K leave-out streams with
-                    replacement (E = their tokens / blocks) and pairs it with cost replicate b (`reps`)
+                    replacement (E = their tokens / blocks) and pairs it with cost replicate b (`reps`),
+                    times exp(sigma Z_b), the drift of costs between sessions on the machine (`drift`:
+                    drift.Drift.as_dict(), the profile's cost_drift; sigma 0 without one)
         in_ci     = lo <= realized <= hi;  sign_held = (realized > 1) == (value > 1) (the report replaces it
                     at g_hw by the verdict's side: decision.verdict_sign_held; None for no reliable gain)
         cost_drift_pct = 100 (this session's robust cost / the run's - 1) for c_decode, c_verify(g), c_draft
@@ -353,7 +357,9 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
                            "sign_held": None, "leave_out_streams": len(leave), "K": len(timed),
                            "excluded": sorted(str(i) for i in ids), "cost_drift_pct": None,
                            "timed_context": None, "cost_context": conf.record.get("cost_context"),
-                           "run_cost_context": curve.context, "predicted_session_costs": None}
+                           "run_cost_context": curve.context, "predicted_session_costs": None,
+                           **({"drift": dict(drift)} if drift else {})}
+    sigma = float(drift["sigma"]) if drift and isinstance(drift.get("sigma"), (int, float)) else 0.0
     if not leave or g not in set(curve.gammas.tolist()):
         return out
     tokens, blocks = walk_table(leave, np.array([g]))
@@ -368,6 +374,8 @@ def decision_check(row: dict[str, Any], conf: Confirmation, set_name: str, strea
         n = idx.shape[0]
         S = costmodel.speedup_hw(E_K, reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g,
                                  c_draft_fwd=reps.draft_fwd_col(k, n), overhead=reps.overhead_col(k, n))
+        if sigma > 0:
+            S = S * drift_replicates(sigma, n, seed)
         lo, hi = np.percentile(S, [2.5, 97.5])
         ci = [float(lo), float(hi)]
     realized = float(row["realized"])

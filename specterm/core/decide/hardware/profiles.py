@@ -36,6 +36,7 @@ from datetime import datetime
 from typing import Any
 
 from specterm.core.decide.machine import Machine, short_device_name
+from specterm.core.decide.hardware.drift import machine_drift
 
 PROFILES_KEY = "profiles"
 BUSY_LOAD_PER_CORE = 1.0     # a 1-minute load average above the core count: busy
@@ -322,9 +323,30 @@ def shown_profile(profiles: list[Profile], machine: Machine, engine: str,
     return (profiles[-1], False) if profiles else (None, False)
 
 
+def same_machine(a: Profile, b: Profile) -> bool:
+    """Two profiles of one machine: the same engine, device kind and name, and thread count."""
+    return (a.engine.get("name") == b.engine.get("name") and a.device.get("kind") == b.device.get("kind")
+            and a.device.get("name") == b.device.get("name") and a.device.get("threads") == b.device.get("threads"))
+
+
+def machine_sessions(meta: dict[str, Any], profile: Profile, profiles: list[Profile] | None = None) -> list[dict[str, Any]]:
+    """The cost dicts of every session on `profile`'s machine (SPEC 6 "Intervals that cover"): the profiles of
+    the same machine (`same_machine`) and the confirmations that ran on one of them, oldest profile first."""
+    profiles = run_profiles(meta) if profiles is None else profiles
+    mine = [p for p in profiles if same_machine(p, profile)]
+    ids = {p.id for p in mine}
+    confs = meta.get("confirmations")
+    out = [p.cost for p in mine]
+    out += [c["cost"] for c in (confs if isinstance(confs, list) else [])
+            if isinstance(c, dict) and isinstance(c.get("cost"), dict) and confirmation_profile(c, profiles) in ids]
+    return out
+
+
 def profile_meta(meta: dict[str, Any], profile: Profile | None, profiles: list[Profile] | None = None) -> dict[str, Any]:
     """The run's metadata as the decision sees it for `profile`: its costs as `cost` and
-    `batch_cost`, and only the confirmations that ran on it (None: no costs, no confirmations)."""
+    `batch_cost`, only the confirmations that ran on it, and `cost_drift`, the drift of costs between
+    sessions on its machine (drift.machine_drift over `machine_sessions`) that its prediction intervals
+    carry (None: no costs, no confirmations)."""
     out = {k: v for k, v in meta.items() if k not in ("cost", "batch_cost", "confirmations")}
     if profile is None:
         return out
@@ -335,6 +357,7 @@ def profile_meta(meta: dict[str, Any], profile: Profile | None, profiles: list[P
     confs = meta.get("confirmations")
     out["confirmations"] = [c for c in (confs if isinstance(confs, list) else [])
                             if isinstance(c, dict) and confirmation_profile(c, profiles) == profile.id]
+    out["cost_drift"] = machine_drift(machine_sessions(meta, profile, profiles)).as_dict()
     return out
 
 
