@@ -349,3 +349,64 @@ def test_check_runs_on_the_cpu_offline_from_the_carry_alone(tmp_path):
     report = json.loads((dest / "report.json").read_text())
     assert report["sets"]["pooled"]["n_streams"] == 10
     assert proc.stdout.rstrip().splitlines()[-1].startswith("| total |")
+
+
+# ------------------------------------------------------------- --synthetic (issue 51) ---
+
+synthetic = _load("synthetic")
+
+
+def test_the_replay_plan_accepts_exactly_where_the_bits_say():
+    y = np.array([5, 9, 0, 3, 9])
+    bits = np.array([1, 0, 1, 0, 0])
+    plan = synthetic.plan_tokens(y, bits, 10)
+    assert plan == [5, 0, 0, 4, 0]  # y_t where 1, (y_t + 1) mod 10 where 0
+    assert [int(p == t) for p, t in zip(plan, y)] == bits.tolist()
+
+
+def test_the_replay_drafter_runs_the_real_forward_and_proposes_the_plan():
+    import torch
+
+    from specterm.engines.torch.models_torch import forward_logits, new_cache
+
+    draft = synthetic.build("0.5B", 2, "cpu", shrink=True)
+    replay = synthetic.make_replay(draft)
+    prompt, plan = [3, 1, 4, 1], [7, 8, 9]
+    replay.bind(len(prompt), plan)
+    calls = []
+    h = draft.register_forward_hook(lambda m, a, o: calls.append(1))
+    cache = new_cache(replay)
+    row = forward_logits(replay, torch.tensor([prompt]), cache)[0, -1]  # predicts y_0
+    assert int(row.argmax()) == 7 and len(calls) == 1
+    row = forward_logits(replay, torch.tensor([[7, 8]]), cache)[0, -1]  # a 2-token step: its last row predicts y_2
+    assert int(row.argmax()) == 9 and len(calls) == 2
+    h.remove()
+    # nothing bound: the real draft's logits
+    plain = synthetic.make_replay(draft)
+    ref = forward_logits(draft, torch.tensor([prompt]), new_cache(draft))[0, -1]
+    assert torch.equal(forward_logits(plain, torch.tensor([prompt]), new_cache(draft))[0, -1], ref)
+
+
+@pytest.mark.slow
+def test_synthetic_check_dry_run_on_the_cpu(tmp_path):
+    """`check.sh DEST --synthetic --device cpu --shrink` within its budget: the oracle in float32 and bfloat16,
+    costs with the block overhead, confirm through the replay drafter (its target calls are the walk's on the
+    shipped Qwen bits: tokens per call = E of those prompts exactly, outputs = y), HF assisted beside greedy."""
+    dest = tmp_path / "out"
+    t0 = time.perf_counter()
+    proc = subprocess.run(["bash", str(GPU / "check.sh"), str(dest), "--synthetic", "--device", "cpu", "--shrink",
+                           "--sizes", "1.5B", "--budget-s", "300"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}, timeout=400)
+    assert proc.returncode == 0, proc.stderr + (dest / "check.log").read_text()
+    assert time.perf_counter() - t0 < 300
+    (res,) = json.loads((dest / "synthetic.json").read_text())
+    assert res["oracle_f32"]["positions"] > 0 and res["oracle_bf16"]["positions"] == res["oracle_f32"]["positions"]
+    c = res["costs"]
+    assert c["overhead_a_s"] is not None and c["overhead_b_s"] is not None and "o(g)" in c["verdict"]
+    rows = res["confirm"]
+    assert len({r["gamma"] for r in rows}) >= 3
+    for r in rows:
+        assert r["identical"] and r["tokens_per_call"] == pytest.approx(r["walk_E"])
+    hf = res["hf"]
+    assert hf["realized"] > 0 and hf["identical"] == hf["prompts"] and hf["predicted"] is not None
+    assert (dest / "synthetic.md").read_text().startswith("| pair |")

@@ -3,6 +3,15 @@
 # a budget (default 480 s), using only what benchmarks/gpu/prepare.sh put in CARRY.
 #
 #   bash benchmarks/gpu/check.sh DEST [--device cuda|cpu] [--budget-s 480] [--carry DIR]
+#   bash benchmarks/gpu/check.sh DEST --synthetic [--device cuda|cpu] [--budget-s 480] [--shrink] [--sizes 1.5B,7B]
+#
+# --synthetic: real sizes with nothing carried but the config (benchmarks/gpu/synthetic.py, issue 51):
+# Qwen2-architecture pairs of real shapes (0.5B-shaped draft; 1.5B- and, where memory allows, 7B-shaped
+# targets) with seeded random weights built on the box, the oracle in float32 and bfloat16, `costs` with
+# the block overhead and `confirm` at the decision's g and two others through a replay drafter (the
+# shipped Qwen run's bits), and Hugging Face assisted generation timed against greedy. specterm comes
+# from this repository (PYTHONPATH), nothing is installed; DEST gets check.log, synthetic.json and
+# synthetic.md. --shrink: small shapes of the same architecture (the `--device cpu` dry run).
 #
 # DEST (new or empty) gets at most 8 files, each <= 16 MiB: check.log, env.json, device_vs_cpu.json,
 # bf16_vs_f32.json, report.json, runs.tar.gz (the three runs), summary.md. The summary table is
@@ -26,20 +35,39 @@
 # caches live in a temporary folder. PYTHON (default python3) is the box's python.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-usage() { echo "usage: check.sh DEST [--device cuda|cpu] [--budget-s 480] [--carry DIR]" >&2; exit 2; }
+usage() { echo "usage: check.sh DEST [--device cuda|cpu] [--budget-s 480] [--carry DIR] | DEST --synthetic [--device cuda|cpu] [--budget-s 480] [--shrink] [--sizes 1.5B,7B]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 DEST=$1; shift
-DEVICE=cuda; BUDGET=480; CARRY=$HERE/carry
+DEVICE=cuda; BUDGET=480; CARRY=$HERE/carry; SYNTHETIC=0; SHRINK=(); SIZES=1.5B,7B
 while [ $# -gt 0 ]; do
   case $1 in
     --device) DEVICE=${2:-}; shift 2 ;;
     --budget-s) BUDGET=${2:-}; shift 2 ;;
     --carry) CARRY=${2:-}; shift 2 ;;
+    --synthetic) SYNTHETIC=1; shift ;;
+    --shrink) SHRINK=(--shrink); shift ;;
+    --sizes) SIZES=${2:-}; shift 2 ;;
     *) usage ;;
   esac
 done
 [[ $DEVICE == cuda || $DEVICE == cpu || $DEVICE == cuda:* ]] || { echo "--device must be cuda or cpu" >&2; exit 2; }
 [[ $BUDGET =~ ^[0-9]+$ ]] || { echo "--budget-s must be a whole number of seconds" >&2; exit 2; }
+if (( SYNTHETIC )); then
+  mkdir -p "$DEST" && DEST=$(cd "$DEST" && pwd)
+  [ -z "$(ls -A "$DEST")" ] || { echo "$DEST is not empty; give a new or empty folder for the results." >&2; exit 2; }
+  REPO=$(cd "$HERE/../.." && pwd)
+  export PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH} HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PIP_NO_INDEX=1
+  export TOKENIZERS_PARALLELISM=false PYTHONDONTWRITEBYTECODE=1 NVIDIA_TF32_OVERRIDE=0 SPECTERM_CACHE=
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/specterm-synthetic.XXXXXX")
+  # the runs stay in WORK (removed after); the numbers go to DEST; SIGINT at the budget keeps what is written
+  timeout --foreground --signal=INT --kill-after=20 "$BUDGET" "${PYTHON:-python3}" "$HERE/synthetic.py" "$WORK" \
+    --device "$DEVICE" --budget-s $(( BUDGET > 60 ? BUDGET - 30 : BUDGET )) --sizes "$SIZES" "${SHRINK[@]}" >"$DEST/check.log" 2>&1
+  rc=$?
+  for f in synthetic.json synthetic.md; do [ -f "$WORK/$f" ] && cp "$WORK/$f" "$DEST/$f"; done
+  rm -rf "$WORK"
+  [ -f "$DEST/synthetic.md" ] && cat "$DEST/synthetic.md"
+  exit $rc
+fi
 [ -f "$CARRY/manifest.json" ] || { echo "$CARRY/manifest.json is missing; run benchmarks/gpu/prepare.sh on a connected machine and copy its folder here." >&2; exit 2; }
 mkdir -p "$DEST" && DEST=$(cd "$DEST" && pwd) && CARRY=$(cd "$CARRY" && pwd)
 [ -z "$(ls -A "$DEST")" ] || { echo "$DEST is not empty; give a new or empty folder for the results." >&2; exit 2; }

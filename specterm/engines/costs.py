@@ -177,9 +177,10 @@ class Quiet:
 
 
 def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: None, cancel: Any = None,
-            warn: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+            warn: Callable[[str], None] = lambda m: None, pair: Any = None) -> dict[str, Any]:
     """Measure a cost profile of this machine for the run (module docstring) and append it to run.json;
-    returns the profile record."""
+    returns the profile record. `pair`: an open pair to time (not closed here; None: the run's engine opens
+    the run's models)."""
     run_dir = Path(config.run)
     run = load_run(run_dir)
     check_unlocked(run_dir)  # before minutes of loading, as confirm does
@@ -194,8 +195,10 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
         raise SpectermError("the run has no analysed positions; nothing to decide.")
     engine = engine_for(run.meta)
     t_load = time.perf_counter()
-    pair = engine.open(run.meta, OpenOptions(target=config.target, draft=config.draft, device=config.device,
-                                             dtype=config.dtype, threads=threads), report)
+    own = pair is None
+    if pair is None:
+        pair = engine.open(run.meta, OpenOptions(target=config.target, draft=config.draft, device=config.device,
+                                                 dtype=config.dtype, threads=threads), report)
     try:
         load_s = time.perf_counter() - t_load
         ctx_len, ctx, context_rule = context_length(run, pair.encode)
@@ -227,7 +230,8 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
             report(Progress("cost", f"timing the by-batch grid at context {ctx_len}"))
             batch_record = pair.batch_costs(sampler, ctx, on_measure, cancel)
     finally:
-        pair.close()
+        if own:
+            pair.close()
     record = new_profile(cost, described, source="measured by specterm costs", batch_cost=batch_record,
                          context_rule=context_rule, **profile_extra)
     add_profile(run_dir, record)
