@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import sys
 import time
@@ -376,9 +377,6 @@ def check_pair(size: str, args: argparse.Namespace, out: Path, budget: Budget, l
     step("oracle-bf16", 20, oracle_bf16)
     if (bf16 / "prompts.jsonl").exists():
         res["oracle_bf16"] = oracle_summary(bf16)
-    del target, draft, replay, rpair, pair32
-    if device.startswith("cuda"):
-        torch.cuda.empty_cache()
     return res
 
 
@@ -444,6 +442,9 @@ def main(argv: list[str]) -> int:
             results.append({"target": size, "draft": "0.5B", "shrink": args.shrink, "steps": {"all": "skipped: budget"}})
             continue
         results.append(check_pair(size, args, args.out, budget, log))
+        gc.collect()  # the pair's models go with check_pair's frame: free them before the next size
+        if args.device.startswith("cuda"):
+            torch.cuda.empty_cache()
         (args.out / "synthetic.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
     (args.out / "synthetic.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
     (args.out / "synthetic.md").write_text(markdown(results), encoding="utf-8")
