@@ -94,3 +94,21 @@ def test_the_prediction_interval_carries_the_drift():
     assert lo == pytest.approx(S * np.exp(-1.96 * sigma), rel=0.01) and hi == pytest.approx(S * np.exp(1.96 * sigma), rel=0.01)
     assert out["decision_predicted"]["value"] == pytest.approx(S)  # the point does not move
     assert out["in_ci"] is True and out["drift"]["sigma"] == sigma  # 0.6 lies in [0.46, 0.68]
+
+
+def test_an_engine_settings_interval_carries_the_drift_too():
+    """core/settings' prediction interval for a policy (the engine-settings checks of the calibration table):
+    identical streams and fixed costs give a point without drift and S exp(+-1.96 sigma) with it."""
+    from specterm.core.settings.speedup import FIXED, BlockCosts, Policy, prediction_interval, stack
+
+    bits = [np.array([1, 1, 0, 1, 1, 0] * 5, np.uint8) for _ in range(8)]
+    s = stack(bits, [None] * len(bits))
+    costs = BlockCosts(c_decode=1.0, c_verify=1.0 + 0.1 * np.arange(9), c_draft=0.2, c_fwd=None, measured=False)
+    p = Policy(FIXED, 2)
+    value, (lo, hi) = prediction_interval(s, p, costs, 2, 20000, 0)
+    assert lo == pytest.approx(value) and hi == pytest.approx(value)
+    sigma = 0.05
+    value2, (lo2, hi2) = prediction_interval(s, p, costs, 2, 20000, 0, sigma)
+    assert value2 == pytest.approx(value)
+    assert lo2 == pytest.approx(value * np.exp(-1.96 * sigma), rel=0.01)
+    assert hi2 == pytest.approx(value * np.exp(1.96 * sigma), rel=0.01)

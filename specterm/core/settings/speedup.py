@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 from specterm.core.streams.bootstrap import percentile_ci
 from specterm.core.errors import SpectermError
 from specterm.core.decide.hardware.curve import CostCurve, CostReplicates
+from specterm.core.decide.hardware.drift import drift_replicates
 from specterm.core.decide.replay import block_starts, check_gamma, replay_heuristic
 
 Array = NDArray[np.float64]
@@ -287,10 +288,11 @@ def point_speedup(n: IntArray, H: IntArray, costs: BlockCosts, policy: Policy) -
 
 
 def policy_speedup(n: IntArray, H: IntArray, costs: BlockCosts, policy: Policy,
-                   W: np.ndarray | None = None) -> PolicySpeedup:
+                   W: np.ndarray | None = None, drift: Array | None = None) -> PolicySpeedup:
     """S = sum n c_decode / sum_d H[d] c_block(d) (module docstring) and its interval: replicate b
     pairs the prompt resample W[b] (B x N multinomial weights) with cost replicate b, as
-    hardware.decision_hw does; measured costs without replicates give no interval."""
+    hardware.decision_hw does, times drift[b] where given (a prediction interval's drift of costs between
+    sessions, hardware/drift.py); measured costs without replicates give no interval."""
     width = max(costs.width, H.shape[1])
     if width > costs.width:
         raise SpectermError(f"{policy.describe()} drafts {H.shape[1] - 1} tokens in a block, beyond the {costs.width - 1} "
@@ -309,10 +311,10 @@ def policy_speedup(n: IntArray, H: IntArray, costs: BlockCosts, policy: Policy,
             if rep is not None and costs.rep_decode is not None:
                 k = min(Wm.shape[0], rep.shape[0])
                 S = (Wm[:k] @ n) * costs.rep_decode[:k] / np.einsum("bd,bd->b", Wm[:k] @ H, rep[:k])
-                ci = _ci(S)
+                ci = _ci(S if drift is None else S * drift[:k])
         else:
             S = (Wm @ n) * costs.c_decode / ((Wm @ H) @ costs.block(policy))
-            ci = _ci(S)
+            ci = _ci(S if drift is None else S * drift[: S.size])
     return PolicySpeedup(policy=policy, value=value, ci=ci,
                          tokens_per_block=float(n.sum() / nb) if nb else None,
                          drafted_per_block=float((blocks @ d) / nb) if nb else None)
@@ -324,10 +326,12 @@ def _ci(S: Array) -> tuple[float | None, float | None]:
 
 
 def prediction_interval(s: Streams, policy: Policy, costs: BlockCosts, K: int, boot: int,
-                        seed: int) -> tuple[float | None, tuple[float | None, float | None]]:
+                        seed: int, sigma: float = 0.0) -> tuple[float | None, tuple[float | None, float | None]]:
     """SPEC 6's decision check for a policy: S on the leave-out streams `s` at the point costs, and a 95%
     *prediction* interval for K new prompts: replicate b draws K of the streams with replacement and
-    pairs them with cost replicate b (prompts only without cost replicates)."""
+    pairs them with cost replicate b (prompts only without cost replicates), times exp(sigma Z_b), the
+    drift of costs between sessions on the profile's machine (hardware/drift.py; the profile's
+    cost_drift sigma, 0: none)."""
     N = s.ends.size
     if N == 0 or K < 1:
         return None, (None, None)
@@ -338,5 +342,5 @@ def prediction_interval(s: Streams, policy: Policy, costs: BlockCosts, K: int, b
     draws = rng.integers(0, N, size=(boot, K))
     W = np.zeros((boot, N))
     np.add.at(W, (np.repeat(np.arange(boot), K), draws.ravel()), 1.0)
-    got = policy_speedup(n, H, costs, policy, W)
+    got = policy_speedup(n, H, costs, policy, W, drift_replicates(sigma, boot, seed) if sigma > 0 else None)
     return value, got.ci

@@ -98,6 +98,7 @@ def confirm_settings(run_dir: Path, per_corpus: int = 2, threads: int | None = N
     if prof is None or not prof.matches(machine, "llama.cpp"):
         raise SpectermError(f"this run has no llama.cpp cost profile of this machine; measure one with `specterm costs {run_dir}`.")
     view = profile_meta(run.meta, prof)
+    drift = view["cost_drift"]  # the drift of costs between sessions on this machine its intervals carry
     curve = cost_curve(view.get("cost"))
     reps = run_cost_uncertainty(view, BOOT, SEED).reps
     log("analysing the run for its engine settings")
@@ -150,13 +151,13 @@ def confirm_settings(run_dir: Path, per_corpus: int = 2, threads: int | None = N
         others = [x for x in run.streams if x.corpus == corpus and x.id not in {r["id"] for r in rows}]
         costs = block_costs(curve, reps, max(int(curve.gammas.max()) if curve is not None else 32, 64), 0.2)
         leave = stack([x.a for x in others], [None if x.draft_conf is None else x.analysed(x.draft_conf) for x in others])
-        value, pi = prediction_interval(leave, policy, costs, len(rows), BOOT, SEED)
+        value, pi = prediction_interval(leave, policy, costs, len(rows), BOOT, SEED, drift["sigma"])
         mine = stack([x.a for x in timed], [None if x.draft_conf is None else x.analysed(x.draft_conf) for x in timed])
         H = depth_counts(mine, policy, costs.width)
         realized = sum(r["greedy_s"] for r in rows) / sum(r["spec_s"] for r in rows)
         result = {"corpus": corpus, "policy": policy.describe(), "settings": llama_settings(policy),
                   "speculate": es.speculate, "prompts": len(rows), "realized": realized, "predicted": value,
-                  "pi": list(pi), "in_pi": pi[0] is not None and pi[1] is not None and pi[0] <= realized <= pi[1],
+                  "pi": list(pi), "drift": drift, "in_pi": pi[0] is not None and pi[1] is not None and pi[0] <= realized <= pi[1],
                   "tokens_per_call": sum(r["tokens"] for r in rows) / max(1, sum(r["target_calls"] for r in rows)),
                   "tokens_per_call_replay": float(mine.lengths.sum() / max(1, H.sum())),
                   "identical_prompts": sum(r["identical"] for r in rows), "rows": rows,

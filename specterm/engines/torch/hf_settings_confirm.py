@@ -84,6 +84,7 @@ def confirm_hf_settings(run_dir: Path, per_corpus: int = 2, corpora: tuple[str, 
     if prof is None or not prof.matches(machine, run_engine(run.meta)):
         raise SpectermError(f"this run has no cost profile of this machine; measure one with `specterm costs {run_dir}`.")
     view = profile_meta(run.meta, prof)
+    drift = view["cost_drift"]  # the drift of costs between sessions on this machine its intervals carry
     curve, reps = cost_curve(view.get("cost")), run_cost_uncertainty(view, BOOT, SEED).reps
     log("analysing the run for its engine settings")
     report = analyse([run], boot=BOOT)
@@ -128,11 +129,11 @@ def confirm_hf_settings(run_dir: Path, per_corpus: int = 2, corpora: tuple[str, 
         others = [x for x in run.streams if x.corpus == corpus and x.id not in {r["id"] for r in rows}]
         costs = block_costs(curve, reps, max(int(curve.gammas.max()) if curve is not None else 32, 64), 0.2)
         leave = stack([x.a for x in others], [None if x.draft_conf is None else x.analysed(x.draft_conf) for x in others])
-        value, pi = prediction_interval(leave, policy, costs, len(rows), BOOT, SEED)
+        value, pi = prediction_interval(leave, policy, costs, len(rows), BOOT, SEED, drift["sigma"])
         realized = sum(r["greedy_s"] for r in rows) / sum(r["spec_s"] for r in rows)
         record["results"].append({"corpus": corpus, "policy": policy.describe(), "settings": settings,
                                   "speculate": es.speculate, "prompts": len(rows), "realized": realized,
-                                  "predicted": value, "pi": list(pi),
+                                  "predicted": value, "pi": list(pi), "drift": drift,
                                   "in_pi": pi[0] is not None and pi[1] is not None and pi[0] <= realized <= pi[1],
                                   "rows": rows, "report_predicted": es.predicted.to_dict()})
         index = write_confirmation_key(run_dir, SETTINGS_CONFIRMATIONS_KEY, record, index)
