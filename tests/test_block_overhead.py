@@ -193,3 +193,47 @@ def test_torch_times_whole_blocks_along_the_stored_y(tiny_model_dir, tmp_path):
             t = pair.block_timed(it, g, None)
             assert t.tokens == it.y and t.blocks == it.blocks[g]
             assert 0 < t.wall_s - t.forwards_wall_s < t.wall_s and t.forwards_cpu_s <= t.cpu_s
+
+
+def test_the_llamacpp_log_gives_the_time_inside_and_outside_the_models():
+    """The stored `llama-speculative-simple -v` log (SmolLM2, g = 4): its perf summary read by hand: the target's
+    prompt eval 5898.33 ms + eval 0.00 ms, the prompt's encode 2.096 s, the speculator's dur(b,g,a) = 0.003,
+    2567.276, 0.006 ms, the decode loop 6.425 s over 6 blocks."""
+    from pathlib import Path
+
+    from specterm.core.compare.speclog import parse_speculative_log
+
+    log = parse_speculative_log((Path(__file__).parent / "data" / "speculative-simple-smollm2-g4.log").read_text())
+    assert log.target_eval_s == pytest.approx(5.89833) and log.draft_s == pytest.approx(2.567285)
+    assert log.forwards_s == pytest.approx(5.89833 - 2.096 + 2.567285)
+    assert log.outside_s == pytest.approx(6.425 - (5.89833 - 2.096) - 2.567285) and log.target_calls == 6
+
+
+def test_llamacpp_times_whole_blocks_with_its_own_decoder(monkeypatch, tmp_path):
+    """LlamaPair.block_timed runs llama-speculative-simple as confirm does and reports its log's times; without
+    the binary it says what to do in one sentence."""
+    from pathlib import Path
+
+    import numpy as np_
+
+    from specterm.core.compare.speclog import parse_speculative_log
+    from specterm.core.store import Stream
+    from specterm.engines.base import Item
+    from specterm.engines.llamacpp import LlamaPair
+    from specterm.engines.llamacpp import binaries as B
+    from specterm.engines.llamacpp import confirm_llamacpp as CL
+
+    text = (Path(__file__).parent / "data" / "speculative-simple-smollm2-g4.log").read_text()
+    cmds = []
+    monkeypatch.setattr(CL, "run_speculative", lambda cmd, timeout=1800.0: (cmds.append(cmd) or parse_speculative_log(text), 9.9, text))
+    pair = LlamaPair(Path("t.gguf"), Path("d.gguf"), 1, lambda p: None)
+    s = Stream(id="a", corpus="code", bits=np_.ones(28, np_.uint8), prompt="def fib(n):", y=np_.arange(28, dtype=np_.int32))
+    item = Item(stream=s, ids=[1, 2, 3], y=list(range(28)), n=28, blocks={4: 6}, refeeds={4: 5})
+    monkeypatch.setattr(B, "find_binary", lambda d=None: None)
+    with pytest.raises(SpectermError, match="llama-speculative-simple"):
+        pair.block_timed(item, 4, None)
+    monkeypatch.setattr(B, "find_binary", lambda d=None: tmp_path / "llama-speculative-simple")
+    t = pair.block_timed(item, 4, None)
+    assert cmds[0][cmds[0].index("--spec-draft-n-max") + 1] == "4"
+    assert t.blocks == 6 and t.wall_s == pytest.approx(6.425)
+    assert t.wall_s - t.forwards_wall_s == pytest.approx(6.425 - (5.89833 - 2.096) - 2.567285)

@@ -21,8 +21,9 @@ profiles"), written once against the engine interface (engines/base.py), so it r
    whose gate held, so the blocks are the walk's) at BLOCK_GAMMAS and the pooled g_hw, BLOCK_REPEATS times,
    after one untimed warm-up; per generation the time outside its forwards on the decision clock, fitted
    as o(g) = a + b g (core/decide/hardware/overhead.py) and stored as cost.block_overhead with its samples.
-   An engine that cannot (llama.cpp: its decoder is a separate binary) stores none, and its verdicts say
-   the block overhead was not measured.
+   llama.cpp times its own decoder (llama-speculative-simple) and reads the seconds inside the models from
+   its perf summary (core/compare/speclog); where that cannot run (no binary) the profile stores none, a
+   warning says why, and its verdicts say the block overhead was not measured.
 6. `batch`: the by-batch grid (B = 1, 2, 4, 8) after the rounds, reusing their B = 1 forwards.
 7. The profile is appended to run.json's `profiles` under the run's lock (old runs' costs are first
    written out as their migrated profiles); nothing is written before the end, so Ctrl-C keeps
@@ -222,8 +223,13 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
             settled = settle_all(curves, gammas, cost)
             g_hw = (settled.get(POOLED) or next(iter(settled.values()))).gamma_hw if settled else None
             g_block = sorted(set(BLOCK_GAMMAS) | ({g_hw} if g_hw is not None else set()))
-            samples = block_samples(pair, run, g_block, str(cost.get("decision_clock") or "wall"), config, cancel, report)
-            cost[OVERHEAD_KEY] = overhead_record(samples, "cpu" if cost.get("decision_clock") == "cpu" else "wall")
+            try:
+                samples = block_samples(pair, run, g_block, str(cost.get("decision_clock") or "wall"), config, cancel,
+                                        report)
+            except SpectermError as e:  # e.g. llama.cpp without its speculative binary: the profile says not measured
+                warn(f"the block overhead was not measured: {e}")
+            else:
+                cost[OVERHEAD_KEY] = overhead_record(samples, "cpu" if cost.get("decision_clock") == "cpu" else "wall")
         cost["timing_s"] = time.perf_counter() - t0
         cost["load_s"] = load_s
         if config.batch:

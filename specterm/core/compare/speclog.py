@@ -36,6 +36,9 @@ _ACCEPTED = re.compile(r"accepted (\d+)/(\d+) draft tokens, the last target toke
 _DECODED = re.compile(r"decoded\s+(\d+) tokens in\s+([0-9.]+) seconds")
 _ENCODED = re.compile(r"encoded\s+(\d+) tokens in\s+([0-9.]+) seconds")
 # with -v the log adds a "0.14.082.304 I " prefix (time, level) to every line
+_PROMPT_EVAL = re.compile(r"prompt eval time =\s*([0-9.]+) ms")
+_EVAL = re.compile(r"(?<!prompt )eval time =\s*([0-9.]+) ms")
+_DRAFT_DUR = re.compile(r"dur\(b,g,a\) =\s*([0-9.]+),\s*([0-9.]+),\s*([0-9.]+) ms")
 _COUNTER = re.compile(r"^(?:[\d.]+ [A-Z] )?\s*(n_draft|n_predict|n_drafted|n_accept)\s*=\s*(\d+)", re.MULTILINE)
 
 
@@ -63,6 +66,22 @@ class SpecLog:
     encoded_tokens: int | None = None
     encoded_s: float | None = None
     counters: dict[str, int] = field(default_factory=dict)
+    target_eval_s: float | None = None  # the target context's perf: prompt eval + eval time (every decode)
+    draft_s: float | None = None        # the speculator's own durations, begin + gen + accept (the draft's work)
+
+    @property
+    def forwards_s(self) -> float | None:
+        """Seconds of the decode loop inside the models: the target's decodes but the prompt's (target_eval_s -
+        encoded_s) plus the draft speculator's durations; None when the log lacks one of them."""
+        if self.target_eval_s is None or self.draft_s is None or self.encoded_s is None:
+            return None
+        return self.target_eval_s - self.encoded_s + self.draft_s
+
+    @property
+    def outside_s(self) -> float | None:
+        """Seconds of the decode loop outside the models (SPEC 6 "The whole block's cost"): decoded_s - forwards_s."""
+        fw = self.forwards_s
+        return None if fw is None or self.decoded_s is None else self.decoded_s - fw
 
     @property
     def tokens(self) -> list[int]:
@@ -118,7 +137,18 @@ def parse_speculative_log(text: str, seq_id: int = 0) -> SpecLog:
     return SpecLog(blocks=tuple(blocks),
                    decoded_tokens=int(dec.group(1)) if dec else None, decoded_s=float(dec.group(2)) if dec else None,
                    encoded_tokens=int(enc.group(1)) if enc else None, encoded_s=float(enc.group(2)) if enc else None,
-                   counters={m.group(1): int(m.group(2)) for m in _COUNTER.finditer(text)})
+                   counters={m.group(1): int(m.group(2)) for m in _COUNTER.finditer(text)}, **_loop_times(text))
+
+
+def _loop_times(text: str) -> dict[str, float | None]:
+    """target_eval_s and draft_s from the summary the log ends with: the target context's perf lines (after
+    "target:", `common_perf_print: prompt eval time = X ms` and `eval time = X ms`) and the draft-simple
+    statistics' `dur(b,g,a) = b, g, a ms` (after "draft:"); None where absent."""
+    tail = text[text.rfind("target:"):] if "target:" in text else ""
+    pe, ev, dur = _PROMPT_EVAL.search(tail), _EVAL.search(tail), _DRAFT_DUR.search(text)
+    target = None if pe is None or ev is None else (float(pe.group(1)) + float(ev.group(1))) / 1e3
+    draft = None if dur is None else sum(float(dur.group(i)) for i in (1, 2, 3)) / 1e3
+    return {"target_eval_s": target, "draft_s": draft}
 
 
 def capped_walk_accepts(bits: npt.NDArray[np.uint8], gamma: int, n_predict: int) -> npt.NDArray[np.int64]:

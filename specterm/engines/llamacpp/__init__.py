@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specterm.engines.base import BatchCostJob, Generation, Item, MeasureCallback, OpenOptions, Sampler, StepCallback
+from specterm.engines.base import BatchCostJob, BlockTiming, Generation, Item, MeasureCallback, OpenOptions, Sampler, StepCallback
 
 if TYPE_CHECKING:
     from specterm.engines.base import ConfirmConfig, ConfirmSession
@@ -80,6 +80,31 @@ class LlamaPair:
         self._models = self._vocab = None
 
     # specterm confirm (engines/confirm.py): the timed generations are engines/llamacpp/confirm_llamacpp.py's
+
+    def block_timed(self, item: Item, gamma: int, cancel: Any) -> BlockTiming:
+        """llama.cpp's own speculative decoder (llama-speculative-simple, as `confirm --engine llama.cpp` runs it)
+        on item's prompt at draft length `gamma`, for the block overhead: its blocks, its decode loop's seconds
+        ("decoded ... in X seconds") and the seconds inside the models its perf summary reports
+        (core/compare/speclog.SpecLog.forwards_s). Wall time only: the binary's own clocks, on 1 thread the
+        forward's own time on a quiet machine."""
+        from specterm.core.compare.speclog import n_predict_for
+        from specterm.core.errors import SpectermError
+        from specterm.engines.llamacpp import binaries as B
+        from specterm.engines.llamacpp.confirm_llamacpp import run_speculative, speculative_command
+
+        exe = self.exe or B.find_binary(None)
+        if exe is None:
+            raise SpectermError(f"timing whole blocks in llama.cpp needs {B.SPEC_BINARY}; {B.BUILD_HINT} "
+                                "(or pass --no-block-overhead).")
+        self.exe = exe
+        assert item.stream.prompt is not None
+        slog, _, _ = run_speculative(speculative_command(exe, self.t_path, self.d_path, item.stream.prompt, gamma,
+                                                         max(1, n_predict_for(item.n, gamma)), self.threads, self.n_ctx))
+        if slog.outside_s is None or slog.decoded_s is None or slog.forwards_s is None:
+            raise SpectermError(f"{B.SPEC_BINARY}'s log has no perf summary (target eval times, draft durations); "
+                                "the block overhead cannot be read from this build (pass --no-block-overhead).")
+        return BlockTiming(blocks=slog.target_calls, wall_s=slog.decoded_s, cpu_s=slog.decoded_s,
+                           forwards_wall_s=slog.forwards_s, forwards_cpu_s=slog.forwards_s, tokens=list(slog.tokens))
 
     def confirm_setup(self, config: ConfirmConfig, items: list[Item], context: int, meta: dict[str, Any],
                       report: Callable[[Any], None], cancel: Any) -> dict[str, Any]:
