@@ -154,3 +154,19 @@ def test_smollm2_bfloat16_on_the_cpu_keeps_its_positions(tmp_path):
     kept = sum(s.valid_len for s in run.streams)
     assert all(s.repairs is not None for s in run.streams)
     assert kept >= 0.99 * n, f"kept {kept} of {n} positions"
+
+
+def test_the_report_and_the_streams_screen_show_torch_repairs(tmp_path, monkeypatch):
+    """The Repairs table and the Streams screen read Stream.repairs whatever the engine: a torch bfloat16 run's
+    repairs show as llama.cpp's do (two streams, two repairs each at t = 3 and 9, nothing excluded)."""
+    from specterm.core.report.analysis import analyse
+    from specterm.core.report.export import to_markdown
+    from specterm.screens.streams import prompt_cells, repair_note
+
+    run = run_toy(tmp_path, monkeypatch, {4 + 3: "next", 4 + 9: "next"})
+    rep = analyse([run], boot=0, shuffles=0)
+    r = rep.sets["pooled"].repairs
+    assert r is not None and (r.streams, r.repaired, r.repairs, r.excluded) == (2, 2, 4, 0)
+    assert "| pooled | 2 | 2 | 4 | 0 |" in to_markdown(rep)
+    s = run.streams[0]
+    assert "2 repair(s) at t = 3, 9" in repair_note(s) and prompt_cells(s)[3] == "1.000 r2"
