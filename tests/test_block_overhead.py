@@ -237,3 +237,16 @@ def test_llamacpp_times_whole_blocks_with_its_own_decoder(monkeypatch, tmp_path)
     assert cmds[0][cmds[0].index("--spec-draft-n-max") + 1] == "4"
     assert t.blocks == 6 and t.wall_s == pytest.approx(6.425)
     assert t.wall_s - t.forwards_wall_s == pytest.approx(6.425 - (5.89833 - 2.096) - 2.567285)
+
+
+def test_a_confirmation_predicts_with_the_whole_block_and_keeps_the_forwards_alone_beside():
+    from specterm.core.decide.hardware import summarize_results
+
+    curve = cost_curve(cost_dict(True))
+    rows = [{"corpus": "code", "tokens": 100, "greedy_s": 50.0,
+             "spec": {"4": {"s": 40.0, "target_calls": 25, "blocks_walk": 25, "identical": True}}}]
+    (r,) = summarize_results(rows, curve)
+    E = 100 / 25
+    assert r["predicted_spec6"] == pytest.approx(E * 0.1 / (0.1 + 0.005 * 4 + 4 * 0.01 + A + B * 4))
+    assert r["predicted_without_overhead"] == pytest.approx(E * 0.1 / (0.1 + 0.005 * 4 + 4 * 0.01))
+    assert "predicted_without_overhead" not in summarize_results(rows, cost_curve(cost_dict(False)))[0]

@@ -186,10 +186,11 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
             a["refeeds"] += sp.get("refeeds_walk", 0)
             a["identical"] = a["identical"] and bool(sp["identical"]) and bool(row.get("greedy_identical", True))
 
-    def s_hw(E: float, phi: float, g: int, engine: bool = True) -> float:
+    def s_hw(E: float, phi: float, g: int, engine: bool = True, overhead: bool = True) -> float:
         fwd = curve.draft_fwd_on([g]) if engine else None
         return float(costmodel.speedup_hw(np.array([E]), curve.c_decode, np.array([curve.verify_at(g)]), curve.c_draft,
-                                np.array([g]), np.array([phi]), curve.refeed_extra, fwd, curve.overhead_on([g]))[0])
+                                np.array([g]), np.array([phi]), curve.refeed_extra, fwd,
+                                curve.overhead_on([g]) if overhead else None)[0])
 
     out = []
     for (corpus, g), a in sorted(acc.items()):
@@ -221,6 +222,8 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
             "block_model_s": float(costmodel.block_cost(curve.verify_at(g), curve.c_draft, g, phi, curve.refeed_extra,
                                                         curve.draft_fwd_at(g), curve.overhead_at(g))),
         })
+        if curve.block_overhead is not None:  # the whole block is the prediction; the forwards alone beside it
+            out[-1]["predicted_without_overhead"] = s_hw(E, 0.0, g, overhead=False)
         if curve.c_draft_fwd is not None:  # the engine's block is the prediction; SPEC 6's block beside it
             out[-1]["predicted_engine"] = out[-1]["predicted_spec6"]
             out[-1]["predicted_without_engine_term"] = s_hw(E, 0.0, g, engine=False)
