@@ -250,3 +250,31 @@ def test_a_confirmation_predicts_with_the_whole_block_and_keeps_the_forwards_alo
     assert r["predicted_spec6"] == pytest.approx(E * 0.1 / (0.1 + 0.005 * 4 + 4 * 0.01 + A + B * 4))
     assert r["predicted_without_overhead"] == pytest.approx(E * 0.1 / (0.1 + 0.005 * 4 + 4 * 0.01))
     assert "predicted_without_overhead" not in summarize_results(rows, cost_curve(cost_dict(False)))[0]
+
+
+def test_engine_settings_blocks_add_the_overhead_and_fixed_g_is_the_decision():
+    """core/settings' block costs carry o(d) where the profile measured it: a fixed g policy's S is the decision's
+    S_hw(g) with the overhead, point and replicates (the settings module's promise, kept with o(g))."""
+    from specterm.core.settings.speedup import FIXED, Policy, block_costs, depth_counts, policy_speedup, stack
+
+    c = cost_dict(True, spread=0.02)
+    curve, reps = cost_curve(c), cost_replicates(c, 200, 0)
+    costs = block_costs(curve, reps, 16, 0.2)
+    assert costs.c_over is not None and costs.c_over[:3] == pytest.approx([A, A + B, A + 2 * B])
+    assert costs.rep_over is not None and costs.rep_over.shape == (200, 17)
+    assert costs.rep_over[:, 4] == pytest.approx(reps.overhead[:, 3])  # g = 4 is the curve's 4th column
+    bits = [np.array([1, 1, 0, 1, 1, 1, 0, 0] * 4, np.uint8) for _ in range(3)]
+    s = stack(bits, [None] * 3)
+    p = Policy(FIXED, 4)
+    got = policy_speedup(s.lengths, depth_counts(s, p), costs, p)
+    gammas = np.arange(1, 9)
+    E = np.array([set_E(bits, int(g)) for g in gammas])
+    d = decision_hw(gammas, E, None, curve)
+    assert got.value == pytest.approx(d.curve_hw["S_true"][3])
+
+
+def set_E(bits, g):
+    from specterm.core.streams.blockwalk import walk_table
+
+    t, b = walk_table(bits, np.array([g]))
+    return float(t.sum() / b.sum())

@@ -6,11 +6,12 @@ With H[d] the blocks that drafted d tokens and n the tokens emitted (every polic
 continuation),
 
     S = n c_decode / sum_d H[d] c_block(d)
-    c_block(d) = c_verify(d) + f(d) c_draft + c_draft_fwd(max(d, 1))       c_verify(0) = c_decode
+    c_block(d) = c_verify(d) + f(d) c_draft + c_draft_fwd(max(d, 1)) + o(d)       c_verify(0) = c_decode
 
 f(d) = d draft steps, plus one where an exclusive confidence stop (llama.cpp `p_min`) evaluated the
 refused token (d < g_max: the draft ran a forward whose top-1 fell below tau); c_draft_fwd is the
-engine's per-block term when the profile has one (llama.cpp), else 0. For fixed g (H[g] = blocks)
+engine's per-block term when the profile has one (llama.cpp), else 0; o(d) = a + b d the block overhead
+(hardware/overhead.py) where the profile measured it, else 0. For fixed g (H[g] = blocks)
 S is the decision's S_hw(g) (hardware.decision_hw) exactly, and its interval pairs the same prompt
 resamples W with the same cost replicates. A depth the cost curve did not time is read off the
 curve: interpolated inside it, beyond its largest g on the least-squares line through it (the
@@ -194,6 +195,8 @@ class BlockCosts:
     rep_verify: Array | None = None   # (n, D+1)
     rep_draft: Array | None = None    # (n,)
     rep_fwd: Array | None = None      # (n, D+1)
+    c_over: Array | None = None       # (D+1,) the block overhead o(d) (hardware/overhead.py; None: not measured)
+    rep_over: Array | None = None     # (n, D+1)
 
     @property
     def width(self) -> int:
@@ -202,14 +205,18 @@ class BlockCosts:
     def block(self, policy: Policy) -> Array:
         """c_block(d) at the point costs."""
         cost = self.c_verify + draft_forwards(policy, self.width) * self.c_draft
-        return cost if self.c_fwd is None else cost + self.c_fwd
+        cost = cost if self.c_fwd is None else cost + self.c_fwd
+        return cost if self.c_over is None else cost + self.c_over
 
     def block_replicates(self, policy: Policy) -> Array | None:
         """(n, D+1) c_block(d) per cost replicate (None without replicates)."""
         if self.rep_verify is None or self.rep_draft is None:
             return None
         cost = self.rep_verify + draft_forwards(policy, self.width)[None, :] * self.rep_draft[:, None]
-        return cost if self.rep_fwd is None else cost + self.rep_fwd
+        cost = cost if self.rep_fwd is None else cost + self.rep_fwd
+        if self.c_over is not None:
+            cost = cost + (self.c_over[None, :] if self.rep_over is None else self.rep_over)
+        return cost
 
 
 def _on_depths(gammas: IntArray, values: Array, depths: IntArray) -> Array:
@@ -245,8 +252,10 @@ def block_costs(curve: CostCurve | None, reps: CostReplicates | None, depth_max:
         f = _on_depths(g, curve.c_draft_fwd, depths)
         fwd = np.concatenate([[f[0]], f])  # a block that drafted nothing still re-fed the draft its last tokens
     beyond = int(g[-1]) + 1
+    d_all = np.arange(depth_max + 1, dtype=np.float64)
+    over = None if curve.block_overhead is None else curve.block_overhead.at(d_all)  # o(d) = a + b d, a line at every d
     out = BlockCosts(c_decode=float(curve.c_decode), c_verify=ver, c_draft=float(curve.c_draft), c_fwd=fwd,
-                     measured=True, extrapolated=beyond if depth_max >= beyond else None)
+                     measured=True, extrapolated=beyond if depth_max >= beyond else None, c_over=over)
     if reps is None:
         return out
     rv = np.concatenate([reps.c_decode[:, None], _on_depths(g, reps.c_verify, depths)], axis=1)
@@ -256,9 +265,14 @@ def block_costs(curve: CostCurve | None, reps: CostReplicates | None, depth_max:
         rf = np.concatenate([f[:, :1], f], axis=1)
     elif fwd is not None:
         rf = np.broadcast_to(fwd, rv.shape).copy()
+    r_over = None
+    if over is not None and reps.overhead is not None and g.size >= 2:
+        # each replicate's o(g) is a line over the curve's g: its own a and b from the two ends
+        b = (reps.overhead[:, -1] - reps.overhead[:, 0]) / float(g[-1] - g[0])
+        r_over = (reps.overhead[:, 0] - b * float(g[0]))[:, None] + b[:, None] * d_all[None, :]
     return BlockCosts(c_decode=out.c_decode, c_verify=ver, c_draft=out.c_draft, c_fwd=fwd, measured=True,
                       extrapolated=out.extrapolated, rep_decode=reps.c_decode, rep_verify=rv,
-                      rep_draft=reps.c_draft, rep_fwd=rf)
+                      rep_draft=reps.c_draft, rep_fwd=rf, c_over=over, rep_over=r_over)
 
 
 @dataclass(frozen=True)
