@@ -223,13 +223,19 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
             settled = settle_all(curves, gammas, cost)
             g_hw = (settled.get(POOLED) or next(iter(settled.values()))).gamma_hw if settled else None
             g_block = sorted(set(BLOCK_GAMMAS) | ({g_hw} if g_hw is not None else set()))
+            quiet = Quiet()
             try:
                 samples = block_samples(pair, run, g_block, str(cost.get("decision_clock") or "wall"), config, cancel,
                                         report)
             except SpectermError as e:  # e.g. llama.cpp without its speculative binary: the profile says not measured
                 warn(f"the block overhead was not measured: {e}")
             else:
-                cost[OVERHEAD_KEY] = overhead_record(samples, "cpu" if cost.get("decision_clock") == "cpu" else "wall")
+                other, load = quiet.read()  # the machine while the blocks were timed, kept with them
+                cost[OVERHEAD_KEY] = {**overhead_record(samples, "cpu" if cost.get("decision_clock") == "cpu" else "wall"),
+                                      "load": {"avg": round(load, 2), "other_cpu_share": None if other is None else round(other, 3)},
+                                      "busy": quiet.busy(other, load)}
+                if quiet.busy(other, load):
+                    warn(f"busy machine while timing whole blocks (load {load:.2f}): o(g) is marked busy")
         cost["timing_s"] = time.perf_counter() - t0
         cost["load_s"] = load_s
         if config.batch:
