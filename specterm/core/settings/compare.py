@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from specterm.core.streams.blockwalk import block_accepts
 from specterm.core.streams.bootstrap import multinomial_weights, percentile_ci
 from specterm.core.decide.replay import check_gamma
+from specterm.core.settings import names as nm
 from specterm.core.settings.counters import Counters, Reading
 
 IntArray = NDArray[np.int64]
@@ -119,7 +120,7 @@ def _fmt_ci(ci: tuple[float | None, float | None]) -> str:
 
 def read_production(prod: Counters, oracle: OracleSummary, gamma: int, set_name: str) -> Reading:
     """Production beside the oracle at g on a set, and one sentence (module docstring)."""
-    label = prod.engine
+    label = nm.SOURCES[prod.engine].label if prod.engine in nm.SOURCES else prod.engine
     if prod.acceptance_length is not None and oracle.length is not None:
         what, got, want, ci = "acceptance length", prod.acceptance_length, oracle.length, oracle.length_ci
         amount = f"{prod.drafts} verification steps"
