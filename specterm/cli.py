@@ -13,11 +13,31 @@ import typer
 
 from specterm.core.params import BOOT, COSTS_MAX_ROUNDS as MAX_ROUNDS, COSTS_MAX_SECONDS as MAX_SECONDS, GAMMA_DEFAULT, GAMMA_MAX, SEED, SHUFFLES
 from specterm import startup
-from specterm.startup import fail, open_streams, open_tui, tui_shortcut, warn  # noqa: F401  (tui_shortcut: re-exported)
+from specterm.startup import fail, open_runs, open_streams, open_tui, tui_shortcut, warn  # noqa: F401  (tui_shortcut: re-exported)
 
 if TYPE_CHECKING:
     from specterm.core.report.types import Report
     from specterm.core.store import RunFiles
+
+MAX_BOOT = 100_000          # bootstrap resamples: CIs settle long before; the weights alone are boot x prompts x 8 bytes
+MAX_SHUFFLES = 10_000      # random in-place shuffles of the comparison estimator
+MAX_SEED = 2**63 - 1
+MAX_THREADS = 1024         # CPU threads per forward
+MAX_NEW_TOKENS = 1_000_000  # positions of one continuation
+MAX_PROMPTS = 1_000_000    # --limit, --per-corpus
+MAX_BATCH = 4096           # prompts per batch
+MAX_REPEATS = 1000         # timed rounds
+MAX_WAIT_S = 86_400.0      # --max-seconds, --quiet-wait: a day
+
+
+def _finite(value: Optional[float]) -> Optional[float]:
+    """A float option's check beyond its range: nan compares false with both bounds, so say it here."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a number of seconds; give a finite number.")
+    return value
+
 
 SHUFFLES_HELP = ("The hetero/temporal split's shuffle control: -1 (default) the exact expectation over in-place "
                  "orderings (no shuffle noise, the same for every --seed); N > 0 the mean over N random in-place "
@@ -53,11 +73,12 @@ def run_cmd(
         None, "--corpus", "-c", help="Built-in corpora, comma-separated (prose,code,json,math,multilingual,grounded). Default: all."),
     prompts: Optional[Path] = typer.Option(None, "--prompts", help="Prompts file: jsonl with id/corpus/prompt, or plain text with one prompt per line."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Hugging Face dataset NAME[:split:field] (needs network)."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many prompts per corpus."),
-    max_new_tokens: int = typer.Option(128, "--max-new-tokens", "-n", min=1, help="Length of each greedy continuation y."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, max=MAX_PROMPTS, help="At most this many prompts per corpus."),
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens", "-n", min=1, max=MAX_NEW_TOKENS, help="Length of each greedy continuation y."),
     device: str = typer.Option("auto", "--device", help="auto|cpu|cuda|mps (auto: cuda, then mps, then cpu)."),
     dtype: str = typer.Option("auto", "--dtype", help="auto|float32|bfloat16|float16 (auto: bfloat16 on cuda, float32 otherwise and for GGUF)."),
-    batch_size: int = typer.Option(4, "--batch-size", "-b", min=1, help="Prompts per batch, for greedy generation and for the teacher-forced passes."),
+    batch_size: int = typer.Option(4, "--batch-size", "-b", min=1, max=MAX_BATCH,
+                                   help="Prompts per batch, for greedy generation and for the teacher-forced passes."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run directory (default: streams/<draft>-<target>)."),
     resume: bool = typer.Option(
         False, "--resume",
@@ -65,7 +86,7 @@ def run_cmd(
              "written before the repair loop (SPEC 1.3) are first repaired in place on this machine."),
     headless: bool = typer.Option(False, "--headless", help="No TUI: a plain progress display fit for nohup/SSH logs."),
     spec_gamma: int = typer.Option(
-        0, "--spec-gamma", min=0,
+        0, "--spec-gamma", min=0, max=GAMMA_MAX,
         help="How y is built. 0 (default): batched raw-argmax greedy, --batch-size prompts at a time (fastest on CPU and GPU). "
              "G > 0: lossless speculative decoding with the draft at draft length G, one prompt at a time (live accept/reject view).",
     ),
@@ -83,7 +104,8 @@ def run_cmd(
         help="torch (default) or llama.cpp: GGUF files only, y and logits from llama.cpp's own kernels, llama.cpp costs "
              "(needs the llamacpp extra: pip install -e \".[llamacpp]\").",
     ),
-    threads: Optional[int] = typer.Option(None, "--threads", help="llama.cpp threads with --backend llama.cpp (default 1)."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                                          help="llama.cpp threads with --backend llama.cpp (default 1)."),
     y_from: Optional[Path] = typer.Option(
         None, "--y-from",
         help="With drafters: take y of each prompt that this earlier run of the same target stores (same prompt text and "
@@ -132,11 +154,13 @@ def run_cmd(
 def merge_cmd(
     shards: List[Path] = typer.Argument(..., help="Shard run directories written with --shard i/N (or by torchrun ranks)."),
     out: Path = typer.Option(..., "--out", "-o", help="Merged run directory."),
+    allow_partial: bool = typer.Option(False, "--allow-partial",
+                                       help="Merge a set that lacks some shards of the run (a warning names them)."),
 ) -> None:
-    """Merge shard runs of the same models into one run (each prompt exactly once)."""
+    """Merge shard runs of the same models into one run (each prompt exactly once; every shard i/N of the run)."""
     from specterm.runner import merge_command
 
-    merge_command(shards=shards, out=out)
+    merge_command(shards=shards, out=out, allow_partial=allow_partial)
 
 
 # ------------------------------------------------------------------------------------ confirm ---
@@ -146,16 +170,19 @@ def merge_cmd(
 def confirm_cmd(
     run: Path = typer.Argument(
         ..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
-    per_corpus: int = typer.Option(2, "--per-corpus", "-k", help="Prompts per corpus (the first ones of the run whose gate held)."),
-    gamma: List[int] = typer.Option([], "--gamma", "-g", help=("Also time this draft length (repeatable); g_hw and g_iid are always timed "
+    per_corpus: int = typer.Option(2, "--per-corpus", "-k", min=1, max=MAX_PROMPTS, help="Prompts per corpus (the first ones of the run whose gate held)."),
+    gamma: List[int] = typer.Option([], "--gamma", "-g", min=1, max=GAMMA_MAX,
+                                    help=("Also time this draft length (repeatable); g_hw and g_iid are always timed "
                                                                    "(--engine llama.cpp: g = 1, 4, 8 and the run's g_hw).")),
     corpus: Optional[str] = typer.Option(None, "--corpus", "-c", help="Only these corpora of the run, comma-separated. Default: all."),
     device: Optional[str] = typer.Option(None, "--device", help="auto|cpu|cuda|mps (default: the run's device)."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="float32|bfloat16|float16 (default: the run's dtype)."),
-    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", "-n", help="Generate and compare only the first N tokens of each stored y."),
-    threads: Optional[int] = typer.Option(None, "--threads",
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", "-n", min=1, max=MAX_NEW_TOKENS,
+                                                 help="Generate and compare only the first N tokens of each stored y."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
                                           help="CPU threads per forward (default: 1 on <= 2 cores, else every core); recorded with the result."),
-    repeats: int = typer.Option(5, "--repeats", help="Timed rounds of the cost measurement before the generations (one more follows every prompt)."),
+    repeats: int = typer.Option(5, "--repeats", min=1, max=MAX_REPEATS,
+                                help="Timed rounds of the cost measurement before the generations (one more follows every prompt)."),
     target: Optional[str] = typer.Option(None, "--target", help="Load the target from here instead of the run's recorded model (same checksum required)."),
     draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
     decision_only: bool = typer.Option(False, "--decision-only",
@@ -164,7 +191,7 @@ def confirm_cmd(
                                      help=("Also measure c_decode(B), c_verify(g, B), c_draft(B) for B = 1, 2, 4, 8 (stored with the run; "
                                            "--engine llama.cpp: contexts of n_seq_max = B, plus the draft-simple forward by batch). With interleaved "
                                            "costs the torch grid is timed in slices between the prompts; it is stored when the last slice is done.")),
-    batch: int = typer.Option(1, "--batch", help="B > 1: a batched confirmation, B prompts of a corpus together at g_hw(B)."),
+    batch: int = typer.Option(1, "--batch", min=1, max=64, help="B > 1: a batched confirmation, B prompts of a corpus together at g_hw(B)."),
     costs_only: bool = typer.Option(False, "--costs-only",
                                     help="With --batch-costs: measure the costs (g curve and batch grid) and store the costs by batch; no generations."),
     interleave_costs: bool = typer.Option(True, "--interleave-costs/--no-interleave-costs",
@@ -300,7 +327,8 @@ def _profile_first(run: Path, threads: Optional[int], device: Optional[str], dty
 def costs_cmd(
     run: Path = typer.Argument(
         ..., help="Run directory made by `specterm run` (its models are found by name and checksum under $SPECTERM_MODELS or ./models)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads per forward (default: 1 on <= 2 cores, else every core); recorded."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, max=MAX_THREADS,
+                                          help="CPU threads per forward (default: 1 on <= 2 cores, else every core); recorded."),
     device: Optional[str] = typer.Option(None, "--device", help="torch: auto|cpu|cuda|mps (default: the run's device)."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="torch: float32|bfloat16|float16 (default: the run's dtype)."),
     target: Optional[str] = typer.Option(
@@ -308,11 +336,13 @@ def costs_cmd(
                                "imported bits name no model: give both --target and --draft."),
     draft: Optional[str] = typer.Option(None, "--draft", help="Load the draft from here instead of the run's recorded model (same checksum required)."),
     batch: bool = typer.Option(False, "--batch", help="Also time the by-batch grid (B = 1, 2, 4, 8) for the batch crossover."),
-    max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", help="Timed rounds at most (the first times the whole g curve; at least 3)."),
-    max_seconds: float = typer.Option(MAX_SECONDS, "--max-seconds",
+    max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", min=3, max=MAX_REPEATS,
+                                   help="Timed rounds at most (the first times the whole g curve; at least 3)."),
+    max_seconds: float = typer.Option(MAX_SECONDS, "--max-seconds", min=1.0, max=MAX_WAIT_S, callback=_finite,
                                       help="Seconds of timing at most (model loading not counted); raise it where the profile says a verdict is not settled."),
     busy_ok: bool = typer.Option(False, "--busy-ok", help="Keep timing on a busy machine (the profile is marked busy and every verdict from it says so)."),
-    quiet_wait: float = typer.Option(120.0, "--quiet-wait", help="Seconds to wait for a busy machine to be quiet before giving up."),
+    quiet_wait: float = typer.Option(120.0, "--quiet-wait", min=0.0, max=MAX_WAIT_S, callback=_finite,
+                                     help="Seconds to wait for a busy machine to be quiet before giving up."),
     block_overhead: bool = typer.Option(True, "--block-overhead/--no-block-overhead",
                                         help="Also time short speculative generations for the per-block time outside the forwards, o(g) = a + b g."),
 ) -> None:
@@ -334,8 +364,9 @@ def crossstack_cmd(
     run_a: Path = typer.Argument(..., help="The reference run (e.g. streams/qwen2.5-coder-0.5b-1.5b, torch)."),
     run_b: Path = typer.Argument(..., help="The same pair and prompts in llama.cpp (e.g. streams/qwen2.5-coder-0.5b-1.5b-llamacpp)."),
     format: str = typer.Option("md", "--format", "-f", help="md | json."),
-    hist_gamma: int = typer.Option(4, "--hist-gamma", min=1, help="Draft length of the accepted-run histogram table."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    hist_gamma: int = typer.Option(4, "--hist-gamma", min=1, max=GAMMA_MAX, help="Draft length of the accepted-run histogram table."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout ('-': stdout); "
+                                          "only a regular file or a new name is written."),
 ) -> None:
     """Side by side: alpha, tokens per target call, accepted-run histograms (real llama.cpp decoder vs the
     block walk on each engine's bits, chi-square test) and each engine's decision with its realized speedups."""
@@ -343,7 +374,6 @@ def crossstack_cmd(
 
     from specterm.core.compare.crossstack import check_comparable, cross_stack, cross_stack_markdown
     from specterm.core.store import load_run
-    from specterm.core.store.atomic import write_output
 
     if format not in ("md", "json"):
         fail(f"unknown --format {format}; use md or json.")
@@ -351,10 +381,19 @@ def crossstack_cmd(
     check_comparable(a, b)
     cs = cross_stack(a, b, gammas=sorted({1, 4, 8, hist_gamma}))
     text = json.dumps(cs, indent=2) + "\n" if format == "json" else cross_stack_markdown(cs, hist_gamma)
-    if output is None:
+    _emit(text, output)
+
+
+def _emit(text: str, output: Optional[Path]) -> None:
+    """`text` onto stdout (no -o, or `-o -`), else into the file `output` (store/atomic.py write_output:
+    atomically, only over a regular file or a new name), then "wrote PATH" on stderr, the path escaped."""
+    from specterm.core.store.atomic import write_output
+    from specterm.core.report.text import printable
+
+    if output is None or str(output) == "-":
         typer.echo(text, nl=False)
     else:
-        typer.echo(f"wrote {write_output(output, text.encode('utf-8'))}", err=True)
+        typer.echo(f"wrote {printable(str(write_output(output, text.encode('utf-8'))))}", err=True)
 
 
 # ------------------------------------------------------------------- import / report / list ---
@@ -397,10 +436,11 @@ def report_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (e.g. streams/NAME) of one model pair; corpora are pooled across them, each prompt once."),
     format: str = typer.Option("md", "--format", "-f", help="md | json | text."),
     gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", min=1, max=GAMMA_MAX, help="Draft length of the yield deficit and the per-depth table (1..32)."),
-    boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
-    seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
-    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=-1, help=SHUFFLES_HELP),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    boot: int = typer.Option(BOOT, "--boot", min=0, max=MAX_BOOT, help="Bootstrap resamples over streams (0: no CIs)."),
+    seed: int = typer.Option(SEED, "--seed", min=0, max=MAX_SEED, help="Seed of the bootstrap and the shuffles."),
+    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=-1, max=MAX_SHUFFLES, help=SHUFFLES_HELP),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout ('-': stdout); "
+                                          "only a regular file or a new name is written."),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
     """Every statistic of SPEC 2-4 per corpus and pooled, with bootstrap CIs and the scorecard (P1-P5, Q1-Q6)."""
@@ -425,18 +465,19 @@ def report_cmd(
         files = [read_run_files(p) for p in runs]
         fkey = cache.files_key(files, params, cache.REPORT_PAIR) if use_cache else None
         # warm: the report found by the bytes of the files (cache.load_by_files), the runs never parsed
+        served: list[str] = []
         report = cache.load_by_files(fkey, runs, note=warn) if fkey is not None else None
-        if report is None:
-            report = _parsed_report(runs, files, fkey, params, use_cache, say)
+        if report is not None:
+            served.append("found by its files' bytes")
+        else:
+            report = _parsed_report(runs, files, fkey, params, use_cache, say, served)
+    if served:
+        warn(f"served from the analysis cache ({printable(str(cache.cache_dir()))}: it guards against accidents, not "
+             "forgery); `--no-cache` analyses the runs again", "note")
     text = {"md": to_markdown, "json": to_json, "text": to_text}[format](report)
     if format != "json":  # JSON escapes control characters itself
         text = printable(text, keep="\n")
-    if output is None:
-        typer.echo(text, nl=False)
-    else:
-        from specterm.core.store.atomic import write_output
-
-        typer.echo(f"wrote {write_output(output, text.encode('utf-8'))}", err=True)
+    _emit(text, output)
 
 
 def _emit(text: str, format: str, output: Optional[Path]) -> None:
@@ -467,10 +508,10 @@ def _drafter_text(runs: List[Path], format: str, params: "dict[str, Any]", use_c
 
 
 def _parsed_report(runs: List[Path], files: "list[RunFiles]", fkey: "dict[str, Any] | None", params: "dict[str, Any]",
-                   use_cache: bool, say: "Callable[[str], None]") -> "Report":
+                   use_cache: bool, say: "Callable[[str], None]", served: "list[str]") -> "Report":
     """The report of `runs` parsed from their files' bytes `files` (consumed: each run's bytes are
     let go once parsed): warnings and notes said, the pair pooled, analysed or read from the cache by
-    its full key; the alias `fkey` of the report is stored when loading said nothing (a warm report,
+    its full key (then `served` is told); the alias `fkey` of the report is stored when loading said nothing (a warm report,
     which never parses, could not say it)."""
     from specterm.core.report import cache
     from specterm.core.report.fmt import computing_line
@@ -489,7 +530,7 @@ def _parsed_report(runs: List[Path], files: "list[RunFiles]", fkey: "dict[str, A
 
     pair = single_pair(loaded, note=note)
     return cache.cached_analyse(pair, use_cache=use_cache, on_compute=lambda: say(computing_line(*prompts_and_positions(pair))),
-                                note=warn, report_alias=None if said else fkey, **params)
+                                note=warn, report_alias=None if said else fkey, on_hit=served.append, **params)
 
 
 def _run_bytes(path: Path) -> int:
@@ -586,11 +627,13 @@ def _report_of(runs: List[Path], params: "dict[str, Any]", no_cache: bool) -> "R
 def list_cmd(
     root: Path = typer.Option(Path("streams"), "--root", help="Directory holding the runs."),
 ) -> None:
-    """The runs under streams/: corpora, prompts, positions, alpha, gate (shards of a merged run are not counted)."""
+    """The runs under streams/: corpora, prompts, positions, alpha, gate (shards of a merged run are not counted;
+    an import is marked and its gate is n/a; a run that cannot be read, e.g. one holding a FIFO, is skipped with a warning)."""
 
     from specterm.core.report.export import text_table
     from specterm.core.report.fmt import MISSING, fmt
     from specterm.core.streams.stats import rates
+    from specterm.core.decide.hardware.profiles import IMPORT, run_engine
     from specterm.core.store import discover_runs, load_runs_lenient
     from specterm.core.report.text import printable
 
@@ -612,8 +655,10 @@ def list_cmd(
                          f"drafter {drafter.get('spec')}", fmt(gate_ok / gate_n if gate_n else None)])
             continue
         n, alpha, gate = rates(run.streams)
+        imported = run_engine(run.meta) == IMPORT  # no gate was checked (SPEC 1.3): n/a, never 1.000
         # the folder, not run.json's name: a copy of a run is another folder with the same name inside
-        rows.append([run.path.name, ", ".join(run.corpora) or MISSING, str(len(run.streams)), str(n), fmt(alpha), fmt(gate)])
+        rows.append([run.path.name + (f" ({IMPORT})" if imported else ""), ", ".join(run.corpora) or MISSING,
+                     str(len(run.streams)), str(n), fmt(alpha), MISSING if imported else fmt(gate)])
     rows = [[printable(cell) for cell in row] for row in rows]
     typer.echo(text_table(["run", "corpora", "prompts", "positions", "alpha", "gate"], rows))
     if shards:
@@ -661,13 +706,14 @@ def no_command(ctx: typer.Context) -> None:
 def open_cmd(
     runs: List[Path] = typer.Argument(..., help="Run directories (made by `specterm run` or `specterm import`)."),
     gamma: int = typer.Option(GAMMA_DEFAULT, "--gamma", "-g", min=1, max=GAMMA_MAX, help="Draft length of the yield deficit and the per-depth table (1..32)."),
-    boot: int = typer.Option(BOOT, "--boot", min=0, help="Bootstrap resamples over streams (0: no CIs)."),
-    seed: int = typer.Option(SEED, "--seed", min=0, help="Seed of the bootstrap and the shuffles."),
-    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=-1, help=SHUFFLES_HELP),
+    boot: int = typer.Option(BOOT, "--boot", min=0, max=MAX_BOOT, help="Bootstrap resamples over streams (0: no CIs)."),
+    seed: int = typer.Option(SEED, "--seed", min=0, max=MAX_SEED, help="Seed of the bootstrap and the shuffles."),
+    shuffles: int = typer.Option(SHUFFLES, "--shuffles", min=-1, max=MAX_SHUFFLES, help=SHUFFLES_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help=NO_CACHE_HELP),
 ) -> None:
-    """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard."""
-    open_tui(runs, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=not no_cache)
+    """Open runs in the terminal app: overview, streams, run lengths, optimum, policies, decide, scorecard (a run
+    that cannot be read is named and the others open)."""
+    open_runs(runs, open_tui, gamma=gamma, boot=boot, seed=seed, shuffles=shuffles, use_cache=not no_cache)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from typing import Optional
 
 from specterm.core.errors import SpectermError
 from specterm.engines.progress import Cancelled, Progress
+from specterm.core.report.text import printable
 
 
 def _prompts(corpus: Optional[str], prompts: Optional[Path], dataset: Optional[str], limit: Optional[int]):
@@ -60,15 +61,21 @@ def _slug(spec: str) -> str:
 
 
 def _check_out(out: Path, resume: bool) -> None:
-    """--out must be a new path we can create, or (with --resume) an existing run; nothing is created."""
+    """--out must be a new path we can create outside any run, or (with --resume) an existing run (a folder
+    without one is refused, never started afresh); nothing is created."""
     import tempfile
 
     from specterm.core.store import LOCK_FILE, META_FILE, check_unlocked
-    from specterm.core.store.atomic import check_visible_name, is_temp_name
+    from specterm.core.store.atomic import check_not_in_run, check_visible_name, is_temp_name
 
     check_visible_name(out)
     if out.exists() and not out.is_dir():
         raise SpectermError(f"--out {out} is a file, not a run directory; choose another --out.")
+    if resume and not os.path.lexists(out / META_FILE):
+        raise SpectermError(f"--resume: {out} holds no run to resume (no {META_FILE}); drop --resume to start a new run "
+                            "there, or pass the folder of the interrupted run.")
+    if not resume:
+        check_not_in_run(out)
     if (out / META_FILE).is_file():
         if not resume:
             raise SpectermError(f"{out} already holds a run; pass --resume to continue it or choose another --out.")
@@ -205,7 +212,7 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
     if distributed:
         _barrier_and_merge(sh, final_out)
     elif path is not None:
-        print(f"open it with: specterm open {path}   or   specterm report {path}")
+        print(printable(f"open it with: specterm open {path}   or   specterm report {path}"))
 
 
 def run_drafters_command(*, target, draft, corpus, prompts, dataset, limit, max_new_tokens, device, dtype, batch_size,
@@ -296,7 +303,7 @@ def run_headless(config) -> Optional[Path]:
         with ctx:
             path = run_oracle(config, on_progress)
     except (Cancelled, KeyboardInterrupt):
-        print(f"interrupted: finished prompts are kept in {config.out}; continue with --resume.", file=sys.stderr)
+        print(printable(f"interrupted: finished prompts are kept in {config.out}; continue with --resume."), file=sys.stderr)
         raise SystemExit(130) from None
     log(f"done: {path}")
     return path
@@ -316,14 +323,16 @@ def _barrier_and_merge(sh: tuple[int, int], final_out: Path) -> None:
     dist.destroy_process_group()
 
 
-def merge_command(*, shards: list[Path], out: Path) -> None:
-    """`specterm merge`: store.merge_runs, then one line saying what was merged."""
+def merge_command(*, shards: list[Path], out: Path, allow_partial: bool = False) -> None:
+    """`specterm merge`: store.merge_runs, then one line saying what was merged (the path escaped)."""
     from specterm.core.store import merge_runs
-    from specterm.core.store.atomic import check_visible_name, leftovers_line, sweep_leftovers
+    from specterm.core.store.atomic import check_not_in_run, check_visible_name, leftovers_line, sweep_leftovers
+    from specterm.startup import warn
 
     check_visible_name(out)
-    path, streams = merge_runs(shards, out)
-    print(f"merged {len(streams)} prompts from {len(shards)} shard(s) into {path}", file=sys.stderr)
+    check_not_in_run(out)
+    path, streams = merge_runs(shards, out, allow_partial=allow_partial, warn=warn)
+    print(printable(f"merged {len(streams)} prompts from {len(shards)} shard(s) into {path}"), file=sys.stderr)
     swept = sweep_leftovers(path.parent)
     if swept:
-        print(leftovers_line(path.parent, swept), file=sys.stderr)
+        print(printable(leftovers_line(path.parent, swept)), file=sys.stderr)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from specterm.core.errors import SpectermError
 from specterm.engines.progress import Cancelled
+from specterm.core.report.text import printable
 
 IGNORED_RUN_FLAGS = {"device": "auto", "dtype": "auto", "batch_size": 4, "shard": None, "trust_remote_code": False,
                      "dataset": None}
@@ -57,7 +58,7 @@ def run_command(*, target, draft, corpus, prompts, dataset, limit, max_new_token
         with ctx:
             path = run_oracle_llamacpp(config, on_progress, threads=threads)
     except (Cancelled, KeyboardInterrupt):
-        print(f"interrupted: finished prompts are kept in {out}; continue with --resume.", file=sys.stderr)
+        print(printable(f"interrupted: finished prompts are kept in {out}; continue with --resume."), file=sys.stderr)
         raise SystemExit(130) from None
     log(f"done: {path}")
-    print(f"open it with: specterm open {path}   or   specterm report {path}")
+    print(printable(f"open it with: specterm open {path}   or   specterm report {path}"))

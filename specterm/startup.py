@@ -26,10 +26,12 @@ if TYPE_CHECKING:
 
 
 def fail(message: str, code: int = 2) -> None:
-    """Print one sentence to stderr and exit (no traceback)."""
+    """Print one sentence to stderr, control and bidi characters escaped (text.printable), and exit (no traceback)."""
     import typer
 
-    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    from specterm.core.report.text import printable
+
+    typer.secho(f"error: {printable(message)}", err=True, fg=typer.colors.RED)
     raise typer.Exit(code)
 
 
@@ -101,45 +103,65 @@ def _run_app(runs: List[Path], gamma: int, boot: int, seed: int, shuffles: int, 
 
 
 def open_streams(opener: Callable[..., Any] | None = None) -> None:
-    """`specterm` with no command: the TUI on the runs in ./streams. A run that cannot be read is named
-    (one warning each) and the others open. `opener`: open_tui, or the one cli.py holds (the typer
-    path passes it, so that a test's stand-in for cli.open_tui is the one called).
-
-    Warm (the analysis cache has an alias for the bytes of every run's files, core/report/cache.py): every
-    run loaded when that alias was written, so none is skipped; its load warnings are said again and
-    the app opens on the runs as `specterm open` does (report first, no numpy before it). Otherwise
-    every run is loaded here, once, from bytes read once: the app takes the loaded runs and those
-    bytes as they are (it does not read them again, and writes the alias for the next open)."""
+    """`specterm` with no command: the TUI on the runs in ./streams (open_runs). `opener`: open_tui, or
+    the one cli.py holds (the typer path passes it, so that a test's stand-in for cli.open_tui is the
+    one called)."""
     from specterm.core.store import find_runs
 
     paths = find_runs("streams")
     if not paths:
         fail("there are no runs in ./streams; make one with `specterm run` or `specterm import`, or pass them with `specterm open RUN...`.")
-    read = warm_read(paths, {"gamma": GAMMA_DEFAULT, "boot": BOOT, "shuffles": SHUFFLES, "seed": SEED})
+    open_runs(paths, opener, where="./streams")
+
+
+def open_runs(paths: List[Path], opener: Callable[..., Any] | None = None, gamma: int = GAMMA_DEFAULT,
+              boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES, use_cache: bool = True,
+              where: str = "the runs given") -> None:
+    """The TUI on the runs `paths` (`specterm`, `specterm open RUN...`): every run that loads is shown and
+    every run that does not is named (one warning each); only when none loads is it an error.
+
+    Warm (the analysis cache has an alias for the bytes of every run's files, core/report/cache.py): every
+    run loaded when that alias was written, so none is skipped; its load warnings are said again and
+    the app opens on the runs (report first, no numpy before it). Otherwise every run is loaded here,
+    once, from bytes read once: the app takes the loaded runs and those bytes as they are (it does
+    not read them again, and writes the alias for the next open)."""
+    params = {"gamma": gamma, "boot": boot, "shuffles": shuffles, "seed": seed}
+    opener = opener or open_tui
+    extra = {**_non_default(params), **({} if use_cache else {"use_cache": False})}
+    read = warm_read(paths, params) if use_cache else None
     if read is not None and read[2] is not None:  # an alias: its load warnings, and the app takes the bytes read
         for message in read[2][3]:
             warn(message)
-        (opener or open_tui)(paths, files_read=read)
+        opener(paths, files_read=read, **extra)
         return
     from specterm.core.store import load_runs_lenient
     from specterm.headstart import HeadStart
 
     # the analysis starts now, in a child process, while the runs are loaded here and Textual is
     # imported (specterm/headstart.py); it reads and skips the runs this load skips
-    head = HeadStart.start(paths, {"gamma": GAMMA_DEFAULT, "boot": BOOT, "shuffles": SHUFFLES, "seed": SEED}, lenient=True)
+    head = HeadStart.start(paths, params, lenient=True, use_cache=use_cache)
     try:
         runs, files, problems = load_runs_lenient(paths)  # one corrupt run must not hide the others
+        if not runs and len(problems) == 1:
+            fail(problems[0])  # the one run given (or found) does not load: its own sentence
         for run in runs:
             for message in run.warnings:
                 warn(message)
         for problem in problems:
             warn(f"skipped {problem}")
         if not runs:
-            fail("no run in ./streams could be read (see the warnings above); fix them with `specterm repair RUN` or re-create them.")
-        (opener or open_tui)([r.path for r in runs], loaded=runs, loaded_files=files, head_start=head)
+            fail(f"no run in {where} could be read (see the warnings above); fix them with `specterm repair RUN` or re-create them.")
+        opener([r.path for r in runs], loaded=runs, loaded_files=files, head_start=head, **extra)
     finally:
         if head is not None:
             head.close()
+
+
+def _non_default(params: dict[str, Any]) -> dict[str, Any]:
+    """The analysis parameters that differ from the defaults (an opener given only the defaults is
+    called as `specterm` calls it)."""
+    defaults = {"gamma": GAMMA_DEFAULT, "boot": BOOT, "shuffles": SHUFFLES, "seed": SEED}
+    return {k: v for k, v in params.items() if v != defaults[k]}
 
 
 def warm_read(paths: List[Path], params: dict[str, Any]) -> "Optional[tuple[list[RunFiles], Any, Any]]":
@@ -189,7 +211,7 @@ def run(typer_app: Callable[[], Callable[[], Any]]) -> None:
         else:
             try:
                 if runs:
-                    open_tui(runs)
+                    open_runs(runs)
                 else:
                     open_streams()
             except Exception as exc:  # fail(): typer.Exit, its sentence printed already (typer is imported then)

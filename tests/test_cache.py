@@ -176,9 +176,10 @@ def test_report_cli_uses_the_cache(run_path, counted):
     first = CliRunner().invoke(app, args)
     second = CliRunner().invoke(app, args)
     assert first.exit_code == 0 and second.exit_code == 0
-    assert first.output == second.output and len(counted) == 1
+    assert first.stdout == second.stdout and len(counted) == 1
+    assert "served from the analysis cache" in second.stderr and "analysis cache" not in first.stderr
     third = CliRunner().invoke(app, [*args, "--no-cache"])
-    assert third.output == first.output and len(counted) == 2
+    assert third.stdout == first.stdout and len(counted) == 2 and "analysis cache" not in third.stderr
 
 
 def test_files_key_names_the_bytes_the_pair_and_the_parameters(run_path, monkeypatch):
@@ -306,7 +307,7 @@ def test_report_cli_says_its_stages_on_a_terminal(run_path, counted, monkeypatch
     assert first.exit_code == 0 and said == [parsing, computing]
     said.clear()
     second = CliRunner().invoke(app, args)
-    assert second.output == first.output and said == [parsing] and len(counted) == 1
+    assert second.stdout == first.stdout and said == [parsing] and len(counted) == 1
 
 
 def test_the_status_line_is_for_terminals_only(monkeypatch):

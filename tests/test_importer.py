@@ -118,7 +118,7 @@ def test_cli_import(tmp_path, monkeypatch, capsys):
 
 ids = st.text(alphabet="abcxyz0123-_", min_size=1, max_size=8)
 records = st.lists(
-    st.tuples(st.sampled_from(["prose", "code", "math"]), st.text(alphabet="01", max_size=60), st.booleans(), st.booleans()),
+    st.tuples(st.sampled_from(["prose", "code", "math"]), st.text(alphabet="01", min_size=1, max_size=60), st.booleans(), st.booleans()),
     min_size=1, max_size=12,
 )
 

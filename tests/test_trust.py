@@ -181,15 +181,16 @@ def test_report_o_refuses_a_runs_own_files_and_its_directory(tmp_path):
     load_run(run)
 
 
-def test_report_o_replaces_a_dangling_symlink_never_writes_through_it(tmp_path):
-    """The export wrote through a dangling symlink to wherever it pointed (`exists()` is False for it)."""
+def test_report_o_never_writes_through_nor_over_a_dangling_symlink(tmp_path):
+    """The export wrote through a dangling symlink to wherever it pointed (`exists()` is False for it);
+    since issue 56 a symlink is not replaced either: only a regular file or a new name is written."""
     run = make_fixture_run(tmp_path / "streams")
     link = tmp_path / "out.md"
     elsewhere = tmp_path / "elsewhere.md"
     link.symlink_to(elsewhere)
     code, out = invoke("report", run, *REPORT_FAST, "-o", link)
-    assert code == 0, out
-    assert not elsewhere.exists() and not link.is_symlink() and link.read_text().startswith("#")
+    assert code != 0 and "symbolic link" in out, out
+    assert not elsewhere.exists() and link.is_symlink()
 
 
 def test_report_o_on_a_full_disk_keeps_the_old_report_whole(tmp_path, monkeypatch):
@@ -301,19 +302,26 @@ def test_a_flipped_bit_in_run_json_is_refused_and_repair_accepts_a_checked_edit(
     assert load_run(run).meta["cost"]["r_measured"] == 0.75
 
 
-def test_shipped_runs_are_legacy_and_still_load(tmp_path):
-    """A run.json without a checksum (written before it existed) is accepted with every field checked;
-    the shipped runs load whichever they are (a run that `specterm costs` or `confirm` rewrote carries one)."""
+def test_shipped_runs_are_sealed_and_an_old_copy_still_loads(tmp_path):
+    """The shipped runs are sealed (issue 56: schema 2 with a checksum and a record count); a truly old
+    run.json (schema 1, no checksum, written before it existed) is accepted with every field checked and
+    one warning; a sealed one stripped of its checksum is refused."""
     import shutil
 
     for path in sorted(p for p in SHIPPED.iterdir() if (p / META_FILE).is_file()):
-        assert len(load_run(path).streams) == 80
+        assert len(load_run(path).streams) == 80 and read_meta(path)["schema_version"] == 2
         legacy = tmp_path / path.name
         shutil.copytree(path, legacy)
         meta = json.loads((legacy / META_FILE).read_text())
         meta.pop("meta_checksum", None)
         (legacy / META_FILE).write_text(json.dumps(meta))
-        assert "meta_checksum" not in read_meta(legacy) and len(load_run(legacy).streams) == 80
+        with pytest.raises(SpectermError, match="sealed format"):
+            read_meta(legacy)
+        meta.update(schema_version=1)
+        meta.pop("records")
+        (legacy / META_FILE).write_text(json.dumps(meta))
+        old = load_run(legacy)
+        assert "meta_checksum" not in old.meta and len(old.streams) == 80 and len(old.warnings) == 1
 
 
 @pytest.mark.parametrize("field,value", [("c_draft2_s", -1.0), ("c_draft2_s", 0.0), ("context", 0), ("context", 10**30),
@@ -503,7 +511,8 @@ def test_a_directory_holding_only_run_lock_does_not_block_run(tmp_path):
     out.mkdir()
     (out / LOCK_FILE).write_text("12345\n")
     _check_out(out, resume=False)
-    _check_out(out, resume=True)
+    with pytest.raises(SpectermError, match="no run to resume"):  # issue 56: --resume with no run says so and stops
+        _check_out(out, resume=True)
 
 
 def test_an_empty_corpus_is_refused():

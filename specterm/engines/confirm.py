@@ -45,6 +45,7 @@ from specterm.core.decide import costmodel
 from specterm.core.decide.costmodel import refeed_counts, refeed_share
 from specterm.core.compare.sameposition import first_divergence
 from specterm.core.errors import SpectermError
+from specterm.core.report.text import printable
 from specterm.core.decide.hardware import (
     BATCH_COST_KEY,
     batch_costs,
@@ -527,7 +528,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
             log(f"costs by batch stored (whole measurement {record['batch_cost']['whole_wall_s']:.1f} s wall)")
             return
     except (Cancelled, KeyboardInterrupt):
-        print(f"interrupted: the finished prompts are kept in {Path(run) / META_FILE} (confirmation marked incomplete).",
+        print(printable(f"interrupted: the finished prompts are kept in {Path(run) / META_FILE} (confirmation marked incomplete)."),
               file=sys.stderr)
         raise SystemExit(130) from None
     log_results(record, log)

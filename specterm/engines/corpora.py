@@ -114,8 +114,10 @@ def load_prompts_file(path: str | Path, default_corpus: str | None = None) -> li
     characters (prompts that need newlines belong in jsonl).
     """
     path = Path(path)
+    from specterm.core.store.atomic import read_regular
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, "pass a UTF-8 text file").decode("utf-8")
     except FileNotFoundError:
         raise SpectermError(f"prompts file {path} does not exist; check the path.") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -464,12 +464,14 @@ def pair_slug(runs: Sequence[Any], report: "Report | None" = None) -> str:
 
 
 def run_engine(meta: dict | None, report: "Report | None" = None) -> str:
-    """The engine of the runs shown: the report's (RunSummary.engine), else run.json's backend name,
-    else torch (the oracle's own engine when run.json names none)."""
+    """The engine of the runs shown: the report's (RunSummary.engine), else "import" for an import,
+    else run.json's backend name, else torch (the oracle's own engine when run.json names none)."""
     if report is not None:
         engines = list(dict.fromkeys(r.engine for r in report.runs if r.engine))
         if engines:
             return "+".join(engines)
+    if isinstance((meta or {}).get("imported_from"), str):
+        return "import"  # streams from another tool: no engine of specterm's made them (profiles.run_engine)
     backend = (meta or {}).get("backend")
     name = backend.get("name") if isinstance(backend, dict) else None
     return printable(str(name)) if name else "torch"

@@ -114,3 +114,19 @@ def other_cpu_share(busy0: float, busy1: float, own0: float, own1: float, wall: 
     if wall <= 0:
         return 0.0
     return max(0.0, ((busy1 - busy0) - (own1 - own0)) / wall)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (MemAvailable of /proc/meminfo, else the free
+    physical pages), or None where neither can be read."""
+    try:
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None

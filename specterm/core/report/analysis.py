@@ -64,7 +64,7 @@ import numpy as np
 
 from specterm.core.streams import stats as st
 from specterm.core.streams.blockwalk import E_iid
-from specterm.core.streams.bootstrap import integer_products, multinomial_weights
+from specterm.core.streams.bootstrap import check_bootstrap_memory, integer_products, multinomial_weights
 from specterm.core.decide.costmodel import r_or_default, refeed_share
 from specterm.core.decide.cost_ratio import cost_ratio_optimum
 from specterm.core.claims.economics import depth_gain
@@ -76,8 +76,16 @@ from specterm.core.decide.hardware import (MIXED_COSTS_NOTE, Confirmation, CostC
 from specterm.core.decide.hardware.confirmations import confirmed_rows
 from specterm.core.decide.hardware.decision import _plain as _plain_row
 from specterm.core.decide.hardware.decision import verdict_sign_held
-from specterm.core.decide.hardware.profiles import NO_MATCH, Profile, profile_meta, run_engine, run_profiles, shown_profile
-from specterm.core.decide.machine import Machine, this_machine
+from specterm.core.decide.hardware.profiles import (
+    NO_MATCH,
+    Profile,
+    profile_meta,
+    run_engine,
+    run_profiles,
+    shown_profile,
+    threads_note,
+)
+from specterm.core.decide.machine import Machine, available_memory, this_machine
 from specterm.core.decide.optimum import optimum_table, p3_shares, r_values
 from specterm.core.report.parallel import analysis_threads, contiguous_parts, kept_heap, one_blas_thread, run_all, submit
 from specterm.core.params import BOOT, DEFAULT_RIDGE, GAMMA_DEFAULT, EXACT, GAMMA_MAX, GAMMAS, R_DEFAULT, SEED, SHUFFLES, STEADY_FROM, YIELD_GAMMAS
@@ -651,7 +659,7 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None,
             prof = _label(p.profiles, idx, pid)
             if prof is None:
                 continue
-            ok = all(p.profiles[i].profiles and prof.matches(p.machine, run_engine(p.profiles[i].run.meta)) for i in idx)
+            ok = all(p.profiles[i].profiles and prof.same_machine(p.machine, run_engine(p.profiles[i].run.meta)) for i in idx)
             if rep.decision_hw is not None and all(shown_ids[i] == pid for i in idx):
                 out[pid] = rep.decision_hw
             else:
@@ -727,10 +735,12 @@ def profile_rows(profiles: list[RunProfiles], machine: Machine) -> list[dict[str
 
 def profile_note(profiles: list[RunProfiles], machine: Machine) -> str | None:
     """SPEC 6: when a run's profiles include none of this machine, one sentence with the command that
-    measures one (None when every run with costs has a matching profile)."""
+    measures one; when this machine's shown profile was timed at another thread count, which threads
+    and the command that times this machine's (profiles.threads_note); None otherwise."""
     missing = [rp for rp in profiles if rp.profiles and not rp.matches]
     if not missing:
-        return None
+        notes = [threads_note(rp.shown, machine, str(rp.run.path)) for rp in profiles if rp.shown is not None and rp.matches]
+        return "; ".join(n for n in notes if n) or None
     engines = sorted({run_engine(rp.run.meta) for rp in missing})
     where = f"{machine.label()}, {' / '.join(engines)}"
     return NO_MATCH.format(machine=where, run=" ".join(str(rp.run.path) for rp in missing))
@@ -785,6 +795,8 @@ def analyse(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, shuff
     if drafted is not None:  # L_s and m_s, not bits: nothing here is defined on them (SPEC 2b)
         raise SpectermError(f"{drafted.path} is a drafter run (no per-position bits); its report is "
                             "core/drafted (`specterm report` routes it there).")
+    n_streams = sum(len(run.streams) for run in runs)
+    check_bootstrap_memory(boot, n_streams, len({s.corpus for run in runs for s in run.streams}) + 1, available_memory())
     threads = analysis_threads(sum(s.bits.size for run in runs for s in run.streams), boot)
     if threads == 1:
         with one_blas_thread(), kept_heap():

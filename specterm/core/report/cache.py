@@ -39,6 +39,12 @@ last and hashed as read, `_report_text`: about 1 ms for a 190 KB report), checke
 (an edited number, a flipped bit or another run's report pasted in is a mismatch), and the report's
 own counts are checked against the key's runs (`count_mismatch`: streams and positions per run and
 pooled); a mismatch is a miss, the entry deleted and rebuilt, and `note` (the CLI: stderr) told once.
+What it protects against: accidents, not forgery. The digest is not keyed (no secret), so a
+person who can write the cache folder (the user's own ~/.cache) can write an entry that passes every
+check; they could as well edit specterm. What it does catch is everything an accident makes: a
+flipped bit, a truncated or interrupted write, an entry of another run or code version, a FIFO or
+device in an entry's place (read only if regular: store.atomic.read_regular). `specterm report`
+says on stderr when it served from the cache (`on_hit`), and `--no-cache` analyses again.
 `runs[].path` is never served from an entry: the caller's runs name themselves (`cached_analyse`). Entries are JSON only (nothing is unpickled). Writes
 use the store's one writer idiom (core/store/atomic.py); at most MAX_ENTRIES are kept, least
 recently used first out.
@@ -56,7 +62,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specterm.core.decide.machine import this_machine
-from specterm.core.store.atomic import write_bytes_atomic
+from specterm.core.errors import SpectermError
+from specterm.core.store.atomic import read_regular, write_bytes_atomic
 
 if TYPE_CHECKING:
     from specterm.core.report.types import Report
@@ -283,8 +290,11 @@ def _read_keyed(path: Path, key: dict[str, Any], body: Callable[[bytes, dict[str
     of what it serves (`body(raw bytes, entry)`); None when missing or unreadable, and an entry that
     is not JSON, holds another key or fails its digest is deleted (to be rebuilt)."""
     try:
-        raw = path.read_bytes()
-    except OSError:
+        raw = read_regular(path)  # a FIFO or a device in the cache is never opened for reading (it would block)
+    except FileNotFoundError:
+        return None
+    except SpectermError:
+        _remove(path)
         return None
     try:
         entry = json.loads(raw)
@@ -411,12 +421,13 @@ def _prune(folder: Path, keep: int = MAX_ENTRIES) -> None:
 
 def cached_analyse(runs: Sequence[Run], *, use_cache: bool = True, on_compute: Callable[[], None] | None = None,
                    note: Callable[[str], None] | None = None, report_alias: dict[str, Any] | None = None,
-                   **params: Any) -> Report:
+                   on_hit: Callable[[str], None] | None = None, **params: Any) -> Report:
     """`analysis.analyse(runs, **params)`, read from the cache when an entry for exactly these runs,
     parameters and code exists and proves it (load), else computed (`on_compute` called first) and
     stored; `note` is told once about an entry that failed its checks. `report_alias`: the alias key
     (files_key with REPORT_PAIR) of the bytes `specterm report` parsed `runs` from, every run given,
-    when loading them said nothing: the alias `load_by_files` finds the entry by is stored too."""
+    when loading them said nothing: the alias `load_by_files` finds the entry by is stored too.
+    `on_hit` is told the entry's path when the report was read from the cache (the CLI says so)."""
     from specterm.core.report.analysis import analyse
 
     key = cache_key(runs, params) if use_cache and enabled() else None
@@ -425,6 +436,8 @@ def cached_analyse(runs: Sequence[Run], *, use_cache: bool = True, on_compute: C
         for summary, run in zip(cached.runs, runs):
             summary.path = str(run.path)  # the runs as named now (analysis.run_summary), never the cache's
         report = cached
+        if on_hit is not None and key is not None:
+            on_hit(str(entry_path(key)))
     else:
         if on_compute is not None:
             on_compute()

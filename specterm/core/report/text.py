@@ -32,3 +32,4 @@ def printable(text: str, keep: str = "") -> str:
     except UnicodeEncodeError:
         out = out.encode("utf-8", "backslashreplace").decode("utf-8")
     return out
+

@@ -528,7 +528,7 @@ class RunSummary(Record):
     r_measured: float | None = None
     n_streams: int = 0
     corpora: list[str] = dataclasses.field(default_factory=list)
-    engine: str | None = None               # torch | llama.cpp
+    engine: str | None = None               # torch | llama.cpp | import (streams from another tool)
     shown_profile: str | None = None        # the id of the cost profile whose decision is shown
 
 

@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -49,6 +50,81 @@ def is_temp_name(name: str) -> bool:
     """True for a name the store's writers use while a file or directory is unfinished (and for any
     hidden entry): discovery never loads one."""
     return name.startswith(".")
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"))
+
+
+def file_kind(mode: int) -> str:
+    """What a stat mode names, in words ("a FIFO (named pipe)", "a character device", ...)."""
+    return next((word for test, word in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular(path: str | os.PathLike[str], advice: str = "replace it with the file itself") -> bytes:
+    """The bytes of `path`, read only if it is a regular file (symlinks to one are followed): a FIFO,
+    a device or a socket is refused in one sentence before a byte is read (the open itself never
+    blocks: O_NONBLOCK, and the kind is checked on the open descriptor, so nothing can be swapped in
+    between). FileNotFoundError passes through (callers treat a missing file their own way); any
+    other OSError becomes one sentence."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise SpectermError(f"cannot read {path} ({exc.strerror or exc}); check its permissions.") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SpectermError(f"{path} is {file_kind(info.st_mode)}, not a regular file, and specterm reads only "
+                                f"regular files; {advice}.")
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 24)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise SpectermError(f"cannot read {path} ({exc.strerror or exc}); check the file.") from None
+    finally:
+        os.close(fd)
+
+
+def check_output_target(target: Path, flag: str = "-o") -> None:
+    """Refuse (one sentence) an output path that exists and is not a regular file: a symbolic link,
+    a FIFO, a device (/dev/full, /dev/stdout, which is a link to /proc/self/fd/1), a socket or a
+    directory. specterm writes only over a regular file or a new name; `-o -` writes to stdout."""
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise SpectermError(f"cannot use {flag} {target} ({exc.strerror or exc}); choose another path.") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise SpectermError(f"{flag} {target} is {file_kind(info.st_mode)}, and specterm writes only over a regular "
+                            f"file or a new name; choose another path, or `{flag} -` for standard output.")
+
+
+def run_folder_above(path: str | os.PathLike[str]) -> Path | None:
+    """The nearest existing folder at or above `path`'s parent that holds a run.json (a run), or None."""
+    probe = Path(os.path.abspath(path)).parent
+    while True:
+        if (probe / RUN_FILE_NAMES[0]).is_file():
+            return probe
+        if probe == probe.parent:
+            return None
+        probe = probe.parent
+
+
+def check_not_in_run(out: str | os.PathLike[str], flag: str = "--out") -> None:
+    """Refuse a new run directory inside another run's folder (it would be a run nested in a run,
+    which `list` never shows and a copy of the outer run carries along)."""
+    outer = run_folder_above(out)
+    if outer is not None:
+        raise SpectermError(f"{flag} {out} is inside the run {outer}; put new runs beside it (e.g. under streams/), "
+                            "not in it.")
 
 
 MAX_NAME_BYTES = 255  # the longest file name most file systems take (ext4, xfs, btrfs, APFS)
@@ -276,7 +352,8 @@ def write_output(target: str | os.PathLike[str], data: bytes, advice: str = "cho
         parent = target.parent
         if not parent.is_dir():
             raise SpectermError(f"the directory {parent} does not exist; create it or {advice}.")
-        if target.name in RUN_FILE_NAMES or (parent / RUN_FILE_NAMES[0]).exists():
+        check_output_target(target)
+        if target.name in RUN_FILE_NAMES or run_folder_above(target) is not None:
             raise SpectermError(f"{target} is inside a run directory or is a run's own file, which specterm never "
                                 f"overwrites with a report; {advice}.")
         write_bytes_atomic(target, data)

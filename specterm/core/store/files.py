@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from specterm.core.errors import SpectermError
-from specterm.core.store.atomic import is_temp_name
+from specterm.core.store.atomic import is_temp_name, read_regular
 from specterm.core.store.meta import META_FILE, RECORDS_FILE, read_meta, read_meta_bytes
 
 
@@ -31,11 +31,9 @@ def read_records_file(path: Path) -> bytes | None:
     """The bytes of a run's prompts.jsonl, or None when there is none."""
     rec_path = Path(path) / RECORDS_FILE
     try:
-        return rec_path.read_bytes()
+        return read_regular(rec_path, "restore the run's own prompts.jsonl")
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise SpectermError(f"cannot read {rec_path} ({exc.strerror}); check its permissions.") from None
 
 
 def read_run_files(path: str | os.PathLike[str]) -> RunFiles:
@@ -53,6 +51,16 @@ def merged_shard_names(metas: dict[Path, dict[str, Any]]) -> set[str]:
             if isinstance(src, str):
                 names.add(Path(src).name)
     return names
+
+
+def _holds_meta(p: Path) -> bool:
+    """True when `p` is a folder with a run.json entry that is not a folder: a regular file, or a FIFO or
+    device in its place, which is listed so that loading names it (store/atomic.py read_regular) instead
+    of hiding the run or blocking on it."""
+    try:
+        return p.is_dir() and not (p / META_FILE).is_dir() and os.path.lexists(p / META_FILE)
+    except OSError:
+        return False
 
 
 def discover_runs(root: str | os.PathLike[str] = "streams") -> tuple[list[Path], list[Path]]:
@@ -74,7 +82,7 @@ def discover_runs(root: str | os.PathLike[str] = "streams") -> tuple[list[Path],
     for p in entries:
         if is_temp_name(p.name):
             continue  # an unfinished import/merge (or any hidden entry) is never a run
-        if (p / META_FILE).is_file():
+        if _holds_meta(p):
             try:
                 metas[p] = read_meta(p)
             except SpectermError:

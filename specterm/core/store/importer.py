@@ -11,8 +11,11 @@ or --draft ngram-... (its run.json draft.kind). A file holds one kind of line.
 Other keys are ignored. Every line is validated before anything is written (any failure is one
 sentence naming FILE:LINE); the run is then written atomically (store.write_run, a unique
 hidden temporary directory renamed into place), so a bad line leaves nothing behind. A UTF-8 BOM is read. Imported streams have
-no gate (the oracle's gate was not checked here); their models are the names given with
---target/--draft, if any. A corpus may not take a name the report uses for itself ("pooled").
+no gate (the oracle's gate was not checked here; shown "n/a"); their models are the names given with
+--target/--draft, if any, and the run is labelled an import (never an engine). A corpus name must
+print (no control, format or separator character) and may not take a name the report uses for
+itself ("pooled"), also after Unicode normalization (store name_form); a stream has at least one
+position; --out is never inside another run.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from specterm.core.errors import SpectermError
+from specterm.core.store.atomic import check_not_in_run
 from specterm.core.store import (
     BOM,
     Stream,
@@ -47,6 +51,27 @@ def _check_text(value: str, name: str, where: str) -> None:
                             "fix the line and import again.") from None
 
 
+def check_import_corpus(corpus: str, where: str) -> None:
+    """An imported corpus name prints (no control, format or separator character such as a zero-width
+    space: str.isprintable) and is not a reserved name (store check_corpus_name, after normalization)."""
+    if not corpus.isprintable():
+        raise SpectermError(f"{where}: the corpus name {corpus!r} holds a character that does not print (a control, "
+                            "format or separator character such as a zero-width space); rename the corpus and import again.")
+    check_corpus_name(corpus, where, "rename the corpus and import again.")
+
+
+def _bits(text: str, where: str) -> np.ndarray:
+    """The stream's bits: only 0 and 1, at least one position."""
+    try:
+        bits = bits_from_str(text)
+    except (ValueError, UnicodeEncodeError):
+        raise SpectermError(f"{where}: 'bits' must contain only the characters 0 and 1; fix the line and import again.") from None
+    if bits.size == 0:
+        raise SpectermError(f"{where}: 'bits' is empty (no positions); every stream needs at least one position, "
+                            "fix the line and import again.")
+    return bits
+
+
 def stream_from_line(obj: Any, where: str) -> Stream:
     """Validate one parsed line; `where` ("FILE:LINE") starts every error."""
     if not isinstance(obj, dict):
@@ -62,17 +87,14 @@ def stream_from_line(obj: Any, where: str) -> Stream:
         if not obj[key].strip():
             raise SpectermError(f"{where}: field '{key}' is empty; give every prompt an id and a corpus.")
         _check_text(obj[key], key, where)
-    check_corpus_name(obj["corpus"], where, "rename the corpus and import again.")
+    check_import_corpus(obj["corpus"], where)
     if drafted:
         if obj.get("draft_conf") is not None:
             raise SpectermError(f"{where}: a drafter's line has no 'draft_conf' (it proposes without a model); remove it.")
         runs, proposed = drafter_runs_of(obj, where, None)
         return _with_tokens(obj, where, Stream(id=obj["id"], corpus=obj["corpus"], bits=np.zeros(0, dtype=np.uint8),
                                                runs=runs, proposed=proposed))
-    try:
-        bits = bits_from_str(obj["bits"])
-    except (ValueError, UnicodeEncodeError):
-        raise SpectermError(f"{where}: 'bits' must contain only the characters 0 and 1; fix the line and import again.") from None
+    bits = _bits(obj["bits"], where)
     n = bits.size
     kw: dict[str, Any] = {}
     conf = obj.get("draft_conf")
@@ -173,8 +195,9 @@ def import_jsonl(path: str | os.PathLike[str], out: str | os.PathLike[str], name
     neither is a pair of its own (store.pair_key), never pooled with another run: two files from
     unrelated tools must not pool just because neither says what it measured."""
     out = Path(out)
-    if out.exists():
+    if out.exists() or out.is_symlink():
         raise SpectermError(f"{out} already exists; choose another --out or remove it first.")
+    check_not_in_run(out)
     models = {"target": named_model(target, "--target"), "draft": named_model(draft, "--draft")}
     streams = read_jsonl(path)
     if streams[0].drafted:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specterm.core.errors import SpectermError
+from specterm.core.store.atomic import read_regular
 
 
 
@@ -46,7 +47,12 @@ if TYPE_CHECKING:
     from specterm.core.store.records import RecordBounds  # imported by record_bounds: no numpy for read_meta
 
 FORMAT = "specterm-run"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: the sealed format. A run.json of schema 2 must carry `meta_checksum`, `records` and
+`"checksums": true` (seal_meta writes 2 exactly when it does); one that claims 2 and lacks any of
+them was edited or damaged and is refused. 1: an older run, loaded with one warning naming what
+cannot be checked (legacy_warning)."""
+LEGACY_VERSION = 1
 META_FILE = "run.json"
 RECORDS_FILE = "prompts.jsonl"
 META_CHECKSUM_FIELD = "meta_checksum"
@@ -61,10 +67,56 @@ def meta_checksum(meta: dict[str, Any]) -> str:
     return _sha256(text.encode("ascii"))[:16]
 
 
+def is_sealed(meta: dict[str, Any]) -> bool:
+    """True when `meta` holds everything the sealed format needs (a record count and record checksums;
+    seal_meta adds the metadata checksum)."""
+    return type(meta.get(RECORDS_FIELD)) is int and meta.get("checksums") is True
+
+
 def seal_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """`meta` with its checksum (META_CHECKSUM_FIELD, last), as every writer of run.json stores it."""
+    """`meta` with its checksum (META_CHECKSUM_FIELD, last), as every writer of run.json stores it, and
+    its schema_version: SCHEMA_VERSION (sealed) when it has a record count and record checksums, else
+    LEGACY_VERSION (a resumed old run whose records have no checksums stays an old run)."""
     out = {k: v for k, v in meta.items() if k != META_CHECKSUM_FIELD}
+    if out.get("format") == FORMAT:
+        out["schema_version"] = SCHEMA_VERSION if is_sealed(out) else LEGACY_VERSION
     out[META_CHECKSUM_FIELD] = meta_checksum(out)
+    return out
+
+
+def unchecked(meta: dict[str, Any]) -> list[str]:
+    """What a load cannot check in an old run (schema 1): each missing seal, in words."""
+    out = []
+    if meta.get(META_CHECKSUM_FIELD) is None:
+        out.append("an edit of run.json (no meta_checksum)")
+    if type(meta.get(RECORDS_FIELD)) is not int:
+        out.append("a truncated prompts.jsonl or deleted lines (no record count)")
+    if meta.get("checksums") is not True:
+        out.append("an edited record (no record checksums)")
+    return out
+
+
+def legacy_warning(meta: dict[str, Any], run: Path) -> str | None:
+    """The one warning line an old run (schema 1 without every seal) loads with, or None."""
+    missing = unchecked(meta) if meta.get("schema_version") == LEGACY_VERSION else []
+    if not missing:
+        return None
+    return (f"{run} is an old run (schema_version 1), so a load cannot detect {'; '.join(missing)}; "
+            f"`specterm repair {run}` checks every record and seals it.")
+
+
+def meta_warnings(meta: dict[str, Any], run: Path) -> list[str]:
+    """The warnings a load of a valid run.json gives: an old run's (legacy_warning) and each stored cost
+    profile that is skipped because it decides nothing (no c_decode_s), named by index and id."""
+    out = []
+    legacy = legacy_warning(meta, run)
+    if legacy is not None:
+        out.append(legacy)
+    profiles = meta.get("profiles")
+    for i, prof in enumerate(profiles if isinstance(profiles, list) else []):
+        if isinstance(prof, dict) and isinstance(prof.get("cost"), dict) and prof["cost"].get("c_decode_s") is None:
+            out.append(f"{run / META_FILE}: cost profile profiles[{i}] ({prof.get('id')}) has no c_decode_s, so it "
+                       f"cannot decide and is skipped; measure this machine again with `specterm costs {run}`.")
     return out
 
 def read_meta_bytes(path: Path) -> tuple[Path, bytes]:
@@ -74,12 +126,11 @@ def read_meta_bytes(path: Path) -> tuple[Path, bytes]:
     meta_path = path / META_FILE
     if not path.is_dir():
         raise SpectermError(f"{path} is not a run directory; pass a directory under streams/ (see `specterm list`).")
-    if not meta_path.is_file():
-        raise SpectermError(f"{path} has no {META_FILE}, so it is not a specterm run; pass a directory made by `specterm run` or `specterm import`.")
     try:
-        return meta_path, meta_path.read_bytes()
-    except OSError as exc:
-        raise SpectermError(f"cannot read {meta_path} ({exc.strerror}); check its permissions.") from None
+        return meta_path, read_regular(meta_path, "restore the run's own run.json")
+    except FileNotFoundError:
+        raise SpectermError(f"{path} has no {META_FILE}, so it is not a specterm run; pass a directory made by "
+                            "`specterm run` or `specterm import`.") from None
 
 
 def read_meta(path: Path, verify: bool = True) -> dict[str, Any]:
@@ -109,8 +160,18 @@ def parse_meta(raw: bytes, meta_path: Path, verify: bool = True) -> dict[str, An
         raise SpectermError(
             f"{meta_path} was written with stream schema {version}, newer than this specterm reads ({SCHEMA_VERSION}); upgrade specterm."
         )
+    if version < LEGACY_VERSION:
+        raise SpectermError(f"{meta_path} has schema_version {version}, which no specterm writes; the file is corrupt, "
+                            "restore it or re-create the run.")
     validate_meta(meta, meta_path)  # first: a field that is wrong whatever the checksum says is named
     stored = meta.get(META_CHECKSUM_FIELD)
+    if verify and version >= SCHEMA_VERSION:
+        lacks = [f for f in (META_CHECKSUM_FIELD, RECORDS_FIELD) if meta.get(f) is None]
+        lacks += [] if meta.get("checksums") is True else ['"checksums": true']
+        if lacks:
+            raise SpectermError(f"{meta_path} claims the sealed format (schema_version {version}) but has no "
+                                f"{' and no '.join(lacks)} (it was edited or damaged); restore it, or run "
+                                f"`specterm repair {meta_path.parent}` to check every record and seal it again.")
     if stored is not None and verify and stored != meta_checksum(meta):
         raise SpectermError(f"{meta_path} does not match its checksum (it was edited or damaged); restore it, or run "
                             f"`specterm repair {meta_path.parent}` to check every field and accept the edit.")
@@ -130,28 +191,53 @@ def _type_name(value: Any) -> str:
         type(value), "a number" if _is_number(value) else type(value).__name__)
 
 
+MAX_VOCAB = 10_000_000        # token ids of any tokenizer in use lie far below this
+MAX_NEW_TOKENS = 10_000_000   # positions of one continuation (specterm run -n allows far fewer)
+MAX_BATCH = 65_536            # prompts in one batch
+MAX_THREADS = 65_536          # CPU threads of one machine
+MAX_LAYERS = 100_000
+MAX_RECORDS = 1_000_000_000   # prompts of one run
+MAX_SHARDS = 100_000
+MAX_NAME_CHARS = 1_000        # a name or a short label
+
+
+def _int_in(lo: int, hi: int) -> tuple[Any, str]:
+    return (lambda v: _is_int(v) and lo <= v <= hi, f"an integer in [{lo}, {hi}]")
+
+
+_STR = (lambda v: isinstance(v, str), "a string")
+_NAME = (lambda v: isinstance(v, str) and len(v) <= MAX_NAME_CHARS, f"a string of at most {MAX_NAME_CHARS} characters")
+_OBJECT = (lambda v: isinstance(v, dict), "an object")
+_LIST = (lambda v: isinstance(v, list), "a list")
+_BOOL = (lambda v: isinstance(v, bool), "true or false")
+_NUMBERS = (lambda v: isinstance(v, list) and all(_is_number(x) for x in v), "a list of numbers")
+_OBJECTS = (lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v), "a list of objects")
+
 # Known top-level fields: (check, what it must be). Each may also be null or absent.
 _META_FIELDS: dict[str, tuple[Any, str]] = {
-    "name": (lambda v: isinstance(v, str), "a string"),
-    "created": (lambda v: isinstance(v, str), "a string"),
-    "specterm_version": (lambda v: isinstance(v, str), "a string"),
-    "device": (lambda v: isinstance(v, str), "a string"),
-    "dtype": (lambda v: isinstance(v, str), "a string"),
-    "imported_from": (lambda v: isinstance(v, str), "a string"),
+    "name": _NAME,
+    "created": _NAME,
+    "specterm_version": _NAME,
+    "device": _NAME,
+    "dtype": _NAME,
+    "imported_from": _NAME,
     "target": (lambda v: isinstance(v, (dict, str)), "an object"),
     "draft": (lambda v: isinstance(v, (dict, str)), "an object"),
-    "generation": (lambda v: isinstance(v, dict), "an object"),
-    "hardware": (lambda v: isinstance(v, dict), "an object"),
-    "cost": (lambda v: isinstance(v, dict), "an object"),
-    "sessions": (lambda v: isinstance(v, list), "a list"),
-    "confirmations": (lambda v: isinstance(v, list), "a list"),
+    "generation": _OBJECT,
+    "hardware": _OBJECT,
+    "backend": _OBJECT,
+    "cost": _OBJECT,
+    "batch_cost": _OBJECT,
+    "sessions": _OBJECTS,
+    "confirmations": _OBJECTS,
+    "profiles": _OBJECTS,
     "merged_from": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of directory names"),
-    "checksums": (lambda v: isinstance(v, bool), "true or false"),
-    META_CHECKSUM_FIELD: (lambda v: isinstance(v, str), "a string"),
-    RECORDS_FIELD: (lambda v: _is_int(v) and v >= 0, "a non-negative integer"),
-    "tokenizer_vocab": (lambda v: _is_int(v) and v > 0, "a positive integer"),
-    "shard": (lambda v: isinstance(v, list) and len(v) == 2 and all(_is_int(x) for x in v) and 0 <= v[0] < v[1],
-              "[i, N] with 0 <= i < N"),
+    "checksums": _BOOL,
+    META_CHECKSUM_FIELD: (lambda v: isinstance(v, str) and len(v) == 16, "16 hex digits"),
+    RECORDS_FIELD: _int_in(0, MAX_RECORDS),
+    "tokenizer_vocab": _int_in(1, MAX_VOCAB),
+    "shard": (lambda v: isinstance(v, list) and len(v) == 2 and all(_is_int(x) for x in v) and 0 <= v[0] < v[1] <= MAX_SHARDS,
+              f"[i, N] with 0 <= i < N <= {MAX_SHARDS}"),
 }
 DRAFT_KINDS = ("model", "layers", "prompt-lookup", "ngram")  # run.json draft.kind (SPEC 7); absent: a model
 DRAFTER_KINDS = ("prompt-lookup", "ngram")  # drafters without a draft model: records carry runs and proposed
@@ -164,24 +250,62 @@ def drafter_of(meta: dict[str, Any]) -> dict[str, Any] | None:
 
 
 _MODEL_FIELDS: dict[str, tuple[Any, str]] = {
-    "spec": (lambda v: isinstance(v, str), "a string"),
-    "source": (lambda v: isinstance(v, str), "a string"),
-    "sha256": (lambda v: isinstance(v, str), "a string"),
-    "path": (lambda v: isinstance(v, str), "a string"),
-    "vocab_size": (lambda v: _is_int(v) and v > 0, "a positive integer"),
-    "size": (lambda v: _is_int(v) and v >= 0, "an integer"),
-    "layers": (lambda v: _is_int(v) and v > 0, "a positive integer"),
+    "spec": _STR,
+    "source": _NAME,
+    "sha256": _NAME,
+    "path": _STR,
+    "class": _NAME,
+    "vocab_size": _int_in(1, MAX_VOCAB),
+    "size": _int_in(0, 1 << 50),
+    "layers": _int_in(1, MAX_LAYERS),
     "kind": (lambda v: v in DRAFT_KINDS, f"one of {', '.join(DRAFT_KINDS)}"),
-    "max_tokens": (lambda v: _is_int(v) and v > 0, "a positive integer"),
+    "max_tokens": _int_in(1, MAX_NEW_TOKENS),
 }
 _GENERATION_FIELDS: dict[str, tuple[Any, str]] = {
-    "max_new_tokens": (lambda v: _is_int(v) and v > 0, "a positive integer"),
-    "batch_size": (lambda v: _is_int(v) and v > 0, "a positive integer"),
-    "y_method": (lambda v: isinstance(v, str), "a string"),
-    "y_built_with": (lambda v: isinstance(v, str), "a string"),
-    "decoding": (lambda v: isinstance(v, str), "a string"),
-    "prompt_encoding": (lambda v: isinstance(v, str), "a string"),
-    "eos_token_ids": (lambda v: isinstance(v, list) and all(_is_int(x) for x in v), "a list of token ids"),
+    "max_new_tokens": _int_in(1, MAX_NEW_TOKENS),
+    "batch_size": _int_in(1, MAX_BATCH),
+    "y_method": _NAME,
+    "y_built_with": _NAME,
+    "decoding": _NAME,
+    "prompt_encoding": _NAME,
+    "teacher_forcing": _NAME,
+    "repair": _OBJECT,
+    "eos_token_ids": (lambda v: isinstance(v, list) and all(_is_int(x) and 0 <= x < MAX_VOCAB for x in v),
+                      "a list of token ids"),
+}
+_HARDWARE_FIELDS: dict[str, tuple[Any, str]] = {
+    "machine": _NAME, "processor": _NAME, "system": _NAME, "python": _NAME, "cpu": _NAME, "gpu": _NAME,
+    "cpu_count": _int_in(1, MAX_THREADS),
+}
+_BACKEND_FIELDS: dict[str, tuple[Any, str]] = {
+    "name": _NAME, "device": _NAME, "threads": _int_in(1, MAX_THREADS), "build": _OBJECT,
+}
+_SESSION_FIELDS: dict[str, tuple[Any, str]] = {
+    "started": _NAME, "prompts": _int_in(0, MAX_RECORDS), "batch_size": _int_in(1, MAX_BATCH),
+    "torch_threads": _int_in(1, MAX_THREADS), "llama_threads": _int_in(1, MAX_THREADS), "load_avg": _NUMBERS,
+    "y_built_with": _NAME, "backend": _NAME, "device": _NAME,
+}
+_CONFIRMATION_FIELDS: dict[str, tuple[Any, str]] = {
+    "date": _NAME, "engine": _NAME, "device": _NAME, "dtype": _NAME, "threads": _int_in(1, MAX_THREADS),
+    "hardware": _OBJECT, "backend": _OBJECT, "cost": _OBJECT, "per_corpus": _int_in(0, MAX_RECORDS),
+    "max_new_tokens": _int_in(1, MAX_NEW_TOKENS), "complete": _BOOL, "prompts": _LIST, "results": _OBJECTS,
+    "choices": _OBJECT, "profile": _NAME, "batch": _int_in(1, MAX_BATCH), "load_avg_start": _NUMBERS,
+    "load_avg_end": _NUMBERS,
+}
+_PROFILE_FIELDS: dict[str, tuple[Any, str]] = {
+    "id": _NAME, "engine": _OBJECT, "device": _OBJECT, "dtype": _NAME, "context": _int_in(1, 10_000_000),
+    "clock": _NAME, "measured_at": _NAME, "load": _OBJECT, "busy": _BOOL, "stop_reason": _NAME, "source": _NAME,
+    "cost": _OBJECT, "batch_cost": _OBJECT,
+}
+_PROFILE_DEVICE_FIELDS: dict[str, tuple[Any, str]] = {
+    "kind": _NAME, "name": _NAME, "cores": _int_in(1, MAX_THREADS), "threads": _int_in(1, MAX_THREADS),
+    "memory_gb": (lambda v: _is_number(v) and 0 <= v <= 1e7, "a number of GB"), "driver": _NAME,
+    "capability": _NAME,
+}
+_PROFILE_ENGINE_FIELDS: dict[str, tuple[Any, str]] = {"name": _NAME, "version": _NAME, "build": _OBJECT}
+_PROFILE_LOAD_FIELDS: dict[str, tuple[Any, str]] = {
+    "avg": (lambda v: _is_number(v) and v >= 0, "a non-negative number"),
+    "other_cpu_share": (lambda v: _is_number(v) and v >= 0, "a non-negative number"),
 }
 
 
@@ -281,7 +405,7 @@ def _check_cost_scale(cost: dict[str, Any], where: str) -> None:
                                     "restore it or re-measure the costs (`specterm run --resume --remeasure-cost`).")
 
 
-def _check_fields(obj: dict[str, Any], fields: dict[str, tuple[Any, str]], prefix: str, where: Path) -> None:
+def _check_fields(obj: dict[str, Any], fields: dict[str, tuple[Any, str]], prefix: str, where: Path | str) -> None:
     for key, (ok, what) in fields.items():
         value = obj.get(key)
         if value is not None and not ok(value):
@@ -289,43 +413,64 @@ def _check_fields(obj: dict[str, Any], fields: dict[str, tuple[Any, str]], prefi
                                 "the file is corrupt, restore it or re-create the run.")
 
 
+def _check_profile(prof: dict[str, Any], name: str, where: Path) -> None:
+    """One stored cost profile: its fields typed and bounded, its costs measured costs."""
+    if not isinstance(prof.get("cost"), dict) or not isinstance(prof.get("id"), str):
+        raise SpectermError(f"{where}: {name} is not a cost profile (an object with an id and a cost); "
+                            "the file is corrupt, restore it.")
+    _check_fields(prof, _PROFILE_FIELDS, f"{name}.", where)
+    for part, fields in (("device", _PROFILE_DEVICE_FIELDS), ("engine", _PROFILE_ENGINE_FIELDS),
+                         ("load", _PROFILE_LOAD_FIELDS)):
+        if isinstance(prof.get(part), dict):
+            _check_fields(prof[part], fields, f"{name}.{part}.", where)
+    check_cost_values(prof["cost"], f"{where} ({name})")
+    if isinstance(prof.get("batch_cost"), dict):
+        check_cost_values(prof["batch_cost"], f"{where} ({name}.batch_cost)")
+
+
 def validate_meta(meta: dict[str, Any], where: Path) -> None:
-    """Check every known field of a run.json (`where` names it); SpectermError naming the first bad one."""
+    """Check every known field of a run.json (`where` names it): types and bounds, nested objects
+    (models, generation, hardware, backend, sessions, confirmations, cost profiles) included, and every
+    cost a measured cost (check_cost_values). SpectermError naming the first bad field. The one
+    validator of a load, `repair` (read_meta) and `import`/`merge` (write_run checks what it writes)."""
     _check_fields(meta, _META_FIELDS, "", where)
     for role in ("target", "draft"):
         if isinstance(meta.get(role), dict):
             _check_fields(meta[role], _MODEL_FIELDS, f"{role}.", where)
-    if isinstance(meta.get("generation"), dict):
-        _check_fields(meta["generation"], _GENERATION_FIELDS, "generation.", where)
+    for part, fields in (("generation", _GENERATION_FIELDS), ("hardware", _HARDWARE_FIELDS),
+                         ("backend", _BACKEND_FIELDS)):
+        if isinstance(meta.get(part), dict):
+            _check_fields(meta[part], fields, f"{part}.", where)
+    for i, session in enumerate(meta.get("sessions") or []):
+        _check_fields(session, _SESSION_FIELDS, f"sessions[{i}].", where)
     cost = meta.get("cost")
     if isinstance(cost, dict):
         check_cost_values(cost, str(where))
-    confirmations = meta.get("confirmations")
-    for i, conf in enumerate(confirmations if isinstance(confirmations, list) else []):
-        if isinstance(conf, dict) and isinstance(conf.get("cost"), dict):
+    if isinstance(meta.get("batch_cost"), dict):
+        check_cost_values(meta["batch_cost"], f"{where} (batch_cost)")
+    for i, conf in enumerate(meta.get("confirmations") or []):
+        _check_fields(conf, _CONFIRMATION_FIELDS, f"confirmations[{i}].", where)
+        if isinstance(conf.get("hardware"), dict):
+            _check_fields(conf["hardware"], _HARDWARE_FIELDS, f"confirmations[{i}].hardware.", where)
+        if isinstance(conf.get("cost"), dict):
             check_cost_values(conf["cost"], f"{where} (confirmations[{i}])")
-    profiles = meta.get("profiles")
-    if profiles is not None and not isinstance(profiles, list):
-        raise SpectermError(f"{where}: 'profiles' must be a list of cost profiles; the file is corrupt, restore it.")
-    for i, prof in enumerate(profiles or []):
-        if not isinstance(prof, dict) or not isinstance(prof.get("cost"), dict) or not isinstance(prof.get("id"), str):
-            raise SpectermError(f"{where}: profiles[{i}] is not a cost profile (an object with an id and a cost); "
-                                "the file is corrupt, restore it.")
-        check_cost_values(prof["cost"], f"{where} (profiles[{i}])")
+    for i, prof in enumerate(meta.get("profiles") or []):
+        _check_profile(prof, f"profiles[{i}]", where)
 
 
 def record_bounds(meta: dict[str, Any]) -> RecordBounds:
-    """What run.json says each record must satisfy: n <= generation.max_new_tokens, ids below the
-    target's vocab_size (None where the run does not say, e.g. an import)."""
+    """What run.json says each record must satisfy: n <= generation.max_new_tokens, ids below both the
+    target's vocab_size and tokenizer_vocab (None where the run does not say, e.g. an import)."""
     gen = meta.get("generation")
     max_n = gen.get("max_new_tokens") if isinstance(gen, dict) else None
     target = meta.get("target")
-    vocab = target.get("vocab_size") if isinstance(target, dict) else None
+    sizes = [v for v in (target.get("vocab_size") if isinstance(target, dict) else None,
+                         meta.get("tokenizer_vocab")) if isinstance(v, int) and _is_int(v)]
     from specterm.core.store.records import RecordBounds
 
     drafter = drafter_of(meta)
     max_draft = drafter.get("max_tokens") if drafter is not None else None
-    return RecordBounds(max_n=max_n if _is_int(max_n) else None, vocab=vocab if _is_int(vocab) else None,
+    return RecordBounds(max_n=max_n if _is_int(max_n) else None, vocab=min(sizes) if sizes else None,
                         max_draft=max_draft if _is_int(max_draft) else None)
 
 

@@ -340,16 +340,27 @@ def _check_text(value: Any, name: str, where: str) -> None:
             raise SpectermError(f"{where}: '{name}' holds a lone surrogate, which is not text; the file is corrupt.") from None
 
 
+def name_form(name: str) -> str:
+    """The form two set names are compared in: NFKC (full-width and compatibility letters folded),
+    Unicode format characters (category Cf: zero-width spaces and joiners, bidi controls) removed,
+    spaces stripped, lower case. "poo\u200bled" and "ｐｏｏｌｅｄ" both read "pooled"."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKC", name)
+    return "".join(c for c in folded if unicodedata.category(c) != "Cf").strip().lower()
+
+
 def check_corpus_name(corpus: str, where: str, advice: str) -> None:
     """Refuse a corpus named like one of the report's own sets (RESERVED_CORPUS_NAMES: "pooled"),
     which would collide with the set of every corpus together, also with spaces around it or in other
-    letter case ("pooled " showed as a second "pooled" row), and a name with leading or trailing
-    spaces; control characters are escaped wherever a name is shown (core/report/text.py); `where` starts
+    letter case ("pooled " showed as a second "pooled" row) or after Unicode normalization (name_form:
+    "poo\u200bled" showed as a second "pooled" row), and a name with leading or trailing spaces;
+    control characters are escaped wherever a name is shown (core/report/text.py); `where` starts
     the sentence."""
     if corpus != corpus.strip(" "):  # control characters are escaped where shown, not refused
         raise SpectermError(f"{where}: the corpus name {corpus!r} has spaces around it (it would not read as one "
                             f"name in a table); {advice}")
-    if corpus.strip(" ").lower() in RESERVED_CORPUS_NAMES:
+    if name_form(corpus) in RESERVED_CORPUS_NAMES:
         raise SpectermError(f"{where}: the corpus name {corpus!r} is reserved for the set of all corpora together; {advice}")
 
 

@@ -29,7 +29,15 @@ from typing import Any
 
 from specterm.core.errors import SpectermError
 from specterm.core.store.files import RunFiles, read_records_file, read_run_files
-from specterm.core.store.meta import META_FILE, RECORDS_FIELD, RECORDS_FILE, parse_meta, read_meta, record_bounds
+from specterm.core.store.meta import (
+    META_FILE,
+    RECORDS_FIELD,
+    RECORDS_FILE,
+    meta_warnings,
+    parse_meta,
+    read_meta,
+    record_bounds,
+)
 from specterm.core.store.lines import decode_lines
 from specterm.core.store.records import BOM, RecordBounds, Stream, check_unique, decode_line
 
@@ -183,6 +191,7 @@ def load_run(path: str | os.PathLike[str], files: RunFiles | None = None) -> Run
     if files is None:
         files = read_run_files(path)
     run = Run(path=path, meta=parse_meta(files.meta, path / META_FILE))
+    run.warnings.extend(meta_warnings(run.meta, path))
     lines: list[int] = []
     rec_path = path / RECORDS_FILE
     if files.records is not None:

@@ -11,6 +11,7 @@ import errno
 import json
 import os
 import platform
+import stat
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from specterm import __version__
 from specterm.core.errors import SpectermError
 from specterm.core.store.atomic import (
     FILE_MODE,
+    file_kind,
     open_append,
     leftovers_line,
     open_new_file,
@@ -30,19 +32,21 @@ from specterm.core.store.atomic import (
 )
 from specterm.core.store.meta import (
     FORMAT,
+    LEGACY_VERSION,
     META_FILE,
     RECORDS_FIELD,
     RECORDS_FILE,
     RESUME_SETTINGS,
-    SCHEMA_VERSION,
     SETTING_FLAGS,
     generation_settings,
     read_meta,
     record_bounds,
     seal_meta,
+    validate_meta,
 )
 from specterm.core.store.modelkeys import model_key, model_label
 from specterm.core.store.records import BOM, Stream, decode_line, record_line
+from specterm.core.store.files import read_records_file
 from specterm.core.store.runs import load_run, split_damaged_tail, stored_lines
 
 LOCK_FILE = "run.lock"
@@ -58,7 +62,7 @@ except ImportError:  # pragma: no cover - not on POSIX
 def lock_holder(path: Path) -> str:
     """The pid written by the session holding the lock (or '?' when unreadable)."""
     try:
-        fd = os.open(Path(path) / LOCK_FILE, os.O_RDONLY | _O_NOFOLLOW)
+        fd = os.open(Path(path) / LOCK_FILE, os.O_RDONLY | _O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as fh:
             return fh.read(64).decode("ascii").strip() or "?"
     except (OSError, UnicodeDecodeError):
@@ -78,12 +82,17 @@ class RunLock:
         refused, never followed."""
         lock_path = self.path / LOCK_FILE
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+                         | getattr(os, "O_NONBLOCK", 0), FILE_MODE)
         except OSError as exc:
             if exc.errno == errno.ELOOP or lock_path.is_symlink():
                 raise SpectermError(f"{lock_path} is a symbolic link, which specterm never writes through; "
                                     "remove it and try again.") from None
             raise SpectermError(f"cannot lock {self.path} for writing ({exc.strerror}); check that the directory is writable.") from None
+        kind = os.fstat(fd).st_mode
+        if not stat.S_ISREG(kind):
+            os.close(fd)
+            raise SpectermError(f"{lock_path} is {file_kind(kind)}, not a lock file specterm made; remove it and try again.")
         fh = os.fdopen(fd, "r+", encoding="ascii")
         if fcntl is not None:
             try:
@@ -155,7 +164,7 @@ def new_meta(name: str, **fields: Any) -> dict[str, Any]:
     """Metadata skeleton every run starts from; callers add models, generation and cost."""
     return {
         "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": LEGACY_VERSION,  # seal_meta raises it to SCHEMA_VERSION once the run has its seals
         "specterm_version": __version__,
         "name": name,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -236,7 +245,7 @@ class RunWriter:
             except OSError as exc:
                 raise SpectermError(f"cannot create {self.path} ({exc.strerror}); choose another --out.") from None
             self.lock.acquire()
-            self.meta = {**meta, "checksums": True}  # every line this writer appends carries one
+            self.meta = {**meta, "checksums": True, RECORDS_FIELD: 0}  # every line it appends carries a checksum: sealed
             self.write_meta()
             try:
                 open_append(self.path / RECORDS_FILE).close()
@@ -250,7 +259,7 @@ class RunWriter:
         and `warnings` says so. Nothing is opened through a symlink."""
         rec_path = self.path / RECORDS_FILE
         try:
-            data = rec_path.read_bytes() if rec_path.exists() else b""
+            data = read_records_file(self.path) or b""
             if data.endswith(b"\n"):
                 return
             keep = data.rfind(b"\n") + 1
@@ -348,7 +357,9 @@ def write_meta_atomic(path: Path, meta: dict[str, Any]) -> None:
     """Replace `path`/run.json atomically (store/atomic.py: a unique temp file beside it, fsync'ed,
     renamed, the directory fsync'ed), with its checksum (meta.seal_meta); a failure (a full disk) is
     one sentence, the old file intact."""
+    sealed = seal_meta(meta)
+    validate_meta(sealed, Path(path) / META_FILE)  # the one validator: never write what a load would refuse
     try:
-        write_json_atomic(Path(path) / META_FILE, seal_meta(meta))
+        write_json_atomic(Path(path) / META_FILE, sealed)
     except OSError as exc:
         raise write_failure(Path(path) / META_FILE, exc) from None

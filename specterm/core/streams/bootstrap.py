@@ -15,6 +15,27 @@ from specterm.core.params import BOOT
 WEIGHT_CHUNK = 65_536
 
 
+COLUMNS_PER_SET = 512
+"""A generous bound on the per-set statistics resampled together (R = W @ M: boot x columns)."""
+
+
+def bootstrap_bytes(boot: int, n_streams: int, n_sets: int) -> int:
+    """Bytes the bootstrap holds at once, estimated before it allocates: the pooled weights W
+    (boot x streams, float64) and each set's resampled sums (boot x COLUMNS_PER_SET, float64)."""
+    return 8 * max(boot, 0) * (n_streams + COLUMNS_PER_SET * max(n_sets, 1))
+
+
+def check_bootstrap_memory(boot: int, n_streams: int, n_sets: int, available: int | None) -> None:
+    """Refuse in one sentence a bootstrap whose estimate (bootstrap_bytes) exceeds half the memory
+    `available` (machine.available_memory; None: not known, not checked), before any allocation."""
+    need = bootstrap_bytes(boot, n_streams, n_sets)
+    if available is not None and need > available // 2:
+        from specterm.core.errors import SpectermError
+
+        raise SpectermError(f"--boot {boot} over {n_streams} prompts needs about {need / 2**30:.1f} GiB for the bootstrap, "
+                            f"more than half of the {available / 2**30:.1f} GiB free; lower --boot (the default is {BOOT}).")
+
+
 def multinomial_weights(n_streams: int, boot: int = BOOT, seed: int = 0, out: np.ndarray | None = None) -> np.ndarray:
     """W (boot x n_streams) float64: counts of each stream in each percentile-bootstrap resample.
 

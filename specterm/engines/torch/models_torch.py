@@ -71,6 +71,9 @@ def resolve_spec(spec: str, hash_files: bool = True) -> ModelSpec:
         if not (p / "config.json").exists():
             raise SpectermError(f"{spec} has no config.json (and not exactly one .gguf file); pass a model directory, a .gguf file or a hub id.")
         return ModelSpec(spec=spec, kind="dir", path=p.resolve())
+    if p.exists():
+        raise SpectermError(f"{spec} is a file but not a .gguf model; pass a model directory (with config.json), "
+                            "a .gguf file or a hub id like Qwen/Qwen2.5-1.5B.")
     if not _HUB_ID_RE.fullmatch(spec) or spec.startswith("."):
         raise SpectermError(f"model path {spec} does not exist; pass an existing directory, a .gguf file or a hub id like Qwen/Qwen2.5-1.5B.")
     return ModelSpec(spec=spec, kind="hub")

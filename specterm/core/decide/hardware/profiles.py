@@ -21,10 +21,13 @@ the decision existed) carry no decision and are left out of the profiles (still 
 A profile's id is a short digest of its cost record, so the same costs read from two runs (or
 migrated twice) get the same id.
 
-Matching: a profile matches this machine when its engine is the run's engine, its device name is
-this machine's (the CPU model name, or one of this machine's GPU names), and, on a CPU, its thread
-count is the one specterm uses here by default (`default_threads`). The profile shown by default is
-the newest matching one; else none matches and outputs say so (`NO_MATCH`).
+Matching, by machine, then by threads: a profile matches this machine when its engine is the run's
+engine and its device name is this machine's (the CPU model name, or one of this machine's GPU
+names). The profile shown by default is the newest matching one timed (on a CPU) at the thread count
+specterm uses here by default (`default_threads`); else the newest matching one at another thread
+count, and the report says which threads it was timed at and the command that times this machine's
+(`threads_note`); else none matches and outputs say so (`NO_MATCH`). `specterm confirm` measures a
+profile first unless one matches at this thread count (decision_profile).
 """
 
 from __future__ import annotations
@@ -45,8 +48,15 @@ NO_MATCH = ("no cost profile of this machine ({machine}): the decisions shown ar
             "measure one here with `specterm costs {run}`")
 
 
+IMPORT = "import"
+"""The engine name of an imported run (run.json `imported_from`): its streams come from another tool,
+so no engine of specterm's made them and no gate was checked."""
+
+
 def run_engine(meta: dict[str, Any]) -> str:
-    """The engine that made a run: "llama.cpp" (run.json backend) or "torch"."""
+    """The engine that made a run: IMPORT for an import, "llama.cpp" (run.json backend) or "torch"."""
+    if isinstance(meta.get("imported_from"), str):
+        return IMPORT
     backend = meta.get("backend")
     return "llama.cpp" if isinstance(backend, dict) and backend.get("name") == "llama.cpp" else "torch"
 
@@ -111,7 +121,11 @@ class Profile:
         return bool(self.record.get("busy")) or load_busy(avg, self.device.get("cores"))
 
     def matches(self, machine: Machine, engine: str) -> bool:
-        """Same engine, same device name, and on a CPU the thread count specterm uses here."""
+        """This machine's profile at the thread count specterm uses here (same_machine and same_threads)."""
+        return self.same_machine(machine, engine) and self.same_threads(machine)
+
+    def same_machine(self, machine: Machine, engine: str) -> bool:
+        """Same engine and same device name: this machine's profile, whatever thread count it was timed at."""
         if self.engine.get("name") != engine:
             return False
         kind, name = self.device.get("kind"), self.device.get("name")
@@ -119,9 +133,16 @@ class Profile:
             return False
         if kind == "cuda":
             return name in machine.gpus
-        if kind != "cpu":
-            return False
-        return name == machine.cpu and self.device.get("threads") == machine.threads
+        return kind == "cpu" and name == machine.cpu
+
+    def same_threads(self, machine: Machine) -> bool:
+        """On a CPU, timed at the thread count specterm uses here (a GPU profile: always)."""
+        return self.device.get("kind") != "cpu" or self.device.get("threads") == machine.threads
+
+    @property
+    def threads(self) -> int | None:
+        t = self.device.get("threads")
+        return t if isinstance(t, int) and self.device.get("kind") == "cpu" else None
 
     def label(self) -> str:
         """The machine and engine in a verdict line: "Intel Xeon Processor, 1 thread, torch 2.13 float32"."""
@@ -158,7 +179,7 @@ class Profile:
         out = {k: self.record.get(k) for k in keys}
         out["busy"] = self.busy
         out["label"] = self.label()
-        out["matches_this_machine"] = self.matches(machine, engine)
+        out["matches_this_machine"] = self.same_machine(machine, engine)
         return out
 
 
@@ -273,8 +294,9 @@ def stored_or_migrated(meta: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_profiles(meta: dict[str, Any]) -> list[Profile]:
-    """The run's cost profiles, oldest first."""
-    return [Profile(p) for p in stored_or_migrated(meta)]
+    """The run's cost profiles that can decide, oldest first: a stored profile without c_decode_s is
+    skipped (a load names it: store/meta.py meta_warnings) and kept in the file."""
+    return [Profile(p) for p in stored_or_migrated(meta) if _decides(p.get("cost"))]
 
 
 def _conf_machine(rec: dict[str, Any]) -> tuple[str, str | None, int | None]:
@@ -315,11 +337,12 @@ def shown_profile(profiles: list[Profile], machine: Machine, engine: str,
     if requested:
         hits = [p for p in profiles if p.id == requested or p.id.startswith(requested)]
         if len(hits) == 1:
-            return hits[0], hits[0].matches(machine, engine)
+            return hits[0], hits[0].same_machine(machine, engine)
         return None, False
-    matching = [p for p in profiles if p.matches(machine, engine)]
-    if matching:
-        return matching[-1], True
+    exact = [p for p in profiles if p.matches(machine, engine)]
+    mine = [p for p in profiles if p.same_machine(machine, engine)]
+    if mine:  # this machine's: at this thread count first, else the newest at another (the report says so)
+        return (exact or mine)[-1], True
     return (profiles[-1], False) if profiles else (None, False)
 
 
@@ -393,6 +416,21 @@ def with_profile(meta: dict[str, Any], record: dict[str, Any]) -> list[dict[str,
 
 
 def decision_profile(meta: dict[str, Any], machine: Machine) -> Profile | None:
-    """The profile whose costs decide for this machine (the newest matching one), or None."""
+    """The profile whose costs decide for this machine at the threads specterm uses here (the newest
+    matching one), or None."""
     shown, matches = shown_profile(run_profiles(meta), machine, run_engine(meta))
-    return shown if matches else None
+    return shown if matches and shown is not None and shown.same_threads(machine) else None
+
+
+OTHER_THREADS = ("the costs of {run} were timed on this machine at {timed}, not the {here} specterm uses here; "
+                 "time {here} with `specterm costs {run} --threads {n}`")
+
+
+def threads_note(profile: Profile, machine: Machine, run: str) -> str | None:
+    """The sentence a decision from this machine's profile timed at another thread count carries: which
+    threads it was timed at and the command that times this machine's (None when they are the same)."""
+    if profile.same_threads(machine) or profile.threads is None:
+        return None
+    def words(t: int) -> str:
+        return f"{t} thread{'s' if t != 1 else ''}"
+    return OTHER_THREADS.format(run=run, timed=words(profile.threads), here=words(machine.threads), n=machine.threads)
