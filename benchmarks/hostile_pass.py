@@ -333,7 +333,7 @@ def _cached(tmp: Path) -> tuple[Path, str]:
 
 
 def _entries() -> list[Path]:
-    from specterm.core import cache
+    from specterm.core.report import cache
 
     return sorted(cache.cache_dir().glob("*.json"))
 
@@ -394,7 +394,7 @@ def _profile(cpu: str, threads: int, pid: str, c_decode: float = 0.5, **cost_ext
 
 
 def _analysed(run: Path, cpu: str, threads: int):
-    from specterm.core import analysis
+    from specterm.core.report import analysis
     from specterm.core.decide.machine import Machine
     from specterm.core.store import load_run
 
@@ -1064,6 +1064,11 @@ def _(tmp: Path) -> None:
 # ------------------------------------------------------------------------------------- main ---
 
 
+def set_timeout(seconds: int) -> None:
+    global CASE_TIMEOUT_S
+    CASE_TIMEOUT_S = seconds
+
+
 class Timeout(Exception):
     pass
 
@@ -1097,8 +1102,7 @@ def main() -> int:
     ap.add_argument("--verbose", action="store_true", help="a line per case, held or not")
     ap.add_argument("--timeout", type=int, default=CASE_TIMEOUT_S, help="seconds a case may take before it counts as a hang")
     args = ap.parse_args()
-    global CASE_TIMEOUT_S
-    CASE_TIMEOUT_S = args.timeout
+    set_timeout(args.timeout)
     os.environ.setdefault("SPECTERM_HEADSTART", "0")
     counts: dict[str, list[int]] = {}
     failures = []

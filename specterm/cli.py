@@ -381,19 +381,7 @@ def crossstack_cmd(
     check_comparable(a, b)
     cs = cross_stack(a, b, gammas=sorted({1, 4, 8, hist_gamma}))
     text = json.dumps(cs, indent=2) + "\n" if format == "json" else cross_stack_markdown(cs, hist_gamma)
-    _emit(text, output)
-
-
-def _emit(text: str, output: Optional[Path]) -> None:
-    """`text` onto stdout (no -o, or `-o -`), else into the file `output` (store/atomic.py write_output:
-    atomically, only over a regular file or a new name), then "wrote PATH" on stderr, the path escaped."""
-    from specterm.core.store.atomic import write_output
-    from specterm.core.report.text import printable
-
-    if output is None or str(output) == "-":
-        typer.echo(text, nl=False)
-    else:
-        typer.echo(f"wrote {printable(str(write_output(output, text.encode('utf-8'))))}", err=True)
+    _emit(text, format, output)
 
 
 # ------------------------------------------------------------------- import / report / list ---
@@ -474,23 +462,23 @@ def report_cmd(
     if served:
         warn(f"served from the analysis cache ({printable(str(cache.cache_dir()))}: it guards against accidents, not "
              "forgery); `--no-cache` analyses the runs again", "note")
-    text = {"md": to_markdown, "json": to_json, "text": to_text}[format](report)
-    if format != "json":  # JSON escapes control characters itself
-        text = printable(text, keep="\n")
-    _emit(text, output)
+    _emit({"md": to_markdown, "json": to_json, "text": to_text}[format](report), format, output)
 
 
 def _emit(text: str, format: str, output: Optional[Path]) -> None:
+    """`text` (control characters escaped unless JSON, which escapes its own) onto stdout (no -o, or
+    `-o -`), else into the file `output` (store/atomic.py write_output: atomically, only over a regular
+    file or a new name), then "wrote PATH" on stderr, the path escaped."""
     from specterm.core.report.text import printable
 
     if format != "json":  # JSON escapes control characters itself
         text = printable(text, keep="\n")
-    if output is None:
+    if output is None or str(output) == "-":
         typer.echo(text, nl=False)
     else:
         from specterm.core.store.atomic import write_output
 
-        typer.echo(f"wrote {write_output(output, text.encode('utf-8'))}", err=True)
+        typer.echo(f"wrote {printable(str(write_output(output, text.encode('utf-8'))))}", err=True)
 
 
 def _drafter_text(runs: List[Path], format: str, params: "dict[str, Any]", use_cache: bool) -> str:
@@ -619,7 +607,7 @@ def _report_of(runs: List[Path], params: "dict[str, Any]", no_cache: bool) -> "R
         fkey = cache.files_key(files, params, cache.REPORT_PAIR) if use_cache else None
         report = cache.load_by_files(fkey, runs, note=warn) if fkey is not None else None
         if report is None:
-            report = _parsed_report(runs, files, fkey, params, use_cache, say)
+            report = _parsed_report(runs, files, fkey, params, use_cache, say, [])
     return report
 
 

@@ -224,7 +224,7 @@ def test_a_fifo_in_a_run_is_refused_at_once(tmp_path, name):
 
 
 def test_a_fifo_in_the_cache_is_a_miss_not_a_hang(tmp_path, own_cache):
-    from specterm.core import cache
+    from specterm.core.report import cache
 
     run = make_fixture_run(tmp_path)
     code, first = invoke("report", run, "--boot", "0", "--shuffles", "0", "--format", "json")
