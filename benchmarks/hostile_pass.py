@@ -900,14 +900,27 @@ def _opened(monkeypatch_target: dict) -> Callable[..., None]:
     return opener
 
 
-for _damage in ("bad json line", "fifo records", "missing run.json", "stripped seal"):
+@case("cross-run", "open CORRUPT GOOD (a bad record line): the app's load shows GOOD and names CORRUPT")
+def _(tmp: Path) -> None:
+    from specterm.loading import Loader, Parsed
+
+    good, bad = fixture_run(tmp, "good"), fixture_run(tmp, "bad")
+    (bad / "prompts.jsonl").write_bytes(b"{x\n" + (bad / "prompts.jsonl").read_bytes())
+    events: list = []
+    Loader({"gamma": 8, "boot": 0, "shuffles": 0, "seed": 0}, use_cache=False).load([bad, good], 1, 0, events.append,
+                                                                                     lambda: False)
+    (parsed,) = [e for e in events if isinstance(e, Parsed)]
+    assert [r.path for r in parsed.runs] == [good] and len(parsed.skipped) == 1 and str(bad) in parsed.skipped[0]
+
+
+for _damage in ("fifo records", "missing run.json", "stripped seal", "typed field"):
     @case("cross-run", f"open CORRUPT GOOD ({_damage}) opens GOOD and names CORRUPT")
     def _(tmp: Path, damage: str = _damage) -> None:
         from specterm import cli as cli_mod
 
         good, bad = fixture_run(tmp, "good"), fixture_run(tmp, "bad")
-        if damage == "bad json line":
-            (bad / "prompts.jsonl").write_bytes(b"{x\n" + (bad / "prompts.jsonl").read_bytes())
+        if damage == "typed field":
+            edit_meta(bad, lambda m: m.__setitem__("sessions", [42]))
         elif damage == "fifo records":
             fifo(bad / "prompts.jsonl")
         elif damage == "missing run.json":
@@ -1058,7 +1071,42 @@ def _(tmp: Path) -> None:
         seen.update(paths=list(paths), loaded=kw.get("loaded"))
 
     open_runs([bad, good], opener, use_cache=False)
+    assert seen["paths"] == [good]
+    seen.clear()
+    open_runs([bad, good], opener, use_cache=False, where="./streams")  # `specterm`: loaded here
     assert seen["paths"] == [good] and seen["loaded"] and len(seen["loaded"][0].streams) > 0
+
+
+@case("TUI", "the app on CORRUPT (a bad record) GOOD shows GOOD and names CORRUPT in a toast")
+def _(tmp: Path) -> None:
+    import asyncio
+
+    from specterm.app import make_app
+
+    good, bad = fixture_run(tmp, "good"), fixture_run(tmp, "bad")
+    (bad / "prompts.jsonl").write_bytes(b"{x\n" + (bad / "prompts.jsonl").read_bytes())
+
+    async def go() -> tuple[list[Path], list[str]]:
+        app = make_app([bad, good], boot=20, shuffles=0, use_cache=False)
+        toasts: list[str] = []
+        real = app.notify
+
+        def notify(message: str, **kw: object) -> None:
+            toasts.append(message)
+            real(message, **kw)  # type: ignore[arg-type]
+
+        app.notify = notify  # type: ignore[method-assign]
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(200):
+                await pilot.pause(0.05)
+                if app.runs is not None and app.report is not None:
+                    break
+            await pilot.press("2")
+            await pilot.pause(0.1)
+        return [r.path for r in app.runs or []], toasts
+
+    paths, toasts = asyncio.run(go())
+    assert paths == [good] and any("bad" in t and "not valid JSON" in t for t in toasts), (paths, toasts)
 
 
 # ------------------------------------------------------------------------------------- main ---

@@ -25,6 +25,7 @@ from specterm import compat_textual, loading, messages
 from specterm.commands import SpectermCommands
 from specterm.core.errors import SpectermError
 from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED, SHUFFLES
+from specterm.core.report.text import printable
 from specterm.core.report.types import POOLED
 from specterm.loading import Loader
 from specterm.screens.registry import SCREENS, ScreenInfo, screen_class
@@ -320,6 +321,9 @@ class SpectermApp(App[Any]):
 
     def on_runs_loaded(self, message: messages.RunsLoaded) -> None:
         if message.load_id == self.load_id:
+            if message.skipped:  # the runs given that did not load: named, the others shown
+                text = "; ".join(printable(p.removeprefix("skipped ")) for p in message.skipped)
+                self.notify(text, title="skipped", severity="warning", markup=False)
             self.n_model_groups = message.groups
             self.runs = message.runs
             if self.report is not None and self.report_complete:  # a cached report came first (an alias)

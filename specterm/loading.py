@@ -10,7 +10,8 @@ its worker thread and, for the head start's full report, from one more thread:
                                    every CI before the borderline check (complete=False, cis=True)
                                    or the full one; report=None withdraws what was shown (a cached
                                    or head-start report whose runs were not these: the right one follows)
-    Parsed(runs, groups)           the runs of the pair shown, parsed (the screens' streams)
+    Parsed(runs, groups, skipped)  the runs of the pair shown, parsed (the screens' streams), and one
+                                   sentence per run given that did not load (the others are shown)
 
 The order of one load: a report found by the bytes of the runs' files (core/report/cache.py aliases) or
 sent by the head start's child (specterm/headstart.py) is shown before the runs are parsed, and kept
@@ -76,11 +77,13 @@ class Shown:
 
 @dataclass(frozen=True)
 class Parsed:
-    """The runs of the pair shown (of `groups` model pairs) are parsed."""
+    """The runs of the pair shown (of `groups` model pairs) are parsed; `skipped`: one sentence per run
+    given that did not load (the others are shown)."""
 
     runs: list[Run]
     load_id: int
     groups: int
+    skipped: tuple[str, ...] = ()
 
 
 Event = Union[Stage, Shown, Parsed]
@@ -266,6 +269,8 @@ class Load:
         """Point estimates first (their CIs follow): whenever there is a bootstrap."""
         self.files: list[RunFiles] | None = None
         self.all_runs: list[Run] | None = None
+        self.skipped: list[str] = []
+        """One sentence per run given that did not load (parse): the others are shown."""
         self.fkey: dict[str, Any] | None = None
         self.alias: tuple[dict[str, Any], int, int, list[str]] | None = None
         """The alias whose report was shown before the runs were parsed."""
@@ -432,15 +437,27 @@ class Load:
 
         if self.all_runs is None:
             assert self.files is not None
-            self.all_runs = [load_run(p, f) for p, f in zip(self.paths, self.files)]
-            self.loader.loaded = (self.paths, self.all_runs)
+            loaded: list[Run] = []
+            self.skipped = []
+            for p, f in zip(self.paths, self.files):  # one run that does not load hides no other (issue 56)
+                try:
+                    loaded.append(load_run(p, f))
+                except SpectermError as exc:
+                    if len(self.paths) == 1:
+                        raise
+                    self.skipped.append(f"skipped {exc}")
+            if not loaded:
+                raise SpectermError(self.skipped[0].removeprefix("skipped "))
+            self.all_runs = loaded
+            if not self.skipped:
+                self.loader.loaded = (self.paths, self.all_runs)
         runs = [r for r in self.all_runs if r.streams and drafter_of(r.meta) is None]  # drafter runs: `specterm report`
         if not runs:
             names = ", ".join(str(p) for p in self.paths)
             raise SpectermError(f"{names} holds no finished prompts yet; run `specterm run` or `specterm import` first.")
         groups = group_runs(runs)  # one model pair with two settings (e.g. -n) is two groups
         runs = groups[self.group % len(groups)]
-        self.emit(Parsed(runs, self.load_id, len(groups)))
+        self.emit(Parsed(runs, self.load_id, len(groups), tuple(self.skipped)))
         return runs, len(groups)
 
     def cache_key(self, runs: list[Run]) -> dict[str, Any] | None:
@@ -533,7 +550,7 @@ class Load:
             return
         first_path = runs[0].path
         first = next(i for i, f in enumerate(self.files) if f.path == first_path)
-        warnings = [w for r in self.all_runs for w in r.warnings]
+        warnings = [*self.skipped, *(w for r in self.all_runs for w in r.warnings)]
         fkey = self.fkey
         self.loader.write(lambda: cache.store_alias(fkey, key, groups, first, warnings))
 

@@ -60,6 +60,8 @@ class RunsLoaded(Message):
     """Which load posted it (SpectermApp.load_id): a message of an older load is ignored."""
     groups: int = 1
     """How many model pairs the runs loaded hold (`M` cycles them)."""
+    skipped: tuple[str, ...] = ()
+    """One sentence per run given that did not load (the app names each; the others are shown)."""
 
 
 @dataclass
@@ -104,7 +106,7 @@ def from_load(event: loading.Event) -> Message:
     if isinstance(event, loading.Stage):
         return LoadStage(event.text, event.load_id)
     if isinstance(event, loading.Parsed):
-        return RunsLoaded(event.runs, event.load_id, groups=event.groups)
+        return RunsLoaded(event.runs, event.load_id, groups=event.groups, skipped=event.skipped)
     return report_ready(event)
 
 

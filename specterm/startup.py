@@ -118,7 +118,10 @@ def open_runs(paths: List[Path], opener: Callable[..., Any] | None = None, gamma
               boot: int = BOOT, seed: int = SEED, shuffles: int = SHUFFLES, use_cache: bool = True,
               where: str = "the runs given") -> None:
     """The TUI on the runs `paths` (`specterm`, `specterm open RUN...`): every run that loads is shown and
-    every run that does not is named (one warning each); only when none loads is it an error.
+    every run that does not is named (one warning each); only when none loads is it an error. `open
+    RUN...` (cold) checks each run's files and run.json without numpy (_readable) and leaves the
+    records to the app's load, which skips a run whose records do not load and names it; `specterm`
+    (./streams) loads every run here.
 
     Warm (the analysis cache has an alias for the bytes of every run's files, core/report/cache.py): every
     run loaded when that alias was written, so none is skipped; its load warnings are said again and
@@ -133,6 +136,13 @@ def open_runs(paths: List[Path], opener: Callable[..., Any] | None = None, gamma
         for message in read[2][3]:
             warn(message)
         opener(paths, files_read=read, **extra)
+        return
+    if where != "./streams":  # `open RUN...`: the app loads them itself, after its first frame (no numpy before it)
+        good = _readable(paths)
+        if read is not None and good == list(paths):
+            opener(good, files_read=read, **extra)  # the bytes read for the alias: the app parses them
+        else:
+            opener(good, **extra)
         return
     from specterm.core.store import load_runs_lenient
     from specterm.headstart import HeadStart
@@ -155,6 +165,28 @@ def open_runs(paths: List[Path], opener: Callable[..., Any] | None = None, gamma
     finally:
         if head is not None:
             head.close()
+
+
+def _readable(paths: List[Path]) -> List[Path]:
+    """The runs among `paths` whose files can be read and whose run.json is valid (no numpy: store.files
+    and store.meta), each other one named in a warning; when none is, its sentence (one run) or a summary
+    is the error. A record that does not load is found by the app's own load, which names it and shows
+    the others (loading.Parsed.skipped)."""
+    from specterm.core.errors import SpectermError
+    from specterm.core.store import META_FILE, parse_meta, read_run_files
+
+    good, problems = [], []
+    for path in paths:
+        try:
+            parse_meta(read_run_files(path).meta, Path(path) / META_FILE)
+            good.append(path)
+        except SpectermError as exc:
+            problems.append(str(exc))
+    if not good:
+        fail(problems[0] if len(problems) == 1 else "no run given could be read: " + "; ".join(problems))
+    for problem in problems:
+        warn(f"skipped {problem}")
+    return good
 
 
 def _non_default(params: dict[str, Any]) -> dict[str, Any]:

@@ -458,12 +458,13 @@ def test_this_machines_profile_at_other_threads_is_used_and_says_so(tmp_path, mo
 
 
 def test_open_shows_every_run_that_loads_and_names_the_others(tmp_path, monkeypatch):
-    """Finding 9: `open CORRUPT GOOD` showed only the corrupt run's sentence."""
+    """Finding 9: `open CORRUPT GOOD` showed only the corrupt run's sentence. A run whose run.json or files
+    do not read is named before the app starts (no numpy: the cold open still paints before it)."""
     from specterm import cli
 
     good = make_fixture_run(tmp_path, "good")
     bad = make_fixture_run(tmp_path, "bad")
-    (bad / RECORDS_FILE).write_bytes(b"{not json}\n" + (bad / RECORDS_FILE).read_bytes())
+    (bad / META_FILE).write_text((bad / META_FILE).read_text().replace('"records"', '"recs"'))
     opened = {}
     monkeypatch.setattr(cli, "open_tui", lambda paths, **kw: opened.setdefault("paths", paths))
     code, out = invoke("open", bad, good)
@@ -471,6 +472,27 @@ def test_open_shows_every_run_that_loads_and_names_the_others(tmp_path, monkeypa
     assert "skipped" in out and str(bad) in out
     code, out = invoke("open", bad)  # the one run given does not load: its own sentence
     assert code != 0 and str(bad) in out and "skipped" not in out and one_sentence(out)
+
+
+def test_the_apps_load_shows_every_run_whose_records_load_and_names_the_others(tmp_path):
+    """Finding 9, records: a run whose prompts.jsonl does not load is skipped by the app's own load and
+    named (loading.Parsed.skipped, a toast), the good run analysed."""
+    from specterm.loading import Loader, Parsed
+
+    good = make_fixture_run(tmp_path, "good")
+    bad = make_fixture_run(tmp_path, "bad")
+    (bad / RECORDS_FILE).write_bytes(b"{not json}\n" + (bad / RECORDS_FILE).read_bytes())
+    events: list = []
+    Loader({"gamma": 8, "boot": 0, "shuffles": 0, "seed": 0}, use_cache=False).load([bad, good], 1, 0, events.append,
+                                                                                     lambda: False)
+    (parsed,) = [e for e in events if isinstance(e, Parsed)]
+    assert [r.path for r in parsed.runs] == [good]
+    (skipped,) = parsed.skipped
+    assert str(bad) in skipped and "not valid JSON" in skipped
+    assert any(getattr(e, "report", None) is not None for e in events)
+    from specterm.messages import from_load
+
+    assert from_load(parsed).skipped == parsed.skipped
 
 
 # ------------------------------------------------------------------------ 10: the cache's word ---
