@@ -424,8 +424,9 @@ def _q6_why(row) -> str:
     """Q6's reason and its by-batch cells, from its evidence ("cells; measured crossover ...; reason; roofline")."""
     evidence = row.evidence
     where = ""
-    if evidence.startswith("on "):  # one profile with batch costs, named by its machine
-        where, evidence = evidence[3:].split(": ", 1)
+    if "S_hw(g_hw(B), B) on " in evidence:  # one profile with batch costs, named by its machine
+        where = evidence.split("S_hw(g_hw(B), B) on ", 1)[1].split(": B=", 1)[0]
+        evidence = evidence.replace(f"S_hw(g_hw(B), B) on {where}: ", "S_hw(g_hw(B), B) ", 1)
     parts = evidence.split(": ", 1)[1].split("; ")
     cells = parts[0].replace("S_hw(g_hw(B), B) ", "")
     why = next((p for p in parts if p.startswith(("crossover", "no crossover", "the CI lies above 1 at every"))), "")

@@ -57,6 +57,7 @@ def test_runlengths_by_position(snap_compare, tmp_path, size):
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_run_screen_mid_run(snap_compare, tmp_path, size, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a relative out path: the screen shows it, so it must not vary
+    monkeypatch.setattr("specterm.screens.run.now", lambda: 0.0)  # the clock's tick adds nothing
     oracle = FakeOracle(block_after=2)
     app = make_app(oracle_config=oracle_config(Path("streams/live")), oracle=oracle, **FAST)
 

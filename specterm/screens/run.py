@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from specterm.app import SpectermApp
 
 OracleFn = Callable[..., Path]
+
+
+def now() -> float:
+    """The Run screen's clock (time.monotonic; a test replaces this name, never the time module)."""
+    return time.monotonic()
 CHECKING = "the models, tokenizers and prompts (loading transformers) ..."
 
 
@@ -119,7 +124,7 @@ class RunScreen(Screen):
         teacher-forced pass, the wait after Escape); the clock stops when the run has ended."""
         if self.last is None or self.state in ("done", "cancelled", "failed"):
             return
-        since = time.monotonic() - self.last_at
+        since = now() - self.last_at
         self.query_one("#run-stats", Static).update(
             stats_line(self.last, eta=self.state == "running" and self.last.phase != "done", since=since))
 
@@ -167,7 +172,7 @@ class RunScreen(Screen):
     def on_oracle_progress(self, message: messages.OracleProgress) -> None:
         p = message.progress
         self.last = p
-        self.last_at = time.monotonic()
+        self.last_at = now()
         phase = p.phase
         if phase in ("generating", "teacher-forcing", "saved"):
             where = f"{safe(p.corpus)}/{safe(p.prompt_id)}" if p.prompt_id else ""
@@ -256,7 +261,7 @@ class RunScreen(Screen):
         self.state = "cancelling"
         self.cancel_event.set()
         if self.last is not None:  # no ETA once the run is stopping; the clock runs on
-            self.query_one("#run-stats", Static).update(stats_line(self.last, eta=False, since=time.monotonic() - self.last_at))
+            self.query_one("#run-stats", Static).update(stats_line(self.last, eta=False, since=now() - self.last_at))
         self.query_one("#run-phase", Static).update("[b $warning]cancelling[/]: the current step ends, finished prompts stay on disk ...")
         self.refresh_bindings()
 

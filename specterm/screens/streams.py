@@ -58,6 +58,19 @@ def prompt_layout(widths: list[int], width: int) -> tuple[int, list[int]]:
     return 3, [min(widths[0], max(width - others - 2, 6)), widths[1], widths[2]]
 
 
+def same_tokenizer_runs(app: Any, runs: list) -> list:
+    """The other runs the app has loaded (every pair, Loader.loaded) whose target model is the same file as
+    one of `runs`' (store.model_key: its sha256): they share its tokenizer, so their y spells its ids."""
+    from specterm.core.store import model_key
+
+    loaded = getattr(getattr(app, "loading", None), "loaded", None)
+    if not loaded:
+        return []
+    names = {r.name for r in runs}
+    keys = {model_key(r.meta.get("target")) for r in runs} - {None}
+    return [o for o in loaded[1] if o.name not in names and model_key(o.meta.get("target")) in keys]
+
+
 def quote(piece: str | None) -> str:
     """A token's text for the info line: repr-like quotes, escapes visible, markup-safe."""
     if piece is None:
@@ -139,6 +152,8 @@ class StreamsScreen(ReportScreen):
         self.lookup: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, list[Any]]] = {}
         """Per run: the token ids seen in its streams' y, and where each last occurs (navigate.last_occurrences
         over `streams`), so a rejected guess is spelled from the piece of the same id elsewhere."""
+        self.spell_from: dict[str, list[str]] = {}
+        """Per run, the loaded runs of the same target model whose y spells its ids too (same_tokenizer_runs)."""
         self.matches: list[int] = []
         """Stream indices that match the last `/` search, best first (n / N cycle them)."""
         self.match_note = ""
@@ -223,25 +238,31 @@ class StreamsScreen(ReportScreen):
         """Learn where each token id of every stream's y occurs, so rejected guesses can be spelled
         (numpy over the ids: no piece is made until one is shown)."""
         lookup = {}
-        for run in runs:
+        for run in [*runs, *same_tokenizer_runs(self.app, runs)]:
             kept = [s for s in run.streams if s.y is not None and s.text is not None and s.piece_ends is not None]
-            lookup[run.name] = (*navigate.last_occurrences([s.y for s in kept]), kept)
-        self.app.call_from_thread(self._lookup_ready, lookup)
+            lookup.setdefault(run.name, (*navigate.last_occurrences([s.y for s in kept]), kept))
+        spell_from = {run.name: [o.name for o in same_tokenizer_runs(self.app, [run])] for run in runs}
+        self.app.call_from_thread(self._lookup_ready, lookup, spell_from)
 
     def known_piece(self, run: str, token_id: int) -> str | None:
-        """The piece of token id `token_id` where it last occurs in run `run`'s y (None: never seen)."""
-        found = self.lookup.get(run)
-        if found is None:
-            return None
-        ids, where, at, kept = found
-        j = int(np.searchsorted(ids, token_id))
-        if j >= ids.size or ids[j] != token_id:
-            return None
-        s = kept[int(where[j])]
-        return navigate.piece_at(s.text, s.piece_ends, int(at[j]))
+        """The piece of token id `token_id` where it last occurs in run `run`'s y, else in the y of another
+        loaded run of the same target model (the same tokenizer: a llama.cpp run's rejected guesses are
+        often in the torch run's y of the same GGUF files); None: never seen."""
+        for name in (run, *self.spell_from.get(run, [])):
+            found = self.lookup.get(name)
+            if found is None:
+                continue
+            ids, where, at, kept = found
+            j = int(np.searchsorted(ids, token_id))
+            if j >= ids.size or ids[j] != token_id:
+                continue
+            s = kept[int(where[j])]
+            return navigate.piece_at(s.text, s.piece_ends, int(at[j]))
+        return None
 
-    def _lookup_ready(self, lookup: dict) -> None:
+    def _lookup_ready(self, lookup: dict, spell_from: dict | None = None) -> None:
         self.lookup = lookup
+        self.spell_from = spell_from or {}
         self._show_cursor()
 
     def _set_changed(self, _: Any = None) -> None:

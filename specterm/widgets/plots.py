@@ -152,6 +152,9 @@ def draw_optimum(plot: ReportPlot, name: str, rows: list[OptimumRow], r_measured
         top = int(max(gt + gi))
         step = max(1, -(-top // 8))  # at most ~8 integer ticks
         plt.yticks(list(range(1, top + 1, step)))
+        # half a step of room below g = 1 and above the top: plotext put the tick "1" on the x label's row
+        # (it read as part of the label, "1 r = c_draft / c_verify") when the axis started exactly at 1
+        plt.ylim(0.5, top + 0.5)
         if r_measured is not None:
             plt.vline(r_measured, "red")
         if r_chosen is not None and r_chosen != r_measured:

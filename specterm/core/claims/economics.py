@@ -612,7 +612,7 @@ def q6_profiles(pooled: SetReport | None, roofline: float | None, roofline_gamma
     rows = [(label, _few_samples(q6(d.by_batch, d.batch_crossover, roofline, roofline_gamma), d)) for label, d in ds]
     if len(rows) == 1:  # one profile has batch costs: its row, named by its machine (it may not be the shown one)
         label, row = rows[0]
-        return dataclasses.replace(row, evidence=f"on {label}: {row.evidence}")
+        return dataclasses.replace(row, evidence=row.evidence.replace("S_hw(g_hw(B), B) ", f"S_hw(g_hw(B), B) on {label}: ", 1))
     verdicts = [r.direction for _, r in rows]
     direction = (vd.HOLDS if vd.HOLDS in verdicts else vd.NOT_REPRODUCED if vd.NOT_REPRODUCED in verdicts
                  else vd.INCONCLUSIVE)

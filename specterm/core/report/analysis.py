@@ -165,6 +165,7 @@ def run_summary(run: Run, shown: Profile | None = None) -> RunSummary:
         corpora=list(run.corpora),
         engine=run_engine(run.meta),
         shown_profile=None if shown is None else shown.id,
+        imported=bool(run.meta.get("imported_from")),
     )
 
 

@@ -54,7 +54,7 @@ def costs_command(runs: Sequence[RunSummary]) -> str:
     if not runs:
         return "specterm costs RUN"
     paths = " ".join(run_arg(r.path) for r in runs)
-    imported = any(not r.target or not r.draft for r in runs)
+    imported = any(r.imported or not r.target or not r.draft for r in runs)
     return f"specterm costs {paths}" + (" --target T --draft D" if imported else "")
 
 

@@ -530,6 +530,7 @@ class RunSummary(Record):
     corpora: list[str] = dataclasses.field(default_factory=list)
     engine: str | None = None               # torch | llama.cpp | import (streams from another tool)
     shown_profile: str | None = None        # the id of the cost profile whose decision is shown
+    imported: bool = False                  # bits imported from another tool (`specterm import`): no model files
 
 
 @dataclass(kw_only=True)

@@ -160,8 +160,9 @@ class TorchEngine:
                                         device=options.device or meta.get("device") or "auto",
                                         dtype=options.dtype or meta.get("dtype") or "auto"), report)
         for role in ("target", "draft"):
-            if meta.get(role) is None:  # imported bits name no model: nothing to check the one given against
-                continue
+            entry = meta.get(role)
+            if entry is None or (isinstance(entry, dict) and entry.get("source") == "named" and not entry.get("sha256")):
+                continue  # imported bits name no model, or only by name: nothing to check the one given against
             if model_key(loaded.meta.get(role)) != model_key(meta.get(role)):
                 raise SpectermError(f"the {role} model loaded now is not the one this run was made with (checksum differs); "
                                     "restore the original file or re-run `specterm run`.")
