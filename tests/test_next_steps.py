@@ -12,7 +12,7 @@ import pytest
 
 from app_fixture import judged_streams
 from specterm.core.store import Stream, load_run, new_meta, read_meta, write_run
-from specterm.core.store import models as M
+from specterm.core.store import modelkeys as M
 
 
 @pytest.fixture()
@@ -89,7 +89,7 @@ def test_costs_on_imported_bits_with_target_and_draft_adds_a_profile(tmp_path, m
             meta = {"target": {"sha256": "aa", "spec": "t.gguf"}, "draft": {"sha256": "bb", "spec": "d.gguf"}}
         return Loaded()
 
-    monkeypatch.setattr("specterm.oracle.run.load_pair", fake_load_pair)
+    monkeypatch.setattr("specterm.engines.torch.oracle_torch.load_pair", fake_load_pair)
     monkeypatch.setattr("specterm.engines.torch.TorchPair", lambda loaded, threads: TP.FakePair())
     pair = TorchEngine().open(read_meta(path), C.OpenOptions(target="/m/t.gguf", draft="/m/d.gguf", device=None,
                                                               dtype=None, threads=1), lambda p: None)
@@ -110,7 +110,7 @@ def test_costs_on_imported_bits_with_target_and_draft_adds_a_profile(tmp_path, m
 # ------------------------------------------------------------------------ the Run screen's ETA ---
 
 def test_eta_is_the_wall_time_per_prompt_so_far_times_the_prompts_left():
-    from specterm.oracle import run as R
+    from specterm.engines.torch import oracle_torch as R
 
     seen = []
     tally = R._Tally(seen.append, n_todo=10, max_new_tokens=128, t_start=0.0)
@@ -125,8 +125,8 @@ def test_eta_is_the_wall_time_per_prompt_so_far_times_the_prompts_left():
 
 
 def test_resume_says_how_many_prompts_were_already_kept(tmp_path):
-    from specterm.oracle import run as R
-    from specterm.core.progress import Progress
+    from specterm.engines.torch import oracle_torch as R
+    from specterm.engines.progress import Progress
 
     seen: list[Progress] = []
     tally = R._Tally(seen.append, n_todo=3, max_new_tokens=8, t_start=0.0)
@@ -138,7 +138,7 @@ def test_resume_says_how_many_prompts_were_already_kept(tmp_path):
 
 
 def test_the_stats_line_runs_on_between_reports():
-    from specterm.core.progress import Progress
+    from specterm.engines.progress import Progress
     from specterm.widgets.progress import bits_legend, stats_line
 
     p = Progress("generating", elapsed_s=12.0, eta_s=30.0, tokens_per_s=5.0)

@@ -9,9 +9,9 @@ import dataclasses
 
 import numpy as np
 
-from specterm.core import economics
-from specterm.core.hardware import profiles as P
-from specterm.core.report import DecisionHW
+from specterm.core.claims import economics
+from specterm.core.decide.hardware import profiles as P
+from specterm.core.report.types import DecisionHW
 
 
 def _migrated(avg, cores=2):
@@ -33,8 +33,8 @@ def test_a_profile_timed_at_a_load_above_its_cores_is_busy():
 
 
 def test_the_table_says_which_of_this_machines_profiles_is_shown():
-    from specterm.core.export import shown_among
-    from specterm.core.report import RunSummary
+    from specterm.core.report.export import shown_among
+    from specterm.core.report.types import RunSummary
 
     class R:
         profiles = [{"id": "pa", "matches_this_machine": True, "measured_at": "2026-11-30T13:31"},
@@ -75,8 +75,8 @@ def test_sign_held_at_g_hw_is_the_verdicts_side_in_the_history_too():
     (n/a for no reliable gain); elsewhere on the side of that g's prediction. On the shipped torch run."""
     from pathlib import Path
 
-    from specterm.core.analysis import analyse
-    from specterm.core.hardware.decision import verdict_sign_held
+    from specterm.core.report.analysis import analyse
+    from specterm.core.decide.hardware.decision import verdict_sign_held
     from specterm.core.store import load_run
 
     run = Path(__file__).resolve().parents[1] / "streams" / "qwen2.5-coder-0.5b-1.5b"
@@ -102,7 +102,7 @@ def test_too_few_prompts_says_the_minimum_is_per_corpus():
     from app_fixture import META
     from conftest import markov_bits
 
-    from specterm.core.analysis import analyse
+    from specterm.core.report.analysis import analyse
     from specterm.core.store import Stream, load_run, write_run
     import tempfile
     from pathlib import Path
@@ -118,7 +118,7 @@ def test_too_few_prompts_says_the_minimum_is_per_corpus():
 
 
 def test_search_finds_a_word_of_the_continuation():
-    from specterm.core.navigate import search_prompts
+    from specterm.core.streams.navigate import search_prompts
 
     ids, prompts = ["p1", "p2", "amazon-3"], ["The river", "A shop", None]
     conts = [" rises in the Amazon basin", " sells books", None]
@@ -139,7 +139,7 @@ def test_help_explains_the_marks():
 def test_a_row_of_too_few_prompts_keeps_its_numbers():
     d = DecisionHW(measured=True, gamma_hw=3, speedup_hw=1.1, speedup_hw_ci=[0.9, 1.3], verdict_kind="speculate",
                    verdict="speculate with g = 3 on X: 1.10x [0.90, 1.30]; speculation at g = 3 pays when ...")
-    from specterm.core.hardware.decision import too_few_prompts
+    from specterm.core.decide.hardware.decision import too_few_prompts
 
     out = too_few_prompts(dataclasses.replace(d), 2)
     assert out.verdict.startswith("too few prompts (n = 2 in a corpus; needs 10 per corpus)")

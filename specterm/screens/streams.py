@@ -237,7 +237,7 @@ class StreamsScreen(ReportScreen):
     def _build_lookup(self, runs: list) -> None:
         """Learn where each token id of every stream's y occurs, so rejected guesses can be spelled
         (numpy over the ids: no piece is made until one is shown)."""
-        lookup = {}
+        lookup: dict[str, tuple[Any, ...]] = {}
         for run in [*runs, *same_tokenizer_runs(self.app, runs)]:
             kept = [s for s in run.streams if s.y is not None and s.text is not None and s.piece_ends is not None]
             lookup.setdefault(run.name, (*navigate.last_occurrences([s.y for s in kept]), kept))
