@@ -64,14 +64,14 @@ def corpus_sentences(cmp) -> list[str]:
 
 
 def render() -> str:
-    from specterm.core import cache
     from specterm.core.drafted.analysis import analyse_drafter
     from specterm.core.drafted.export import comparison_markdown, drafter_markdown
     from specterm.core.drafted.route import drafter_or_comparison
+    from specterm.core.report.analysis import analyse
     from specterm.core.store import load_run, single_pair
 
     def models(group):
-        return cache.cached_analyse(single_pair(group), use_cache=False, gamma=8, boot=2000, shuffles=-1, seed=0)
+        return analyse(single_pair(group), gamma=8, boot=2000, seed=0)
 
     paths = [p for p in (LOOKUP, NGRAM, NGRAM4, MODEL) if (p / "run.json").exists()]
     cmp = drafter_or_comparison(paths, 8, 2000, 0, models)
