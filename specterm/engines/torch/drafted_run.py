@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -35,12 +35,22 @@ from specterm.engines.torch.oracle_torch import (POSITION_CHUNK, OracleConfig, _
 
 @dataclass
 class TargetOnly:
-    """The loaded target (no draft model), its tokenizer, EOS ids and run.json description."""
+    """The target (no draft model), its tokenizer, EOS ids and run.json description. `target` None with a
+    `loader`: loaded on first use (`model`), so a resumed run whose remaining prompts all come with y and
+    gate from --y-from never loads the weights."""
 
     target: Any
     tokenizer: Any
     eos: set[int]
     meta: dict[str, Any]
+    loader: Optional[Callable[[], Any]] = None
+
+    @property
+    def model(self) -> Any:
+        if self.target is None:
+            assert self.loader is not None
+            self.target = self.loader()
+        return self.target
 
     @property
     def pad_id(self) -> int:
@@ -56,7 +66,10 @@ def drafter_outs(out: Path, specs: list[str]) -> list[Path]:
     return outs
 
 
-def load_target(config: OracleConfig, report: ProgressCallback = lambda p: None) -> TargetOnly:
+def load_target(config: OracleConfig, report: ProgressCallback = lambda p: None,
+                eos: Optional[set[int]] = None) -> TargetOnly:
+    """The target and its tokenizer; with `eos` (a resumed run's stored eos_token_ids) the weights load only
+    when a prompt needs the target (TargetOnly.model)."""
     from specterm.engines.torch import models_torch as M
 
     report(Progress("checking", "resolving the target"))
@@ -65,6 +78,17 @@ def load_target(config: OracleConfig, report: ProgressCallback = lambda p: None)
         raise SpectermError("--target must be a model; 'layers:K' is only a draft (the target's first K layers).")
     device = M.resolve_device(config.device)
     dtype = M.resolve_dtype(config.dtype, device, t_spec.kind == "gguf")
+    if eos is not None:
+        report(Progress("loading", f"loading tokenizer of {config.target} (the target loads when a prompt needs it)"))
+        tok = M.load_tokenizer(t_spec, config.trust_remote_code)
+
+        def load() -> Any:
+            report(Progress("loading", f"loading target {config.target} (no draft model: the drafters read the context)"))
+            return M.load_model(t_spec, device, dtype, config.trust_remote_code)
+
+        lazy_meta = {"target": t_spec.describe(), "tokenizer_vocab": len(tok.get_vocab()), "device": device,
+                     "dtype": str(dtype).replace("torch.", "")}
+        return TargetOnly(None, tok, set(eos), lazy_meta, loader=load)
     with M.gguf_parsed_once():
         report(Progress("loading", f"loading tokenizer of {config.target}"))
         tok = M.load_tokenizer(t_spec, config.trust_remote_code)
@@ -87,13 +111,13 @@ def teacher_force_target(pair: TargetOnly, prompt_ids: list[list[int]], ys: list
 
     seqs = [p + y[:-1] for p, y in zip(prompt_ids, ys)]
     L = max(len(s) for s in seqs)
-    dev = pair.target.device
+    dev = pair.model.device
     ids = torch.zeros((len(seqs), L), dtype=torch.long, device=dev)
     mask = torch.zeros((len(seqs), L), dtype=torch.long, device=dev)
     for i, s in enumerate(seqs):
         ids[i, : len(s)] = torch.tensor(s, device=dev)
         mask[i, : len(s)] = 1
-    h = _hidden_states(pair.target, ids, mask)
+    h = _hidden_states(pair.model, ids, mask)
     out = []
     for i, (p, y) in enumerate(zip(prompt_ids, ys)):
         n = len(y)
@@ -101,7 +125,7 @@ def teacher_force_target(pair: TargetOnly, prompt_ids: list[list[int]], ys: list
         arg = np.empty(n, dtype=np.int64)
         for c0 in range(0, n, POSITION_CHUNK):
             c1 = min(n, c0 + POSITION_CHUNK)
-            logits = _head(pair.target, h[i, len(p) - 1 + c0: len(p) - 1 + c1])
+            logits = _head(pair.model, h[i, len(p) - 1 + c0: len(p) - 1 + c1])
             pmax, parg = torch.softmax(logits, dim=-1).max(dim=-1)
             conf[c0:c1] = pmax.cpu().numpy()
             arg[c0:c1] = parg.cpu().numpy()
@@ -160,7 +184,7 @@ def _measure_costs(config: OracleConfig, pair: TargetOnly, drafters: list[Drafte
         tally.report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.4f} s", n_prompts=tally.n_todo,
                               elapsed_s=time.perf_counter() - tally.t_start, step=i, steps=total))
 
-    sampler = DrafterCostSampler(pair.target, [drafters[i] for i in need], ctx, config.cost_gammas,
+    sampler = DrafterCostSampler(pair.model, [drafters[i] for i in need], ctx, config.cost_gammas,
                                  on_measure=on_measure, cancel=cancel)
     run_rounds(sampler, config.cost_repeats)
     described = describe_torch(str(pair.meta.get("device", "cpu")), _torch_threads(), pair.meta.get("dtype"))
@@ -226,7 +250,7 @@ def _ys_of_batch(config: OracleConfig, pair: TargetOnly, batch: list[Any], ids_b
     tally.emit("generating", f"prompts {tally.before + b0 + 1}-{tally.before + b0 + len(batch)}/"
                              f"{tally.before + tally.n_todo}: batched greedy ({len(batch) - len(decode)} y "
                              "taken from --y-from)", **where)
-    decoded = specdec.batched_greedy_generate(pair.target, [ids_batch[i] for i in decode], config.max_new_tokens,
+    decoded = specdec.batched_greedy_generate(pair.model, [ids_batch[i] for i in decode], config.max_new_tokens,
                                               pair.eos, pair.pad_id, on_step=on_step, cancel=cancel) if decode else []
     fresh = dict(zip(decode, decoded))
     ys = [fresh[i] if i in fresh else given[k] for i, k in enumerate(keys)]
@@ -275,6 +299,21 @@ def _save_batch(pair: TargetOnly, drafters: list[Drafter], writers: list[RunWrit
                        tokens=len(y))
 
 
+def _stored_eos(outs: list[Path]) -> Optional[set[int]]:
+    """The eos_token_ids every run of a resumed set stores (None when one has no run.json yet)."""
+    from specterm.core.store import read_meta
+
+    found: set[int] | None = None
+    for out in outs:
+        if not (out / "run.json").exists():
+            return None
+        ids = (read_meta(out).get("generation") or {}).get("eos_token_ids")
+        if not isinstance(ids, list) or not ids:
+            return None
+        found = {int(i) for i in ids} if found is None else found
+    return found
+
+
 def run_drafters(config: OracleConfig, specs: list[str], on_progress: Optional[ProgressCallback] = None,
                  cancel: Optional[threading.Event] = None, pair: Optional[TargetOnly] = None,
                  y_from: Optional[Path] = None) -> list[Path]:
@@ -291,7 +330,8 @@ def run_drafters(config: OracleConfig, specs: list[str], on_progress: Optional[P
         if (out / "run.json").exists() and not config.resume:
             raise SpectermError(f"{out} already holds a run; pass --resume to continue it or choose another --out.")
     if pair is None:
-        pair = load_target(config, report)
+        stored = _stored_eos(outs) if config.resume else None
+        pair = load_target(config, report, eos=stored)
     check_cancel(cancel)
     drafters = [drafter_from_spec(s, pair.eos) for s in specs]
     given = stored_ys(y_from, pair, config) if y_from is not None else {}
