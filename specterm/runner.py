@@ -244,7 +244,7 @@ def run_drafters_command(*, target, draft, corpus, prompts, dataset, limit, max_
         raise SystemExit(130) from None
     for path in paths:
         log(f"done: {path}")
-    print(f"report them with: specterm report {paths[0]}" + (f"   compare them with: specterm drafters {' '.join(map(str, paths))}"
+    print(f"report them with: specterm report {paths[0]}" + (f"   compare them with: specterm report {' '.join(map(str, paths))}"
                                                                if len(paths) > 1 else ""))
 
 

@@ -363,11 +363,11 @@ def analyse_drafter(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOO
     """The report of drafter runs of one drafter and target (their streams pooled, each prompt once)."""
     if not runs or not all(is_drafter_run(r) for r in runs):
         raise SpectermError("these are not all drafter runs; report drafter runs and model-draft runs separately "
-                            "(or compare them with `specterm drafters`).")
+                            "(or compare them with `specterm report RUN RUN...`, which prints Which draft?).")
     names = {str(r.meta["draft"].get("spec")) for r in runs}
     if len(names) > 1:
         raise SpectermError(f"the runs hold different drafters ({', '.join(sorted(names))}); report each on its own "
-                            "or compare them with `specterm drafters`.")
+                            "or compare them with `specterm report RUN RUN...` (Which draft?).")
     seen: set[tuple[str, str]] = set()
     streams: list[Stream] = []
     for run in runs:
