@@ -171,6 +171,23 @@ def test_specterm_costs_measures_the_block_overhead(tmp_path, monkeypatch):
     assert "block_overhead" not in record2["cost"]
 
 
+def test_the_costs_command_prints_the_fitted_overhead(tmp_path, monkeypatch, capsys):
+    from test_profiles import legacy_meta, judged_streams
+
+    from specterm.core.store import write_run
+    from specterm.engines import costs as C
+
+    path = write_run(tmp_path / "legacy", legacy_meta(), judged_streams())
+    record = {"id": "p1", "stop_reason": "settled", "cost": {"timing_s": 1.0, "load_s": 0.5,
+                                                             "block_overhead": overhead_record(samples_exact(), "cpu")}}
+    monkeypatch.setattr(C, "measure", lambda config, report, warn=None: record)
+    monkeypatch.setattr(C, "_print_decisions", lambda run_dir, pid, log: None)
+    C.costs_command(run=path, threads=1, device=None, dtype=None, target=None, draft=None, batch=False, max_rounds=5,
+                    max_seconds=10.0, busy_ok=False, quiet_wait=1.0)
+    err = capsys.readouterr().err
+    assert "block overhead: o(g) = 4.00 ms + 1.500 ms g per block outside the forwards (3 generations at g = 1, 4, 8)" in err
+
+
 def test_torch_times_whole_blocks_along_the_stored_y(tiny_model_dir, tmp_path):
     """The torch pair's block_timed on a tiny model: the decoder's blocks equal the walk's on the stored bits
     (its output is the stored y), and the time outside the forwards is positive and below the whole time."""

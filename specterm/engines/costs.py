@@ -430,6 +430,10 @@ def costs_command(*, run: Path, threads: int | None, device: str | None, dtype: 
         print("interrupted: no profile was written (run.json is unchanged).", file=sys.stderr)
         raise SystemExit(130) from None
     log(f"profile {record['id']} added to {Path(run) / 'run.json'}: {record['stop_reason']}")
+    bo = record["cost"].get(OVERHEAD_KEY)
+    if isinstance(bo, dict):
+        log(f"block overhead: o(g) = {1e3 * bo['a_s']:.2f} ms + {1e3 * bo['b_s']:.3f} ms g per block outside the forwards "
+            f"({len(bo['samples'])} generations at g = {', '.join(str(g) for g in sorted({x['gamma'] for x in bo['samples']}))})")
     log(f"timing {record['cost']['timing_s']:.1f} s, model loading {record['cost']['load_s']:.1f} s, "
         f"whole command {time.perf_counter() - t0:.1f} s")
     _print_decisions(Path(run), record["id"], log)
