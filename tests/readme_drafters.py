@@ -40,26 +40,39 @@ def _x(value: float | None, ci: list[float | None]) -> str:
     return f"{value:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
+KIND = {"speculate": "pays", "do_not_speculate": "does not pay", "no_reliable_gain": "no reliable gain",
+        "too_few_prompts": "too few prompts"}
+
+
+def _side(row) -> str:
+    return (f"{_x(row.speedup_hw.value, row.speedup_hw.ci)} at g = {row.gamma_hw} "
+            f"({KIND.get(row.verdict_kind or '', 'no verdict')})")
+
+
 def corpus_sentences(cmp) -> list[str]:
-    """Per corpus: which draft pays on this machine and by how much, with the intervals."""
+    """Per corpus: whether prompt lookup or the 0.5B draft pays on this machine, by how much (each S_hw with
+    its interval, and their ratio), and the best of every drafter compared."""
     out = []
     for name, entry in cmp.ordered_sets():
         rows = {r.run: r for r in entry.drafters}
-        lookup = rows.get(LOOKUP.name)
-        model = rows.get(MODEL.name)
+        lookup, model = rows.get(LOOKUP.name), rows.get(MODEL.name)
         if lookup is None:
             continue
-        lk = f"prompt lookup (g = {lookup.gamma_hw}) {_x(lookup.speedup_hw.value, lookup.speedup_hw.ci)}"
         if entry.note:
-            out.append(f"- **{name}**: {entry.note}; {lk}.")
+            out.append(f"- **{name}**: prompt lookup {_side(lookup)}; {entry.note}.")
             continue
         if model is None:
-            out.append(f"- **{name}**: no 0.5B draft run on this corpus; {lk}, verdict: {lookup.verdict}.")
-            continue
-        md = f"the 0.5B draft (g = {model.gamma_hw}) {_x(model.speedup_hw.value, model.speedup_hw.ci)}"
-        best = entry.best
-        who = "prompt lookup" if best == LOOKUP.name else "the 0.5B draft" if best == MODEL.name else best
-        out.append(f"- **{name}**: best here is {who} ({entry.margin}); {lk} against {md}.")
+            line = f"- **{name}**: prompt lookup {_side(lookup)}; no 0.5B draft run on this corpus."
+        else:
+            lv, mv = lookup.speedup_hw.value, model.speedup_hw.value
+            ahead = "prompt lookup" if (lv or 0) >= (mv or 0) else "the 0.5B draft"
+            ratio = (max(lv, mv) / min(lv, mv)) if lv and mv else None
+            line = (f"- **{name}**: prompt lookup {_side(lookup)}, the 0.5B draft {_side(model)}: {ahead} is ahead"
+                    + (f" by {ratio:.2f}x." if ratio else "."))
+        best = rows.get(entry.best) if entry.best else None
+        if best is not None:
+            line += f" Best of the drafters compared: {entry.margin}."
+        out.append(line)
     return out
 
 

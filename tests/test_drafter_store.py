@@ -254,7 +254,7 @@ def test_compare_names_the_best_and_refuses_unlike_pools() -> None:
     b = {"code": row("b", 1.2, 1.0), "grounded": row("b", 2.0), "pooled": row("b", 1.4)}
     c = {"code": row("c", None)}
     cmp = compare([a, b, c], "t")
-    assert cmp.sets["code"].best == "a" and cmp.sets["code"].margin.startswith("1.25x the runner-up b")
+    assert cmp.sets["code"].best == "a" and cmp.sets["code"].margin.startswith("a 1.50x, 1.25 times the runner-up b's 1.20x")
     assert "clear" in cmp.sets["code"].margin and "not clear" not in cmp.sets["code"].margin
     assert cmp.sets["grounded"].best == "b"
     assert cmp.sets["pooled"].best is None and "different corpora" in cmp.sets["pooled"].note

@@ -80,7 +80,8 @@ def best_of(rows: list[DrafterRow]) -> tuple[str | None, str | None]:
     ratio = top.speedup_hw.value / second.speedup_hw.value
     lo = top.speedup_hw.lo
     clear = lo is not None and lo > second.speedup_hw.value
-    return top.run, (f"{ratio:.2f}x the runner-up {second.run} ({second.speedup_hw.value:.2f}x); "
+    return top.run, (f"{top.drafter} {top.speedup_hw.value:.2f}x, {ratio:.2f} times the runner-up {second.drafter}'s "
+                     f"{second.speedup_hw.value:.2f}x; "
                      + ("clear: its CI lies above the runner-up's S_hw" if clear
                         else "not clear: its CI reaches the runner-up's S_hw"))
 
