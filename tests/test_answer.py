@@ -47,7 +47,29 @@ def test_each_verdict_reads_its_g_and_speedup_with_its_interval():
 def test_too_few_prompts_keeps_its_words_and_numbers():
     v = "too few prompts (n = 2 in a corpus; needs 10 per corpus): g = 3 gives 1.42x [1.17, 1.58]"
     a = answer("pooled", _d(TOO_FEW, verdict=v), [])
-    assert a.kind == TOO_FEW and a.text == "too few prompts (n = 2 in a corpus; needs 10 per corpus): g = 3, 1.42x [1.17, 1.58]"
+    assert a.kind == TOO_FEW and a.text == "too few prompts (n = 2): g = 3, 1.42x [1.17, 1.58]"
+    assert a.command == "specterm run ... --limit 10 --resume"
+
+
+def test_too_few_prompts_names_the_run_that_adds_them(tmp_path, monkeypatch):
+    """The one command: the same run resumed with 10 prompts per corpus, the models where this machine
+    remembers them (else as run.json names them)."""
+    from specterm.core.report.answer import more_prompts_command
+    from specterm.core.store.modelkeys import remember_models
+
+    monkeypatch.setenv("SPECTERM_STATE", str(tmp_path / "state.json"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "streams" / "mine").mkdir(parents=True)
+    run = _run(str(tmp_path / "streams" / "mine"), "smollm2/model.gguf", "layers:25")
+    assert more_prompts_command([run]) == ("specterm run --target smollm2/model.gguf --draft layers:25 --limit 10 "
+                                           "--out streams/mine --resume")
+    model = tmp_path / "m" / "model.gguf"
+    model.parent.mkdir()
+    model.write_bytes(b"x")
+    remember_models(run.path, str(model), "layers:25")
+    assert more_prompts_command([run]).startswith(f"specterm run --target {model.resolve()} --draft layers:25 ")
+    imported = RunSummary(name="i", path="i", imported=True)
+    assert more_prompts_command([imported]).startswith("import at least 10 prompts per corpus")
 
 
 def test_what_is_missing_names_the_one_command(tmp_path, monkeypatch):

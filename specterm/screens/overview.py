@@ -7,10 +7,10 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from specterm.core.report.answer import NO_COSTS_HERE, NOT_MEASURED, SPECULATE, DONT, answers, machine_label
+from specterm.core.report.answer import DONT, NO_COSTS_HERE, NOT_MEASURED, SPECULATE, TOO_FEW, answers, machine_label
 from specterm.core.report.export import deficit_cell, steady_cells
 from specterm.core.report.fmt import MISSING, ci, est, fmt
-from specterm.core.params import STEADY_FROM
+from specterm.core.params import MIN_PROMPTS, STEADY_FROM
 from specterm.core.report.types import POOLED, SEEDS, Report, SetReport
 from specterm.screens.base import ReportScreen, plural
 from specterm.widgets.columns import ci_below, table_width
@@ -162,8 +162,13 @@ def answer_lines(report: Report, pending: bool, width: int) -> list[str]:
     lines = [head]
     for a in rows:
         style = KIND_MARKUP.get(a.kind, "b $text-warning")
-        text = a.text + (f": {a.command}" if a.command else "")
-        lines.append(f"  {safe(a.corpus.ljust(name_w))}  [{style}]{safe(text)}[/]")
+        lines.append(f"  {safe(a.corpus.ljust(name_w))}  [{style}]{safe(a.text)}[/]")
+    # what is missing, and the one command that gets it: said once below the rows
+    for command in dict.fromkeys(a.command for a in rows if a.command):
+        kinds = {a.kind for a in rows if a.command == command}
+        what = (f"a verdict needs {MIN_PROMPTS} prompts per corpus" if kinds == {TOO_FEW}
+                else "measure this machine's costs (1-2 min)")
+        lines.append(f"  [dim]{what}:[/] [b]{safe(command)}[/]")
     return lines
 
 

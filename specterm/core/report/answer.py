@@ -8,6 +8,7 @@ that profile is this machine's, else the reason there is none.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,8 @@ from specterm.core.report.fmt import fmt
 from specterm.core.decide.machine import Machine
 from specterm.core.report.types import DecisionHW, Report, RunSummary
 from specterm.core.report.text import printable
+from specterm.core.params import MIN_PROMPTS
+from specterm.core.store.modelkeys import remembered_models
 
 SPECULATE, DONT, NO_GAIN, TOO_FEW = "speculate", "do_not_speculate", "no_reliable_gain", "too_few_prompts"
 NO_COSTS_HERE, NOT_MEASURED = "no_costs_here", "not_measured"
@@ -58,6 +61,21 @@ def costs_command(runs: Sequence[RunSummary]) -> str:
     return f"specterm costs {paths}" + (" --target T --draft D" if imported else "")
 
 
+def more_prompts_command(runs: Sequence[RunSummary], needs: int = MIN_PROMPTS) -> str:
+    """The one command that gives every corpus a verdict: the run resumed with `needs` prompts per corpus
+    (the models where this machine remembers them, else as run.json names them); imported bits: import
+    more. `specterm run --resume` keeps the prompts already measured."""
+    if not runs:
+        return f"specterm run ... --limit {needs} --resume"
+    r = runs[0]
+    if r.imported or not r.target or not r.draft:
+        return f"import at least {needs} prompts per corpus (specterm import FILE.jsonl --out NEW)"
+    known = remembered_models(r.path)
+    target = shlex.quote(known.get("target") or r.target)
+    draft = shlex.quote(known.get("draft") or r.draft)
+    return printable(f"specterm run --target {target} --draft {draft} --limit {needs} --out {run_arg(r.path)} --resume")
+
+
 def speed_ci(d: DecisionHW) -> str:
     lo, hi = (d.speedup_hw_ci + [None, None])[:2]
     return f"{fmt(d.speedup_hw, 2)}x [{fmt(lo, 2)}, {fmt(hi, 2)}]"
@@ -74,9 +92,11 @@ def answer(corpus: str, d: DecisionHW | None, runs: Sequence[RunSummary]) -> Ans
     ci = (lo, hi)
     kind = d.verdict_kind or ""
     if kind == TOO_FEW:
-        # the verdict's own words ("too few prompts (n = K ...; needs M ...)"), then the numbers it keeps
-        text = d.verdict.split(":")[0] if d.verdict else "too few prompts"
-        return Answer(corpus, kind, d.gamma_hw, d.speedup_hw, ci, f"{text}: g = {d.gamma_hw}, {speed_ci(d)}")
+        # "too few prompts (n = K)", then the numbers it keeps; the minimum is said once below the rows
+        m = re.match(r"too few prompts \(n = (\d+)", d.verdict or "")
+        text = f"too few prompts (n = {m.group(1)})" if m else "too few prompts"
+        return Answer(corpus, kind, d.gamma_hw, d.speedup_hw, ci, f"{text}: g = {d.gamma_hw}, {speed_ci(d)}",
+                      more_prompts_command(runs))
     text = {SPECULATE: f"speculate, g = {d.gamma_hw}: {speed_ci(d)}",
             DONT: f"do not speculate (best g = {d.gamma_hw}: {speed_ci(d)})",
             NO_GAIN: f"no reliable gain (g = {d.gamma_hw}: {speed_ci(d)})"}.get(kind, d.verdict)
