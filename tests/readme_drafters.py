@@ -96,8 +96,11 @@ def render() -> str:
         confirmed = lookup.split("## Confirmed against the real decoder", 1)[1].split("## Statistics that do not apply", 1)[0].strip()
     parts = ["#### Drafters without a draft model: prompt lookup and n-gram against the 0.5B draft", "",
              f"`specterm report {' '.join(str(p.relative_to(ROOT)) for p in paths)}` (B = 2000, seed 0; each run's "
-             "decision with its cost profile of this machine, AMD EPYC, 1 thread, torch float32; the drafter runs' "
-             "costs were measured in their own session, the 0.5B run's in an earlier one):", "",
+             "decision with its cost profile of this machine, AMD EPYC, 1 thread, torch float32). The drafter runs' target "
+             "costs (c_decode, c_verify(g); the drafter's own time per block is 20 to 80 µs) were timed in their own "
+             "session while the machine's 2 cores were shared with other jobs (load average about 7), the 0.5B run's "
+             "in an earlier session: the comparison carries that drift of costs between sessions; E(g), the "
+             "tokens per target call, does not.", "",
              *corpus_sentences(cmp), "", comparison_markdown(cmp).split("\n", 2)[2].strip(), "",
              f"`specterm report {LOOKUP.relative_to(ROOT)}`: the decision per corpus", "", decision, "",
              "Tokens per target call E(g) of prompt lookup:", "", yields]
