@@ -414,7 +414,7 @@ class SpectermApp(App[Any]):
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
                timeout: float | None = None, markup: bool = True) -> None:
         """One toast at a time, and short: a new one replaces the last (nine `n` presses never stack
-        nine), and it leaves after 3 s (an error after 6 s); app.tcss keeps it on the footer line."""
+        nine), and it leaves after 3 s (an error after 6 s); app.tcss keeps it one line, just above the footer."""
         limit = 6.0 if severity == "error" else 3.0
         self.clear_notifications()
         if title:  # a title is a line of its own: one line at 80 columns, it leads the message instead

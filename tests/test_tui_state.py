@@ -304,7 +304,7 @@ async def test_no_toast_over_the_tables_at_start_with_two_pairs(tmp_path):
         assert "run 1/2 (M next)" in text(app.screen, "#head")
 
 
-async def test_a_toast_sits_on_the_footer_line_and_leaves_soon(tmp_path):
+async def test_a_toast_sits_above_the_footer_line_and_leaves_soon(tmp_path):
     from textual.widgets._toast import Toast
 
     app = make_app([make_fixture_run(tmp_path)], **FAST)
@@ -317,13 +317,14 @@ async def test_a_toast_sits_on_the_footer_line_and_leaves_soon(tmp_path):
         toasts = list(app.screen.query(Toast))
         assert len(toasts) == 1
         region = toasts[0].region
-        assert region.bottom == NARROW[1] and region.height == 1, region  # the footer line only
+        # one line, just above the footer: the keys stay readable (issue 53)
+        assert region.bottom == NARROW[1] - 1 and region.height == 1, region
         assert all(n.timeout <= 3 for n in app._notifications)
         # a titled toast of 70 characters is one line too at 80 columns (issue 37)
         app.notify("x" * 62, title="export")
         await pilot.pause(0.3)
         region = list(app.screen.query(Toast))[0].region
-        assert region.bottom == NARROW[1] and region.height == 1, region
+        assert region.bottom == NARROW[1] - 1 and region.height == 1, region
 
 
 # -- every r says which it is; alpha with its CI ------------------------------------------------
