@@ -348,7 +348,8 @@ def run_cost(run: Run) -> tuple[dict[str, Any] | None, str | None, str | None]:
     profiles = run_profiles(run.meta)
     if profiles:
         prof = decision_profile(run.meta, this_machine()) or profiles[-1]
-        return prof.cost, prof.label(), prof.id
+        warning = prof.busy_warning()  # SPEC 6: a profile timed on a busy machine warns in every verdict
+        return prof.cost, prof.label() + (f" ({warning})" if warning else ""), prof.id
     cost = run.meta.get("cost")
     return (cost if isinstance(cost, dict) and cost.get("c_decode_s") else None), None, None
 

@@ -17,6 +17,7 @@ the same interleaved rounds (engines/torch/costs_torch.DrafterCostSampler), stor
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -188,12 +189,16 @@ def _measure_costs(config: OracleConfig, pair: TargetOnly, drafters: list[Drafte
                                  on_measure=on_measure, cancel=cancel)
     run_rounds(sampler, config.cost_repeats)
     described = describe_torch(str(pair.meta.get("device", "cpu")), _torch_threads(), pair.meta.get("dtype"))
+    load = [round(x, 2) for x in os.getloadavg()]  # at the end of the rounds: the 1, 5 and 15 minute averages
     when = new_meta("")["created"]
     for k, i in enumerate(need):
         cost = sampler.summary_for(k)
         cost["measured_at"] = when
+        cost["load_avg"] = load
         old = writers[i].meta.get("cost") or {}
-        profiles = with_profile(writers[i].meta, new_profile(cost, described, source="measured by specterm run"))
+        # SPEC 6: a profile timed with the load above the cores is busy, and every verdict from it says so
+        profiles = with_profile(writers[i].meta, new_profile(cost, described, source="measured by specterm run",
+                                                             busy=load[0] > (os.cpu_count() or 1)))
         if old.get("c_decode_s"):
             cost["earlier"] = [*old.pop("earlier", []), old]
         writers[i].update_meta(cost=cost, profiles=profiles)
