@@ -71,7 +71,8 @@ def main() -> None:
     torch.set_num_threads(1)
     from specterm.core.store import load_run
     from specterm.engines.timing import context_ids
-    from specterm.engines.torch.oracle_torch import OracleConfig, encode_prompt, load_pair
+    from specterm.engines.base import OracleConfig
+    from specterm.engines.torch.oracle_torch import encode_prompt, load_pair
 
     run = load_run(args.run)
     pair = load_pair(OracleConfig(target=args.target, draft=args.draft, prompts=[], out=Path("."), device="cpu",

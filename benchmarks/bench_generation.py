@@ -39,7 +39,8 @@ def main() -> None:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     from specterm.engines.corpora import load_builtin
-    from specterm.engines.torch.oracle_torch import OracleConfig, encode_prompt, load_pair
+    from specterm.engines.base import OracleConfig
+    from specterm.engines.torch.oracle_torch import encode_prompt, load_pair
     from specterm.engines.torch.specdec import FixedGamma, greedy_generate, speculative_generate
 
     transformers.logging.set_verbosity_error()

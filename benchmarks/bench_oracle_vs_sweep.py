@@ -65,7 +65,9 @@ def first_diff(a: list[int], b: list[int]) -> int:
 
 def run_timed_oracle(pair, args, prompts, out: Path) -> dict:
     """run_oracle on the loaded pair; wall time split by phase from its progress events."""
-    from specterm.engines.torch.oracle_torch import OracleConfig, run_oracle
+    from specterm.engines.base import OracleConfig
+    from specterm.engines.oracle import run_oracle
+    from specterm.engines.torch import TorchPair
 
     phases: dict[str, float] = {}
     last = [time.perf_counter(), "start"]
@@ -81,7 +83,7 @@ def run_timed_oracle(pair, args, prompts, out: Path) -> dict:
                        max_new_tokens=args.max_new_tokens, batch_size=max(4, len(prompts)),
                        spec_gamma=args.spec_gamma if args.y == "spec" else 0, measure_cost=False)
     t0 = time.perf_counter()
-    run_oracle(cfg, on_progress=on_progress, pair=pair)
+    run_oracle(cfg, on_progress=on_progress, pair=TorchPair(pair))
     phases["total"] = time.perf_counter() - t0
     return phases
 
@@ -113,7 +115,8 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     from specterm.core.streams.blockwalk import block_counts
     from specterm.engines.corpora import load_builtin
-    from specterm.engines.torch.oracle_torch import OracleConfig, encode_prompt, load_pair
+    from specterm.engines.base import OracleConfig
+    from specterm.engines.torch.oracle_torch import encode_prompt, load_pair
     from specterm.engines.torch.specdec import FixedGamma, greedy_generate, speculative_generate
     from specterm.core.store import load_run
 

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from specterm.core.settings import names as nm
-from specterm.core.settings.engines import llama_settings
+from specterm.core.settings.engine_policies import llama_settings
 from specterm.core.settings.speedup import FIXED, STOP, Policy
 from specterm.core.store import load_run
 

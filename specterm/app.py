@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from specterm.core.report.types import Report
     from specterm.core.store import Run, RunFiles
     from specterm.headstart import HeadStart
-    from specterm.engines.torch.oracle_torch import OracleConfig
+    from specterm.engines.base import OracleConfig
 
 
 CI_PENDING_EXPORT = "The CIs are still being computed; export when they show (the status line says when)."
@@ -67,7 +67,7 @@ class SpectermApp(App[Any]):
         Binding("q", "quit", "quit", show=False, id="app.quit", tooltip="Quit specterm"),
     ]
 
-    runs: var[list | None] = var(None)
+    runs: var[list[Any] | None] = var(None)
     """The loaded runs (None until loaded)."""
     report: var["Report | None"] = var(None)
     """`analyse(runs)`: the typed report (core/report/types.py; None until ready)."""
@@ -87,7 +87,7 @@ class SpectermApp(App[Any]):
         """The full report is shown: every CI, and every verdict checked under bootstrap seeds 0..4."""
         return self.report is not None and not self.ci_pending and not self.verdicts_pending
 
-    pair_meta: dict | None = None
+    pair_meta: dict[str, Any] | None = None
     """The metadata of the pair's first run while a cached report is shown before its runs are
     parsed (a warm open): the breadcrumb names the pair from it until `runs` come."""
     set_name: var[str] = var(POOLED)
@@ -122,13 +122,13 @@ class SpectermApp(App[Any]):
         self.oracle_config = oracle_config
         self.oracle = oracle
         self.oracle_check = check
-        """Checks of the run's arguments (runner.check_run_arguments), run by the Run screen's worker first."""
+        """Checks of the run's arguments (engines/oracle.check_run), run by the Run screen's worker first."""
         self.load_id = 0
         """Bumped by every load: messages of an older load (other runs, another pair) are ignored."""
         self.model_group = 0
         """Which draft/target pair is shown when the runs hold several (`m` cycles)."""
         self.n_model_groups = 1
-        self.pair_cache: dict[int, tuple[list, "Report"]] = {}
+        self.pair_cache: dict[int, tuple[list[Any], "Report"]] = {}
         """Each model pair's runs and report, computed once (M back to a pair shows it at once)."""
         self.streams_request = False
         """True once Enter on an Overview/Decide row asked Streams to show `streams_corpus` only."""
@@ -165,7 +165,7 @@ class SpectermApp(App[Any]):
     def has_oracle(self) -> bool:
         return self.oracle_config is not None
 
-    def _make_screen(self, info: ScreenInfo):
+    def _make_screen(self, info: ScreenInfo) -> Any:
         if info.mode == "run":
             screen = screen_class(info)(self.oracle_config, oracle=self.oracle, check=self.oracle_check)
         else:

@@ -136,18 +136,11 @@ def run_cmd(
     if len(draft) != 1:
         fail("--draft names one draft model (only drafters without a model, e.g. prompt-lookup, may be repeated).")
     params["draft"] = draft[0]
-    if backend == "llama.cpp":
-        from specterm.runner_llamacpp import run_command as run_llamacpp
-
-        run_llamacpp(**params, threads=threads)
-        return
-    if backend != "torch":
+    if backend not in ("torch", "llama.cpp"):
         fail(f"unknown --backend {backend}; use torch or llama.cpp.")
-    if threads is not None:
-        fail("--threads is for --backend llama.cpp; torch picks its own threads.")
     from specterm.runner import run_command
 
-    run_command(**params)
+    run_command(**params, backend=backend, threads=threads)
 
 
 @app.command("merge")
@@ -268,7 +261,7 @@ def _confirm_drafter(run: Path, per_corpus: int, gamma: List[int], corpus: Optio
     corpus's g_hw."""
     import time as _time
 
-    from specterm.core.drafted.analysis import analyse_drafter
+    from specterm.core.drafted.drafter_analysis import analyse_drafter
     from specterm.core.store import load_run
     from specterm.engines.torch.drafted_confirm import confirm_drafter_run
 
@@ -484,7 +477,7 @@ def _emit(text: str, format: str, output: Optional[Path]) -> None:
 def _drafter_text(runs: List[Path], format: str, params: "dict[str, Any]", use_cache: bool) -> str:
     """The drafter report or the "Which draft?" comparison of `runs` (core/drafted), as text."""
     from specterm.core.report import cache
-    from specterm.core.drafted.export import as_text
+    from specterm.core.drafted.drafter_export import as_text
     from specterm.core.drafted.route import drafter_or_comparison
     from specterm.core.store import single_pair
 
@@ -550,7 +543,7 @@ def settings_cmd(
 
     from specterm.core.errors import SpectermError
     from specterm.core.settings.names import ENGINES
-    from specterm.core.settings.tables import engine_text
+    from specterm.core.settings.settings_tables import engine_text
     from specterm.core.report.text import printable
 
     if engine not in ENGINES:

@@ -10,14 +10,14 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from specterm.screens.registry import SCREENS
 
 if TYPE_CHECKING:
-    from specterm.app import SpectermApp
+    from specterm.app_view import AppView
 
 
 class SpectermCommands(Provider):
     """Command palette entries: every screen, both exports, theme and help."""
 
     def _commands(self) -> list[tuple[str, Callable[[], Any], str]]:
-        app: "SpectermApp" = self.app  # type: ignore[assignment]
+        app: "AppView" = self.app  # type: ignore[assignment]
         out: list[tuple[str, Callable[[], Any], str]] = []
         for s in SCREENS:
             if s.mode == "run" and not app.has_oracle:

@@ -19,7 +19,7 @@ import numpy as np
 from specterm.core.errors import SpectermError
 from specterm.core.report.types import POOLED
 from specterm.core.settings import names as nm
-from specterm.core.settings.compare import oracle_counts, oracle_summary, read_production, server_walk
+from specterm.core.settings.oracle_counts import oracle_counts, oracle_summary, read_production, server_walk
 from specterm.core.settings.counters import Counters, Reading, parse_counters, total
 from specterm.core.store import Run, Stream
 

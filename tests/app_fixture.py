@@ -125,6 +125,6 @@ class FakeOracle:
 
 def oracle_config(out: Path):
     """A real OracleConfig (no prompts needed by FakeOracle)."""
-    from specterm.engines.torch.oracle_torch import OracleConfig
+    from specterm.engines.base import OracleConfig
 
     return OracleConfig(target="tiny/target", draft="layers:1", prompts=[], out=Path(out))

@@ -41,7 +41,8 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def smollm2_pair():
     """(LoadedPair, gguf path) for SmolLM2-135M with a 25-layer self-draft, loaded once."""
-    from specterm.engines.torch.oracle_torch import OracleConfig, load_pair
+    from specterm.engines.base import OracleConfig
+    from specterm.engines.torch.oracle_torch import load_pair
 
     path = require_smollm2()
     cfg = OracleConfig(target=str(path), draft="layers:25", prompts=[], out=Path("/nonexistent"))

@@ -58,6 +58,17 @@ def _pumps(app) -> Iterator:
     yield from list(app._registry)
 
 
+def _pump_busy(app) -> str | None:
+    """A message pump of `app` with messages or call_next callbacks still to handle, or None."""
+    for pump in _pumps(app):
+        queue = pump.__dict__.get("_message_queue")  # a cached_property: absent until first used
+        if queue is not None and getattr(queue, "_unfinished_tasks", 0):
+            return f"{type(pump).__name__} has {queue._unfinished_tasks} messages to handle"
+        if pump._next_callbacks:
+            return f"{type(pump).__name__} has call_next callbacks"
+    return None
+
+
 def busy(app) -> str | None:
     """What still has work to do in `app` (a short description), or None when it is quiescent.
     Screen work pending on the shown screen is reported as 'screen'."""
@@ -65,12 +76,9 @@ def busy(app) -> str | None:
     ready = getattr(loop, "_ready", None)
     if ready:
         return f"{len(ready)}{READY}"
-    for pump in _pumps(app):
-        queue = pump.__dict__.get("_message_queue")  # a cached_property: absent until first used
-        if queue is not None and getattr(queue, "_unfinished_tasks", 0):
-            return f"{type(pump).__name__} has {queue._unfinished_tasks} messages to handle"
-        if pump._next_callbacks:
-            return f"{type(pump).__name__} has call_next callbacks"
+    pumping = _pump_busy(app)
+    if pumping is not None:
+        return pumping
     if any(not w.is_finished for w in app.workers):
         return "workers"
     animator = app.animator

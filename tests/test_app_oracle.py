@@ -9,7 +9,8 @@ from textual.widgets import Static
 
 from specterm.app import make_app
 from specterm.engines.corpora import load_builtin
-from specterm.engines.torch.oracle_torch import OracleConfig, run_oracle
+from specterm.engines.base import OracleConfig
+from specterm.engines.oracle import run_oracle
 from specterm.core.store import load_run
 
 pytestmark = pytest.mark.anyio

@@ -195,13 +195,15 @@ def test_torch_times_whole_blocks_along_the_stored_y(tiny_model_dir, tmp_path):
     from specterm.engines.confirm import build_items
     from specterm.engines.corpora import Prompt
     from specterm.engines.torch import TorchPair
-    from specterm.engines.torch.oracle_torch import OracleConfig, load_pair, run_oracle
+    from specterm.engines.base import OracleConfig
+    from specterm.engines.oracle import run_oracle
+    from specterm.engines.torch.oracle_torch import load_pair
 
     prompts = [Prompt(id="a", corpus="code", text="def add(a, b):"), Prompt(id="b", corpus="prose", text="The sea was")]
     cfg = OracleConfig(target=str(tiny_model_dir), draft="layers:2", prompts=prompts, out=tmp_path / "t",
                        max_new_tokens=16, measure_cost=False, device="cpu", dtype="float32")
     loaded = load_pair(cfg)
-    run_oracle(cfg, pair=loaded)
+    run_oracle(cfg, pair=TorchPair(loaded))
     run = load_run(tmp_path / "t")
     pair = TorchPair(loaded, 1)
     items = build_items(run.streams, pair.encode, 16, np.array([1, 3]))

@@ -90,6 +90,22 @@ def _one_plus_product(node: ast.AST) -> bool:
     return any(_is_one(a) for a in sides) and any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mult) for b in sides)
 
 
+def _block_sums(node: ast.BinOp, line: int) -> list[str]:
+    """The additions written out in `node`: c_verify(g) + g c_draft, and c_block + c_draft_fwd."""
+    found = []
+    for prod in (node.left, node.right):
+        if (isinstance(prod, ast.BinOp) and isinstance(prod.op, ast.Mult) and _mentions(prod, "draft")
+                and not _mentions(prod, "draft2")):
+            other = node.right if prod is node.left else node.left
+            if _mentions(other, "verify") or _mentions(other, "tv"):
+                found.append(f"{line}: c_verify(g) + g c_draft")
+    for fwd in (node.left, node.right):
+        other = node.right if fwd is node.left else node.left
+        if _mentions(fwd, "fwd") and (_mentions(other, "block") or _mentions(other, "verify")):
+            found.append(f"{line}: c_block + c_draft_fwd")
+    return found
+
+
 def formula_copies(source: str) -> list[str]:
     """Cost-model formulas written out in `source`: what costmodel defines once."""
     found = []
@@ -98,17 +114,7 @@ def formula_copies(source: str) -> list[str]:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and _one_plus_product(node.right):
             found.append(f"{line}: E / (1 + g r)")
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            for prod in (node.left, node.right):
-                if (isinstance(prod, ast.BinOp) and isinstance(prod.op, ast.Mult) and _mentions(prod, "draft")
-                        and not _mentions(prod, "draft2")):
-                    other = node.right if prod is node.left else node.left
-                    if _mentions(other, "verify") or _mentions(other, "tv"):
-                        found.append(f"{line}: c_verify(g) + g c_draft")
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            for fwd in (node.left, node.right):
-                other = node.right if fwd is node.left else node.left
-                if _mentions(fwd, "fwd") and (_mentions(other, "block") or _mentions(other, "verify")):
-                    found.append(f"{line}: c_block + c_draft_fwd")
+            found += _block_sums(node, line)
         if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.right, ast.BinOp)
                 and _mentions(node.right, "draft") and _mentions(node.right, "decode")):
             found.append(f"{line}: E - g c_draft / c_decode")

@@ -12,7 +12,7 @@ import pytest
 
 from specterm.core.errors import SpectermError
 from specterm.core.settings import names as nm
-from specterm.core.settings.compare import OracleSummary, oracle_counts, oracle_summary, read_production, server_walk
+from specterm.core.settings.oracle_counts import OracleSummary, oracle_counts, oracle_summary, read_production, server_walk
 from specterm.core.settings.counters import Counters, parse_counters, total
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,7 +21,7 @@ N_NEW = 40
 @pytest.fixture(scope="module")
 def drafter_runs(smollm2_pair, tmp_path_factory):
     from specterm.engines.torch.drafted_run import TargetOnly, run_drafters
-    from specterm.engines.torch.oracle_torch import OracleConfig
+    from specterm.engines.base import OracleConfig
 
     pair, path = smollm2_pair
     target = TargetOnly(pair.target, pair.tokenizer, pair.eos, {k: v for k, v in pair.meta.items() if k != "draft"})
@@ -94,7 +94,7 @@ def test_the_walk_saves_target_calls_on_grounded_prompts(drafter_runs):
 def test_specterm_confirm_on_a_prompt_lookup_run(smollm2_pair, drafter_runs, monkeypatch):
     """`specterm confirm` on the drafter run: HF prompt lookup against HF greedy at g = 2, 4, 8; the record
     holds every prompt's target calls equal to the walk's, and the drafter report shows it."""
-    from specterm.core.drafted.analysis import analyse_drafter
+    from specterm.core.drafted.drafter_analysis import analyse_drafter
     from specterm.engines.torch.drafted_confirm import confirm_drafter_run
 
     _, path = smollm2_pair

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specterm.core.drafted.analysis import analyse_drafter
+from specterm.core.drafted.drafter_analysis import analyse_drafter
 from specterm.core.drafted.walk import walk_loop
 from specterm.core.errors import SpectermError
 from specterm.core.store.importer import import_jsonl
@@ -151,7 +151,7 @@ def test_drafter_report_numbers(tmp_path: Path) -> None:
 
 def test_decision_with_costs_by_hand(tmp_path: Path) -> None:
     """S_hw(g) = tokens c_decode / (sum_d blocks_d c_verify(d) + blocks c_draft), on one stream by hand."""
-    from specterm.core.drafted.analysis import set_report
+    from specterm.core.drafted.drafter_analysis import set_report
 
     s = Stream(id="a", corpus="c", bits=np.zeros(0, dtype=np.uint8), runs=np.array([2, 0, 0, 1, 0], dtype=np.int32),
                proposed=np.array([2, 0, 0, 3, 0], dtype=np.int32))
@@ -228,7 +228,7 @@ def test_specterm_run_with_drafters_then_report(tiny_model_dir: Path, tmp_path: 
 
 
 def test_confirmed_rows_sum_the_latest_record(tmp_path: Path) -> None:
-    from specterm.core.drafted.analysis import DrafterYield, confirmed_rows
+    from specterm.core.drafted.drafter_analysis import DrafterYield, confirmed_rows
     from specterm.core.report.types import Estimate
 
     curve = [DrafterYield(gamma=g, E=Estimate(value=1.0), speedup_hw=1.0 + g / 10) for g in range(1, 33)]
@@ -244,7 +244,7 @@ def test_confirmed_rows_sum_the_latest_record(tmp_path: Path) -> None:
 
 
 def test_compare_names_the_best_and_refuses_unlike_pools() -> None:
-    from specterm.core.drafted.compare import DrafterRow, compare
+    from specterm.core.drafted.which_draft import DrafterRow, compare
     from specterm.core.report.types import Estimate
 
     def row(run: str, v: float | None, lo: float | None = None) -> DrafterRow:

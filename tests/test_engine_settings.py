@@ -14,7 +14,7 @@ from specterm.core.decide.hardware.curve import CostCurve, CostReplicates
 from specterm.core.decide.replay import replay_confidence, replay_fixed, replay_heuristic
 from specterm.core.report.types import DecisionHW
 from specterm.core.settings import names as nm
-from specterm.core.settings.engines import Models, candidates, command_for, engine_settings, settings_for
+from specterm.core.settings.engine_policies import Models, candidates, command_for, engine_settings, settings_for
 from specterm.core.settings.speedup import (FIXED, HEURISTIC, STOP, STOP_INCLUSIVE, BlockCosts, Policy, block_costs,
                                             depth_counts, policy_speedup, stack)
 

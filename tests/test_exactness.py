@@ -12,7 +12,9 @@ from specterm.core.decide import replay
 from specterm.engines.torch import specdec
 from specterm.core.streams.blockwalk import block_accepts, block_counts
 from specterm.engines.corpora import load_builtin
-from specterm.engines.torch.oracle_torch import OracleConfig, run_oracle
+from specterm.engines.base import OracleConfig
+from specterm.engines.oracle import run_oracle
+from specterm.engines.torch import TorchPair
 from specterm.core.store import load_run
 
 # loads the real SmolLM2-135M checkpoint; `pytest -m "not slow"` skips it. Under pytest-xdist the module runs on
@@ -29,7 +31,7 @@ def smol_run(smollm2_pair, tmp_path_factory):
     out = tmp_path_factory.mktemp("smol") / "run"
     cfg = OracleConfig(target=str(path), draft="layers:25", prompts=prompts, out=out, max_new_tokens=N_NEW,
                        batch_size=2, measure_cost=False, spec_gamma=4)
-    run_oracle(cfg, pair=pair)
+    run_oracle(cfg, pair=TorchPair(pair))
     return load_run(out)
 
 

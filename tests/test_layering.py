@@ -7,12 +7,17 @@
   package (specterm.engines.torch, specterm.engines.llamacpp) at module level (an AST scan); only the
   runner entry points may be imported, inside the function that starts the oracle, so torch loads only
   when an oracle runs;
-- `specterm --help` does not load the app.
+- `specterm --help` does not load the app;
+- the import graph (every import, lazy and type-only ones included) runs app -> engines -> core and
+  nothing up: core imports neither engines nor the app, engines never import the app;
+- no module imports a private (underscore) name of another, nor reads one off an imported module;
+- no module name is used twice for different things.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +154,121 @@ def test_the_scan_sees_the_imports_it_must_refuse():
 def test_cli_help_does_not_load_the_app():
     code = "import sys; from specterm import cli; print('textual' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+# -- the import graph: app -> engines -> core, nothing up; no private names across modules -----------------
+
+from test_import_cycles import import_graph, specterm_sources  # noqa: E402
+
+DUNDER = re.compile(r"^__\w+__$")
+
+
+def layer(module: str) -> str:
+    """core (specterm.core.*), engines (specterm.engines.*), root (the package's __init__: environment and
+    version, imports nothing of specterm) or app (the command line and the TUI: everything else)."""
+    if module == "specterm":
+        return "root"
+    for name in ("core", "engines"):
+        if module == f"specterm.{name}" or module.startswith(f"specterm.{name}."):
+            return name
+    return "app"
+
+
+ALLOWED = {"core": {"core", "root"}, "engines": {"engines", "core", "root"}, "app": {"app", "engines", "core", "root"},
+           "root": {"root"}}
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """'a -> b' for every import (at any depth, type-only ones included) that goes up the layers."""
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if layer(b) not in ALLOWED[layer(a)])
+
+
+def private_imports(sources: dict[str, str]) -> list[str]:
+    """'module: name from other' for every `from other import _name` and every `alias._name` read on a
+    module imported as `alias`, where other is another specterm module (dunder names such as
+    __version__ are public)."""
+    out = []
+    for module, source in sources.items():
+        tree = ast.parse(source)
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("specterm"):
+                for a in node.names:
+                    if a.name.startswith("_") and not DUNDER.match(a.name):
+                        out.append(f"{module}: {a.name} from {node.module}")
+                    if f"{node.module}.{a.name}" in sources:
+                        aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("specterm") and a.asname:
+                        aliases[a.asname] = a.name
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr.startswith("_") and not DUNDER.match(node.attr) and aliases[node.value.id] != module):
+                out.append(f"{module}: {node.attr} of {aliases[node.value.id]}")
+    return sorted(set(out))
+
+
+def test_imports_go_app_to_engines_to_core_and_never_up():
+    sources, packages = specterm_sources()
+    graph = import_graph(sources, packages, type_checking=True)
+    assert any(layer(b) == "core" for targets in graph.values() for b in targets)  # the scan sees the imports
+    assert upward_imports(graph) == []
+
+
+def test_no_module_imports_a_private_name_of_another():
+    sources, _ = specterm_sources()
+    assert private_imports(sources) == []
+
+
+def test_the_layer_checks_see_what_they_must_refuse():
+    planted = {
+        "specterm": "",
+        "specterm.core.a": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from specterm.engines.x import T\n",
+        "specterm.engines.x": "def f():\n    from specterm.runner import go\n",
+        "specterm.runner": "from specterm.engines.x import f\nfrom specterm.core.a import g\nfrom specterm import __version__\n",
+    }
+    graph = import_graph(planted, set(), type_checking=True)
+    assert upward_imports(graph) == ["specterm.core.a -> specterm.engines.x", "specterm.engines.x -> specterm.runner"]
+    private = {"specterm.a": "from specterm.b import _hidden, __version__\nimport specterm.b as B\nB._x\nB.y\n",
+               "specterm.b": "_hidden = 1\n_x = 2\ny = 3\nclass K:\n    def f(self):\n        return self._x\n"}
+    assert private_imports(private) == ["specterm.a: _hidden from specterm.b", "specterm.a: _x of specterm.b"]
+
+
+# -- one name, one idea --------------------------------------------------------------------------------
+
+# A screen or widget is named after what it shows, so it may share the name of the core or engine module
+# that computes that thing (screens/scorecard.py shows core/claims/scorecard.py); "base" is a package's
+# base classes (screens' Screen, engines' interface, drafters' interface). Any other name is used once.
+VIEWS = {"decide", "export", "optimum", "policies", "position", "progress", "scorecard", "streams", "run"}
+
+
+def repeated_module_names(paths: list[Path]) -> dict[str, list[str]]:
+    """Module and package names used more than once under specterm/ (paths relative to it), leaving out
+    `base` and a view's name shared by one screen or widget and the one module it shows (VIEWS)."""
+    seen: dict[str, list[str]] = {}
+    for path in paths:
+        rel = path.relative_to(ROOT)
+        if rel == Path("__init__.py"):
+            continue
+        name = rel.parent.name if path.name == "__init__.py" else path.stem
+        seen.setdefault(name, []).append(str(rel.parent) + "/" if path.name == "__init__.py" else str(rel))
+    out = {}
+    for name, where in seen.items():
+        views = [w for w in where if w.startswith(("screens/", "widgets/"))]
+        if len(where) < 2 or name == "base" or (name in VIEWS and len(views) == 1 and len(where) == 2):
+            continue
+        out[name] = sorted(where)
+    return out
+
+
+def test_the_name_check_sees_a_repeated_name():
+    names = [ROOT / p for p in ("core/a/x.py", "engines/x.py", "core/claims/scorecard.py", "screens/scorecard.py",
+                                "engines/base.py", "screens/base.py", "core/report/export.py", "screens/export.py",
+                                "core/drafted/export.py", "core/stats/__init__.py", "widgets/stats.py")]
+    assert repeated_module_names(names) == {"export": ["core/drafted/export.py", "core/report/export.py", "screens/export.py"],
+                                            "stats": ["core/stats/", "widgets/stats.py"], "x": ["core/a/x.py", "engines/x.py"]}
+
+
+def test_no_module_name_is_used_twice_for_different_things():
+    assert repeated_module_names(sorted(ROOT.rglob("*.py"))) == {}

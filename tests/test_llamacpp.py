@@ -77,14 +77,14 @@ def test_missing_binding_from_the_cli(monkeypatch, tmp_path, capsys):
 def test_self_draft_gives_alpha_one(smol):
     from specterm.engines.llamacpp import models_llamacpp as LM
     from specterm.engines.llamacpp.oracle_llamacpp import (
-        greedy_generate,
+        serial_greedy,
         stream_columns,
         teacher_force_logits,
     )
 
     _, m = smol
     ids = m.tokenize(PROMPT)
-    y = greedy_generate(m, ids, 24, LM.eog_ids(m))
+    y = serial_greedy(m, ids, 24, LM.eog_ids(m))
     lt = teacher_force_logits(m, ids, y)
     cols = stream_columns(lt, teacher_force_logits(m, ids, y), np.asarray(y))
     assert (cols["bits"] == cols["gate"]).all()
@@ -102,14 +102,14 @@ def test_bits_equal_a_hand_loop_over_the_bindings_logits(smol):
 
     from specterm.engines.llamacpp import models_llamacpp as LM
     from specterm.engines.llamacpp.oracle_llamacpp import (
-        greedy_generate,
+        serial_greedy,
         stream_columns,
         teacher_force_logits,
     )
 
     path, m = smol
     ids = m.tokenize(PROMPT)
-    y = greedy_generate(m, ids, 8, LM.eog_ids(m))
+    y = serial_greedy(m, ids, 8, LM.eog_ids(m))
     mine_t = teacher_force_logits(m, ids, y)
     ref = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_batch=256, n_ubatch=256, n_threads=1, logits_all=True,
                           verbose=False)
@@ -141,14 +141,14 @@ def test_bits_equal_a_hand_loop_over_the_bindings_logits(smol):
 def test_run_backend_llamacpp_writes_a_readable_run(tmp_path, smol):
     from specterm.core.store import load_run
     from specterm.engines.corpora import Prompt
-    from specterm.engines.llamacpp.oracle_llamacpp import run_oracle_llamacpp
-    from specterm.engines.torch.oracle_torch import OracleConfig
+    from specterm.engines.oracle import run_oracle
+    from specterm.engines.base import OracleConfig
 
     path, _ = smol
     prompts = [Prompt(id="p1", corpus="code", text=PROMPT), Prompt(id="p2", corpus="prose", text="The river was")]
-    cfg = OracleConfig(target=str(path), draft=str(path), prompts=prompts, out=tmp_path / "run", max_new_tokens=12,
+    cfg = OracleConfig(target=str(path), draft=str(path), prompts=prompts, out=tmp_path / "run", max_new_tokens=12, backend="llama.cpp", threads=1,
                        measure_cost=True, cost_repeats=2, cost_gammas=(1, 2, 4))
-    run_oracle_llamacpp(cfg, threads=1)
+    run_oracle(cfg)
     run = load_run(tmp_path / "run")
     assert run.meta["backend"]["name"] == "llama.cpp" and run.meta["backend"]["binding_version"]
     assert run.meta["generation"]["y_method"] == "llama.cpp serial greedy"
@@ -164,7 +164,7 @@ def test_run_backend_llamacpp_writes_a_readable_run(tmp_path, smol):
     assert cost_curve(cost) is not None  # the core's decision reads it unchanged
     # resume skips what is stored
     cfg.resume = True
-    run_oracle_llamacpp(cfg, threads=1)
+    run_oracle(cfg)
     assert len(load_run(tmp_path / "run").streams) == 2
 
 
@@ -176,14 +176,14 @@ def test_smollm2_self_draft_repaired_keeps_99_percent_with_alpha_one(tmp_path, s
     first-failure cut kept 39 of 72, issue 35)."""
     from specterm.core.store import load_run
     from specterm.engines.corpora import load_builtin
-    from specterm.engines.llamacpp.oracle_llamacpp import run_oracle_llamacpp
-    from specterm.engines.torch.oracle_torch import OracleConfig
+    from specterm.engines.oracle import run_oracle
+    from specterm.engines.base import OracleConfig
 
     path, _ = smol
     prompts = load_builtin(["code", "prose", "multilingual"], limit=1)
-    cfg = OracleConfig(target=str(path), draft=str(path), prompts=prompts, out=tmp_path / "run", max_new_tokens=24,
+    cfg = OracleConfig(target=str(path), draft=str(path), prompts=prompts, out=tmp_path / "run", max_new_tokens=24, backend="llama.cpp", threads=1,
                        measure_cost=False)
-    run_oracle_llamacpp(cfg, threads=1)
+    run_oracle(cfg)
     streams = load_run(tmp_path / "run").streams
     kept, n = sum(s.valid_len for s in streams), sum(s.n for s in streams)
     print(f"SmolLM2 self-draft, llama.cpp, repaired: {kept} of {n} positions kept, "
@@ -220,8 +220,8 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
     from specterm.engines.base import ConfirmConfig
     from specterm.engines.confirm import confirm
     from specterm.engines.timing import COST_GAMMAS
-    from specterm.engines.llamacpp.oracle_llamacpp import run_oracle_llamacpp
-    from specterm.engines.torch.oracle_torch import OracleConfig
+    from specterm.engines.oracle import run_oracle
+    from specterm.engines.base import OracleConfig
 
     bin_dir = _speculative_binary_dir()
     if bin_dir is None and not os.environ.get("SPECTERM_LLAMA_CMAKE_ARGS"):
@@ -230,9 +230,9 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
         monkeypatch.setenv("SPECTERM_LLAMA_CMAKE_ARGS", "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON")
     path, _ = smol
     prompts = [Prompt(id=f"p{i}", corpus="code", text=PROMPT + f"# case {i}\n") for i in range(3)]
-    cfg = OracleConfig(target=str(path), draft=str(path), prompts=prompts, out=tmp_path / "run", max_new_tokens=24,
+    cfg = OracleConfig(target=str(path), draft=str(path), prompts=prompts, out=tmp_path / "run", max_new_tokens=24, backend="llama.cpp", threads=1,
                        measure_cost=True, cost_repeats=2, cost_gammas=(1, 2, 4, 8))
-    run_oracle_llamacpp(cfg, threads=1)
+    run_oracle(cfg)
     run = load_run(tmp_path / "run")
     run_curve = cost_curve(run.meta["cost"])
     assert run_curve is not None and run_curve.c_draft_fwd is not None  # the engine term is stored with the costs

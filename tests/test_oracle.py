@@ -11,7 +11,10 @@ import torch
 
 from specterm.engines.corpora import Prompt, load_builtin
 from specterm.core.errors import SpectermError
-from specterm.engines.torch.oracle_torch import OracleConfig, load_pair, run_oracle
+from specterm.engines.base import OracleConfig
+from specterm.engines.torch import TorchPair
+from specterm.engines.torch.oracle_torch import load_pair
+from specterm.engines.oracle import run_oracle
 from specterm.engines.progress import Cancelled
 from specterm.core.decide.hardware import cost_curve
 from specterm.core.store import load_run
@@ -38,7 +41,7 @@ def tiny_pair(tiny_model_dir):
 @pytest.fixture(scope="module")
 def tiny_run(tiny_model_dir, tiny_pair, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "tiny"
-    run_oracle(_config(tiny_model_dir, out), pair=tiny_pair)
+    run_oracle(_config(tiny_model_dir, out), pair=TorchPair(tiny_pair))
     return load_run(out)
 
 
@@ -71,7 +74,7 @@ def test_y_equals_hf_greedy_generate(tiny_run, tiny_pair):
 
 
 def test_plain_greedy_and_batch_size_give_the_same_streams(tiny_model_dir, tiny_pair, tiny_run, tmp_path):
-    run_oracle(_config(tiny_model_dir, tmp_path / "plain", spec_gamma=0, batch_size=3), pair=tiny_pair)
+    run_oracle(_config(tiny_model_dir, tmp_path / "plain", spec_gamma=0, batch_size=3), pair=TorchPair(tiny_pair))
     plain = load_run(tmp_path / "plain")
     for a, b in zip(tiny_run.streams, plain.streams):
         assert a.id == b.id
@@ -99,21 +102,21 @@ def test_interrupted_run_resumes_to_the_same_result(tiny_model_dir, tiny_pair, t
             cancel.set()
 
     with pytest.raises(Cancelled):
-        run_oracle(_config(tiny_model_dir, out, batch_size=1), on_progress, cancel, pair=tiny_pair)
+        run_oracle(_config(tiny_model_dir, out, batch_size=1), on_progress, cancel, pair=TorchPair(tiny_pair))
     assert [s.id for s in load_run(out).streams] == [s.id for s in tiny_run.streams[:2]]
     # a torn final line from a crash mid-write is dropped, never half-read
     with open(out / "prompts.jsonl", "a") as fh:
         fh.write('{"id": "torn", "corp')
     assert len(load_run(out).streams) == 2
     with pytest.raises(SpectermError, match="--resume"):
-        run_oracle(_config(tiny_model_dir, out, batch_size=1), pair=tiny_pair)
-    run_oracle(_config(tiny_model_dir, out, batch_size=1, resume=True), pair=tiny_pair)
+        run_oracle(_config(tiny_model_dir, out, batch_size=1), pair=TorchPair(tiny_pair))
+    run_oracle(_config(tiny_model_dir, out, batch_size=1, resume=True), pair=TorchPair(tiny_pair))
     resumed = load_run(out)
     assert [s.id for s in resumed.streams] == [s.id for s in tiny_run.streams]
     for a, b in zip(resumed.streams, tiny_run.streams):
         assert a.bits.tolist() == b.bits.tolist() and a.y.tolist() == b.y.tolist()
     # resuming a complete run adds nothing
-    run_oracle(_config(tiny_model_dir, out, batch_size=1, resume=True), pair=tiny_pair)
+    run_oracle(_config(tiny_model_dir, out, batch_size=1, resume=True), pair=TorchPair(tiny_pair))
     assert len(load_run(out).streams) == 5
 
 
@@ -121,7 +124,7 @@ def test_cost_ratio_is_stored(tiny_model_dir, tiny_pair, tmp_path):
     out = tmp_path / "cost"
     seen = []
     run_oracle(_config(tiny_model_dir, out, prompts=_prompts(1), measure_cost=True, cost_repeats=3, cost_gammas=(1, 4, 8)),
-               on_progress=lambda p: seen.append(p.message) if p.phase == "cost" else None, pair=tiny_pair)
+               on_progress=lambda p: seen.append(p.message) if p.phase == "cost" else None, pair=TorchPair(tiny_pair))
     cost = load_run(out).meta["cost"]
     assert cost["r_measured"] == cost["r_by_gamma"]["4"] > 0
     assert cost["r_by_gamma"]["4"] == pytest.approx(cost["c_draft_s"] / cost["c_verify_s"]["4"])
@@ -179,11 +182,11 @@ def test_layer_skip_draft_shares_weights(tiny_pair):
 
 
 def test_prompt_list_from_file_and_limit(tmp_path):
-    from specterm.runner import _prompts
+    from specterm.runner import load_prompts
 
     f = tmp_path / "mine.txt"
     f.write_text("first prompt\n\nsecond prompt\nthird\n")
-    ps = _prompts(None, f, None, 2)
+    ps = load_prompts(None, f, None, 2)
     assert [p.text for p in ps] == ["first prompt", "second prompt"]
     assert all(isinstance(p, Prompt) for p in ps)
 
@@ -192,10 +195,10 @@ def test_running_alpha_counts_only_gate_valid_positions():
     """The progress line's running alpha is SPEC 2's alpha (accepted / gate-valid positions, as the report
     counts it), not accepted / every position: after a gate failure the old count fell far too low."""
     from specterm.core.store import Stream
-    from specterm.engines.torch.oracle_torch import _Tally
+    from specterm.engines.progress import Tally
 
     got = []
-    tally = _Tally(report=got.append, n_todo=2, max_new_tokens=10)
+    tally = Tally(report=got.append, n_todo=2, max_new_tokens=10)
     bits = np.array([1, 1, 0, 1, 1, 1, 1, 1, 1, 1], dtype=np.uint8)
     gate = np.array([1, 1, 1, 1, 0, 1, 1, 1, 1, 1], dtype=np.uint8)  # gate fails at 4: positions 0..3 are analysed
     tally.saved(Stream(id="a", corpus="c", bits=bits, gate=gate))

@@ -18,8 +18,10 @@ from test_repair import EOS, V, batched_choice, serial_next, serial_y, teacher_g
 from specterm.engines.progress import Cancelled
 from specterm.core.store import load_run, write_run
 from specterm.engines.corpora import Prompt
-from specterm.engines.llamacpp.oracle_llamacpp import LlamaPair, run_oracle_llamacpp, stream_columns, teacher_force_logits
-from specterm.engines.torch.oracle_torch import OracleConfig
+from specterm.engines.llamacpp import LlamaPair
+from specterm.engines.llamacpp.oracle_llamacpp import stream_columns, teacher_force_logits
+from specterm.engines.oracle import run_oracle
+from specterm.engines.base import OracleConfig
 
 NEAR = {4 + 3: "next", 4 + 9: "next"}  # near-ties at t = 3 and 9 for 4-token prompts
 PROMPTS = [Prompt(id="a", corpus="code", text="abcd"), Prompt(id="b", corpus="prose", text="wxyz")]
@@ -62,14 +64,14 @@ class ToyLM:
 
 def toy_pair(near=NEAR) -> LlamaPair:
     model = {"source": "gguf", "spec": "toy/model.gguf", "sha256": "0" * 64, "class": "llama.cpp"}
-    return LlamaPair(ToyLM(near), ToyLM(near, draft=True), {EOS},
+    return LlamaPair.of_models(ToyLM(near), ToyLM(near, draft=True), {EOS},
                      {"target": model, "draft": {**model, "sha256": "1" * 64}, "tokenizer_vocab": V, "device": "cpu",
                       "dtype": "gguf", "backend": {"name": "llama.cpp"}})
 
 
 def config(out, resume=False) -> OracleConfig:
     return OracleConfig(target="toy.gguf", draft="toy.gguf", prompts=PROMPTS, out=out, max_new_tokens=MAX_NEW,
-                        resume=resume, measure_cost=False)
+                        resume=resume, measure_cost=False, backend="llama.cpp")
 
 
 def expected_bits(prompt, y):
@@ -85,7 +87,7 @@ def expected_bits(prompt, y):
 
 
 def test_a_new_llamacpp_run_repairs_by_default(tmp_path):
-    run_oracle_llamacpp(config(tmp_path / "run"), pair=toy_pair())
+    run_oracle(config(tmp_path / "run"), pair=toy_pair())
     run = load_run(tmp_path / "run")
     assert run.meta["generation"]["repair"]["bound"] == 16
     for s, p in zip(run.streams, PROMPTS):
@@ -99,7 +101,7 @@ def test_a_new_llamacpp_run_repairs_by_default(tmp_path):
 def _old_run(tmp_path):
     """A run as the backend wrote it before the repair loop: serial y, no `repairs`, no generation.repair."""
     new = tmp_path / "new"
-    run_oracle_llamacpp(config(new), pair=toy_pair())
+    run_oracle(config(new), pair=toy_pair())
     meta = dict(load_run(new).meta)
     meta["generation"] = {k: v for k, v in meta["generation"].items() if k != "repair"}
     pair = toy_pair()
@@ -119,7 +121,7 @@ def _old_run(tmp_path):
 def test_resume_repairs_an_existing_run_in_place(tmp_path):
     old = _old_run(tmp_path)
     pair = toy_pair()
-    run_oracle_llamacpp(config(old, resume=True), pair=pair)
+    run_oracle(config(old, resume=True), pair=pair)
     run = load_run(old)  # checksums verified on load
     assert len(run.streams) == 2 and run.meta["generation"]["repair"]["bound"] == 16
     for s, p in zip(run.streams, PROMPTS):
@@ -133,7 +135,7 @@ def test_resume_repairs_an_existing_run_in_place(tmp_path):
     # a second --resume finds nothing to repair and leaves every record as it is
     before = (old / "prompts.jsonl").read_bytes()
     pair2 = toy_pair()
-    run_oracle_llamacpp(config(old, resume=True), pair=pair2)
+    run_oracle(config(old, resume=True), pair=pair2)
     assert (old / "prompts.jsonl").read_bytes() == before and pair2.target.decodes == 0
     assert "repaired_in_place" not in load_run(old).meta["sessions"][-1]
 
@@ -141,7 +143,7 @@ def test_resume_repairs_an_existing_run_in_place(tmp_path):
 def test_a_stream_whose_gate_holds_gets_no_repairs(tmp_path):
     old = _old_run(tmp_path)
     pair = toy_pair(near={})  # this machine's batched rows agree with the serial decode
-    run_oracle_llamacpp(config(old, resume=True), pair=pair)
+    run_oracle(config(old, resume=True), pair=pair)
     for s in load_run(old).streams:
         assert s.repairs == [] and s.gate.all() and s.valid_len == s.n
 
@@ -155,17 +157,17 @@ def test_ctrl_c_keeps_the_streams_repaired_before_it(tmp_path):
             cancel.set()
 
     with pytest.raises(Cancelled):
-        run_oracle_llamacpp(config(old, resume=True), on_progress, cancel=cancel, pair=toy_pair())
+        run_oracle(config(old, resume=True), on_progress, cancel=cancel, pair=toy_pair())
     first, second = load_run(old).streams
     assert first.repairs == [3, 9] and second.repairs is None and second.valid_len == 3
-    run_oracle_llamacpp(config(old, resume=True), pair=toy_pair())  # the next --resume repairs the rest
+    run_oracle(config(old, resume=True), pair=toy_pair())  # the next --resume repairs the rest
     assert [s.repairs for s in load_run(old).streams] == [[3, 9], [3, 9]]
 
 
 def test_torch_float32_on_the_cpu_never_repairs(tiny_model_dir, tmp_path):
     """The torch oracle in float32 on the CPU writes no repair information: its gate failures keep SPEC 1's
     prefix rule (other dtypes and devices repair: test_repair_torch.py)."""
-    from specterm.engines.torch.oracle_torch import run_oracle
+    from specterm.engines.oracle import run_oracle
 
     cfg = OracleConfig(target=str(tiny_model_dir), draft=str(tiny_model_dir), prompts=PROMPTS, out=tmp_path / "t",
                        max_new_tokens=6, measure_cost=False, device="cpu", dtype="float32")
@@ -184,7 +186,7 @@ def test_resume_says_what_reopening_the_run_swept(tmp_path, monkeypatch):
     (old / ".prompts.jsonl.0123456789ab.tmp").write_text("half a record")
     monkeypatch.setattr(atomic, "SWEEP_MIN_AGE_S", 0.0)
     seen = []
-    run_oracle_llamacpp(config(old, resume=True), seen.append, pair=toy_pair())
+    run_oracle(config(old, resume=True), seen.append, pair=toy_pair())
     warnings = [p.message for p in seen if p.phase == "warning"]
     assert len(warnings) == 1 and "removed 1 leftover(s) of interrupted writes" in warnings[0]
     assert not (old / ".prompts.jsonl.0123456789ab.tmp").exists()

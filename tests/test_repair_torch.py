@@ -16,6 +16,9 @@ from test_repair import EOS, batched_choice, serial_next, serial_y, teacher_gree
 from specterm.core.store import load_run
 from specterm.engines.corpora import Prompt
 from specterm.engines.repair import REPAIR_BOUND
+from specterm.engines.base import OracleConfig
+from specterm.engines.oracle import run_oracle
+from specterm.engines.torch import TorchPair
 from specterm.engines.torch import oracle_torch as O
 from specterm.engines.torch import specdec
 
@@ -80,9 +83,9 @@ def toy_pair(device: str, dtype: str) -> O.LoadedPair:
 
 def run_toy(tmp_path, monkeypatch, near, device="cpu", dtype="bfloat16", calls=None):
     toy_engine(monkeypatch, near, calls)
-    cfg = O.OracleConfig(target="toy", draft="toy", prompts=PROMPTS, out=tmp_path / "run", max_new_tokens=MAX_NEW,
+    cfg = OracleConfig(target="toy", draft="toy", prompts=PROMPTS, out=tmp_path / "run", max_new_tokens=MAX_NEW,
                          measure_cost=False, batch_size=2)
-    O.run_oracle(cfg, pair=toy_pair(device, dtype))
+    run_oracle(cfg, pair=TorchPair(toy_pair(device, dtype)))
     return load_run(tmp_path / "run")
 
 
@@ -146,9 +149,9 @@ def test_smollm2_bfloat16_on_the_cpu_keeps_its_positions(tmp_path):
 
     path = require_smollm2()
     prompts = load_builtin(limit=3)  # what `specterm run --limit 3` takes
-    cfg = O.OracleConfig(target=str(path), draft="layers:8", prompts=prompts, out=tmp_path / "run", max_new_tokens=64,
+    cfg = OracleConfig(target=str(path), draft="layers:8", prompts=prompts, out=tmp_path / "run", max_new_tokens=64,
                          device="cpu", dtype="bfloat16", measure_cost=False)
-    O.run_oracle(cfg)
+    run_oracle(cfg)
     run = load_run(tmp_path / "run")
     n = sum(s.n for s in run.streams)
     kept = sum(s.valid_len for s in run.streams)

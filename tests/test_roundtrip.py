@@ -39,7 +39,10 @@ def runs(smollm2_pair, tmp_path_factory):  # noqa: F811  (the fixture imported a
     import torch
 
     from specterm.engines.corpora import load_builtin
-    from specterm.engines.torch.oracle_torch import LoadedPair, OracleConfig, run_oracle
+    from specterm.engines.torch.oracle_torch import LoadedPair
+    from specterm.engines.base import OracleConfig
+    from specterm.engines.oracle import run_oracle
+    from specterm.engines.torch import TorchPair
 
     torch.set_num_threads(1)
     layer_pair, gguf = smollm2_pair
@@ -60,12 +63,12 @@ def runs(smollm2_pair, tmp_path_factory):  # noqa: F811  (the fixture imported a
         for batch in (1, 3):
             cfg = OracleConfig(target=str(gguf), draft=draft, prompts=prompts, out=root / f"{name}-b{batch}",
                                max_new_tokens=N_NEW, batch_size=batch, measure_cost=False)
-            out[f"{name}-b{batch}"] = run_oracle(cfg, pair=pair)
+            out[f"{name}-b{batch}"] = run_oracle(cfg, pair=TorchPair(pair))
     pair, draft = pairs["l20"]
     for i in range(2):
         cfg = OracleConfig(target=str(gguf), draft=draft, prompts=prompts, out=root / f"l20.shard-{i}-of-2",
                            max_new_tokens=N_NEW, batch_size=2, measure_cost=False, shard=(i, 2))
-        out[f"shard{i}"] = run_oracle(cfg, pair=pair)
+        out[f"shard{i}"] = run_oracle(cfg, pair=TorchPair(pair))
     return out
 
 

@@ -505,23 +505,23 @@ def test_import_prints_one_line_for_what_the_sweep_removed(tmp_path, monkeypatch
 
 
 def test_a_directory_holding_only_run_lock_does_not_block_run(tmp_path):
-    from specterm.runner import _check_out
+    from specterm.core.store import check_new_run_dir
 
     out = tmp_path / "r"
     out.mkdir()
     (out / LOCK_FILE).write_text("12345\n")
-    _check_out(out, resume=False)
+    check_new_run_dir(out, resume=False)
     with pytest.raises(SpectermError, match="no run to resume"):  # issue 56: --resume with no run says so and stops
-        _check_out(out, resume=True)
+        check_new_run_dir(out, resume=True)
 
 
 def test_an_empty_corpus_is_refused():
     """`--corpus ""` meant all corpora."""
-    from specterm.runner import _prompts
+    from specterm.runner import load_prompts
 
     for corpus in ("", "code,,prose"):
         with pytest.raises(SpectermError, match="empty corpus"):
-            _prompts(corpus, None, None, None)
+            load_prompts(corpus, None, None, None)
 
 
 @pytest.mark.parametrize("command", ["import", "merge", "run"])
@@ -537,12 +537,12 @@ def test_a_hidden_out_is_refused(tmp_path, monkeypatch, capsys, command):
 
 
 def test_llamacpp_refuses_a_layer_skip_draft_before_anything_loads():
-    from specterm.runner_llamacpp import run_command
+    from specterm.runner import run_command
 
     with pytest.raises(SpectermError, match="layer-skip self-draft runs only with --backend torch"):
         run_command(target="t.gguf", draft="layers:20", corpus=None, prompts=None, dataset=None, limit=None,
                     max_new_tokens=8, device="auto", dtype="auto", batch_size=4, out=None, resume=False, headless=True,
-                    spec_gamma=0, shard=None, cost=True, trust_remote_code=False)
+                    spec_gamma=0, shard=None, cost=True, trust_remote_code=False, backend="llama.cpp")
 
 
 def test_confirm_refuses_a_read_only_run_before_loading_models(tmp_path, monkeypatch):

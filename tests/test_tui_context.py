@@ -179,7 +179,8 @@ async def test_a_run_without_costs_gets_no_verdict_anywhere(tmp_path):
 
 async def test_resume_counts_the_whole_run_on_the_run_screen(tiny_model_dir, tmp_path):
     from specterm.engines.corpora import load_builtin
-    from specterm.engines.torch.oracle_torch import OracleConfig, run_oracle
+    from specterm.engines.base import OracleConfig
+    from specterm.engines.oracle import run_oracle
 
     out = tmp_path / "resumed"
     prompts = load_builtin(["code", "prose"], limit=2)

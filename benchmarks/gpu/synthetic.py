@@ -293,7 +293,9 @@ def check_pair(size: str, args: argparse.Namespace, out: Path, budget: Budget, l
     from specterm.engines.corpora import load_builtin
     from specterm.engines.costs import CostsConfig, measure
     from specterm.engines.torch import TorchEngine
-    from specterm.engines.torch.oracle_torch import OracleConfig, run_oracle
+    from specterm.engines.base import OracleConfig
+    from specterm.engines.oracle import run_oracle
+    from specterm.engines.torch import TorchPair
     from specterm.engines.base import ConfirmConfig
 
     res: dict[str, Any] = {"target": size, "draft": "0.5B", "shrink": args.shrink, "steps": {}}
@@ -322,7 +324,7 @@ def check_pair(size: str, args: argparse.Namespace, out: Path, budget: Budget, l
     pair32 = loaded_pair(target, draft, device, "float32", names)
     step("oracle-f32", 20, lambda: run_oracle(OracleConfig(target="synthetic", draft="synthetic", prompts=prompts, out=f32,
                                                            max_new_tokens=args.tokens, device=device, dtype="float32",
-                                                           measure_cost=False, batch_size=args.batch_size), pair=pair32))
+                                                           measure_cost=False, batch_size=args.batch_size), pair=TorchPair(pair32)))
     if not (f32 / "prompts.jsonl").exists():
         return res
     res["oracle_f32"] = oracle_summary(f32)
@@ -372,7 +374,7 @@ def check_pair(size: str, args: argparse.Namespace, out: Path, budget: Budget, l
         draft.to(torch.bfloat16)
         run_oracle(OracleConfig(target="synthetic", draft="synthetic", prompts=prompts, out=bf16,
                                 max_new_tokens=args.tokens, device=device, dtype="bfloat16", measure_cost=False,
-                                batch_size=args.batch_size), pair=loaded_pair(target, draft, device, "bfloat16", names))
+                                batch_size=args.batch_size), pair=TorchPair(loaded_pair(target, draft, device, "bfloat16", names)))
 
     step("oracle-bf16", 20, oracle_bf16)
     if (bf16 / "prompts.jsonl").exists():

@@ -4,9 +4,12 @@ implements; nothing here imports torch or llama_cpp).
 An `Engine` opens a run's model pair (`OpenPair`). An open pair says what it is (`describe`: the
 engine, its version and build, the device: what a cost profile records), encodes prompts, and
 times forwards for the cost profile (`cost_sampler`: rounds of c_decode, c_verify(g), c_draft,
-c_draft2, and the engine's per-block terms; `batch_costs`: the by-batch grid). The oracle's
-greedy y and teacher-forced bits stay in each engine's oracle module (specterm/oracle/ for torch,
-specterm/engines/llamacpp/ for llama.cpp) until `run` is written against this interface too.
+c_draft2, and the engine's per-block terms; `batch_costs`: the by-batch grid).
+
+`specterm run` (engines/oracle.py) is written once against it: an engine checks a run's arguments
+(`check_run`) and opens a pair for it (`open_run` -> `RunPair`), which generates y, gives the
+teacher-forced (and repaired) streams and says what run.json records about the engine; the flow
+(prompts, shards, the writer and resume, progress, the costs at the end) is the same for every engine.
 
 `specterm confirm` (engines/confirm.py) is written once against it: a pair that can be confirmed
 (`ConfirmPair`) times one greedy and one speculative generation of a prompt and says what its rows
@@ -18,19 +21,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from specterm.core.decide.hardware.profiles import new_profile
 from specterm.core.store import Run, Stream
 from specterm.engines.confirm_record import write_confirmation
-from specterm.engines.progress import Progress, ProgressCallback
+from specterm.engines.progress import Progress, ProgressCallback, Tally
 from specterm.engines.timing import COST_GAMMAS
+
+if TYPE_CHECKING:
+    from specterm.core.store import RunWriter
+    from specterm.engines.corpora import Prompt
 
 MeasureCallback = Callable[[int, int, str, float], None]
 
@@ -272,6 +279,86 @@ class ConfirmSession:
                            batch_cost=batch_cost)
 
 
+@dataclass
+class OracleConfig:
+    """What `specterm run` is asked to do (engines/oracle.py), for every engine."""
+
+    target: str
+    draft: str
+    prompts: list[Prompt]
+    out: Path
+    max_new_tokens: int = 128
+    device: str = "auto"
+    dtype: str = "auto"
+    batch_size: int = 4
+    resume: bool = False
+    spec_gamma: int = 0
+    measure_cost: bool = True
+    remeasure_cost: bool = False  # with resume: measure r again (the earlier values are kept in cost.earlier)
+    cost_repeats: int = 7  # timed rounds of the cost measurement (engines/timing.run_rounds)
+    cost_gammas: tuple[int, ...] = COST_GAMMAS  # draft lengths whose c_verify(g) is timed
+    trust_remote_code: bool = False
+    shard: tuple[int, int] | None = None
+    extra_meta: dict[str, Any] = field(default_factory=dict)
+    record_paths: bool = False  # keep models' absolute local paths in run.json (off: names + sha256 only)
+    backend: str = "torch"      # the engine that runs it (engines.engine_named)
+    threads: int | None = None  # llama.cpp: threads per decode (None: 1); torch picks its own
+
+    @property
+    def y_method(self) -> str:
+        """How y is built, as stored in run.json generation.y_method (resume refuses a change)."""
+        return f"speculative decoding, gamma={self.spec_gamma}" if self.spec_gamma > 0 else "batched greedy"
+
+
+class RunPair(OpenPair, Protocol):
+    """A pair opened for `specterm run` (engines/oracle.py: the flow is written once); what differs
+    between engines: how y is generated and how many prompts at a time, the teacher-forced (and, where
+    the engine's batched and serial evaluation differ, repaired) streams, and what run.json records."""
+
+    cost_label: str  # what the cost phase's progress line measures ("costs", "llama.cpp costs")
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """run.json's models (target, draft), tokenizer_vocab, device, dtype and the engine's own keys."""
+        ...
+
+    def encode_prompt(self, text: str, name: str) -> list[int]:
+        """The prompt's ids; one sentence naming it (`name`) when it encodes to zero tokens."""
+        ...
+
+    def run_generation(self, config: OracleConfig) -> dict[str, Any]:
+        """run.json's "generation": how y is built (decoding, y_built_with, y_method, eos ids, ...)."""
+        ...
+
+    def run_session(self, config: OracleConfig) -> dict[str, Any]:
+        """The engine's fields of this invocation's entry in run.json's "sessions"."""
+        ...
+
+    def prompts_per_step(self, config: OracleConfig) -> int:
+        """Prompts whose y is generated together (torch: --batch-size; llama.cpp: 1)."""
+        ...
+
+    def before_prompts(self, config: OracleConfig, writer: RunWriter, tally: Tally, cancel: threading.Event | None) -> str:
+        """Work on a resumed run's stored streams before the new prompts (llama.cpp: streams from before the
+        repair loop repaired in place); the done line's addition ("" when none)."""
+        ...
+
+    def generate(self, config: OracleConfig, batch: list[Prompt], ids: list[list[int]], b0: int, tally: Tally,
+                 cancel: threading.Event | None) -> tuple[list[list[int]], bool]:
+        """y of the step's prompts (the first len(ys) of them finished) and whether a cancel stopped it."""
+        ...
+
+    def streams(self, config: OracleConfig, batch: list[Prompt], ids: list[list[int]], ys: list[list[int]], b0: int,
+                tally: Tally, cancel: threading.Event | None) -> Iterator[Stream]:
+        """The stream of each finished y: both models teacher-forced over prompt + y (SPEC 1), repaired
+        where the engine needs it, yielded one at a time so each is stored as soon as it is done."""
+        ...
+
+    def cost_extras(self) -> dict[str, Any]:
+        """What the engine adds to the measured cost dict (llama.cpp: the load average)."""
+        ...
+
+
 class Engine(Protocol):
     name: str
     gate_held: bool                  # confirm only streams whose gate held (select_streams)
@@ -284,3 +371,14 @@ class Engine(Protocol):
         """Load the run's models (found by name and sha256 under $SPECTERM_MODELS / ./models, or the
         overrides), checked against the run's checksums; one sentence when they cannot be found."""
         ...
+
+    def check_run(self, config: OracleConfig) -> None:
+        """Every check of `specterm run` that is the engine's and needs no weights (the flags that apply,
+        the models resolved, tokenizers, context); one sentence, nothing created on disk."""
+        ...
+
+    def open_run(self, config: OracleConfig, prompts: list[Prompt], report: ProgressCallback) -> RunPair:
+        """Load the pair `specterm run` names (config.target, config.draft) for these prompts."""
+        ...
+
+    run_suffix: str  # the default --out's suffix (streams/DRAFT-TARGET<suffix>)

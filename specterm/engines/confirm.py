@@ -501,7 +501,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
     import sys
 
     from specterm.engines.progress import Cancelled
-    from specterm.runner import headless_progress
+    from specterm.engines.progress import headless_progress
 
     read_meta(Path(run))  # one sentence for a wrong path, before anything slow
     check_writable(Path(run))  # a read-only or locked run: refused before models load and costs are timed
@@ -520,7 +520,7 @@ def confirm_command(*, run: Path, per_corpus: int, gamma: list[int], corpus: str
                            costs_only=costs_only, llama_bin=llama_bin, llama_src=llama_src, keep_logs=keep_logs,
                            cost_gammas=tuple(range(1, cost_max_gamma + 1)) if llama else COST_GAMMAS,
                            decision_gammas=COST_GAMMAS if llama else None)
-    on_progress, ctx, log = headless_progress()  # type: ignore[no-untyped-call]
+    on_progress, ctx, log = headless_progress()
     try:
         with ctx:
             record = confirm(config, on_progress)

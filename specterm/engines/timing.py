@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Self
+from typing import Any, Protocol, Self
 
 import numpy as np
 
@@ -182,7 +182,15 @@ def with_curve(cost: dict) -> dict:
     return cost
 
 
-def run_rounds(sampler: RoundRobinSampler, repeats: int) -> dict:
+class Rounds(Protocol):
+    """What `run_rounds` needs of a sampler (RoundRobinSampler, or an engine's through base.Sampler)."""
+
+    def plan(self, rounds: int) -> None: ...
+    def round(self, only: set[str] | None = None) -> list[str]: ...
+    def summary(self) -> dict[str, Any]: ...
+
+
+def run_rounds(sampler: Rounds, repeats: int) -> dict[str, Any]:
     """One warm-up round and `repeats` timed rounds of `sampler`, then its summary."""
     if repeats < 1:
         raise ValueError("repeats must be >= 1")

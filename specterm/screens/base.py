@@ -25,11 +25,11 @@ from specterm.widgets.rowlist import RowList
 from specterm.widgets.tables import safe
 
 if TYPE_CHECKING:
-    from specterm.app import SpectermApp
+    from specterm.app_view import AppView
     from specterm.core.report.types import Report, SetReport
 
 
-class ReportScreen(Screen):
+class ReportScreen(Screen[Any]):
     """Subclasses compose `compose_body()` and fill it in `show_report(report)`; they never compute."""
 
     SCREEN_TITLE: ClassVar[str] = ""
@@ -89,7 +89,7 @@ class ReportScreen(Screen):
             cls.show_runs = runs_with_crumb  # type: ignore[method-assign]
 
     @property
-    def sapp(self) -> "SpectermApp":
+    def sapp(self) -> "AppView":
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
@@ -235,7 +235,7 @@ class ReportScreen(Screen):
         if cursors:
             self.call_after_refresh(self._restore_cursors, cursors)
 
-    def row_tables(self) -> list[DataTable | RowList]:
+    def row_tables(self) -> list[DataTable[Any] | RowList]:
         """The widgets with a row cursor (whose row is kept per model pair)."""
         return [*self.query(DataTable), *self.query(RowList)]
 
@@ -250,7 +250,7 @@ class ReportScreen(Screen):
         """The r this screen shows (the stepped r of an RStepping screen, else the run's measured r)."""
         r = getattr(self, "r", None)
         if r is not None:
-            return r
+            return float(r)
         report = self.sapp.report
         return report.pooled.r_measured if report is not None and report.pooled is not None else None
 
@@ -261,7 +261,8 @@ class ReportScreen(Screen):
             return None
         measured = getattr(self, "measured_r", None)
         if callable(measured):
-            return measured(report)
+            got = measured(report)
+            return None if got is None else float(got)
         return report.pooled.r_measured if report.pooled is not None else None
 
     def crumb_r_text(self) -> str:
@@ -321,7 +322,7 @@ class ReportScreen(Screen):
     def show_report(self, report: Report) -> None:
         """Fill the tables and plots from the report (called again when it or the set changes)."""
 
-    def show_runs(self, runs: list) -> None:
+    def show_runs(self, runs: list[Any]) -> None:
         """For NEEDS_REPORT = False screens: fill from the loaded runs."""
 
     # -- helpers for subclasses -----------------------------------------------------------------
@@ -404,7 +405,7 @@ def plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def loading_text(app: SpectermApp) -> str:
+def loading_text(app: AppView) -> str:
     """The status line while the runs are loaded and analysed: the load's stage once it has one."""
     return app.load_stage or "Loading the runs and computing the report ..."
 
@@ -415,14 +416,14 @@ def verdicts_pending_text() -> str:
             "moves with the seed is marked borderline when it is done")
 
 
-def ci_pending_text(app: SpectermApp) -> str:
+def ci_pending_text(app: AppView) -> str:
     """The status line while only point estimates are shown (the full report is on its way)."""
     boot = app.analysis_params.get("boot")
     return (f"[b]computing CIs[/] (bootstrap over streams, B = {boot}): point estimates shown, "
             "every CI and verdict appears when it is done")
 
 
-def model_spec(meta: dict, role: str) -> Any:
+def model_spec(meta: dict[str, Any], role: str) -> Any:
     """meta[role]["spec"] (or meta[role] when it is a plain string)."""
     value = meta.get(role)
     return value.get("spec") if isinstance(value, dict) else value
@@ -463,7 +464,7 @@ def pair_slug(runs: Sequence[Any], report: "Report | None" = None) -> str:
     return "-".join(parts + [re.sub(r"[^A-Za-z0-9._-]+", "-", engine).strip("-.") or "engine"])
 
 
-def run_engine(meta: dict | None, report: "Report | None" = None) -> str:
+def run_engine(meta: dict[str, Any] | None, report: "Report | None" = None) -> str:
     """The engine of the runs shown: the report's (RunSummary.engine), else "import" for an import,
     else run.json's backend name, else torch (the oracle's own engine when run.json names none)."""
     if report is not None:
@@ -509,7 +510,7 @@ def fit_costs(costs: str, cells: int) -> str:
     return fit_text(costs, cells)
 
 
-def head_line(app: "SpectermApp", title: str, costs: str, width: int) -> str:
+def head_line(app: "AppView", title: str, costs: str, width: int) -> str:
     """The head line, within `width` cells: the screen, which run group of how many (`M` the next),
     its engine and -n (what sets groups apart), and the machine of the costs with "(this machine)" or
     "(other machine)", never cut (fit_costs: the machine's label is shortened, the suffix stays)."""

@@ -9,6 +9,8 @@ accelerator preset or a custom ridge: the measurement seed's convention, never a
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -36,11 +38,11 @@ def escape_md(text: str) -> str:
     return text.replace("*", "\\*")
 
 
-def speed(x) -> str:
+def speed(x: Any) -> str:
     return f"{x:.2f}x" if is_num(x) else MISSING
 
 
-def _text_block(table, width: int = 10_000) -> list[str]:
+def _text_block(table: Any, width: int = 10_000) -> list[str]:
     """A core export table as markup lines: its title in bold, then the table laid out to fit
     `width` cells (widgets.tables.fit_text_table: no line wraps mid row), escaped."""
     if table is None:
@@ -96,7 +98,7 @@ def engine_settings_block(report: Report, view: Report, width: int = 10_000) -> 
     """The engine settings (core/settings: the best policy each serving engine can express, on the
     profile matching this machine) and the calibration table, as text tables; `y` on a set's row copies
     that set's commands (`DecideScreen.copy_markdown`)."""
-    from specterm.core.settings.tables import calibration_table, no_setting_notes, settings_screen_table
+    from specterm.core.settings.settings_tables import calibration_table, no_setting_notes, settings_screen_table
 
     if view is not report:
         lines = ["", "[b]Engine settings[/] are priced on the report's own profile: press p until it shows again."]

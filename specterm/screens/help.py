@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import textwrap
 
 from rich.text import Text
@@ -14,11 +16,11 @@ from textual.widgets import DataTable, Static
 from specterm.screens.registry import SCREENS, screen_class
 
 
-def key_rows(app) -> list[tuple[str, str, str]]:
+def key_rows(app: Any) -> list[tuple[str, str, str]]:
     """(where, key, what) for the app's keys, then each screen's, then the token cursor's."""
     from specterm.widgets.tokens import TokenView
 
-    def rows(where: str, bindings) -> list[tuple[str, str, str]]:
+    def rows(where: str, bindings: Any) -> list[tuple[str, str, str]]:
         out = []
         for b in bindings:
             if not isinstance(b, Binding):

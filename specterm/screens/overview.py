@@ -3,6 +3,8 @@ gets the answer), then the per-corpus table with the pooled row, and what was ru
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
@@ -47,7 +49,7 @@ def narrow_row(cells: list[str], dispersion: bool = True) -> list[str]:
 
 
 def layout(rows: list[tuple[str, list[str]]], width: int,
-           sized: list[tuple[str, list[str]]] | None = None) -> tuple[list, list]:
+           sized: list[tuple[str, list[str]]] | None = None) -> tuple[list[Any], list[Any]]:
     """(columns, rows): the wide table with the steady-state column when it fits in `width` cells,
     else without it, else MIDDLE, else NARROW (a name too long for NARROW then gives way in
     fill_table). `sized`: the rows whose widths choose the layout (default `rows`), cell for cell

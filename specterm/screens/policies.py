@@ -50,7 +50,7 @@ def policy_row(row: PolicyRow) -> list[Any]:
     ]
 
 
-def policy_layout(rows: list[tuple[str, list[Any]]], width: int) -> tuple[list, list]:
+def policy_layout(rows: list[tuple[str, list[Any]]], width: int) -> tuple[list[Any], list[Any]]:
     """(columns, rows): every column when they fit in `width` cells, else NARROW_COLUMNS."""
     if table_width([label for _, label in POLICY_COLUMNS], [cells for _, cells in rows]) <= width:
         return POLICY_COLUMNS, rows

@@ -42,4 +42,5 @@ SCREENS: tuple[ScreenInfo, ...] = tuple(ScreenInfo(*row) for row in (
 
 def screen_class(info: ScreenInfo) -> type:
     """Import a screen's class on first use, so start-up only pays for the first screen."""
-    return getattr(importlib.import_module(info.module), info.cls)
+    cls: type = getattr(importlib.import_module(info.module), info.cls)
+    return cls

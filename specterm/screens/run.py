@@ -25,7 +25,7 @@ from specterm.widgets.sparkline import ScaledSparkline
 from specterm.widgets.tables import safe
 
 if TYPE_CHECKING:
-    from specterm.app import SpectermApp
+    from specterm.app_view import AppView
 
 OracleFn = Callable[..., Path]
 
@@ -36,11 +36,16 @@ def now() -> float:
 CHECKING = "the models, tokenizers and prompts (loading transformers) ..."
 
 
+def checking_text(config: Any) -> str:
+    """What the Run screen says while the run's arguments are checked, by the engine that will run it."""
+    return CHECKING.replace("transformers", "llama.cpp") if getattr(config, "backend", "torch") == "llama.cpp" else CHECKING
+
+
 def model_name(spec: Any) -> str:
     return str(spec) if spec is not None else "?"
 
 
-class RunScreen(Screen):
+class RunScreen(Screen[Any]):
     """Drives `run_oracle(config, on_progress, cancel)`; `oracle` replaces it (tests, demos)."""
 
     SCREEN_TITLE = "Run"
@@ -64,7 +69,7 @@ class RunScreen(Screen):
         """When `last` came (time.monotonic): the clock ticks on from it between reports."""
 
     @property
-    def sapp(self) -> "SpectermApp":
+    def sapp(self) -> "AppView":
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
@@ -72,7 +77,7 @@ class RunScreen(Screen):
         with Vertical(id="run-body"):
             yield Static("", id="head", classes="head")
             yield Static(self._head_text(), id="run-head")
-            yield Static(f"[b]checking[/]  {CHECKING}" if self.check is not None else "starting ...", id="run-phase")
+            yield Static(f"[b]checking[/]  {checking_text(self.config)}" if self.check is not None else "starting ...", id="run-phase")
             with Grid(id="run-bars"):
                 yield Label("prompts", id="overall-label", classes="bar-label")
                 yield ProgressBar(id="overall", show_eta=False, show_percentage=False)
@@ -139,7 +144,7 @@ class RunScreen(Screen):
         if self.oracle is not None:
             oracle = self.oracle
         else:
-            from specterm.engines.torch.oracle_torch import run_oracle  # torch loads here, only when running
+            from specterm.engines.oracle import run_oracle  # torch or llama.cpp loads here, only when running
 
             oracle = run_oracle
 
@@ -152,7 +157,7 @@ class RunScreen(Screen):
 
         try:
             if self.check is not None:
-                on_progress(Progress("checking", CHECKING))
+                on_progress(Progress("checking", checking_text(self.config)))
                 self.check(self.config)
             path = oracle(self.config, on_progress, self.cancel_event)
         except Cancelled:

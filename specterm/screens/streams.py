@@ -58,7 +58,7 @@ def prompt_layout(widths: list[int], width: int) -> tuple[int, list[int]]:
     return 3, [min(widths[0], max(width - others - 2, 6)), widths[1], widths[2]]
 
 
-def same_tokenizer_runs(app: Any, runs: list) -> list:
+def same_tokenizer_runs(app: Any, runs: list[Any]) -> list[Any]:
     """The other runs the app has loaded (every pair, Loader.loaded) whose target model is the same file as
     one of `runs`' (store.model_key: its sha256): they share its tokenizer, so their y spells its ids."""
     from specterm.core.store import model_key
@@ -188,7 +188,7 @@ class StreamsScreen(ReportScreen):
                 yield ScaledSparkline(id="rolling")
 
     # -- data -----------------------------------------------------------------------------------
-    def show_runs(self, runs: list) -> None:
+    def show_runs(self, runs: list[Any]) -> None:
         streams = [s for run in runs for s in run.streams]
         if streams is self.streams or [id(s) for s in streams] == [id(s) for s in self.streams]:
             return
@@ -234,7 +234,7 @@ class StreamsScreen(ReportScreen):
     # description: without one, Textual builds it from repr() of the arguments, every Run with its
     # numpy arrays (0.3 s and more of the UI thread on the shipped runs, at each visit's load).
     @work(thread=True, exclusive=True, group="streams-lookup", exit_on_error=False, description="token pieces")
-    def _build_lookup(self, runs: list) -> None:
+    def _build_lookup(self, runs: list[Any]) -> None:
         """Learn where each token id of every stream's y occurs, so rejected guesses can be spelled
         (numpy over the ids: no piece is made until one is shown)."""
         lookup: dict[str, tuple[Any, ...]] = {}
@@ -260,7 +260,7 @@ class StreamsScreen(ReportScreen):
             return navigate.piece_at(s.text, s.piece_ends, int(at[j]))
         return None
 
-    def _lookup_ready(self, lookup: dict, spell_from: dict | None = None) -> None:
+    def _lookup_ready(self, lookup: dict[Any, Any], spell_from: dict[Any, Any] | None = None) -> None:
         self.lookup = lookup
         self.spell_from = spell_from or {}
         self._show_cursor()

@@ -29,7 +29,7 @@ def column_widths(labels: Sequence[Any], rows: Iterable[Sequence[Any]]) -> list[
     return widths
 
 
-def fit_columns(table: DataTable) -> None:
+def fit_columns(table: DataTable[Any]) -> None:
     """Size every column of `table` to its widest cell or label, growing or shrinking it.
 
     Uses DataTable's own public path: re-setting the widest cell of each column with

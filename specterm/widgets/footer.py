@@ -20,7 +20,7 @@ from textual.widgets import Footer
 from specterm.compat_textual import FooterKey, has_reactive, mark_footer_ready
 
 
-def bindings_signature(screen: Screen) -> tuple[Any, ...]:
+def bindings_signature(screen: Screen[Any]) -> tuple[Any, ...]:
     """What the footer draws from: each shown active binding's key, description, action, enabled
     state, tooltip and group (Footer.compose draws only bindings with `show`; a focused table's
     hidden keys coming or going changes nothing it draws)."""
@@ -69,7 +69,7 @@ class KeyFooter(Footer):
                 widget.set_class(self.compact, "-compact", update=False)
         yield from screens_first(widgets)
 
-    def bindings_changed(self, screen: Screen) -> None:
+    def bindings_changed(self, screen: Screen[Any]) -> None:
         if screen.app.app_focus and self.is_attached and screen is self.screen:
             signature = (self.compact, self.show_command_palette, bindings_signature(screen))
             if self._keys_composed and signature == self._shown:

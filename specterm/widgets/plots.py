@@ -40,7 +40,7 @@ class ReportPlot(PlotextPlot):
         return self._built
 
 
-def finite(xs: Sequence, ys: Sequence) -> tuple[list, list]:
+def finite(xs: Sequence[Any], ys: Sequence[Any]) -> tuple[list[float], list[float]]:
     """Pairs whose y is a finite number (plotext cannot draw None or NaN)."""
     keep = [(x, y) for x, y in zip(xs, ys) if isinstance(y, (int, float)) and math.isfinite(y)]
     return [x for x, _ in keep], [y for _, y in keep]
@@ -60,7 +60,7 @@ def histogram_span(count: Sequence[int], cover: float = 0.995, cap: int = 64) ->
     return min(len(count), cap)
 
 
-def log_bars(L: Sequence, count: Sequence, expected: Sequence) -> tuple[list, list, list, list, float | None]:
+def log_bars(L: Sequence[Any], count: Sequence[Any], expected: Sequence[Any]) -> tuple[list[Any], list[Any], list[Any], list[Any], float | None]:
     """What a log count axis can draw: (bar x, bar counts, line x, line values, floor).
 
     log10 is undefined at 0, so only positive bins and positive predictions are kept, and bars rise
@@ -163,7 +163,7 @@ def draw_optimum(plot: ReportPlot, name: str, rows: list[OptimumRow], r_measured
     plot.refresh()
 
 
-def draw_throughput(plot: ReportPlot, curve: dict, r: float) -> None:
+def draw_throughput(plot: ReportPlot, curve: dict[str, Any], r: float) -> None:
     """T_true and T_iid against g at cost ratio r (from optimum.throughput_curve)."""
     plt = plot.start(f"T per verify-cost, r = {r:.3f}")
     gx, tt = finite(curve.get("gamma") or [], curve.get("T_true") or [])

@@ -28,12 +28,12 @@ def bucket_means(values: Sequence[float] | np.ndarray, width: int) -> list[float
     v = np.asarray(values, dtype=np.float64)
     lo = np.arange(width, dtype=np.int64) * n // width
     if n < width:  # each slice is one value
-        return v[lo].tolist()
+        return [float(x) for x in v[lo]]
     finite = np.isfinite(v)
     sums = np.add.reduceat(np.where(finite, v, 0.0), lo)
     counts = np.add.reduceat(finite.astype(np.int64), lo)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan).tolist()
+        return [float(x) for x in np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)]
 
 
 def eighths(value: float, height: int, lo: float = 0.0, hi: float = 1.0) -> int:

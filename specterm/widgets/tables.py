@@ -62,7 +62,7 @@ def row_height(cells: Sequence[Any]) -> int:
     return max((len((c.plain if isinstance(c, Text) else str(c)).split("\n")) for c in cells), default=1)
 
 
-def fill_table(table: DataTable, columns: Sequence[tuple[str, str]], rows: Iterable[tuple[str, Sequence[Any]]],
+def fill_table(table: DataTable[Any], columns: Sequence[tuple[str, str]], rows: Iterable[tuple[str, Sequence[Any]]],
                pinned: int = 1, width: int | None = None) -> None:
     """Make `table` show `rows` ((key, cells) pairs) under `columns` ((key, label) pairs), in place.
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from specterm.core.drafted.analysis import DrafterReport, analyse_drafter, is_drafter_run
-from specterm.core.drafted.compare import (DraftComparison, compare, rows_of_drafter_report,
+from specterm.core.drafted.drafter_analysis import DrafterReport, analyse_drafter, is_drafter_run
+from specterm.core.drafted.which_draft import (DraftComparison, compare, rows_of_drafter_report,
                                            rows_of_model_report)
 from specterm.core.errors import SpectermError
 from specterm.core.store import Run, load_run, read_meta

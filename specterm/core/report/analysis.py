@@ -74,7 +74,7 @@ from specterm.core.decide.hardware import (MIXED_COSTS_NOTE, Confirmation, CostC
                                     confirming, decision_check, decision_hw, q3_costs, run_cost_uncertainty,
                                     run_curve_and_confirmations)
 from specterm.core.decide.hardware.confirmations import confirmed_rows
-from specterm.core.decide.hardware.decision import _plain as _plain_row
+from specterm.core.decide.hardware.decision import plain_values as _plain_row
 from specterm.core.decide.hardware.decision import verdict_sign_held
 from specterm.core.decide.hardware.profiles import (
     NO_MATCH,
@@ -596,6 +596,65 @@ def _prepare(runs: list[Run], gamma: int, boot: int, shuffles: int, seed: int, d
                      profiles=profiles, machine=machine)
 
 
+@dataclass
+class _Profiled:
+    """Every cost profile of the runs (by id): per run its view under that profile, its hardware and cost
+    replicates, and the id each run shows."""
+
+    pids: list[str]
+    shown_ids: list[str | None]
+    views: dict[str, list[Any]]
+    hw_of: dict[str, list[Any]]
+    unc_of: dict[str, list[Any]]
+
+
+def _by_profile(p: _Prepared, prof_of: _Profiled, seed: int, rep: SetReport, name: str,
+                members: list[tuple[Stream, int]], sums: st.StreamSums, W: np.ndarray, R: np.ndarray) -> dict[str, DecisionHW]:
+    """The set's decision under every cost profile its runs share (SPEC 6: a decision per profile)."""
+    idx = sorted({i for _, i in members})
+    out = {}
+    for pid in prof_of.pids:
+        prof = _label(p.profiles, idx, pid)
+        if prof is None:
+            continue
+        ok = all(p.profiles[i].profiles and prof.same_machine(p.machine, run_engine(p.profiles[i].run.meta)) for i in idx)
+        if rep.decision_hw is not None and all(prof_of.shown_ids[i] == pid for i in idx):
+            out[pid] = rep.decision_hw
+        else:
+            out[pid] = _set_decision_hw(rep, name, members, prof_of.views[pid], prof_of.hw_of[pid], sums, W,
+                                        prof_of.unc_of[pid], seed, R, profile=prof, matches=ok)
+    return out
+
+
+def _shown_profile(profiles: list[RunProfiles], shown_ids: list[str | None],
+                   members: list[tuple[Stream, int]]) -> tuple[list[int], Any]:
+    """The runs of a set (their indices) and the cost profile its decision is shown on: the one shown
+    for its first run, labelled over all of them (None without members or profile)."""
+    idx = sorted({i for _, i in members})
+    first = shown_ids[idx[0]] if members else None
+    return idx, _label(profiles, idx, first) if first is not None else None
+
+
+def _imported_bits(members: list[tuple[Stream, int]]) -> bool:
+    """Whether every stream of a (non-empty) set is imported bits: no gate stored, none checked."""
+    return bool(members) and all(s.gate is None for s, _ in members)
+
+
+def _resampled(corpora: list[str], done: list[tuple[Any, ...]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray | None]]:
+    """Per set its resampled position, sampling and policy sums from the corpora's (`done`: per corpus W
+    and its products). R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = the sum
+    of R_corpus; the pooled policy sums from its corpora's rows, added up (exact integers), or None where
+    a corpus has none."""
+    resampled_position = {c: d[1] for c, d in zip(corpora, done)}
+    resampled_position[POOLED] = _added([resampled_position[c] for c in corpora])
+    resampled_sampling = {c: d[2] for c, d in zip(corpora, done)}
+    resampled_sampling[POOLED] = _added([resampled_sampling[c] for c in corpora])
+    resampled_policy: dict[str, np.ndarray | None] = {c: d[3] for c, d in zip(corpora, done)}
+    in_pooled = [d[4] for d in done if d[4] is not None]
+    resampled_policy[POOLED] = _added(in_pooled) if len(in_pooled) == len(done) else None
+    return resampled_position, resampled_sampling, resampled_policy
+
+
 def _assemble(p: _Prepared, boot: int, pool: Executor | None = None,
               on_cis: Callable[[Report], None] | None = None) -> Report:
     """The report from the prepared sums with `boot` bootstrap resamples (0: point estimates only).
@@ -634,15 +693,7 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None,
     weights = {c: d[0] for c, d in zip(corpora, done)}
     groups = {c: (p.parts[c], weights[c], by_corpus[c]) for c in corpora}
     groups[POOLED] = (p.parts[POOLED], W_pooled, members_of[POOLED])
-    # Resampled sums R = W @ M; the pooled W is the corpora's blocks side by side, so R_pooled = sum of R_corpus.
-    resampled_position = {c: d[1] for c, d in zip(corpora, done)}
-    resampled_position[POOLED] = _added([resampled_position[c] for c in corpora])
-    resampled_sampling = {c: d[2] for c, d in zip(corpora, done)}
-    resampled_sampling[POOLED] = _added([resampled_sampling[c] for c in corpora])
-    # the policy sums' resamples; the pooled set's from its corpora's rows, added up (exact integers)
-    resampled_policy: dict[str, np.ndarray | None] = {c: d[3] for c, d in zip(corpora, done)}
-    in_pooled = [d[4] for d in done if d[4] is not None]
-    resampled_policy[POOLED] = _added(in_pooled) if len(in_pooled) == len(done) else None
+    resampled_position, resampled_sampling, resampled_policy = _resampled(corpora, done)
     unc = [run_cost_uncertainty(run.meta, boot, seed) for run in runs]
     # every other profile of the runs: its views, hardware and cost replicates (the shown one's are above)
     shown_ids = [None if rp.shown is None else rp.shown.id for rp in p.profiles]
@@ -651,30 +702,13 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None,
     hw_of = {pid: [run_curve_and_confirmations(v.meta, f"{v.path}/run.json") for v in views[pid]] for pid in pids}
     unc_of = {pid: [run_cost_uncertainty(v.meta, boot, seed) for v in views[pid]] for pid in pids}
 
-    def by_profile(rep: SetReport, name: str, members: list[tuple[Stream, int]], sums: st.StreamSums,
-                   W: np.ndarray, R: np.ndarray) -> dict[str, DecisionHW]:
-        """The set's decision under every cost profile its runs share (SPEC 6: a decision per profile)."""
-        idx = sorted({i for _, i in members})
-        out = {}
-        for pid in pids:
-            prof = _label(p.profiles, idx, pid)
-            if prof is None:
-                continue
-            ok = all(p.profiles[i].profiles and prof.same_machine(p.machine, run_engine(p.profiles[i].run.meta)) for i in idx)
-            if rep.decision_hw is not None and all(shown_ids[i] == pid for i in idx):
-                out[pid] = rep.decision_hw
-            else:
-                out[pid] = _set_decision_hw(rep, name, members, views[pid], hw_of[pid], sums, W, unc_of[pid], seed, R,
-                                            profile=prof, matches=ok)
-        return out
-
     def one_set(name: str) -> tuple[SetReport, tuple[Any, ...] | None, np.ndarray]:
         """A set's report, (when boot > 0) its policies and per-stream policy sums for the borderline
         pass, and its resampled sums R = W @ M."""
         sums, W, members = groups[name]
         R = W @ sums.M  # resampled once, read by set_report and the hardware decision
         rep = set_report(sums, W, [run_r[i] for _, i in members], R)
-        if members and all(s.gate is None for s, _ in members):
+        if _imported_bits(members):
             rep.gate_rate = None  # imported bits: no gate was checked (SPEC 1.3), so no rate to show
         rep.repairs = repair_counts([s for s, _ in members])
         rep.optimum_shares = p3_shares(R, sums.cols)
@@ -683,12 +717,11 @@ def _assemble(p: _Prepared, boot: int, pool: Executor | None = None,
         rep.cost_ratio = cost_ratio_optimum(rep, r, ridge=DEFAULT_RIDGE)
         rep.position = position_report(p.positions[name], W, resampled_position[name])
         rep.sampling = sampling_report(p.samplings[name], W, resampled_sampling[name])
-        idx = sorted({i for _, i in members})
-        first = shown_ids[idx[0]] if members else None
-        shown = _label(p.profiles, idx, first) if first is not None else None
+        idx, shown = _shown_profile(p.profiles, shown_ids, members)
         rep.decision_hw = _set_decision_hw(rep, name, members, runs, hw, sums, W, unc, seed, R, profile=shown,
                                            matches=shown is not None and all(p.profiles[i].matches for i in idx))
-        rep.decision_by_profile = by_profile(rep, name, members, sums, W, R)
+        rep.decision_by_profile = _by_profile(p, _Profiled(pids, shown_ids, views, hw_of, unc_of), seed, rep, name,
+                                              members, sums, W, R)
         rep.engine_settings = set_engine_settings(members, runs, hw, unc, W, rep.decision_hw, r, shown)
         rep.steady_state = steady_report(p.steadies[name], W)
         pol = (*pol_sums[name], r) if boot > 0 and members else None

@@ -19,7 +19,7 @@ from typing import Any
 from specterm.core.report.fmt import MISSING, ci, est, fmt
 from specterm.core.params import STEADY_FROM, WARMUP_EARLY, WARMUP_LATE
 from specterm.core.report.types import ECONOMICS, MEASUREMENT, SEEDS, Deficit, Report
-from specterm.core.settings.tables import settings_tables
+from specterm.core.settings.settings_tables import settings_tables
 
 YES = {True: "yes", False: "no", None: MISSING}
 SECTIONS = ("overview", "runlengths", "yield", "optimum", "depth", "position", "sampling", "policies", "decide", "settings",

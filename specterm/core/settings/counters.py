@@ -211,6 +211,23 @@ _SIMPLE = re.compile(r"^(?:[\d.]+ [A-Z] )?\s*(n_draft|n_predict|n_drafted|n_acce
 _V0_METRICS = ("vllm:spec_decode_draft_acceptance_rate", "vllm:spec_decode_efficiency")
 
 
+def _prometheus_sample(s: str, name: str, i: int) -> tuple[str, str, float]:
+    """(metric, labels, value) of the Prometheus sample line `s` (line i of `name`); one sentence when it is
+    not one, its value is no number, or it is vLLM V0's gauge."""
+    m = _PROM.match(s)
+    if m is None:
+        raise SpectermError(f"{name} line {i}: not a Prometheus sample line ('{s[:60]}'); save the whole /metrics output.")
+    metric, labels, raw = m.group(1), m.group(2) or "", m.group(3)
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SpectermError(f"{name} line {i}: the value '{raw}' is not a number; the /metrics output is cut short.") from None
+    if metric.startswith(_V0_METRICS):
+        raise SpectermError(f"{name} line {i}: {metric} is vLLM V0's spec-decode gauge, not the V1 counters read here "
+                            f"({nm.VLLM_SOURCE.version}, vllm/v1/spec_decode/metrics.py); use a V1 server's /metrics.")
+    return metric, labels, value
+
+
 def _prometheus(text: str, name: str) -> Counters:
     values: dict[str, float] = {}
     per: dict[int, float] = {}
@@ -219,17 +236,7 @@ def _prometheus(text: str, name: str) -> Counters:
         s = line.strip()
         if not s or s.startswith("#"):
             continue
-        m = _PROM.match(s)
-        if m is None:
-            raise SpectermError(f"{name} line {i}: not a Prometheus sample line ('{s[:60]}'); save the whole /metrics output.")
-        metric, labels, raw = m.group(1), m.group(2) or "", m.group(3)
-        try:
-            value = float(raw)
-        except ValueError:
-            raise SpectermError(f"{name} line {i}: the value '{raw}' is not a number; the /metrics output is cut short.") from None
-        if metric.startswith(_V0_METRICS):
-            raise SpectermError(f"{name} line {i}: {metric} is vLLM V0's spec-decode gauge, not the V1 counters read here "
-                                f"({nm.VLLM_SOURCE.version}, vllm/v1/spec_decode/metrics.py); use a V1 server's /metrics.")
+        metric, labels, value = _prometheus_sample(s, name, i)
         for prefix, eng in (("vllm:", nm.VLLM), (nm.LLAMA_METRIC_PREFIX, nm.LLAMA_CPP)):
             if metric.startswith(prefix + "spec_decode_"):
                 if engine is not None and engine != eng:

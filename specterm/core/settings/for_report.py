@@ -13,7 +13,7 @@ import numpy as np
 from specterm.core.params import GAMMA_MAX
 from specterm.core.report.types import POOLED, CalibrationRow, DecisionHW, EngineSetting, SetReport
 from specterm.core.settings.calibration import Check, calibration_rows
-from specterm.core.settings.engines import Models, engine_settings
+from specterm.core.settings.engine_policies import Models, engine_settings
 from specterm.core.settings.speedup import block_costs, stack
 
 if TYPE_CHECKING:

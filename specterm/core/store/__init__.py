@@ -106,6 +106,7 @@ if TYPE_CHECKING:
                                           LOCK_FILE,
                                           RunLock,
                                           RunWriter,
+                                          check_new_run_dir,
                                           check_unlocked,
                                           check_writable,
                                           hardware_info,
@@ -147,7 +148,7 @@ _WHERE: dict[str, str] = {
         "stored_lines"
     ), "runs"),
     **dict.fromkeys((
-        "LOCK_FILE", "RunLock", "RunWriter", "check_unlocked", "check_writable", "hardware_info", "lock_holder", "new_meta",
+        "LOCK_FILE", "RunLock", "RunWriter", "check_new_run_dir", "check_unlocked", "check_writable", "hardware_info", "lock_holder", "new_meta",
         "resume_conflict", "write_meta_atomic"
     ), "writer"),
 }
@@ -171,6 +172,7 @@ __all__ = [
     "BOM", "CHECKSUM_FIELD", "FORMAT", "LOCK_FILE", "META_FILE", "PROB_ATOL", "PROB_SLACK", "RECORDS_FILE",
     "RESERVED_CORPUS_NAMES", "RESUME_SETTINGS", "SCHEMA_VERSION", "SETTING_FLAGS", "RecordBounds", "RepairResult",
     "Run", "RunFiles", "RunLock", "RunWriter", "StoredLine", "Stream", "bits_from_str", "bits_to_str", "check_corpus_name",
+    "check_new_run_dir",
     "check_unique", "check_unlocked", "check_writable", "decode_array", "decode_line", "discover_runs", "drafter_runs_of", "encode_array", "find_runs",
     "drafter_of", "generation_settings", "group_label", "group_runs", "hardware_info", "iter_records", "load_run", "load_runs",
     "load_runs_lenient", "lock_holder", "measurement_key", "merge_runs", "merged_shard_names", "model_key",

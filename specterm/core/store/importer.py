@@ -99,15 +99,20 @@ def stream_from_line(obj: Any, where: str) -> Stream:
     kw: dict[str, Any] = {}
     conf = obj.get("draft_conf")
     if conf is not None:
-        ok = isinstance(conf, list) and all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0.0 <= x <= 1.0 for x in conf
-        )
-        if not ok:
-            raise SpectermError(f"{where}: 'draft_conf' must be a list of probabilities between 0 and 1; fix the line and import again.")
-        if len(conf) != n:
-            raise SpectermError(f"{where}: 'draft_conf' has {len(conf)} values but 'bits' has {n}; they must match one to one.")
-        kw["draft_conf"] = np.asarray(conf, dtype=np.float32)
+        kw["draft_conf"] = _draft_conf(conf, n, where)
     return _with_tokens(obj, where, Stream(id=obj["id"], corpus=obj["corpus"], bits=bits, **kw))
+
+
+def _draft_conf(conf: Any, n: int, where: str) -> np.ndarray:
+    """A line's 'draft_conf': n probabilities in [0, 1], as float32; one sentence when it is not."""
+    ok = isinstance(conf, list) and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0.0 <= x <= 1.0 for x in conf
+    )
+    if not ok:
+        raise SpectermError(f"{where}: 'draft_conf' must be a list of probabilities between 0 and 1; fix the line and import again.")
+    if len(conf) != n:
+        raise SpectermError(f"{where}: 'draft_conf' has {len(conf)} values but 'bits' has {n}; they must match one to one.")
+    return np.asarray(conf, dtype=np.float32)
 
 
 def _with_tokens(obj: dict[str, Any], where: str, stream: Stream) -> Stream:

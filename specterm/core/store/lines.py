@@ -28,8 +28,8 @@ except ImportError:  # pragma: no cover - exercised by the GPU check's carry onl
     def _b64(text: str) -> bytes:
         return binascii.a2b_base64(text, strict_mode=True)
 
-from specterm.core.store.records import (_FLOAT_FIELDS, _INT_FIELDS, _STR_FIELDS, PROB_SLACK, RecordBounds, Stream,
-                                         _check_checksum, _check_text, _check_text_ends, _repairs, check_corpus_name,
+from specterm.core.store.records import (FLOAT_FIELDS, INT_FIELDS, STR_FIELDS, PROB_SLACK, RecordBounds, Stream,
+                                         check_checksum, check_text, check_text_ends, repairs_field, check_corpus_name,
                                          decode_line)
 
 def _bits_batch(texts: list[str]) -> np.ndarray | None:
@@ -62,7 +62,7 @@ def _arrays_batch(name: str, texts: list[str], n: np.ndarray, dtype: str, vocab:
     flat = np.frombuffer(b"".join(raw), dtype=dtype)  # read-only, as decode_array's
     if flat.size:
         lo, hi = flat.min(), flat.max()
-        if name in _FLOAT_FIELDS and not (lo >= 0.0 and hi <= 1.0 + PROB_SLACK):  # a NaN is both
+        if name in FLOAT_FIELDS and not (lo >= 0.0 and hi <= 1.0 + PROB_SLACK):  # a NaN is both
             return None
         if name in ("y", "draft_argmax") and (int(lo) < 0 or (vocab is not None and int(hi) >= vocab)):
             return None
@@ -74,19 +74,19 @@ def _record_checks(rec: Any, where: str, require_checksum: bool) -> bool:
     whether every array field is a string or null (the batch decodes strings only)."""
     if not isinstance(rec, dict):
         return False
-    _check_checksum(rec, where, require_checksum)
+    check_checksum(rec, where, require_checksum)
     for key in ("id", "corpus", "bits"):
         if not isinstance(rec.get(key), str):
             return False
-    for key in _STR_FIELDS:
-        _check_text(rec.get(key), key, where)
+    for key in STR_FIELDS:
+        check_text(rec.get(key), key, where)
     check_corpus_name(rec["corpus"], where, "re-import the run with another corpus name.")
     if "n" in rec and (type(rec["n"]) is not int or rec["n"] != len(rec["bits"])):
         return False
     for key in ("prompt", "stop"):
         if rec.get(key) is not None and not isinstance(rec[key], str):
             return False
-    return all(rec.get(key) is None or type(rec[key]) is str for key in ("gate", *_INT_FIELDS, *_FLOAT_FIELDS))
+    return all(rec.get(key) is None or type(rec[key]) is str for key in ("gate", *INT_FIELDS, *FLOAT_FIELDS))
 
 
 def _decode_batch(lines: Sequence[tuple[bytes, str]], run: str, require_checksum: bool,
@@ -104,7 +104,7 @@ def _decode_batch(lines: Sequence[tuple[bytes, str]], run: str, require_checksum
         return None
     fields: dict[str, list[Any]] = {"bits": _pieces(bits, n)}
     vocab = None if bounds is None else bounds.vocab
-    for name, dtype in [("gate", ""), *[(f, "<i4") for f in _INT_FIELDS], *[(f, "<f4") for f in _FLOAT_FIELDS]]:
+    for name, dtype in [("gate", ""), *[(f, "<i4") for f in INT_FIELDS], *[(f, "<f4") for f in FLOAT_FIELDS]]:
         has = [i for i, rec in enumerate(recs) if rec.get(name) is not None]
         column: list[Any] = [None] * len(recs)
         if has:
@@ -123,14 +123,14 @@ def _decode_batch(lines: Sequence[tuple[bytes, str]], run: str, require_checksum
         fields[name] = column
     out = []
     for i, (rec, (_, where)) in enumerate(zip(recs, lines)):
-        kw = {name: fields[name][i] for name in ("gate", *_INT_FIELDS, *_FLOAT_FIELDS) if fields[name][i] is not None}
+        kw = {name: fields[name][i] for name in ("gate", *INT_FIELDS, *FLOAT_FIELDS) if fields[name][i] is not None}
         b = fields["bits"][i]
         if "y" in kw and "draft_argmax" in kw and not np.array_equal(b, kw["draft_argmax"] == kw["y"]):
             return None
         text = rec.get("text")
         if text is not None:
-            _check_text_ends(text, kw.get("piece_ends"), b.size, where)
-        repairs = _repairs(rec.get("repairs"), b.size, "gate" in kw, where)
+            check_text_ends(text, kw.get("piece_ends"), b.size, where)
+        repairs = repairs_field(rec.get("repairs"), b.size, "gate" in kw, where)
         out.append(Stream(id=rec["id"], corpus=rec["corpus"], bits=b, prompt=rec.get("prompt"), text=text,
                           stop=rec.get("stop"), run=run, repairs=repairs, **kw))
     return out

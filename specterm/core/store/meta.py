@@ -344,6 +344,24 @@ def _cost_range(key: str) -> tuple[float, float, bool] | None:
     return None
 
 
+def _out_of_range(key: str, value: Any, bounds: tuple[float, float, bool]) -> tuple[str, str | None]:
+    """(the field's name, what is wrong with it) for the first number of a cost field outside its
+    bounds (lo, hi, whether lo itself is allowed), a table's or a sample list's named by its key and
+    index; (key, None) when every number is in range."""
+    lo, hi, low_ok = bounds
+    if isinstance(value, dict):
+        items = [(f"{key}.{k}", v) for k, v in value.items()]
+        if key.startswith("samples"):
+            items = [(f"{key}.{k}[{i}]", x) for k, v in value.items() for i, x in enumerate(v)]
+    else:
+        items = [(key, value)]
+    for name, x in items:
+        if not (lo < x <= hi or (low_ok and x == lo)):
+            shown = f"{x:.6g}" if isinstance(x, (int, float)) and math.isfinite(x) else str(x)
+            return name, f"is {shown}, outside {'[' if low_ok else '('}{lo:g}, {hi:g}]"
+    return key, None
+
+
 def check_cost_values(cost: dict[str, Any], where: str) -> None:
     """Refuse (SpectermError naming `where` and the field) any cost value that is not a measured
     cost: seconds (c_*_s: a number or a table by g; samples*: lists) finite, above 0 and at most
@@ -360,18 +378,7 @@ def check_cost_values(cost: dict[str, Any], where: str) -> None:
                 bad = f"is {value}, outside [{lo_i}, {hi_i}]"
         bounds = _cost_range(key) if bad is None else None
         if bounds is not None:
-            lo, hi, low_ok = bounds
-            if isinstance(value, dict):
-                items = [(f"{key}.{k}", v) for k, v in value.items()]
-                if key.startswith("samples"):
-                    items = [(f"{key}.{k}[{i}]", x) for k, v in value.items() for i, x in enumerate(v)]
-            else:
-                items = [(key, value)]
-            for name, x in items:
-                if not (lo < x <= hi or (low_ok and x == lo)):
-                    shown = f"{x:.6g}" if isinstance(x, (int, float)) and math.isfinite(x) else str(x)
-                    key, bad = name, f"is {shown}, outside {'[' if low_ok else '('}{lo:g}, {hi:g}]"
-                    break
+            key, bad = _out_of_range(key, value, bounds)
         if bad is not None:
             raise SpectermError(f"{where}: 'cost.{key}' {bad}; the file is corrupt, restore it or re-measure the costs "
                                 "(`specterm run --resume --remeasure-cost`).")

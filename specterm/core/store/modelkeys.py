@@ -65,6 +65,23 @@ def _file_matches(cand: Path, want_size: Any, want_sha: Any) -> bool:
     return want_sha is None or sha256_file(cand) == want_sha
 
 
+def _found_under(rel: Path, roots: Sequence[Path], want_size: Any, want_sha: Any, differs: list[Path]) -> str | None:
+    """The first file or directory named `rel` (or its file name, or */file name) under `roots` that
+    matches the recorded size and sha256; files found with another checksum are added to `differs`."""
+    for root in roots:
+        if not root.is_dir():
+            continue
+        candidates = [root / rel, root / rel.name, *sorted(root.glob(f"*/{rel.name}"))]
+        for cand in dict.fromkeys(candidates):
+            if not cand.exists():
+                continue
+            if cand.is_file() and not _file_matches(cand, want_size, want_sha):
+                differs.append(cand)
+                continue
+            return str(cand)
+    return None
+
+
 def model_location(model: Any, override: str | None = None, search: Sequence[Path] | None = None) -> str:
     """The argument to load a run's model with (a path, a hub id or layers:K).
 
@@ -91,18 +108,9 @@ def model_location(model: Any, override: str | None = None, search: Sequence[Pat
         differs.append(Path(path))
     if not isinstance(spec, str):
         raise SpectermError("the run does not say where its model came from; pass --target and --draft.")
-    rel = Path(spec)
-    for root in (models_dirs() if search is None else list(search)):
-        if not root.is_dir():
-            continue
-        candidates = [root / rel, root / rel.name, *sorted(root.glob(f"*/{rel.name}"))]
-        for cand in dict.fromkeys(candidates):
-            if not cand.exists():
-                continue
-            if cand.is_file() and not _file_matches(cand, want_size, want_sha):
-                differs.append(cand)
-                continue
-            return str(cand)
+    found = _found_under(Path(spec), models_dirs() if search is None else list(search), want_size, want_sha, differs)
+    if found is not None:
+        return found
     if differs:
         raise SpectermError(f"model {spec} was found at {differs[0]} but its checksum differs from the one this run was made "
                             "with; restore the original file or pass its location with --target/--draft.")

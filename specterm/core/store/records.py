@@ -60,9 +60,9 @@ PROB_SLACK = 1e-5  # float32 rounding: a sum of min(p, q) over 150k entries may 
 
 RESERVED_CORPUS_NAMES = (POOLED,)  # the report's own set names: a corpus may not take one
 
-_INT_FIELDS = ("y", "draft_argmax", "piece_ends")
-_FLOAT_FIELDS = ("draft_conf", "target_conf", "beta")
-_STR_FIELDS = ("id", "corpus", "prompt", "text", "stop")
+INT_FIELDS = ("y", "draft_argmax", "piece_ends")
+FLOAT_FIELDS = ("draft_conf", "target_conf", "beta")
+STR_FIELDS = ("id", "corpus", "prompt", "text", "stop")
 
 
 def encode_array(values: np.ndarray, dtype: str) -> str:
@@ -209,11 +209,11 @@ class Stream:
                 rec["prompt_tokens"] = int(self.prompt_tokens)
         else:
             rec["bits"] = bits_to_str(self.bits)
-        for name in _INT_FIELDS:
+        for name in INT_FIELDS:
             val = getattr(self, name)
             if val is not None or not self.drafted:
                 rec[name] = None if val is None else encode_array(val, "<i4")
-        for name in _FLOAT_FIELDS:
+        for name in FLOAT_FIELDS:
             val = getattr(self, name)
             if val is not None or not self.drafted:
                 rec[name] = None if val is None else encode_array(val, "<f4")
@@ -332,7 +332,7 @@ def record_line(stream: Stream) -> bytes:
         ) from None
 
 
-def _check_text(value: Any, name: str, where: str) -> None:
+def check_text(value: Any, name: str, where: str) -> None:
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -389,13 +389,13 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
     """
     if not isinstance(rec, dict):
         raise SpectermError(f"{where}: expected a JSON object per line; this is not a specterm stream file.")
-    _check_checksum(rec, where, require_checksum)
+    check_checksum(rec, where, require_checksum)
     drafted = "runs" in rec or "proposed" in rec
     for key in ("id", "corpus") if drafted else ("id", "corpus", "bits"):
         if not isinstance(rec.get(key), str):
             raise SpectermError(f"{where}: field '{key}' must be a string; re-create or re-import the run.")
-    for key in _STR_FIELDS:
-        _check_text(rec.get(key), key, where)
+    for key in STR_FIELDS:
+        check_text(rec.get(key), key, where)
     runs = proposed = None
     if drafted:
         runs, proposed = drafter_runs_of(rec, where, bounds)
@@ -408,7 +408,7 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
     kw: dict[str, Any] = {}
     if rec.get("gate") is not None:
         kw["gate"] = _gate(rec["gate"], n, where)
-    for name, dtype in [(f, "<i4") for f in _INT_FIELDS] + [(f, "<f4") for f in _FLOAT_FIELDS]:
+    for name, dtype in [(f, "<i4") for f in INT_FIELDS] + [(f, "<f4") for f in FLOAT_FIELDS]:
         val = rec.get(name)
         if val is not None:
             kw[name] = _array_field(name, val, dtype, n, where, None if bounds is None else bounds.vocab)
@@ -418,19 +418,25 @@ def stream_from_record(rec: Any, where: str, run: str = "", require_checksum: bo
                             "when draft_argmax_t == y_t+1); the file is corrupt.")
     text = rec.get("text")
     if text is not None:
-        _check_text_ends(text, kw.get("piece_ends"), n, where)
+        check_text_ends(text, kw.get("piece_ends"), n, where)
+    prompt, stop, prompt_tokens = _prompt_fields(rec, where, drafted)
+    repairs = repairs_field(rec.get("repairs"), n, "gate" in kw, where)
+    return Stream(id=rec["id"], corpus=rec["corpus"], bits=bits, prompt=prompt, text=text, stop=stop, run=run,
+                  repairs=repairs, runs=runs, proposed=proposed, prompt_tokens=prompt_tokens, **kw)
+
+
+def _prompt_fields(rec: dict[str, Any], where: str, drafted: bool) -> tuple[str | None, str | None, int | None]:
+    """A record's prompt, stop reason and (a drafter's) prompt_tokens, each checked for its type."""
     prompt = rec.get("prompt")
     if prompt is not None and not isinstance(prompt, str):
         raise SpectermError(f"{where}: 'prompt' must be a string; the file is corrupt.")
     stop = rec.get("stop")
     if stop is not None and not isinstance(stop, str):
         raise SpectermError(f"{where}: 'stop' must be a string or null; the file is corrupt.")
-    repairs = _repairs(rec.get("repairs"), n, "gate" in kw, where)
     prompt_tokens = rec.get("prompt_tokens")
     if prompt_tokens is not None and not (type(prompt_tokens) is int and prompt_tokens >= 1 and drafted):
         raise SpectermError(f"{where}: 'prompt_tokens' must be a positive integer beside a drafter's runs; the file is corrupt.")
-    return Stream(id=rec["id"], corpus=rec["corpus"], bits=bits, prompt=prompt, text=text, stop=stop, run=run,
-                  repairs=repairs, runs=runs, proposed=proposed, prompt_tokens=prompt_tokens, **kw)
+    return prompt, stop, prompt_tokens
 
 
 def drafter_runs_of(rec: dict[str, Any], where: str, bounds: RecordBounds | None) -> tuple[np.ndarray, np.ndarray]:
@@ -464,7 +470,7 @@ def drafter_runs_of(rec: dict[str, Any], where: str, bounds: RecordBounds | None
     return runs.astype(np.int32), proposed.astype(np.int32)
 
 
-def _repairs(val: Any, n: int, has_gate: bool, where: str) -> list[int] | None:
+def repairs_field(val: Any, n: int, has_gate: bool, where: str) -> list[int] | None:
     """The record's flipped positions: null, or a strictly increasing list of ints in [0, n) beside a gate."""
     if val is None:
         return None
@@ -475,7 +481,7 @@ def _repairs(val: Any, n: int, has_gate: bool, where: str) -> list[int] | None:
     return list(val)
 
 
-def _check_checksum(rec: dict[str, Any], where: str, require_checksum: bool) -> None:
+def check_checksum(rec: dict[str, Any], where: str, require_checksum: bool) -> None:
     """The record's checksum, verified when present; required when `require_checksum`."""
     if CHECKSUM_FIELD in rec:
         if rec[CHECKSUM_FIELD] != record_checksum(rec):
@@ -519,7 +525,7 @@ def _array_field(name: str, val: Any, dtype: str, n: int, where: str, vocab: int
         raise SpectermError(f"{where}: field '{name}' is not valid base64 {dtype}; the file is corrupt.") from None
     if arr.size != n:
         raise SpectermError(f"{where}: '{name}' has {arr.size} values, 'bits' has {n}; the file is corrupt.")
-    if name in _FLOAT_FIELDS and arr.size and not (arr.min() >= 0.0 and arr.max() <= 1.0 + PROB_SLACK):  # a NaN is both
+    if name in FLOAT_FIELDS and arr.size and not (arr.min() >= 0.0 and arr.max() <= 1.0 + PROB_SLACK):  # a NaN is both
         raise SpectermError(f"{where}: '{name}' holds values that are not probabilities (NaN, infinite or outside [0, 1]); the file is corrupt.")
     if name in ("y", "draft_argmax") and arr.size:
         lo, hi = int(arr.min()), int(arr.max())
@@ -531,7 +537,7 @@ def _array_field(name: str, val: Any, dtype: str, n: int, where: str, vocab: int
     return arr
 
 
-def _check_text_ends(text: Any, ends: np.ndarray | None, n: int, where: str) -> None:
+def check_text_ends(text: Any, ends: np.ndarray | None, n: int, where: str) -> None:
     """'text' is a string with 'piece_ends' beside it, whose last end is its length (ends never decrease)."""
     if not isinstance(text, str) or ends is None:
         raise SpectermError(f"{where}: 'text' needs 'piece_ends' beside it; the file is corrupt.")

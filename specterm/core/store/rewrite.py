@@ -191,6 +191,28 @@ def _sound_but_beyond(raw: bytes, where: str, require: bool) -> bool:
     return True
 
 
+def _decode_or_salvage(line: Any, where: str, require: bool, bounds: Any, dropped: list[str],
+                       notes: list[str]) -> tuple[Stream, bytes] | None:
+    """(stream, its bytes) of a stored line, or of the record before the stray bytes of a damaged last
+    line (said in `notes`); None when the line is dropped (said in `dropped`)."""
+    try:
+        return decode_line(line.raw, where, require_checksum=require, bounds=bounds), line.raw
+    except SpectermError as exc:
+        split = None if line.complete else split_damaged_tail(line.raw)
+        salvaged = None
+        if split is not None:
+            try:
+                salvaged = decode_line(split[0], where, require_checksum=require, bounds=bounds)
+            except SpectermError:
+                pass
+        if split is None or salvaged is None:
+            why = "torn (an interrupted write)" if not line.complete else str(exc).removeprefix(f"{where}: ")
+            dropped.append(f"{where}: {why}")
+            return None
+        notes.append(f"{where}: kept the record, dropped {len(split[1])} stray byte(s) where its newline should be")
+        return salvaged, split[0]
+
+
 def repair_run(path: str | os.PathLike[str]) -> RepairResult:
     """Rewrite prompts.jsonl keeping each valid record once: drops torn and invalid lines and later
     copies of a (corpus, id) already kept, gives every kept record a checksum, and replaces the file
@@ -213,24 +235,11 @@ def repair_run(path: str | os.PathLike[str]) -> RepairResult:
         bounds = record_bounds(meta)
         for line in lines:
             where = f"line {line.lineno}"
-            raw = line.raw
-            try:
-                stream = decode_line(raw, where, require_checksum=require, bounds=bounds)
-            except SpectermError as exc:
-                split = None if line.complete else split_damaged_tail(raw)
-                salvaged = None
-                if split is not None:
-                    try:
-                        salvaged = decode_line(split[0], where, require_checksum=require, bounds=bounds)
-                    except SpectermError:
-                        pass
-                if split is None or salvaged is None:
-                    why = "torn (an interrupted write)" if not line.complete else str(exc).removeprefix(f"{where}: ")
-                    dropped.append(f"{where}: {why}")
-                    beyond += line.complete and _sound_but_beyond(raw, where, require)
-                    continue
-                stream, raw = salvaged, split[0]
-                notes.append(f"{where}: kept the record, dropped {len(split[1])} stray byte(s) where its newline should be")
+            decoded = _decode_or_salvage(line, where, require, bounds, dropped, notes)
+            if decoded is None:
+                beyond += line.complete and _sound_but_beyond(line.raw, where, require)
+                continue
+            stream, raw = decoded
             rec = json.loads(raw.decode("utf-8"))
             key = (stream.corpus, stream.id)
             if key in seen:

@@ -21,7 +21,10 @@ from specterm import __version__
 from specterm.core.errors import SpectermError
 from specterm.core.store.atomic import (
     FILE_MODE,
+    check_not_in_run,
+    check_visible_name,
     file_kind,
+    is_temp_name,
     open_append,
     leftovers_line,
     open_new_file,
@@ -159,6 +162,36 @@ def check_writable(path: str | os.PathLike[str], why: str = "this command record
 
 
 # ---------------------------------------------------------------------------------- metadata ---
+
+def check_new_run_dir(out: Path, resume: bool) -> None:
+    """--out must be a new path we can create outside any run, or (with --resume) an existing run (a folder
+    without one is refused, never started afresh); nothing is created."""
+    import tempfile
+
+    check_visible_name(out)
+    if out.exists() and not out.is_dir():
+        raise SpectermError(f"--out {out} is a file, not a run directory; choose another --out.")
+    if resume and not os.path.lexists(out / META_FILE):
+        raise SpectermError(f"--resume: {out} holds no run to resume (no {META_FILE}); drop --resume to start a new run "
+                            "there, or pass the folder of the interrupted run.")
+    if not resume:
+        check_not_in_run(out)
+    if (out / META_FILE).is_file():
+        if not resume:
+            raise SpectermError(f"{out} already holds a run; pass --resume to continue it or choose another --out.")
+        check_unlocked(out)
+    elif out.is_dir() and any(p.name != LOCK_FILE and not is_temp_name(p.name) for p in out.iterdir()):
+        raise SpectermError(f"{out} exists and is not a specterm run (no {META_FILE}); choose another --out.")
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise SpectermError(f"cannot create {out}: {probe} is not a directory; choose another --out.")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".specterm-probe-", dir=probe))
+    except OSError as exc:
+        raise SpectermError(f"cannot write under {probe} ({exc.strerror}); choose another --out.") from None
+
 
 def new_meta(name: str, **fields: Any) -> dict[str, Any]:
     """Metadata skeleton every run starts from; callers add models, generation and cost."""

@@ -3,7 +3,7 @@ specterm/engines/llamacpp/ (models, costs, the timed generations of confirm: eng
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,27 +11,46 @@ from typing import TYPE_CHECKING, Any
 from specterm.engines.base import BatchCostJob, BlockTiming, Generation, Item, MeasureCallback, OpenOptions, Sampler, StepCallback
 
 if TYPE_CHECKING:
-    from specterm.engines.base import ConfirmConfig, ConfirmSession
+    import threading
+
+    from specterm.core.store import RunWriter, Stream
+    from specterm.engines.base import ConfirmConfig, ConfirmSession, OracleConfig
+    from specterm.engines.corpora import Prompt
+    from specterm.engines.progress import ProgressCallback, Tally
 
 N_CTX = 1024  # the cost contexts hold a prompt + y/2 (hundreds of tokens) plus a 17-token verify
 
 
 class LlamaPair:
-    """The run's GGUF pair in llama.cpp, loaded on first use (so `specterm confirm` can size the context to
-    its prompts first); encoding before that uses a vocab-only load."""
+    """A GGUF pair in llama.cpp, for `specterm run` (loaded at once, `LlamaEngine.open_run`) and for
+    `specterm confirm` and `specterm costs` (loaded on first use, so confirm can size the context to its
+    prompts first; encoding before that uses a vocab-only load)."""
 
-    def __init__(self, t_path: Path, d_path: Path, threads: int, report: Callable[[Any], None],
-                 n_ctx: int = N_CTX) -> None:
+    cost_label = "llama.cpp costs"
+
+    def __init__(self, t_path: Path | None, d_path: Path | None, threads: int, report: Callable[[Any], None],
+                 n_ctx: int = N_CTX, models: tuple[Any, Any] | None = None) -> None:
         self.t_path, self.d_path, self.threads, self.n_ctx = t_path, d_path, threads, n_ctx
         self.report = report
-        self._models: tuple[Any, Any] | None = None
+        self._models: tuple[Any, Any] | None = models
         self._vocab: Any = None
         self.exe: Path | None = None   # llama-speculative-simple (confirm)
         self.eog: set[int] = set()
         self.keep_logs: Path | None = None
+        self.run_meta: dict[str, Any] = {}  # run.json's models, device, dtype, backend (a run's pair)
+
+    @classmethod
+    def of_models(cls, target: Any, draft: Any, eog: set[int], meta: dict[str, Any], threads: int = 1,
+                  paths: tuple[Path, Path] | None = None, n_ctx: int = N_CTX) -> LlamaPair:
+        """A pair of models already loaded (GGUFModel's interface: a test's toy engine too)."""
+        t_path, d_path = paths or (None, None)
+        pair = cls(t_path, d_path, threads, lambda p: None, n_ctx=n_ctx, models=(target, draft))
+        pair.eog, pair.run_meta = set(eog), dict(meta)
+        return pair
 
     def _loaded(self) -> tuple[Any, Any]:
         if self._models is None:
+            assert self.t_path is not None and self.d_path is not None
             from specterm.engines.progress import Progress
             from specterm.engines.llamacpp import models_llamacpp as LM
 
@@ -60,6 +79,7 @@ class LlamaPair:
         if self._vocab is None:
             from specterm.engines.llamacpp import models_llamacpp as LM
 
+            assert self.t_path is not None
             self._vocab = LM.load_gguf(self.t_path, 64, self.threads, vocab_only=True)
         return list(self._vocab.tokenize(text))
 
@@ -75,6 +95,55 @@ class LlamaPair:
 
         return measure_batch_costs(self.target, self.draft, ctx, reuse=reused_b1_llamacpp(sampler.summary()),
                                    on_measure=on_measure, cancel=cancel)
+
+    # specterm run (engines/oracle.py): serial greedy y and the repair loop are engines/llamacpp/oracle_llamacpp.py's
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return dict(self.run_meta)
+
+    def encode_prompt(self, text: str, name: str) -> list[int]:
+        from specterm.core.errors import SpectermError
+
+        ids = self.encode(text)
+        if not ids:
+            raise SpectermError(f"{name} encodes to zero tokens; remove it or give it some text.")
+        return ids
+
+    def run_generation(self, config: OracleConfig) -> dict[str, Any]:
+        from specterm.engines.llamacpp.oracle_llamacpp import generation_meta
+
+        return generation_meta(config, self.eog)
+
+    def run_session(self, config: OracleConfig) -> dict[str, Any]:
+        from specterm.engines.llamacpp.oracle_llamacpp import loadavg
+
+        return {"backend": "llama.cpp", "llama_threads": self.threads, "device": "cpu", "load_avg": list(loadavg())}
+
+    def prompts_per_step(self, config: OracleConfig) -> int:
+        return 1  # y is serial greedy, one prompt at a time
+
+    def before_prompts(self, config: OracleConfig, writer: RunWriter, tally: Tally, cancel: threading.Event | None) -> str:
+        from specterm.engines.llamacpp.oracle_llamacpp import repair_resumed
+
+        return repair_resumed(self, config, writer, tally, cancel)
+
+    def generate(self, config: OracleConfig, batch: list[Prompt], ids: list[list[int]], b0: int, tally: Tally,
+                 cancel: threading.Event | None) -> tuple[list[list[int]], bool]:
+        from specterm.engines.llamacpp.oracle_llamacpp import generate_serial
+
+        return generate_serial(self, config, batch[0], ids[0], b0, tally, cancel)
+
+    def streams(self, config: OracleConfig, batch: list[Prompt], ids: list[list[int]], ys: list[list[int]], b0: int,
+                tally: Tally, cancel: threading.Event | None) -> Iterator[Stream]:
+        from specterm.engines.llamacpp.oracle_llamacpp import llama_streams
+
+        return llama_streams(self, config, batch, ids, ys, b0, tally, cancel)
+
+    def cost_extras(self) -> dict[str, Any]:
+        from specterm.engines.llamacpp.oracle_llamacpp import loadavg
+
+        return {"load_avg": list(loadavg())}
 
     def close(self) -> None:
         self._models = self._vocab = None
@@ -97,7 +166,7 @@ class LlamaPair:
             raise SpectermError(f"timing whole blocks in llama.cpp needs {B.SPEC_BINARY}; {B.BUILD_HINT} "
                                 "(or pass --no-block-overhead).")
         self.exe = exe
-        assert item.stream.prompt is not None
+        assert item.stream.prompt is not None and self.t_path is not None and self.d_path is not None
         slog, _, _ = run_speculative(speculative_command(exe, self.t_path, self.d_path, item.stream.prompt, gamma,
                                                          max(1, n_predict_for(item.n, gamma)), self.threads, self.n_ctx))
         if slog.outside_s is None or slog.decoded_s is None or slog.forwards_s is None:
@@ -138,6 +207,7 @@ class LlamaPair:
         from specterm.engines.llamacpp.confirm_llamacpp import greedy_timed, run_speculative, speculative_command
 
         assert self.exe is not None and item.stream.prompt is not None
+        assert self.t_path is not None and self.d_path is not None
         greedy_timed(self.target, item.ids, 2, self.eog)
         run_speculative(speculative_command(self.exe, self.t_path, self.d_path, item.stream.prompt, gamma, 2,
                                             self.threads, self.n_ctx))
@@ -206,6 +276,77 @@ class LlamaEngine:
     times_session_choices = False           # this session's choices are recorded, not timed
     installs_cost = False
     min_tokens = 3                          # the speculative run needs -n n - 1 - g >= 1
+
+    run_suffix = "-llamacpp"
+
+    def check_run(self, config: OracleConfig) -> None:
+        """The flags that do not apply to llama.cpp refused (CPU, the GGUF's own weights, one prompt at a time),
+        --threads, the binding installed, both models GGUF files."""
+        from specterm.core.errors import SpectermError
+        from specterm.engines.llamacpp.binding import require_binding
+        from specterm.engines.llamacpp.oracle_llamacpp import gguf_path_of
+
+        for flag, value, default in (("--device", config.device, "auto"), ("--dtype", config.dtype, "auto"),
+                                     ("--batch-size", config.batch_size, 4), ("--shard", config.shard, None),
+                                     ("--trust-remote-code", config.trust_remote_code, False)):
+            if value != default:
+                raise SpectermError(f"{flag} does not apply to --backend llama.cpp (CPU, the GGUF's own weights, one "
+                                    "prompt at a time); drop it.")
+        if config.spec_gamma:
+            raise SpectermError("--spec-gamma does not apply to --backend llama.cpp (y is llama.cpp's serial greedy); drop it.")
+        for flag, spec in (("--target", config.target), ("--draft", config.draft)):
+            if str(spec).startswith("layers:"):
+                raise SpectermError(f"{flag} {spec}: a layer-skip self-draft runs only with --backend torch; give a .gguf "
+                                    "file for --backend llama.cpp.")
+        if config.threads is not None and config.threads < 1:
+            raise SpectermError("--threads must be at least 1.")
+        require_binding()
+        gguf_path_of(config.target)
+        gguf_path_of(config.draft)
+
+    def open_run(self, config: OracleConfig, prompts: list[Prompt], report: ProgressCallback) -> LlamaPair:
+        """Both GGUF files resolved, the vocabularies compared (vocab-only loads, before any model work), a
+        first test decode of each in a child process, then both loaded with a context that holds the
+        longest prompt (new or stored for repair) + max_new_tokens."""
+        from specterm.core.errors import SpectermError
+        from specterm.engines.llamacpp import models_llamacpp as LM
+        from specterm.engines.llamacpp.oracle_llamacpp import context_size, streams_to_repair
+        from specterm.engines.progress import Progress
+
+        if config.spec_gamma:
+            raise SpectermError("--spec-gamma is not used with --backend llama.cpp (y is llama.cpp's serial greedy); drop it.")
+        from specterm.engines.torch import models_torch as M
+
+        threads = 1 if config.threads is None else config.threads
+        t_spec, d_spec = M.resolve_spec(config.target), M.resolve_spec(config.draft)
+        for flag, spec in (("--target", t_spec), ("--draft", d_spec)):
+            if spec.kind != "gguf":
+                raise SpectermError(f"--backend llama.cpp needs GGUF files; {flag} {spec.spec} is not a .gguf file.")
+        t_path, d_path = LM.gguf_path(t_spec), LM.gguf_path(d_spec)
+        probe = LM.load_gguf(t_path, 64, threads, vocab_only=True)
+        texts = [p.text for p in prompts] + [str(s.prompt) for s in streams_to_repair(config)]
+        lens = [len(probe.tokenize(text)) for text in texts]
+        if min(lens) == 0:
+            raise SpectermError("a prompt encodes to zero tokens; remove it or give it some text.")
+        report(Progress("checking", "comparing the tokenizers in llama.cpp"))
+        LM.check_vocabularies(probe, LM.load_gguf(d_path, 64, threads, vocab_only=True))
+        report(Progress("checking", "a first test decode of each model in a child process (llama.cpp kernels run here?)"))
+        LM.probe_decode(t_path)
+        LM.probe_decode(d_path)
+        n_ctx = context_size(lens, config.max_new_tokens)
+        report(Progress("loading", f"loading target {config.target} in llama.cpp"))
+        tgt = LM.load_gguf(t_path, n_ctx, threads)
+        report(Progress("loading", f"loading draft {config.draft} in llama.cpp"))
+        dft = LM.load_gguf(d_path, n_ctx, threads)
+        meta = {
+            "target": {**t_spec.describe(), "class": "llama.cpp", "layers": tgt.layers(), "vocab_size": tgt.n_vocab},
+            "draft": {**d_spec.describe(), "class": "llama.cpp", "layers": dft.layers(), "vocab_size": dft.n_vocab},
+            "tokenizer_vocab": tgt.n_vocab,
+            "device": "cpu",
+            "dtype": "gguf",
+            "backend": LM.engine_info(threads),
+        }
+        return LlamaPair.of_models(tgt, dft, LM.eog_ids(tgt), meta, threads, paths=(t_path, d_path), n_ctx=n_ctx)
 
     def open(self, meta: dict[str, Any], options: OpenOptions, report: Callable[[Any], None]) -> LlamaPair:
         from specterm.core.errors import SpectermError

@@ -121,7 +121,7 @@ def resolve_gguf(meta: dict[str, Any], role: str, override: str | None) -> Path:
     return LM.gguf_path(ms)
 
 
-def speculative_timed(pair, item: Item, g: int, keep_logs: Path | None) -> Generation | None:
+def speculative_timed(pair: Any, item: Item, g: int, keep_logs: Path | None) -> Generation | None:
     """llama-speculative-simple at draft length g on item's prompt, timed by its own "decoded" line; the
     row keeps its per-block accepted and drafted counts, the walk llama.cpp makes on the stored bits
     (speclog.capped_walk_accepts) and both accepted-run histograms. None when -n would be below 1."""

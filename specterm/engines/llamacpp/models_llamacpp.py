@@ -107,7 +107,7 @@ _LOAD_LOCK = threading.Lock()
 def gguf_path(ms: Any) -> Path:
     """The file of a resolved GGUF model spec (oracle.models.ModelSpec of kind 'gguf')."""
     assert ms.path is not None and ms.gguf_file is not None
-    return Path(ms.path) / ms.gguf_file
+    return Path(ms.path) / str(ms.gguf_file)
 
 
 def probe_decode(path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The exact greedy oracle in llama.cpp (SPEC 1, `specterm run --backend llama.cpp`).
+"""The llama.cpp engine's part of the exact greedy oracle (SPEC 1, `specterm run --backend llama.cpp`;
+the flow is engines/oracle.py, the pair engines/llamacpp/__init__.py's LlamaPair).
 
 For each prompt (encoded as llama.cpp's examples do, `models.PROMPT_ENCODING`):
 
@@ -25,29 +26,44 @@ them in place first (`repair_stored`): the stored y is teacher-forced again on t
 repaired from its first failure (the prefix before it is kept, nothing is generated again when the
 gate holds), each stream's record rewritten atomically as soon as it is done.
 
-Streams go through the same writer as the torch backend (RunWriter: resume, lock, checksums).
+Streams go through the same flow and writer as the torch engine's (RunWriter: resume, lock, checksums).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 import numpy as np
 
 from specterm.core.errors import SpectermError
-from specterm.engines.progress import Cancelled, Progress, ProgressCallback, check_cancel
-from specterm.core.store import RunWriter, Stream, load_run, new_meta, public_model
+from specterm.core.store import RunWriter, Stream, load_run
+from specterm.engines.base import OracleConfig
+from specterm.engines.corpora import Prompt
 from specterm.engines.llamacpp import models_llamacpp as LM
+from specterm.engines.progress import Cancelled, Tally, check_cancel
 from specterm.engines.repair import REPAIR_BOUND, REPAIR_RULE, Repaired, repair_greedy
+from specterm.engines.torch.oracle_torch import decode_pieces
 
 POSITION_CHUNK = 32  # rows per float64 softmax chunk: 32 x 152k x 8 B x 2 ~ 78 MB
 CONTEXT_MARGIN = 24  # room for the cost measurement: context + a (g+1)-token verification, g <= 16
 DECODING = "raw-argmax greedy on llama.cpp logits (no sampler chain)"
 Y_METHOD = "llama.cpp serial greedy"
+
+
+class GGUFPair(Protocol):
+    """What the oracle's steps read of a llama.cpp pair (engines/llamacpp.LlamaPair, or a test's toy)."""
+
+    @property
+    def target(self) -> LM.GGUFModel: ...
+
+    @property
+    def draft(self) -> LM.GGUFModel: ...
+
+    eog: set[int]
 
 
 def stream_columns(target_logits: np.ndarray, draft_logits: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
@@ -92,7 +108,7 @@ def stream_columns(target_logits: np.ndarray, draft_logits: np.ndarray, y: np.nd
     }
 
 
-def greedy_generate(model: LM.GGUFModel, prompt_ids: list[int], max_new_tokens: int, eog: set[int],
+def serial_greedy(model: LM.GGUFModel, prompt_ids: list[int], max_new_tokens: int, eog: set[int],
                     on_token=None, cancel: threading.Event | None = None) -> list[int]:
     """Raw-argmax greedy decoding in llama.cpp (see the module docstring, step 1): the context in one
     decode, then one 1-token decode per token, at most `max_new_tokens` tokens."""
@@ -123,18 +139,18 @@ def teacher_force_logits(model: LM.GGUFModel, prompt_ids: list[int], y: list[int
 def continue_greedy(model: LM.GGUFModel, prompt_ids: list[int], prefix: list[int], max_new_tokens: int,
                     eog: set[int], cancel: threading.Event | None = None) -> list[int]:
     """The serial greedy continuation of y after `prefix` (the repair loop's regenerate): nothing when
-    the prefix ends in an end-of-generation token or holds max_new_tokens tokens, else greedy_generate
+    the prefix ends in an end-of-generation token or holds max_new_tokens tokens, else serial_greedy
     from prompt + prefix for the tokens left."""
     if not prefix or prefix[-1] in eog or len(prefix) >= max_new_tokens:
         return []
-    return greedy_generate(model, list(prompt_ids) + list(prefix), max_new_tokens - len(prefix), eog, cancel=cancel)
+    return serial_greedy(model, list(prompt_ids) + list(prefix), max_new_tokens - len(prefix), eog, cancel=cancel)
 
 
 class _TargetPass:
     """teacher_argmax of the repair loop: the target's teacher-forced argmax over the ids both models
     share (as stream_columns compares them), keeping the logits of the last y for its columns."""
 
-    def __init__(self, pair: LlamaPair, prompt_ids: list[int]):
+    def __init__(self, pair: GGUFPair, prompt_ids: list[int]):
         self.pair, self.prompt_ids = pair, prompt_ids
         self.vocab = min(pair.target.n_vocab, pair.draft.n_vocab)
         self.y: list[int] | None = None
@@ -152,13 +168,11 @@ class _TargetPass:
         return self.logits
 
 
-def repaired_stream(pair: LlamaPair, prompt: Any, prompt_ids: list[int], y: list[int], max_new_tokens: int,
+def repaired_stream(pair: GGUFPair, prompt: Any, prompt_ids: list[int], y: list[int], max_new_tokens: int,
                     pieces: Any, cancel: threading.Event | None = None,
                     on_repair=None, bound: int = REPAIR_BOUND) -> tuple[Stream, Repaired]:
     """The stream of `prompt` from its serial greedy y: the repair loop (engines/repair.py) on the target,
     then the draft teacher-forced on the final y and every column from the two passes (stream_columns)."""
-    from specterm.engines.torch.oracle_torch import decode_pieces
-
     tpass = _TargetPass(pair, prompt_ids)
     rep = repair_greedy(y, tpass, lambda prefix: continue_greedy(pair.target, prompt_ids, prefix, max_new_tokens,
                                                                   pair.eog, cancel),
@@ -186,145 +200,15 @@ class _PieceDecoder:
         return self.model.llm.detokenize(list(ids), special=True).decode("utf-8", "replace")
 
 
-@dataclass
-class LlamaPair:
-    target: LM.GGUFModel
-    draft: LM.GGUFModel
-    eog: set[int]
-    meta: dict[str, Any]
-
-
 def context_size(prompt_lens: list[int], max_new_tokens: int) -> int:
     """n_ctx for a run: the longest prompt + max_new_tokens + a margin, rounded up to 64."""
     need = max(prompt_lens) + max_new_tokens + CONTEXT_MARGIN
     return int(-(-need // 64) * 64)
 
 
-def load_llama_pair(target: str, draft: str, threads: int, n_ctx: int,
-                    report: ProgressCallback = lambda p: None) -> LlamaPair:
-    """Resolve both GGUF files, check the vocabularies (vocab-only loads, before any model work),
-    then load both models."""
-    from specterm.engines.torch import models_torch as M
-
-    t_spec, d_spec = M.resolve_spec(target), M.resolve_spec(draft)
-    for flag, spec in (("--target", t_spec), ("--draft", d_spec)):
-        if spec.kind != "gguf":
-            raise SpectermError(f"--backend llama.cpp needs GGUF files; {flag} {spec.spec} is not a .gguf file.")
-    t_path, d_path = LM.gguf_path(t_spec), LM.gguf_path(d_spec)
-    report(Progress("checking", "comparing the tokenizers in llama.cpp"))
-    LM.check_vocabularies(LM.load_gguf(t_path, 64, threads, vocab_only=True),
-                          LM.load_gguf(d_path, 64, threads, vocab_only=True))
-    report(Progress("checking", "a first test decode of each model in a child process (llama.cpp kernels run here?)"))
-    LM.probe_decode(t_path)
-    LM.probe_decode(d_path)
-    report(Progress("loading", f"loading target {target} in llama.cpp"))
-    tgt = LM.load_gguf(t_path, n_ctx, threads)
-    report(Progress("loading", f"loading draft {draft} in llama.cpp"))
-    dft = LM.load_gguf(d_path, n_ctx, threads)
-    meta = {
-        "target": {**t_spec.describe(), "class": "llama.cpp", "layers": tgt.layers(), "vocab_size": tgt.n_vocab},
-        "draft": {**d_spec.describe(), "class": "llama.cpp", "layers": dft.layers(), "vocab_size": dft.n_vocab},
-        "tokenizer_vocab": tgt.n_vocab,
-        "device": "cpu",
-        "dtype": "gguf",
-        "backend": LM.engine_info(threads),
-    }
-    return LlamaPair(tgt, dft, LM.eog_ids(tgt), meta)
 
 
-def run_oracle_llamacpp(config, on_progress: ProgressCallback | None = None,
-                        cancel: threading.Event | None = None, threads: int = 1,
-                        pair: LlamaPair | None = None) -> Path:
-    """`run_oracle` in llama.cpp: same config (specterm.engines.torch.oracle_torch.OracleConfig), same writer, same
-    progress, same resume; batch_size and spec_gamma do not apply (y is serial greedy)."""
-    from specterm.engines.torch.oracle_torch import _prompts_to_run, _Tally
-
-    report = on_progress or (lambda p: None)
-    t_start = time.perf_counter()
-    prompts = _prompts_to_run(config)
-    if config.spec_gamma:
-        raise SpectermError("--spec-gamma is not used with --backend llama.cpp (y is llama.cpp's serial greedy); drop it.")
-    stored = _streams_to_repair(config)
-    if pair is None:
-        probe = LM.load_gguf(_gguf_path(config.target), 64, threads, vocab_only=True)
-        lens = [len(probe.tokenize(text)) for text in [p.text for p in prompts] + [str(s.prompt) for s in stored]]
-        if min(lens) == 0:
-            raise SpectermError("a prompt encodes to zero tokens; remove it or give it some text.")
-        pair = load_llama_pair(config.target, config.draft, threads, context_size(lens, config.max_new_tokens), report)
-    check_cancel(cancel)
-    meta = new_meta(
-        config.out.name,
-        **pair.meta,
-        generation={
-            "decoding": DECODING,
-            "max_new_tokens": config.max_new_tokens,
-            "y_built_with": "llama.cpp serial greedy (one 1-token decode per token)",
-            "eos_token_ids": sorted(pair.eog),
-            "y_method": Y_METHOD,
-            "prompt_encoding": LM.PROMPT_ENCODING,
-            "teacher_forcing": "one llama.cpp decode of prompt + y[:-1] per model (n_batch = n_ubatch = n_ctx)",
-            "repair": REPAIR_RULE,
-        },
-        shard=list(config.shard) if config.shard else None,
-        **config.extra_meta,
-    )
-    for key in ("target", "draft"):
-        meta[key] = public_model(meta[key], config.record_paths)
-    writer = RunWriter(config.out, meta, resume=config.resume)
-    with writer:
-        todo = [p for p in prompts if (p.corpus, p.id) not in writer.done]
-        tally = _Tally(report, len(todo), config.max_new_tokens, t_start=t_start)
-        for line in writer.warnings:  # what reopening the run mended or swept, said once
-            tally.emit("warning", line)
-        writer.update_meta(sessions=list(writer.meta.get("sessions") or []) + [{
-            "started": meta["created"], "prompts": len(todo), "y_built_with": meta["generation"]["y_built_with"],
-            "backend": "llama.cpp", "llama_threads": threads, "device": "cpu",
-            "load_avg": list(_loadavg()),
-        }])
-        if (writer.meta.get("generation") or {}).get("repair") != REPAIR_RULE:  # a run from before the loop, resumed
-            writer.update_meta(generation={**(writer.meta.get("generation") or {}), "repair": REPAIR_RULE})
-        pieces = _PieceDecoder(pair.target)
-        repaired = repair_stored(pair, writer, stored, config.max_new_tokens, pieces, tally, cancel) if stored else None
-        _measure_cost(config, pair, writer, prompts[0], tally, cancel, threads)
-        for idx, prompt in enumerate(todo):
-            ids = pair.target.tokenize(prompt.text)
-            if not ids:
-                raise SpectermError(f"prompt {prompt.id!r} ({prompt.corpus}) encodes to zero tokens; remove it or give it some text.")
-            where: dict[str, Any] = {"prompt_index": idx, "prompt_id": prompt.id, "corpus": prompt.corpus}
-            tally.emit("generating", f"prompt {idx + 1}/{tally.n_todo}: {prompt.corpus}/{prompt.id}", **where)
-            t0 = time.perf_counter()
-            tok_before = tally.gen_tokens
-
-            def on_token(k, t0=t0, tok_before=tok_before, where=where):
-                tally.gen_tokens = tok_before + k
-                tally.emit("generating", tokens=k, gen_extra=time.perf_counter() - t0, **where)
-
-            try:
-                y = greedy_generate(pair.target, ids, config.max_new_tokens, pair.eog, on_token=on_token, cancel=cancel)
-            except Cancelled:
-                tally.emit("cancelled", f"cancelled: {tally.done} prompt(s) saved in {config.out}")
-                raise
-            tally.gen_time += time.perf_counter() - t0
-            tally.emit("teacher-forcing", f"teacher-forcing {prompt.id}", **where)
-
-            def on_repair(k, t, where=where, prompt=prompt):
-                tally.emit("repairing", f"{prompt.id}: repair {k} at t = {t} (the gate failed there)", **where)
-
-            try:
-                stream, _ = repaired_stream(pair, prompt, ids, y, config.max_new_tokens, pieces, cancel, on_repair)
-            except Cancelled:
-                tally.emit("cancelled", f"cancelled: {tally.done} prompt(s) saved in {config.out}")
-                raise
-            writer.append(stream)
-            tally.saved(stream)
-            tally.emit("saved", f"saved {prompt.id}", tokens=len(y), bits="".join(map(str, stream.bits.tolist())), **where)
-    tally.emit("done", f"{tally.done} new prompt(s) saved in {config.out}" + (
-        f"; {repaired['streams']} stored prompt(s) repaired in place ({repaired['repairs']} repair(s) in "
-        f"{repaired['changed']} stream(s), {repaired['excluded']} position(s) still excluded)" if repaired else ""))
-    return config.out
-
-
-def _streams_to_repair(config) -> list[Stream]:
+def streams_to_repair(config: OracleConfig) -> list[Stream]:
     """With --resume on an existing run: its stored streams that carry no repair information (written
     before the repair loop), in stored order; each needs its prompt text and y."""
     from specterm.core.store import META_FILE
@@ -339,7 +223,7 @@ def _streams_to_repair(config) -> list[Stream]:
     return streams
 
 
-def repair_stored(pair: LlamaPair, writer: RunWriter, streams: list[Stream], max_new_tokens: int, pieces: Any,
+def repair_stored(pair: GGUFPair, writer: RunWriter, streams: list[Stream], max_new_tokens: int, pieces: Any,
                   tally: Any, cancel: threading.Event | None = None) -> dict[str, Any]:
     """Repair stored streams in place (module docstring): per stream, its stored y teacher-forced on
     this machine and repaired from its first failure (repaired_stream), its record replaced at once
@@ -382,13 +266,7 @@ def repair_stored(pair: LlamaPair, writer: RunWriter, streams: list[Stream], max
     return summary
 
 
-def _loadavg() -> tuple[float, float, float]:
-    import os
-
-    return os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-
-
-def _gguf_path(spec: str) -> Path:
+def gguf_path_of(spec: str) -> Path:
     from specterm.engines.torch import models_torch as M
 
     ms = M.resolve_spec(spec, hash_files=False)
@@ -397,31 +275,71 @@ def _gguf_path(spec: str) -> Path:
     return LM.gguf_path(ms)
 
 
-def _measure_cost(config, pair: LlamaPair, writer: RunWriter, prompt, tally, cancel, threads: int) -> None:
-    """llama.cpp costs (llamacpp/costs.py) at SPEC 1.7's context, unless the run has them (or --remeasure-cost)."""
-    from specterm.engines.timing import context_ids
-    from specterm.engines.llamacpp.costs_llamacpp import measure_costs
+def generation_meta(config: OracleConfig, eog: set[int]) -> dict[str, Any]:
+    """run.json's "generation" of a llama.cpp run: serial raw-argmax greedy, teacher forcing, the repair rule."""
+    return {
+        "decoding": DECODING,
+        "max_new_tokens": config.max_new_tokens,
+        "y_built_with": "llama.cpp serial greedy (one 1-token decode per token)",
+        "eos_token_ids": sorted(eog),
+        "y_method": Y_METHOD,
+        "prompt_encoding": LM.PROMPT_ENCODING,
+        "teacher_forcing": "one llama.cpp decode of prompt + y[:-1] per model (n_batch = n_ubatch = n_ctx)",
+        "repair": REPAIR_RULE,
+    }
 
-    old = writer.meta.get("cost") or {}
-    if not config.measure_cost or (old.get("r_measured") and not config.remeasure_cost):
-        return
-    tally.report(Progress("cost", "measuring llama.cpp costs: c_decode, c_draft, c_verify(g) (interleaved repeats)",
-                          n_prompts=tally.n_todo))
-    ids = pair.target.tokenize(prompt.text)
-    ctx = context_ids(ids, len(ids) + config.max_new_tokens)
 
-    def on_measure(i, total, label, seconds):
-        tally.report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.3f} s", n_prompts=tally.n_todo,
-                              elapsed_s=time.perf_counter() - tally.t_start))
+def repair_resumed(pair: GGUFPair, config: OracleConfig, writer: RunWriter, tally: Tally,
+                   cancel: threading.Event | None) -> str:
+    """Before a resumed run's new prompts: the repair rule recorded (a run from before the loop), and its
+    stored streams without repair information repaired in place (`repair_stored`); the done line's addition."""
+    if (writer.meta.get("generation") or {}).get("repair") != REPAIR_RULE:  # a run from before the loop, resumed
+        writer.update_meta(generation={**(writer.meta.get("generation") or {}), "repair": REPAIR_RULE})
+    stored = streams_to_repair(config)
+    if not stored:
+        return ""
+    done = repair_stored(pair, writer, stored, config.max_new_tokens, _PieceDecoder(pair.target), tally, cancel)
+    return (f"; {done['streams']} stored prompt(s) repaired in place ({done['repairs']} repair(s) in "
+            f"{done['changed']} stream(s), {done['excluded']} position(s) still excluded)")
 
-    cost = measure_costs(pair.target, pair.draft, ctx, gammas=config.cost_gammas, repeats=config.cost_repeats,
-                         on_measure=on_measure, cancel=cancel)
-    cost["measured_at"] = new_meta("")["created"]
-    cost["load_avg"] = list(_loadavg())
-    from specterm.core.decide.hardware.profiles import new_profile, with_profile
-    from specterm.engines.llamacpp.models_llamacpp import describe_llamacpp
 
-    profiles = with_profile(writer.meta, new_profile(cost, describe_llamacpp(threads), source="measured by specterm run"))
-    if old.get("r_measured"):
-        cost["earlier"] = [*old.pop("earlier", []), old]
-    writer.update_meta(cost=cost, profiles=profiles)
+def generate_serial(pair: GGUFPair, config: OracleConfig, prompt: Prompt, ids: list[int], b0: int, tally: Tally,
+                    cancel: threading.Event | None) -> tuple[list[list[int]], bool]:
+    """y of one prompt by llama.cpp's serial greedy (`serial_greedy`), with progress per token; ([], True)
+    when a cancel stopped it."""
+    where: dict[str, Any] = {"prompt_index": b0, "prompt_id": prompt.id, "corpus": prompt.corpus}
+    tally.emit("generating", f"prompt {tally.before + b0 + 1}/{tally.before + tally.n_todo}: {prompt.corpus}/{prompt.id}",
+               **where)
+    t0 = time.perf_counter()
+    tok_before = tally.gen_tokens
+
+    def on_token(k: int) -> None:
+        tally.gen_tokens = tok_before + k
+        tally.emit("generating", tokens=k, gen_extra=time.perf_counter() - t0, **where)
+
+    try:
+        y = serial_greedy(pair.target, ids, config.max_new_tokens, pair.eog, on_token=on_token, cancel=cancel)
+    except Cancelled:
+        return [], True
+    tally.gen_time += time.perf_counter() - t0
+    return [y], False
+
+
+def llama_streams(pair: GGUFPair, config: OracleConfig, batch: list[Prompt], ids: list[list[int]],
+                  ys: list[list[int]], b0: int, tally: Tally, cancel: threading.Event | None) -> Iterator[Stream]:
+    """The repaired stream of each finished y (`repaired_stream`), with a progress line per repair."""
+    pieces = _PieceDecoder(pair.target)
+    for prompt, prompt_ids, y in zip(batch, ids, ys):
+        where: dict[str, Any] = {"prompt_index": b0, "prompt_id": prompt.id, "corpus": prompt.corpus}
+
+        def on_repair(k: int, t: int, where: dict[str, Any] = where, prompt: Prompt = prompt) -> None:
+            tally.emit("repairing", f"{prompt.id}: repair {k} at t = {t} (the gate failed there)", **where)
+
+        stream, _ = repaired_stream(pair, prompt, prompt_ids, y, config.max_new_tokens, pieces, cancel, on_repair)
+        yield stream
+
+
+def loadavg() -> tuple[float, float, float]:
+    import os
+
+    return os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3

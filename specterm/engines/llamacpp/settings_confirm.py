@@ -34,7 +34,7 @@ from specterm.core.decide.hardware.profiles import decision_profile, profile_met
 from specterm.core.decide.machine import default_threads, this_machine
 from specterm.core.params import BOOT, SEED
 from specterm.core.settings import names as nm
-from specterm.core.settings.engines import llama_settings
+from specterm.core.settings.engine_policies import llama_settings
 from specterm.core.settings.for_report import SETTINGS_CONFIRMATIONS_KEY, draft_kind
 from specterm.core.settings.speedup import FIXED, STOP, Policy, block_costs, depth_counts, prediction_interval, stack
 from specterm.core.compare.speclog import n_predict_for

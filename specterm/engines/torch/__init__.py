@@ -1,5 +1,5 @@
-"""The torch engine (transformers models, specterm's own decoder): the engine interface over
-specterm/oracle/ (models, costs, the timed generations of confirm: engines/torch/confirm_torch.py)."""
+"""The torch engine (transformers models, specterm's own decoder): TorchEngine and TorchPair, the engine
+interface over this package's modules (models_torch, oracle_torch, specdec, costs_torch, confirm_torch)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,12 @@ from specterm.core.store import model_key, model_location
 from specterm.engines.base import BatchCostJob, BlockTiming, Generation, Item, MeasureCallback, OpenOptions, Sampler, StepCallback
 
 if TYPE_CHECKING:
-    from specterm.engines.base import ConfirmConfig, ConfirmSession
+    import threading
+
+    from specterm.core.store import RunWriter, Stream
+    from specterm.engines.base import ConfirmConfig, ConfirmSession, OracleConfig
+    from specterm.engines.corpora import Prompt
+    from specterm.engines.progress import ProgressCallback, Tally
 
 
 def model_spec(entry: Any, role: str, override: str | None = None) -> str:
@@ -29,9 +34,11 @@ def model_spec(entry: Any, role: str, override: str | None = None) -> str:
 class TorchPair:
     """A loaded torch pair (engines/torch/oracle_torch.LoadedPair: target, draft, tokenizer, eos, meta)."""
 
-    def __init__(self, loaded: Any, threads: int) -> None:
+    cost_label = "costs"
+
+    def __init__(self, loaded: Any, threads: int | None = None) -> None:
         self.loaded = loaded
-        self.threads = threads
+        self.threads = threads  # None: torch's own count at the time (a run's pair)
         self._caches: dict[str, Any] = {}
         self._timer: Any = None
         self._cancel: Any = None
@@ -39,7 +46,12 @@ class TorchPair:
     def describe(self) -> dict[str, Any]:
         from specterm.engines.torch.models_torch import describe_torch
 
-        return describe_torch(str(self.loaded.meta.get("device", "cpu")), self.threads, self.loaded.meta.get("dtype"))
+        return describe_torch(str(self.loaded.meta.get("device", "cpu")), self._threads(), self.loaded.meta.get("dtype"))
+
+    def _threads(self) -> int:
+        import torch
+
+        return self.threads if self.threads is not None else int(torch.get_num_threads())
 
     def encode(self, text: str) -> list[int]:
         from specterm.engines.torch.oracle_torch import encode_prompt
@@ -66,6 +78,48 @@ class TorchPair:
                          prefilled={"target": sampler.quantities[0][2], "draft": sampler.quantities[1][2]})
         return grid_record(grid.run_all(), time.perf_counter() - t0)
 
+    # specterm run (engines/oracle.py): y and the teacher-forced columns are engines/torch/oracle_torch.py's
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return dict(self.loaded.meta)
+
+    def encode_prompt(self, text: str, name: str) -> list[int]:
+        from specterm.engines.torch.oracle_torch import encode_prompt
+
+        return encode_prompt(self.loaded.tokenizer, text, name)
+
+    def run_generation(self, config: OracleConfig) -> dict[str, Any]:
+        from specterm.engines.torch.oracle_torch import generation_meta
+
+        return generation_meta(config, self.loaded)
+
+    def run_session(self, config: OracleConfig) -> dict[str, Any]:
+        return {"batch_size": config.batch_size, "torch_threads": self._threads(), "device": self.loaded.meta.get("device")}
+
+    def prompts_per_step(self, config: OracleConfig) -> int:
+        return config.batch_size
+
+    def before_prompts(self, config: OracleConfig, writer: RunWriter, tally: Tally, cancel: threading.Event | None) -> str:
+        return ""
+
+    def generate(self, config: OracleConfig, batch: list[Prompt], ids: list[list[int]], b0: int, tally: Tally,
+                 cancel: threading.Event | None) -> tuple[list[list[int]], bool]:
+        """y by lossless speculative decoding (--spec-gamma > 0), else batched plain greedy."""
+        from specterm.engines.torch.oracle_torch import generate_batched, generate_speculative
+
+        generate = generate_speculative if config.spec_gamma > 0 else generate_batched
+        return generate(config, self.loaded, batch, ids, b0, tally, cancel)
+
+    def streams(self, config: OracleConfig, batch: list[Prompt], ids: list[list[int]], ys: list[list[int]], b0: int,
+                tally: Tally, cancel: threading.Event | None) -> Iterator[Stream]:
+        from specterm.engines.torch.oracle_torch import torch_streams
+
+        yield from torch_streams(self.loaded, batch, ids, ys, b0, tally, config.max_new_tokens, cancel)
+
+    def cost_extras(self) -> dict[str, Any]:
+        return {}
+
     def close(self) -> None:
         self.loaded = None
 
@@ -82,7 +136,7 @@ class TorchPair:
 
         from specterm.engines.torch import confirm_torch as C
 
-        torch.set_num_threads(self.threads)
+        torch.set_num_threads(self._threads())
         self._cancel = cancel
         return {"device": self.loaded.meta.get("device", config.device or meta.get("device") or "auto"),
                 "dtype": self.loaded.meta.get("dtype", config.dtype or meta.get("dtype") or "auto"),
@@ -148,10 +202,24 @@ class TorchEngine:
     installs_cost = True
     min_tokens = 1
 
+    run_suffix = ""
+
+    def check_run(self, config: OracleConfig) -> None:
+        from specterm.engines.torch.oracle_torch import check_run
+
+        check_run(config)
+
+    def open_run(self, config: OracleConfig, prompts: list[Prompt], report: ProgressCallback) -> TorchPair:
+        from specterm.engines.torch.oracle_torch import load_pair
+
+        return TorchPair(load_pair(config, report))
+
     def open(self, meta: dict[str, Any], options: OpenOptions, report: Callable[[Any], None]) -> TorchPair:
         import torch
 
-        from specterm.engines.torch.oracle_torch import OracleConfig, load_pair
+        from specterm.engines.base import OracleConfig
+
+        from specterm.engines.torch.oracle_torch import load_pair
 
         torch.set_num_threads(options.threads)
         specs = {role: model_spec(meta.get(role), role, override)

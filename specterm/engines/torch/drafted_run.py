@@ -30,8 +30,10 @@ from specterm.core.errors import SpectermError
 from specterm.engines.progress import Cancelled, Progress, ProgressCallback, check_cancel
 from specterm.core.store import RunWriter, Stream, load_run, new_meta, public_model
 from specterm.engines.drafters import Drafter, along_y, drafter_from_spec
-from specterm.engines.torch.oracle_torch import (POSITION_CHUNK, OracleConfig, _head, _hidden_states, _prompts_to_run, _Tally,
-                                 _torch_threads, decode_pieces, encode_prompt)
+from specterm.engines.base import OracleConfig
+from specterm.engines.oracle import prompts_to_run
+from specterm.engines.progress import Tally
+from specterm.engines.torch.oracle_torch import POSITION_CHUNK, decode_pieces, encode_prompt, head_logits, hidden_states, torch_threads
 
 
 @dataclass
@@ -118,7 +120,7 @@ def teacher_force_target(pair: TargetOnly, prompt_ids: list[list[int]], ys: list
     for i, s in enumerate(seqs):
         ids[i, : len(s)] = torch.tensor(s, device=dev)
         mask[i, : len(s)] = 1
-    h = _hidden_states(pair.model, ids, mask)
+    h = hidden_states(pair.model, ids, mask)
     out = []
     for i, (p, y) in enumerate(zip(prompt_ids, ys)):
         n = len(y)
@@ -126,7 +128,7 @@ def teacher_force_target(pair: TargetOnly, prompt_ids: list[list[int]], ys: list
         arg = np.empty(n, dtype=np.int64)
         for c0 in range(0, n, POSITION_CHUNK):
             c1 = min(n, c0 + POSITION_CHUNK)
-            logits = _head(pair.model, h[i, len(p) - 1 + c0: len(p) - 1 + c1])
+            logits = head_logits(pair.model, h[i, len(p) - 1 + c0: len(p) - 1 + c1])
             pmax, parg = torch.softmax(logits, dim=-1).max(dim=-1)
             conf[c0:c1] = pmax.cpu().numpy()
             arg[c0:c1] = parg.cpu().numpy()
@@ -134,7 +136,7 @@ def teacher_force_target(pair: TargetOnly, prompt_ids: list[list[int]], ys: list
     return out
 
 
-class _DrafterTally(_Tally):
+class _DrafterTally(Tally):
     """The run's progress without an alpha (a drafter run has no per-position bits)."""
 
     def saved(self, stream: Stream, before: bool = False) -> None:
@@ -165,7 +167,7 @@ def _meta(config: OracleConfig, pair: TargetOnly, drafter: Drafter, out: Path) -
 
 
 def _measure_costs(config: OracleConfig, pair: TargetOnly, drafters: list[Drafter], writers: list[RunWriter],
-                   prompt_text: str, tally: _Tally, cancel: Optional[threading.Event]) -> None:
+                   prompt_text: str, tally: Tally, cancel: Optional[threading.Event]) -> None:
     """The target's c_decode, c_verify(g) and each drafter's time per block, in one set of rounds, stored
     as a cost profile of each run that has none (or all with --remeasure-cost)."""
     from specterm.core.decide.hardware.profiles import new_profile, with_profile
@@ -188,7 +190,7 @@ def _measure_costs(config: OracleConfig, pair: TargetOnly, drafters: list[Drafte
     sampler = DrafterCostSampler(pair.model, [drafters[i] for i in need], ctx, config.cost_gammas,
                                  on_measure=on_measure, cancel=cancel)
     run_rounds(sampler, config.cost_repeats)
-    described = describe_torch(str(pair.meta.get("device", "cpu")), _torch_threads(), pair.meta.get("dtype"))
+    described = describe_torch(str(pair.meta.get("device", "cpu")), torch_threads(), pair.meta.get("dtype"))
     load = [round(x, 2) for x in os.getloadavg()]  # at the end of the rounds: the 1, 5 and 15 minute averages
     when = new_meta("")["created"]
     for k, i in enumerate(need):
@@ -237,7 +239,7 @@ def stored_gates(y_from: Path, pair: TargetOnly) -> dict[tuple[str, str, str], d
 
 
 def _ys_of_batch(config: OracleConfig, pair: TargetOnly, batch: list[Any], ids_batch: list[list[int]],
-                 given: dict[tuple[str, str, str], list[int]], b0: int, tally: _Tally,
+                 given: dict[tuple[str, str, str], list[int]], b0: int, tally: Tally,
                  cancel: Optional[threading.Event]) -> list[list[int]]:
     """y of each prompt of the batch: taken from --y-from where it has it, else batched greedy decoding."""
     from specterm.engines.torch import specdec
@@ -266,7 +268,7 @@ def _ys_of_batch(config: OracleConfig, pair: TargetOnly, batch: list[Any], ids_b
 
 def _save_batch(pair: TargetOnly, drafters: list[Drafter], writers: list[RunWriter], batch: list[Any],
                 ids_batch: list[list[int]], ys: list[list[int]], given: dict[tuple[str, str, str], list[int]],
-                b0: int, tally: _Tally, gates: dict[tuple[str, str, str], dict[str, np.ndarray]] | None = None) -> None:
+                b0: int, tally: Tally, gates: dict[tuple[str, str, str], dict[str, np.ndarray]] | None = None) -> None:
     """Teacher-force the target on the batch (the gate; `gates`: those the --y-from run's identical target
     pass stored, taken as they are), then each drafter's L_s and m_s along y, appended to every run that
     lacks the prompt."""
@@ -329,7 +331,7 @@ def run_drafters(config: OracleConfig, specs: list[str], on_progress: Optional[P
     Raises `Cancelled` when `cancel` is set; every prompt finished before that is in every run."""
     report = on_progress or (lambda p: None)
     t_start = time.perf_counter()
-    prompts = _prompts_to_run(config)
+    prompts = prompts_to_run(config)
     outs = drafter_outs(config.out, specs)
     for out in outs:
         if (out / "run.json").exists() and not config.resume:
@@ -363,7 +365,7 @@ def run_drafters(config: OracleConfig, specs: list[str], on_progress: Optional[P
         for w in writers:
             w.update_meta(sessions=list(w.meta.get("sessions") or []) + [{
                 "started": w.meta["created"], "prompts": len(todo), "y_built_with": "batched greedy",
-                "batch_size": config.batch_size, "torch_threads": _torch_threads(), "device": pair.meta.get("device")}])
+                "batch_size": config.batch_size, "torch_threads": torch_threads(), "device": pair.meta.get("device")}])
         _measure_costs(config, pair, drafters, writers, prompts[0].text, tally, cancel)
         for b0 in range(0, len(todo), config.batch_size):
             batch = todo[b0: b0 + config.batch_size]

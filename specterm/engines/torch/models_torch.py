@@ -139,13 +139,15 @@ def gguf_parsed_once() -> Iterator[None]:
                 maps[(arch, n_blocks)] = name_map(arch, n_blocks)
             return maps[(arch, n_blocks)]
 
-        gguf.GGUFReader, gguf.get_tensor_name_map = reader, tensor_name_map
+        setattr(gguf, "GGUFReader", reader)  # noqa: B010  (assigned through setattr: a module attribute, not a type)
+        setattr(gguf, "get_tensor_name_map", tensor_name_map)  # noqa: B010
         _gguf_depth = 1
         try:
             yield
         finally:
             _gguf_depth = 0
-            gguf.GGUFReader, gguf.get_tensor_name_map = reader_cls, name_map
+            setattr(gguf, "GGUFReader", reader_cls)  # noqa: B010
+            setattr(gguf, "get_tensor_name_map", name_map)  # noqa: B010
             readers.clear()
 
 
@@ -155,7 +157,7 @@ _TOKENIZERS: dict[tuple, Any] = {}
 def load_tokenizer(ms: ModelSpec, trust_remote_code: bool = False):
     """The model's tokenizer; kept per process (keyed by source and file time), because `specterm
     run` checks the prompts with it before loading the models, which load it again."""
-    where = ms.path / ms.gguf_file if ms.gguf_file else ms.path
+    where = ms.path / ms.gguf_file if ms.gguf_file and ms.path is not None else ms.path
     stamp = where.stat().st_mtime_ns if where is not None and where.exists() else None
     key = (ms.kind, str(where), ms.spec, stamp, trust_remote_code)
     if key not in _TOKENIZERS:
@@ -175,10 +177,10 @@ def _load_tokenizer(ms: ModelSpec, trust_remote_code: bool = False):
             return AutoTokenizer.from_pretrained(str(ms.path), trust_remote_code=trust_remote_code)
         return AutoTokenizer.from_pretrained(ms.spec, trust_remote_code=trust_remote_code)
     except Exception as exc:  # transformers raises many types; the user needs one sentence
-        raise SpectermError(_load_error(ms, "tokenizer", exc)) from None
+        raise SpectermError(load_error(ms, "tokenizer", exc)) from None
 
 
-def _load_error(ms: ModelSpec, what: str, exc: Exception) -> str:
+def load_error(ms: ModelSpec, what: str, exc: Exception) -> str:
     first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else exc.__class__.__name__
     if ms.kind == "hub":
         return (f"could not load the {what} of '{ms.spec}' from the Hugging Face hub ({first}); "
@@ -253,6 +255,7 @@ def load_model(ms: ModelSpec, device: str, dtype, trust_remote_code: bool = Fals
     from transformers import AutoModelForCausalLM
 
     kw: dict[str, Any] = {"dtype": dtype}
+    model: Any
     try:
         if ms.kind == "gguf":
             model = AutoModelForCausalLM.from_pretrained(str(ms.path), gguf_file=ms.gguf_file, **kw)
@@ -265,7 +268,7 @@ def load_model(ms: ModelSpec, device: str, dtype, trust_remote_code: bool = Fals
     except SpectermError:
         raise
     except Exception as exc:
-        raise SpectermError(_load_error(ms, "model", exc)) from None
+        raise SpectermError(load_error(ms, "model", exc)) from None
     model.to(device)
     model.eval()
     torch.set_grad_enabled(False)

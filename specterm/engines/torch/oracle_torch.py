@@ -1,4 +1,4 @@
-"""The exact greedy oracle (SPEC section 1).
+"""The torch engine's part of the exact greedy oracle (SPEC section 1; the flow is engines/oracle.py).
 
 For each prompt: y = the target's raw-argmax greedy continuation (built with lossless speculative
 decoding when `spec_gamma > 0`, else plain greedy); then one teacher-forced pass of each model over
@@ -12,53 +12,27 @@ prompt + y (batched over prompts, right-padded) gives, for t = 0..n-1,
 150k vocabulary. Where batched and serial evaluation may differ (any dtype but float32, any device
 but the CPU: `repairs_needed`) a stream whose gate fails goes through SPEC 1.3's repair loop
 (engines/repair.py, the loop llama.cpp runs) and stores its flipped positions; float32 on the CPU
-keeps the prefix rule. Every finished prompt is appended to the run on disk at once.
+keeps the prefix rule. `check_run` is every check of `specterm run` on torch that needs no weights.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
 
-from specterm.engines.corpora import Prompt
 from specterm.core.errors import SpectermError
-from specterm.engines.progress import Cancelled, Progress, ProgressCallback, check_cancel
-from specterm.core.store import RunWriter, Stream, load_run, new_meta, public_model
+from specterm.core.store import Stream
+from specterm.engines.base import OracleConfig
+from specterm.engines.corpora import Prompt
+from specterm.engines.progress import Cancelled, Progress, ProgressCallback, Tally, check_cancel
 from specterm.engines.repair import REPAIR_RULE
 
 POSITION_CHUNK = 64  # positions per softmax chunk: 64 x 152k x 4 B x 2 models ~ 78 MB
-
-
-@dataclass
-class OracleConfig:
-    target: str
-    draft: str
-    prompts: list[Prompt]
-    out: Path
-    max_new_tokens: int = 128
-    device: str = "auto"
-    dtype: str = "auto"
-    batch_size: int = 4
-    resume: bool = False
-    spec_gamma: int = 0
-    measure_cost: bool = True
-    remeasure_cost: bool = False  # with resume: measure r again (the earlier values are kept in cost.earlier)
-    cost_repeats: int = 7  # timed rounds of the cost measurement (engines/torch/costs_torch.py)
-    cost_gammas: tuple[int, ...] = tuple(range(1, 17))  # draft lengths whose c_verify(g) is timed
-    trust_remote_code: bool = False
-    shard: Optional[tuple[int, int]] = None
-    extra_meta: dict[str, Any] = field(default_factory=dict)
-    record_paths: bool = False  # keep models' absolute local paths in run.json (off: names + sha256 only)
-
-    @property
-    def y_method(self) -> str:
-        """How y is built, as stored in run.json generation.y_method (resume refuses a change)."""
-        return f"speculative decoding, gamma={self.spec_gamma}" if self.spec_gamma > 0 else "batched greedy"
 
 
 @dataclass
@@ -97,6 +71,7 @@ def load_pair(config: OracleConfig, report: ProgressCallback = lambda p: None) -
         target = M.load_model(t_spec, device, dtype, config.trust_remote_code)
         report(Progress("loading", f"loading draft {config.draft}"))
         if d_spec.kind == "layers":
+            assert d_spec.layers is not None  # a layers:K spec always has K
             draft = M.layer_skip_draft(target, d_spec.layers)
         else:
             draft = M.load_model(d_spec, device, dtype, config.trust_remote_code)
@@ -117,10 +92,10 @@ def load_pair(config: OracleConfig, report: ProgressCallback = lambda p: None) -
     return LoadedPair(target, draft, tok_t, M.eos_ids(target, tok_t), meta)
 
 
-def _torch_threads() -> int:
+def torch_threads() -> int:
     import torch
 
-    return torch.get_num_threads()
+    return int(torch.get_num_threads())
 
 
 def encode_prompt(tokenizer, text: str, name: str = "a prompt") -> list[int]:
@@ -130,13 +105,13 @@ def encode_prompt(tokenizer, text: str, name: str = "a prompt") -> list[int]:
     return list(ids)
 
 
-def _hidden_states(model, ids, mask):
+def hidden_states(model, ids, mask):
     """Last hidden states (B x L x H) from the decoder stack, without materialising B x L x V logits."""
     out = model.get_decoder()(input_ids=ids, attention_mask=mask, use_cache=False)
     return out.last_hidden_state
 
 
-def _head(model, h):
+def head_logits(model, h):
     logits = model.get_output_embeddings()(h).float()
     cap = getattr(model.config, "final_logit_softcapping", None)
     if cap:
@@ -191,7 +166,7 @@ def teacher_pass(pair: LoadedPair, prompt_ids: list[list[int]],
         for i, s in enumerate(seqs):
             ids[i, : len(s)] = torch.tensor(s, device=dev)
             mask[i, : len(s)] = 1
-        per_model.append(_hidden_states(model, ids, mask))
+        per_model.append(hidden_states(model, ids, mask))
     h_t, h_d = per_model
     for i, (p, y) in enumerate(zip(prompt_ids, ys)):
         n = len(y)
@@ -202,8 +177,8 @@ def teacher_pass(pair: LoadedPair, prompt_ids: list[list[int]],
         for c0 in range(0, n, POSITION_CHUNK):
             c1 = min(n, c0 + POSITION_CHUNK)
             pos = slice(len(p) - 1 + c0, len(p) - 1 + c1)
-            lt = _head(pair.target, h_t[i, pos])
-            ld = _head(pair.draft, h_d[i, pos].to(h_t.device))
+            lt = head_logits(pair.target, h_t[i, pos])
+            ld = head_logits(pair.draft, h_d[i, pos].to(h_t.device))
             v = min(lt.shape[-1], ld.shape[-1])  # embedding padding beyond the real vocabulary is ignored
             pt = torch.softmax(lt[:, :v], dim=-1)
             pd = torch.softmax(ld[:, :v], dim=-1)
@@ -301,152 +276,8 @@ def decode_pieces(tokenizer, y: list[int]) -> tuple[str, np.ndarray]:
     return text, ends
 
 
-@dataclass
-class _Tally:
-    """What a run has done so far, and its progress reports built from it: y tokens generated and
-    the time spent generating them (tokens/s, ETA), prompts saved, and the saved streams' running
-    alpha (SPEC 2's alpha: accepted / positions over the gate-valid positions, as the report counts it)
-    and gate rate (over every position)."""
-
-    report: ProgressCallback
-    n_todo: int
-    max_new_tokens: int
-    t_start: float = field(default_factory=time.perf_counter)
-    gen_tokens: int = 0
-    gen_time: float = 0.0
-    done: int = 0
-    saved_bits: int = 0
-    saved_n: int = 0
-    saved_valid: int = 0
-    saved_gate: int = 0
-    before: int = 0
-    """Prompts the run held already (--resume): counted in every report, so the Run screen shows the
-    whole run (saved before + this session) and its running alpha over all of them."""
-    t_prompts: float | None = None
-    """When this session's first prompt started (after loading and the cost measurement)."""
-    t_last_save: float | None = None
-    """When this session's last prompt was saved."""
-
-    def eta(self, now: float, rate: float) -> float | None:
-        """Seconds left: once a prompt is saved, the wall time per prompt so far (from the first
-        prompt's start to the last save, everything a prompt costs: generation, teacher forcing,
-        saving) times the prompts left, less the time already spent since the last save (never
-        below 0); before that, the tokens left at the generation rate (`rate` tokens/s; optimistic,
-        it leaves out teacher forcing), or None."""
-        left_prompts = self.n_todo - self.done
-        if self.done and self.t_prompts is not None and self.t_last_save is not None:
-            per_prompt = (self.t_last_save - self.t_prompts) / self.done
-            return max(per_prompt * left_prompts - (now - self.t_last_save), 0.0)
-        return (left_prompts * self.max_new_tokens / rate) if rate > 0 else None
-
-    def emit(self, phase: str, msg: str = "", gen_extra: float = 0.0, **kw: Any) -> None:
-        """Report a Progress; `gen_extra`: seconds of generation under way, not yet in gen_time."""
-        now = time.perf_counter()
-        elapsed = now - self.t_start
-        rate = self.gen_tokens / (self.gen_time + gen_extra) if self.gen_time + gen_extra > 0 else 0.0
-        if "prompt_index" in kw:
-            kw["prompt_index"] += self.before
-        self.report(Progress(
-            phase, msg, n_prompts=self.before + self.n_todo, prompts_done=self.before + self.done,
-            max_new_tokens=self.max_new_tokens,
-            tokens_per_s=rate, running_alpha=(self.saved_bits / self.saved_valid) if self.saved_valid else None,
-            gate_rate=(self.saved_gate / self.saved_n) if self.saved_n else None, elapsed_s=elapsed,
-            eta_s=self.eta(now, rate), already=self.before, **kw,
-        ))
-
-    def saved(self, stream: Stream, before: bool = False) -> None:
-        """Count a saved stream (`before`: one the run held already, --resume)."""
-        if before:
-            self.before += 1
-        else:
-            self.done += 1
-            self.t_last_save = time.perf_counter()
-        self.saved_bits += int(stream.a.sum())  # a: the bits up to the first gate failure
-        self.saved_valid += stream.valid_len
-        self.saved_n += stream.n
-        self.saved_gate += int(stream.gate.sum())
-
-
-def _prompts_to_run(config: OracleConfig) -> list[Prompt]:
-    """config.prompts, or this shard's share of them; one sentence when there are none."""
-    prompts = config.prompts
-    if config.shard is not None:
-        from specterm.engines.corpora import shard
-
-        prompts = shard(prompts, *config.shard)
-    if not prompts:
-        raise SpectermError("there are no prompts to run; check --corpus/--prompts.")
-    return prompts
-
-
-def _open_writer(config: OracleConfig, pair: LoadedPair) -> tuple[RunWriter, dict[str, Any]]:
-    """The run's writer (new, or resuming) and this invocation's metadata: models, how y is built,
-    the shard."""
-    meta = new_meta(
-        config.out.name,
-        **pair.meta,
-        generation={
-            "decoding": "raw-argmax greedy (no logits processors or warpers)",
-            "max_new_tokens": config.max_new_tokens,
-            "y_built_with": (f"speculative decoding with the draft, gamma={config.spec_gamma}" if config.spec_gamma > 0
-                             else f"batched greedy, {config.batch_size} prompts at a time"),
-            "eos_token_ids": sorted(pair.eos),
-            "y_method": config.y_method,
-            "batch_size": config.batch_size,
-            "prompt_encoding": "tokenizer(text) with its default special tokens, no chat template",
-            **({"repair": REPAIR_RULE} if repairs_needed(str(pair.meta.get("device", "cpu")), pair.meta.get("dtype"))
-               else {}),
-        },
-        shard=list(config.shard) if config.shard else None,
-        **config.extra_meta,
-    )
-    for key in ("target", "draft"):
-        meta[key] = public_model(meta[key], config.record_paths)
-    return RunWriter(config.out, meta, resume=config.resume), meta
-
-
-def _record_session(writer: RunWriter, meta: dict[str, Any], config: OracleConfig, n_todo: int) -> None:
-    """Each invocation (first run and every --resume) is recorded, with how it built y (`meta`:
-    this invocation's metadata)."""
-    writer.update_meta(sessions=list(writer.meta.get("sessions") or []) + [{
-        "started": meta["created"], "prompts": n_todo, "y_built_with": meta["generation"]["y_built_with"],
-        "batch_size": config.batch_size, "torch_threads": _torch_threads(), "device": meta.get("device"),
-    }])
-
-
-def _measure_cost(config: OracleConfig, pair: LoadedPair, writer: RunWriter, prompt: Prompt, tally: _Tally,
-                  cancel: Optional[threading.Event]) -> None:
-    """Measure the cost model (engines/torch/costs_torch.py: c_decode, c_draft, c_verify(g)) on `prompt` unless the run has it (or --remeasure-cost:
-    again, the earlier values kept in cost.earlier)."""
-    from specterm.engines.torch.costs_torch import measure_cost_ratio
-
-    old_cost = writer.meta.get("cost") or {}
-    if not config.measure_cost or (old_cost.get("r_measured") and not config.remeasure_cost):
-        return
-    tally.report(Progress("cost", "measuring costs: c_decode, c_draft, c_verify(g) (interleaved repeats)",
-                          n_prompts=tally.n_todo))
-    ctx = encode_prompt(pair.tokenizer, prompt.text)
-
-    def on_measure(i, total, label, seconds):
-        tally.report(Progress("cost", f"cost {i}/{total}: {label} {seconds:.3f} s", n_prompts=tally.n_todo,
-                              elapsed_s=time.perf_counter() - tally.t_start, step=i, steps=total))
-
-    cost = measure_cost_ratio(pair.target, pair.draft, ctx, config.max_new_tokens, repeats=config.cost_repeats,
-                              gammas=config.cost_gammas, on_measure=on_measure, cancel=cancel)
-    cost["measured_at"] = new_meta("")["created"]
-    from specterm.core.decide.hardware.profiles import new_profile, with_profile
-    from specterm.engines.torch.models_torch import describe_torch
-
-    # a cost profile of this machine (SPEC 6), read before `cost` changes (an old run's costs migrate first)
-    described = describe_torch(str(pair.meta.get("device", "cpu")), _torch_threads(), pair.meta.get("dtype"))
-    profiles = with_profile(writer.meta, new_profile(cost, described, source="measured by specterm run"))
-    if old_cost.get("r_measured"):
-        cost["earlier"] = [*old_cost.pop("earlier", []), old_cost]
-    writer.update_meta(cost=cost, profiles=profiles)
-
-
-def _generate_speculative(config: OracleConfig, pair: LoadedPair, batch: list[Prompt], ids_batch: list[list[int]],
-                          b0: int, tally: _Tally, cancel: Optional[threading.Event]) -> tuple[list[list[int]], bool]:
+def generate_speculative(config: OracleConfig, pair: LoadedPair, batch: list[Prompt], ids_batch: list[list[int]],
+                          b0: int, tally: Tally, cancel: Optional[threading.Event]) -> tuple[list[list[int]], bool]:
     """y of each prompt of the batch by lossless speculative decoding, one prompt at a time.
     Returns (the finished ys, whether a cancel stopped it)."""
     from specterm.engines.torch import specdec
@@ -456,7 +287,7 @@ def _generate_speculative(config: OracleConfig, pair: LoadedPair, batch: list[Pr
         idx = b0 + j
         t0 = time.perf_counter()
         tok_before = tally.gen_tokens
-        where = dict(prompt_index=idx, prompt_id=prompt.id, corpus=prompt.corpus)
+        where: dict[str, Any] = {"prompt_index": idx, "prompt_id": prompt.id, "corpus": prompt.corpus}
 
         def on_block(res, where=where, t0=t0, tok_before=tok_before):
             tally.gen_tokens = tok_before + len(res.tokens)
@@ -475,8 +306,8 @@ def _generate_speculative(config: OracleConfig, pair: LoadedPair, batch: list[Pr
     return ys, False
 
 
-def _generate_batched(config: OracleConfig, pair: LoadedPair, batch: list[Prompt], ids_batch: list[list[int]],
-                      b0: int, tally: _Tally, cancel: Optional[threading.Event]) -> tuple[list[list[int]], bool]:
+def generate_batched(config: OracleConfig, pair: LoadedPair, batch: list[Prompt], ids_batch: list[list[int]],
+                      b0: int, tally: Tally, cancel: Optional[threading.Event]) -> tuple[list[list[int]], bool]:
     """y of every prompt of the batch by batched plain greedy decoding. Returns (ys, cancelled)
     (no ys when cancelled: the batch finishes together or not at all)."""
     from specterm.engines.torch import specdec
@@ -484,7 +315,7 @@ def _generate_batched(config: OracleConfig, pair: LoadedPair, batch: list[Prompt
     t0 = time.perf_counter()
     tok_before = tally.gen_tokens
     label = f"{batch[0].id}..{batch[-1].id}" if len(batch) > 1 else batch[0].id
-    where = dict(prompt_index=b0, prompt_id=label, corpus=batch[0].corpus)
+    where: dict[str, Any] = {"prompt_index": b0, "prompt_id": label, "corpus": batch[0].corpus}
 
     def on_step(k):
         tally.gen_tokens = tok_before + k * len(batch)
@@ -503,76 +334,141 @@ def _generate_batched(config: OracleConfig, pair: LoadedPair, batch: list[Prompt
     return ys, cancelled
 
 
-def _save_batch(pair: LoadedPair, writer: RunWriter, batch: list[Prompt], ids_batch: list[list[int]],
-                ys: list[list[int]], b0: int, tally: _Tally, max_new_tokens: int,
-                cancel: Optional[threading.Event] = None) -> None:
-    """Teacher-force the finished ys (the first len(ys) prompts of the batch) and append each stream;
-    where batched and serial evaluation may differ (`repairs_needed`) a stream whose gate fails goes
-    through the repair loop first (`repaired_columns`) and stores its flipped positions."""
-    tally.emit("teacher-forcing", f"teacher-forcing {len(ys)} prompt(s)", prompt_index=b0)
+def generation_meta(config: OracleConfig, pair: LoadedPair) -> dict[str, Any]:
+    """run.json's "generation" of a torch run: raw-argmax greedy, how y is built, the EOS ids."""
+    return {
+        "decoding": "raw-argmax greedy (no logits processors or warpers)",
+        "max_new_tokens": config.max_new_tokens,
+        "y_built_with": (f"speculative decoding with the draft, gamma={config.spec_gamma}" if config.spec_gamma > 0
+                         else f"batched greedy, {config.batch_size} prompts at a time"),
+        "eos_token_ids": sorted(pair.eos),
+        "y_method": config.y_method,
+        "batch_size": config.batch_size,
+        "prompt_encoding": "tokenizer(text) with its default special tokens, no chat template",
+        **({"repair": REPAIR_RULE} if repairs_needed(str(pair.meta.get("device", "cpu")), pair.meta.get("dtype")) else {}),
+    }
+
+
+def torch_streams(pair: LoadedPair, batch: list[Prompt], ids_batch: list[list[int]], ys: list[list[int]], b0: int,
+                  tally: Tally, max_new_tokens: int, cancel: Optional[threading.Event] = None) -> Iterator[Stream]:
+    """The streams of the finished ys (the first len(ys) prompts of the batch): one teacher-forced pass of
+    each model over the batch (`teacher_force`); where batched and serial evaluation may differ
+    (`repairs_needed`) a stream whose gate fails goes through the repair loop first (`repaired_columns`)
+    and stores its flipped positions; then y's text and its pieces."""
     results = teacher_force(pair, ids_batch[: len(ys)], ys)
     repair = repairs_needed(str(pair.meta.get("device", "cpu")), pair.meta.get("dtype"))
     for prompt, ids, y, cols in zip(batch, ids_batch, ys, results):
         flips = None
         if repair:
-            def on_repair(k, t, prompt=prompt):
+            def on_repair(k: int, t: int, prompt: Prompt = prompt) -> None:
                 tally.emit("repairing", f"{prompt.id}: repair {k} at t = {t} (the gate failed there)",
                            prompt_index=b0, prompt_id=prompt.id, corpus=prompt.corpus)
 
             y, cols, flips = repaired_columns(pair, ids, y, cols, max_new_tokens, cancel, on_repair)
         text, ends = decode_pieces(pair.tokenizer, y)
-        stream = Stream(
-            id=prompt.id, corpus=prompt.corpus, prompt=prompt.text, y=np.asarray(y, dtype=np.int32),
-            text=text, piece_ends=ends, stop="eos" if y and y[-1] in pair.eos else "length", repairs=flips, **cols,
-        )
-        writer.append(stream)
-        tally.saved(stream)
-        tally.emit("saved", f"saved {prompt.id}", prompt_index=b0, prompt_id=prompt.id, corpus=prompt.corpus,
-                   tokens=len(y), bits="".join(map(str, stream.bits.tolist())))
+        columns: dict[str, Any] = dict(cols)
+        yield Stream(id=prompt.id, corpus=prompt.corpus, prompt=prompt.text, y=np.asarray(y, dtype=np.int32),
+                     text=text, piece_ends=ends, stop="eos" if y and y[-1] in pair.eos else "length", repairs=flips,
+                     **columns)
 
 
-def run_oracle(config: OracleConfig, on_progress: Optional[ProgressCallback] = None,
-               cancel: Optional[threading.Event] = None, pair: Optional[LoadedPair] = None) -> Path:
-    """Run the oracle over config.prompts, appending each finished prompt to config.out.
+def target_config(ms, trust_remote_code: bool):
+    """The target's config alone (config.json or GGUF metadata, no weights); its text config for a
+    multimodal model. SpectermError (one sentence) when it cannot be read."""
+    from transformers import AutoConfig
 
-    Steps: the prompts (this shard's), the models, the run's writer and session record, the cost
-    ratio r, then per batch: y (speculative or batched greedy), the teacher-forced pass, the save.
-    The writer holds the run's lock from its first write until return. Raises `Cancelled` when `cancel` is set; every prompt finished before that is on disk (a
-    prompt whose y was complete when cancel came is still teacher-forced and saved).
+    from specterm.engines.torch.models_torch import load_error
+
+    try:
+        if ms.kind == "gguf":
+            cfg = AutoConfig.from_pretrained(str(ms.path), gguf_file=ms.gguf_file)
+        elif ms.kind == "dir":
+            cfg = AutoConfig.from_pretrained(str(ms.path), trust_remote_code=trust_remote_code)
+        else:
+            cfg = AutoConfig.from_pretrained(ms.spec, trust_remote_code=trust_remote_code)
+    except Exception as exc:  # transformers raises many types; the user needs one sentence
+        raise SpectermError(load_error(ms, "config", exc)) from None
+    return getattr(cfg, "text_config", None) or cfg
+
+
+def check_context(longest_prompt: int, max_new_tokens: int, context: object) -> None:
+    """Refuse (one sentence) a run whose longest prompt plus -n tokens does not fit the target's
+    context (max_position_embeddings; not checked when the config does not say)."""
+    if type(context) is int and context > 0 and longest_prompt + max_new_tokens > context:
+        raise SpectermError(f"-n {max_new_tokens} after the longest prompt ({longest_prompt} tokens) needs "
+                            f"{longest_prompt + max_new_tokens} positions, beyond the target's context of {context}; "
+                            "lower -n/--max-new-tokens or shorten the prompt.")
+
+
+def check_run(config: OracleConfig) -> None:
+    """torch's checks of `specterm run` that need no model weights, done before any model loads (the
+    prompts and --out are engines/oracle.check_run's): the numbers, with --resume the run's models and
+    generation settings, models resolved, device and dtype, the tokenizers compared and every prompt
+    encoded (a prompt of zero tokens is named), layers:K against the target's config. Raises
+    SpectermError (one sentence); creates nothing on disk.
     """
-    report = on_progress or (lambda p: None)
-    t_start = time.perf_counter()
-    prompts = _prompts_to_run(config)
-    if config.out.exists() and (config.out / "run.json").exists() and not config.resume:
-        raise SpectermError(f"{config.out} already holds a run; pass --resume to continue it or choose another --out.")
-    if pair is None:
-        pair = load_pair(config, report)
-    check_cancel(cancel)
-    writer, meta = _open_writer(config, pair)
-    with writer:
-        todo = [p for p in prompts if (p.corpus, p.id) not in writer.done]
-        tally = _Tally(report, len(todo), config.max_new_tokens, t_start=t_start)
-        for line in writer.warnings:  # what reopening the run mended or swept, said once
-            tally.emit("warning", line)
-        if writer.done:  # --resume: the prompts saved before count in the Run screen's totals and alpha
-            for stream in load_run(config.out).streams:
-                tally.saved(stream, before=True)
-            tally.emit("loading", f"resuming: {tally.before} prompt(s) already kept in {config.out}, "
-                                  f"{len(todo)} to run")
-        _record_session(writer, meta, config, len(todo))
-        _measure_cost(config, pair, writer, prompts[0], tally, cancel)
+    from specterm.core.store import META_FILE
+    from specterm.engines.corpora import shard as take_shard
+    from specterm.engines.torch import models_torch as M
 
-        generate = _generate_speculative if config.spec_gamma > 0 else _generate_batched
-        tally.t_prompts = time.perf_counter()
-        for b0 in range(0, len(todo), config.batch_size):
-            batch = todo[b0 : b0 + config.batch_size]
-            ids_batch = [encode_prompt(pair.tokenizer, p.text, f"prompt {p.id!r} ({p.corpus})") for p in batch]
-            ys, cancelled = generate(config, pair, batch, ids_batch, b0, tally, cancel)
-            if ys:
-                _save_batch(pair, writer, batch, ids_batch, ys, b0, tally, config.max_new_tokens,
-                            None if cancelled else cancel)
-            if cancelled:
-                tally.emit("cancelled", f"cancelled: {tally.done} prompt(s) saved in {config.out}")
-                raise Cancelled()
-    tally.emit("done", f"{tally.done} prompt(s) saved in {config.out}")
-    return config.out
+    _check_numbers(config)
+    prompts = take_shard(config.prompts, *config.shard) if config.shard else config.prompts
+    resuming = config.resume and (config.out / META_FILE).is_file()
+    t_spec = M.resolve_spec(config.target, hash_files=resuming)
+    if t_spec.kind == "layers":
+        raise SpectermError("--target must be a model; 'layers:K' is only a draft (the target's first K layers).")
+    d_spec = M.resolve_spec(config.draft, hash_files=resuming)
+    device = M.resolve_device(config.device)
+    dtype = M.resolve_dtype(config.dtype, device, "gguf" in (t_spec.kind, d_spec.kind))
+    if resuming:
+        _check_resume(config, t_spec, d_spec, dtype)
+    tok = M.load_tokenizer(t_spec, config.trust_remote_code)
+    if d_spec.kind != "layers":
+        M.check_tokenizers(tok, M.load_tokenizer(d_spec, config.trust_remote_code))
+    longest = 0
+    for p in prompts:
+        ids = tok(p.text).input_ids
+        if not ids:
+            raise SpectermError(f"prompt {p.id!r} ({p.corpus}) encodes to zero tokens; remove it or give it some text.")
+        longest = max(longest, len(ids))
+    _check_target_config(config, t_spec, d_spec, longest)
+
+
+def _check_numbers(config: OracleConfig) -> None:
+    """-n, --batch-size and --spec-gamma are integers in range; --threads is llama.cpp's."""
+    for flag, value, low in (("-n/--max-new-tokens", config.max_new_tokens, 1), ("--batch-size", config.batch_size, 1),
+                             ("--spec-gamma", config.spec_gamma, 0)):
+        if not isinstance(value, int) or value < low:
+            raise SpectermError(f"{flag} must be an integer of at least {low}, got {value}.")
+    if config.threads is not None:
+        raise SpectermError("--threads is for --backend llama.cpp; torch picks its own threads.")
+
+
+def _check_resume(config: OracleConfig, t_spec: Any, d_spec: Any, dtype: Any) -> None:
+    """--resume: the run's models and generation settings are this command's, and the run loads."""
+    from specterm.core.store import load_run, public_model, read_meta, resume_conflict
+
+    new = {"target": public_model(t_spec.describe()), "draft": public_model(d_spec.describe()),
+           "dtype": str(dtype).replace("torch.", ""),
+           "generation": {"max_new_tokens": config.max_new_tokens, "y_method": config.y_method}}
+    conflict = resume_conflict(read_meta(config.out), new)
+    if conflict:
+        raise SpectermError(f"{config.out} {conflict}; resume with the same settings or choose another --out.")
+    load_run(config.out)  # a corrupt run is refused now (repair it first), not after the models load
+
+
+def _check_target_config(config: OracleConfig, t_spec: Any, d_spec: Any, longest: int) -> None:
+    """The longest prompt + -n within the target's context, and layers:K within its layers (its config alone)."""
+    try:
+        tcfg = target_config(t_spec, config.trust_remote_code)
+    except SpectermError:
+        if d_spec.kind == "layers":
+            raise
+        tcfg = None  # loading the model says what is wrong; no context to check against here
+    if tcfg is not None:
+        check_context(longest, config.max_new_tokens, getattr(tcfg, "max_position_embeddings", None))
+    if d_spec.kind == "layers":
+        assert tcfg is not None and d_spec.layers is not None
+        n = int(tcfg.num_hidden_layers)
+        if not 1 <= d_spec.layers < n:
+            raise SpectermError(f"layers:{d_spec.layers} must keep between 1 and {n - 1} of the target's {n} layers.")

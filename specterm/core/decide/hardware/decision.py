@@ -57,6 +57,42 @@ def _best(S: Array, gammas: NDArray[np.int64]) -> tuple[int | None, float | None
     return g, float(S[np.flatnonzero(gammas == g)[0]])
 
 
+def _without_costs(out: DecisionHW, gammas: Array, E_b: Array | None, g_mb: int | None, s_mb: float | None,
+                   r_mb: float | None, mb_text: str, note: str | None) -> DecisionHW:
+    """The decision without a cost curve: the memory-bound reference at the given r, its CI resampling
+    prompts only (no cost was measured, so there are no cost samples to resample)."""
+    ci_ref: list[float | None] = [None, None]
+    if g_mb is not None and r_mb is not None and E_b is not None and E_b.shape[0]:
+        jm = int(np.flatnonzero(gammas == g_mb)[0])
+        ci_ref = _ci(costmodel.speedup_mb(E_b[:, jm], r_mb, g_mb))
+    if ci_ref[0] is not None and ci_ref[1] is not None:
+        mb_text += f" [{ci_ref[0]:.2f}, {ci_ref[1]:.2f}]"
+    out.speedup_mb_ci = plain_values(ci_ref)
+    out.verdict_kind = verdict_kind(s_mb, ci_ref)
+    out.speculate = out.verdict_kind == SPECULATE
+    out.verdict = f"{note or NO_COSTS_NOTE}: {mb_text}"
+    return out
+
+
+def _hw_cis(gammas: Array, E_b: Array | None, reps: CostReplicates | None, g_hw: int | None,
+            g_mb: int | None) -> tuple[list[float | None], list[float | None]]:
+    """The percentile intervals of S_hw(g_hw) and of the memory-bound S(g_mb) over the paired replicates
+    (E_boot[b] with cost replicate b); [None, None] without replicates."""
+    ci_hw: list[float | None] = [None, None]
+    ci_mb: list[float | None] = [None, None]
+    if g_hw is not None and E_b is not None and reps is not None and E_b.shape[0]:
+        n = min(E_b.shape[0], reps.c_decode.size)
+        j = int(np.flatnonzero(gammas == g_hw)[0])
+        k = int(np.flatnonzero(reps.gammas == g_hw)[0])
+        S_rep = costmodel.speedup_hw(E_b[:n, j], reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g_hw,
+                                     c_draft_fwd=reps.draft_fwd_col(k, n), overhead=reps.overhead_col(k, n))
+        ci_hw = _ci(S_rep)
+        if g_mb is not None:
+            jm = int(np.flatnonzero(gammas == g_mb)[0])
+            ci_mb = _ci(costmodel.speedup_mb(E_b[:n, jm], reps.c_draft[:n] / reps.c_decode[:n], g_mb))
+    return ci_hw, ci_mb
+
+
 def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, curve: CostCurve | None,
                 r_fallback: float | None = None, phi_true: ArrayLike | None = None,
                 confirmed: Sequence[ConfirmedRow | dict[str, Any]] = (), note: str | None = None,
@@ -113,24 +149,12 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
                else f"{MEMORY_BOUND_LABEL}: no cost ratio")
     out = DecisionHW(
         measured=curve is not None, gamma_mb=g_mb, speedup_mb=num(s_mb),
-        confirmed=[c if isinstance(c, ConfirmedRow) else ConfirmedRow.from_dict(_plain(c)) for c in confirmed],
+        confirmed=[c if isinstance(c, ConfirmedRow) else ConfirmedRow.from_dict(plain_values(c)) for c in confirmed],
         r_mb=num(r_mb), gamma_iid_mb=g_imb, speedup_iid_mb=num(s_imb), memory_bound_label=MEMORY_BOUND_LABEL,
     )
     E_b = None if E_boot is None else np.asarray(E_boot, dtype=np.float64)[:, order]
     if curve is None:
-        # The decision is the memory-bound reference at the given r: its CI resamples prompts only
-        # (no cost was measured, so there are no cost samples to resample).
-        ci_ref: list[float | None] = [None, None]
-        if g_mb is not None and r_mb is not None and E_b is not None and E_b.shape[0]:
-            jm = int(np.flatnonzero(gammas == g_mb)[0])
-            ci_ref = _ci(costmodel.speedup_mb(E_b[:, jm], r_mb, g_mb))
-        if ci_ref[0] is not None and ci_ref[1] is not None:
-            mb_text += f" [{ci_ref[0]:.2f}, {ci_ref[1]:.2f}]"
-        out.speedup_mb_ci = _plain(ci_ref)
-        out.verdict_kind = verdict_kind(s_mb, ci_ref)
-        out.speculate = out.verdict_kind == SPECULATE
-        out.verdict = f"{note or NO_COSTS_NOTE}: {mb_text}"
-        return too_few_prompts(out, n_prompts, where=where)
+        return too_few_prompts(_without_costs(out, gammas, E_b, g_mb, s_mb, r_mb, mb_text, note), n_prompts, where=where)
     grid = np.array([g for g in curve.gammas.tolist() if g in set(gammas.tolist())], dtype=np.int64)
     c_ver = np.array([curve.verify_at(int(g)) for g in grid], dtype=np.float64)
     c_fwd = curve.draft_fwd_on(grid)  # the engine's per-block term (None: SPEC 6's block)
@@ -152,18 +176,7 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
                                      c_draft_fwd=c_fwd, overhead=o_g)
         g_ihw, s_ihw = _best(S_iid, grid)
         s_true_at = None if g_ihw is None else float(S_true[np.flatnonzero(grid == g_ihw)[0]])
-    ci_hw: list[float | None] = [None, None]
-    ci_mb: list[float | None] = [None, None]
-    if g_hw is not None and E_b is not None and reps is not None and E_b.shape[0]:
-        n = min(E_b.shape[0], reps.c_decode.size)
-        j = int(np.flatnonzero(gammas == g_hw)[0])
-        k = int(np.flatnonzero(reps.gammas == g_hw)[0])
-        S_rep = costmodel.speedup_hw(E_b[:n, j], reps.c_decode[:n], reps.c_verify[:n, k], reps.c_draft[:n], g_hw,
-                                     c_draft_fwd=reps.draft_fwd_col(k, n), overhead=reps.overhead_col(k, n))
-        ci_hw = _ci(S_rep)
-        if g_mb is not None:
-            jm = int(np.flatnonzero(gammas == g_mb)[0])
-            ci_mb = _ci(costmodel.speedup_mb(E_b[:n, jm], reps.c_draft[:n] / reps.c_decode[:n], g_mb))
+    ci_hw, ci_mb = _hw_cis(gammas, E_b, reps, g_hw, g_mb)
     kind = verdict_kind(s_hw, ci_hw)
     speculate = kind == SPECULATE
     v_star = steps = None
@@ -178,21 +191,21 @@ def decision_hw(gammas: ArrayLike, E_true: ArrayLike, E_iid: ArrayLike | None, c
         verdict += block_clauses(curve)
         if s_rf is not None and (s_rf > 1.0) != (s_hw > 1.0):
             verdict += f" (with the 2-token draft step: {s_rf:.2f}x at g = {g_rf})"
-    out.speedup_hw_ci, out.speedup_mb_ci, out.verdict_kind = _plain(ci_hw), _plain(ci_mb), kind
+    out.speedup_hw_ci, out.speedup_mb_ci, out.verdict_kind = plain_values(ci_hw), plain_values(ci_mb), kind
     out.break_even_verify, out.verify_steps, out.cost_context = num(v_star), num(steps), curve.context
     if batch is not None:
-        _set_batch(out, gammas, E_t_all, E_b, batch, batch_reps, curve, reps, g_hw, num(s_hw), _plain(ci_hw),
+        _set_batch(out, gammas, E_t_all, E_b, batch, batch_reps, curve, reps, g_hw, num(s_hw), plain_values(ci_hw),
                    batch_fwd_reps)
     out.gamma_hw, out.speedup_hw, out.verdict, out.speculate = g_hw, num(s_hw), verdict, speculate
     out.gamma_iid_hw, out.speedup_iid_hw, out.speedup_true_at_gamma_iid_hw = g_ihw, num(s_ihw), num(s_true_at)
     out.gamma_hw_refeed, out.speedup_hw_refeed, out.speedup_refeed_at_gamma_hw = g_rf, num(s_rf), num(s_rf_at)
     out.clock = curve.clock
-    out.curve_hw = {"gamma": grid.tolist(), "S_true": _plain(S_true), "S_iid": _plain(S_iid),
-                    "S_true_refeed": _plain(S_refeed)}
+    out.curve_hw = {"gamma": grid.tolist(), "S_true": plain_values(S_true), "S_iid": plain_values(S_iid),
+                    "S_true_refeed": plain_values(S_refeed)}
     if c_fwd is not None:  # the engine's per-block term the block cost includes (absent for torch runs)
-        out.curve_hw["c_draft_fwd"] = _plain(c_fwd)
+        out.curve_hw["c_draft_fwd"] = plain_values(c_fwd)
     if o_g is not None:  # the block overhead the block cost includes (absent where not measured)
-        out.curve_hw["overhead"] = _plain(o_g)
+        out.curve_hw["overhead"] = plain_values(o_g)
     return too_few_prompts(out, n_prompts, where=where)
 
 
@@ -223,14 +236,14 @@ def too_few_prompts(out: DecisionHW, n: int | None, needs: int = MIN_PROMPTS, wh
     return out
 
 
-def _plain(value: Any) -> Any:
+def plain_values(value: Any) -> Any:
     """numpy scalars and arrays to Python, NaN and inf to None, recursively (the typed report holds plain values)."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain_values(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain_values(v) for v in value]
     if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
+        return plain_values(value.tolist())
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
@@ -355,10 +368,10 @@ def _set_batch(out: DecisionHW, gammas: NDArray[np.int64], E_all: Array, E_b: Ar
     roofline = {"preset": DEFAULT_ACCELERATOR, "label": preset.label, "ridge": preset.ridge, "gamma": g_ref,
                 "B_star": float(preset.ridge / (g_ref + 1)),
                 "note": "roofline reference for a named accelerator, B* = I*/(g+1); not measured on this device"}
-    out.by_batch, out.batch_crossover, out.roofline_reference = _plain(rows), crossover, _plain(roofline)
+    out.by_batch, out.batch_crossover, out.roofline_reference = plain_values(rows), crossover, plain_values(roofline)
     out.batch_crossover_text = NEVER if crossover is None else f"speculation pays up to batch {crossover}"
     few = batch.min_samples is not None and batch.min_samples < MIN_COST_SAMPLES
-    out.batch_fit = _plain({"held_back": batch.held_back, "fit_rms_rel": batch.fit_rms_rel, "wall_s": batch.wall_s,
+    out.batch_fit = plain_values({"held_back": batch.held_back, "fit_rms_rel": batch.fit_rms_rel, "wall_s": batch.wall_s,
                             "whole_wall_s": batch.whole_wall_s, "upfront_wall_s": batch.upfront_wall_s, "method": FORMULA,
                             "timed_points": batch.timed_points(), "grid_points": int(batch.c_verify.size),
                             "clock": batch.clock, "context": batch.context,

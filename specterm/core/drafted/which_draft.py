@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from specterm.core.drafted.analysis import DrafterReport
+from specterm.core.drafted.drafter_analysis import DrafterReport
 from specterm.core.report.types import POOLED, Estimate, Record, Report, set_names
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from specterm.core.drafted.analysis import DrafterReport, DrafterSet
-from specterm.core.drafted.compare import DraftComparison
+from specterm.core.drafted.drafter_analysis import DrafterReport, DrafterSet
+from specterm.core.drafted.which_draft import DraftComparison
 from specterm.core.report.types import Estimate
 
 YIELD_ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
