@@ -868,12 +868,12 @@ def _(tmp: Path) -> None:
 @case("cross-run", "run --resume on a new path or an empty folder says so and stops")
 def _(tmp: Path) -> None:
     from specterm.core.errors import SpectermError
-    from specterm.runner import _check_out
+    from specterm.core.store import check_new_run_dir
 
     (tmp / "empty").mkdir()
     for out in (tmp / "new", tmp / "empty"):
         try:
-            _check_out(out, resume=True)
+            check_new_run_dir(out, resume=True)
         except SpectermError as exc:
             assert "no run to resume" in str(exc)
             continue
@@ -883,11 +883,11 @@ def _(tmp: Path) -> None:
 @case("cross-run", "run --out inside a run is refused")
 def _(tmp: Path) -> None:
     from specterm.core.errors import SpectermError
-    from specterm.runner import _check_out
+    from specterm.core.store import check_new_run_dir
 
     run = fixture_run(tmp)
     try:
-        _check_out(run / "inner", resume=False)
+        check_new_run_dir(run / "inner", resume=False)
     except SpectermError as exc:
         assert "inside the run" in str(exc)
         return

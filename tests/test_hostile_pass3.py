@@ -401,13 +401,13 @@ def test_merge_refuses_an_incomplete_shard_set(tmp_path):
 
 def test_resume_on_a_folder_without_a_run_says_so_and_stops(tmp_path):
     """Finding 6: `run --resume --out NEW` silently started a fresh full run."""
-    from specterm.runner import _check_out
+    from specterm.core.store import check_new_run_dir
 
     for out in (tmp_path / "new", tmp_path / "empty"):
         if out.name == "empty":
             out.mkdir()
         with pytest.raises(SpectermError, match="no run to resume") as exc:
-            _check_out(out, resume=True)
+            check_new_run_dir(out, resume=True)
         assert one_sentence(str(exc.value)) and not (out / META_FILE).exists()
 
 
