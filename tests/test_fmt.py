@@ -17,7 +17,8 @@ from specterm.core.report.fmt import MISSING, ci, est, fmt, is_num
 from specterm.core.report.types import Estimate
 
 CORE = Path(__file__).resolve().parents[1] / "specterm" / "core"
-TEXT_WRITERS = {"export", "scorecard", "economics", "fmt", "crossstack", "answer", "settings_tables"}  # crossstack: its markdown tables (cross_stack_markdown); answer: the Overview's lines; settings_tables: the settings tables
+# crossstack: its markdown tables (cross_stack_markdown); answer: the Overview's lines; settings_tables: the settings tables
+TEXT_WRITERS = {"export", "scorecard", "economics", "fmt", "crossstack", "answer", "settings_tables"}
 MAX_LINES = 450
 
 
