@@ -19,7 +19,7 @@ import numpy as np
 from specterm.core.errors import SpectermError
 from specterm.core.report.types import POOLED
 from specterm.core.settings import names as nm
-from specterm.core.settings.oracle_counts import oracle_counts, oracle_summary, read_production, server_walk
+from specterm.core.settings.oracle_counts import OracleSummary, oracle_counts, oracle_summary, read_production, server_walk
 from specterm.core.settings.counters import Counters, Reading, parse_counters, total
 from specterm.core.store import Run, Stream
 
@@ -117,9 +117,36 @@ def compare(run: Run, items: Sequence[Counters], gamma: int | None, set_name: st
             raise SpectermError(f"the run has no set '{set_name}'; use one of {', '.join(sorted({s.corpus for s in run.streams}))} "
                                 f"or {POOLED}.")
         name = set_name
-    oracle = oracle_summary(oracle_counts([s.a for s in streams], g), boot=boot, seed=seed)
+    if checks:
+        # the requests themselves: each replayed on its own first tokens (server_walk), not the whole stream
+        oracle = walk_summary(checks, g, boot, seed)
+    else:
+        oracle = oracle_summary(oracle_counts([s.a for s in streams], g), boot=boot, seed=seed)
     prod = total(list(items), ", ".join(sorted({c.where.split(' line ')[0] for c in items})))
     return read_production(prod, oracle, g, name), checks
+
+
+def walk_summary(checks: Sequence[RequestCheck], gamma: int, boot: int, seed: int) -> OracleSummary:
+    """The oracle on the requests as served: L = 1 + sum k / steps and A = sum k / sum d of their replayed
+    walks, with percentile-bootstrap intervals over the requests."""
+    from specterm.core.streams.bootstrap import multinomial_weights, percentile_ci
+
+    k = np.array([c.oracle_accepted for c in checks], dtype=np.float64)
+    d = np.array([c.oracle_drafted for c in checks], dtype=np.float64)
+    st = np.array([c.oracle_steps for c in checks], dtype=np.float64)
+
+    def ci(x: np.ndarray) -> tuple[float | None, float | None]:
+        lo, hi = percentile_ci(x)
+        return (float(lo), float(hi)) if np.isfinite(lo) and np.isfinite(hi) else (None, None)
+
+    lci: tuple[float | None, float | None] = (None, None)
+    aci: tuple[float | None, float | None] = (None, None)
+    if boot > 0:
+        W = multinomial_weights(len(checks), boot, seed)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lci, aci = ci(1.0 + (W @ k) / (W @ st)), ci((W @ k) / (W @ d))
+    return OracleSummary(length=float(1.0 + k.sum() / st.sum()) if st.sum() else None, length_ci=lci,
+                         rate=float(k.sum() / d.sum()) if d.sum() else None, rate_ci=aci, per_pos=[])
 
 
 def render(reading: Reading, checks: Sequence[RequestCheck]) -> str:
@@ -145,6 +172,11 @@ def render(reading: Reading, checks: Sequence[RequestCheck]) -> str:
         lines += ["", f"Per request, replayed on its stored stream at g = {reading.gamma}: {len(agree)} of {len(same)} "
                   f"requests on the stored continuation agree exactly; {len(checks) - len(same)} left it (llama.cpp flips, "
                   "counted, not compared)."]
+        if same:
+            ka, ko = sum(c.accepted for c in same), sum(c.oracle_accepted for c in same)
+            da, do = sum(c.drafted for c in same), sum(c.oracle_drafted for c in same)
+            lines.append(f"  over those {len(same)}: accepted {ka} (oracle {ko}), drafted {da} (oracle {do}); accepted per "
+                         f"drafted token {ka / da if da else float('nan'):.3f} (oracle {ko / do if do else float('nan'):.3f})")
         lines.append(f"  {'stream':14}{'tokens':>7}{'accepted':>10}{'oracle':>8}{'drafted':>9}{'oracle':>8}  flip at")
         for c in checks:
             lines.append(f"  {c.stream:14}{c.tokens:>7}{c.accepted:>10}{c.oracle_accepted:>8}{c.drafted:>9}"

@@ -61,6 +61,12 @@ def test_the_report_keeps_a_row_per_machine() -> None:
                 if c.decision_predicted is not None and c.decision_predicted.lo is not None:
                     n, k = checks.get(d.machine or "", (0, 0))
                     checks[d.machine or ""] = (n + 1, k + int(bool(c.in_ci)))
+    from specterm.core.settings.for_report import settings_checks
+
+    run_meta = load_run(ROOT / "streams" / "qwen2.5-coder-0.5b-1.5b-llamacpp").meta
+    for c in settings_checks(run_meta):  # the engine-settings confirmations count beside them
+        n, k = checks.get(c.machine, (0, 0))
+        checks[c.machine] = (n + 1, k + int(c.inside))
     assert len(rep.calibration) == len(checks) >= 2
     for row in rep.calibration:
         assert row.engine == "llama.cpp" and row.drafter == "model"

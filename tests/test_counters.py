@@ -201,3 +201,31 @@ def test_compare_counters_cli_on_the_shipped_llama_run(tmp_path: Path) -> None:
     assert "inside the oracle's interval" in res.output
     res = CliRunner().invoke(app, ["compare-counters", str(run_dir), str(f)])
     assert res.exit_code != 0 and "--gamma" in str(res.exception)
+
+
+def test_real_llama_server_counters_agree_with_the_oracle() -> None:
+    """Responses of a real llama-server (built from the vendored llama.cpp, Qwen2.5-Coder 1.5B with the
+    0.5B draft, g = 4, 64 tokens, two prompts per corpus of the shipped llama.cpp run, on this machine):
+    7 of 10 outputs left the stored y (llama.cpp's flips, counted); over the 3 that kept it, the server's
+    accepted and drafted tokens equal the replay's exactly; its log's acceptance length (1 + accepted /
+    verification steps, over all 10) is within 1% of the replay's on the same 10 requests."""
+    from typer.testing import CliRunner
+
+    from specterm.cli import app
+
+    run_dir = ROOT / "streams" / "qwen2.5-coder-0.5b-1.5b-llamacpp"
+    data = ROOT / "tests" / "data" / "llama_server"
+    res = CliRunner().invoke(app, ["compare-counters", str(run_dir), str(data / "responses-g4.jsonl"), "--gamma", "4"])
+    assert res.exit_code == 0, res.output
+    assert "7 left it (llama.cpp flips, counted" in res.output
+    assert "over those 3: accepted 140 (oracle 140), drafted 187 (oracle 187)" in res.output
+    assert "inside the oracle's interval" in res.output
+    (log,) = [total(parse_counters((data / "acceptance-g4.log").read_text(), "log"), "log")]
+    (prom,) = parse_counters((data / "metrics-g4.txt").read_text(), "metrics")
+    assert (log.drafts, log.accepted, log.draft_tokens) == (prom.drafts, prom.accepted, prom.draft_tokens) == (198, 428, 774)
+    from specterm.core.store import load_run
+    from specterm.counters_cli import read_files, request_checks, walk_summary
+
+    checks = request_checks(read_files([data / "responses-g4.jsonl"]), load_run(run_dir), 4)
+    oracle = walk_summary(checks, 4, 0, 0)
+    assert oracle.length is not None and log.acceptance_length == pytest.approx(oracle.length, rel=0.01)
