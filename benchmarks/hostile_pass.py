@@ -7,8 +7,11 @@ CASE_TIMEOUT_S or an exception).
 
 Not a timing and not part of the test run (tests/test_hostile_pass3.py holds one test per finding);
 this is the broad sweep whose counts go into the issue's closing note. Needs no root: FIFOs are made
-with os.mkfifo, devices are /dev/null and /dev/zero (through symlinks), a full or read-only disk is an
-OSError injected at the write. Everything happens under a temporary folder with its own cache.
+with os.mkfifo, devices are /dev/null and /dev/zero through symlinks in the temporary folder (no case
+ever writes to a real /dev path: code without the fix, run as root, would replace it), a full or
+read-only disk is an OSError injected at the write. Everything happens under a temporary folder with
+its own cache. On code without the fix, run it under `ulimit -v` (a prompts.jsonl linked to /dev/zero
+is read until memory runs out).
 
     python benchmarks/hostile_pass.py [--only CATEGORY] [--verbose] [--timeout S]
 
@@ -473,14 +476,28 @@ def _(tmp: Path) -> None:
     assert target.is_fifo()
 
 
-@case("outputs", "-o /dev/null (a device) is refused")
+@case("outputs", "a device as -o is refused where it stands (checked, never written)")
 def _(tmp: Path) -> None:
-    refused(_report_o(tmp, "/dev/null"), "character device")
+    # never `report -o /dev/null` itself: the code before the fix, run as root, replaced /dev/null
+    from specterm.core.errors import SpectermError
+    from specterm.core.store.atomic import check_output_target
+
+    try:
+        check_output_target(Path("/dev/null"))
+    except SpectermError as exc:
+        assert "character device" in str(exc)
+    else:
+        raise AssertionError("accepted")
+    link = relink(tmp / "null", "/dev/null")
+    refused(_report_o(tmp, link), "symbolic link")
+    assert link.is_symlink()
 
 
-@case("outputs", "-o /dev/stdout (a symlink to /proc/self/fd/1) is refused")
+@case("outputs", "-o a link to /proc/self/fd/1 (what /dev/stdout is) is refused")
 def _(tmp: Path) -> None:
-    refused(_report_o(tmp, "/dev/stdout"), "symbolic link")
+    link = relink(tmp / "stdout", "/proc/self/fd/1")
+    refused(_report_o(tmp, link), "symbolic link")
+    assert link.is_symlink()
 
 
 @case("outputs", "-o onto a symlink to a regular file is refused, the file untouched")

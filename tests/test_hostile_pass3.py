@@ -251,8 +251,17 @@ def test_report_never_replaces_what_is_not_a_regular_file(tmp_path):
     code, out = _report_to(tmp_path, fifo)
     assert code != 0 and "FIFO" in out and one_sentence(out.replace("error: ", ""))
     assert fifo.is_fifo()
-    code, out = _report_to(tmp_path, "/dev/null")
-    assert code != 0 and "character device" in out and Path("/dev/null").is_char_device()
+    # a device: checked where it stands, never written to (no test writes to a real /dev path: the code
+    # before the fix, run as root, replaced /dev/null with the report); reached through a link in tmp
+    from specterm.core.store.atomic import check_output_target
+
+    with pytest.raises(SpectermError, match="character device") as exc:
+        check_output_target(Path("/dev/null"))
+    assert one_sentence(str(exc.value))
+    device_link = tmp_path / "null"
+    device_link.symlink_to("/dev/null")
+    code, out = _report_to(tmp_path, device_link)
+    assert code != 0 and "symbolic link" in out and device_link.is_symlink()
     stdout_link = tmp_path / "stdout"
     stdout_link.symlink_to("/proc/self/fd/1")
     regular_link = tmp_path / "link.md"
