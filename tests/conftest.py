@@ -14,6 +14,9 @@ import pytest
 os.environ.setdefault("SPECTERM_MACHINE_CPU", "AMD EPYC")
 os.environ.setdefault("SPECTERM_MACHINE_GPUS", "")
 os.environ.setdefault("SPECTERM_FORWARD_THREADS", "1")
+# Where this machine remembers a run's models (core/store/modelkeys): a file of the test session, never the
+# user's ~/.local/state/specterm/models.json.
+os.environ.setdefault("SPECTERM_STATE", os.path.join(__import__("tempfile").mkdtemp(prefix="specterm-state-"), "models.json"))
 
 from models_fixtures import smollm2_pair, tiny_model_dir  # noqa: F401  (fixtures for every test module)
 from specterm.core.store import Run, Stream

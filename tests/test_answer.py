@@ -41,7 +41,7 @@ def test_each_verdict_reads_its_g_and_speedup_with_its_interval():
     assert answer("prose", _d(DONT, 3, 0.77, (0.69, 0.88)), []).text == "do not speculate (best g = 3: 0.77x [0.69, 0.88])"
     assert answer("json", _d(NO_GAIN, 7, 0.96, (0.85, 1.09)), []).text == "no reliable gain (g = 7: 0.96x [0.85, 1.09])"
     busy = answer("json", _d(SPECULATE, busy="timed on a busy machine"), [])
-    assert busy.text.endswith("(timed on a busy machine)")
+    assert busy.text.endswith("(busy)") and busy.busy
 
 
 def test_too_few_prompts_keeps_its_words_and_numbers():
@@ -83,6 +83,14 @@ def test_what_is_missing_names_the_one_command(tmp_path, monkeypatch):
     # imported bits name no model: the command asks for them
     imported = answer("code", _d(None, measured=False), [_run(str(tmp_path / "streams" / "mine"), None, None)])
     assert imported.command == "specterm costs streams/mine --target T --draft D"
+    # once this machine remembers the models the bits came from, `specterm costs RUN` finds them
+    from specterm.core.store.modelkeys import remember_models
+
+    monkeypatch.setenv("SPECTERM_STATE", str(tmp_path / "state.json"))
+    (tmp_path / "t").mkdir()
+    remember_models(tmp_path / "streams" / "mine", str(tmp_path / "t"), str(tmp_path / "t"))
+    again = answer("code", _d(None, measured=False), [_run(str(tmp_path / "streams" / "mine"), None, None)])
+    assert again.command == "specterm costs streams/mine"
     assert costs_command([_run("/elsewhere/has space")]) == "specterm costs '/elsewhere/has space'"
 
 

@@ -184,3 +184,21 @@ async def test_the_run_screens_clock_runs_while_a_prompt_takes_long(tmp_path, mo
         assert "ETA" not in text and f"elapsed {int(last.elapsed_s + 9)}s" in text, text
         screen.state = "running"
         await pilot.press("escape")
+
+
+def test_imported_bits_are_timed_by_torch_and_their_profiles_match_this_machine():
+    """An import names no engine (issue 56 labels it "import"): `specterm costs` times the models given with
+    torch, and a profile of this device by any engine is the import's (else the Overview would keep saying
+    "no costs of this machine" after the costs were measured)."""
+    from specterm.core.decide.hardware import profiles as P
+    from specterm.core.decide.machine import Machine
+    from specterm.engines import engine_for
+    from specterm.engines.torch import TorchEngine
+
+    meta = new_meta("imp", imported_from="bits.jsonl")
+    assert P.run_engine(meta) == P.IMPORT
+    assert isinstance(engine_for(meta), TorchEngine)
+    prof = P.Profile({"id": "p", "engine": {"name": "torch"}, "device": {"kind": "cpu", "name": "AMD EPYC", "threads": 1}})
+    here = Machine(cpu="AMD EPYC", cores=2, threads=1)
+    assert prof.matches(here, P.IMPORT) and prof.matches(here, "torch") and not prof.matches(here, "llama.cpp")
+    assert not prof.matches(Machine(cpu="Intel Xeon", cores=2, threads=1), P.IMPORT)

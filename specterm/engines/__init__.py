@@ -40,10 +40,12 @@ def engine_named(name: str) -> Engine:
 
 
 def engine_for(meta: dict[str, Any]) -> Engine:
-    """The engine that made a run (run.json `backend`; torch when it names none)."""
-    from specterm.core.decide.hardware.profiles import run_engine
+    """The engine that made a run (run.json `backend`; torch when it names none). Imported bits were made
+    by none: `specterm costs IMPORTED --target T --draft D` times the models given with torch."""
+    from specterm.core.decide.hardware.profiles import IMPORT, run_engine
 
-    return engine_named(run_engine(meta))
+    name = run_engine(meta)
+    return engine_named("torch" if name == IMPORT else name)
 
 
 __all__ = ["ENGINES", "engine_for", "engine_named"]

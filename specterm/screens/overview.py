@@ -9,7 +9,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from specterm.core.report.answer import DONT, NO_COSTS_HERE, NOT_MEASURED, SPECULATE, TOO_FEW, answers, machine_label
+from specterm.core.report.answer import (DONT, NO_COSTS_HERE, NOT_MEASURED, SPECULATE, TOO_FEW, answers, costs_command,
+                                         machine_label)
 from specterm.core.report.export import deficit_cell, steady_cells
 from specterm.core.report.fmt import MISSING, ci, est, fmt
 from specterm.core.params import MIN_PROMPTS, STEADY_FROM
@@ -171,6 +172,9 @@ def answer_lines(report: Report, pending: bool, width: int) -> list[str]:
         what = (f"a verdict needs {MIN_PROMPTS} prompts per corpus" if kinds == {TOO_FEW}
                 else "measure this machine's costs (1-2 min)")
         lines.append(f"  [dim]{what}:[/] [b]{safe(command)}[/]")
+    if any(a.busy for a in rows):
+        lines.append(f"  [dim](busy): timed on a busy machine; re-measure when it is quiet:[/] "
+                     f"[b]{safe(costs_command(report.runs))}[/]")
     return lines
 
 

@@ -39,6 +39,8 @@ class Answer:
     ci: tuple[float | None, float | None]
     text: str
     command: str = ""
+    busy: bool = False
+    """The verdict's profile was timed on a busy machine (its rows say "(busy)", the screen once why)."""
 
 
 def run_arg(path: str) -> str:
@@ -57,7 +59,8 @@ def costs_command(runs: Sequence[RunSummary]) -> str:
     if not runs:
         return "specterm costs RUN"
     paths = " ".join(run_arg(r.path) for r in runs)
-    imported = any(r.imported or not r.target or not r.draft for r in runs)
+    # imported bits name no model: the command names them, unless this machine remembers them already
+    imported = any((r.imported or not r.target or not r.draft) and len(remembered_models(r.path)) < 2 for r in runs)
     return f"specterm costs {paths}" + (" --target T --draft D" if imported else "")
 
 
@@ -101,8 +104,8 @@ def answer(corpus: str, d: DecisionHW | None, runs: Sequence[RunSummary]) -> Ans
             DONT: f"do not speculate (best g = {d.gamma_hw}: {speed_ci(d)})",
             NO_GAIN: f"no reliable gain (g = {d.gamma_hw}: {speed_ci(d)})"}.get(kind, d.verdict)
     if d.busy_warning:
-        text += " (timed on a busy machine)"
-    return Answer(corpus, kind, d.gamma_hw, d.speedup_hw, ci, text)
+        text += " (busy)"
+    return Answer(corpus, kind, d.gamma_hw, d.speedup_hw, ci, text, busy=bool(d.busy_warning))
 
 
 def machine_label(key: dict[str, object]) -> str:

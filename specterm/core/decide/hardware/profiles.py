@@ -125,8 +125,10 @@ class Profile:
         return self.same_machine(machine, engine) and self.same_threads(machine)
 
     def same_machine(self, machine: Machine, engine: str) -> bool:
-        """Same engine and same device name: this machine's profile, whatever thread count it was timed at."""
-        if self.engine.get("name") != engine:
+        """Same engine and same device name: this machine's profile, whatever thread count it was timed at.
+        Imported bits (engine IMPORT) were made by no engine here: a profile of this device by any engine
+        (the one `specterm costs --target --draft` timed them with) is theirs."""
+        if engine != IMPORT and self.engine.get("name") != engine:
             return False
         kind, name = self.device.get("kind"), self.device.get("name")
         if not isinstance(name, str) or not name:
