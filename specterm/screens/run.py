@@ -114,7 +114,8 @@ class RunScreen(Screen[Any]):
         from specterm.screens.base import THIS, fit_costs
 
         n_new = getattr(self.config, "max_new_tokens", None)
-        fixed = f"{self.SCREEN_TITLE} · run 1/1 · torch" + (f" -n {n_new}" if isinstance(n_new, int) else "") + " · "
+        engine = "llama.cpp" if getattr(self.config, "backend", "torch") == "llama.cpp" else "torch"
+        fixed = f"{self.SCREEN_TITLE} · run 1/1 · {engine}" + (f" -n {n_new}" if isinstance(n_new, int) else "") + " · "
         machine = fit_costs(f"costs: {machine_label(this_machine().key())}{THIS}", max(width - len(fixed), 8))
         return safe(fixed) + f"[b]{safe(machine)}[/]"
 

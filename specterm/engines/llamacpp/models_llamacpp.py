@@ -195,8 +195,9 @@ def engine_info(threads: int) -> dict[str, Any]:
 
         info["build"] = {"cmake_cache": str(cache), **cmake_flags(cache)}
     else:
-        info["build"] = ("pip install llama-cpp-python (its CMake defaults: Release, GGML_NATIVE on, OpenMP, CPU backend)"
-                         + (f"; CMAKE_ARGS={os.environ['CMAKE_ARGS']}" if os.environ.get("CMAKE_ARGS") else ""))
+        # an object, as run.json's validator (core/store/meta.py) and a cost profile's engine.build require
+        info["build"] = {"how": "pip install llama-cpp-python (its CMake defaults: Release, GGML_NATIVE on, OpenMP, CPU backend)"
+                                + (f"; CMAKE_ARGS={os.environ['CMAKE_ARGS']}" if os.environ.get("CMAKE_ARGS") else "")}
     return info
 
 
