@@ -49,6 +49,27 @@ def smol():
     return path, LM.load_gguf(path, 256, 1)
 
 
+@pytest.mark.parametrize("cmake_args", [None, "-DGGML_NATIVE=OFF"])
+def test_what_a_run_records_of_llamacpp_is_a_valid_run_json(tmp_path, monkeypatch, cmake_args):
+    """engine_info (run.json's "backend") and describe_llamacpp (a cost profile's engine) pass the run.json
+    validator for a pip-built binding too: its build was a string, which refused every new llama.cpp run."""
+    require_binding()
+    from specterm.core.store import new_meta
+    from specterm.core.store.meta import validate_meta
+    from specterm.engines.llamacpp.models_llamacpp import describe_llamacpp, engine_info
+
+    monkeypatch.delenv("LLAMA_CPP_LIB_PATH", raising=False)
+    if cmake_args is None:
+        monkeypatch.delenv("CMAKE_ARGS", raising=False)
+    else:
+        monkeypatch.setenv("CMAKE_ARGS", cmake_args)
+    info = engine_info(2)
+    assert isinstance(info["build"], dict) and info["build"]["how"].startswith("pip install llama-cpp-python")
+    assert info["build"]["how"].endswith(f"; CMAKE_ARGS={cmake_args}") == (cmake_args is not None)
+    validate_meta(new_meta("r", backend=info), tmp_path / "run.json")  # raises on a field of the wrong type
+    assert describe_llamacpp(2)["engine"]["build"]["how"] == info["build"]["how"]
+
+
 def test_missing_binding_gives_one_sentence_naming_the_extra(monkeypatch):
     from specterm.engines.llamacpp.binding import require_binding as req
 
