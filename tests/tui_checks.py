@@ -193,7 +193,8 @@ def wrapped_table_lines(screen) -> list[str]:
 
 def head_mismatch(app: App) -> str | None:
     """The head line of a report screen (issue 37) against the app's state: it must name the run
-    group k/n, the engine and whose costs ("costs"), within the screen's width. None when it does
+    group k/n, the engine and whose costs ("costs", or the machine's "(this machine)" / "(other machine)"),
+    within the screen's width. None when it does
     (or the screen has no head line, or is loading)."""
     screen = app.screen
     if not screen.query("#head") or screen.query_one("#body").loading:
@@ -203,7 +204,9 @@ def head_mismatch(app: App) -> str | None:
     report = app.report
     engines = [r.engine for r in report.runs if r.engine] if report is not None else []
     engine = "+".join(dict.fromkeys(engines)) if engines else None
-    if which not in head or "costs" not in head or (engine is not None and f" · {engine}" not in head):
+    # whose costs: "costs ..." or, where "costs: " gave way at 80 columns, the machine's whole suffix (issue 53)
+    whose = "costs" in head or head.endswith(("(this machine)", "(other machine)"))
+    if which not in head or not whose or (engine is not None and f" · {engine}" not in head):
         return f"{type(screen).__name__}: head {head!r} lacks {which!r}, engine {engine!r} or the costs"
     if cell_len(head) > screen.size.width - 2:
         return f"{type(screen).__name__}: head {head!r} is wider than the screen"
