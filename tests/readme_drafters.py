@@ -77,8 +77,8 @@ def corpus_sentences(cmp) -> list[str]:
 
 
 def render() -> str:
-    from specterm.core.drafted.analysis import analyse_drafter
-    from specterm.core.drafted.export import comparison_markdown, drafter_markdown
+    from specterm.core.drafted.drafter_analysis import analyse_drafter
+    from specterm.core.drafted.drafter_export import comparison_markdown, drafter_markdown
     from specterm.core.drafted.route import drafter_or_comparison
     from specterm.core.report.analysis import analyse
     from specterm.core.store import load_run, single_pair
