@@ -36,16 +36,19 @@ async def test_search_then_n_and_N_cycle_the_matches(tmp_path):
         await ready(app, pilot)
         screen = app.screen
         ids = [s.id for s in fixture_streams()]
-        # "c" matches the ids c0, c1, c2 and (by text: "prompt c..") nothing else; ranked id first
+        # "c" matches the ids c0, c1, c2 first (ranked by id), then the prompts whose continuation
+        # contains a "c" (the search covers the decoded y the screen shows), in list order
+        by_text = {s.id for s in fixture_streams() if not s.id.startswith("c") and "c" in (s.text or "").casefold()}
         await pilot.press("slash", "c", "enter")
         await ready(app, pilot)
         shown = lambda: screen.streams[screen.selected].id
-        assert [screen.streams[i].id for i in screen.matches] == ["c0", "c1", "c2"]
+        found = [screen.streams[i].id for i in screen.matches]
+        assert found[:3] == ["c0", "c1", "c2"] and set(found[3:]) == by_text and len(found) == 3 + len(by_text)
         assert shown() == "c0"
         await pilot.press("n")
         assert shown() == "c1"
         await pilot.press("N", "N")
-        assert shown() == "c2"  # wraps around
+        assert shown() == found[-1]  # wraps around
         # a prompt's text: every fixture prompt reads "prompt <id>"; "prompt p1" finds p1 only
         await pilot.press("slash", *"prompt p1", "enter")
         await ready(app, pilot)

@@ -4,17 +4,21 @@ A run.json whose fields have the wrong types is refused with one sentence naming
 `list`, `report` and the TUI skip that run with a warning instead of crashing on it). Unknown
 fields are allowed (later versions add some); known ones must have their type or be null.
 
-Checksum: every run.json written by the store carries `meta_checksum`, the first 16 hex digits of
-the sha256 of its canonical JSON (sorted keys, ASCII escapes, no spaces) without that field
-(`meta_checksum`, `seal_meta`); a load verifies it, and a run.json whose checksum does not match
-(a flipped bit, a hand edit) is refused naming the fix (`specterm repair RUN` accepts an edit after
-checking every field, and writes the checksum again). A run.json without the field is a legacy run
-(written before run.json had a checksum, e.g. the shipped runs): it is accepted with every field
-and range check below, and `repair` adds the checksum.
+Checksum and seal: every run.json written by the store carries `meta_checksum`, the first 16 hex
+digits of the sha256 of its canonical JSON (sorted keys, ASCII escapes, no spaces) without that
+field (`meta_checksum`, `seal_meta`); a load verifies it, and a run.json whose checksum does not
+match (a flipped bit, a hand edit) is refused naming the fix (`specterm repair RUN` accepts an edit
+after checking every field, and writes the checksum again). A run.json of the sealed format
+(schema_version 2, `SCHEMA_VERSION`) must also carry `records` and record checksums, or it is
+refused; a truly old run (schema_version 1) loads with one warning line naming what cannot be
+checked (`legacy_warning`), and `repair` seals it.
 
 Costs: every cost value is range-checked (`check_cost_values`: positive, finite, plausible), and
 `records`, the number of records the run's writers know they wrote (a lower bound, written after
 each append), lets a load tell a truncated prompts.jsonl from a short run (store/runs.py).
+
+Length: one validator for every run.json field (load, `repair`, import and merge all call
+`validate_meta`), so each field's type and bound is written once, here, beside the seal it protects.
 """
 
 from __future__ import annotations
