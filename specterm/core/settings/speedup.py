@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from specterm.core.streams.bootstrap import percentile_ci
 from specterm.core.errors import SpectermError
+from specterm.core.decide.costmodel import block_cost
 from specterm.core.decide.hardware.curve import CostCurve, CostReplicates
 from specterm.core.decide.hardware.drift import drift_replicates
 from specterm.core.decide.replay import block_starts, check_gamma, replay_heuristic
@@ -204,19 +205,16 @@ class BlockCosts:
 
     def block(self, policy: Policy) -> Array:
         """c_block(d) at the point costs."""
-        cost = self.c_verify + draft_forwards(policy, self.width) * self.c_draft
-        cost = cost if self.c_fwd is None else cost + self.c_fwd
-        return cost if self.c_over is None else cost + self.c_over
+        return block_cost(self.c_verify, self.c_draft, draft_forwards(policy, self.width),
+                          c_draft_fwd=self.c_fwd, overhead=self.c_over)
 
     def block_replicates(self, policy: Policy) -> Array | None:
         """(n, D+1) c_block(d) per cost replicate (None without replicates)."""
         if self.rep_verify is None or self.rep_draft is None:
             return None
-        cost = self.rep_verify + draft_forwards(policy, self.width)[None, :] * self.rep_draft[:, None]
-        cost = cost if self.rep_fwd is None else cost + self.rep_fwd
-        if self.c_over is not None:
-            cost = cost + (self.c_over[None, :] if self.rep_over is None else self.rep_over)
-        return cost
+        over = None if self.c_over is None else (self.c_over[None, :] if self.rep_over is None else self.rep_over)
+        return block_cost(self.rep_verify, self.rep_draft[:, None], draft_forwards(policy, self.width)[None, :],
+                          c_draft_fwd=self.rep_fwd, overhead=over)
 
 
 def _on_depths(gammas: IntArray, values: Array, depths: IntArray) -> Array:
