@@ -110,10 +110,10 @@ def test_costs_on_imported_bits_with_target_and_draft_adds_a_profile(tmp_path, m
 # ------------------------------------------------------------------------ the Run screen's ETA ---
 
 def test_eta_is_the_wall_time_per_prompt_so_far_times_the_prompts_left():
-    from specterm.engines.torch import oracle_torch as R
+    from specterm.engines.progress import Tally
 
     seen = []
-    tally = R._Tally(seen.append, n_todo=10, max_new_tokens=128, t_start=0.0)
+    tally = Tally(seen.append, n_todo=10, max_new_tokens=128, t_start=0.0)
     # before any prompt is saved: the tokens left at the generation rate (optimistic, said so)
     assert tally.eta(now=5.0, rate=64.0) == pytest.approx(10 * 128 / 64)
     assert tally.eta(now=5.0, rate=0.0) is None
@@ -125,11 +125,10 @@ def test_eta_is_the_wall_time_per_prompt_so_far_times_the_prompts_left():
 
 
 def test_resume_says_how_many_prompts_were_already_kept(tmp_path):
-    from specterm.engines.torch import oracle_torch as R
-    from specterm.engines.progress import Progress
+    from specterm.engines.progress import Progress, Tally
 
     seen: list[Progress] = []
-    tally = R._Tally(seen.append, n_todo=3, max_new_tokens=8, t_start=0.0)
+    tally = Tally(seen.append, n_todo=3, max_new_tokens=8, t_start=0.0)
     s = Stream(id="a", corpus="c", bits=np.array([1, 1, 0], dtype=np.uint8), gate=np.ones(3, dtype=np.uint8))
     tally.saved(s, before=True)
     tally.saved(s, before=True)

@@ -78,11 +78,13 @@ def run_oracle(config: OracleConfig, on_progress: ProgressCallback | None = None
         if writer.done:  # --resume: the prompts saved before count in the Run screen's totals and alpha
             for stream in load_run(config.out).streams:
                 tally.saved(stream, before=True)
+            tally.emit("loading", f"resuming: {tally.before} prompt(s) already kept in {config.out}, {len(todo)} to run")
         writer.update_meta(sessions=list(writer.meta.get("sessions") or []) + [{
             "started": meta["created"], "prompts": len(todo), "y_built_with": meta["generation"]["y_built_with"],
             **pair.run_session(config)}])
         stored = pair.before_prompts(config, writer, tally, cancel)
         step = pair.prompts_per_step(config)
+        tally.t_prompts = time.perf_counter()
         for b0 in range(0, len(todo), step):
             batch = todo[b0 : b0 + step]
             ids_batch = [pair.encode_prompt(p.text, f"prompt {p.id!r} ({p.corpus})") for p in batch]

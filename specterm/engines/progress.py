@@ -84,12 +84,28 @@ class Tally:
     before: int = 0
     """Prompts the run held already (--resume): counted in every report, so the Run screen shows the
     whole run (saved before + this session) and its running alpha over all of them."""
+    t_prompts: float | None = None
+    """When this session's first prompt started (after loading)."""
+    t_last_save: float | None = None
+    """When this session's last prompt was saved."""
+
+    def eta(self, now: float, rate: float) -> float | None:
+        """Seconds left: once a prompt is saved, the wall time per prompt so far (from the first
+        prompt's start to the last save, everything a prompt costs: generation, teacher forcing,
+        saving) times the prompts left, less the time already spent since the last save (never
+        below 0); before that, the tokens left at the generation rate (`rate` tokens/s; optimistic,
+        it leaves out teacher forcing), or None."""
+        left_prompts = self.n_todo - self.done
+        if self.done and self.t_prompts is not None and self.t_last_save is not None:
+            per_prompt = (self.t_last_save - self.t_prompts) / self.done
+            return max(per_prompt * left_prompts - (now - self.t_last_save), 0.0)
+        return (left_prompts * self.max_new_tokens / rate) if rate > 0 else None
 
     def emit(self, phase: str, msg: str = "", gen_extra: float = 0.0, **kw: Any) -> None:
         """Report a Progress; `gen_extra`: seconds of generation under way, not yet in gen_time."""
-        elapsed = time.perf_counter() - self.t_start
+        now = time.perf_counter()
+        elapsed = now - self.t_start
         rate = self.gen_tokens / (self.gen_time + gen_extra) if self.gen_time + gen_extra > 0 else 0.0
-        left = (self.n_todo - self.done) * self.max_new_tokens
         if "prompt_index" in kw:
             kw["prompt_index"] += self.before
         self.report(Progress(
@@ -97,7 +113,7 @@ class Tally:
             max_new_tokens=self.max_new_tokens,
             tokens_per_s=rate, running_alpha=(self.saved_bits / self.saved_valid) if self.saved_valid else None,
             gate_rate=(self.saved_gate / self.saved_n) if self.saved_n else None, elapsed_s=elapsed,
-            eta_s=(left / rate) if rate > 0 else None, **kw,
+            eta_s=self.eta(now, rate), already=self.before, **kw,
         ))
 
     def saved(self, stream: Stream, before: bool = False) -> None:
@@ -106,6 +122,7 @@ class Tally:
             self.before += 1
         else:
             self.done += 1
+            self.t_last_save = time.perf_counter()
         self.saved_bits += int(stream.a.sum())  # a: the bits up to the first gate failure
         self.saved_valid += stream.valid_len
         self.saved_n += stream.n
