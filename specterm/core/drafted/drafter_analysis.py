@@ -43,6 +43,7 @@ from specterm.core.errors import SpectermError
 from specterm.core.streams.estimate import num
 from specterm.core.decide.hardware.curve import CostCurve, cost_curve, cost_replicates
 from specterm.core.decide.hardware.decision import DO_NOT, SPECULATE, verdict_kind, verdict_text
+from specterm.core.decide import costmodel
 from specterm.core.decide.optimum import best_gamma
 from specterm.core.params import BOOT, GAMMA_DEFAULT, GAMMA_MAX, MIN_PROMPTS, R_GRID, SEED
 from specterm.core.report.types import POOLED, Estimate, Record, set_names
@@ -199,7 +200,7 @@ def block_cost(by_drafted: np.ndarray, blocks: np.ndarray, c_decode: Any, c_veri
                c_draft: Any) -> np.ndarray:
     """sum_d by_drafted[..., d] c_verify(d) + blocks c_draft, with c_verify_d[..., 0] = c_decode (d = 0: a
     plain decode step). by_drafted (..., D + 1); c_verify_d (..., D + 1) holds c_verify(1..D) after it."""
-    return np.asarray(np.sum(by_drafted * c_verify_d, axis=-1) + blocks * c_draft, dtype=np.float64)
+    return costmodel.block_cost(np.sum(by_drafted * c_verify_d, axis=-1), c_draft, blocks)
 
 
 def speedup_hw(tokens: np.ndarray, by_drafted: np.ndarray, blocks: np.ndarray, c_decode: Any,
