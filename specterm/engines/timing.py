@@ -9,6 +9,7 @@ engines/llamacpp/costs_llamacpp.LlamaCostSampler).
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, Self
@@ -30,6 +31,11 @@ REPEATS = 7
 
 # on_measure(i, total, label, seconds): called after each timed forward (i = 1..total, warm-up included).
 MeasureCallback = Callable[[int, int, str, float], None]
+# One timed quantity: its label ("decode", "verify:<g>", ...) first, then what the engine's `_time` needs
+# (model, cache, ids, ...); the items after the label differ by engine, hence Any.
+Quantity = tuple[Any, ...]
+# A stored cost dict (JSON-like: the keys of `common_summary` plus the engine's own).
+CostDict = dict[str, Any]
 
 
 def _iqr(values: Sequence[float]) -> float:
@@ -43,7 +49,7 @@ def context_ids(tokens: Sequence[int], length: int) -> list[int]:
     return (tokens * (1 + length // len(tokens)))[:length]
 
 
-def warm_up_quantities(quantities: list[tuple]) -> list[tuple]:
+def warm_up_quantities(quantities: list[Quantity]) -> list[Quantity]:
     """The warm-up round's forwards: of each kind (label before ":", e.g. "verify" of "verify:8") the
     first and the last in the list (the narrowest and widest of a g grid), in their order."""
     first: dict[str, int] = {}
@@ -67,9 +73,9 @@ class RoundRobinSampler:
 
     gammas: list[int]
     base: int
-    quantities: list[tuple]
+    quantities: list[Quantity]
 
-    def _start(self, on_measure: MeasureCallback | None, cancel) -> None:
+    def _start(self, on_measure: MeasureCallback | None, cancel: threading.Event | None) -> None:
         self.samples: dict[str, list[float]] = {q[0]: [] for q in self.quantities}
         self.samples_cpu: dict[str, list[float]] = {q[0]: [] for q in self.quantities}
         self.rounds = 0  # rounds run, the warm-up included
@@ -78,11 +84,11 @@ class RoundRobinSampler:
         self.planned = 0  # forwards announced to on_measure as the total (grows with plan())
         self.done = 0
 
-    def _time(self, quantity: tuple) -> tuple[float, float]:
+    def _time(self, quantity: Quantity) -> tuple[float, float]:
         """(wall s, process CPU s) of one forward of `quantity`."""
         raise NotImplementedError
 
-    def summary(self) -> dict:
+    def summary(self) -> CostDict:
         """The stored dict: `common_summary()` plus the engine's own keys, through `with_curve`."""
         raise NotImplementedError
 
@@ -121,7 +127,7 @@ class RoundRobinSampler:
             self.samples[label].pop()
             self.samples_cpu[label].pop()
 
-    def common_summary(self) -> dict:
+    def common_summary(self) -> CostDict:
         """The stored keys of both engines (module docstring), from every timed round so far."""
         if self.rounds < 2:
             raise ValueError("no timed round yet (the first round is the warm-up)")
@@ -157,7 +163,7 @@ class RoundRobinSampler:
         }
 
 
-def session_rounds(sampler: "RoundRobinSampler", repeats: int, later_rounds: int, measured_by: str) -> Callable[[], dict]:
+def session_rounds(sampler: "RoundRobinSampler", repeats: int, later_rounds: int, measured_by: str) -> Callable[[], CostDict]:
     """A confirm session's cost rounds, both engines: the warm-up and `repeats` timed rounds now
     (`later_rounds` more announced, one after each prompt); returns session_cost(), the stored dict of
     every round so far with when and by what it was measured."""
@@ -165,7 +171,7 @@ def session_rounds(sampler: "RoundRobinSampler", repeats: int, later_rounds: int
     for _ in range(1 + repeats):
         sampler.round()
 
-    def session_cost() -> dict:
+    def session_cost() -> CostDict:
         cost = sampler.summary()
         cost["measured_at"] = new_meta("")["created"]
         cost["measured_by"] = measured_by
@@ -174,7 +180,7 @@ def session_rounds(sampler: "RoundRobinSampler", repeats: int, later_rounds: int
     return session_cost
 
 
-def with_curve(cost: dict) -> dict:
+def with_curve(cost: CostDict) -> CostDict:
     """`cost` with the robust curve's summary (core.hardware) added: the last step of every summary."""
     curve = cost_curve(cost)
     assert curve is not None  # c_decode_s was just measured
@@ -220,7 +226,7 @@ BATCH_HELD: tuple[tuple[int, int], ...] = ()  # a dense grid has nothing to hold
 BATCH_REPEATS = 2
 
 
-def reused_b1(cost: dict) -> dict:
+def reused_b1(cost: CostDict) -> CostDict:
     """The B = 1 column of the batch grid taken from a cost-rounds summary (CostSampler.summary()):
     "target:1:1" = decode, "target:1:{g+1}" = verify:g, "draft:1" = draft, for both clocks."""
     out: dict[str, dict[str, list[float]]] = {}
@@ -243,8 +249,8 @@ class GridSchedule:
     `run_all()` times the rest. `samples()` -> (samples_s, samples_cpu_s), with `reuse`'s samples
     (the B = 1 column) added; `wall_s` sums the timed slices' wall time."""
 
-    def __init__(self, quantities: list[tuple], time_one: Callable[[tuple], tuple[float, float]], repeats: int,
-                 reuse: dict | None, on_measure: MeasureCallback | None, cancel) -> None:
+    def __init__(self, quantities: list[Quantity], time_one: Callable[[Quantity], tuple[float, float]], repeats: int,
+                 reuse: CostDict | None, on_measure: MeasureCallback | None, cancel: threading.Event | None) -> None:
         self._samples: dict[str, list[float]] = {q[0]: [] for q in quantities}
         self._samples_cpu: dict[str, list[float]] = {q[0]: [] for q in quantities}
         if reuse:
@@ -286,11 +292,11 @@ class GridSchedule:
         self.step(self.total - self.done)
         return self
 
-    def samples(self) -> tuple[dict, dict]:
+    def samples(self) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
         return self._samples, self._samples_cpu
 
 
-def batch_grid_rounds(quantities: list[tuple], time_one: Callable[[tuple], tuple[float, float]], repeats: int,
-                      reuse: dict | None, on_measure: MeasureCallback | None, cancel) -> tuple[dict, dict]:
+def batch_grid_rounds(quantities: list[Quantity], time_one: Callable[[Quantity], tuple[float, float]], repeats: int,
+                      reuse: CostDict | None, on_measure: MeasureCallback | None, cancel: threading.Event | None) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """`GridSchedule` timed in one go: (samples_s, samples_cpu_s)."""
     return GridSchedule(quantities, time_one, repeats, reuse, on_measure, cancel).run_all().samples()

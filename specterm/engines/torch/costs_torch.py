@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,9 +39,11 @@ from specterm.engines.timing import (
     BATCH_REPEATS,
     BATCHES,
     COST_GAMMAS,
+    CostDict,
     REPEATS,
     GridSchedule,
     MeasureCallback,
+    Quantity,
     RoundRobinSampler,
     check_gammas,
     context_ids,
@@ -50,20 +52,26 @@ from specterm.engines.timing import (
 )
 from specterm.engines.torch.models_torch import crop_cache, forward_logits, new_cache
 
+if TYPE_CHECKING:
+    import threading
+
+    import torch
+    from transformers import DynamicCache, PreTrainedModel
+
 METHOD = ("median wall time of interleaved repeats (round-robin, order rotated each round, one light warm-up round: "
           "of each kind the narrowest and widest forward); "
           "decode: 1-token target step; draft: 1-token draft step; verify: (g+1)-token target forward; "
           "KV cache at the context length")
 
 
-def _sync(model) -> None:
+def _sync(model: PreTrainedModel) -> None:
     import torch
 
     if model.device.type == "cuda":
         torch.cuda.synchronize(model.device)
 
 
-def _time_forward(model, cache, base: int, ids) -> tuple[float, float]:
+def _time_forward(model: PreTrainedModel, cache: DynamicCache, base: int, ids: torch.Tensor) -> tuple[float, float]:
     """(wall seconds, process CPU seconds) of one forward of `ids` after a cache cropped to `base`."""
     crop_cache(cache, base)
     _sync(model)
@@ -84,8 +92,8 @@ class CostSampler(RoundRobinSampler):
     `summary()` gives the stored dict from every timed round so far.
     """
 
-    def __init__(self, target, draft, ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS,
-                 on_measure: MeasureCallback | None = None, cancel=None):
+    def __init__(self, target: PreTrainedModel, draft: PreTrainedModel, ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS,
+                 on_measure: MeasureCallback | None = None, cancel: threading.Event | None = None):
         import torch
 
         self.gammas = check_gammas(gammas)
@@ -106,11 +114,11 @@ class CostSampler(RoundRobinSampler):
                             for g in self.gammas]
         self._start(on_measure, cancel)
 
-    def _time(self, quantity: tuple) -> tuple[float, float]:
+    def _time(self, quantity: Quantity) -> tuple[float, float]:
         _, model, cache, ids = quantity
         return _time_forward(model, cache, self.base, ids)
 
-    def summary(self) -> dict:
+    def summary(self) -> CostDict:
         import torch
 
         return with_curve({
@@ -134,8 +142,8 @@ class DrafterCostSampler(RoundRobinSampler):
     `summary_for(i)` is drafter i's stored cost dict: its proposal's samples are its "draft" (and
     "draft2": a drafter has no 2-token step), seconds per block."""
 
-    def __init__(self, target, drafters: Sequence[Any], ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS,
-                 on_measure: MeasureCallback | None = None, cancel=None):
+    def __init__(self, target: PreTrainedModel, drafters: Sequence[Any], ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS,
+                 on_measure: MeasureCallback | None = None, cancel: threading.Event | None = None):
         import torch
 
         self.gammas = check_gammas(gammas)
@@ -153,7 +161,7 @@ class DrafterCostSampler(RoundRobinSampler):
         self.n_drafters = len(drafters)
         self._start(on_measure, cancel)
 
-    def _time(self, quantity: tuple) -> tuple[float, float]:
+    def _time(self, quantity: Quantity) -> tuple[float, float]:
         if quantity[0].startswith("drafter:"):
             _, drafter, context = quantity
             t0, c0 = time.perf_counter(), time.process_time()
@@ -164,10 +172,10 @@ class DrafterCostSampler(RoundRobinSampler):
         _, model, cache, ids = quantity
         return _time_forward(model, cache, self.base, ids)
 
-    def summary(self) -> dict:
+    def summary(self) -> CostDict:
         return self.summary_for(0)
 
-    def summary_for(self, i: int) -> dict:
+    def summary_for(self, i: int) -> CostDict:
         import torch
 
         samples, cpu = self.samples, self.samples_cpu
@@ -190,15 +198,15 @@ class DrafterCostSampler(RoundRobinSampler):
         })
 
 
-def measure_costs(target, draft, ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS, repeats: int = REPEATS,
-                  on_measure: MeasureCallback | None = None, cancel=None) -> dict:
+def measure_costs(target: PreTrainedModel, draft: PreTrainedModel, ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS, repeats: int = REPEATS,
+                  on_measure: MeasureCallback | None = None, cancel: threading.Event | None = None) -> CostDict:
     """Time c_decode, c_verify(g) for g in gammas and c_draft with caches holding `ctx`: one warm-up
     round and `repeats` timed rounds (see the module docstring)."""
     return run_rounds(CostSampler(target, draft, ctx, gammas, on_measure=on_measure, cancel=cancel), repeats)
 
 
-def measure_cost_ratio(target, draft, prompt_ids: list[int], extra: int = 128, repeats: int = REPEATS,
-                       gammas: Sequence[int] = COST_GAMMAS, on_measure: MeasureCallback | None = None, cancel=None) -> dict:
+def measure_cost_ratio(target: PreTrainedModel, draft: PreTrainedModel, prompt_ids: list[int], extra: int = 128, repeats: int = REPEATS,
+                       gammas: Sequence[int] = COST_GAMMAS, on_measure: MeasureCallback | None = None, cancel: threading.Event | None = None) -> CostDict:
     """`measure_costs` at the context SPEC 1.7 names: the prompt (repeated if short) + `extra` tokens."""
     ctx = context_ids(prompt_ids, len(prompt_ids) + extra)
     return measure_costs(target, draft, ctx, gammas=gammas, repeats=repeats, on_measure=on_measure, cancel=cancel)
@@ -216,7 +224,7 @@ BATCH_METHOD = ("dense grid: the target forward of m tokens per row at batch B i
                 "time it all before")
 
 
-def _repeat_cache(cache, batch: int):
+def _repeat_cache(cache: DynamicCache, batch: int) -> DynamicCache:
     """A copy of a 1-row DynamicCache repeated `batch` times along the batch axis."""
     import copy
 
@@ -226,10 +234,10 @@ def _repeat_cache(cache, batch: int):
     return out
 
 
-def measure_batch_costs(target, draft, ctx: Sequence[int], batches: Sequence[int] = BATCHES,
+def measure_batch_costs(target: PreTrainedModel, draft: PreTrainedModel, ctx: Sequence[int], batches: Sequence[int] = BATCHES,
                         fit_m: Sequence[int] = BATCH_FIT_M, held: Sequence[tuple[int, int]] = BATCH_HELD,
                         repeats: int = BATCH_REPEATS, on_measure: MeasureCallback | None = None,
-                        cancel=None, reuse: dict | None = None, prefilled: dict | None = None) -> dict:
+                        cancel: threading.Event | None = None, reuse: CostDict | None = None, prefilled: dict[str, DynamicCache] | None = None) -> CostDict:
     """Time c_decode(B), c_verify(g, B) and c_draft(B) for B in `batches` on caches holding `ctx` (see
     BATCH_METHOD), all in one go: `BatchGrid(...).run_all().record()`."""
     return BatchGrid(target, draft, ctx, batches, fit_m, held, repeats, on_measure, cancel, reuse,
@@ -247,10 +255,10 @@ class BatchGrid(GridSchedule):
     batch grid, costs one set of B = 1 forwards). prefilled: {"target": cache, "draft": cache} already
     holding `ctx` (the cost rounds' caches; copied, never changed), else both are prefilled here."""
 
-    def __init__(self, target, draft, ctx: Sequence[int], batches: Sequence[int] = BATCHES,
+    def __init__(self, target: PreTrainedModel, draft: PreTrainedModel, ctx: Sequence[int], batches: Sequence[int] = BATCHES,
                  fit_m: Sequence[int] = BATCH_FIT_M, held: Sequence[tuple[int, int]] = BATCH_HELD,
                  repeats: int = BATCH_REPEATS, on_measure: MeasureCallback | None = None,
-                 cancel=None, reuse: dict | None = None, prefilled: dict | None = None) -> None:
+                 cancel: threading.Event | None = None, reuse: CostDict | None = None, prefilled: dict[str, DynamicCache] | None = None) -> None:
         import torch
 
         t_start = time.perf_counter()
@@ -295,7 +303,7 @@ class BatchGrid(GridSchedule):
             "method": BATCH_METHOD,
         }
 
-    def record(self) -> dict:
+    def record(self) -> CostDict:
         if not self.complete:
             raise ValueError(f"the batch grid is not complete ({self.done} of {self.total} forwards timed)")
         samples, samples_cpu = self.samples()

@@ -16,13 +16,17 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from specterm.core.errors import SpectermError
 from specterm.core.decide.machine import this_machine
 from specterm.core.store.modelkeys import sha256_file
 
 _LAYERS_RE = re.compile(r"^layers:(\d+)$")
+if TYPE_CHECKING:
+    import torch
+    from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
+
 _HUB_ID_RE = re.compile(r"[\w.-]+(/[\w.-]+)?")
 
 
@@ -124,17 +128,17 @@ def gguf_parsed_once() -> Iterator[None]:
                 _gguf_depth -= 1
             return
         reader_cls, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
-        readers: dict[tuple, Any] = {}
-        maps: dict[tuple, Any] = {}
+        readers: dict[tuple[str, str, int, int], Any] = {}
+        maps: dict[tuple[Any, int], Any] = {}
 
-        def reader(path, mode="r"):
+        def reader(path: str | os.PathLike[str], mode: Literal["r", "r+", "c"] = "r") -> Any:
             st = os.stat(path)
             key = (os.path.realpath(path), mode, st.st_size, st.st_mtime_ns)
             if key not in readers:
                 readers[key] = reader_cls(path, mode)
             return readers[key]
 
-        def tensor_name_map(arch, n_blocks):
+        def tensor_name_map(arch: Any, n_blocks: int) -> Any:
             if (arch, n_blocks) not in maps:
                 maps[(arch, n_blocks)] = name_map(arch, n_blocks)
             return maps[(arch, n_blocks)]
@@ -151,10 +155,10 @@ def gguf_parsed_once() -> Iterator[None]:
             readers.clear()
 
 
-_TOKENIZERS: dict[tuple, Any] = {}
+_TOKENIZERS: dict[tuple[str, str, str, int | None, bool], PreTrainedTokenizerBase] = {}
 
 
-def load_tokenizer(ms: ModelSpec, trust_remote_code: bool = False):
+def load_tokenizer(ms: ModelSpec, trust_remote_code: bool = False) -> PreTrainedTokenizerBase:
     """The model's tokenizer; kept per process (keyed by source and file time), because `specterm
     run` checks the prompts with it before loading the models, which load it again."""
     where = ms.path / ms.gguf_file if ms.gguf_file and ms.path is not None else ms.path
@@ -167,7 +171,7 @@ def load_tokenizer(ms: ModelSpec, trust_remote_code: bool = False):
     return _TOKENIZERS[key]
 
 
-def _load_tokenizer(ms: ModelSpec, trust_remote_code: bool = False):
+def _load_tokenizer(ms: ModelSpec, trust_remote_code: bool = False) -> PreTrainedTokenizerBase:
     from transformers import AutoTokenizer
 
     try:
@@ -190,7 +194,7 @@ def load_error(ms: ModelSpec, what: str, exc: Exception) -> str:
     return f"could not load the {what} from {ms.spec} ({first}); check the directory holds a transformers model."
 
 
-def check_tokenizers(tok_target, tok_draft) -> None:
+def check_tokenizers(tok_target: PreTrainedTokenizerBase, tok_draft: PreTrainedTokenizerBase) -> None:
     """SPEC 1.5: same vocabulary and ids, else one clear error naming what differs.
 
     Padding of the embedding matrix (e.g. 151936 vs 151665 real tokens) is irrelevant here: we
@@ -236,7 +240,7 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def resolve_dtype(dtype: str, device: str, any_gguf: bool):
+def resolve_dtype(dtype: str, device: str, any_gguf: bool) -> torch.dtype:
     import torch
 
     table = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -249,13 +253,13 @@ def resolve_dtype(dtype: str, device: str, any_gguf: bool):
     return table[dtype]
 
 
-def load_model(ms: ModelSpec, device: str, dtype, trust_remote_code: bool = False):
+def load_model(ms: ModelSpec, device: str, dtype: torch.dtype, trust_remote_code: bool = False) -> PreTrainedModel:
     """Load a causal LM in eval mode on `device`. Never unpickles: safetensors or GGUF only."""
     import torch
     from transformers import AutoModelForCausalLM
 
     kw: dict[str, Any] = {"dtype": dtype}
-    model: Any
+    model: Any  # transformers' .to() wrapper is typed for a PreTrainedModel argument and .eval() is untyped
     try:
         if ms.kind == "gguf":
             model = AutoModelForCausalLM.from_pretrained(str(ms.path), gguf_file=ms.gguf_file, **kw)
@@ -273,10 +277,10 @@ def load_model(ms: ModelSpec, device: str, dtype, trust_remote_code: bool = Fals
     model.eval()
     torch.set_grad_enabled(False)
     exact_float32(device, dtype)
-    return model
+    return cast("PreTrainedModel", model)
 
 
-def exact_float32(device: str, dtype) -> None:
+def exact_float32(device: str, dtype: torch.dtype) -> None:
     """float32 on CUDA computes in IEEE float32: TF32 matmuls (cuBLAS) and convolutions (cuDNN) off.
 
     torch leaves cuDNN's TF32 on by default, and an earlier setting in the process can turn
@@ -289,7 +293,7 @@ def exact_float32(device: str, dtype) -> None:
         torch.backends.cudnn.allow_tf32 = False
 
 
-def layer_skip_draft(target, k: int):
+def layer_skip_draft(target: PreTrainedModel, k: int) -> PreTrainedModel:
     """A draft made of the target's first k decoder layers, then its final norm and LM head.
 
     Shares every parameter with the target (no copy of weights): a shallow copy of the model and
@@ -297,7 +301,7 @@ def layer_skip_draft(target, k: int):
     """
     import torch.nn as nn
 
-    inner = target.get_decoder()
+    inner = target.get_decoder()  # type: ignore[no-untyped-call]  # transformers leaves get_decoder unannotated
     n = len(inner.layers)
     if not 1 <= k < n:
         raise SpectermError(f"layers:{k} must keep between 1 and {n - 1} of the target's {n} layers.")
@@ -322,7 +326,7 @@ def layer_skip_draft(target, k: int):
 _CACHE_KW: dict[type, str] = {}
 
 
-def cache_kwarg(model) -> str:
+def cache_kwarg(model: PreTrainedModel) -> str:
     """transformers >= 5.2x names the forward argument `cache`; older versions `past_key_values`."""
     cls = type(model)
     if cls not in _CACHE_KW:
@@ -331,7 +335,7 @@ def cache_kwarg(model) -> str:
     return _CACHE_KW[cls]
 
 
-def new_cache(model):
+def new_cache(model: PreTrainedModel) -> DynamicCache:
     from transformers import DynamicCache
 
     try:
@@ -340,11 +344,11 @@ def new_cache(model):
         return DynamicCache()
 
 
-def cache_len(cache) -> int:
+def cache_len(cache: DynamicCache) -> int:
     return int(cache.get_seq_length())
 
 
-def crop_cache(cache, keep: int) -> None:
+def crop_cache(cache: DynamicCache, keep: int) -> None:
     """Drop cached positions from `keep` on (works across transformers' two crop conventions)."""
     drop = cache_len(cache) - keep
     if drop <= 0:
@@ -355,13 +359,14 @@ def crop_cache(cache, keep: int) -> None:
         cache.crop(keep)
 
 
-def forward_logits(model, ids, cache):
+def forward_logits(model: PreTrainedModel, ids: torch.Tensor, cache: DynamicCache) -> torch.Tensor:
     """Logits (1 x len(ids) x V) of feeding `ids` (1 x L LongTensor) after what `cache` holds."""
     out = model(input_ids=ids, use_cache=True, **{cache_kwarg(model): cache})
-    return out.logits
+    logits: torch.Tensor = out.logits
+    return logits
 
 
-def eos_ids(model, tokenizer) -> set[int]:
+def eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> set[int]:
     ids: set[int] = set()
     gen = getattr(model, "generation_config", None)
     for src in (getattr(gen, "eos_token_id", None), getattr(model.config, "eos_token_id", None), tokenizer.eos_token_id):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,12 @@ from specterm.engines.torch.models_torch import (
     forward_logits,
     new_cache,
 )
+
+if TYPE_CHECKING:
+    import threading
+
+    import torch
+    from transformers import DynamicCache, PreTrainedModel
 
 
 class FixedGamma:
@@ -72,7 +79,7 @@ class SpecResult:
     draft_calls: int = 0
 
 
-def _argmax_conf(logits) -> tuple[int, float]:
+def _argmax_conf(logits: torch.Tensor) -> tuple[int, float]:
     import torch
 
     row = logits.float()
@@ -81,7 +88,8 @@ def _argmax_conf(logits) -> tuple[int, float]:
     return top, conf
 
 
-def greedy_generate(model, prompt_ids: list[int], max_new_tokens: int, eos: set[int], cancel=None,
+def greedy_generate(model: PreTrainedModel, prompt_ids: list[int], max_new_tokens: int, eos: set[int],
+                    cancel: threading.Event | None = None,
                     on_token: Callable[[int], None] | None = None) -> list[int]:
     """Plain raw-argmax greedy decoding with a KV cache; stops at EOS (included) or max_new_tokens.
 
@@ -105,8 +113,9 @@ def greedy_generate(model, prompt_ids: list[int], max_new_tokens: int, eos: set[
     return out
 
 
-def batched_greedy_generate(model, prompts: list[list[int]], max_new_tokens: int, eos: set[int], pad_id: int,
-                            on_step: Callable[[int], None] | None = None, cancel=None) -> list[list[int]]:
+def batched_greedy_generate(model: PreTrainedModel, prompts: list[list[int]], max_new_tokens: int, eos: set[int],
+                            pad_id: int, on_step: Callable[[int], None] | None = None,
+                            cancel: threading.Event | None = None) -> list[list[int]]:
     """Raw-argmax greedy continuations of several prompts at once (left padding, KV cache).
 
     Decoding is memory-bound at small batch, so a batch of B prompts costs little more than one:
@@ -148,14 +157,14 @@ def batched_greedy_generate(model, prompts: list[list[int]], max_new_tokens: int
 
 
 def speculative_generate(
-    target,
-    draft,
+    target: PreTrainedModel,
+    draft: PreTrainedModel,
     prompt_ids: list[int],
     max_new_tokens: int,
     eos: set[int],
-    policy=None,
+    policy: FixedGamma | None = None,
     on_block: Callable[[SpecResult], None] | None = None,
-    cancel=None,
+    cancel: threading.Event | None = None,
 ) -> SpecResult:
     """Lossless greedy speculative decoding; see the module docstring. `policy` defaults to FixedGamma(5)."""
     import torch
@@ -227,9 +236,10 @@ class BatchSpecResult:
     draft_calls: int = 0
 
 
-def batched_speculative_generate(target, draft, prompts: list[list[int]], n: int, gamma: int, pad_id: int,
+def batched_speculative_generate(target: PreTrainedModel, draft: PreTrainedModel, prompts: list[list[int]], n: int,
+                                 gamma: int, pad_id: int,
                                  on_block: Callable[[BatchSpecResult], None] | None = None,
-                                 cancel=None) -> BatchSpecResult:
+                                 cancel: threading.Event | None = None) -> BatchSpecResult:
     """Lossless greedy speculative decoding of B prompts together (left padding), rows in lockstep.
 
     Each block drafts g tokens per row (B x 1 draft forwards), verifies them in one B x (g + 1) target
@@ -252,11 +262,12 @@ def batched_speculative_generate(target, draft, prompts: list[list[int]], n: int
     t_cache, d_cache = new_cache(target), new_cache(draft)
     res = BatchSpecResult(tokens=[[] for _ in range(B)])
 
-    def feed(model, cache, ids_full, msk_full):
+    def feed(model: PreTrainedModel, cache: DynamicCache, ids_full: torch.Tensor, msk_full: torch.Tensor) -> torch.Tensor:
         start = cache_len(cache)
         pos = (msk_full.cumsum(-1) - 1).clamp(min=0)[:, start:]
-        return model(input_ids=ids_full[:, start:].to(model.device), attention_mask=msk_full.to(model.device),
-                     position_ids=pos.to(model.device), use_cache=True, **{cache_kwarg(model): cache}).logits
+        logits: torch.Tensor = model(input_ids=ids_full[:, start:].to(model.device), attention_mask=msk_full.to(model.device),
+                                     position_ids=pos.to(model.device), use_cache=True, **{cache_kwarg(model): cache}).logits
+        return logits
 
     while len(res.tokens[0]) < n:
         check_cancel(cancel)
@@ -289,7 +300,8 @@ def batched_speculative_generate(target, draft, prompts: list[list[int]], n: int
     return res
 
 
-def batched_greedy_steps(model, prompts: list[list[int]], n: int, pad_id: int, cancel=None) -> list[list[int]]:
+def batched_greedy_steps(model: PreTrainedModel, prompts: list[list[int]], n: int, pad_id: int,
+                         cancel: threading.Event | None = None) -> list[list[int]]:
     """`batched_greedy_generate` for exactly n tokens per row (no EOS stop), the batched baseline of a
     batched confirmation."""
     return batched_greedy_generate(model, prompts, n, set(), pad_id, cancel=cancel)
