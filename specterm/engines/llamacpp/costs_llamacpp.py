@@ -24,12 +24,14 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Sequence
-
+from typing import TYPE_CHECKING
 
 from specterm.engines.timing import COST_GAMMAS as GAMMAS
 from specterm.engines.timing import (
     REPEATS,
+    CostDict,
     MeasureCallback,
+    Quantity,
     RoundRobinSampler,
     check_gammas,
     context_ids,
@@ -37,6 +39,9 @@ from specterm.engines.timing import (
     with_curve,
 )
 from specterm.engines.llamacpp.models_llamacpp import GGUFModel
+
+if TYPE_CHECKING:
+    import threading
 
 METHOD = ("median of interleaved repeats (round-robin, order rotated each round, one warm-up round) of llama.cpp "
           "llama_decode calls: decode: 1-token target decode; draft: 1-token draft decode; verify: (g+1)-token target "
@@ -48,7 +53,7 @@ class LlamaCostSampler(RoundRobinSampler):
     """engines/torch/costs_torch.CostSampler for llama.cpp models (same round/plan/summary protocol)."""
 
     def __init__(self, target: GGUFModel, draft: GGUFModel, ctx: Sequence[int], gammas: Sequence[int] = GAMMAS,
-                 on_measure: MeasureCallback | None = None, cancel=None):
+                 on_measure: MeasureCallback | None = None, cancel: threading.Event | None = None):
         self.gammas = check_gammas(gammas)
         ctx = list(ctx)
         self.base = len(ctx)
@@ -64,7 +69,7 @@ class LlamaCostSampler(RoundRobinSampler):
         self.quantities += [(f"draft_fwd:{g}", draft, nxt[: g + 1], False) for g in self.gammas]
         self._start(on_measure, cancel)
 
-    def _time(self, quantity: tuple) -> tuple[float, float]:
+    def _time(self, quantity: Quantity) -> tuple[float, float]:
         _, model, tokens, all_rows = quantity
         model.clear(self.base)
         t0, c0 = time.perf_counter(), time.process_time()
@@ -73,7 +78,7 @@ class LlamaCostSampler(RoundRobinSampler):
         model.clear(self.base)
         return dt, dc
 
-    def summary(self) -> dict:
+    def summary(self) -> CostDict:
         """The stored dict: engines/torch/costs_torch.CostSampler.summary's keys, plus c_draft_fwd_* and the engine."""
         cost = self.common_summary()
         med = {k: statistics.median(v) for k, v in self.samples.items()}
@@ -91,7 +96,7 @@ class LlamaCostSampler(RoundRobinSampler):
 
 
 def measure_costs(target: GGUFModel, draft: GGUFModel, ctx: Sequence[int], gammas: Sequence[int] = GAMMAS,
-                  repeats: int = REPEATS, on_measure: MeasureCallback | None = None, cancel=None) -> dict:
+                  repeats: int = REPEATS, on_measure: MeasureCallback | None = None, cancel: threading.Event | None = None) -> CostDict:
     """One warm-up round and `repeats` timed rounds (see the module docstring)."""
     return run_rounds(LlamaCostSampler(target, draft, ctx, gammas, on_measure=on_measure, cancel=cancel), repeats)
 
@@ -108,7 +113,7 @@ BATCH_METHOD = ("llama.cpp costs by batch: for every B in {2, 4, 8} a context of
                 "is core (hardware.batch): c_verify(g, B) and c_draft_fwd(g, B) interpolated in tokens per forward")
 
 
-def reused_b1_llamacpp(cost: dict) -> dict:
+def reused_b1_llamacpp(cost: CostDict) -> CostDict:
     """engines/timing.reused_b1 of a llama.cpp cost-rounds summary, plus its draft forwards:
     "draft_fwd:1:{g+1}" = draft_fwd:g, for both clocks."""
     from specterm.engines.timing import reused_b1
@@ -166,12 +171,12 @@ class SeqContext:
         return dt, dc
 
     def close(self) -> None:
-        self.batch.close()
-        self.ctx.close()
+        self.batch.close()  # type: ignore[no-untyped-call]  # llama_cpp's _internals leave close() unannotated
+        self.ctx.close()  # type: ignore[no-untyped-call]  # (same)
 
 
-def measure_batch_costs(target: GGUFModel, draft: GGUFModel, ctx: Sequence[int], reuse: dict | None = None,
-                        on_measure: MeasureCallback | None = None, cancel=None) -> dict:
+def measure_batch_costs(target: GGUFModel, draft: GGUFModel, ctx: Sequence[int], reuse: CostDict | None = None,
+                        on_measure: MeasureCallback | None = None, cancel: threading.Event | None = None) -> CostDict:
     """c_decode(B), c_verify(g, B), c_draft(B) and the engine term's draft forwards by batch in llama.cpp
     (BATCH_METHOD), stored as engines/torch/costs_torch.measure_batch_costs stores torch's ("target:B:m", "draft:B",
     plus "draft_fwd:B:m"); reuse: `reused_b1_llamacpp(cost)` of this session's cost rounds (B = 1)."""

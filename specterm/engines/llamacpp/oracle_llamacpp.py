@@ -34,7 +34,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -109,7 +109,7 @@ def stream_columns(target_logits: np.ndarray, draft_logits: np.ndarray, y: np.nd
 
 
 def serial_greedy(model: LM.GGUFModel, prompt_ids: list[int], max_new_tokens: int, eog: set[int],
-                    on_token=None, cancel: threading.Event | None = None) -> list[int]:
+                    on_token: Callable[[int], None] | None = None, cancel: threading.Event | None = None) -> list[int]:
     """Raw-argmax greedy decoding in llama.cpp (see the module docstring, step 1): the context in one
     decode, then one 1-token decode per token, at most `max_new_tokens` tokens."""
     model.clear(0)
@@ -158,7 +158,8 @@ class _TargetPass:
 
     def __call__(self, y: list[int]) -> np.ndarray:
         self.y, self.logits = list(y), teacher_force_logits(self.pair.target, self.prompt_ids, y)
-        return self.logits[:, : self.vocab].argmax(axis=1)
+        arg: np.ndarray = self.logits[:, : self.vocab].argmax(axis=1)
+        return arg
 
     def logits_of(self, y: list[int]) -> np.ndarray:
         """The target's teacher-forced logits of `y` (those of the last pass when it was this y)."""
@@ -170,7 +171,7 @@ class _TargetPass:
 
 def repaired_stream(pair: GGUFPair, prompt: Any, prompt_ids: list[int], y: list[int], max_new_tokens: int,
                     pieces: Any, cancel: threading.Event | None = None,
-                    on_repair=None, bound: int = REPAIR_BOUND) -> tuple[Stream, Repaired]:
+                    on_repair: Callable[[int, int], None] | None = None, bound: int = REPAIR_BOUND) -> tuple[Stream, Repaired]:
     """The stream of `prompt` from its serial greedy y: the repair loop (engines/repair.py) on the target,
     then the draft teacher-forced on the final y and every column from the two passes (stream_columns)."""
     tpass = _TargetPass(pair, prompt_ids)
@@ -196,8 +197,10 @@ class _PieceDecoder:
     def __init__(self, model: LM.GGUFModel):
         self.model = model
 
-    def decode(self, ids, skip_special_tokens=False, clean_up_tokenization_spaces=False) -> str:
-        return self.model.llm.detokenize(list(ids), special=True).decode("utf-8", "replace")
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = False,
+               clean_up_tokenization_spaces: bool = False) -> str:
+        text: str = self.model.llm.detokenize(list(ids), special=True).decode("utf-8", "replace")
+        return text
 
 
 def context_size(prompt_lens: list[int], max_new_tokens: int) -> int:
@@ -240,7 +243,7 @@ def repair_stored(pair: GGUFPair, writer: RunWriter, streams: list[Stream], max_
         where: dict[str, Any] = {"prompt_index": idx, "prompt_id": old.id, "corpus": old.corpus}
         tally.emit("repairing", f"repairing stored prompt {idx + 1}/{len(streams)}: {old.corpus}/{old.id}", **where)
 
-        def on_repair(k, t, where=where, old=old):
+        def on_repair(k: int, t: int, where: dict[str, Any] = where, old: Stream = old) -> None:
             tally.emit("repairing", f"{old.id}: repair {k} at t = {t} (the gate failed there)", **where)
 
         ids = pair.target.tokenize(str(old.prompt))
