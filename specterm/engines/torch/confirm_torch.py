@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -28,7 +29,16 @@ from specterm.core.store import META_FILE, read_meta
 from specterm.engines.base import BlockTiming, Generation, Item, StepCallback
 
 if TYPE_CHECKING:
-    from specterm.engines.base import ConfirmSession
+    import threading
+
+    import torch
+    from torch.utils.hooks import RemovableHandle
+
+    from specterm.engines.base import ConfirmSession, Sampler
+    from specterm.engines.timing import MeasureCallback
+    from specterm.engines.torch.costs_torch import CostSampler
+    from specterm.engines.torch.oracle_torch import LoadedPair
+    from specterm.engines.torch.specdec import SpecResult
 
 METHOD = ("per (corpus, g): realized = sum greedy s / sum speculative s over the same prompts, methods "
           "alternating (order reversed every other prompt); predicted = S_hw(g) = E c_decode / (c_verify(g) + "
@@ -49,7 +59,7 @@ class ForwardTimer:
         self.records: list[tuple[str, int, float]] = []  # (role, tokens fed, seconds)
         self.cpu: list[float] = []  # process CPU seconds of each forward of `records`
         self._pending: list[tuple[int, float, float]] = []
-        self._handles = []
+        self._handles: list[RemovableHandle] = []
         self._cuda = target.device.type == "cuda" or draft.device.type == "cuda"
         seen: set[int] = set()
         for model in (target, draft):
@@ -65,12 +75,12 @@ class ForwardTimer:
 
             torch.cuda.synchronize()
 
-    def _pre(self, module, args, kwargs):
+    def _pre(self, module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         ids = kwargs.get("input_ids", args[0] if args else None)
         self._sync()
         self._pending.append((int(ids.shape[1]) if ids is not None else 0, time.perf_counter(), time.process_time()))
 
-    def _post(self, module, args, output):
+    def _post(self, module: torch.nn.Module, args: tuple[Any, ...], output: Any) -> None:
         self._sync()
         n, t0, c0 = self._pending.pop()
         self.records.append(("target" if module is self.target else "draft", n, time.perf_counter() - t0))
@@ -89,17 +99,17 @@ class ForwardTimer:
             h.remove()
 
 
-def _median_of(records, role: str, tokens: int) -> float | None:
+def _median_of(records: Sequence[tuple[str, int, float]], role: str, tokens: int) -> float | None:
     vals = [dt for r, n, dt in records if r == role and n == tokens]
     return statistics.median(vals) if vals else None
 
 
-def _median(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
+def _median(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
 
 
-def warm_up(pair, item: Item, gamma: int, cancel=None) -> None:
+def warm_up(pair: LoadedPair, item: Item, gamma: int, cancel: threading.Event | None = None) -> None:
     """One short greedy and one short speculative generation, not timed."""
     from specterm.engines.torch import specdec
 
@@ -107,7 +117,8 @@ def warm_up(pair, item: Item, gamma: int, cancel=None) -> None:
     specdec.speculative_generate(pair.target, pair.draft, item.ids, 2, pair.eos, specdec.FixedGamma(gamma), cancel=cancel)
 
 
-def greedy_timed(pair, timer: ForwardTimer | None, item: Item, on_step: StepCallback, cancel=None) -> Generation:
+def greedy_timed(pair: LoadedPair, timer: ForwardTimer | None, item: Item, on_step: StepCallback,
+                 cancel: threading.Event | None = None) -> Generation:
     """specdec.greedy_generate of item.n tokens, each step stamped: the first step includes the prefill."""
     from specterm.engines.torch import specdec
 
@@ -131,15 +142,15 @@ def greedy_timed(pair, timer: ForwardTimer | None, item: Item, on_step: StepCall
         greedy_forward_s_sum=sum(r[2] for r in fw)))
 
 
-def speculative_timed(pair, timer: ForwardTimer | None, item: Item, g: int, on_step: StepCallback,
-                      cancel=None) -> Generation:
+def speculative_timed(pair: LoadedPair, timer: ForwardTimer | None, item: Item, g: int, on_step: StepCallback,
+                      cancel: threading.Event | None = None) -> Generation:
     """specdec.speculative_generate at fixed draft length g, each block stamped (the first includes the prefill)."""
     from specterm.engines.torch import specdec
 
     stamps: list[float] = []
     first_tokens: list[int] = []  # tokens out after the first block
 
-    def on_block(res) -> None:
+    def on_block(res: SpecResult) -> None:
         stamps.append(time.perf_counter())
         if not first_tokens:
             first_tokens.append(len(res.tokens))
@@ -166,7 +177,7 @@ def speculative_timed(pair, timer: ForwardTimer | None, item: Item, g: int, on_s
     })
 
 
-def block_timed(pair, item: Item, g: int, cancel=None) -> BlockTiming:
+def block_timed(pair: LoadedPair, item: Item, g: int, cancel: threading.Event | None = None) -> BlockTiming:
     """One short real speculative generation for the block overhead (SPEC 6 "The whole block's cost"):
     specdec.speculative_generate of item.n tokens at fixed draft length g (along the stored y, so its
     blocks are the walk's), every forward timed by a ForwardTimer; its blocks are its target calls."""
@@ -194,7 +205,7 @@ def result_extras(sp: list[dict[str, Any]]) -> dict[str, Any]:
             "python_overhead_s": sum(x["s"] - x["forward_s_sum"] for x in sp)}
 
 
-def cross_check(prompt_rows, cost) -> dict[str, Any]:
+def cross_check(prompt_rows: list[dict[str, Any]], cost: dict[str, Any]) -> dict[str, Any]:
     """The micro-benchmark against real decoding: greedy per-step time vs c_decode, prefill times."""
     steps = [p["greedy_step_s_median"] for p in prompt_rows if p.get("greedy_step_s_median") is not None]
     return {
@@ -214,13 +225,15 @@ class BatchGridJob:
 
     sliced = True
 
-    def __init__(self, pair, sampler, ctx, on_measure, cancel, rounds_s: float) -> None:
+    def __init__(self, pair: LoadedPair, sampler: Sampler, ctx: Sequence[int], on_measure: MeasureCallback | None,
+                 cancel: threading.Event | None, rounds_s: float) -> None:
         from specterm.engines.timing import reused_b1
         from specterm.engines.torch.costs_torch import BatchGrid
 
+        rounds = cast("CostSampler", sampler)  # the torch pair's cost_sampler() is a costs_torch.CostSampler
         self.grid = BatchGrid(pair.target, pair.draft, ctx, on_measure=on_measure, cancel=cancel,
                               reuse=reused_b1(sampler.summary()),
-                              prefilled={"target": sampler.quantities[0][2], "draft": sampler.quantities[1][2]})
+                              prefilled={"target": rounds.quantities[0][2], "draft": rounds.quantities[1][2]})
         self.total = self.grid.total
         self.rounds_s = rounds_s  # the wall seconds of the g curve's rounds before the generations
 
@@ -240,7 +253,7 @@ class BatchGridJob:
         return out
 
 
-def time_batched(session: ConfirmSession, pair, timer: ForwardTimer | None) -> dict[str, Any]:
+def time_batched(session: ConfirmSession, pair: LoadedPair, timer: ForwardTimer | None) -> dict[str, Any]:
     """A batched confirmation (SPEC 6 "Batch"): per corpus, its timed prompts in groups of B, batched plain
     greedy against lockstep batched speculative decoding (specdec.batched_speculative_generate) at the
     decision's g_hw(B), methods alternating group by group. Each group generates n = the shortest stored
@@ -280,7 +293,7 @@ def time_batched(session: ConfirmSession, pair, timer: ForwardTimer | None) -> d
         n = min(it.n for it in group)
         prompts = [it.ids for it in group]
         timed: dict[str, Any] = {}
-        fw: dict[str, list] = {}
+        fw: dict[str, list[tuple[str, int, float]]] = {}
         order = ["greedy", "spec"] if gi % 2 == 0 else ["spec", "greedy"]
         for m in order:
             check_cancel(cancel)
