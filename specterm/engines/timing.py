@@ -36,6 +36,8 @@ MeasureCallback = Callable[[int, int, str, float], None]
 Quantity = tuple[Any, ...]
 # A stored cost dict (JSON-like: the keys of `common_summary` plus the engine's own).
 CostDict = dict[str, Any]
+# Timed samples by label (seconds).
+Samples = dict[str, list[float]]
 
 
 def _iqr(values: Sequence[float]) -> float:
@@ -292,11 +294,11 @@ class GridSchedule:
         self.step(self.total - self.done)
         return self
 
-    def samples(self) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    def samples(self) -> tuple[Samples, Samples]:
         return self._samples, self._samples_cpu
 
 
 def batch_grid_rounds(quantities: list[Quantity], time_one: Callable[[Quantity], tuple[float, float]], repeats: int,
-                      reuse: CostDict | None, on_measure: MeasureCallback | None, cancel: threading.Event | None) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+                      reuse: CostDict | None, on_measure: MeasureCallback | None, cancel: threading.Event | None) -> tuple[Samples, Samples]:
     """`GridSchedule` timed in one go: (samples_s, samples_cpu_s)."""
     return GridSchedule(quantities, time_one, repeats, reuse, on_measure, cancel).run_all().samples()

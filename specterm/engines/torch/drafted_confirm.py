@@ -40,9 +40,11 @@ def _generate(model: Any, ids: list[int], n: int, eos: set[int], g: int | None, 
         calls[0] += 1
 
     extra: dict[str, Any] = {} if g is None else {"prompt_lookup_num_tokens": g, "max_matching_ngram_size": ngram}
-    cfg = GenerationConfig(do_sample=False, num_beams=1, max_new_tokens=n, eos_token_id=sorted(eos),
-                           pad_token_id=min(eos), temperature=None, top_p=None, top_k=None, repetition_penalty=1.0,
-                           no_repeat_ngram_size=0, **extra)
+    # GenerationConfig.__init__(**kwargs) is unannotated in transformers: a third-party gap, not ours.
+    cfg = GenerationConfig(  # type: ignore[no-untyped-call]
+        do_sample=False, num_beams=1, max_new_tokens=n, eos_token_id=sorted(eos),
+        pad_token_id=min(eos), temperature=None, top_p=None, top_k=None, repetition_penalty=1.0,
+        no_repeat_ngram_size=0, **extra)
     x = torch.tensor([ids])
     hook = model.register_forward_pre_hook(count)
     try:

@@ -54,8 +54,10 @@ def _generate(model: Any, ids: list[int], n: int, eos: set[int], assistant: Any 
     def count(*_: Any) -> None:
         calls[0] += 1
 
-    cfg = GenerationConfig(do_sample=False, num_beams=1, max_new_tokens=n, eos_token_id=sorted(eos),
-                           pad_token_id=min(eos), temperature=None, top_p=None, top_k=None)
+    # GenerationConfig.__init__(**kwargs) is unannotated in transformers: a third-party gap, not ours.
+    cfg = GenerationConfig(  # type: ignore[no-untyped-call]
+        do_sample=False, num_beams=1, max_new_tokens=n, eos_token_id=sorted(eos),
+        pad_token_id=min(eos), temperature=None, top_p=None, top_k=None)
     x = torch.tensor([ids])
     hook = model.register_forward_pre_hook(count)
     try:
@@ -109,7 +111,8 @@ def confirm_hf_settings(run_dir: Path, per_corpus: int = 2, corpora: tuple[str, 
             continue
         policy = _policy(es)
         settings = hf_settings(policy)
-        assistant.generation_config.update(**settings)  # as `specterm settings --engine hf` prints it
+        # as `specterm settings --engine hf` prints it (GenerationConfig.update is unannotated in transformers)
+        assistant.generation_config.update(**settings)  # type: ignore[no-untyped-call]
         timed = [s for s in usable if s.corpus == corpus][:per_corpus]
         rows: list[dict[str, Any]] = []
         for i, s in enumerate(timed):

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 import numpy as np
 
@@ -32,7 +32,22 @@ from specterm.engines.corpora import Prompt
 from specterm.engines.progress import Cancelled, Progress, ProgressCallback, Tally, check_cancel
 from specterm.engines.repair import REPAIR_RULE
 
+if TYPE_CHECKING:
+    import torch
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
+
+    from specterm.engines.torch.models_torch import ModelSpec
+    from specterm.engines.torch.specdec import SpecResult
+
 POSITION_CHUNK = 64  # positions per softmax chunk: 64 x 152k x 4 B x 2 models ~ 78 MB
+
+
+class PieceDecoder(Protocol):
+    """What `decode_pieces` needs of a tokenizer: transformers' `decode` (a torch tokenizer, or llama.cpp's
+    detokenizer behind the same call)."""
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False,
+               clean_up_tokenization_spaces: bool = False) -> str: ...
 
 
 @dataclass
@@ -98,28 +113,31 @@ def torch_threads() -> int:
     return int(torch.get_num_threads())
 
 
-def encode_prompt(tokenizer, text: str, name: str = "a prompt") -> list[int]:
+def encode_prompt(tokenizer: PreTrainedTokenizerBase, text: str, name: str = "a prompt") -> list[int]:
     ids = tokenizer(text).input_ids
     if not ids:
         raise SpectermError(f"{name} encodes to zero tokens; remove it or give it some text.")
     return list(ids)
 
 
-def hidden_states(model, ids, mask):
+def hidden_states(model: PreTrainedModel, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Last hidden states (B x L x H) from the decoder stack, without materialising B x L x V logits."""
-    out = model.get_decoder()(input_ids=ids, attention_mask=mask, use_cache=False)
-    return out.last_hidden_state
+    decoder = model.get_decoder()  # type: ignore[no-untyped-call]  # transformers leaves get_decoder unannotated
+    out = decoder(input_ids=ids, attention_mask=mask, use_cache=False)
+    h: torch.Tensor = out.last_hidden_state
+    return h
 
 
-def head_logits(model, h):
-    logits = model.get_output_embeddings()(h).float()
+def head_logits(model: PreTrainedModel, h: torch.Tensor) -> torch.Tensor:
+    head = model.get_output_embeddings()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
+    logits: torch.Tensor = head(h).float()
     cap = getattr(model.config, "final_logit_softcapping", None)
     if cap:
         logits = (logits / cap).tanh() * cap
     return logits
 
 
-def acceptance_beta(target_logits, draft_logits):
+def acceptance_beta(target_logits: torch.Tensor, draft_logits: torch.Tensor) -> torch.Tensor:
     """beta_t = sum_v min(p_t(v), q_t(v)) per row, computed in float64 from the logits.
 
     In float32 the softmaxes themselves sum to 1 only within a few ulps per entry, and over a
@@ -244,7 +262,7 @@ def continue_greedy(pair: LoadedPair, prompt_ids: list[int], prefix: list[int], 
 
 def repaired_columns(pair: LoadedPair, prompt_ids: list[int], y: list[int], cols: dict[str, np.ndarray],
                      max_new_tokens: int, cancel: Optional[threading.Event] = None,
-                     on_repair=None) -> tuple[list[int], dict[str, np.ndarray], list[int]]:
+                     on_repair: Callable[[int, int], None] | None = None) -> tuple[list[int], dict[str, np.ndarray], list[int]]:
     """(y, columns, flipped positions) of one stream after SPEC 1.3's repair loop (engines/repair.py):
     a stream whose batched gate holds keeps its y and columns with no flips; otherwise the loop runs on
     the target alone (`_TargetPass`, `continue_greedy`) and the columns are those of its final pass."""
@@ -259,7 +277,7 @@ def repaired_columns(pair: LoadedPair, prompt_ids: list[int], y: list[int], cols
     return rep.y, tpass.cols_of(rep.y), rep.flips
 
 
-def decode_pieces(tokenizer, y: list[int]) -> tuple[str, np.ndarray]:
+def decode_pieces(tokenizer: PieceDecoder, y: list[int]) -> tuple[str, np.ndarray]:
     """Concatenated text of y and the end offset of each token's piece (for colouring tokens).
 
     Pieces come from decoding growing prefixes (as streaming detokenizers do), so a character
@@ -289,7 +307,7 @@ def generate_speculative(config: OracleConfig, pair: LoadedPair, batch: list[Pro
         tok_before = tally.gen_tokens
         where: dict[str, Any] = {"prompt_index": idx, "prompt_id": prompt.id, "corpus": prompt.corpus}
 
-        def on_block(res, where=where, t0=t0, tok_before=tok_before):
+        def on_block(res: SpecResult, where: dict[str, Any] = where, t0: float = t0, tok_before: int = tok_before) -> None:
             tally.gen_tokens = tok_before + len(res.tokens)
             tally.emit("generating", tokens=len(res.tokens), bits=specdec.spec_bits(res, len(res.tokens)),
                        gen_extra=time.perf_counter() - t0, **where)
@@ -317,7 +335,7 @@ def generate_batched(config: OracleConfig, pair: LoadedPair, batch: list[Prompt]
     label = f"{batch[0].id}..{batch[-1].id}" if len(batch) > 1 else batch[0].id
     where: dict[str, Any] = {"prompt_index": b0, "prompt_id": label, "corpus": batch[0].corpus}
 
-    def on_step(k):
+    def on_step(k: int) -> None:
         tally.gen_tokens = tok_before + k * len(batch)
         tally.emit("generating", tokens=k, gen_extra=time.perf_counter() - t0, **where)
 
@@ -372,7 +390,7 @@ def torch_streams(pair: LoadedPair, batch: list[Prompt], ids_batch: list[list[in
                      **columns)
 
 
-def target_config(ms, trust_remote_code: bool):
+def target_config(ms: ModelSpec, trust_remote_code: bool) -> PretrainedConfig:
     """The target's config alone (config.json or GGUF metadata, no weights); its text config for a
     multimodal model. SpectermError (one sentence) when it cannot be read."""
     from transformers import AutoConfig
@@ -388,7 +406,8 @@ def target_config(ms, trust_remote_code: bool):
             cfg = AutoConfig.from_pretrained(ms.spec, trust_remote_code=trust_remote_code)
     except Exception as exc:  # transformers raises many types; the user needs one sentence
         raise SpectermError(load_error(ms, "config", exc)) from None
-    return getattr(cfg, "text_config", None) or cfg
+    text: PretrainedConfig = getattr(cfg, "text_config", None) or cfg
+    return text
 
 
 def check_context(longest_prompt: int, max_new_tokens: int, context: object) -> None:
