@@ -46,7 +46,7 @@ from specterm.engines.corpora import Prompt
 from specterm.engines.llamacpp import models_llamacpp as LM
 from specterm.engines.progress import Cancelled, Tally, check_cancel
 from specterm.engines.repair import REPAIR_BOUND, REPAIR_RULE, Repaired, repair_greedy
-from specterm.engines.torch.oracle_torch import decode_pieces
+from specterm.engines.torch.oracle_torch import PieceDecoder, decode_pieces
 
 POSITION_CHUNK = 32  # rows per float64 softmax chunk: 32 x 152k x 8 B x 2 ~ 78 MB
 CONTEXT_MARGIN = 24  # room for the cost measurement: context + a (g+1)-token verification, g <= 16
@@ -169,8 +169,8 @@ class _TargetPass:
         return self.logits
 
 
-def repaired_stream(pair: GGUFPair, prompt: Any, prompt_ids: list[int], y: list[int], max_new_tokens: int,
-                    pieces: Any, cancel: threading.Event | None = None,
+def repaired_stream(pair: GGUFPair, prompt: Prompt, prompt_ids: list[int], y: list[int], max_new_tokens: int,
+                    pieces: PieceDecoder, cancel: threading.Event | None = None,
                     on_repair: Callable[[int, int], None] | None = None, bound: int = REPAIR_BOUND) -> tuple[Stream, Repaired]:
     """The stream of `prompt` from its serial greedy y: the repair loop (engines/repair.py) on the target,
     then the draft teacher-forced on the final y and every column from the two passes (stream_columns)."""
@@ -226,8 +226,8 @@ def streams_to_repair(config: OracleConfig) -> list[Stream]:
     return streams
 
 
-def repair_stored(pair: GGUFPair, writer: RunWriter, streams: list[Stream], max_new_tokens: int, pieces: Any,
-                  tally: Any, cancel: threading.Event | None = None) -> dict[str, Any]:
+def repair_stored(pair: GGUFPair, writer: RunWriter, streams: list[Stream], max_new_tokens: int, pieces: PieceDecoder,
+                  tally: Tally, cancel: threading.Event | None = None) -> dict[str, Any]:
     """Repair stored streams in place (module docstring): per stream, its stored y teacher-forced on
     this machine and repaired from its first failure (repaired_stream), its record replaced at once
     (RunWriter.replace: atomic, so Ctrl-C keeps every finished stream); this session's entry in

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     import torch
     from torch.utils.hooks import RemovableHandle
+    from transformers import PreTrainedModel
 
     from specterm.engines.base import ConfirmSession, Sampler
     from specterm.engines.timing import MeasureCallback
@@ -54,7 +55,7 @@ class ForwardTimer:
     registered once per distinct dict and tell the models apart by identity.
     """
 
-    def __init__(self, target: Any, draft: Any) -> None:
+    def __init__(self, target: PreTrainedModel, draft: PreTrainedModel) -> None:
         self.target = target
         self.records: list[tuple[str, int, float]] = []  # (role, tokens fed, seconds)
         self.cpu: list[float] = []  # process CPU seconds of each forward of `records`

@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     import torch
     from transformers import DynamicCache, PreTrainedModel
 
+    from specterm.engines.drafters import Drafter
+
 METHOD = ("median wall time of interleaved repeats (round-robin, order rotated each round, one light warm-up round: "
           "of each kind the narrowest and widest forward); "
           "decode: 1-token target step; draft: 1-token draft step; verify: (g+1)-token target forward; "
@@ -142,7 +144,7 @@ class DrafterCostSampler(RoundRobinSampler):
     `summary_for(i)` is drafter i's stored cost dict: its proposal's samples are its "draft" (and
     "draft2": a drafter has no 2-token step), seconds per block."""
 
-    def __init__(self, target: PreTrainedModel, drafters: Sequence[Any], ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS,
+    def __init__(self, target: PreTrainedModel, drafters: Sequence[Drafter], ctx: Sequence[int], gammas: Sequence[int] = COST_GAMMAS,
                  on_measure: MeasureCallback | None = None, cancel: threading.Event | None = None):
         import torch
 

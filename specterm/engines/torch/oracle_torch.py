@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional, Protocol, cast
 
 import numpy as np
 
@@ -46,15 +46,15 @@ class PieceDecoder(Protocol):
     """What `decode_pieces` needs of a tokenizer: transformers' `decode` (a torch tokenizer, or llama.cpp's
     detokenizer behind the same call)."""
 
-    def decode(self, ids: list[int], skip_special_tokens: bool = False,
-               clean_up_tokenization_spaces: bool = False) -> str: ...
+    def decode(self, ids: list[int], /, *, skip_special_tokens: bool,
+               clean_up_tokenization_spaces: bool) -> str | list[str]: ...
 
 
 @dataclass
 class LoadedPair:
-    target: Any
-    draft: Any
-    tokenizer: Any
+    target: PreTrainedModel
+    draft: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
     eos: set[int]
     meta: dict[str, Any]
 
@@ -287,7 +287,8 @@ def decode_pieces(tokenizer: PieceDecoder, y: list[int]) -> tuple[str, np.ndarra
     text = ""
     ends = np.empty(len(y), dtype=np.int32)
     for i in range(len(y)):
-        cur = tokenizer.decode(y[: i + 1], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        # a flat list of ids decodes to one str (a list of str is for a batch of id lists)
+        cur = cast(str, tokenizer.decode(y[: i + 1], skip_special_tokens=False, clean_up_tokenization_spaces=False))
         if cur.startswith(text) and not (cur.endswith("\ufffd") and i < len(y) - 1):
             text = cur
         ends[i] = len(text)
@@ -463,7 +464,7 @@ def _check_numbers(config: OracleConfig) -> None:
         raise SpectermError("--threads is for --backend llama.cpp; torch picks its own threads.")
 
 
-def _check_resume(config: OracleConfig, t_spec: Any, d_spec: Any, dtype: Any) -> None:
+def _check_resume(config: OracleConfig, t_spec: ModelSpec, d_spec: ModelSpec, dtype: torch.dtype) -> None:
     """--resume: the run's models and generation settings are this command's, and the run loads."""
     from specterm.core.store import load_run, public_model, read_meta, resume_conflict
 
@@ -476,7 +477,7 @@ def _check_resume(config: OracleConfig, t_spec: Any, d_spec: Any, dtype: Any) ->
     load_run(config.out)  # a corrupt run is refused now (repair it first), not after the models load
 
 
-def _check_target_config(config: OracleConfig, t_spec: Any, d_spec: Any, longest: int) -> None:
+def _check_target_config(config: OracleConfig, t_spec: ModelSpec, d_spec: ModelSpec, longest: int) -> None:
     """The longest prompt + -n within the target's context, and layers:K within its layers (its config alone)."""
     try:
         tcfg = target_config(t_spec, config.trust_remote_code)
