@@ -313,7 +313,7 @@ def _measure(session: ConfirmSession, chosen: list[Stream]) -> dict[str, Any]:
     sampler = session.sampler = pair.cost_sampler(ctx, session.cost_gammas.tolist(), on_measure, session.cancel)
     t_costs = time.perf_counter()
     flag = "" if config.engine == "torch" else f" --engine {config.engine}"
-    rounds = session_rounds(sampler, config.cost_repeats, len(items) if config.interleave_costs else 0,  # type: ignore[arg-type]
+    rounds = session_rounds(sampler, config.cost_repeats, len(items) if config.interleave_costs else 0,
                             f"specterm confirm{flag} (rounds before the generations and one after every prompt)")
     session.session_cost = with_block_overhead(rounds, session.run.meta)
     if config.batch_costs:

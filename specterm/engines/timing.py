@@ -165,7 +165,7 @@ class RoundRobinSampler:
         }
 
 
-def session_rounds(sampler: "RoundRobinSampler", repeats: int, later_rounds: int, measured_by: str) -> Callable[[], CostDict]:
+def session_rounds(sampler: Rounds, repeats: int, later_rounds: int, measured_by: str) -> Callable[[], CostDict]:
     """A confirm session's cost rounds, both engines: the warm-up and `repeats` timed rounds now
     (`later_rounds` more announced, one after each prompt); returns session_cost(), the stored dict of
     every round so far with when and by what it was measured."""
