@@ -19,7 +19,7 @@ from specterm.core.streams.blockwalk import block_counts
 from specterm.core.errors import SpectermError
 from specterm.core.decide.hardware import latest_confirmation, parse_confirmation
 from specterm.engines.progress import Cancelled
-from specterm.core.store import load_run, read_meta
+from specterm.core.store import load_run, read_meta, write_meta_atomic
 
 SHIPPED = Path(__file__).resolve().parent.parent / "streams" / "smollm2-135m-selfdraft-l25"
 N_NEW = 12
@@ -31,7 +31,7 @@ def _copy_run(tmp_path: Path, gguf: Path) -> Path:
     shutil.copytree(SHIPPED, out)
     meta = json.loads((out / "run.json").read_text())
     meta["target"]["spec"] = meta["target"]["path"] = str(gguf)
-    (out / "run.json").write_text(json.dumps(meta, indent=2))
+    write_meta_atomic(out, meta)  # sealed, as a writer of the store writes it (the shipped run is sealed)
     return out
 
 
@@ -60,7 +60,7 @@ def test_confirm_records_identical_outputs_and_a_realized_speedup(smollm2_pair, 
     # timed, so this session's costs must be installed (and the old one kept).
     meta = read_meta(run_dir)
     meta["cost"] = next(c for c in reversed(meta["cost"].get("earlier") or [meta["cost"]]) if "c_decode_s" not in c)
-    (run_dir / "run.json").write_text(json.dumps(meta, indent=2))
+    write_meta_atomic(run_dir, meta)
     streams_before = (run_dir / "prompts.jsonl").read_bytes()
     old_cost = read_meta(run_dir)["cost"]
     assert "c_decode_s" not in old_cost

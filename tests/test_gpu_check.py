@@ -340,14 +340,17 @@ def test_check_runs_on_the_cpu_offline_from_the_carry_alone(tmp_path):
     assert files == ["bf16_vs_f32.json", "check.log", "device_vs_cpu.json", "env.json", "report.json", "runs.tar.gz", "summary.md"]
     assert results.result_problems(dest) == []
     same = json.loads((dest / "device_vs_cpu.json").read_text())
-    assert (same["streams_compared"], same["identical"], same["flips"]) == (10, 10, 0)  # the CPU twice: deterministic
+    from specterm.engines.corpora import BUILTIN
+
+    n = 2 * len(BUILTIN)  # check.sh runs --limit 2 over every built-in corpus
+    assert (same["streams_compared"], same["identical"], same["flips"]) == (n, n, 0)  # the CPU twice: deterministic
     log = (dest / "check.log").read_text()
     installed = re.search(r"installing: (.*)", log)
     assert installed is not None and {"textual", "textual-plotext", "gguf", "specterm"} <= set(installed.group(1).split())
     where = re.search(r"imports ok; specterm from (\S+)", log)
     assert where is not None and "specterm-gpu-check" in where.group(1)  # the wheel in the check's temporary folder
     report = json.loads((dest / "report.json").read_text())
-    assert report["sets"]["pooled"]["n_streams"] == 10
+    assert report["sets"]["pooled"]["n_streams"] == n
     assert proc.stdout.rstrip().splitlines()[-1].startswith("| total |")
 
 
