@@ -11,6 +11,31 @@ from specterm.core.decide.hardware.profiles import PROFILES_KEY, with_profile
 from specterm.core.store import RunLock, read_meta, write_meta_atomic
 
 
+def put_record(meta: dict[str, Any], key: str, record: dict[str, Any], index: int | None) -> int:
+    """Put `record` at `index` of meta's list `key` (append when None or past its end; a missing or
+    malformed list starts anew); returns its index."""
+    records = meta.get(key)
+    if not isinstance(records, list):
+        records = []
+    if index is None or index >= len(records):
+        records.append(record)
+        index = len(records) - 1
+    else:
+        records[index] = record
+    meta[key] = records
+    return index
+
+
+def write_confirmation_key(run_dir: Path, key: str, record: dict[str, Any], index: int | None) -> int:
+    """Put `record` at `index` of run.json's list `key` (append when None), atomically, under the run lock
+    (only run.json is rewritten); returns its index."""
+    with RunLock(run_dir):
+        meta = read_meta(run_dir)
+        index = put_record(meta, key, record, index)
+        write_meta_atomic(run_dir, meta)
+    return index
+
+
 def write_confirmation(run_dir: Path, record: dict[str, Any], index: int | None, cost: dict[str, Any] | None = None,
                        batch_cost: dict[str, Any] | None = None, profile: dict[str, Any] | None = None) -> int:
     """Put `record` at `index` of run.json's confirmations (append when None), atomically; returns its index.
@@ -28,15 +53,7 @@ def write_confirmation(run_dir: Path, record: dict[str, Any], index: int | None,
             meta[PROFILES_KEY] = with_profile(meta, profile)  # read before the legacy keys change
         if batch_cost is not None:
             meta[BATCH_COST_KEY] = batch_cost
-        records = meta.get(CONFIRMATIONS_KEY)
-        if not isinstance(records, list):
-            records = []
-        if index is None or index >= len(records):
-            records.append(record)
-            index = len(records) - 1
-        else:
-            records[index] = record
-        meta[CONFIRMATIONS_KEY] = records
+        index = put_record(meta, CONFIRMATIONS_KEY, record, index)
         if cost is not None:
             old = dict(meta.get("cost") or {})
             new = dict(cost)

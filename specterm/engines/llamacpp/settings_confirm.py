@@ -38,6 +38,7 @@ from specterm.core.settings.engine_policies import llama_settings
 from specterm.core.settings.for_report import SETTINGS_CONFIRMATIONS_KEY, draft_kind
 from specterm.core.settings.speedup import FIXED, STOP, Policy, block_costs, depth_counts, prediction_interval, stack
 from specterm.core.compare.speclog import n_predict_for
+from specterm.engines.confirm_record import write_confirmation_key
 
 EXTRA_ARGS = ("--temp", "0", "--top-k", "1", "-v")
 
@@ -59,26 +60,6 @@ def settings_command(exe: Path, target: Path, draft: Path, prompt: str, policy: 
     return [str(exe), nm.LLAMA_MODEL, str(target), nm.LLAMA_DRAFT_MODEL, str(draft), "-p", prompt, "--no-escape",
             "-n", str(n_predict), *flags, *EXTRA_ARGS, "-t", str(threads), "-tb", str(threads), "-td", str(threads),
             "-tbd", str(threads), "-c", str(n_ctx)]
-
-
-def write_confirmation_key(run_dir: Path, key: str, record: dict[str, Any], index: int | None) -> int:
-    """Put `record` at `index` of run.json's list `key` (append when None), atomically, under the run lock
-    (only run.json is rewritten); returns its index."""
-    from specterm.core.store import RunLock, read_meta, write_meta_atomic
-
-    with RunLock(run_dir):
-        meta = read_meta(run_dir)
-        records = meta.get(key)
-        if not isinstance(records, list):
-            records = []
-        if index is None or index >= len(records):
-            records.append(record)
-            index = len(records) - 1
-        else:
-            records[index] = record
-        meta[key] = records
-        write_meta_atomic(run_dir, meta)
-    return index
 
 
 def confirm_settings(run_dir: Path, per_corpus: int = 2, threads: int | None = None, llama_bin: Path | None = None,

@@ -78,7 +78,7 @@ def confirm_hf_settings(run_dir: Path, per_corpus: int = 2, corpora: tuple[str, 
     from specterm.core.report.analysis import analyse
     from specterm.core.store import load_run, model_location
     from specterm.engines.torch import models_torch as M
-    from specterm.engines.llamacpp.settings_confirm import write_confirmation_key
+    from specterm.engines.confirm_record import write_confirmation_key
 
     run = load_run(run_dir)
     machine = this_machine()
