@@ -76,7 +76,9 @@ class OpenOptions:
 class BlockTiming:
     """One short real speculative generation timed for the block overhead (SPEC 6 "The whole block's cost"):
     its blocks (target calls), its whole seconds and the seconds inside its model forwards, in wall and
-    process CPU time, and the tokens it emitted (compared with the stored y)."""
+    process CPU time, and the tokens it emitted (compared with the stored y). A drafter without a model
+    (SPEC 2b) also reports the tokens its blocks drafted and its own proposals' seconds (the decision's
+    c_draft per block, so not counted outside)."""
 
     blocks: int
     wall_s: float
@@ -84,6 +86,9 @@ class BlockTiming:
     forwards_wall_s: float
     forwards_cpu_s: float
     tokens: list[int]
+    drafted: int | None = None       # a drafter's: tokens drafted over the blocks (None: a draft model, g per block)
+    drafter_wall_s: float = 0.0
+    drafter_cpu_s: float = 0.0
 
 
 class OpenPair(Protocol):

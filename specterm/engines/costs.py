@@ -48,11 +48,12 @@ from specterm.core.decide.hardware.curve import MIN_SAMPLES
 from specterm.core.decide.hardware.overhead import KEY as OVERHEAD_KEY
 from specterm.core.decide.hardware.overhead import overhead_record
 from specterm.core.decide.hardware.settle import SetSettle, set_settle
+from specterm.core.store.meta import drafter_of
 from specterm.core.decide.machine import cpu_busy_seconds, default_threads, other_cpu_share, own_cpu_seconds
 from specterm.core.params import COSTS_MAX_ROUNDS, COSTS_MAX_SECONDS
 from specterm.engines.progress import Progress, check_cancel
 from specterm.core.report.types import POOLED
-from specterm.core.store import RunLock, Run, check_unlocked, load_run, new_meta, read_meta, write_meta_atomic
+from specterm.core.store import RunLock, Run, Stream, check_unlocked, load_run, new_meta, read_meta, write_meta_atomic
 from specterm.engines import engine_for
 from specterm.engines.base import OpenOptions, Sampler
 
@@ -84,6 +85,22 @@ class CostsConfig:
     block_overhead: bool = True  # time whole blocks for o(g) (where the engine can)
     block_prompts: int = BLOCK_PROMPTS
     block_tokens: int = BLOCK_TOKENS
+
+
+Settler = Callable[[dict[str, Any]], SetSettle | None]
+
+
+def set_settlers(run: Run, gammas: np.ndarray) -> dict[str, Settler]:
+    """Per corpus and the pooled set: the stopping rule under a cost dict (core/decide/hardware/settle). A
+    drafter run's sets settle on its walk over L_s, m_s (core/drafted/drafter_settle: S_hw(g) reads every
+    c_verify(d), d <= g); a draft model's on E(g) of its bits (`set_curves`)."""
+    if drafter_of(run.meta) is not None:
+        from specterm.core.drafted.drafter_analysis import set_walks
+        from specterm.core.drafted.drafter_settle import drafter_settlers
+
+        return drafter_settlers(set_walks(run, gammas, boot=400, seed=0))
+    return {name: (lambda cost, E=E, E_boot=E_boot: set_settle(gammas, E, cost, E_boot=E_boot))
+            for name, (E, E_boot) in set_curves(run, gammas).items()}
 
 
 def set_curves(run: Run, gammas: np.ndarray, boot: int = 400, seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -137,11 +154,10 @@ def context_length(run: Run, encode: Callable[[str], list[int]]) -> tuple[int, l
     return n, context_ids(encode(first.prompt) + first.y.tolist(), n), RUN_CONTEXT_RULE
 
 
-def settle_all(curves: dict[str, tuple[np.ndarray, np.ndarray]], gammas: np.ndarray,
-               cost: dict[str, Any]) -> dict[str, SetSettle]:
+def settle_all(settlers: dict[str, Settler], cost: dict[str, Any]) -> dict[str, SetSettle]:
     out = {}
-    for name, (E, E_boot) in curves.items():
-        got = set_settle(gammas, E, cost, E_boot=E_boot)
+    for name, settle in settlers.items():
+        got = settle(cost)
         if got is not None:
             out[name] = got
     return out
@@ -191,8 +207,8 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
     if threads < 1:
         raise SpectermError("--threads must be at least 1.")
     gammas = np.array(COST_GAMMAS, dtype=np.int64)
-    curves = set_curves(run, gammas)
-    if not curves:
+    settlers = set_settlers(run, gammas)
+    if not settlers:
         raise SpectermError("the run has no analysed positions; nothing to decide.")
     engine = engine_for(run.meta)
     t_load = time.perf_counter()
@@ -213,14 +229,14 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
 
         report(Progress("cost", f"timing {engine.name} forwards at context {ctx_len} ({threads} thread(s))"))
         sampler = pair.cost_sampler(ctx, COST_GAMMAS, on_measure, cancel)
-        profile_extra = _rounds(sampler, curves, gammas, config, t0, warn, cancel)
+        profile_extra = _rounds(sampler, settlers, config, t0, warn, cancel)
         batch_record = None
         cost = sampler.summary()
         cost["measured_at"] = new_meta("")["created"]
         cost["measured_by"] = "specterm costs"
         if config.block_overhead and hasattr(pair, "block_timed"):
             report(Progress("cost", "timing whole speculative blocks for the block overhead o(g)"))
-            settled = settle_all(curves, gammas, cost)
+            settled = settle_all(settlers, cost)
             g_hw = (settled.get(POOLED) or next(iter(settled.values()))).gamma_hw if settled else None
             g_block = sorted(set(BLOCK_GAMMAS) | ({g_hw} if g_hw is not None else set()))
             quiet = Quiet()
@@ -255,14 +271,17 @@ def block_samples(pair: Any, run: Run, block_gammas: list[int], clock: str, conf
     """The block overhead's samples (module docstring, step 5): per generation {"gamma", "blocks",
     "outside_s" (on `clock`), "outside_wall_s", "outside_cpu_s", "wall_s", "corpus", "prompt", "tokens",
     "blocks_walk", "identical"}; blocks are the decoder's target calls, blocks_walk the walk's on the stored
-    bits (equal when the output equals y)."""
-    from specterm.engines.confirm import build_items, select_streams
+    stream (equal when the output equals y). A drafter run's samples add "drafted" (the tokens its blocks
+    drafted; the fit reads them, overhead.py), "drafted_walk" and "drafter_s" (its proposals' seconds, the
+    decision's c_draft per block, so not outside)."""
+    from specterm.engines.confirm import build_items
 
-    chosen = select_streams(run.streams, 1, gate_held=True)[: max(1, config.block_prompts)]
+    chosen = block_streams(run, max(1, config.block_prompts), config.block_tokens)
     if not chosen:
         raise SpectermError("no stored stream with prompt text, y and a gate of 1.000 to time whole blocks on; "
                             "pass --no-block-overhead.")
     items = build_items(chosen, pair.encode, config.block_tokens, np.array(block_gammas, dtype=np.int64))
+    walk = drafter_walk(run)
     pair.block_timed(items[0], block_gammas[0], cancel)  # warm-up (untimed)
     samples: list[dict[str, Any]] = []
     total = len(items) * len(block_gammas) * BLOCK_REPEATS
@@ -271,19 +290,65 @@ def block_samples(pair: Any, run: Run, block_gammas: list[int], clock: str, conf
             for g in block_gammas:
                 check_cancel(cancel)
                 t = pair.block_timed(it, g, cancel)
-                out_wall, out_cpu = t.wall_s - t.forwards_wall_s, t.cpu_s - t.forwards_cpu_s
-                samples.append({"gamma": int(g), "blocks": int(t.blocks),
-                                "outside_s": out_cpu if clock == "cpu" else out_wall,
-                                "outside_wall_s": out_wall, "outside_cpu_s": out_cpu, "wall_s": t.wall_s,
-                                "corpus": it.stream.corpus, "prompt": it.stream.id, "tokens": len(t.tokens),
-                                "blocks_walk": it.blocks[int(g)], "identical": t.tokens == it.y})
+                out_wall = t.wall_s - t.forwards_wall_s - t.drafter_wall_s
+                out_cpu = t.cpu_s - t.forwards_cpu_s - t.drafter_cpu_s
+                sample = {"gamma": int(g), "blocks": int(t.blocks), "outside_s": out_cpu if clock == "cpu" else out_wall,
+                          "outside_wall_s": out_wall, "outside_cpu_s": out_cpu, "wall_s": t.wall_s,
+                          "corpus": it.stream.corpus, "prompt": it.stream.id, "tokens": len(t.tokens),
+                          "blocks_walk": it.blocks[int(g)], "identical": t.tokens == it.y}
+                if walk is not None:
+                    blocks_walk, drafted_walk = walk(it.stream, it.n, int(g))
+                    assert t.drafted is not None  # a drafter run's pair reports its drafted tokens
+                    sample.update(drafted=int(t.drafted), drafter_s=t.drafter_cpu_s if clock == "cpu" else t.drafter_wall_s,
+                                  blocks_walk=blocks_walk, drafted_walk=drafted_walk)
+                samples.append(sample)
                 report(Progress("cost", f"block g={g} {it.stream.corpus}/{it.stream.id}: {t.blocks} blocks, "
                                         f"{1e3 * out_wall / max(t.blocks, 1):.2f} ms outside the forwards per block",
                                 prompts_done=len(samples), n_prompts=total))
     return samples
 
 
-def _rounds(sampler: Sampler, curves: dict[str, tuple[np.ndarray, np.ndarray]], gammas: np.ndarray, config: CostsConfig, t0: float,
+def block_streams(run: Run, k: int, tokens: int) -> list[Stream]:
+    """The stored streams whose whole blocks are timed: the first gate-held stream of k corpora (corpora in
+    order). A drafter run takes, of each corpus, the gate-held stream whose drafter proposes at the most of its
+    first `tokens` block starts, and the k corpora where that is most (so the blocks draft: o(d) needs blocks of
+    several drafted lengths d)."""
+    from specterm.engines.confirm import select_streams
+
+    if drafter_of(run.meta) is None:
+        return select_streams(run.streams, 1, gate_held=True)[:k]
+    usable = [s for s in run.streams if s.prompt is not None and s.y is not None and s.n > 0 and s.valid_len == s.n
+              and s.proposed is not None]
+    best: dict[str, tuple[int, Stream]] = {}
+    for s in usable:
+        count = int(np.count_nonzero(np.asarray(s.proposed)[:tokens]))
+        if s.corpus not in best or count > best[s.corpus][0]:
+            best[s.corpus] = (count, s)
+    return [s for _, s in sorted(best.values(), key=lambda cs: (-cs[0], cs[1].corpus))][:k]
+
+
+def drafter_walk(run: Run) -> Callable[[Stream, int, int], tuple[int, int]] | None:
+    """For a drafter run: (blocks, drafted) of the walk on a stream's first n starts at g (SPEC 2b, the drafter's
+    rule per g), literally (core/drafted/walk.walk_loop); None for a draft model's run."""
+    draft = drafter_of(run.meta)
+    if draft is None:
+        return None
+    from specterm.core.drafted.drafter_analysis import DraftRule
+    from specterm.core.drafted.walk import walk_loop
+
+    rule = DraftRule.of(draft)
+
+    def walk(stream: Stream, n: int, g: int) -> tuple[int, int]:
+        assert stream.runs is not None and stream.proposed is not None
+        caps = rule.caps([stream])
+        _, blocks, drafted = walk_loop(stream.runs[:n], stream.proposed[:n], g, n, rule.min_draft,
+                                       None if caps is None else caps[0][:n])
+        return blocks, drafted
+
+    return walk
+
+
+def _rounds(sampler: Sampler, settlers: dict[str, Settler], config: CostsConfig, t0: float,
             warn: Callable[[str], None], cancel: Any) -> dict[str, Any]:
     """The timing rounds (module docstring, steps 3 and 4); returns the profile's load, busy flag and
     stop reason."""
@@ -299,7 +364,7 @@ def _rounds(sampler: Sampler, curves: dict[str, tuple[np.ndarray, np.ndarray]], 
         check_cancel(cancel)
         only = None
         if timed >= FULL_ROUNDS:
-            settled = settle_all(curves, gammas, sampler.summary())
+            settled = settle_all(settlers, sampler.summary())
             if settled and all(s.settled for s in settled.values()):
                 pooled = settled.get(POOLED) or next(iter(settled.values()))
                 stop = (f"settled after {timed} timed rounds: every set's verdict and g_hw are settled by the costs "
@@ -309,8 +374,9 @@ def _rounds(sampler: Sampler, curves: dict[str, tuple[np.ndarray, np.ndarray]], 
                 stop = f"cap: {config.max_rounds} timed rounds (not settled: {_open_sets(settled)})"
                 break
             focus = sorted({g for s in settled.values() if not s.settled for g in s.focus})
-            only = {"decode", "draft", "draft2"} | {f"verify:{g}" for g in focus} | {f"draft_fwd:{g}" for g in focus}
-            only &= set(labels)
+            # every per-round step (decode, the draft's steps or a drafter's proposal) and the focus' forwards
+            only = ({q for q in labels if not q.startswith(("verify:", "draft_fwd:"))}
+                    | ({f"verify:{g}" for g in focus} | {f"draft_fwd:{g}" for g in focus}) & set(labels))
             if time.perf_counter() - t0 + _round_estimate(sampler, only) > config.max_seconds:
                 stop = (f"cap: {config.max_seconds:.0f} s of timing after {timed} rounds, the next would pass it "
                         f"(not settled: {_open_sets(settled)})")
@@ -440,10 +506,18 @@ def costs_command(*, run: Path, threads: int | None, device: str | None, dtype: 
 
 
 def _print_decisions(run_dir: Path, pid: str, log: Callable[[str], None]) -> None:
-    """Each set's decision under profile `pid` (the report's decision_by_profile)."""
+    """Each set's decision under profile `pid` (the report's decision_by_profile; a drafter run's report decides
+    with this machine's newest profile, the one just added)."""
     from specterm.core.report.cache import cached_analyse
 
-    report = cached_analyse([load_run(run_dir)])
+    run = load_run(run_dir)
+    if drafter_of(run.meta) is not None:
+        from specterm.core.drafted.drafter_analysis import analyse_drafter
+
+        for name, ds in analyse_drafter([run]).ordered_sets():
+            log(f"{name:>12}: {ds.decision_hw.verdict.split('; speculation at')[0]}")
+        return
+    report = cached_analyse([run])
     for name, s in report.ordered_sets():
         d = s.decision_by_profile.get(pid)
         if d is not None:

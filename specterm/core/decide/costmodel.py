@@ -27,6 +27,13 @@ Formulas (E = E(g), tokens per block of the block walk, SPEC 2; g = draft length
                         c_verify(g) / c_decode < v* (S_hw > 1  <=>  E c_decode > c_block(g))
     r_or_default        r when a run measured it, else params.R_DEFAULT
 
+A drafter without a model (SPEC 2b) drafts d = min(g, m_s) <= g per block and costs c_draft per block (its
+proposal), so its blocks are summed by the tokens each drafted (n_d blocks drafted d; d = 0: a plain decode
+step, c_verify(0) = c_decode):
+
+    drafter_block_cost  sum_d n_d c_verify(d) + blocks c_draft  [+ sum_d n_d o(d)]
+    drafter_speedup_hw  S_hw(g) = tokens c_decode / drafter_block_cost  (NaN without blocks)
+
 The engine term (a choice where SPEC 6 is silent): SPEC 6's S_hw(g) = E c_decode / (c_verify(g) + g c_draft)
 is the block cost of a decoder whose draft advances one token per step and keeps its cache (specterm's
 torch decoder). A run measured in an engine that pays more per block stores that term with its costs
@@ -104,6 +111,25 @@ def speedup_mb(E: ArrayLike, r_mb: ArrayLike, gammas: ArrayLike) -> Array:
     """S_mb(g) = E(g) / (1 + g r_mb), r_mb = c_draft / c_decode: S_hw with c_verify(g) := c_decode, the
     memory-bound reference of SPEC 6 ("if a (g+1)-token verify cost one decode step")."""
     return np.asarray(E, dtype=np.float64) / (1.0 + np.asarray(gammas, dtype=np.float64) * np.asarray(r_mb, dtype=np.float64))
+
+
+def drafter_block_cost(by_drafted: ArrayLike, c_verify_d: ArrayLike, blocks: ArrayLike, c_draft: ArrayLike,
+                       overhead_d: ArrayLike | None = None) -> Array:
+    """sum_d n_d c_verify(d) + blocks c_draft [+ sum_d n_d o(d)]: seconds of a drafter's blocks (module docstring).
+    by_drafted (..., D + 1): n_d, the blocks that drafted d = 0..D; c_verify_d (..., D + 1): c_decode, then
+    c_verify(1..D); overhead_d (..., D + 1): o(0..D), None where not measured (not added)."""
+    n_d = np.asarray(by_drafted, dtype=np.float64)
+    over = None if overhead_d is None else np.sum(n_d * np.asarray(overhead_d, dtype=np.float64), axis=-1)
+    return block_cost(np.sum(n_d * np.asarray(c_verify_d, dtype=np.float64), axis=-1), c_draft, blocks, overhead=over)
+
+
+def drafter_speedup_hw(tokens: ArrayLike, by_drafted: ArrayLike, blocks: ArrayLike, c_decode: ArrayLike,
+                       c_verify_d: ArrayLike, c_draft: ArrayLike, overhead_d: ArrayLike | None = None) -> Array:
+    """S_hw = tokens c_decode / drafter_block_cost (NaN where the cost is 0: no blocks)."""
+    num_ = np.asarray(tokens, dtype=np.float64) * np.asarray(c_decode, dtype=np.float64)
+    den = drafter_block_cost(by_drafted, c_verify_d, blocks, c_draft, overhead_d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(np.where(den > 0, num_ / np.where(den > 0, den, 1), np.nan), dtype=np.float64)
 
 
 def break_even_verify(E: ArrayLike, c_draft: ArrayLike, c_decode: ArrayLike, gammas: ArrayLike,

@@ -15,7 +15,11 @@ P(accepted length >= j) per block.
 Decision on this hardware (SPEC 6 with SPEC 2b's costs): a block that drafts d tokens verifies d + 1
 (d = 0: a plain decode step, c_verify(0) = c_decode), and the drafter costs its own time per block:
 
-    S_hw(g) = tokens(g) c_decode / (sum_d blocks_d(g) c_verify(d) + blocks(g) c_draft)
+    S_hw(g) = tokens(g) c_decode / (sum_d blocks_d(g) [c_verify(d) + o(d)] + blocks(g) c_draft)
+
+(costmodel.drafter_speedup_hw), o(d) = a + b d the block overhead, where the profile has it (`specterm costs`
+times it on real speculative generations with the drafter proposing, core/decide/hardware/overhead.py; the
+verdict names it, or says it was not measured, as a draft model's does).
 
 g_hw = argmax S_hw (ties: smallest g) over the draft lengths whose c_verify was timed; its 95% CI pairs
 bootstrap replicate b of the prompts (the resampled tokens and blocks by d) with cost replicate b
@@ -38,11 +42,13 @@ import numpy as np
 
 from specterm.core.report.analysis import corpus_seed
 from specterm.core.streams.bootstrap import multinomial_weights, percentile_ci
+from specterm.core.drafted.drafter_settle import verify_grid
 from specterm.core.drafted.walk import DrafterWalk, depth_counts, walk_streams
 from specterm.core.errors import SpectermError
 from specterm.core.streams.estimate import num
 from specterm.core.decide.hardware.curve import CostCurve, cost_curve, cost_replicates
 from specterm.core.decide.hardware.decision import DO_NOT, SPECULATE, verdict_kind, verdict_text
+from specterm.core.decide.hardware.overhead import NOT_MEASURED
 from specterm.core.decide import costmodel
 from specterm.core.decide.optimum import best_gamma
 from specterm.core.params import BOOT, GAMMA_DEFAULT, GAMMA_MAX, MIN_PROMPTS, R_GRID, SEED
@@ -196,17 +202,12 @@ def _estimate(point: float, reps: np.ndarray | None) -> Estimate:
     return Estimate(value=num(point), ci=_ci(reps) if reps is not None and reps.size else [None, None])
 
 
-def block_cost(by_drafted: np.ndarray, blocks: np.ndarray, c_decode: Any, c_verify_d: np.ndarray,
-               c_draft: Any) -> np.ndarray:
-    """sum_d by_drafted[..., d] c_verify(d) + blocks c_draft, with c_verify_d[..., 0] = c_decode (d = 0: a
-    plain decode step). by_drafted (..., D + 1); c_verify_d (..., D + 1) holds c_verify(1..D) after it."""
-    return costmodel.block_cost(np.sum(by_drafted * c_verify_d, axis=-1), c_draft, blocks)
-
-
-def speedup_hw(tokens: np.ndarray, by_drafted: np.ndarray, blocks: np.ndarray, c_decode: Any,
-               c_verify_d: np.ndarray, c_draft: Any) -> np.ndarray:
-    """S_hw = tokens c_decode / block_cost (module docstring)."""
-    return _ratio(tokens * c_decode, block_cost(by_drafted, blocks, c_decode, c_verify_d, c_draft))
+def block_clause(curve: CostCurve) -> str:
+    """The verdict's clause on the block cost, as a draft model's (hardware.decision.block_clauses): the block
+    named where the profile has the block overhead, else "block overhead not measured"."""
+    if curve.block_overhead is None:
+        return f"; {NOT_MEASURED}"
+    return f"; block cost c_verify(d) + c_draft + o(d), d the tokens a block drafts ({curve.block_overhead.text()})"
 
 
 def _verify_row(c_decode: float, c_verify: np.ndarray, D: int) -> np.ndarray:
@@ -220,10 +221,8 @@ def _decision(walk: DrafterWalk, W: np.ndarray | None, curve: CostCurve | None, 
     if curve is None or cost is None:
         return DrafterDecision(measured=False, verdict="no measured costs on this hardware: run `specterm costs RUN` "
                                "or `specterm run` with --cost"), {}
-    timed = [int(g) for g in curve.gammas.tolist() if g in set(walk.gammas.tolist())]
     # c_verify(d) for d = 0..max timed, contiguous from 1 (the walk's d <= g never exceeds the g it is at)
-    contiguous = [g for i, g in enumerate(timed, start=1) if g == i]
-    grid = np.asarray(contiguous, dtype=np.int64)
+    grid = verify_grid(curve.gammas, walk.gammas)
     if grid.size == 0:
         return DrafterDecision(measured=False, verdict="the run's costs time no c_verify(1): re-measure them"), {}
     D = int(grid.max())
@@ -233,8 +232,10 @@ def _decision(walk: DrafterWalk, W: np.ndarray | None, curve: CostCurve | None, 
     H = walk.by_drafted[:, cols, : D + 1].sum(axis=0).astype(np.float64)
     c_ver = _verify_row(curve.c_decode, curve.c_verify, D)
     c_draft = float(curve.c_draft)
-    S = speedup_hw(tok, H, blk, curve.c_decode, c_ver, c_draft)
-    S_mb = speedup_hw(tok, H, blk, curve.c_decode, np.full(D + 1, curve.c_decode), c_draft)
+    d_all = np.arange(D + 1)
+    o_d = curve.overhead_on(d_all) if curve.block_overhead is not None else None
+    S = costmodel.drafter_speedup_hw(tok, H, blk, curve.c_decode, c_ver, c_draft, o_d)
+    S_mb = costmodel.drafter_speedup_hw(tok, H, blk, curve.c_decode, np.full(D + 1, curve.c_decode), c_draft)
     g_hw = best_gamma(S, grid)
     g_mb = best_gamma(S_mb, grid)
     out = DrafterDecision(measured=True, c_draft_block_s=c_draft, c_decode_s=curve.c_decode, profile=profile,
@@ -255,15 +256,17 @@ def _decision(walk: DrafterWalk, W: np.ndarray | None, curve: CostCurve | None, 
         H_b = W @ walk.by_drafted[:, col, : D + 1].astype(np.float64)
         rc = np.searchsorted(reps.gammas, np.arange(1, D + 1))
         cv_b = np.concatenate([reps.c_decode[:, None], reps.c_verify[:, rc]], axis=1)
-        out.speedup_hw_ci = _ci(speedup_hw(tok_b, H_b, blk_b, reps.c_decode, cv_b, reps.c_draft))
+        out.speedup_hw_ci = _ci(costmodel.drafter_speedup_hw(tok_b, H_b, blk_b, reps.c_decode, cv_b, reps.c_draft,
+                                                             reps.overhead_on(d_all)))
         if g_mb is not None:
             cm = cols[int(np.flatnonzero(grid == g_mb)[0])]
             H_m = W @ walk.by_drafted[:, cm, : D + 1].astype(np.float64)
-            out.speedup_mb_ci = _ci(speedup_hw(W @ walk.tokens[:, cm].astype(np.float64), H_m,
-                                               W @ walk.blocks[:, cm].astype(np.float64), reps.c_decode,
-                                               np.repeat(reps.c_decode[:, None], D + 1, axis=1), reps.c_draft))
+            out.speedup_mb_ci = _ci(costmodel.drafter_speedup_hw(W @ walk.tokens[:, cm].astype(np.float64), H_m,
+                                                                 W @ walk.blocks[:, cm].astype(np.float64), reps.c_decode,
+                                                                 np.repeat(reps.c_decode[:, None], D + 1, axis=1),
+                                                                 reps.c_draft))
     out.verdict_kind = verdict_kind(out.speedup_hw, out.speedup_hw_ci)
-    out.verdict = verdict_text(out.verdict_kind, g_hw, float(S[j]), out.speedup_hw_ci, where)
+    out.verdict = verdict_text(out.verdict_kind, g_hw, float(S[j]), out.speedup_hw_ci, where) + block_clause(curve)
     if n_prompts < MIN_PROMPTS:
         out.verdict = f"{vd.too_few_text(n_prompts, MIN_PROMPTS)}: {out.verdict}"
         out.verdict_kind = vd.TOO_FEW
@@ -359,6 +362,29 @@ def is_drafter_run(run: Run) -> bool:
     """A run whose run.json draft names a drafter (SPEC 7 draft.kind prompt-lookup or ngram)."""
     draft = run.meta.get("draft")
     return isinstance(draft, dict) and draft.get("kind") in ("prompt-lookup", "ngram")
+
+
+def set_walks(run: Run, gammas: np.ndarray, boot: int = BOOT, seed: int = SEED
+              ) -> dict[str, tuple[DrafterWalk, np.ndarray | None]]:
+    """Per corpus and pooled: the walk of the run's analysed streams at `gammas` and the set's bootstrap weights
+    (as analyse_drafter draws them; None with boot 0): what `specterm costs` settles a drafter run's costs on."""
+    rule = DraftRule.of(run.meta.get("draft"))
+    by_corpus: dict[str, list[Stream]] = {}
+    for s in run.streams:
+        by_corpus.setdefault(s.corpus, []).append(s)
+    corpora = sorted(by_corpus)
+    weights = {c: multinomial_weights(len(by_corpus[c]), boot, corpus_seed(seed, c)) for c in corpora}
+
+    def walk(streams: list[Stream]) -> DrafterWalk:
+        runs, proposed, n = drafter_streams(streams)
+        return walk_streams(runs, proposed, n, gammas, rule.min_draft, rule.caps(streams))
+
+    out: dict[str, tuple[DrafterWalk, np.ndarray | None]] = {
+        c: (walk(by_corpus[c]), weights[c] if boot else None) for c in corpora}
+    if corpora:
+        out[POOLED] = (walk([s for c in corpora for s in by_corpus[c]]),
+                       np.hstack([weights[c] for c in corpora]) if boot else None)
+    return out
 
 
 def analyse_drafter(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED) -> DrafterReport:

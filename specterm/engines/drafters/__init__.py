@@ -9,10 +9,10 @@ Pure numpy: nothing here imports torch or llama_cpp.
 
 from __future__ import annotations
 
-from specterm.engines.drafters.along import along_y
+from specterm.engines.drafters.along import along_y, draft_at
 from specterm.engines.drafters.base import DRAFTER_KINDS, Drafter, drafter_from_meta, drafter_from_spec, is_drafter_spec
 from specterm.engines.drafters.ngram_simple import NgramSimple
 from specterm.engines.drafters.prompt_lookup import PromptLookup
 
-__all__ = ["DRAFTER_KINDS", "Drafter", "NgramSimple", "PromptLookup", "along_y", "drafter_from_meta",
+__all__ = ["DRAFTER_KINDS", "Drafter", "NgramSimple", "PromptLookup", "along_y", "draft_at", "drafter_from_meta",
            "drafter_from_spec", "is_drafter_spec"]

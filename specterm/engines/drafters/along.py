@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from specterm.core.drafted.walk import drafted_at
 from specterm.engines.drafters.base import Drafter
 
 
@@ -45,3 +46,15 @@ def along_y(drafter: Drafter, prompt_ids: list[int] | np.ndarray, y: list[int] |
         proposed[s] = d.size
         runs[s] = leading_matches(d, yy[s:])
     return runs, proposed, seconds
+
+
+def draft_at(drafter: Drafter, context: np.ndarray, gamma: int, prompt_len: int) -> np.ndarray:
+    """The draft a decoder running `drafter` at draft length `gamma` makes on `context` (prompt + y_1..y_s,
+    s = len(context) - prompt_len): the first d tokens of the drafter's longest continuation, d by its rule
+    per g (core/drafted/walk.drafted_at: min(g, m_s), or 0 outside min_draft <= g <= gamma_cap), and none at
+    s = 0 for a drafter that gets no draft at the prefill. So the decoder's blocks are the walk's on L_s, m_s."""
+    if context.size == prompt_len and not drafter.drafts_at_prompt_end:
+        return context[:0]
+    longest = drafter.longest(context)
+    d = int(drafted_at(gamma, longest.size, drafter.min_draft, drafter.gamma_cap(int(context.size))))
+    return longest[:d]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specterm.core.errors import SpectermError
-from specterm.core.store import model_key, model_location
+from specterm.core.store import model_key, model_location, public_model
 from specterm.engines.base import BatchCostJob, BlockTiming, Generation, Item, MeasureCallback, OpenOptions, Sampler, StepCallback
 
 if TYPE_CHECKING:
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from specterm.core.store import RunWriter, Stream
     from specterm.engines.base import ConfirmConfig, ConfirmSession, OracleConfig
     from specterm.engines.corpora import Prompt
+    from specterm.engines.drafters import Drafter
     from specterm.engines.progress import ProgressCallback, Tally
 
 
@@ -32,13 +33,17 @@ def model_spec(entry: Any, role: str, override: str | None = None) -> str:
 
 
 class TorchPair:
-    """A loaded torch pair (engines/torch/oracle_torch.LoadedPair: target, draft, tokenizer, eos, meta)."""
+    """A loaded torch pair (engines/torch/oracle_torch.LoadedPair: target, draft, tokenizer, eos, meta), or, for
+    a drafter run (SPEC 2b), the target (drafted_run.TargetOnly) with the drafter that replaces the draft model:
+    its costs are the target's forwards and the drafter's time per block, its whole blocks those of the
+    speculative decoder with the drafter proposing."""
 
     cost_label = "costs"
 
-    def __init__(self, loaded: Any, threads: int | None = None) -> None:
+    def __init__(self, loaded: Any, threads: int | None = None, drafter: Drafter | None = None) -> None:
         self.loaded = loaded
         self.threads = threads  # None: torch's own count at the time (a run's pair)
+        self.drafter = drafter
         self._caches: dict[str, Any] = {}
         self._timer: Any = None
         self._cancel: Any = None
@@ -60,13 +65,19 @@ class TorchPair:
 
     def cost_sampler(self, ctx: Sequence[int], gammas: Sequence[int], on_measure: MeasureCallback | None,
                      cancel: Any) -> Sampler:
-        from specterm.engines.torch.costs_torch import CostSampler
+        from specterm.engines.torch.costs_torch import CostSampler, DrafterCostSampler
 
+        if self.drafter is not None:
+            return DrafterCostSampler(self.loaded.model, [self.drafter], ctx, gammas, on_measure=on_measure, cancel=cancel)
         return CostSampler(self.loaded.target, self.loaded.draft, ctx, gammas, on_measure=on_measure, cancel=cancel)
 
     def batch_costs(self, sampler: Sampler, ctx: Sequence[int], on_measure: MeasureCallback | None,
                     cancel: Any) -> dict[str, Any]:
         import time
+
+        if self.drafter is not None:
+            raise SpectermError("costs by batch are not measured for a drafter run (its decision is at batch 1); "
+                                "run `specterm costs` without --batch.")
 
         from specterm.engines.timing import reused_b1
 
@@ -126,7 +137,9 @@ class TorchPair:
     def block_timed(self, item: Item, gamma: int, cancel: Any) -> BlockTiming:
         from specterm.engines.torch.confirm_torch import block_timed
 
-        return block_timed(self.loaded, item, gamma, cancel)
+        if self.drafter is not None:
+            return block_timed(self.loaded.model, None, self.loaded.eos, item, gamma, cancel, self.drafter)
+        return block_timed(self.loaded.target, self.loaded.draft, self.loaded.eos, item, gamma, cancel)
 
     # specterm confirm (engines/confirm.py): the timed generations are engines/torch/confirm_torch.py's
 
@@ -215,23 +228,39 @@ class TorchEngine:
         return TorchPair(load_pair(config, report))
 
     def open(self, meta: dict[str, Any], options: OpenOptions, report: Callable[[Any], None]) -> TorchPair:
+        """The run's pair; for a drafter run (run.json draft.kind prompt-lookup or ngram) the target alone with
+        the run's drafter (--draft does not apply: the drafter is the run's, from its record)."""
         import torch
 
+        from specterm.core.store.meta import drafter_of
         from specterm.engines.base import OracleConfig
 
-        from specterm.engines.torch.oracle_torch import load_pair
-
         torch.set_num_threads(options.threads)
+        drafter_meta = drafter_of(meta)
+        roles = ("target",) if drafter_meta is not None else ("target", "draft")
         specs = {role: model_spec(meta.get(role), role, override)
-                 for role, override in (("target", options.target), ("draft", options.draft))}
-        loaded = load_pair(OracleConfig(target=specs["target"], draft=specs["draft"], prompts=[], out=Path("."),
-                                        device=options.device or meta.get("device") or "auto",
-                                        dtype=options.dtype or meta.get("dtype") or "auto"), report)
-        for role in ("target", "draft"):
+                 for role, override in zip(roles, (options.target, options.draft))}
+        config = OracleConfig(target=specs["target"], draft=specs.get("draft", ""), prompts=[], out=Path("."),
+                              device=options.device or meta.get("device") or "auto",
+                              dtype=options.dtype or meta.get("dtype") or "auto")
+        drafter = None
+        if drafter_meta is not None:
+            from specterm.engines.drafters import drafter_from_meta
+            from specterm.engines.torch.drafted_run import load_target
+
+            if options.draft is not None:
+                raise SpectermError("--draft does not apply to a drafter run (its drafter is the run's); leave it out.")
+            loaded: Any = load_target(config, report)
+            drafter = drafter_from_meta(drafter_meta)
+        else:
+            from specterm.engines.torch.oracle_torch import load_pair
+
+            loaded = load_pair(config, report)
+        for role in roles:
             entry = meta.get(role)
             if entry is None or (isinstance(entry, dict) and entry.get("source") == "named" and not entry.get("sha256")):
                 continue  # imported bits name no model, or only by name: nothing to check the one given against
-            if model_key(loaded.meta.get(role)) != model_key(meta.get(role)):
+            if model_key(public_model(loaded.meta[role])) != model_key(meta.get(role)):
                 raise SpectermError(f"the {role} model loaded now is not the one this run was made with (checksum differs); "
                                     "restore the original file or re-run `specterm run`.")
-        return TorchPair(loaded, options.threads)
+        return TorchPair(loaded, options.threads, drafter)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
     from specterm.engines.base import ConfirmSession, Sampler
+    from specterm.engines.drafters import Drafter
     from specterm.engines.timing import MeasureCallback
     from specterm.engines.torch.costs_torch import CostSampler
     from specterm.engines.torch.oracle_torch import LoadedPair
@@ -178,23 +179,26 @@ def speculative_timed(pair: LoadedPair, timer: ForwardTimer | None, item: Item, 
     })
 
 
-def block_timed(pair: LoadedPair, item: Item, g: int, cancel: threading.Event | None = None) -> BlockTiming:
+def block_timed(target: PreTrainedModel, draft: PreTrainedModel | None, eos: set[int], item: Item, g: int,
+                cancel: threading.Event | None = None, drafter: Drafter | None = None) -> BlockTiming:
     """One short real speculative generation for the block overhead (SPEC 6 "The whole block's cost"):
     specdec.speculative_generate of item.n tokens at fixed draft length g (along the stored y, so its
-    blocks are the walk's), every forward timed by a ForwardTimer; its blocks are its target calls."""
+    blocks are the walk's), every forward timed by a ForwardTimer; its blocks are its target calls.
+    A drafter run (`drafter`, no draft model): the drafter proposes; its seconds and drafted tokens are reported."""
     from specterm.engines.torch import specdec
 
-    timer = ForwardTimer(pair.target, pair.draft)
+    timer = ForwardTimer(target, draft if draft is not None else target)
     try:
         t0, c0 = time.perf_counter(), time.process_time()
-        res = specdec.speculative_generate(pair.target, pair.draft, item.ids, item.n, pair.eos, specdec.FixedGamma(g),
-                                           cancel=cancel)
+        res = specdec.speculative_generate(target, draft, item.ids, item.n, eos, specdec.FixedGamma(g), cancel=cancel,
+                                           drafter=drafter)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         fw_wall, fw_cpu = timer.forward_seconds()
     finally:
         timer.close()
     return BlockTiming(blocks=res.target_calls, wall_s=wall, cpu_s=cpu, forwards_wall_s=fw_wall, forwards_cpu_s=fw_cpu,
-                       tokens=list(res.tokens))
+                       tokens=list(res.tokens), drafted=None if drafter is None else sum(res.drafts),
+                       drafter_wall_s=res.drafter_s, drafter_cpu_s=res.drafter_cpu_s)
 
 
 def result_extras(sp: list[dict[str, Any]]) -> dict[str, Any]:

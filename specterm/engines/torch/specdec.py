@@ -7,6 +7,11 @@ when all drafts were accepted). Output equals the target's greedy continuation (
 
 No logits processor or warper is ever applied, whatever the model's generation config says.
 
+A drafter without a model (SPEC 2b: prompt lookup, n-gram; engines/drafters) can propose instead of the
+draft model (`speculative_generate(..., drafter=...)`): each block drafts what the drafter's rule makes at
+the policy's g on the context (drafters.draft_at), so along the target's greedy y the blocks are the
+walk's on L_s and m_s; the drafter's own seconds are summed apart (SpecResult.drafter_s).
+
 Draft-length policies (SPEC 5) are objects with `draft_len()` (the gamma for the next block),
 `keep(conf)` (whether to propose a token whose draft top-1 probability is conf) and
 `update(gamma, k)` (after a block that drafted gamma and had k accepted).
@@ -35,6 +40,8 @@ if TYPE_CHECKING:
 
     import torch
     from transformers import DynamicCache, PreTrainedModel
+
+    from specterm.engines.drafters import Drafter
 
 
 class FixedGamma:
@@ -77,6 +84,8 @@ class SpecResult:
     starts: list[int] = field(default_factory=list)    # position s where each block starts
     target_calls: int = 0
     draft_calls: int = 0
+    drafter_s: float = 0.0             # a drafter's proposals: wall seconds, summed
+    drafter_cpu_s: float = 0.0         # and process CPU seconds
 
 
 def _argmax_conf(logits: torch.Tensor) -> tuple[int, float]:
@@ -158,34 +167,48 @@ def batched_greedy_generate(model: PreTrainedModel, prompts: list[list[int]], ma
 
 def speculative_generate(
     target: PreTrainedModel,
-    draft: PreTrainedModel,
+    draft: PreTrainedModel | None,
     prompt_ids: list[int],
     max_new_tokens: int,
     eos: set[int],
     policy: FixedGamma | None = None,
     on_block: Callable[[SpecResult], None] | None = None,
     cancel: threading.Event | None = None,
+    drafter: Drafter | None = None,
 ) -> SpecResult:
-    """Lossless greedy speculative decoding; see the module docstring. `policy` defaults to FixedGamma(5)."""
+    """Lossless greedy speculative decoding; see the module docstring. `policy` defaults to FixedGamma(5).
+    `drafter` (with `draft` None): a drafter without a model proposes each block's tokens."""
+    import time
+
     import torch
 
+    from specterm.engines.drafters import draft_at
+
     policy = policy or FixedGamma(5)
-    dev_t, dev_d = target.device, draft.device
-    t_cache, d_cache = new_cache(target), new_cache(draft)
+    dev_t = target.device
+    t_cache = new_cache(target)
+    d_cache = new_cache(draft) if draft is not None else None
     seq = list(prompt_ids)
     res = SpecResult(tokens=[])
     while len(res.tokens) < max_new_tokens:
         check_cancel(cancel)
         gamma = policy.draft_len()
         proposed: list[int] = []
-        for _ in range(gamma):
-            ctx = seq + proposed
-            ids = torch.tensor([ctx[cache_len(d_cache):]], device=dev_d)
-            tok, conf = _argmax_conf(forward_logits(draft, ids, d_cache)[0, -1])
-            res.draft_calls += 1
-            if not policy.keep(conf):
-                break
-            proposed.append(tok)
+        if drafter is not None:
+            t0, c0 = time.perf_counter(), time.process_time()
+            proposed = draft_at(drafter, np.asarray(seq, dtype=np.int64), gamma, len(prompt_ids)).tolist()
+            res.drafter_s += time.perf_counter() - t0
+            res.drafter_cpu_s += time.process_time() - c0
+        else:
+            assert draft is not None and d_cache is not None
+            for _ in range(gamma):
+                ctx = seq + proposed
+                ids = torch.tensor([ctx[cache_len(d_cache):]], device=draft.device)
+                tok, conf = _argmax_conf(forward_logits(draft, ids, d_cache)[0, -1])
+                res.draft_calls += 1
+                if not policy.keep(conf):
+                    break
+                proposed.append(tok)
         ids = torch.tensor([(seq + proposed)[cache_len(t_cache):]], device=dev_t)
         logits = forward_logits(target, ids, t_cache)[0, -(len(proposed) + 1):]
         preds = torch.argmax(logits, dim=-1).tolist()
@@ -207,7 +230,8 @@ def speculative_generate(
         done = res.tokens[-1] in eos
         # Caches keep only positions whose token is now in seq (everything but the newest token).
         crop_cache(t_cache, len(seq) - 1)
-        crop_cache(d_cache, min(cache_len(d_cache), len(seq) - 1))
+        if d_cache is not None:
+            crop_cache(d_cache, min(cache_len(d_cache), len(seq) - 1))
         # Capped at the horizon (EOS or max_new_tokens) as the walk counts it; only this block can be cut,
         # and later blocks only extend the output, so the value is final.
         res.accepts.append(min(k, len(res.tokens) - res.starts[-1]))

@@ -35,6 +35,7 @@ the core to itself, unmoved by other processes time-sharing the machine), "wall"
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specterm.core.decide import costmodel
-from specterm.core.decide.hardware.overhead import BlockOverhead, block_overhead, overhead_replicates
+from specterm.core.decide.hardware.overhead import BlockOverhead, block_overhead, overhead_lines
 from specterm.core.errors import SpectermError
 
 ROBUST_METHOD = ("pool-adjacent-violators over m = tokens per target forward (m = 1: c_decode, m = g + 1: "
@@ -338,10 +339,18 @@ class CostReplicates:
     c_draft: np.ndarray
     c_draft_fwd: np.ndarray | None = None  # (n, G): the engine term's replicates (None without one)
     overhead: np.ndarray | None = None     # (n, G): the block overhead o(g)'s replicates (None: not measured)
+    overhead_line: tuple[np.ndarray, np.ndarray] | None = None  # (a, b), each (n,): the fit of o in each replicate
 
     def draft_fwd_col(self, k: int, n: int) -> np.ndarray | None:
         """The first n replicates of the engine term at column k (the curve's k-th g), None without one."""
         return None if self.c_draft_fwd is None else self.c_draft_fwd[:n, k]
+
+    def overhead_on(self, drafted: ArrayLike) -> np.ndarray | None:
+        """(n, len(drafted)): o(d) = a + b d at each drafted length d (0 included) in every replicate."""
+        if self.overhead_line is None:
+            return None
+        a, b = self.overhead_line
+        return a[:, None] + b[:, None] * np.asarray(drafted, dtype=np.float64)[None, :]
 
     def overhead_col(self, k: int, n: int) -> np.ndarray | None:
         """The first n replicates of o(g) at column k (the curve's k-th g), None where it was not measured."""
@@ -359,7 +368,7 @@ def cost_replicates(cost: dict[str, Any] | None, n: int, seed: int) -> CostRepli
     quantity timed MIN_SAMPLES times it stays fixed (no spread to resample). An engine term c_draft_fwd(g) is resampled the
     same way after every other quantity (so the other replicates do not depend on it) and pooled like the
     point estimate; without its samples it stays fixed at the curve's values. The block overhead o(g), where
-measured, is resampled last from its own samples (overhead.overhead_replicates, its own generator)."""
+measured, is resampled last from its own samples (overhead.overhead_lines, its own generator)."""
     curve = cost_curve(cost)
     if curve is None or n <= 0 or cost is None:
         return None
@@ -396,7 +405,8 @@ measured, is resampled last from its own samples (overhead.overhead_replicates, 
             fwd = np.stack([pool_violators_within_noise(row, se_f) for row in raw])
         else:
             fwd = np.broadcast_to(curve.c_draft_fwd, (n, curve.gammas.size)).copy()
-    over = (None if curve.block_overhead is None
-            else overhead_replicates(curve.block_overhead, curve.gammas, n, int(np.random.SeedSequence([seed, 2]).generate_state(1)[0])))
-    return CostReplicates(gammas=curve.gammas, c_decode=out_dec, c_verify=out_ver, c_draft=dra, c_draft_fwd=fwd,
-                          overhead=over)
+    line = (None if curve.block_overhead is None
+            else overhead_lines(curve.block_overhead, n, int(np.random.SeedSequence([seed, 2]).generate_state(1)[0])))
+    reps = CostReplicates(gammas=curve.gammas, c_decode=out_dec, c_verify=out_ver, c_draft=dra, c_draft_fwd=fwd,
+                          overhead_line=line)
+    return dataclasses.replace(reps, overhead=reps.overhead_on(curve.gammas))

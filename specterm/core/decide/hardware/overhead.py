@@ -10,12 +10,17 @@ of many blocks averages more of them):
     o(g) = a + b g,   (a, b) = argmin sum_i B_i (o_i - a - b g_i)^2
 
 so that S_hw(g) = E(g) c_decode / (c_verify(g) + g c_draft [+ c_draft_fwd(g)] + o(g)) (costmodel).
+
+g is the number of tokens a block drafts. A draft model drafts g in every block; a drafter without a model
+(SPEC 2b) drafts d = min(g, m_s) <= g, so its samples also store "drafted" (D_i, the tokens their blocks
+drafted) and the fit reads each sample at its mean drafted length x_i = D_i / B_i in place of g_i: the same
+least squares, o(d) = a + b d per block that drafts d, and a generation's outside time is a B_i + b D_i.
 Uncertainty (SPEC 6 "Uncertainty", like the other costs): each replicate resamples the samples with
 replacement within each draft length (every g keeps its count, so every replicate has the g's the fit
 needs) and refits.
 
 Stored in a profile's cost (SPEC 7 `profiles[].cost.block_overhead`):
-{"a_s", "b_s", "samples": [{"gamma", "blocks", "outside_s", ...}], ...}, outside_s on the cost's
+{"a_s", "b_s", "samples": [{"gamma", "blocks", "outside_s", ["drafted"], ...}], ...}, outside_s on the cost's
 decision clock. A profile without it is used as before and its verdicts say so (`NOT_MEASURED`).
 """
 
@@ -39,13 +44,15 @@ FORMULA = "o(g) = a + b g, weighted least squares of the per-block time outside 
 
 @dataclass(frozen=True)
 class BlockOverhead:
-    """o(g) = a + b g (seconds per block) and the samples it was fitted on."""
+    """o(g) = a + b g (seconds per block) and the samples it was fitted on: their draft lengths, blocks,
+    seconds outside, and the drafted length each is read at (`at_g`: g, or D / B for a drafter's samples)."""
 
     a: float
     b: float
     gammas: NDArray[np.int64]
     blocks: NDArray[np.float64]
     outside: NDArray[np.float64]
+    at_g: NDArray[np.float64]
 
     def at(self, gammas: ArrayLike) -> NDArray[np.float64]:
         """o(g) at each g of `gammas`."""
@@ -72,11 +79,16 @@ def fit_overhead(gammas: ArrayLike, blocks: ArrayLike, outside: ArrayLike) -> tu
     return float(om - b * gm), b
 
 
+def drafted_lengths(samples: Sequence[dict[str, Any]]) -> list[float]:
+    """The draft length each sample is read at (module docstring): drafted / blocks where the samples store
+    "drafted" (a drafter's), else gamma."""
+    return [float(s["drafted"]) / float(s["blocks"]) if "drafted" in s else float(s["gamma"]) for s in samples]
+
+
 def overhead_record(samples: Sequence[dict[str, Any]], clock: str) -> dict[str, Any]:
-    """The profile's block_overhead record from samples [{"gamma", "blocks", "outside_s", ...}] (outside_s on
-    `clock`): the fit and the samples as they are."""
-    a, b = fit_overhead([s["gamma"] for s in samples], [s["blocks"] for s in samples],
-                        [s["outside_s"] for s in samples])
+    """The profile's block_overhead record from samples [{"gamma", "blocks", "outside_s", ["drafted"], ...}]
+    (outside_s on `clock`): the fit and the samples as they are."""
+    a, b = fit_overhead(drafted_lengths(samples), [s["blocks"] for s in samples], [s["outside_s"] for s in samples])
     return {"a_s": a, "b_s": b, "clock": clock, "formula": FORMULA, "samples": [dict(s) for s in samples]}
 
 
@@ -91,30 +103,43 @@ def block_overhead(cost: dict[str, Any] | None) -> BlockOverhead | None:
     if rec is None:
         return None
     bad = ("the profile's block_overhead record is malformed (samples of gamma >= 1, blocks >= 1 and outside_s, "
-           "at two draft lengths or more); delete it and run `specterm costs RUN` again.")
+           "drafted in all or none, at two draft lengths or more); delete it and run `specterm costs RUN` again.")
     samples = rec.get("samples") if isinstance(rec, dict) else None
     if not isinstance(samples, list) or not all(
             isinstance(s, dict) and isinstance(s.get("gamma"), int) and s["gamma"] >= 1 and _number(s.get("blocks"))
             and s["blocks"] >= 1 and _number(s.get("outside_s")) for s in samples):
         raise SpectermError(bad)
+    if any("drafted" in s for s in samples) and not all(
+            _number(s.get("drafted")) and 0 <= s["drafted"] <= s["gamma"] * s["blocks"] for s in samples):
+        raise SpectermError(bad)
     g = np.array([s["gamma"] for s in samples], dtype=np.int64)
-    if np.unique(g).size < 2:
+    at_g = np.array(drafted_lengths(samples), dtype=np.float64)
+    if np.unique(at_g).size < 2:
         raise SpectermError(bad)
     blocks = np.array([s["blocks"] for s in samples], dtype=np.float64)
     outside = np.array([s["outside_s"] for s in samples], dtype=np.float64)
-    a, b = fit_overhead(g, blocks, outside)
-    return BlockOverhead(a=a, b=b, gammas=g, blocks=blocks, outside=outside)
+    a, b = fit_overhead(at_g, blocks, outside)
+    return BlockOverhead(a=a, b=b, gammas=g, blocks=blocks, outside=outside, at_g=at_g)
+
+
+def overhead_lines(bo: BlockOverhead, n: int, seed: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(a, b), each (n,): the fit in n replicates, each resampling the samples with replacement within each
+    draft length and refitting (module docstring). A replicate whose draw holds one drafted length only
+    (a drafter's samples can repeat theirs) keeps the point fit."""
+    rng = np.random.default_rng(seed)
+    groups = [np.flatnonzero(bo.gammas == g) for g in np.unique(bo.gammas).tolist()]
+    a = np.empty(n, dtype=np.float64)
+    b = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        idx = np.concatenate([grp[rng.integers(0, grp.size, size=grp.size)] for grp in groups])
+        try:
+            a[i], b[i] = fit_overhead(bo.at_g[idx], bo.blocks[idx], bo.outside[idx])
+        except ValueError:
+            a[i], b[i] = bo.a, bo.b
+    return a, b
 
 
 def overhead_replicates(bo: BlockOverhead, gammas: ArrayLike, n: int, seed: int) -> NDArray[np.float64]:
-    """(n, G): o(g) at each of `gammas` in n replicates, each resampling the samples with replacement within
-    each draft length and refitting (module docstring)."""
-    rng = np.random.default_rng(seed)
-    grid = np.asarray(gammas, dtype=np.float64)
-    groups = [np.flatnonzero(bo.gammas == g) for g in np.unique(bo.gammas).tolist()]
-    out = np.empty((n, grid.size), dtype=np.float64)
-    for i in range(n):
-        idx = np.concatenate([grp[rng.integers(0, grp.size, size=grp.size)] for grp in groups])
-        a, b = fit_overhead(bo.gammas[idx], bo.blocks[idx], bo.outside[idx])
-        out[i] = a + b * grid
-    return out
+    """(n, G): o(g) at each of `gammas` in n replicates (`overhead_lines`)."""
+    a, b = overhead_lines(bo, n, seed)
+    return a[:, None] + b[:, None] * np.asarray(gammas, dtype=np.float64)[None, :]

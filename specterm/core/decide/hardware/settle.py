@@ -41,6 +41,7 @@ steps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +116,16 @@ def set_settle(gammas: ArrayLike, E: ArrayLike, cost: dict[str, Any], n_rep: int
     if E_boot is not None:
         Eb = np.asarray(E_boot, dtype=np.float64)[:, [g_all.index(int(g)) for g in grid.tolist()]]
         S_p = costmodel.speedup_hw(Eb, curve.c_decode, c_ver[None, :], curve.c_draft, grid, c_draft_fwd=fwd, overhead=o_g)
+    counts = sample_counts(cost)
+    return judge(grid, S, S_b, S_p, counts, lambda j: prunable(grid, Eg, reps, cols, S_b[:, j]))
+
+
+def judge(grid: np.ndarray, S: np.ndarray, S_b: np.ndarray, S_p: np.ndarray | None, counts: dict[str, int],
+          pruned_by: Callable[[int], np.ndarray], reads: Callable[[int], list[int]] = lambda k: [k]) -> SetSettle:
+    """The rule (module docstring) on one set's speedups over `grid`: S (G,), its cost-only replicates S_b (n, G)
+    and prompt-only replicates S_p (R, G) or None; `counts` the samples per cost label; pruned_by(j) the pruned
+    flags with g_hw at column j; reads(k) the columns whose verify cost S(grid[k]) reads (a draft model's: k;
+    a drafter's, whose blocks draft every d <= g: 0..k), each of which must be timed MIN_SAMPLES times."""
     j = int(np.argmax(S))  # ties: the smallest g (np.argmax takes the first)
     lo, hi = (float(x) for x in percentile_ci(S_b[:, j]))
     side = lo > 1.0 or hi < 1.0 or (S_p is not None and _half(S_b[:, j]) <= SHARE * _half(S_p[:, j]))
@@ -126,16 +137,23 @@ def set_settle(gammas: ArrayLike, E: ArrayLike, cost: dict[str, Any], n_rep: int
         regret = float(percentile_ci(S_b[:, runner] / S_b[:, j] - 1.0)[1])
         choice = (float(percentile_ci(gap_b)[0]) > 0 or float(S[runner]) >= (1 - TIE) * float(S[j]) or regret <= REGRET
                   or (S_p is not None and _half(gap_b) <= SHARE * _half(S_p[:, j] - S_p[:, runner])))
-    counts = sample_counts(cost)
     timed = [counts.get(f"verify:{g}", 0) >= MIN_SAMPLES for g in grid.tolist()]
     steps = all(counts.get(k, 0) >= MIN_SAMPLES for k in ("decode", "draft"))
-    pruned = prunable(grid, Eg, reps, cols, S_b[:, j])
+    pruned = pruned_by(j)
     unpruned = [k for k in range(grid.size) if not timed[k] and not pruned[k] and k != j and k != runner]
-    ready = steps and timed[j] and (runner is None or timed[runner]) and not unpruned
+    read = [i for k in [j] + ([] if runner is None else [runner]) for i in reads(k)]
+    ready = steps and all(timed[i] for i in read) and not unpruned
     side, choice = side and ready, choice and ready
-    focus = [int(grid[j])] + ([] if runner is None else [int(grid[runner])]) + [int(grid[k]) for k in unpruned]
+    focus = list(dict.fromkeys([int(grid[i]) for i in read] + [int(grid[i]) for k in unpruned for i in reads(k)]))
     return SetSettle(gamma_hw=int(grid[j]), speedup=float(S[j]), ci=(lo, hi),
                      runner_up=None if runner is None else int(grid[runner]), side=side, choice=choice, focus=focus)
+
+
+def verify_floor(c_decode: np.ndarray, c_verify: np.ndarray) -> np.ndarray:
+    """(n, G): a lower bound of each c_verify(g) (g ascending, columns) in each cost replicate (rows):
+    min(c_verify(g), env(g)), env(g) = max(c_decode, c_verify(g') for g' < g) (module docstring, pruning)."""
+    env = np.maximum.accumulate(np.concatenate([c_decode[:, None], c_verify[:, :-1]], axis=1), axis=1)
+    return np.asarray(np.minimum(c_verify, env), dtype=np.float64)
 
 
 def prunable(grid: np.ndarray, E: np.ndarray, reps: CostReplicates, cols: list[int], S_hw_b: np.ndarray) -> np.ndarray:
