@@ -54,7 +54,7 @@ def main() -> None:
     from specterm.core.store import load_run
     from specterm.engines import engine_for
     from specterm.engines.base import OpenOptions
-    from specterm.engines.costs import COST_GAMMAS, CostsConfig, _rounds, context_length, set_curves
+    from specterm.engines.costs import COST_GAMMAS, CostsConfig, _rounds, context_length, set_settlers
     from specterm.engines.timing import run_rounds
 
     run = load_run(Path(args.run))
@@ -65,7 +65,7 @@ def main() -> None:
     load_s = time.perf_counter() - t0
     ctx_len, ctx, _rule = context_length(run, pair.encode)
     gammas = np.array(COST_GAMMAS)
-    curves = set_curves(run, gammas)
+    settlers = set_settlers(run, gammas)
     rows = []
     agree = []
     for i in range(args.pairs):
@@ -76,7 +76,7 @@ def main() -> None:
         print(rows[-1], flush=True)
         t = time.perf_counter()
         sampler = pair.cost_sampler(ctx, COST_GAMMAS, None, None)
-        extra = _rounds(sampler, curves, gammas, CostsConfig(run=Path(args.run), busy_ok=True), t, print, None)
+        extra = _rounds(sampler, settlers, CostsConfig(run=Path(args.run), busy_ok=True), t, print, None)
         this_s = time.perf_counter() - t
         mine = sampler.summary()
         rows.append([i + 1, "this: until settled", f"**{this_s:.1f}**", extra["rounds"], extra["stop_reason"][:90],

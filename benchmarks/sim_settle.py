@@ -55,7 +55,7 @@ def main() -> None:
         raise SystemExit(f"no profile {args.profile} in {args.run}")
     pool = profile.cost["samples_cpu_s"]
     gammas = np.array(C.COST_GAMMAS)
-    curves = C.set_curves(run, gammas)
+    settlers = C.set_settlers(run, gammas)
 
     class Drawn(RoundRobinSampler):
         def __init__(self, rng: np.random.Generator) -> None:
@@ -83,8 +83,8 @@ def main() -> None:
             sleep = staticmethod(time.sleep)
 
         C.time = Clock  # type: ignore[assignment]
-        extra = C._rounds(sampler, curves, gammas, config, 0.0, lambda m: None, None)
-        st = C.settle_all(curves, gammas, sampler.summary())
+        extra = C._rounds(sampler, settlers, config, 0.0, lambda m: None, None)
+        st = C.settle_all(settlers, sampler.summary())
         open_sets = {n: ("S" if not s.side else "") + ("C" if not s.choice else "") for n, s in st.items() if not s.settled}
         pooled = st.get("pooled")
         times.append(sampler.t)

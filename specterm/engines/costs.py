@@ -24,6 +24,12 @@ profiles"), written once against the engine interface (engines/base.py), so it r
    llama.cpp times its own decoder (llama-speculative-simple) and reads the seconds inside the models from
    its perf summary (core/compare/speclog); where that cannot run (no binary) the profile stores none, a
    warning says why, and its verdicts say the block overhead was not measured.
+   A drafter run (SPEC 2b: prompt lookup, n-gram; no draft model) goes through the same steps: its pair is the
+   target with the run's drafter (torch: engines/torch TorchPair), its rounds time the drafter's proposal as
+   c_draft per block, its sets settle on the drafter decision (core/drafted/drafter_settle), and its whole
+   blocks are the speculative decoder's with the drafter proposing, on the stored streams where the drafter
+   proposes most; each sample adds the tokens its blocks drafted (o(d) is fitted on them) and the drafter's
+   own seconds, which are c_draft's, not outside.
 6. `batch`: the by-batch grid (B = 1, 2, 4, 8) after the rounds, reusing their B = 1 forwards.
 7. The profile is appended to run.json's `profiles` under the run's lock (old runs' costs are first
    written out as their migrated profiles); nothing is written before the end, so Ctrl-C keeps
@@ -99,8 +105,10 @@ def set_settlers(run: Run, gammas: np.ndarray) -> dict[str, Settler]:
         from specterm.core.drafted.drafter_settle import drafter_settlers
 
         return drafter_settlers(set_walks(run, gammas, boot=400, seed=0))
-    return {name: (lambda cost, E=E, E_boot=E_boot: set_settle(gammas, E, cost, E_boot=E_boot))
-            for name, (E, E_boot) in set_curves(run, gammas).items()}
+    def settler(E: np.ndarray, E_boot: np.ndarray) -> Settler:
+        return lambda cost: set_settle(gammas, E, cost, E_boot=E_boot)
+
+    return {name: settler(E, E_boot) for name, (E, E_boot) in set_curves(run, gammas).items()}
 
 
 def set_curves(run: Run, gammas: np.ndarray, boot: int = 400, seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -54,9 +54,9 @@ def drafter_markdown(rep: DrafterReport) -> str:
                      "—" if d.c_draft_block_s is None else f"{d.c_draft_block_s * 1e6:.0f} µs", d.verdict])
     lines += _table(["set", "prompts", "positions", "proposal rate", "g_hw", "S_hw", "g_mb", "S_mb (memory-bound ref.)",
                      "drafter per block", "verdict"], rows)
-    lines += ["", "S_hw(g) = tokens(g) c_decode / (sum over blocks of c_verify(d) + blocks c_draft), d = min(g, m_s) "
-              "drafted in the block (d = 0: a plain decode step); the memory-bound reference sets every c_verify(d) "
-              "to c_decode.", "", "## Tokens per target call E(g)", ""]
+    lines += ["", "S_hw(g) = tokens(g) c_decode / (sum over blocks of [c_verify(d) + o(d)] + blocks c_draft), d = min(g, m_s) "
+              "drafted in the block (d = 0: a plain decode step), o(d) the block overhead where the profile has it "
+              "(`specterm costs RUN` measures it); the memory-bound reference sets every c_verify(d) to c_decode.", "", "## Tokens per target call E(g)", ""]
     sets = rep.ordered_sets()
     rows = []
     for g in YIELD_ROWS:

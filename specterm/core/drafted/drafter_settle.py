@@ -14,6 +14,7 @@ and g_hw, its runner-up and every unpruned g need c_verify(d) of every d <= g ti
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -82,4 +83,8 @@ def drafter_settle(walk: DrafterWalk, W: np.ndarray | None, cost: dict[str, Any]
 def drafter_settlers(walks: dict[str, tuple[DrafterWalk, np.ndarray | None]]
                      ) -> dict[str, Callable[[dict[str, Any]], SetSettle | None]]:
     """Per set (name -> its walk and prompt weights): the rule under a cost dict."""
-    return {name: (lambda cost, w=walk, W=W: drafter_settle(w, W, cost)) for name, (walk, W) in walks.items()}
+    return {name: functools.partial(_settle_under, walk, W) for name, (walk, W) in walks.items()}
+
+
+def _settle_under(walk: DrafterWalk, W: np.ndarray | None, cost: dict[str, Any]) -> SetSettle | None:
+    return drafter_settle(walk, W, cost)

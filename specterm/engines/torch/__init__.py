@@ -34,7 +34,7 @@ def model_spec(entry: Any, role: str, override: str | None = None) -> str:
 
 class TorchPair:
     """A loaded torch pair (engines/torch/oracle_torch.LoadedPair: target, draft, tokenizer, eos, meta), or, for
-    a drafter run (SPEC 2b), the target (drafted_run.TargetOnly) with the drafter that replaces the draft model:
+    a drafter run (SPEC 2b), the target (models_torch.TargetOnly) with the drafter that replaces the draft model:
     its costs are the target's forwards and the drafter's time per block, its whole blocks those of the
     speculative decoder with the drafter proposing."""
 
@@ -246,7 +246,7 @@ class TorchEngine:
         drafter = None
         if drafter_meta is not None:
             from specterm.engines.drafters import drafter_from_meta
-            from specterm.engines.torch.drafted_run import load_target
+            from specterm.engines.torch.models_torch import load_target
 
             if options.draft is not None:
                 raise SpectermError("--draft does not apply to a drafter run (its drafter is the run's); leave it out.")

@@ -20,9 +20,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -33,32 +32,8 @@ from specterm.engines.drafters import Drafter, along_y, drafter_from_spec
 from specterm.engines.base import OracleConfig
 from specterm.engines.oracle import prompts_to_run
 from specterm.engines.progress import Tally
+from specterm.engines.torch.models_torch import TargetOnly, load_target
 from specterm.engines.torch.oracle_torch import POSITION_CHUNK, decode_pieces, encode_prompt, head_logits, hidden_states, torch_threads
-
-
-@dataclass
-class TargetOnly:
-    """The target (no draft model), its tokenizer, EOS ids and run.json description. `target` None with a
-    `loader`: loaded on first use (`model`), so a resumed run whose remaining prompts all come with y and
-    gate from --y-from never loads the weights."""
-
-    target: Any
-    tokenizer: Any
-    eos: set[int]
-    meta: dict[str, Any]
-    loader: Optional[Callable[[], Any]] = None
-
-    @property
-    def model(self) -> Any:
-        if self.target is None:
-            assert self.loader is not None
-            self.target = self.loader()
-        return self.target
-
-    @property
-    def pad_id(self) -> int:
-        pad = self.tokenizer.pad_token_id
-        return int(pad) if pad is not None else min(self.eos)
 
 
 def drafter_outs(out: Path, specs: list[str]) -> list[Path]:
@@ -67,44 +42,6 @@ def drafter_outs(out: Path, specs: list[str]) -> list[Path]:
     if len({str(p) for p in outs}) != len(outs):
         raise SpectermError("--draft names the same drafter twice; give each once.")
     return outs
-
-
-def load_target(config: OracleConfig, report: ProgressCallback = lambda p: None,
-                eos: Optional[set[int]] = None) -> TargetOnly:
-    """The target and its tokenizer; with `eos` (a resumed run's stored eos_token_ids) the weights load only
-    when a prompt needs the target (TargetOnly.model)."""
-    from specterm.engines.torch import models_torch as M
-
-    report(Progress("checking", "resolving the target"))
-    t_spec = M.resolve_spec(config.target)
-    if t_spec.kind == "layers":
-        raise SpectermError("--target must be a model; 'layers:K' is only a draft (the target's first K layers).")
-    device = M.resolve_device(config.device)
-    dtype = M.resolve_dtype(config.dtype, device, t_spec.kind == "gguf")
-    if eos is not None:
-        report(Progress("loading", f"loading tokenizer of {config.target} (the target loads when a prompt needs it)"))
-        tok = M.load_tokenizer(t_spec, config.trust_remote_code)
-
-        def load() -> Any:
-            report(Progress("loading", f"loading target {config.target} (no draft model: the drafters read the context)"))
-            return M.load_model(t_spec, device, dtype, config.trust_remote_code)
-
-        lazy_meta = {"target": t_spec.describe(), "tokenizer_vocab": len(tok.get_vocab()), "device": device,
-                     "dtype": str(dtype).replace("torch.", "")}
-        return TargetOnly(None, tok, set(eos), lazy_meta, loader=load)
-    with M.gguf_parsed_once():
-        report(Progress("loading", f"loading tokenizer of {config.target}"))
-        tok = M.load_tokenizer(t_spec, config.trust_remote_code)
-        report(Progress("loading", f"loading target {config.target} (no draft model: the drafters read the context)"))
-        target = M.load_model(t_spec, device, dtype, config.trust_remote_code)
-    meta = {
-        "target": {**t_spec.describe(), "class": type(target).__name__,
-                   "layers": target.config.num_hidden_layers, "vocab_size": target.config.vocab_size},
-        "tokenizer_vocab": len(tok.get_vocab()),
-        "device": device,
-        "dtype": str(dtype).replace("torch.", ""),
-    }
-    return TargetOnly(target, tok, M.eos_ids(target, tok), meta)
 
 
 def teacher_force_target(pair: TargetOnly, prompt_ids: list[list[int]], ys: list[list[int]]) -> list[dict[str, np.ndarray]]:

@@ -13,7 +13,7 @@ import inspect
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -26,6 +26,9 @@ _LAYERS_RE = re.compile(r"^layers:(\d+)$")
 if TYPE_CHECKING:
     import torch
     from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
+
+    from specterm.engines.base import OracleConfig
+    from specterm.engines.progress import ProgressCallback
 
 _HUB_ID_RE = re.compile(r"[\w.-]+(/[\w.-]+)?")
 
@@ -429,3 +432,67 @@ def describe_torch(device: str, threads: int, dtype: Any) -> dict[str, Any]:
 
     return {"engine": {"name": "torch", "version": torch.__version__, "build": torch_build()},
             "device": torch_device(device, threads), "dtype": dtype}
+
+
+@dataclass
+class TargetOnly:
+    """The target (no draft model), its tokenizer, EOS ids and run.json description. `target` None with a
+    `loader`: loaded on first use (`model`), so a resumed run whose remaining prompts all come with y and
+    gate from --y-from never loads the weights."""
+
+    target: Any
+    tokenizer: Any
+    eos: set[int]
+    meta: dict[str, Any]
+    loader: Callable[[], Any] | None = None
+
+    @property
+    def model(self) -> Any:
+        if self.target is None:
+            assert self.loader is not None
+            self.target = self.loader()
+        return self.target
+
+    @property
+    def pad_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return int(pad) if pad is not None else min(self.eos)
+
+
+
+def load_target(config: OracleConfig, report: ProgressCallback = lambda p: None,
+                eos: set[int] | None = None) -> TargetOnly:
+    """The target and its tokenizer; with `eos` (a resumed run's stored eos_token_ids) the weights load only
+    when a prompt needs the target (TargetOnly.model)."""
+    from specterm.engines.progress import Progress
+
+    report(Progress("checking", "resolving the target"))
+    t_spec = resolve_spec(config.target)
+    if t_spec.kind == "layers":
+        raise SpectermError("--target must be a model; 'layers:K' is only a draft (the target's first K layers).")
+    device = resolve_device(config.device)
+    dtype = resolve_dtype(config.dtype, device, t_spec.kind == "gguf")
+    if eos is not None:
+        report(Progress("loading", f"loading tokenizer of {config.target} (the target loads when a prompt needs it)"))
+        tok = load_tokenizer(t_spec, config.trust_remote_code)
+
+        def load() -> Any:
+            report(Progress("loading", f"loading target {config.target} (no draft model: the drafters read the context)"))
+            return load_model(t_spec, device, dtype, config.trust_remote_code)
+
+        lazy_meta = {"target": t_spec.describe(), "tokenizer_vocab": len(tok.get_vocab()), "device": device,
+                     "dtype": str(dtype).replace("torch.", "")}
+        return TargetOnly(None, tok, set(eos), lazy_meta, loader=load)
+    with gguf_parsed_once():
+        report(Progress("loading", f"loading tokenizer of {config.target}"))
+        tok = load_tokenizer(t_spec, config.trust_remote_code)
+        report(Progress("loading", f"loading target {config.target} (no draft model: the drafters read the context)"))
+        target = load_model(t_spec, device, dtype, config.trust_remote_code)
+    meta = {
+        "target": {**t_spec.describe(), "class": type(target).__name__,
+                   "layers": target.config.num_hidden_layers, "vocab_size": target.config.vocab_size},
+        "tokenizer_vocab": len(tok.get_vocab()),
+        "device": device,
+        "dtype": str(dtype).replace("torch.", ""),
+    }
+    return TargetOnly(target, tok, eos_ids(target, tok), meta)
