@@ -159,6 +159,7 @@ def test_the_shipped_runs_are_sealed_and_a_cut_is_refused(tmp_path, shipped):
     ("hardware", {"cpu": [1]}, "hardware.cpu"),
     ("batch_cost", [], "batch_cost"),
     ("profiles", [{"id": "p1", "cost": {"c_decode_s": 0.1}, "device": {"kind": "cpu", "threads": -3}}], "threads"),
+    ("profiles", [{"id": "p1", "cost": {"c_decode_s": 0.1}, "load": {"avg": 0.5, "cpus": ["0"]}}], "load.cpus"),
     ("shard", [0, 10**9], "shard"),
 ])
 def test_a_typed_field_of_the_wrong_type_is_refused_with_a_valid_checksum(tmp_path, field, value, says):

@@ -198,6 +198,40 @@ def test_other_cpu_share_is_machine_busy_minus_own():
     assert other_cpu_share(100.0, 100.0, 50.0, 51.0, 10.0) == 0.0  # never negative (tick rounding)
 
 
+def test_busy_ticks_of_the_machine_or_of_pinned_cpus():
+    # fields: user nice system idle iowait irq softirq steal; busy = all but idle and iowait
+    stat = ["cpu  100 5 50 1000 40 3 2 1 0 0\n", "cpu0 60 5 30 400 30 2 1 1 0 0\n", "cpu1 40 0 20 600 10 1 1 0 0 0\n",
+            "intr 12345\n"]
+    assert machine_mod.busy_ticks(stat) == 100 + 5 + 50 + 3 + 2 + 1
+    assert machine_mod.busy_ticks(stat, {0}) == 60 + 5 + 30 + 2 + 1 + 1
+    assert machine_mod.busy_ticks(stat, [0, 1]) == 99 + 62
+    assert machine_mod.busy_ticks(stat, {2}) is None  # a CPU the file does not list
+
+
+def test_pinned_timing_judges_its_own_cpus_and_not_the_machine_load(monkeypatch):
+    from specterm.engines import costs as C
+
+    asked = []
+    monkeypatch.setattr(C, "timing_cpus", lambda: frozenset({0}))
+    monkeypatch.setattr(C, "cpu_busy_seconds", lambda cpus=None: asked.append(cpus) or 0.0)
+    q = C.Quiet()
+    assert asked == [frozenset({0})]
+    # a load of 3.5 on 2 cores is busy by the load rule, but pinned only the CPU share on CPU 0 decides
+    assert not q.busy(0.05, 3.5) and q.busy(0.5, 0.1)
+    assert q.busy(None, 3.5)  # no share to read: the load rule again
+    assert q.record(0.05, 3.5) == {"avg": 3.5, "other_cpu_share": 0.05, "cpus": [0]}
+    monkeypatch.setattr(C, "timing_cpus", lambda: None)
+    free = C.Quiet()
+    assert free.busy(0.05, 3.5) and "cpus" not in free.record(0.05, 3.5)
+
+
+def test_a_pinned_profile_is_busy_only_when_marked():
+    base = {"id": "p", "device": {"kind": "cpu", "name": EPYC, "cores": 2, "threads": 1}, "cost": {}}
+    assert P.Profile({**base, "load": {"avg": 3.5}, "busy": False}).busy  # the load rule: 3.5 > 2 + 1
+    assert not P.Profile({**base, "load": {"avg": 3.5, "cpus": [0]}, "busy": False}).busy
+    assert P.Profile({**base, "load": {"avg": 0.2, "cpus": [0]}, "busy": True}).busy
+
+
 def _bits(alpha, n=400, seed=0):
     return (np.random.default_rng(seed).random(n) < alpha).astype(np.int8)
 
@@ -314,6 +348,7 @@ def _fake_costs(tmp_path, monkeypatch, busy_rounds=0, busy_ok=False):
 
     path = write_run(tmp_path / "legacy", legacy_meta(), judged_streams())
     monkeypatch.setattr(C, "engine_for", lambda meta: FakeEngine())
+    monkeypatch.setattr(C, "timing_cpus", lambda: None)  # whatever this test process is pinned to
     reads = iter([(0.0, 0.1)] + [(1.5, 3.5)] * busy_rounds + [(0.0, 0.5)] * 100)
     monkeypatch.setattr(C.Quiet, "read", lambda self: next(reads))
     monkeypatch.setattr(C, "QUIET_POLL", 0.05)

@@ -55,7 +55,7 @@ from specterm.core.decide.hardware.overhead import KEY as OVERHEAD_KEY
 from specterm.core.decide.hardware.overhead import overhead_record
 from specterm.core.decide.hardware.settle import SetSettle, set_settle
 from specterm.core.store.meta import drafter_of
-from specterm.core.decide.machine import cpu_busy_seconds, default_threads, other_cpu_share, own_cpu_seconds
+from specterm.core.decide.machine import cpu_busy_seconds, default_threads, other_cpu_share, own_cpu_seconds, timing_cpus
 from specterm.core.params import COSTS_MAX_ROUNDS, COSTS_MAX_SECONDS
 from specterm.engines.progress import Progress, check_cancel
 from specterm.core.report.types import POOLED
@@ -172,21 +172,25 @@ def settle_all(settlers: dict[str, Settler], cost: dict[str, Any]) -> dict[str, 
 
 
 class Quiet:
-    """The load and other processes' CPU over each round (core/decide/machine), and waiting for quiet."""
+    """The load and other processes' CPU over each round (core/decide/machine), and waiting for quiet.
+    Pinned to fewer CPUs than the machine has (machine.timing_cpus), other processes' CPU is counted on
+    those CPUs only and the machine-wide load average is recorded but does not decide: a process pinned
+    to another core shares no core with the timing."""
 
     def __init__(self, threshold: float = BUSY_OTHER_SHARE) -> None:
         self.threshold = threshold
+        self.cpus = timing_cpus()
         self.cores = os.cpu_count() or 1
         self.worst_other = 0.0
         self.worst_load = 0.0
         self._start()
 
     def _start(self) -> None:
-        self.t0, self.busy0, self.own0 = time.perf_counter(), cpu_busy_seconds(), own_cpu_seconds()
+        self.t0, self.busy0, self.own0 = time.perf_counter(), cpu_busy_seconds(self.cpus), own_cpu_seconds()
 
     def read(self) -> tuple[float | None, float]:
         """(other processes' CPU in cores since the last read, the 1-minute load average); restarts."""
-        busy1, own1, t1 = cpu_busy_seconds(), own_cpu_seconds(), time.perf_counter()
+        busy1, own1, t1 = cpu_busy_seconds(self.cpus), own_cpu_seconds(), time.perf_counter()
         other = (None if self.busy0 is None or busy1 is None
                  else other_cpu_share(self.busy0, busy1, self.own0, own1, t1 - self.t0))
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
@@ -194,11 +198,18 @@ class Quiet:
         return other, load
 
     def busy(self, other: float | None, load: float) -> bool:
+        if self.cpus is not None and other is not None:
+            return other > self.threshold
         return (other is not None and other > self.threshold) or load_busy(load, self.cores)
 
     def note(self, other: float | None, load: float) -> None:
         self.worst_other = max(self.worst_other, other or 0.0)
         self.worst_load = max(self.worst_load, load)
+
+    def record(self, other: float | None, load: float) -> dict[str, Any]:
+        """A profile's `load`: the load average, other processes' CPU (on the pinned CPUs, listed in `cpus`)."""
+        return {"avg": round(load, 2), "other_cpu_share": None if other is None else round(other, 3),
+                **({"cpus": sorted(self.cpus)} if self.cpus is not None else {})}
 
 
 def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: None, cancel: Any = None,
@@ -256,7 +267,7 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
             else:
                 other, load = quiet.read()  # the machine while the blocks were timed, kept with them
                 cost[OVERHEAD_KEY] = {**overhead_record(samples, "cpu" if cost.get("decision_clock") == "cpu" else "wall"),
-                                      "load": {"avg": round(load, 2), "other_cpu_share": None if other is None else round(other, 3)},
+                                      "load": quiet.record(other, load),
                                       "busy": quiet.busy(other, load)}
                 if quiet.busy(other, load):
                     warn(f"busy machine while timing whole blocks (load {load:.2f}): o(g) is marked busy")
@@ -408,7 +419,7 @@ def _rounds(sampler: Sampler, settlers: dict[str, Settler], config: CostsConfig,
         else:
             quiet.note(other, load)
         timed += 1
-    extra = {"load": {"avg": round(quiet.worst_load, 2), "other_cpu_share": round(quiet.worst_other, 3)},
+    extra = {"load": {**quiet.record(quiet.worst_other, quiet.worst_load), "other_cpu_share": round(quiet.worst_other, 3)},
              "busy": busy_kept, "stop_reason": stop, "rounds": timed}
     return extra
 

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -87,19 +88,43 @@ def short_device_name(name: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def cpu_busy_seconds() -> float | None:
-    """Seconds every CPU of this machine spent busy since boot (/proc/stat: all but idle and iowait),
-    None where /proc/stat is missing."""
+def busy_ticks(stat_lines: list[str], cpus: Collection[int] | None = None) -> int | None:
+    """Busy clock ticks in /proc/stat's lines: user + nice + system + irq + softirq + steal (all but idle,
+    field 4, and iowait, field 5) of the "cpu" line, or summed over the "cpuN" lines of `cpus`; None
+    where a wanted line is missing."""
+    want = {"cpu"} if cpus is None else {f"cpu{int(c)}" for c in cpus}
+    rows = [parts for parts in (line.split() for line in stat_lines) if parts and parts[0] in want]
+    if len(rows) != len(want):
+        return None
+    busy = 0
+    for parts in rows:
+        ticks = [int(x) for x in parts[1:]]
+        busy += sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0)
+    return busy
+
+
+def cpu_busy_seconds(cpus: Collection[int] | None = None) -> float | None:
+    """Seconds the CPUs spent busy since boot (busy_ticks of /proc/stat): every CPU of the machine, or only
+    those in `cpus`; None where /proc/stat is missing or lacks one."""
     try:
         with open("/proc/stat") as fh:
-            parts = fh.readline().split()
+            lines = [line for line in fh if line.startswith("cpu")]
     except OSError:
         return None
-    if not parts or parts[0] != "cpu":
+    ticks = busy_ticks(lines, cpus)
+    return None if ticks is None else ticks / os.sysconf("SC_CLK_TCK")
+
+
+def timing_cpus() -> frozenset[int] | None:
+    """The CPUs this process may run on when that is fewer than the machine has (pinned, e.g. `taskset -c 0
+    specterm costs RUN`), else None. Pinned, a busy check looks at those CPUs only: other processes pinned
+    elsewhere share no core with the timing (they still share memory bandwidth and the last-level cache)."""
+    try:
+        mine = frozenset(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
         return None
-    ticks = [int(x) for x in parts[1:]]
-    busy = sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0)
-    return busy / os.sysconf("SC_CLK_TCK")
+    total = os.cpu_count() or len(mine)
+    return mine if 0 < len(mine) < total else None
 
 
 def own_cpu_seconds() -> float:

@@ -310,6 +310,9 @@ _PROFILE_ENGINE_FIELDS: dict[str, tuple[Any, str]] = {"name": _NAME, "version": 
 _PROFILE_LOAD_FIELDS: dict[str, tuple[Any, str]] = {
     "avg": (lambda v: _is_number(v) and v >= 0, "a non-negative number"),
     "other_cpu_share": (lambda v: _is_number(v) and v >= 0, "a non-negative number"),
+    "cpus": (lambda v: isinstance(v, list) and 0 < len(v) <= MAX_THREADS
+             and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 1_000_000 for c in v),
+             "a list of CPU numbers"),
 }
 
 

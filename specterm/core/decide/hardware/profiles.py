@@ -115,8 +115,11 @@ class Profile:
     def busy(self) -> bool:
         """Timed on a busy machine: marked so when measured, or (a profile migrated from costs stored
         before profiles, whose record was never marked) its stored load average above the load rule
-        (load_busy) on its cores."""
+        (load_busy) on its cores. A profile timed pinned to some CPUs (`load.cpus`) was judged on those
+        CPUs when measured; the machine-wide load average does not apply to it."""
         load = self.record.get("load")
+        if isinstance(load, dict) and isinstance(load.get("cpus"), list):
+            return bool(self.record.get("busy"))
         avg = load.get("avg") if isinstance(load, dict) else None
         return bool(self.record.get("busy")) or load_busy(avg, self.device.get("cores"))
 
