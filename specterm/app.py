@@ -73,6 +73,9 @@ class SpectermApp(App[Any]):
     """`analyse(runs)`: the typed report (core/report/types.py; None until ready)."""
     error: var[str | None] = var(None)
     """One sentence when loading or analysing failed."""
+    drafters: var[list[Any]] = var(list)
+    """The drafter runs given (core/drafted/which_draft.DrafterRuns, one per drafter; loading.Drafted): no
+    per-position bits, so only Decide's Which draft? shows them; [] when none."""
     load_stage: var[str] = var("")
     """What the load is doing now (`messages.LoadStage`; "" before its first stage): the line a
     screen shows while it waits for the report."""
@@ -286,6 +289,7 @@ class SpectermApp(App[Any]):
         self.verdicts_pending = False
         self.runs = None
         self.error = None
+        self.drafters = []
         self.start_load()
         self.action_switch_screen("overview")
 
@@ -329,6 +333,10 @@ class SpectermApp(App[Any]):
             if self.report is not None and self.report_complete:  # a cached report came first (an alias)
                 self.pair_cache.setdefault(self.pair_key, (self.runs, self.report))
                 self.call_after_refresh(self.schedule_idle_work)  # held back until the runs came
+
+    def on_drafters_ready(self, message: messages.DraftersReady) -> None:
+        if message.load_id == self.load_id:
+            self.drafters = list(message.drafters)
 
     def on_report_ready(self, message: messages.ReportReady) -> None:
         if message.painted is not None:  # the worker waits for this report's frame before it parses the runs

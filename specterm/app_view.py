@@ -22,6 +22,7 @@ class AppView(Protocol):
     oracle_result: Path | None        # where the Run screen's run is, once it ended
     drill_from: str | None            # the screen a drill-down came from (Escape goes back)
     error: str | None                 # why the runs could not be loaded or analysed
+    drafters: list[Any]               # the drafter runs given, one DrafterRuns per drafter (Decide's Which draft?)
     load_stage: str                   # what the load is doing now (the loading line)
     analysis_params: dict[str, int]   # gamma, boot, shuffles, seed of the analysis
     run_paths: list[Path]

@@ -12,6 +12,9 @@ its worker thread and, for the head start's full report, from one more thread:
                                    or head-start report whose runs were not these: the right one follows)
     Parsed(runs, groups, skipped)  the runs of the pair shown, parsed (the screens' streams), and one
                                    sentence per run given that did not load (the others are shown)
+    Drafted(drafters)              the drafter runs among them (SPEC 2b: no per-position bits), each
+                                   drafter's Which draft? rows (core/drafted/route.drafter_runs): after
+                                   the pair's report, or alone when only drafter runs were given
 
 The order of one load: a report found by the bytes of the runs' files (core/report/cache.py aliases) or
 sent by the head start's child (specterm/headstart.py) is shown before the runs are parsed, and kept
@@ -34,6 +37,7 @@ from specterm.core.errors import SpectermError
 from specterm.core.report.fmt import computing_line, parsing_line
 
 if TYPE_CHECKING:
+    from specterm.core.drafted.which_draft import DrafterRuns
     from specterm.core.report.types import Report
     from specterm.core.store import Run, RunFiles
     from specterm.headstart import HeadStart
@@ -86,7 +90,22 @@ class Parsed:
     skipped: tuple[str, ...] = ()
 
 
-Event = Union[Stage, Shown, Parsed]
+@dataclass(frozen=True)
+class Drafted:
+    """The drafter runs given (no per-position bits: the pair's screens leave them out), each drafter's
+    Which draft? rows, for the Decide screen."""
+
+    drafters: list[DrafterRuns]
+    load_id: int
+
+
+DRAFTERS_ONLY = ("{names}: drafter runs only (SPEC 2b: no per-position bits), so this screen's statistics do not "
+                 "apply to them; Decide (6) compares them (Which draft?), `specterm report` gives their report, and "
+                 "a draft-model run of the same target opened beside them fills the other screens.")
+"""The one sentence every screen but Decide shows when only drafter runs were opened."""
+
+
+Event = Union[Stage, Shown, Parsed, Drafted]
 Emit = Callable[[Event], None]
 
 
@@ -131,6 +150,8 @@ class Loader:
         these parameters and the first pair, taken by `warm` instead of reading them again."""
         self.prefetched: Prefetch | None = None
         """What `warm` read, for that load."""
+        self.drafted: tuple[tuple[Path, ...], list[DrafterRuns]] | None = None
+        """(paths, the drafter runs' rows) of the last load that had drafter runs (`M` does not analyse them again)."""
         self.stored: tuple[int, threading.Event] | None = None
         """(load id, set once that load's report is in the cache): the app, quitting while the report is
         shown, waits for it (at most QUIT_STORE_WAIT_S), so the next start is warm."""
@@ -146,6 +167,7 @@ class Loader:
         """The next load reads its runs again (the oracle's output may have grown since: same path)."""
         self.loaded = None
         self.loaded_files = None
+        self.drafted = None
 
     def close(self) -> None:
         """Stop the head start's child (it may still analyse the other pairs, for `M`)."""
@@ -282,6 +304,8 @@ class Load:
         self.head_full: list[Report | None] = []
         """The child's full report, read by `head_reader` while the runs are parsed here."""
         self.head_reader: threading.Thread | None = None
+        self.drafter_runs: list[Run] = []
+        """The drafter runs among the runs given (parse): their rows go out after the pair's report."""
 
     def run(self) -> bool:
         """The load's steps; True when its report is in the cache (or was read from it) as it ends."""
@@ -299,6 +323,7 @@ class Load:
         runs, groups = self.parse()
         key = self.cache_key(runs)
         if self.alias is not None and self.alias_holds(key):
+            self.drafters()
             return True  # the report shown is this key's (checked against the entry in full)
         report = self.head_kept(runs, key) if self.head is not None else None
         if report is None:
@@ -307,6 +332,7 @@ class Load:
                 return False  # cancelled
         self.store_alias(runs, key, groups)
         self.show(report)
+        self.drafters()
         return True
 
     # -- the steps ---------------------------------------------------------------------------------
@@ -451,14 +477,34 @@ class Load:
             self.all_runs = loaded
             if not self.skipped:
                 self.loader.loaded = (self.paths, self.all_runs)
-        runs = [r for r in self.all_runs if r.streams and drafter_of(r.meta) is None]  # drafter runs: `specterm report`
+        runs = [r for r in self.all_runs if r.streams and drafter_of(r.meta) is None]
+        self.drafter_runs = [r for r in self.all_runs if r.streams and drafter_of(r.meta) is not None]  # Decide's Which draft?
         if not runs:
+            if self.drafter_runs:
+                self.drafters()
+                raise SpectermError(DRAFTERS_ONLY.format(names=", ".join(r.path.name for r in self.drafter_runs)))
             names = ", ".join(str(p) for p in self.paths)
             raise SpectermError(f"{names} holds no finished prompts yet; run `specterm run` or `specterm import` first.")
         groups = group_runs(runs)  # one model pair with two settings (e.g. -n) is two groups
         runs = groups[self.group % len(groups)]
         self.emit(Parsed(runs, self.load_id, len(groups), tuple(self.skipped)))
         return runs, len(groups)
+
+    def drafters(self) -> None:
+        """The drafter runs' Which draft? rows (core/drafted/route.drafter_runs, about 0.5 s a drafter at the
+        shipped runs' size; once per set of paths), sent after the pair's report: nothing when there are none
+        or the load was cancelled."""
+        from specterm.core.drafted.route import drafter_runs
+
+        if not self.drafter_runs or self.cancelled():
+            return
+        done = self.loader.drafted
+        if done is None or done[0] != self.paths:
+            p = self.params
+            done = (self.paths, drafter_runs(self.drafter_runs, p["gamma"], p["boot"], p["seed"]))
+            self.loader.drafted = done
+        if not self.cancelled():
+            self.emit(Drafted(done[1], self.load_id))
 
     def cache_key(self, runs: list[Run]) -> dict[str, Any] | None:
         from specterm.core.report import cache

@@ -86,6 +86,14 @@ class ReportReady(Message):
 
 
 @dataclass
+class DraftersReady(Message):
+    """The drafter runs among the runs given, each drafter's Which draft? rows (loading.Drafted)."""
+
+    drafters: list[Any]
+    load_id: int = 0
+
+
+@dataclass
 class LoadStage(Message):
     """What the load is doing now (parsing the runs, computing the point estimates), for the line a
     screen shows while it waits: a 10M-position run takes seconds at each."""
@@ -107,6 +115,8 @@ def from_load(event: loading.Event) -> Message:
         return LoadStage(event.text, event.load_id)
     if isinstance(event, loading.Parsed):
         return RunsLoaded(event.runs, event.load_id, groups=event.groups, skipped=event.skipped)
+    if isinstance(event, loading.Drafted):
+        return DraftersReady(event.drafters, event.load_id)
     return report_ready(event)
 
 

@@ -45,6 +45,9 @@ class ReportScreen(Screen[Any]):
     SHOWS_BORDERLINE: ClassVar[bool] = False
     """True for the screen of the scorecard's rows (Scorecard), whose borderline marks come after every
     CI (app.verdicts_pending): a status line says the check runs, and its export waits for it."""
+    SHOWS_DRAFTERS: ClassVar[bool] = False
+    """True for the screen that shows drafter runs (Decide's Which draft?); every other screen says, on its
+    drafter line, that its statistics do not apply to them (SPEC 2b: no per-position bits)."""
     USES_SET: ClassVar[bool] = False
     """True when the screen shows one set (corpus or pooled) at a time and follows `app.set_name`."""
     PAIR_STATE: ClassVar[tuple[str, ...]] = ()
@@ -96,6 +99,9 @@ class ReportScreen(Screen[Any]):
         yield Static("", id="head", classes="head")
         yield Static("", id="crumb", classes="crumb")
         yield Static("", id="status", classes="status")
+        note = Static("", id="drafter-note", classes="note")
+        note.display = False
+        yield note
         with Vertical(id="body"):
             yield from self.compose_body()
         yield KeyFooter(show_command_palette=False, compact=True)  # ^p is in the help (F1); the keys need the room
@@ -117,6 +123,7 @@ class ReportScreen(Screen[Any]):
         self.watch(self.app, "load_stage", self._stage_changed, init=False)
         self.watch(self.app, "runs", self._app_runs_changed, init=False)
         self.watch(self.app, "report", self._app_changed, init=False)
+        self.watch(self.app, "drafters", self._drafters_changed, init=False)
         if self.USES_SET:
             self.watch(self.app, "set_name", self._app_set_changed, init=False)
         if self.app.is_running:  # not while quitting: Textual may prune the screen's widgets before its Mount
@@ -130,6 +137,23 @@ class ReportScreen(Screen[Any]):
         else:
             self._stale = True
             self.sapp.schedule_idle_work()
+
+    def _drafters_changed(self, _: Any = None) -> None:
+        """The drafter runs' rows came (after the pair's report): the drafter line of a screen that leaves
+        them out; Decide redraws (its Which draft?)."""
+        if self.SHOWS_DRAFTERS:
+            self._app_changed()
+        else:
+            self.show_drafter_note()
+
+    def show_drafter_note(self) -> None:
+        """One line naming the drafter runs given, which this screen leaves out (their statistics need
+        per-position bits); hidden when there are none, or when the screen shows only the load's error."""
+        note = self.query_one("#drafter-note", Static)
+        text = drafter_note(self.sapp.drafters) if not self.SHOWS_DRAFTERS and not self.sapp.error else ""
+        note.display = bool(text)
+        if text:
+            note.update(text)
 
     def _app_runs_changed(self, _: Any = None) -> None:
         """The runs changed. A shown screen drawn from the report that already shows the app's
@@ -181,6 +205,7 @@ class ReportScreen(Screen[Any]):
             self.query_one("#status", Static).update(loading_text(self.sapp))
 
     def _state_changed(self, _: Any = None) -> None:
+        self.show_drafter_note()
         app = self.sapp
         body = self.query_one("#body")
         status = self.query_one("#status", Static)
@@ -421,6 +446,15 @@ def ci_pending_text(app: AppView) -> str:
     boot = app.analysis_params.get("boot")
     return (f"[b]computing CIs[/] (bootstrap over streams, B = {boot}): point estimates shown, "
             "every CI and verdict appears when it is done")
+
+
+def drafter_note(drafters: Sequence[Any]) -> str:
+    """The drafter line of a screen that leaves drafter runs out: which runs, and why (SPEC 2b)."""
+    if not drafters:
+        return ""
+    names = ", ".join(safe(printable(d.drafter)) for d in drafters)
+    return (f"[b]Drafter runs[/] ({names}) have no per-position bits: this screen does not apply to them; "
+            "[b]6[/] Decide compares them.")
 
 
 def model_spec(meta: dict[str, Any], role: str) -> Any:

@@ -110,6 +110,34 @@ def engine_settings_block(report: Report, view: Report, width: int = 10_000) -> 
     return "\n".join(lines + _text_block(calibration_table(report), width))
 
 
+def which_draft(app: Any, report: Report | None) -> tuple[Any, list[str]]:
+    """Which draft? of the drafter runs given beside the pair shown (core which_draft.beside_pair, as
+    `specterm report` compares them) and the drafter runs of another target; (None, []) without drafters."""
+    from specterm.core.drafted.which_draft import beside_pair
+
+    if not app.drafters:
+        return None, []
+    runs = app.runs or []
+    meta = runs[0].meta if runs else app.pair_meta
+    return beside_pair(app.drafters, report, meta, "+".join(r.path.name for r in runs))
+
+
+def which_draft_block(app: Any, report: Report | None, width: int = 10_000) -> str:
+    """Which draft? as text: the table (each run's decision, the best marked), then per set by how much."""
+    from specterm.core.drafted.drafter_export import comparison_margins, comparison_screen_table
+
+    cmp, other = which_draft(app, report)
+    lines: list[str] = []
+    if cmp is not None:
+        from specterm.screens.base import short_model
+
+        lines += _text_block(comparison_screen_table(cmp, short_model), width)[1:]
+        lines += [f"[b]{safe(n)}[/]: {safe(m)}" for n, m in comparison_margins(cmp)]
+    if other:
+        lines.append("Drafter runs of another target, not compared here: " + safe(", ".join(other)))
+    return "\n".join(lines)
+
+
 def set_settings_markdown(report: Report, set_name: str) -> str:
     """One set's engine settings as markdown: per engine its verdict and the command to run."""
     from specterm.core.settings import names as nm
@@ -171,6 +199,8 @@ class DecideScreen(RStepping, ReportScreen):
     EXPORT_NAME = "decide"
     EXPORT_SECTIONS = ("decide", "settings")
     AUTO_FOCUS = "#decide-table"
+    SHOWS_DRAFTERS = True
+    """Which draft? shows the drafter runs given beside the pair's decision (core/drafted/which_draft.py)."""
     PAIR_STATE = ("r", "preset", "ridge_custom", "profile")
     NEEDS_CIS = True
     """Every row is a decision on the CI of S_hw: while the bootstrap runs, the point-estimate report
@@ -206,6 +236,7 @@ class DecideScreen(RStepping, ReportScreen):
         yield DataTable(id="decide-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="verdict-scroll"):
             yield Static("", id="profile-note")
+            yield Static("", id="which-draft")
             yield Static("", id="hw-verdicts")
             yield Static("", id="verdicts")
             yield Static("", id="engine-settings")
@@ -278,7 +309,11 @@ class DecideScreen(RStepping, ReportScreen):
         if report.profile_note:
             notes.append(f"[b]{safe(report.profile_note)}[/]")
         card = _text_block(profile_table(report), width) + hardware_card(view, width).split("\n")
+        drafters = which_draft_block(self.sapp, view, width)
         with self.app.batch_update():
+            self.show_pair_widgets(True)
+            self.query_one("#which-draft", Static).update(drafters)
+            self.query_one("#which-draft", Static).display = bool(drafters)
             self.query_one("#accelerator", Static).update(bar)
             fill_table(self.query_one("#decide-table", DataTable), COLUMNS, decision, width=self.avail_width)
             self.query_one("#profile-note", Static).update("\n".join(notes))
@@ -287,6 +322,31 @@ class DecideScreen(RStepping, ReportScreen):
             self.query_one("#verdicts", Static).update("\n".join(card))
             self.query_one("#engine-settings", Static).update(engine_settings_block(report, view, width))
             self.query_one("#hw-card", Static).update("\n".join(cost_ratio))
+
+    PAIR_WIDGETS = ("#decide-bar", "#decide-table", "#hw-verdicts", "#verdicts", "#engine-settings", "#hw-card")
+
+    def show_pair_widgets(self, shown: bool) -> None:
+        """The pair's decision widgets: hidden when only drafter runs were opened (Which draft? alone)."""
+        for selector in self.PAIR_WIDGETS:
+            self.query_one(selector).display = shown
+
+    def _state_changed(self, _: Any = None) -> None:
+        """As every screen; when only drafter runs were opened (the load's error says so, and there is no
+        pair), Which draft? alone instead of the error."""
+        super()._state_changed()
+        app = self.sapp
+        if app.report is not None or not app.error or not app.drafters:
+            return
+        self.query_one("#body").loading = False
+        self.query_one("#status", Static).update(
+            "[b]Drafter runs only[/]: no draft-model pair to decide for, so Which draft? below compares the drafters "
+            "(a draft-model run of the same target opened beside them joins it).")
+        with self.app.batch_update():
+            self.show_pair_widgets(False)
+            self.query_one("#profile-note", Static).display = False
+            block = which_draft_block(app, None, max(self.avail_width - 2, 20))
+            self.query_one("#which-draft", Static).update(block)
+            self.query_one("#which-draft", Static).display = bool(block)
 
     def copy_markdown(self) -> str:
         """`y` on a set's row: the row as markdown, then that set's engine settings (commands to paste)."""
@@ -361,10 +421,15 @@ class DecideScreen(RStepping, ReportScreen):
         profile's (`p`)."""
         from specterm.screens.base import screen_markdown
 
+        from specterm.core.drafted.drafter_export import comparison_markdown
+
         report = self.sapp.report
         if report is None:
             return super().export_markdown()
         text = screen_markdown(self.shown_view(report), self.EXPORT_SECTIONS, self.export_context())
+        cmp, _ = which_draft(self.sapp, self.shown_view(report))
+        if cmp is not None:  # as `specterm report` prints it for these runs, one level down
+            text += "\n" + comparison_markdown(cmp).replace("# Which draft?", "## Which draft?", 1)
         if report is None or self.r is None or (
                 self.ridge_custom is None and self.preset == DEFAULT_ACCELERATOR and self.r == self.initial_r(report)):
             return text

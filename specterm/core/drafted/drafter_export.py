@@ -4,6 +4,7 @@ brackets), plain text (the same tables), JSON (the typed records' to_dict, SPEC 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from specterm.core.drafted.drafter_analysis import DrafterReport, DrafterSet
@@ -122,6 +123,30 @@ def comparison_markdown(cmp: DraftComparison) -> str:
               "estimate.", ""]
     lines += _table(["set", "best", "by"], [[n, e.best or "—", e.margin or e.note or "—"] for n, e in cmp.ordered_sets()])
     return "\n".join(lines) + "\n"
+
+
+def comparison_screen_table(cmp: DraftComparison, name: Callable[[str], str] = str) -> tuple[str, list[str], list[list[str]]]:
+    """Which draft? as a narrow table (the Decide screen's): per set each run's drafter (`name(drafter)`, the
+    best one marked "*"), g_hw, S_hw [CI] and the verdict in words; the margins are `comparison_margins`."""
+    from specterm.core.report.export import NO_VERDICT, VERDICT_WORDS
+
+    rows = []
+    for set_name, entry in cmp.ordered_sets():
+        for row in entry.drafters:
+            kind = row.verdict_kind or ""
+            words = (VERDICT_WORDS.get(kind) or kind.replace("_", " ")) if row.speedup_hw.value is not None else (
+                NO_VERDICT if row.gamma_hw is None else row.verdict)
+            best = "* " if entry.best is not None and row.run == entry.best else "  "
+            rows.append([set_name, best + name(row.drafter), str(row.gamma_hw or "—"),
+                         _ci(row.speedup_hw.value, row.speedup_hw.ci), words])
+    return (f"Which draft? Target {name(cmp.target or 'unnamed')}: each run's decision on this machine (S_hw at its "
+            "own g_hw, the g column; 95% CI over prompts and cost samples; * the best of the set)",
+            ["set", "drafter", "g", "S_hw [95% CI]", "verdict"], rows)
+
+
+def comparison_margins(cmp: DraftComparison) -> list[tuple[str, str]]:
+    """(set, by how much the best leads, or why none is named) per set."""
+    return [(n, e.margin or e.note or "—") for n, e in cmp.ordered_sets()]
 
 
 def comparison_json(cmp: DraftComparison) -> str:

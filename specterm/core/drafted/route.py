@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from specterm.core.drafted.drafter_analysis import DrafterReport, analyse_drafter, is_drafter_run
-from specterm.core.drafted.which_draft import (DraftComparison, compare, rows_of_drafter_report,
+from specterm.core.drafted.which_draft import (DraftComparison, DrafterRuns, compare, rows_of_drafter_report,
                                            rows_of_model_report)
 from specterm.core.errors import SpectermError
 from specterm.core.store import Run, load_run, read_meta
@@ -49,3 +49,19 @@ def drafter_or_comparison(paths: list[Path], gamma: int, boot: int, seed: int,
         else:
             rows.append(rows_of_model_report(analyse_models(group), name, key.split(":", 1)[1]))
     return compare(rows, model_label(runs[0].meta.get("target")))
+
+
+def drafter_runs(runs: list[Run], gamma: int, boot: int, seed: int) -> list[DrafterRuns]:
+    """The drafter runs among `runs`, one entry per drafter (its runs pooled, as `specterm report` groups
+    them), each analysed (analyse_drafter) into its Which draft? rows; in the order the runs came."""
+    groups: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        if is_drafter_run(run):
+            groups.setdefault((repr(model_key(run.meta.get("target"))), _drafter_label(run)), []).append(run)
+    out = []
+    for (target, _), group in groups.items():
+        name = "+".join(r.path.name for r in group)
+        rep = analyse_drafter(group, gamma=gamma, boot=boot, seed=seed)
+        out.append(DrafterRuns(run=name, drafter=rep.drafter, target=target, target_label=model_label(group[0].meta.get("target")),
+                               rows=rows_of_drafter_report(rep, name)))
+    return out

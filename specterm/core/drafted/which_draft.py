@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from specterm.core.drafted.drafter_analysis import DrafterReport
 from specterm.core.report.types import POOLED, Estimate, Record, Report, set_names
+from specterm.core.store.modelkeys import model_key, model_label
 
 
 @dataclass(kw_only=True)
@@ -101,3 +103,34 @@ def compare(rows_by_run: list[dict[str, DrafterRow]], target: str | None) -> Dra
         best, margin = best_of(rows)
         sets[name] = DrafterEntry(drafters=rows, best=best, margin=margin)
     return DraftComparison(target=target, sets=sets)
+
+
+@dataclass(frozen=True)
+class DrafterRuns:
+    """One drafter's runs as the TUI holds them (loading.py): their names joined by "+", the key and name of
+    their target, and their rows per set (rows_of_drafter_report)."""
+
+    run: str
+    drafter: str                            # its spec, e.g. "prompt-lookup:2"
+    target: str                             # repr(model_key(target)): the runs compared share it
+    target_label: str
+    rows: dict[str, DrafterRow]
+
+
+def beside_pair(drafters: list[DrafterRuns], model: Report | None, pair_meta: dict[str, Any] | None = None,
+                pair_run: str = "") -> tuple[DraftComparison | None, list[str]]:
+    """Which draft? as the Decide screen shows it: the drafter runs of the shown pair's target beside the
+    pair's own decision (`model`, the report shown, of the runs `pair_run` whose run.json is `pair_meta`), by
+    `compare` as `specterm report` does. With no pair (only drafter runs were opened) the drafters of the
+    first one's target. Also the drafter runs left out: those of another target."""
+    if model is not None and pair_meta is None:
+        model = None
+    target = repr(model_key(pair_meta.get("target"))) if model is not None and pair_meta is not None else (
+        drafters[0].target if drafters else None)
+    mine = [d for d in drafters if d.target == target]
+    other = [d.run for d in drafters if d.target != target]
+    if not mine:
+        return None, other
+    rows = [rows_of_model_report(model, pair_run, model_label(pair_meta.get("draft")))] if (
+        model is not None and pair_meta is not None) else []
+    return compare(rows + [d.rows for d in mine], mine[0].target_label), other
