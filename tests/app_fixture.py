@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from conftest import markov_bits
-from specterm.core.store import FORMAT, SCHEMA_VERSION, Stream, write_run
+from specterm.core.store import FORMAT, SCHEMA_VERSION, Stream, new_meta, write_run
 
 VOCAB = [" the", " cat", " sat", " on", " mat", ".", "\n", " def", " f", "(x", "):", " return", " x", " +", " 1",
          " a", " dog", " ran", ",", " and"]
@@ -128,3 +128,30 @@ def oracle_config(out: Path):
     from specterm.engines.base import OracleConfig
 
     return OracleConfig(target="tiny/target", draft="layers:1", prompts=[], out=Path(out))
+
+
+# Drafter runs (SPEC 2b) of the fixture's target: see tests/test_tui_drafters.py for the hand values.
+COST = {"c_decode_s": 1.0, "c_draft_s": 0.01, "c_verify_s": {"1": 1.2, "2": 1.5}, "c_draft_per": "block",
+        "samples_s": {"decode": [1.0] * 5, "draft": [0.01] * 5, "verify:1": [1.2] * 5, "verify:2": [1.5] * 5}}
+S_A = 5 / (1.5 + 1.5 + 0.02)
+S_B = 5 / (1.2 + 1 + 1 + 1.2 + 1 + 0.05)
+
+
+def make_drafter_run(root: Path, name: str, spec: str, runs: list[int]) -> Path:
+    from specterm.core.params import MIN_PROMPTS
+
+    draft = {"kind": "prompt-lookup", "spec": spec, "max_matching_ngram_size": int(spec.split(":")[1]),
+             "max_tokens": 32, "eos_token_ids": [2], "source": "test"}
+    meta = new_meta(name, target=dict(META["target"]), draft=draft, cost=dict(COST),
+                    generation={"max_new_tokens": 5, "y_method": "batched greedy"})
+    streams = [Stream(id=f"{c}-{i}", corpus=c, bits=np.zeros(0, dtype=np.uint8), prompt=f"p{i}",
+                      gate=np.ones(5, dtype=np.uint8), y=np.arange(5, dtype=np.int32), stop="length",
+                      runs=np.array(runs, dtype=np.int32), proposed=np.array([2, 0, 0, 3, 0], dtype=np.int32))
+               for c in ("code", "prose") for i in range(MIN_PROMPTS)]
+    return write_run(root / name, meta, streams)
+
+
+def make_drafter_runs(root: Path) -> list[Path]:
+    """Two prompt-lookup runs of the fixture's target, decisions known by hand (tests/test_tui_drafters.py)."""
+    return [make_drafter_run(root, "lookup-a", "prompt-lookup:2", [2, 0, 0, 1, 0]),
+            make_drafter_run(root, "lookup-b", "prompt-lookup:3", [0, 0, 0, 0, 0])]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_fixture import FakeOracle, make_fixture_run, oracle_config
+from app_fixture import FakeOracle, make_drafter_runs, make_fixture_run, oracle_config
 from pilot_settle import settled
 
 from specterm.app import make_app
@@ -39,6 +39,15 @@ def test_screen(snap_compare, tmp_path, monkeypatch, screen, size):
     monkeypatch.chdir(tmp_path)  # Decide names the run's path in `specterm costs RUN`: relative, the same every time
     app = make_app([make_fixture_run(tmp_path)], **FAST)
     assert snap_compare(app, terminal_size=size, run_before=settle(screen.key))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_decide_with_drafters(snap_compare, tmp_path, monkeypatch, size):
+    """Drafter runs opened beside the pair: Decide's Which draft? (scrolled to it: Tab to the table, then the
+    scroll pane below it)."""
+    monkeypatch.chdir(tmp_path)
+    app = make_app([make_fixture_run(tmp_path), *make_drafter_runs(tmp_path)], **FAST)
+    assert snap_compare(app, terminal_size=size, run_before=settle("6"))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
