@@ -137,16 +137,20 @@ S_A = 5 / (1.5 + 1.5 + 0.02)
 S_B = 5 / (1.2 + 1 + 1 + 1.2 + 1 + 0.05)
 
 
-def make_drafter_run(root: Path, name: str, spec: str, runs: list[int]) -> Path:
+def make_drafter_run(root: Path, name: str, spec: str, runs: list[int], first: list[int] | None = None,
+                     **meta_extra: object) -> Path:
+    """A prompt-lookup run of MIN_PROMPTS prompts per corpus (code, prose), every stream L_s = `runs` (the very
+    first, code-0, `first` when given), m_s = [2, 0, 0, 3, 0], costs COST; `meta_extra` goes into run.json."""
     from specterm.core.params import MIN_PROMPTS
 
     draft = {"kind": "prompt-lookup", "spec": spec, "max_matching_ngram_size": int(spec.split(":")[1]),
              "max_tokens": 32, "eos_token_ids": [2], "source": "test"}
     meta = new_meta(name, target=dict(META["target"]), draft=draft, cost=dict(COST),
-                    generation={"max_new_tokens": 5, "y_method": "batched greedy"})
+                    generation={"max_new_tokens": 5, "y_method": "batched greedy"}, **meta_extra)
     streams = [Stream(id=f"{c}-{i}", corpus=c, bits=np.zeros(0, dtype=np.uint8), prompt=f"p{i}",
                       gate=np.ones(5, dtype=np.uint8), y=np.arange(5, dtype=np.int32), stop="length",
-                      runs=np.array(runs, dtype=np.int32), proposed=np.array([2, 0, 0, 3, 0], dtype=np.int32))
+                      runs=np.array(first if first is not None and (c, i) == ("code", 0) else runs, dtype=np.int32),
+                      proposed=np.array([2, 0, 0, 3, 0], dtype=np.int32))
                for c in ("code", "prose") for i in range(MIN_PROMPTS)]
     return write_run(root / name, meta, streams)
 

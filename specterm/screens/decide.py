@@ -94,11 +94,11 @@ def hardware_card(report: Report, width: int = 10_000) -> str:
     return "\n".join(_text_block(batch_table(report), width) + _text_block(confirmation_table(report), width))
 
 
-def engine_settings_block(report: Report, view: Report, width: int = 10_000) -> str:
+def engine_settings_block(report: Report, view: Report, width: int = 10_000, drafter_rows: Any = ()) -> str:
     """The engine settings (core/settings: the best policy each serving engine can express, on the
     profile matching this machine) and the calibration table, as text tables; `y` on a set's row copies
     that set's commands (`DecideScreen.copy_markdown`)."""
-    from specterm.core.settings.settings_tables import calibration_table, no_setting_notes, settings_screen_table
+    from specterm.core.settings.settings_tables import calibration_rows_table, no_setting_notes, settings_screen_table
 
     if view is not report:
         lines = ["", "[b]Engine settings[/] are priced on the report's own profile: press p until it shows again."]
@@ -107,7 +107,7 @@ def engine_settings_block(report: Report, view: Report, width: int = 10_000) -> 
         notes = no_setting_notes(report)
         if notes:
             lines += ["", "[b]Engine settings[/]: " + safe(notes[0]), *(safe(n) for n in notes[1:])]
-    return "\n".join(lines + _text_block(calibration_table(report), width))
+    return "\n".join(lines + _text_block(calibration_rows_table([*report.calibration, *drafter_rows]), width))
 
 
 def which_draft(app: Any, report: Report | None) -> tuple[Any, list[str]]:
@@ -126,6 +126,8 @@ def which_draft_block(app: Any, report: Report | None, width: int = 10_000) -> s
     """Which draft? as text: the table (each run's decision, the best marked), then per set by how much."""
     from specterm.core.drafted.drafter_export import comparison_margins, comparison_screen_table
 
+    from specterm.core.settings.settings_tables import calibration_rows_table
+
     cmp, other = which_draft(app, report)
     lines: list[str] = []
     if cmp is not None:
@@ -133,6 +135,8 @@ def which_draft_block(app: Any, report: Report | None, width: int = 10_000) -> s
 
         lines += _text_block(comparison_screen_table(cmp, short_model), width)[1:]
         lines += [f"[b]{safe(n)}[/]: {safe(m)}" for n, m in comparison_margins(cmp)]
+        if report is None:  # only drafter runs: their calibration here (else under the engine settings)
+            lines += _text_block(calibration_rows_table(cmp.calibration), width)
     if other:
         lines.append("Drafter runs of another target, not compared here: " + safe(", ".join(other)))
     return "\n".join(lines)
@@ -320,7 +324,9 @@ class DecideScreen(RStepping, ReportScreen):
             self.query_one("#profile-note", Static).display = bool(notes)
             self.query_one("#hw-verdicts", Static).update(verdicts)
             self.query_one("#verdicts", Static).update("\n".join(card))
-            self.query_one("#engine-settings", Static).update(engine_settings_block(report, view, width))
+            cmp, _ = which_draft(self.sapp, view)
+            self.query_one("#engine-settings", Static).update(
+                engine_settings_block(report, view, width, cmp.calibration if cmp is not None else ()))
             self.query_one("#hw-card", Static).update("\n".join(cost_ratio))
 
     PAIR_WIDGETS = ("#decide-bar", "#decide-table", "#hw-verdicts", "#verdicts", "#engine-settings", "#hw-card")

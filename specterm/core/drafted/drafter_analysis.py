@@ -52,7 +52,7 @@ from specterm.core.decide.hardware.overhead import NOT_MEASURED
 from specterm.core.decide import costmodel
 from specterm.core.decide.optimum import best_gamma
 from specterm.core.params import BOOT, GAMMA_DEFAULT, GAMMA_MAX, MIN_PROMPTS, R_GRID, SEED
-from specterm.core.report.types import POOLED, Estimate, Record, set_names
+from specterm.core.report.types import POOLED, CalibrationRow, Estimate, Record, set_names
 from specterm.core.store import Run, Stream
 from specterm.core.claims import verdict as vd
 
@@ -140,6 +140,7 @@ class DrafterReport(Record):
     runs: list[str]
     sets: dict[str, DrafterSet]
     params: dict[str, Any]
+    calibration: list[CalibrationRow] = dataclasses.field(default_factory=list)  # drafter_checks: the confirmations' checks
 
     def ordered_sets(self) -> list[tuple[str, DrafterSet]]:
         return [(n, self.sets[n]) for n in set_names(self.sets)]
@@ -424,7 +425,19 @@ def analyse_drafter(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOO
     tname = target.get("spec") if isinstance(target, dict) else target if isinstance(target, str) else None
     return DrafterReport(kind="drafter", drafter=next(iter(names)), draft=dict(runs[0].meta["draft"]), target=tname,
                          runs=[r.path.name for r in runs], sets=sets,
-                         params={"gamma": gamma, "boot": boot, "seed": seed})
+                         params={"gamma": gamma, "boot": boot, "seed": seed}, calibration=run_calibration(runs, boot, seed))
+
+
+def run_calibration(runs: list[Run], boot: int, seed: int) -> list[CalibrationRow]:
+    """The calibration rows of the runs' drafter confirmations (drafter_checks.py), on the costs each decides with."""
+    from specterm.core.drafted.drafter_checks import drafter_checks
+    from specterm.core.settings.calibration import calibration_rows
+
+    checks = []
+    for run in runs:
+        cost, _, profile = run_cost(run)
+        checks += drafter_checks(run.meta, run.streams, cost, profile, boot, seed)
+    return calibration_rows(checks)
 
 
 __all__ = ["DO_NOT", "SPECULATE", "DrafterReport", "DrafterSet", "analyse_drafter", "is_drafter_run", "set_report"]

@@ -9,7 +9,7 @@ from typing import Any
 
 from specterm.core.drafted.drafter_analysis import DrafterReport, DrafterSet
 from specterm.core.drafted.which_draft import DraftComparison
-from specterm.core.report.types import Estimate
+from specterm.core.report.types import CalibrationRow, Estimate
 
 YIELD_ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 
@@ -90,10 +90,24 @@ def drafter_markdown(rep: DrafterReport) -> str:
             lines += _table(["set", "g", "prompts", "outputs = y", "target calls", "walk's blocks", "realized", "predicted S_hw(g)"],
                             [[n, str(c.gamma), str(c.prompts), "yes" if c.identical else "NO", str(c.target_calls),
                               str(c.blocks_walk), _f(c.realized), _f(c.predicted)] for n, c in conf])
+        lines += calibration_markdown(rep.calibration)
         lines += ["", "## Statistics that do not apply", ""]
         na = sets[0][1].not_applicable
         lines += _table(["statistic", "why"], [[k, v] for k, v in na.items()])
     return "\n".join(lines) + "\n"
+
+
+def calibration_markdown(rows: list[CalibrationRow]) -> list[str]:
+    """The calibration section (as the model report's, settings_tables) of these rows; none without rows."""
+    from specterm.core.settings.settings_tables import calibration_rows_table
+
+    table = calibration_rows_table(rows)
+    if table is None:
+        return []
+    title, head, body = table
+    return ["", "## Calibration", "", title + ": the drafter's decision checks (specterm confirm on a drafter run), "
+            "each a 95% prediction interval for its K prompts as the model decision check builds it (leave-out "
+            "streams, cost replicates, the drift between sessions).", "", *_table(head, body)]
 
 
 def drafter_text(rep: DrafterReport) -> str:
@@ -122,6 +136,7 @@ def comparison_markdown(cmp: DraftComparison) -> str:
     lines += ["", "Best per set: the run whose S_hw is highest; \"clear\" when its CI lies above the runner-up's point "
               "estimate.", ""]
     lines += _table(["set", "best", "by"], [[n, e.best or "—", e.margin or e.note or "—"] for n, e in cmp.ordered_sets()])
+    lines += calibration_markdown(cmp.calibration)
     return "\n".join(lines) + "\n"
 
 

@@ -41,14 +41,18 @@ def drafter_or_comparison(paths: list[Path], gamma: int, boot: int, seed: int,
         groups.setdefault(("drafter:" if is_drafter_run(run) else "model:") + label, []).append(run)
     if len(groups) == 1 and next(iter(groups)).startswith("drafter:"):
         return analyse_drafter(runs, gamma=gamma, boot=boot, seed=seed)
-    rows = []
+    rows, calibration = [], []
     for key, group in groups.items():
         name = "+".join(r.path.name for r in group)
         if key.startswith("drafter:"):
-            rows.append(rows_of_drafter_report(analyse_drafter(group, gamma=gamma, boot=boot, seed=seed), name))
+            rep = analyse_drafter(group, gamma=gamma, boot=boot, seed=seed)
+            rows.append(rows_of_drafter_report(rep, name))
+            calibration += rep.calibration
         else:
-            rows.append(rows_of_model_report(analyse_models(group), name, key.split(":", 1)[1]))
-    return compare(rows, model_label(runs[0].meta.get("target")))
+            report = analyse_models(group)
+            rows.append(rows_of_model_report(report, name, key.split(":", 1)[1]))
+            calibration += report.calibration
+    return compare(rows, model_label(runs[0].meta.get("target")), calibration)
 
 
 def drafter_runs(runs: list[Run], gamma: int, boot: int, seed: int) -> list[DrafterRuns]:
@@ -63,5 +67,5 @@ def drafter_runs(runs: list[Run], gamma: int, boot: int, seed: int) -> list[Draf
         name = "+".join(r.path.name for r in group)
         rep = analyse_drafter(group, gamma=gamma, boot=boot, seed=seed)
         out.append(DrafterRuns(run=name, drafter=rep.drafter, target=target, target_label=model_label(group[0].meta.get("target")),
-                               rows=rows_of_drafter_report(rep, name)))
+                               rows=rows_of_drafter_report(rep, name), calibration=list(rep.calibration)))
     return out

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specterm.core.drafted.drafter_analysis import DrafterReport
-from specterm.core.report.types import POOLED, Estimate, Record, Report, set_names
+from specterm.core.report.types import POOLED, CalibrationRow, Estimate, Record, Report, set_names
 from specterm.core.store.modelkeys import model_key, model_label
 
 
@@ -42,6 +42,7 @@ class DraftComparison(Record):
     kind: str = "drafters"
     target: str | None = None
     sets: dict[str, DrafterEntry] = dataclasses.field(default_factory=dict)
+    calibration: list[CalibrationRow] = dataclasses.field(default_factory=list)  # every compared run's decision checks
 
     def ordered_sets(self) -> list[tuple[str, DrafterEntry]]:
         return [(n, self.sets[n]) for n in set_names(self.sets)]
@@ -88,7 +89,8 @@ def best_of(rows: list[DrafterRow]) -> tuple[str | None, str | None]:
                         else "not clear: its CI reaches the runner-up's S_hw"))
 
 
-def compare(rows_by_run: list[dict[str, DrafterRow]], target: str | None) -> DraftComparison:
+def compare(rows_by_run: list[dict[str, DrafterRow]], target: str | None,
+            calibration: list[CalibrationRow] | None = None) -> DraftComparison:
     """The comparison of the runs' rows, per set present in any run (each set lists the runs that have it).
     When the runs hold different corpora their pooled sets are different workloads: the pooled entry says so
     and names no best."""
@@ -102,7 +104,7 @@ def compare(rows_by_run: list[dict[str, DrafterRow]], target: str | None) -> Dra
             continue
         best, margin = best_of(rows)
         sets[name] = DrafterEntry(drafters=rows, best=best, margin=margin)
-    return DraftComparison(target=target, sets=sets)
+    return DraftComparison(target=target, sets=sets, calibration=list(calibration or []))
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ class DrafterRuns:
     target: str                             # repr(model_key(target)): the runs compared share it
     target_label: str
     rows: dict[str, DrafterRow]
+    calibration: list[CalibrationRow] = dataclasses.field(default_factory=list)  # DrafterReport.calibration
 
 
 def beside_pair(drafters: list[DrafterRuns], model: Report | None, pair_meta: dict[str, Any] | None = None,
@@ -133,4 +136,4 @@ def beside_pair(drafters: list[DrafterRuns], model: Report | None, pair_meta: di
         return None, other
     rows = [rows_of_model_report(model, pair_run, model_label(pair_meta.get("draft")))] if (
         model is not None and pair_meta is not None) else []
-    return compare(rows + [d.rows for d in mine], mine[0].target_label), other
+    return compare(rows + [d.rows for d in mine], mine[0].target_label, [c for d in mine for c in d.calibration]), other

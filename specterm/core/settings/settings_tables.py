@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from specterm.core.report.fmt import MISSING, fmt
-from specterm.core.report.types import EngineSetting, Estimate, Report
+from specterm.core.report.types import CalibrationRow, EngineSetting, Estimate, Report
 from specterm.core.settings import names as nm
 
 Table = tuple[str, list[str], list[list[str]]]
@@ -109,9 +110,14 @@ def no_setting_notes(report: Report) -> list[str]:
 
 
 def calibration_table(report: Report) -> Table | None:
+    return calibration_rows_table(report.calibration)
+
+
+def calibration_rows_table(calibration: Sequence[CalibrationRow]) -> Table | None:
+    """The calibration table of these rows (a report's, a drafter report's, or both side by side)."""
     rows = [[c.engine, c.machine, c.drafter, str(c.checks), str(c.in_pi), fmt(c.coverage, 2),
              fmt(c.median_ratio, 2), f"[{fmt(c.ratio_range[0], 2)}, {fmt(c.ratio_range[1], 2)}]", c.reading]
-            for c in report.calibration]
+            for c in calibration]
     if not rows:
         return None
     return ("Calibration: decision checks by engine, machine and drafter (realized inside the 95% prediction interval)",
