@@ -87,7 +87,8 @@ def drafter_checks(meta: dict[str, Any], streams: list[Stream], cost: dict[str, 
     if not isinstance(records, list) or curve is None or cost is None:
         return []
     timed_g = set(curve.gammas.tolist())
-    draft = meta.get("draft") if isinstance(meta.get("draft"), dict) else {}
+    got = meta.get("draft")
+    draft: dict[str, Any] = got if isinstance(got, dict) else {}
     rule = DraftRule.of(draft)
     shown = next((p for p in run_profiles(meta) if p.id == profile), None)
     machine = shown.label() if shown is not None else "the run's costs (no profile)"
@@ -96,7 +97,8 @@ def drafter_checks(meta: dict[str, Any], streams: list[Stream], cost: dict[str, 
     for rec in records:
         if not isinstance(rec, dict):
             continue
-        eng = rec.get("engine") if isinstance(rec.get("engine"), dict) else {}
+        said = rec.get("engine")
+        eng: dict[str, Any] = said if isinstance(said, dict) else {}
         name = str(eng.get("name") or "unknown engine")
         engine = f"{ENGINE_NAMES.get(name, name)} {draft.get('kind', 'drafter')}"
         prompts = [p for p in rec.get("prompts") or [] if isinstance(p, dict) and isinstance(p.get("spec"), dict)]
