@@ -22,7 +22,7 @@ import pytest
 from app_fixture import COST, make_drafter_run
 
 from specterm.core.decide.hardware.drift import DEFAULT_SIGMA
-from specterm.core.drafted.drafter_analysis import analyse_drafter
+from specterm.core.drafted.drafter_checks import with_calibration
 from specterm.core.drafted.drafter_export import drafter_markdown
 from specterm.core.store import load_run
 
@@ -72,7 +72,7 @@ def test_checks_and_row_by_hand(tmp_path: Path) -> None:
         assert c.lo == pytest.approx(predicted * qlo) and c.hi == pytest.approx(predicted * qhi)
     assert [c.inside for c in checks] == [False, True, False]  # 1.333 below [1.40, 1.52]; 1.667 in [1.55, 1.76]
 
-    rep = analyse_drafter([run], boot=BOOT, seed=SEED)
+    rep = with_calibration([run], boot=BOOT, seed=SEED)
     (row,) = rep.calibration
     ratios = sorted(r / p for r, p in want)
     assert (row.engine, row.drafter, row.checks, row.in_pi) == ("hf prompt-lookup", "prompt-lookup:2", 3, 1)
@@ -88,7 +88,7 @@ def test_checks_and_row_by_hand(tmp_path: Path) -> None:
 def test_no_confirmations_no_rows(tmp_path: Path) -> None:
     """Without drafter_confirmations (the shipped runs) nothing is added: no rows, no section."""
     run = load_run(make_drafter_run(tmp_path, "lookup", "prompt-lookup:2", [2, 0, 0, 1, 0]))
-    rep = analyse_drafter([run], boot=50, seed=SEED)
+    rep = with_calibration([run], boot=50, seed=SEED)
     assert rep.calibration == [] and "Calibration" not in drafter_markdown(rep)
 
 

@@ -140,7 +140,7 @@ class DrafterReport(Record):
     runs: list[str]
     sets: dict[str, DrafterSet]
     params: dict[str, Any]
-    calibration: list[CalibrationRow] = dataclasses.field(default_factory=list)  # drafter_checks: the confirmations' checks
+    calibration: list[CalibrationRow] = dataclasses.field(default_factory=list)  # drafter_checks.with_calibration
 
     def ordered_sets(self) -> list[tuple[str, DrafterSet]]:
         return [(n, self.sets[n]) for n in set_names(self.sets)]
@@ -425,19 +425,7 @@ def analyse_drafter(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOO
     tname = target.get("spec") if isinstance(target, dict) else target if isinstance(target, str) else None
     return DrafterReport(kind="drafter", drafter=next(iter(names)), draft=dict(runs[0].meta["draft"]), target=tname,
                          runs=[r.path.name for r in runs], sets=sets,
-                         params={"gamma": gamma, "boot": boot, "seed": seed}, calibration=run_calibration(runs, boot, seed))
-
-
-def run_calibration(runs: list[Run], boot: int, seed: int) -> list[CalibrationRow]:
-    """The calibration rows of the runs' drafter confirmations (drafter_checks.py), on the costs each decides with."""
-    from specterm.core.drafted.drafter_checks import drafter_checks
-    from specterm.core.settings.calibration import calibration_rows
-
-    checks = []
-    for run in runs:
-        cost, _, profile = run_cost(run)
-        checks += drafter_checks(run.meta, run.streams, cost, profile, boot, seed)
-    return calibration_rows(checks)
+                         params={"gamma": gamma, "boot": boot, "seed": seed})
 
 
 __all__ = ["DO_NOT", "SPECULATE", "DrafterReport", "DrafterSet", "analyse_drafter", "is_drafter_run", "set_report"]

@@ -27,8 +27,11 @@ import numpy as np
 from specterm.core.decide.hardware.curve import CostCurve, cost_curve, cost_replicates
 from specterm.core.decide.hardware.drift import drift_replicates, machine_drift
 from specterm.core.drafted.walk import walk_streams
-from specterm.core.settings.calibration import Check
-from specterm.core.store import Stream
+from specterm.core.drafted.drafter_analysis import DrafterReport, DraftRule, analyse_drafter, drafter_streams, run_cost, speedup_hw
+from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED
+from specterm.core.report.types import CalibrationRow
+from specterm.core.settings.calibration import Check, calibration_rows
+from specterm.core.store import Run, Stream
 
 ENGINE_NAMES = {"transformers": "hf"}
 """The engine as the calibration table names it: Hugging Face's generate is "hf" (as the settings rows)."""
@@ -50,8 +53,6 @@ def verify_by_drafted(c_decode: np.ndarray, c_verify: np.ndarray) -> np.ndarray:
 
 def s_hw(tokens: Any, blocks: Any, by_drafted: np.ndarray, c_decode: Any, c_ver: np.ndarray, c_draft: Any) -> np.ndarray:
     """S_hw = tokens c_decode / (sum_d by_drafted[d] c_ver[d] + blocks c_draft) (drafter_analysis.speedup_hw)."""
-    from specterm.core.drafted.drafter_analysis import speedup_hw
-
     return speedup_hw(np.asarray(tokens, dtype=np.float64), by_drafted, np.asarray(blocks, dtype=np.float64),
                       c_decode, c_ver, c_draft)
 
@@ -80,7 +81,6 @@ def drafter_checks(meta: dict[str, Any], streams: list[Stream], cost: dict[str, 
     """Every decision check of the run's drafter confirmations (module docstring). `streams`: the run's, `cost`
     and `profile`: what the drafter decision reads (drafter_analysis.run_cost)."""
     from specterm.core.decide.hardware.profiles import run_profiles
-    from specterm.core.drafted.drafter_analysis import DraftRule
 
     records = meta.get("drafter_confirmations")
     curve = cost_curve(cost) if cost else None
@@ -117,8 +117,6 @@ def drafter_checks(meta: dict[str, Any], streams: list[Stream], cost: dict[str, 
 
 def _check(prompts: list[dict[str, Any]], g: int, streams: list[Stream], rule: Any, curve: CostCurve,
            cost: dict[str, Any], sigma: float, n_rep: int, seed: int) -> tuple[float, float, float, float] | None:
-    from specterm.core.drafted.drafter_analysis import drafter_streams
-
     timed = [p for p in prompts if str(g) in p["spec"]]
     try:
         greedy = sum(float(p["greedy_s"]) for p in timed)
@@ -154,3 +152,20 @@ def _drift_sigma(meta: dict[str, Any], cost: dict[str, Any], profile: str | None
     shown = next((p for p in profiles if p.id == profile), None)
     sessions = machine_sessions(meta, shown, profiles) if shown is not None else [cost]
     return machine_drift(sessions).sigma
+
+
+def run_calibration(runs: list[Run], boot: int, seed: int) -> list[CalibrationRow]:
+    """The calibration rows of the runs' drafter confirmations, on the costs each run decides with."""
+    checks = []
+    for run in runs:
+        cost, _, profile = run_cost(run)
+        checks += drafter_checks(run.meta, run.streams, cost, profile, boot, seed)
+    return calibration_rows(checks)
+
+
+def with_calibration(runs: list[Run], gamma: int = GAMMA_DEFAULT, boot: int = BOOT, seed: int = SEED) -> DrafterReport:
+    """analyse_drafter's report of the runs with their confirmations' calibration rows (what `specterm report`
+    and the TUI show)."""
+    rep = analyse_drafter(runs, gamma=gamma, boot=boot, seed=seed)
+    rep.calibration = run_calibration(runs, boot, seed)
+    return rep

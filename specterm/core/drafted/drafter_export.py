@@ -105,9 +105,9 @@ def calibration_markdown(rows: list[CalibrationRow]) -> list[str]:
     if table is None:
         return []
     title, head, body = table
-    return ["", "## Calibration", "", title + ": the drafter's decision checks (specterm confirm on a drafter run), "
-            "each a 95% prediction interval for its K prompts as the model decision check builds it (leave-out "
-            "streams, cost replicates, the drift between sessions).", "", *_table(head, body)]
+    return ["", "## Calibration", "", title + ". A drafter's checks (`specterm confirm` on a drafter run; engine "
+            "\"hf prompt-lookup\") carry a 95% prediction interval for their K prompts built as the model decision "
+            "check's: leave-out streams, cost replicates, the drift between sessions.", "", *_table(head, body)]
 
 
 def drafter_text(rep: DrafterReport) -> str:

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from specterm.core.drafted.drafter_analysis import DrafterReport, analyse_drafter, is_drafter_run
+from specterm.core.drafted.drafter_analysis import DrafterReport, is_drafter_run
+from specterm.core.drafted.drafter_checks import with_calibration
 from specterm.core.drafted.which_draft import (DraftComparison, DrafterRuns, compare, rows_of_drafter_report,
                                            rows_of_model_report)
 from specterm.core.errors import SpectermError
@@ -40,12 +41,12 @@ def drafter_or_comparison(paths: list[Path], gamma: int, boot: int, seed: int,
         label = _drafter_label(run)
         groups.setdefault(("drafter:" if is_drafter_run(run) else "model:") + label, []).append(run)
     if len(groups) == 1 and next(iter(groups)).startswith("drafter:"):
-        return analyse_drafter(runs, gamma=gamma, boot=boot, seed=seed)
+        return with_calibration(runs, gamma=gamma, boot=boot, seed=seed)
     rows, calibration = [], []
     for key, group in groups.items():
         name = "+".join(r.path.name for r in group)
         if key.startswith("drafter:"):
-            rep = analyse_drafter(group, gamma=gamma, boot=boot, seed=seed)
+            rep = with_calibration(group, gamma=gamma, boot=boot, seed=seed)
             rows.append(rows_of_drafter_report(rep, name))
             calibration += rep.calibration
         else:
@@ -57,7 +58,7 @@ def drafter_or_comparison(paths: list[Path], gamma: int, boot: int, seed: int,
 
 def drafter_runs(runs: list[Run], gamma: int, boot: int, seed: int) -> list[DrafterRuns]:
     """The drafter runs among `runs`, one entry per drafter (its runs pooled, as `specterm report` groups
-    them), each analysed (analyse_drafter) into its Which draft? rows; in the order the runs came."""
+    them), each analysed (drafter_checks.with_calibration) into its Which draft? rows; in the order the runs came."""
     groups: dict[tuple[str, str], list[Run]] = {}
     for run in runs:
         if is_drafter_run(run):
@@ -65,7 +66,7 @@ def drafter_runs(runs: list[Run], gamma: int, boot: int, seed: int) -> list[Draf
     out = []
     for (target, _), group in groups.items():
         name = "+".join(r.path.name for r in group)
-        rep = analyse_drafter(group, gamma=gamma, boot=boot, seed=seed)
+        rep = with_calibration(group, gamma=gamma, boot=boot, seed=seed)
         out.append(DrafterRuns(run=name, drafter=rep.drafter, target=target, target_label=model_label(group[0].meta.get("target")),
                                rows=rows_of_drafter_report(rep, name), calibration=list(rep.calibration)))
     return out
