@@ -134,7 +134,7 @@ def which_draft_block(app: Any, report: Report | None, width: int = 10_000) -> s
         from specterm.screens.base import short_model
 
         lines += _text_block(comparison_screen_table(cmp, short_model), width)[1:]
-        lines += [f"[b]{safe(n)}[/]: {safe(m)}" for n, m in comparison_margins(cmp)]
+        lines += ["", *(f"[b]{safe(n)}[/]: {safe(m)}" for n, m in comparison_margins(cmp))]  # a blank line ends the table
         if report is None:  # only drafter runs: their calibration here (else under the engine settings)
             lines += _text_block(calibration_rows_table(cmp.calibration), width)
     if other:
