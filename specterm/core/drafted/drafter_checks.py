@@ -5,8 +5,9 @@ drafter run) for the calibration table (SPEC 6 "Intervals that cover"), built as
     realized  = sum greedy seconds / sum drafter seconds over the K timed prompts of a corpus at g
     E-walk    = the set's streams WITHOUT the timed prompts (leave-out), each cut to the timed prompts'
                 length n (as they were generated), walked at g on L_s and m_s (walk.py, the drafter's rule)
-    value     = S_hw(g) = tokens c_decode / (sum_d blocks_d c_verify(d) + blocks c_draft) on their sums,
-                with the run's robust costs (d = min(g, m_s) drafted, d = 0: c_decode; drafter_analysis)
+    value     = S_hw(g) = tokens c_decode / (sum_d blocks_d [c_verify(d) + o(d)] + blocks c_draft) on their
+                sums, with the run's robust costs (d = min(g, m_s) drafted, d = 0: c_decode; o(d) the block
+                overhead where the profile has it; costmodel.drafter_speedup_hw, as the drafter decision)
     PI        = 95% prediction interval for K new prompts: replicate b draws K leave-out streams with
                 replacement (their tokens, blocks by d and blocks summed), prices them with cost replicate
                 b (curve.cost_replicates) and multiplies by exp(sigma Z_b), the drift of costs between
@@ -27,7 +28,8 @@ import numpy as np
 from specterm.core.decide.hardware.curve import CostCurve, cost_curve, cost_replicates
 from specterm.core.decide.hardware.drift import drift_replicates, machine_drift
 from specterm.core.drafted.walk import walk_streams
-from specterm.core.drafted.drafter_analysis import DrafterReport, DraftRule, analyse_drafter, drafter_streams, run_cost, speedup_hw
+from specterm.core.decide import costmodel
+from specterm.core.drafted.drafter_analysis import DrafterReport, DraftRule, analyse_drafter, drafter_streams, run_cost
 from specterm.core.params import BOOT, GAMMA_DEFAULT, SEED
 from specterm.core.report.types import CalibrationRow
 from specterm.core.settings.calibration import Check, calibration_rows
@@ -51,17 +53,14 @@ def verify_by_drafted(c_decode: np.ndarray, c_verify: np.ndarray) -> np.ndarray:
                           axis=1)
 
 
-def s_hw(tokens: Any, blocks: Any, by_drafted: np.ndarray, c_decode: Any, c_ver: np.ndarray, c_draft: Any) -> np.ndarray:
-    """S_hw = tokens c_decode / (sum_d by_drafted[d] c_ver[d] + blocks c_draft) (drafter_analysis.speedup_hw)."""
-    return speedup_hw(np.asarray(tokens, dtype=np.float64), by_drafted, np.asarray(blocks, dtype=np.float64),
-                      c_decode, c_ver, c_draft)
-
-
 def prediction(t: np.ndarray, b: np.ndarray, H: np.ndarray, K: int, curve: CostCurve, cost: dict[str, Any], g: int,
                sigma: float, n_rep: int, seed: int) -> tuple[float, float | None, float | None]:
     """(value, lo, hi) of the module docstring for K prompts from the leave-out sums t, b, H (one row per stream)."""
     c_ver = verify_by_drafted(np.array([curve.c_decode]), np.array([[curve.verify_at(x) for x in range(1, g + 1)]]))[0]
-    value = float(s_hw(t.sum(), b.sum(), H.sum(axis=0), curve.c_decode, c_ver, float(curve.c_draft)))
+    d_all = np.arange(g + 1)
+    o_d = curve.overhead_on(d_all)
+    value = float(costmodel.drafter_speedup_hw(t.sum(), H.sum(axis=0), b.sum(), curve.c_decode, c_ver,
+                                               float(curve.c_draft), o_d))
     reps = cost_replicates(cost, n_rep, seed)
     if reps is None or n_rep <= 0:
         return value, None, None
@@ -69,7 +68,8 @@ def prediction(t: np.ndarray, b: np.ndarray, H: np.ndarray, K: int, curve: CostC
     idx = np.random.default_rng(seed).integers(0, t.size, size=(n, max(K, 1)))
     cols = np.searchsorted(reps.gammas, np.arange(1, g + 1))
     cv = verify_by_drafted(reps.c_decode, reps.c_verify[:, cols])
-    S = s_hw(t[idx].sum(axis=1), b[idx].sum(axis=1), H[idx].sum(axis=1), reps.c_decode, cv, reps.c_draft)
+    S = costmodel.drafter_speedup_hw(t[idx].sum(axis=1), H[idx].sum(axis=1), b[idx].sum(axis=1), reps.c_decode, cv,
+                                     reps.c_draft, reps.overhead_on(d_all) if o_d is not None else None)
     if sigma > 0:
         S = S * drift_replicates(sigma, n, seed)
     lo, hi = np.percentile(S, [2.5, 97.5])
