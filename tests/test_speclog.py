@@ -10,10 +10,13 @@ import pytest
 from specterm.core.streams.blockwalk import block_accepts
 from specterm.core.errors import SpectermError
 from specterm.core.compare.speclog import (
+    capped_drafter_walk,
     capped_walk_accepts,
     n_predict_for,
     parse_speculative_log,
 )
+
+from test_drafters import llamacpp_ngram_simple, planted
 
 DATA = Path(__file__).parent / "data"
 
@@ -119,3 +122,102 @@ def test_recorded_log_of_smollm2():
     assert (log.accepted == log.drafted).all()
     assert log.accepted.tolist() == capped_walk_accepts(np.ones(28, dtype=np.uint8), 4, 23).tolist() == [4, 4, 4, 4, 2, 4]
     assert log.decoded_tokens == 28 and log.decoded_s > 0
+
+
+NGRAM_LOG = """\
+0.01.000.001 D common_speculative_draft: called impl ngram-simple, hist size = 20, call_count = 1, gen = 2
+0.01.000.002 D accepted 2/2 draft tokens, the last target token is: (5)
+0.01.000.003 D accepted 0/0 draft tokens, the last target token is: (7)
+0.01.000.004 D accepted 1/3 draft tokens, the last target token is: (4)
+0.01.000.005 I decoded    6 tokens in    0.250 seconds, speed:   24.000 t/s
+n_predict = 6
+"""
+
+
+def test_ngram_log_counts_without_drafted_ids():
+    """An n-gram type logs no draft candidates: K, N and the target token per block, counted by hand."""
+    log = parse_speculative_log(NGRAM_LOG, drafts_logged=False)
+    assert log.target_calls == 3
+    assert log.accepted.tolist() == [2, 0, 1] and log.drafted.tolist() == [2, 0, 3]
+    assert [b.target_token for b in log.blocks] == [5, 7, 4]
+    assert log.decoded_s == 0.25 and log.counters["n_predict"] == 6 == int((log.accepted + 1).sum())
+    with pytest.raises(ValueError, match="no drafted tokens"):
+        _ = log.tokens
+    with pytest.raises(SpectermError):  # the draft-model parser wants the candidates it counts
+        parse_speculative_log(NGRAM_LOG)
+    with pytest.raises(SpectermError):
+        parse_speculative_log("accepted 3/2 draft tokens, the last target token is: (1)\n", drafts_logged=False)
+
+
+def test_capped_drafter_walk_hand_case():
+    # L_s = 3 everywhere, m_s = 3, no rule: -n 6 at g = 4: s=0: d = min(3, budget 5) = 3, K 3 -> s 4;
+    # s=4: budget 1 -> d 1, K 1 -> s 6; s=6: budget -1 (no limit) -> d 3, K 3 -> s 10 > 6: three blocks
+    runs, proposed = np.full(11, 3), np.full(11, 3)
+    d, k = capped_drafter_walk(runs, proposed, 4, 6)
+    assert d.tolist() == [3, 1, 3] and k.tolist() == [3, 1, 3]
+    # the rule: size_n = 2 drafts nothing where g < 2 or the cap is below g; a context limit of 3 - s
+    d, k = capped_drafter_walk(runs, proposed, 1, 6, min_draft=2)
+    assert d.tolist() == [0] * 7 and k.tolist() == [0] * 7
+    cap = np.array([0, 0, 9, 9, 9, 9, 9, 9, 9, 9, 9])
+    d, k = capped_drafter_walk(runs, proposed, 2, 6, min_draft=2, max_gamma=cap, context_left=3)
+    # s=0: cap 0 < 2: d 0 -> s 1; s=1: cap 0: d 0 -> s 2; s=2: d 2, budget min(1, 3) = 1 -> d 1 -> s 4;
+    # s=4: budget min(-1, 1) = -1 (no limit): d 2 -> s 7 > 6
+    assert d.tolist() == [0, 0, 1, 2] and k.tolist() == [0, 0, 1, 2]
+    # y ends with an end-of-generation token at index 4 (end 5): the block that emits it is the last
+    d, k = capped_drafter_walk(np.array([0, 3, 2, 1, 0]), np.full(5, 3), 4, 30, end=5)
+    assert k.tolist() == [0, 3] and d.tolist() == [3, 3]
+    with pytest.raises(ValueError):
+        capped_drafter_walk(runs, proposed, 4, 7)
+
+
+def simulated_example(prompt: list[int], y: list[int], n: int, g: int, n_predict: int, n_ctx: int
+                      ) -> tuple[list[int], list[int]]:
+    """examples/speculative-simple's loop with --spec-type ngram-simple, literally, its target answering y:
+    the draft of common_ngram_simple_draft at size_m = g on (prompt_tgt, id_last), cut to n_draft_max when
+    that is positive, accepted while it equals y, one target token after."""
+    ctx = list(prompt)
+    out: list[int] = []
+    sizes, accepts = [], []
+    while True:
+        n_past = len(ctx) - 1
+        n_draft_max = max(min(n_ctx - n_past - 2, n_predict - len(out) - 1), 0)
+        draft = llamacpp_ngram_simple(ctx[:-1], ctx[-1], n, g)
+        if n_draft_max > 0:
+            draft = draft[:n_draft_max]
+        s = len(out)
+        k = 0
+        while k < len(draft) and draft[k] == y[s + k]:
+            k += 1
+        emitted = y[s:s + k + 1]
+        sizes.append(len(draft))
+        accepts.append(k)
+        out += emitted
+        ctx += emitted
+        if len(out) > n_predict:
+            return sizes, accepts
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_capped_drafter_walk_equals_the_example_loop(seed: int):
+    """The walk on (L_s, m_s) of specterm's ngram-simple along y gives, at every g, the blocks, drafted and
+    accepted counts of the example's loop run literally (the C drafter at size_m = g, n_draft_max)."""
+    from specterm.engines.drafters import NgramSimple, along_y
+
+    rng = np.random.default_rng(300 + seed)
+    vocab = int(rng.integers(2, 5))
+    seq = planted(rng, int(rng.integers(40, 120)), vocab)
+    P = int(rng.integers(2, 25))
+    prompt, y = seq[:P], seq[P:]
+    n = int(rng.integers(1, 4))
+    drafter = NgramSimple(size_n=n, max_tokens=12)
+    runs, proposed, _ = along_y(drafter, prompt, y)
+    caps = np.array([drafter.gamma_cap(P + s) for s in range(len(y))])
+    drafted_any = 0
+    for g in range(1, 11):
+        n_predict = len(y) - 1 - g
+        n_ctx = P + len(y) - int(rng.integers(0, 4))  # sometimes the context limit cuts a draft
+        d, k = capped_drafter_walk(runs, proposed, g, n_predict, drafter.min_draft, caps, n_ctx - (P - 1) - 2)
+        sizes, accepts = simulated_example(prompt, y, n, g, n_predict, n_ctx)
+        assert (d.tolist(), k.tolist()) == (sizes, accepts), g
+        drafted_any += int(k.sum())
+    assert drafted_any > 0

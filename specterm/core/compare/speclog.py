@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from specterm.core.drafted.walk import drafted_at
 from specterm.core.errors import SpectermError
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -44,15 +45,26 @@ _COUNTER = re.compile(r"^(?:[\d.]+ [A-Z] )?\s*(n_draft|n_predict|n_drafted|n_acc
 
 @dataclass(frozen=True)
 class SpecBlock:
-    """One verification block: the tokens drafted, how many the target accepted, its own token."""
+    """One verification block: the tokens drafted, how many the target accepted, its own token.
+
+    The n-gram types log no drafted ids: their blocks carry `n_drafted` (N of the "accepted K/N" line)
+    and an empty `drafted`."""
 
     drafted: tuple[int, ...]
     accepted: int
     target_token: int
+    n_drafted: int | None = None
+
+    @property
+    def size(self) -> int:
+        """N: the tokens drafted this block."""
+        return len(self.drafted) if self.n_drafted is None else self.n_drafted
 
     @property
     def tokens(self) -> tuple[int, ...]:
         """What the block emitted: the accepted drafts, then the target's token."""
+        if self.n_drafted is not None and self.accepted:
+            raise ValueError("this log names no drafted tokens (an n-gram type); its accepted tokens are unknown")
         return self.drafted[: self.accepted] + (self.target_token,)
 
 
@@ -96,7 +108,7 @@ class SpecLog:
     @property
     def drafted(self) -> npt.NDArray[np.int64]:
         """N of every block (g, or fewer near the n_predict limit)."""
-        return np.array([len(b.drafted) for b in self.blocks], dtype=np.int64)
+        return np.array([b.size for b in self.blocks], dtype=np.int64)
 
     @property
     def target_calls(self) -> int:
@@ -104,9 +116,11 @@ class SpecLog:
         return len(self.blocks)
 
 
-def parse_speculative_log(text: str, seq_id: int = 0) -> SpecLog:
+def parse_speculative_log(text: str, seq_id: int = 0, drafts_logged: bool = True) -> SpecLog:
     """Blocks, emitted tokens and summary counters of a `llama-speculative-simple -v` log.
 
+    drafts_logged=False (the n-gram types, which log no draft candidates): each block's K, N and target
+    token only (SpecBlock.n_drafted).
     Raises SpectermError when the log has no "accepted K/N" line (not run with -v, or it failed
     before decoding) or when a block's K exceeds its N or its logged drafts are fewer than N.
     """
@@ -123,6 +137,12 @@ def parse_speculative_log(text: str, seq_id: int = 0) -> SpecLog:
         m = _ACCEPTED.search(line)
         if m:
             k, n, last = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            if not drafts_logged:
+                if k > n:
+                    raise SpectermError(f"the speculative log's block {len(blocks) + 1} says {k}/{n} accepted; "
+                                        "rerun llama-speculative-simple with -v.")
+                blocks.append(SpecBlock(drafted=(), accepted=k, target_token=last, n_drafted=n))
+                continue
             drafted = tuple(pending[p] for p in sorted(pending))[:n]
             if k > n or len(drafted) < n:
                 raise SpectermError(f"the speculative log's block {len(blocks) + 1} says {k}/{n} accepted but logs "
@@ -185,3 +205,42 @@ def n_predict_for(n: int, gamma: int) -> int:
     """The -n that keeps every block of llama-speculative-simple inside a stored stream of n tokens
     (see capped_walk_accepts): n - 1 - gamma (0 or less: the stream is too short for this g)."""
     return n - 1 - gamma
+
+
+def capped_drafter_walk(runs: npt.NDArray[np.integer], proposed: npt.NDArray[np.integer], gamma: int, n_predict: int,
+                        min_draft: int = 0, max_gamma: npt.NDArray[np.integer] | None = None,
+                        context_left: int | None = None, end: int | None = None
+                        ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(N, K) per block of the walk `llama-speculative-simple -n n_predict` makes with a drafter that needs
+    no model (SPEC 2b: L_s and m_s at every emitted count s, the drafter's rule min_draft and caps
+    max_gamma_s as core/drafted/walk.drafted_at reads them; its draft length g is `gamma`):
+
+        d = drafted_at(g, m_s, min_draft, cap_s)          the drafter's own draft at g
+        b = min(context_left - s, n_predict - s - 1)      the example's n_draft_max (context_left: n_ctx - n_past - 2 at s = 0)
+        b > 0: d = min(d, b)                              (b <= 0: no limit, as for capped_walk_accepts)
+        K = min(L_s, d);  s += K + 1                      until s > n_predict, or s >= end
+
+    `end`: the length of y when y ends with an end-of-generation token (the example stops after the block
+    that emits it); else every block must lie inside the stream (n_predict + gamma + 1 positions, as
+    capped_walk_accepts; ValueError otherwise). The prefill of prompt[:-1] is a target call outside these
+    blocks."""
+    L = np.asarray(runs, dtype=np.int64)
+    m = np.asarray(proposed, dtype=np.int64)
+    if end is None and L.size < n_predict + gamma + 1:
+        raise ValueError(f"the walk of -n {n_predict} at g = {gamma} needs {n_predict + gamma + 1} positions, "
+                         f"the stream has {L.size}")
+    stop = n_predict + 1 if end is None else min(n_predict + 1, end)
+    sizes: list[int] = []
+    accepts: list[int] = []
+    s = 0
+    while s < stop:
+        cap = int(max_gamma[s]) if max_gamma is not None else gamma
+        d = int(drafted_at(gamma, int(m[s]), min_draft, cap))
+        budget = n_predict - s - 1 if context_left is None else min(context_left - s, n_predict - s - 1)
+        if budget > 0:
+            d = min(d, budget)
+        k = min(int(L[s]), d)
+        sizes.append(d)
+        accepts.append(k)
+        s += k + 1
+    return np.array(sizes, dtype=np.int64), np.array(accepts, dtype=np.int64)
