@@ -232,8 +232,9 @@ def confirm_cmd(
         return
     from specterm.core.store import drafter_of, read_meta
 
-    if drafter_of(read_meta(run)) is not None:  # a drafter run: HF prompt lookup against HF greedy (SPEC 2b)
-        _confirm_drafter(run, per_corpus, gamma, corpus, target, threads)
+    if drafter_of(read_meta(run)) is not None:  # a drafter run (SPEC 2b): HF prompt lookup or llama.cpp's ngram-simple
+        _confirm_drafter(run, per_corpus, gamma, corpus, target, threads, engine, llama_bin, llama_src, max_new_tokens,
+                         keep_logs)
         return
     _profile_first(run, threads, device, dtype, target, draft)
     engine = params.pop("engine")
@@ -256,19 +257,19 @@ def confirm_cmd(
 
 
 def _confirm_drafter(run: Path, per_corpus: int, gamma: List[int], corpus: Optional[str], target: Optional[str],
-                     threads: Optional[int]) -> None:
-    """`specterm confirm` on a drafter run (engines/torch/drafted_confirm.py): g = 2, 4, 8, every --gamma and each
-    corpus's g_hw."""
+                     threads: Optional[int], engine: str = "torch", llama_bin: Optional[Path] = None,
+                     llama_src: Optional[Path] = None, max_new_tokens: Optional[int] = None,
+                     keep_logs: Optional[Path] = None) -> None:
+    """`specterm confirm` on a drafter run: g = 2, 4, 8, every --gamma and each corpus's g_hw. A prompt-lookup
+    run in Hugging Face's assisted generation (engines/torch/drafted_confirm.py); an ngram-simple run with
+    --engine llama.cpp in llama.cpp's own n-gram speculation (engines/llamacpp/ngram_confirm.py)."""
     import time as _time
 
     from specterm.core.drafted.drafter_analysis import analyse_drafter
     from specterm.core.store import load_run
-    from specterm.engines.torch.drafted_confirm import confirm_drafter_run
 
-    if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
+    if engine not in ("torch", "llama.cpp"):
+        fail(f"unknown --engine {engine}; use torch or llama.cpp.")
     rep = analyse_drafter([load_run(run)], boot=0)
     chosen = {2, 4, 8, *gamma, *(s.decision_hw.gamma_hw for s in rep.sets.values() if s.decision_hw.gamma_hw)}
     corpora = [c.strip() for c in corpus.split(",")] if corpus else None
@@ -276,12 +277,33 @@ def _confirm_drafter(run: Path, per_corpus: int, gamma: List[int], corpus: Optio
     def log(msg: str) -> None:
         typer.echo(f"{_time.strftime('%H:%M:%S')} {msg}", err=True)
 
-    record = confirm_drafter_run(run, per_corpus, tuple(sorted(chosen)), corpora, target, log)
+    if engine == "llama.cpp":
+        from specterm.engines.llamacpp.ngram_confirm import confirm_ngram_llamacpp
+
+        record = confirm_ngram_llamacpp(run, per_corpus, tuple(sorted(chosen)), corpora, target, threads or 1, llama_bin,
+                                        llama_src, max_new_tokens, keep_logs, log)
+        against = "llama.cpp's own greedy y'"
+        same = [p for p in record["prompts"] if p["greedy_identical"]]
+        typer.echo(f"llama.cpp's greedy y' equals the run's stored y on {len(same)} of {len(record['prompts'])} prompts"
+                   + "".join(f"; {p['corpus']}/{p['id']} first differs at token {p['greedy_first_divergence']}"
+                             for p in record["prompts"] if not p["greedy_identical"]) + ".")
+    else:
+        if any(x is not None for x in (llama_bin, llama_src, keep_logs)):
+            fail("--llama-bin, --llama-src and --keep-logs are for --engine llama.cpp.")
+        from specterm.engines.torch.drafted_confirm import confirm_drafter_run
+
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
+        record = confirm_drafter_run(run, per_corpus, tuple(sorted(chosen)), corpora, target, log)
+        against = "y"
     bad = [(p["corpus"], p["id"], g) for p in record["prompts"] for g, r in p["spec"].items()
-           if not r["identical"] or r["target_calls"] != r["blocks_walk"]]
+           if not r["identical"] or r["target_calls"] != r["blocks_walk"] or r.get("first_block_mismatch") is not None]
     if bad:
         fail(f"the real decoder differs from the walk on {len(bad)} (prompt, g): {bad[:3]}; the record is kept in run.json.")
-    typer.echo(f"confirmed: every output equals y and every target-call count equals the walk's; see `specterm report {run}`.")
+    typer.echo(f"confirmed: every output equals {against} and every target-call count equals the walk's; see "
+               f"`specterm report {run}`.")
 
 
 def _models_here(run: Path, target: Optional[str], draft: Optional[str]) -> tuple[Optional[str], Optional[str]]:

@@ -103,18 +103,19 @@ class DrafterDecision(Record):
 
 @dataclass(kw_only=True)
 class DrafterConfirmed(Record):
-    """A confirmation against the real decoder at one g (run.json drafter_confirmations, latest record):
-    target calls summed over the timed prompts, the walk's blocks on their L_s, realized speedup =
-    greedy seconds / drafter seconds summed, against the set's S_hw(g) on this machine."""
+    """A confirmation against the real decoder at one g (run.json drafter_confirmations, the latest record of
+    each decoder): target calls summed over the timed prompts, the walk's blocks on their L_s, realized
+    speedup = greedy seconds / drafter seconds summed, against the set's S_hw(g) on this machine."""
 
     gamma: int
     prompts: int
-    identical: bool                         # every output equals the stored y
+    identical: bool                         # every output equals greedy's (transformers: the stored y; llama.cpp: its own y')
     target_calls: int
     blocks_walk: int
     realized: float | None = None
     predicted: float | None = None
-    engine: str = ""
+    engine: str = ""                        # the decoder, its version and threads, in words
+    decoder: str = "transformers"           # engine.name of the record: transformers | llama.cpp
 
 
 @dataclass(kw_only=True)
@@ -321,25 +322,34 @@ def set_report(streams: list[Stream], W: np.ndarray | None, gamma: int, cost: di
 
 
 def confirmed_rows(meta: dict[str, Any], corpus: str | None, curve: list[DrafterYield]) -> list[DrafterConfirmed]:
-    """The latest drafter confirmation's results for one corpus (None: every corpus), per g."""
+    """The latest drafter confirmation of each decoder (engine.name; a record without one is transformers')
+    for one corpus (None: every corpus), per g. A row's greedy seconds are its own when it has them (llama.cpp:
+    greedy scaled to that run's tokens), else its prompt's."""
     records = meta.get("drafter_confirmations")
-    if not isinstance(records, list) or not records or not isinstance(records[-1], dict):
+    if not isinstance(records, list):
         return []
-    rec = records[-1]
-    prompts = [p for p in rec.get("prompts") or [] if isinstance(p, dict) and (corpus is None or p.get("corpus") == corpus)]
-    engine = rec.get("engine") or {}
-    label = f"transformers {engine.get('version')}, torch {engine.get('torch')}, {engine.get('threads')} thread(s)"
+    latest: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        if isinstance(rec, dict):
+            latest[str((rec.get("engine") or {}).get("name") or "transformers")] = rec
     out = []
-    for g in sorted({int(k) for p in prompts for k in (p.get("spec") or {})}):
-        rows = [(p, p["spec"][str(g)]) for p in prompts if str(g) in (p.get("spec") or {})]
-        greedy = sum(float(p.get("greedy_s") or 0.0) for p, _ in rows)
-        spec = sum(float(r.get("s") or 0.0) for _, r in rows)
-        out.append(DrafterConfirmed(
-            gamma=g, prompts=len(rows), identical=all(bool(r.get("identical")) for _, r in rows),
-            target_calls=sum(int(r.get("target_calls") or 0) for _, r in rows),
-            blocks_walk=sum(int(r.get("blocks_walk") or 0) for _, r in rows),
-            realized=num(greedy / spec) if spec > 0 else None,
-            predicted=curve[g - 1].speedup_hw if 1 <= g <= len(curve) else None, engine=label))
+    for decoder, rec in sorted(latest.items()):
+        prompts = [p for p in rec.get("prompts") or []
+                   if isinstance(p, dict) and (corpus is None or p.get("corpus") == corpus)]
+        engine = rec.get("engine") or {}
+        label = (f"llama.cpp llama-speculative-simple (binding {engine.get('version')}), {engine.get('threads')} thread(s)"
+                 if decoder == "llama.cpp" else
+                 f"transformers {engine.get('version')}, torch {engine.get('torch')}, {engine.get('threads')} thread(s)")
+        for g in sorted({int(k) for p in prompts for k in (p.get("spec") or {})}):
+            rows = [(p, p["spec"][str(g)]) for p in prompts if str(g) in (p.get("spec") or {})]
+            greedy = sum(float(r.get("greedy_s", p.get("greedy_s")) or 0.0) for p, r in rows)
+            spec = sum(float(r.get("s") or 0.0) for _, r in rows)
+            out.append(DrafterConfirmed(
+                gamma=g, prompts=len(rows), identical=all(bool(r.get("identical")) for _, r in rows),
+                target_calls=sum(int(r.get("target_calls") or 0) for _, r in rows),
+                blocks_walk=sum(int(r.get("blocks_walk") or 0) for _, r in rows),
+                realized=num(greedy / spec) if spec > 0 else None,
+                predicted=curve[g - 1].speedup_hw if 1 <= g <= len(curve) else None, engine=label, decoder=decoder))
     return out
 
 

@@ -12,6 +12,13 @@ from specterm.core.drafted.which_draft import DraftComparison
 from specterm.core.report.types import CalibrationRow, Estimate
 
 YIELD_ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+DECODERS = {  # what each decoder's confirmation timed (run.json drafter_confirmations, engine.name)
+    "transformers": "Hugging Face assisted generation with prompt_lookup_num_tokens = g against plain greedy, outputs "
+                    "against the run's y",
+    "llama.cpp": "llama.cpp's llama-speculative-simple --spec-type ngram-simple at size_m = g against the same binary "
+                 "never drafting (plain greedy), outputs against that greedy y' (llama.cpp's numerics, not the run's), "
+                 "target calls besides the prefill of prompt[:-1]",
+}
 
 
 def _f(x: float | None, digits: int = 2) -> str:
@@ -84,12 +91,18 @@ def drafter_markdown(rep: DrafterReport) -> str:
         lines += _table(["depth j", *[f"{n}: c_j / P(len >= j)" for n, _ in sets]], rows)
         conf = [(n, c) for n, s in sets for c in s.confirmed]
         if conf:
-            lines += ["", "## Confirmed against the real decoder", "",
-                      f"Hugging Face assisted generation with prompt_lookup_num_tokens = g against plain greedy "
-                      f"({conf[0][1].engine}); the decoder is deterministic, so its target calls must equal the walk's.", ""]
-            lines += _table(["set", "g", "prompts", "outputs = y", "target calls", "walk's blocks", "realized", "predicted S_hw(g)"],
-                            [[n, str(c.gamma), str(c.prompts), "yes" if c.identical else "NO", str(c.target_calls),
-                              str(c.blocks_walk), _f(c.realized), _f(c.predicted)] for n, c in conf])
+            lines += ["", "## Confirmed against the real decoder", ""]
+            for decoder in sorted({c.decoder for _, c in conf}):
+                first = next(c for _, c in conf if c.decoder == decoder)
+                lines += [f"{DECODERS.get(decoder, decoder)} ({first.engine}); the decoder is deterministic, so its "
+                          "target calls must equal the walk's.", ""]
+                lines += _table(["set", "g", "prompts", "outputs = greedy", "target calls", "walk's blocks", "realized",
+                                 "predicted S_hw(g)"],
+                                [[n, str(c.gamma), str(c.prompts), "yes" if c.identical else "NO", str(c.target_calls),
+                                  str(c.blocks_walk), _f(c.realized), _f(c.predicted)] for n, c in conf
+                                 if c.decoder == decoder])
+                lines += [""]
+            lines.pop()
         lines += calibration_markdown(rep.calibration)
         lines += ["", "## Statistics that do not apply", ""]
         na = sets[0][1].not_applicable

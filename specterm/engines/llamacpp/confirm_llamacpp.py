@@ -89,6 +89,13 @@ def speculative_command(exe: Path, target: Path, draft: Path, prompt: str, gamma
 
 def run_speculative(cmd: list[str], timeout: float = 1800.0) -> tuple[SpecLog, float, str]:
     """Run it; (parsed log, wall seconds of the process, the raw stderr log)."""
+    _, log, wall = run_binary(cmd, timeout)
+    return parse_speculative_log(log), wall, log
+
+
+def run_binary(cmd: list[str], timeout: float = 1800.0) -> tuple[bytes, str, float]:
+    """Run llama-speculative-simple; (stdout: the bytes it prints, stderr: its log, wall seconds of the
+    process); one sentence when it fails."""
     t0 = time.perf_counter()
     try:
         res = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
@@ -102,7 +109,7 @@ def run_speculative(cmd: list[str], timeout: float = 1800.0) -> tuple[SpecLog, f
     if res.returncode != 0:
         last = [ln for ln in log.splitlines() if ln.strip()][-1:] or ["no output"]
         raise SpectermError(f"llama-speculative-simple failed (exit {res.returncode}: {last[0][:160]}).")
-    return parse_speculative_log(log), wall, log
+    return res.stdout, log, wall
 
 
 def resolve_gguf(meta: dict[str, Any], role: str, override: str | None) -> Path:

@@ -87,7 +87,7 @@ def confirm_drafter_run(path: Path, k: int = 2, gammas: tuple[int, ...] = (2, 4,
         raise SpectermError(f"{path} is not a drafter run; `specterm confirm` without --drafter confirms model drafts.")
     if draft.get("kind") != "prompt-lookup":
         raise SpectermError(f"{path} holds the {draft.get('spec')} drafter; the decoder confirmed here is Hugging Face's "
-                            "prompt lookup (llama.cpp's n-gram decoder is not confirmed yet).")
+                            "prompt lookup; confirm it with --engine llama.cpp (llama.cpp's own n-gram speculation).")
     ngram = int(draft["max_matching_ngram_size"])
     spec = M.resolve_spec(model_location(run.meta.get("target"), target))
     log(f"loading target {spec.spec}")
