@@ -106,6 +106,13 @@ def render() -> str:
              "Tokens per target call E(g) of prompt lookup:", "", yields]
     if confirmed:
         parts += ["", "Confirmed against Hugging Face's own prompt lookup decoding:", "", confirmed]
+    if (NGRAM4 / "run.json").exists():
+        ngram4 = drafter_markdown(analyse_drafter([load_run(NGRAM4)], gamma=8, boot=2000, seed=0))
+        if "## Confirmed against the real decoder" in ngram4:
+            parts += ["", f"`specterm report {NGRAM4.relative_to(ROOT)}`: ngram-simple:4 confirmed against llama.cpp's "
+                      "own n-gram speculation (`specterm confirm --engine llama.cpp`):", "",
+                      ngram4.split("## Confirmed against the real decoder", 1)[1]
+                      .split("## Statistics that do not apply", 1)[0].strip()]
     return "\n".join(parts).strip()
 
 

@@ -98,7 +98,7 @@ while True:
     err.append(f"0.01.000.{{blocks:03d}} D accepted {{len(ids) - 1}}/{{len(draft)}} draft tokens, the last target token is: ({{id_last}})")
     if n_pred > n_predict or eos:
         break
-out.append("\n\n")
+out.append("\n\n\n\n")
 secs = 0.01 * blocks + 0.001 * drafted
 err += [f"encoded {{len(inp):4d}} tokens in    0.100 seconds, speed:  10.000 t/s",
         f"decoded {{n_pred:4d}} tokens in {{secs:8.3f}} seconds, speed:  10.000 t/s", f"n_predict = {{n_pred}}"]
@@ -254,7 +254,7 @@ def test_greedy_run_must_not_draft_and_blocks_are_compared_one_by_one() -> None:
     assert check_blocks(spec, y, np.array([2, 3]), np.array([1, 2]))["first_block_mismatch"] == 1
     assert check_blocks(spec, y, np.array([2, 2, 1]), np.array([1, 2, 0]))["first_block_mismatch"] == 2
     assert not check_blocks(spec, [5, 6, 7, 8, 4], np.array([2, 2]), np.array([1, 2]))["targets_equal"]
-    assert printed(b"\n\nabc\n\n") == b"abc" and printed(b"abc") == b"abc"
+    assert printed(b"\n\nabc\n\n\n\n") == b"abc" and printed(b"\n\nab\n\n\n\n\n\n") == b"ab\n\n"
     assert first_divergence([1, 2, 3], [1, 2, 3]) is None and first_divergence([1, 2, 3], [1, 5, 3]) == 1
     assert first_divergence([1, 2], [1, 2, 3]) == 2
 

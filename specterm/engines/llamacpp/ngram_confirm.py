@@ -96,10 +96,10 @@ def greedy_tokens(run: Decoded) -> list[int]:
 
 
 def printed(stdout: bytes) -> bytes:
-    """The bytes the example printed: the prompt's pieces and then the emitted tokens' (the blank lines it
-    adds before and after taken off)."""
+    """The bytes the example printed: the prompt's pieces and then the emitted tokens' (the "\\n\\n" it prints
+    before them, and the two it prints after the loop and at its end, taken off)."""
     text = stdout[2:] if stdout.startswith(b"\n\n") else stdout
-    return text[:-2] if text.endswith(b"\n\n") else text
+    return text[:-4] if text.endswith(b"\n\n\n\n") else text
 
 
 def first_divergence(a: list[int], b: list[int]) -> int | None:
