@@ -139,3 +139,23 @@ async def test_decide_shows_the_drafter_rows(tmp_path: Path, monkeypatch) -> Non
         block = "\n".join(lines[start:start + 9])
         for cell in ("drafter: prompt-lookup:2", "checks: 3", "in PI: 1", "coverage: 0.33", "1 of 3 inside"):
             assert cell in block
+
+
+def test_llamacpp_rows_use_their_own_greedy_seconds(tmp_path: Path) -> None:
+    """A llama.cpp n-gram confirmation (engines/llamacpp/ngram_confirm.py) stores greedy seconds per g, scaled to
+    the tokens that run emitted: realized = sum of those / sum s, not the prompt's full greedy; its rows are
+    the llama.cpp engine's."""
+    from specterm.core.drafted.drafter_analysis import run_cost
+    from specterm.core.drafted.drafter_checks import drafter_checks
+
+    rec = record()
+    rec["engine"] = {"name": "llama.cpp", "version": "0.3.36", "threads": 1}
+    rec["prompts"] = [{"corpus": "code", "id": "code-0", "n": 5, "greedy_s": 10.0,
+                       "spec": {"2": {"s": 5.0, "greedy_s": 8.0}}},
+                      {"corpus": "code", "id": "code-1", "n": 5, "greedy_s": 10.0,
+                       "spec": {"2": {"s": 7.0, "greedy_s": 6.0}}}]
+    run = load_run(confirmed_run(tmp_path, rec))
+    cost, _, profile = run_cost(run)
+    (check,) = drafter_checks(run.meta, run.streams, cost, profile, BOOT, SEED)
+    assert check.engine == "llama.cpp prompt-lookup" and check.policy == "fixed g = 2"
+    assert check.realized == pytest.approx(14 / 12) and check.predicted == pytest.approx(S2)

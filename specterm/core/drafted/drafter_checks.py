@@ -119,7 +119,8 @@ def _check(prompts: list[dict[str, Any]], g: int, streams: list[Stream], rule: A
            cost: dict[str, Any], sigma: float, n_rep: int, seed: int) -> tuple[float, float, float, float] | None:
     timed = [p for p in prompts if str(g) in p["spec"]]
     try:
-        greedy = sum(float(p["greedy_s"]) for p in timed)
+        # a row's own greedy seconds where it has them (llama.cpp: greedy scaled to that run's tokens)
+        greedy = sum(float(p["spec"][str(g)].get("greedy_s", p["greedy_s"])) for p in timed)
         spent = sum(float(p["spec"][str(g)]["s"]) for p in timed)
     except (KeyError, TypeError, ValueError):
         return None  # an incomplete row is not a check
