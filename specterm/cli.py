@@ -359,13 +359,15 @@ def costs_cmd(
     quiet_wait: float = typer.Option(120.0, "--quiet-wait", min=0.0, max=MAX_WAIT_S, callback=_finite,
                                      help="Seconds to wait for a busy machine to be quiet before giving up."),
     block_overhead: bool = typer.Option(True, "--block-overhead/--no-block-overhead",
-                                        help="Also time short speculative generations for the per-block time outside the forwards, o(g) = a + b g."),
+                                        help="Also time short speculative generations for the per-block time outside the forwards, o(g) = a + b g "
+                                             "(g: the tokens a block drafts)."),
 ) -> None:
     """Measure a cost profile of this machine (costs + CPU/GPU, threads, engine, load) and add it to the run.
 
     Times c_decode, c_draft and c_verify(g) for g = 1..16 in the run's engine: every g once, then the draft
     lengths the decision could still use, until every corpus's verdict and g_hw are settled by the costs (or a
-    cap). The run's decision on this machine then uses it; other profiles stay."""
+    cap). The run's decision on this machine then uses it; other profiles stay. On a drafter run (prompt lookup,
+    n-gram) c_draft is the drafter's own time per block and o(d) is timed with the drafter proposing."""
     from specterm.engines.costs import costs_command
 
     target, draft = _models_here(run, target, draft)
