@@ -235,7 +235,7 @@ def _decision(walk: DrafterWalk, W: np.ndarray | None, curve: CostCurve | None, 
     c_ver = _verify_row(curve.c_decode, curve.c_verify, D)
     c_draft = float(curve.c_draft)
     d_all = np.arange(D + 1)
-    o_d = curve.overhead_on(d_all) if curve.block_overhead is not None else None
+    o_d = curve.overhead_on(d_all)
     S = costmodel.drafter_speedup_hw(tok, H, blk, curve.c_decode, c_ver, c_draft, o_d)
     S_mb = costmodel.drafter_speedup_hw(tok, H, blk, curve.c_decode, np.full(D + 1, curve.c_decode), c_draft)
     g_hw = best_gamma(S, grid)

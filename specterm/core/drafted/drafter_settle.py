@@ -52,7 +52,7 @@ def drafter_settle(walk: DrafterWalk, W: np.ndarray | None, cost: dict[str, Any]
     blk = walk.blocks[:, cols].sum(axis=0).astype(np.float64)
     H = walk.by_drafted[:, cols, : D + 1].sum(axis=0).astype(np.float64)
     c_ver = np.concatenate([[curve.c_decode], curve.c_verify[np.searchsorted(curve.gammas, grid)]])
-    o_d = curve.overhead_on(d_all) if curve.block_overhead is not None else None
+    o_d = curve.overhead_on(d_all)
     S = costmodel.drafter_speedup_hw(tok, H, blk, curve.c_decode, c_ver, curve.c_draft, o_d)
     rc = np.searchsorted(reps.gammas, grid)
     o_b = reps.overhead_on(d_all)
@@ -83,8 +83,4 @@ def drafter_settle(walk: DrafterWalk, W: np.ndarray | None, cost: dict[str, Any]
 def drafter_settlers(walks: dict[str, tuple[DrafterWalk, np.ndarray | None]]
                      ) -> dict[str, Callable[[dict[str, Any]], SetSettle | None]]:
     """Per set (name -> its walk and prompt weights): the rule under a cost dict."""
-    return {name: functools.partial(_settle_under, walk, W) for name, (walk, W) in walks.items()}
-
-
-def _settle_under(walk: DrafterWalk, W: np.ndarray | None, cost: dict[str, Any]) -> SetSettle | None:
-    return drafter_settle(walk, W, cost)
+    return {name: functools.partial(drafter_settle, walk, W) for name, (walk, W) in walks.items()}
