@@ -17,7 +17,9 @@ DECODERS = {  # what each decoder's confirmation timed (run.json drafter_confirm
                     "against the run's y",
     "llama.cpp": "llama.cpp's llama-speculative-simple --spec-type ngram-simple at size_m = g against the same binary "
                  "never drafting (plain greedy), outputs against that greedy y' (llama.cpp's numerics, not the run's), "
-                 "target calls besides the prefill of prompt[:-1]",
+                 "target calls besides the prefill of prompt[:-1], the walk along y'; where its batched verification "
+                 "flips a near-tie the output leaves y' and the counts part from there (run.json keeps where, and the "
+                 "walk along the decoder's own output)",
 }
 
 

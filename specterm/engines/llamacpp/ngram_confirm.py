@@ -126,6 +126,43 @@ def check_blocks(log: SpecLog, y: list[int], walk_d: np.ndarray, walk_k: np.ndar
     return {"first_block_mismatch": first, "targets_equal": targets_ok, "tokens_out": min(int((K + 1).sum()), len(y))}
 
 
+def decoder_output(log: SpecLog, ids: list[int], size_n: int, gamma: int, n_predict: int, n_ctx: int,
+                   eog: set[int]) -> tuple[list[int], int | None]:
+    """The tokens the n-gram decoder emitted, rebuilt from its log and the copied drafter: at each block, the
+    code's draft on the decoder's own context (prompt + what it emitted), cut to n_draft_max when positive,
+    its first K tokens, then the block's target token (cut after an end-of-generation token). Returns (the
+    tokens, the first block whose logged N differs from that draft's length: the drafter or its rule does not
+    match; the rebuild stops there) with None when every block matches."""
+    from specterm.engines.drafters.ngram_simple import NgramSimple
+
+    drafter = NgramSimple(size_n=size_n, size_m=gamma, max_tokens=gamma)
+    out: list[int] = []
+    for i, b in enumerate(log.blocks):
+        s = len(out)
+        d = drafter.propose(np.asarray(ids + out, dtype=np.int64)).tolist()
+        budget = max(min(n_ctx - (len(ids) - 1 + s) - 2, n_predict - s - 1), 0)
+        if budget > 0:
+            d = d[:budget]
+        if len(d) != b.size:
+            return out, i
+        out += [*d[: b.accepted], b.target_token]
+        stop = next((j for j, t in enumerate(out[s:]) if t in eog), None)
+        if stop is not None:
+            return out[: s + stop + 1], None
+    return out, None
+
+
+def blocks_before(N: np.ndarray, K: np.ndarray, q: int | None) -> list[tuple[int, int]]:
+    """(N, K) of the blocks whose emitted tokens all lie before token q (every block when q is None)."""
+    out, s = [], 0
+    for n, k in zip(N.tolist(), K.tolist()):
+        if q is not None and s + k >= q:
+            break
+        out.append((n, k))
+        s += k + 1
+    return out
+
+
 def pick(streams: list[Stream], k: int, corpora: Optional[list[str]]) -> list[Stream]:
     """The first k streams of each corpus (run order) with a prompt."""
     out: list[Stream] = []
@@ -198,7 +235,18 @@ def prompt_row(setup: Setup, s: Stream, ids: list[int], n: int, runs_by: dict[in
         walk_d, walk_k = capped_drafter_walk(runs, proposed, g, n_predict, drafter.min_draft, caps,
                                              setup.n_ctx - (len(ids) - 1) - 2, end=end)
         chk = check_blocks(sp.log, yp, walk_d, walk_k)
-        identical = bool(chk["targets_equal"] and text.startswith(printed(sp.stdout)))
+        # the decoder's own output, rebuilt with the copied drafter, and the walk along it (its own tokens)
+        z, drafter_mismatch = decoder_output(sp.log, ids, drafter.size_n, g, n_predict, setup.n_ctx, setup.eog)
+        own_runs, own_prop, _ = along_y(drafter, ids, z)
+        own_caps = np.array([drafter.gamma_cap(len(ids) + j) for j in range(len(z))], dtype=np.int64)
+        own_d, own_k = capped_drafter_walk(own_runs, own_prop, g, n_predict, drafter.min_draft, own_caps,
+                                           setup.n_ctx - (len(ids) - 1) - 2, end=len(z))
+        own = check_blocks(sp.log, z, own_d, own_k)
+        q = first_divergence(z, yp[: len(z)])
+        before = (blocks_before(sp.log.drafted, sp.log.accepted, q)
+                  == blocks_before(walk_d, walk_k, q))
+        shown = printed(sp.stdout)
+        identical = bool(q is None and chk["targets_equal"] and (not shown or text.startswith(shown)))
         out = chk["tokens_out"]
         greedy_s = greedy.seconds * out / len(yp)
         row["spec"][str(g)] = {
@@ -206,9 +254,12 @@ def prompt_row(setup: Setup, s: Stream, ids: list[int], n: int, runs_by: dict[in
             "target_calls": sp.log.target_calls, "prefill_calls": 1, "blocks_walk": int(walk_d.size),
             "drafted": int(sp.log.drafted.sum()), "drafted_walk": int(walk_d.sum()),
             "accepted": int(sp.log.accepted.sum()), "accepted_walk": int(walk_k.sum()),
-            "first_block_mismatch": chk["first_block_mismatch"], "identical": identical}
-        log(f"{s.corpus}/{s.id} g={g}: {sp.log.target_calls} target calls (walk {walk_d.size}), "
-            f"{'identical' if identical else 'DIFFERENT'} output, {greedy_s / sp.seconds:.2f}x")
+            "first_block_mismatch": chk["first_block_mismatch"], "identical": identical,
+            "first_divergence": q, "blocks_agree_before_divergence": before, "blocks_walk_own": int(own_d.size),
+            "own_block_mismatch": drafter_mismatch if drafter_mismatch is not None else own["first_block_mismatch"]}
+        log(f"{s.corpus}/{s.id} g={g}: {sp.log.target_calls} target calls (walk along y' {walk_d.size}, along its own "
+            f"output {own_d.size}), {'identical' if identical else f'output leaves y at token {q}'}, "
+            f"{greedy_s / sp.seconds:.2f}x")
     row["spec"] = dict(sorted(row["spec"].items(), key=lambda kv: int(kv[0])))
     return row
 
