@@ -216,6 +216,25 @@ def test_stub_confirmation_equals_the_walk_and_reports_where_y_differs(tmp_path:
     assert "llama.cpp's llama-speculative-simple --spec-type ngram-simple" in text and "outputs = greedy" in text
 
 
+def test_replay_of_kept_logs_gives_the_same_rows(tmp_path: Path, stub: Path) -> None:
+    """--keep-logs keeps each run's -v log and printed text; a replay analyses them again (no binary run) into the
+    same record's place: the same rows but the process wall seconds (the log's decoded seconds stand in)."""
+    from specterm.engines.llamacpp.ngram_confirm import confirm_ngram_llamacpp
+
+    path = _ngram_run(tmp_path)
+    logs = tmp_path / "logs"
+    first = confirm_ngram_llamacpp(path, k=1, gammas=(2, 4), llama_bin=stub, keep_logs=logs, log=lambda m: None)
+    (stub / "llama-speculative-simple").write_text("#!/bin/sh\nexit 3\n")  # a replay never runs the binary
+    again = confirm_ngram_llamacpp(path, k=1, gammas=(2, 4), llama_bin=stub, replay=logs, index=0, log=lambda m: None)
+    stored = load_run(path).meta["drafter_confirmations"]
+    assert len(stored) == 1 and stored[0]["replayed_from"]["logs"] == str(logs)
+    assert again["measured_at"] == first["measured_at"]
+    for a, b in zip(first["prompts"], again["prompts"]):
+        for g in a["spec"]:
+            a["spec"][g].pop("wall_s"), b["spec"][g].pop("wall_s")
+        assert a == b
+
+
 def test_stub_whose_drafter_differs_is_caught(tmp_path: Path, stub: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from specterm import cli
 

@@ -202,7 +202,27 @@ def time_prompt(setup: Setup, prompt: str, n: int, gammas: tuple[int, ...], reve
                                       setup.threads, setup.n_ctx))
         if keep_logs is not None:
             keep_logs.mkdir(parents=True, exist_ok=True)
-            (keep_logs / f"{name}-{'greedy' if g is None else f'g{g}'}.log").write_text(out[g].stderr, encoding="utf-8")
+            stem = keep_logs / f"{name}-{'greedy' if g is None else f'g{g}'}"
+            stem.with_suffix(".log").write_text(out[g].stderr, encoding="utf-8")
+            stem.with_suffix(".out").write_bytes(out[g].stdout)
+    return out
+
+
+def kept_runs(logs: Path, n: int, gammas: tuple[int, ...], name: str) -> dict[int | None, Decoded]:
+    """What time_prompt returned, read back from the -v logs it kept (replay: no model run; wall seconds are the
+    log's decoded seconds; the printed text where its .out was kept, else none, and the text check is skipped)."""
+    out: dict[int | None, Decoded] = {}
+    for g in [None, *gammas]:
+        if g is not None and n_predict_for(n, g) < 1:
+            continue
+        stem = logs / f"{name}-{'greedy' if g is None else f'g{g}'}"
+        if not stem.with_suffix(".log").is_file():
+            raise SpectermError(f"{stem.with_suffix('.log')} is missing; replay logs kept by `--keep-logs` of the same "
+                                "prompts and g.")
+        err = stem.with_suffix(".log").read_text(encoding="utf-8")
+        printed_out = stem.with_suffix(".out").read_bytes() if stem.with_suffix(".out").is_file() else b""
+        parsed = parse_speculative_log(err, drafts_logged=False)
+        out[g] = Decoded(parsed, float(parsed.decoded_s or 0.0), printed_out, err)
     return out
 
 
@@ -302,9 +322,12 @@ def confirm_ngram_llamacpp(path: Path, k: int = 2, gammas: tuple[int, ...] = (2,
                            corpora: Optional[list[str]] = None, target: Optional[str] = None, threads: int = 1,
                            llama_bin: Optional[Path] = None, llama_src: Optional[Path] = None,
                            max_new_tokens: Optional[int] = None, keep_logs: Optional[Path] = None,
-                           log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the module docstring's steps on k prompts per corpus at every g of `gammas`; append the record to
-    run.json `drafter_confirmations` (atomically, under the run lock; the run stays sealed). Returns it."""
+                           log: Callable[[str], None] = print, replay: Optional[Path] = None,
+                           index: Optional[int] = None) -> dict[str, Any]:
+    """Run the module docstring's steps on k prompts per corpus at every g of `gammas`; put the record in
+    run.json `drafter_confirmations` at `index` (append when None; atomically, under the run lock; the run stays
+    sealed). Returns it. `replay`: a --keep-logs directory of an earlier confirmation of the same prompts and g,
+    analysed again without running the binary (to put at that record's index)."""
     import dataclasses
 
     from specterm.engines.confirm_record import write_confirmation_key
@@ -324,11 +347,14 @@ def confirm_ngram_llamacpp(path: Path, k: int = 2, gammas: tuple[int, ...] = (2,
         f"{', '.join(map(str, gammas))}, {len(items)} prompts, {threads} thread(s)")
     first = items[0][0]
     assert first.prompt is not None
-    time_prompt(setup, first.prompt, 9, gammas[:1], False, None, "warm-up")  # untimed warm-up of both
+    if replay is None:
+        time_prompt(setup, first.prompt, 9, gammas[:1], False, None, "warm-up")  # untimed warm-up of both
     rows = []
     for i, (s, ids, n) in enumerate(items):
         assert s.prompt is not None
-        runs_by = time_prompt(setup, s.prompt, n, gammas, i % 2 == 1, keep_logs, f"{s.corpus}-{s.id}")
+        name = f"{s.corpus}-{s.id}"
+        runs_by = (kept_runs(replay, n, gammas, name) if replay is not None
+                   else time_prompt(setup, s.prompt, n, gammas, i % 2 == 1, keep_logs, name))
         rows.append(prompt_row(setup, s, ids, n, runs_by, log))
     draft = drafter_of(run.meta) or {}
     record = {"measured_at": new_meta("")["created"],
@@ -337,5 +363,11 @@ def confirm_ngram_llamacpp(path: Path, k: int = 2, gammas: tuple[int, ...] = (2,
               "method": METHOD, "drafter": draft.get("spec"), "gammas": list(gammas), "n_ctx": setup.n_ctx,
               "greedy_is": "llama.cpp's own greedy y' (the same binary, never drafting); spec.identical: output == y'",
               "prompts": rows}
-    write_confirmation_key(path, "drafter_confirmations", record, None)
+    earlier = run.meta.get("drafter_confirmations")
+    if replay is not None and index is not None and isinstance(earlier, list) and index < len(earlier):
+        record["measured_at"] = earlier[index].get("measured_at", record["measured_at"])  # when it was timed
+    if replay is not None:
+        record["replayed_from"] = {"logs": str(replay), "note": "analysed again from the -v logs an earlier run of this "
+                                   "command kept; seconds are the logs' own 'decoded' seconds"}
+    write_confirmation_key(path, "drafter_confirmations", record, index)
     return record
