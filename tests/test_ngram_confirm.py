@@ -212,8 +212,10 @@ def test_stub_confirmation_equals_the_walk_and_reports_where_y_differs(tmp_path:
     assert rows[4].decoder == "llama.cpp" and rows[4].prompts == 2
     assert rows[4].realized == pytest.approx(sum(r["greedy_s"] for r in both) / sum(r["s"] for r in both))
     assert rows[4].target_calls == sum(r["target_calls"] for r in both)
+    assert rows[4].blocks_walk_own == rows[4].target_calls
     text = drafter_markdown(rep)
     assert "llama.cpp's llama-speculative-simple --spec-type ngram-simple" in text and "outputs = greedy" in text
+    assert "walk along its output" in text
 
 
 def test_replay_of_kept_logs_gives_the_same_rows(tmp_path: Path, stub: Path) -> None:

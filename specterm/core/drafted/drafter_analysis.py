@@ -116,6 +116,7 @@ class DrafterConfirmed(Record):
     predicted: float | None = None
     engine: str = ""                        # the decoder, its version and threads, in words
     decoder: str = "transformers"           # engine.name of the record: transformers | llama.cpp
+    blocks_walk_own: int | None = None      # llama.cpp: the walk along the decoder's own output (ngram_confirm)
 
 
 @dataclass(kw_only=True)
@@ -349,7 +350,9 @@ def confirmed_rows(meta: dict[str, Any], corpus: str | None, curve: list[Drafter
                 target_calls=sum(int(r.get("target_calls") or 0) for _, r in rows),
                 blocks_walk=sum(int(r.get("blocks_walk") or 0) for _, r in rows),
                 realized=num(greedy / spec) if spec > 0 else None,
-                predicted=curve[g - 1].speedup_hw if 1 <= g <= len(curve) else None, engine=label, decoder=decoder))
+                predicted=curve[g - 1].speedup_hw if 1 <= g <= len(curve) else None, engine=label, decoder=decoder,
+                blocks_walk_own=(sum(int(r["blocks_walk_own"]) for _, r in rows)
+                                 if all("blocks_walk_own" in r for _, r in rows) else None)))
     return out
 
 

@@ -98,11 +98,13 @@ def drafter_markdown(rep: DrafterReport) -> str:
                 first = next(c for _, c in conf if c.decoder == decoder)
                 lines += [f"{DECODERS.get(decoder, decoder)} ({first.engine}); the decoder is deterministic, so its "
                           "target calls must equal the walk's.", ""]
-                lines += _table(["set", "g", "prompts", "outputs = greedy", "target calls", "walk's blocks", "realized",
-                                 "predicted S_hw(g)"],
+                mine = [(n, c) for n, c in conf if c.decoder == decoder]
+                own = all(c.blocks_walk_own is not None for _, c in mine)
+                lines += _table(["set", "g", "prompts", "outputs = greedy", "target calls", "walk's blocks",
+                                 *(["walk along its output"] if own else []), "realized", "predicted S_hw(g)"],
                                 [[n, str(c.gamma), str(c.prompts), "yes" if c.identical else "NO", str(c.target_calls),
-                                  str(c.blocks_walk), _f(c.realized), _f(c.predicted)] for n, c in conf
-                                 if c.decoder == decoder])
+                                  str(c.blocks_walk), *([str(c.blocks_walk_own)] if own else []), _f(c.realized),
+                                  _f(c.predicted)] for n, c in mine])
                 lines += [""]
             lines.pop()
         lines += calibration_markdown(rep.calibration)
