@@ -123,7 +123,7 @@ def calibration_markdown(rows: list[CalibrationRow]) -> list[str]:
         return []
     title, head, body = table
     return ["", "## Calibration", "", title + ". A drafter's checks (`specterm confirm` on a drafter run; engine "
-            "\"hf prompt-lookup\") carry a 95% prediction interval for their K prompts built as the model decision "
+            "\"hf prompt-lookup\" or \"llama.cpp ngram\") carry a 95% prediction interval for their K prompts built as the model decision "
             "check's: leave-out streams, cost replicates, the drift between sessions.", "", *_table(head, body)]
 
 
