@@ -269,6 +269,16 @@ def test_a_confirmation_predicts_with_the_whole_block_and_keeps_the_forwards_alo
     assert r["predicted_spec6"] == pytest.approx(E * 0.1 / (0.1 + 0.005 * 4 + 4 * 0.01 + A + B * 4))
     assert r["predicted_without_overhead"] == pytest.approx(E * 0.1 / (0.1 + 0.005 * 4 + 4 * 0.01))
     assert "predicted_without_overhead" not in summarize_results(rows, cost_curve(cost_dict(False)))[0]
+    # with refeeds (blocks after a fully accepted one pay c_draft2 - c_draft more): the same prediction, o(g)
+    # left out and nothing else. c_draft2 0.03, so refeed_extra 0.02; phi = 10 / 25
+    cost = {**cost_dict(True), "c_draft2_s": 0.03}
+    rows[0]["spec"]["4"]["refeeds_walk"] = 10
+    (r,) = summarize_results(rows, cost_curve(cost))
+    extra = cost_curve(cost).refeed_extra
+    assert extra == pytest.approx(0.02)
+    forwards = 0.1 + 0.005 * 4 + 4 * 0.01 + 0.4 * extra
+    assert r["predicted"] == pytest.approx(E * 0.1 / (forwards + A + B * 4))
+    assert r["predicted_without_overhead"] == pytest.approx(E * 0.1 / forwards)
 
 
 def test_engine_settings_blocks_add_the_overhead_and_fixed_g_is_the_decision():

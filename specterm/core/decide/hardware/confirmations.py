@@ -222,8 +222,8 @@ def summarize_results(prompt_rows: list[dict[str, Any]], curve: CostCurve,
             "block_model_s": float(costmodel.block_cost(curve.verify_at(g), curve.c_draft, g, phi, curve.refeed_extra,
                                                         curve.draft_fwd_at(g), curve.overhead_at(g))),
         })
-        if curve.block_overhead is not None:  # the whole block is the prediction; the forwards alone beside it
-            out[-1]["predicted_without_overhead"] = s_hw(E, 0.0, g, overhead=False)
+        if curve.block_overhead is not None:  # the whole block is the prediction; the same without o(g) beside it
+            out[-1]["predicted_without_overhead"] = s_hw(E, phi, g, overhead=False)
         if curve.c_draft_fwd is not None:  # the engine's block is the prediction; SPEC 6's block beside it
             out[-1]["predicted_engine"] = out[-1]["predicted_spec6"]
             out[-1]["predicted_without_engine_term"] = s_hw(E, 0.0, g, engine=False)
