@@ -96,11 +96,12 @@ def render() -> str:
         confirmed = lookup.split("## Confirmed against the real decoder", 1)[1].split("## Statistics that do not apply", 1)[0].strip()
     parts = ["#### Drafters without a draft model: prompt lookup and n-gram against the 0.5B draft", "",
              f"`specterm report {' '.join(str(p.relative_to(ROOT)) for p in paths)}` (B = 2000, seed 0; each run's "
-             "decision with its cost profile of this machine, AMD EPYC, 1 thread, torch float32). The drafter runs' target "
+             "decision with its cost profile of this machine, AMD EPYC, 1 thread, torch float32). The n-gram runs' target "
              "costs (c_decode, c_verify(g); the drafter's own time per block is 20 to 80 µs) were timed in their own "
-             "session while the machine's 2 cores were shared with other jobs (load average about 7), the 0.5B run's "
-             "in an earlier session: the comparison carries that drift of costs between sessions; E(g), the "
-             "tokens per target call, does not.", "",
+             "session while the machine's 2 cores were shared with other jobs (load average about 7); prompt lookup's "
+             "by `specterm costs` on 2026-12-07 (load about 1, one timed round of the g curve before its 120 s cap, with "
+             "the block overhead o(d) from 16 real generations), the 0.5B run's in another session: the comparison "
+             "carries that drift of costs between sessions; E(g), the tokens per target call, does not.", "",
              *corpus_sentences(cmp), "", comparison_markdown(cmp).split("\n", 2)[2].strip(), "",
              f"`specterm report {LOOKUP.relative_to(ROOT)}`: the decision per corpus", "", decision, "",
              "Tokens per target call E(g) of prompt lookup:", "", yields]

@@ -77,8 +77,8 @@ class BlockTiming:
     """One short real speculative generation timed for the block overhead (SPEC 6 "The whole block's cost"):
     its blocks (target calls), its whole seconds and the seconds inside its model forwards, in wall and
     process CPU time, and the tokens it emitted (compared with the stored y). A drafter without a model
-    (SPEC 2b) also reports the tokens its blocks drafted and its own proposals' seconds (inside the time
-    outside the target's forwards, reported apart)."""
+    (SPEC 2b) also reports the tokens its blocks drafted and its own proposals' seconds (the decision's
+    c_draft per block, so not counted outside)."""
 
     blocks: int
     wall_s: float
