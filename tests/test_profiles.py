@@ -518,3 +518,14 @@ def test_settle_stops_when_the_prompts_not_the_costs_decide():
     assert settled.ci[0] < 1 < settled.ci[1] and settled.side  # straddles 1, yet the prompts decide
     assert not unsettled.side
     assert settled.focus[0] == settled.gamma_hw and len(settled.focus) == 2
+
+
+def test_own_cpu_counts_the_children_a_timing_ran():
+    # a child process that burns CPU (an engine binary run by subprocess) is this process's work once waited for
+    import subprocess
+    import sys
+
+    before = machine_mod.own_cpu_seconds()
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"],
+                   check=True)
+    assert machine_mod.own_cpu_seconds() - before >= 0.25

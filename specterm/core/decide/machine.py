@@ -128,9 +128,11 @@ def timing_cpus() -> frozenset[int] | None:
 
 
 def own_cpu_seconds() -> float:
-    """CPU seconds (user + system) of this process, every thread."""
+    """CPU seconds (user + system) of this process, every thread, and of its children that have ended (an
+    engine's binary run as a subprocess, llama-speculative-simple, is this timing's own work, not another
+    process's)."""
     t = os.times()
-    return t.user + t.system
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def other_cpu_share(busy0: float, busy1: float, own0: float, own1: float, wall: float) -> float:
