@@ -156,6 +156,15 @@ def test_llamacpp_rows_use_their_own_greedy_seconds(tmp_path: Path) -> None:
                        "spec": {"2": {"s": 7.0, "greedy_s": 6.0}}}]
     run = load_run(confirmed_run(tmp_path, rec))
     cost, _, profile = run_cost(run)
+    assert profile is not None
+    # the fixture's profile is torch's: it prices no llama.cpp decoder, so the record checks nothing
+    assert drafter_checks(run.meta, run.streams, cost, profile, BOOT, SEED) == []
+    from specterm.core.decide.hardware.profiles import run_profiles
+
+    (shown,) = [p for p in run_profiles(run.meta) if p.id == profile]  # the fixture's costs, migrated
+    assert shown.engine.get("name") == "torch"
+    shown.record["engine"] = {**shown.engine, "name": "llama.cpp"}
+    run.meta["profiles"] = [shown.record]
     (check,) = drafter_checks(run.meta, run.streams, cost, profile, BOOT, SEED)
     assert check.engine == "llama.cpp prompt-lookup" and check.policy == "fixed g = 2"
     assert check.realized == pytest.approx(14 / 12) and check.predicted == pytest.approx(S2)

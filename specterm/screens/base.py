@@ -46,6 +46,7 @@ class ReportScreen(Screen[Any]):
     """True for the screen of the scorecard's rows (Scorecard), whose borderline marks come after every
     CI (app.verdicts_pending): a status line says the check runs, and its export waits for it."""
     SHOWS_DRAFTERS: ClassVar[bool] = False
+    DRAFTER_NOTE_IN_BODY: ClassVar[bool] = False  # the screen's body places the #drafter-note line itself
     """True for the screen that shows drafter runs (Decide's Which draft?); every other screen says, on its
     drafter line, that its statistics do not apply to them (SPEC 2b: no per-position bits)."""
     USES_SET: ClassVar[bool] = False
@@ -99,9 +100,8 @@ class ReportScreen(Screen[Any]):
         yield Static("", id="head", classes="head")
         yield Static("", id="crumb", classes="crumb")
         yield Static("", id="status", classes="status")
-        note = Static("", id="drafter-note", classes="note")
-        note.display = False
-        yield note
+        if not self.DRAFTER_NOTE_IN_BODY:
+            yield drafter_note_line()
         with Vertical(id="body"):
             yield from self.compose_body()
         yield KeyFooter(show_command_palette=False, compact=True)  # ^p is in the help (F1); the keys need the room
@@ -446,6 +446,13 @@ def ci_pending_text(app: AppView) -> str:
     boot = app.analysis_params.get("boot")
     return (f"[b]computing CIs[/] (bootstrap over streams, B = {boot}): point estimates shown, "
             "every CI and verdict appears when it is done")
+
+
+def drafter_note_line() -> Static:
+    """The (hidden until drafter runs are given) line that shows `drafter_note`."""
+    note = Static("", id="drafter-note", classes="note")
+    note.display = False
+    return note
 
 
 def drafter_note(drafters: Sequence[Any]) -> str:

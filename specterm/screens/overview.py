@@ -15,7 +15,7 @@ from specterm.core.report.export import deficit_cell, steady_cells
 from specterm.core.report.fmt import MISSING, ci, est, fmt
 from specterm.core.params import MIN_PROMPTS, STEADY_FROM
 from specterm.core.report.types import POOLED, SEEDS, Report, SetReport
-from specterm.screens.base import ReportScreen, plural
+from specterm.screens.base import ReportScreen, drafter_note_line, plural
 from specterm.widgets.columns import ci_below, table_width
 from specterm.widgets.styles import verdict_markup
 from specterm.core.report.fmt import is_num
@@ -183,6 +183,7 @@ class OverviewScreen(ReportScreen):
     EXPORT_NAME = "overview"
     EXPORT_SECTIONS = ("overview",)
     AUTO_FOCUS = "#overview-table"
+    DRAFTER_NOTE_IN_BODY = True
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a corpus row: Streams, filtered to that corpus (pooled: every corpus)."""
@@ -195,6 +196,7 @@ class OverviewScreen(ReportScreen):
             yield Static("", id="overview-meta", classes="meta")
             yield DataTable(id="overview-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="overview-verdicts", classes="note")
+            yield drafter_note_line()  # below the answer and the table: the answer comes first (issue 53)
             yield Static("", id="overview-note", classes="note")
 
     def show_report(self, report: Report) -> None:

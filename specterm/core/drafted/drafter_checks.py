@@ -37,6 +37,10 @@ from specterm.core.store import Run, Stream
 
 ENGINE_NAMES = {"transformers": "hf"}
 """The engine as the calibration table names it: Hugging Face's generate is "hf" (as the settings rows)."""
+PRICED_BY = {"transformers": "torch"}
+"""The engine whose cost profile prices a confirmation's decoder (Hugging Face's generate runs on torch). A
+record whose decoder no profile of its engine prices (llama.cpp's n-gram decoder against a torch profile)
+checks no decision of that engine: it is left out of the calibration, and the drafter report still lists it."""
 
 
 def leave_out_sums(runs: list[np.ndarray], proposed: list[np.ndarray], n: np.ndarray, g: int, min_draft: int = 0,
@@ -100,6 +104,8 @@ def drafter_checks(meta: dict[str, Any], streams: list[Stream], cost: dict[str, 
         said = rec.get("engine")
         eng: dict[str, Any] = said if isinstance(said, dict) else {}
         name = str(eng.get("name") or "unknown engine")
+        if shown is not None and shown.engine.get("name") != PRICED_BY.get(name, name):
+            continue  # PRICED_BY: another engine's costs predict nothing about this decoder
         engine = f"{ENGINE_NAMES.get(name, name)} {draft.get('kind', 'drafter')}"
         prompts = [p for p in rec.get("prompts") or [] if isinstance(p, dict) and isinstance(p.get("spec"), dict)]
         for corpus in sorted({str(p.get("corpus")) for p in prompts}):
