@@ -258,3 +258,19 @@ def test_compare_names_the_best_and_refuses_unlike_pools() -> None:
     assert "clear" in cmp.sets["code"].margin and "not clear" not in cmp.sets["code"].margin
     assert cmp.sets["grounded"].best == "b"
     assert cmp.sets["pooled"].best is None and "different corpora" in cmp.sets["pooled"].note
+
+
+def test_none_is_best_where_no_run_beats_plain_decoding() -> None:
+    """A drafter that never drafts at its g_hw (ngram-simple below its n-gram size) is plain decoding at S_hw = 1
+    exactly: against runs below 1 it is no drafter that pays, and no run is named best."""
+    from specterm.core.drafted.which_draft import DrafterRow, compare
+    from specterm.core.report.types import Estimate
+
+    def row(run: str, v: float) -> DrafterRow:
+        return DrafterRow(run=run, drafter=run, speedup_hw=Estimate(value=v, ci=[v, v]))
+
+    cmp = compare([{"math": row("model", 0.98)}, {"math": row("lookup", 0.73)}, {"math": row("ngram", 1.0)}], "t")
+    assert cmp.sets["math"].best is None
+    assert cmp.sets["math"].margin.startswith("none: no run's S_hw is above 1 (the highest, ngram's, is 1.00x)")
+    cmp = compare([{"math": row("model", 1.01)}, {"math": row("ngram", 1.0)}], "t")
+    assert cmp.sets["math"].best == "model"  # just above 1: named, and its margin says whether it is clear

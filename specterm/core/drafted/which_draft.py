@@ -2,8 +2,10 @@
 target and prompts, side by side: each run's decision on this hardware per corpus (SPEC 7
 `sets.<set>.drafters`) and the best per corpus.
 
-Best: the highest S_hw(g_hw) of the set; the margin says whether its CI lies above the runner-up's
-point estimate ("clear") or not. A run whose costs were not measured has no S_hw and is never best.
+Best: the highest S_hw(g_hw) of the set, where it is above 1; the margin says whether its CI lies above the
+runner-up's point estimate ("clear") or not. A run whose costs were not measured has no S_hw and is never
+best. Where no run's S_hw is above 1 none is best: plain decoding is (a drafter that never drafts at its
+g_hw, as ngram-simple below its n-gram size, is plain decoding at S_hw = 1 exactly, not a drafter that pays).
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ def best_of(rows: list[DrafterRow]) -> tuple[str | None, str | None]:
         return None, None
     ranked = sorted(scored, key=lambda r: -float(r.speedup_hw.value))  # type: ignore[arg-type]
     top = ranked[0]
+    assert top.speedup_hw.value is not None
+    if top.speedup_hw.value <= 1.0:
+        return None, (f"none: no run's S_hw is above 1 (the highest, {top.drafter}'s, is {top.speedup_hw.value:.2f}x); "
+                      "plain decoding is the best here")
     if len(ranked) == 1:
         return top.run, "the only run with measured costs"
     second = ranked[1]
