@@ -90,7 +90,7 @@ def test_costs_on_imported_bits_with_target_and_draft_adds_a_profile(tmp_path, m
         return Loaded()
 
     monkeypatch.setattr("specterm.engines.torch.oracle_torch.load_pair", fake_load_pair)
-    monkeypatch.setattr("specterm.engines.torch.TorchPair", lambda loaded, threads: TP.FakePair())
+    monkeypatch.setattr("specterm.engines.torch.TorchPair", lambda loaded, threads, drafter=None: TP.FakePair())
     pair = TorchEngine().open(read_meta(path), C.OpenOptions(target="/m/t.gguf", draft="/m/d.gguf", device=None,
                                                               dtype=None, threads=1), lambda p: None)
     assert opened["specs"] == ("/m/t.gguf", "/m/d.gguf") and isinstance(pair, TP.FakePair)
