@@ -290,6 +290,9 @@ def _confirm_drafter(run: Path, per_corpus: int, gamma: List[int], corpus: Optio
     else:
         if any(x is not None for x in (llama_bin, llama_src, keep_logs)):
             fail("--llama-bin, --llama-src and --keep-logs are for --engine llama.cpp.")
+        if max_new_tokens is not None:
+            fail("-n is not supported for a prompt-lookup run yet: Hugging Face's prompt lookup is timed on each stored "
+                 "y whole; narrow the work with -k and --corpus instead.")
         from specterm.engines.torch.drafted_confirm import confirm_drafter_run
 
         if threads is not None:

@@ -279,6 +279,8 @@ def test_prompt_lookup_run_is_refused_with_a_sentence(tmp_path: Path, stub: Path
     assert res.exit_code != 0 and "unknown --engine vllm" in res.output
     res = CliRunner().invoke(cli.app, ["confirm", str(path), "--llama-bin", str(stub)])  # torch: HF's prompt lookup
     assert res.exit_code != 0 and "--llama-bin, --llama-src and --keep-logs are for --engine llama.cpp" in res.output
+    res = CliRunner().invoke(cli.app, ["confirm", str(path), "-n", "48"])  # HF's prompt lookup times each y whole
+    assert res.exit_code != 0 and "-n is not supported for a prompt-lookup run yet" in res.output
 
 
 def test_greedy_run_must_not_draft_and_blocks_are_compared_one_by_one() -> None:
