@@ -421,7 +421,7 @@ def _rounds(sampler: Sampler, settlers: dict[str, Settler], config: CostsConfig,
         else:
             quiet.note(other, load)
         timed += 1
-    extra = {"load": {**quiet.record(quiet.worst_other, quiet.worst_load), "other_cpu_share": round(quiet.worst_other, 3)},
+    extra = {"load": quiet.record(quiet.worst_other, quiet.worst_load),
              "busy": busy_kept, "stop_reason": stop, "rounds": timed}
     return extra
 
