@@ -231,8 +231,8 @@ def _speculative_binary_dir():
 @pytest.mark.llamacpp
 def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_block(tmp_path, smol, monkeypatch):
     """SmolLM2 self-draft in llama.cpp, end to end: `confirm --engine llama.cpp` times g = 1, 4, 8 and the
-    run's decision g_hw, its predictions use the engine's block (c_verify + g c_draft + c_draft_fwd, by hand
-    from the session's stored costs), and the report and crossstack show the decision-check rows."""
+    run's decision g_hw, its predictions use the engine's block priced in the binary's own loop (c_verify(g) +
+    g c_draft from its timed generations, by hand), and the report and crossstack show the decision-check rows."""
     from specterm.core.report.analysis import analyse
     from specterm.core.compare.crossstack import cross_stack
     from specterm.core.decide.hardware import cost_curve, decision_hw
@@ -270,22 +270,33 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
     assert {1, 4, 8, g_decision} <= timed and rec["choices"]["code"]["gamma_decision"] == g_decision
     assert rec["cost_context"] == rec["context_timed"] and rec["prompts"][0]["context"] == pytest.approx(
         rec["prompts"][0]["prompt_tokens"] + 20 / 2)
+    # the session prices its blocks in the binary's own loop (engine_loop): c_verify(g) = the target's seconds
+    # per block and c_draft = the speculator's seconds per drafted token, from its timed generations, by hand
+    from specterm.core.decide.hardware.engine_loop import WHERE
+
     session = cost_curve(rec["cost"])
-    assert session is not None and session.c_draft_fwd is not None and 8 in session.gammas.tolist()
+    assert session is not None and session.c_draft_fwd is None and session.forwards_where == WHERE
+    assert sorted(session.gammas.tolist()) == sorted(timed)
+    sp = rec["prompts"][0]["spec"]
+    drafted = sum(x["draft_calls"] for x in sp.values())
+    assert all(x["target_loop_s"] > 0 and x["draft_loop_s"] > 0 for x in sp.values())
     for r in rec["results"]:
         g = r["gamma"]
-        hand = r["E_prompts"] * session.c_decode / (session.verify_at(g) + g * session.c_draft + session.draft_fwd_at(g))
-        assert r["predicted_engine"] == pytest.approx(hand)
-        assert r["predicted_without_engine_term"] > r["predicted_engine"]  # the draft forward costs something
+        x = sp[str(g)]
+        assert session.verify_at(g) == pytest.approx(x["target_loop_s"] / x["target_calls"])
+        assert session.c_draft == pytest.approx(float(np.median([y["draft_loop_s"] / y["draft_calls"] for y in sp.values()])))
+        hand = r["E_prompts"] * session.c_decode / (session.verify_at(g) + g * session.c_draft)
+        assert r["predicted"] == pytest.approx(hand) and "predicted_engine" not in r
         # self-draft accepts everything: llama.cpp's real decoder makes the walk's target calls
         assert r["tokens_per_call"] == pytest.approx(r["tokens_per_call_walk"])
+    assert drafted > 0
     checks = {(c["corpus"], c["gamma"]): c for c in rec["decision_checks"]}
     assert set(checks) == {(r["corpus"], r["gamma"]) for r in rec["results"]}
     rep = analyse(load_runs([tmp_path / "run"]), boot=100, shuffles=0)
     rows = rep.sets["code"].decision_hw.confirmed
     assert {row.gamma for row in rows} == timed
     # --batch-costs: llama.cpp's costs by batch (contexts of n_seq_max = B) stored as the run's, with the
-    # draft-simple forward by batch; the by-batch table uses the engine's block, checked by hand
+    # draft-simple forward by batch; the by-batch table scales the loop-priced block by the grid's ratios, by hand
     from specterm.core.decide.hardware.batch import batch_costs
 
     stored = load_run(tmp_path / "run").meta["batch_cost"]
@@ -304,9 +315,11 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
     for i, r in enumerate(d.by_batch):
         g = r["gamma_hw"]
         j = g - 1
+        # the profile holds the session's costs, priced in the binary's loop: no separate draft forward, so the
+        # grid's draft_fwd ratios do not enter (decision._set_batch)
+        assert curve.c_draft_fwd is None
         hand = (rep.sets["code"].curve.at("E_true", g) * curve.c_decode * bc.c_decode[i] / bc.c_decode[0]
-                / (curve.verify_at(g) * bc.c_verify[i, j] / bc.c_verify[0, j] + g * curve.c_draft * bc.c_draft[i] / bc.c_draft[0]
-                   + curve.draft_fwd_at(g) * bc.c_draft_fwd[i, j] / bc.c_draft_fwd[0, j]))
+                / (curve.verify_at(g) * bc.c_verify[i, j] / bc.c_verify[0, j] + g * curve.c_draft * bc.c_draft[i] / bc.c_draft[0]))
         assert r["speedup_hw"]["value"] == pytest.approx(hand)
     for row in rows:
         assert row.decision_predicted is not None and row.decision_predicted.value is not None

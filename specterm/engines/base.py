@@ -89,6 +89,11 @@ class BlockTiming:
     drafted: int | None = None       # a drafter's: tokens drafted over the blocks (None: a draft model, g per block)
     drafter_wall_s: float = 0.0
     drafter_cpu_s: float = 0.0
+    # an engine whose forwards are priced in its own loop (core/decide/hardware/engine_loop): the target's
+    # seconds in the loop (prompt excluded), the draft's, and the tokens drafted; None elsewhere
+    loop_target_s: float | None = None
+    loop_draft_s: float | None = None
+    loop_drafted: int | None = None
 
 
 class OpenPair(Protocol):

@@ -316,6 +316,8 @@ def _measure(session: ConfirmSession, chosen: list[Stream]) -> dict[str, Any]:
     rounds = session_rounds(sampler, config.cost_repeats, len(items) if config.interleave_costs else 0,
                             f"specterm confirm{flag} (rounds before the generations and one after every prompt)")
     session.session_cost = with_block_overhead(rounds, session.run.meta)
+    if getattr(pair, "forwards_in_loop", False):
+        session.session_cost = with_loop_forwards(session.session_cost, session)
     if config.batch_costs:
         rounds_s = time.perf_counter() - t_costs  # the g curve's rounds
         job = pair.batch_cost_job(sampler, ctx, on_measure, session.cancel, rounds_s)
@@ -343,6 +345,23 @@ def with_block_overhead(session_cost: Callable[[], dict[str, Any]], meta: dict[s
 
     def cost() -> dict[str, Any]:
         return {**session_cost(), KEY: {**bo, "from_profile": pid}}
+
+    return cost
+
+
+def with_loop_forwards(session_cost: Callable[[], dict[str, Any]], session: ConfirmSession) -> Callable[[], dict[str, Any]]:
+    """session_cost with its forwards priced in the engine's own loop at the g this session has timed so far
+    (core/decide/hardware/engine_loop: c_verify(g) and c_draft from the timed generations' perf summaries),
+    so its cost-model check prices the blocks the engine ran; the rounds' forwards alone before the first
+    generation (the choices)."""
+    from specterm.core.decide.hardware.engine_loop import priced_in_loop, session_samples
+
+    def cost() -> dict[str, Any]:
+        base = session_cost()
+        samples = session_samples(session.record["prompts"] if session.record else [])
+        if not samples:
+            return base
+        return priced_in_loop(base, samples, sorted({s["gamma"] for s in samples}))
 
     return cost
 
@@ -430,6 +449,7 @@ def time_prompts(session: ConfirmSession) -> dict[str, Any]:
             if extra_round:
                 assert session.sampler is not None  # measured by _measure
                 session.sampler.round()
+            if extra_round or getattr(pair, "forwards_in_loop", False):  # the loop's forwards: this prompt's too
                 record["cost"] = session.session_cost()
             record["results"] = results(record["prompts"], record["cost"], session.E_table, pair)
             record.update(pair.record_checks(record["prompts"], record["cost"]))

@@ -55,6 +55,8 @@ from specterm.core.decide.hardware.profiles import BUSY_OTHER_SHARE, PROFILES_KE
 from specterm.core.decide.hardware.curve import MIN_SAMPLES
 from specterm.core.decide.hardware.overhead import KEY as OVERHEAD_KEY
 from specterm.core.decide.hardware.overhead import overhead_record
+from specterm.core.decide.hardware.engine_loop import KEY as LOOP_KEY
+from specterm.core.decide.hardware.engine_loop import priced_in_loop
 from specterm.core.decide.hardware.settle import SetSettle, set_settle
 from specterm.core.store.meta import drafter_of
 from specterm.core.decide.machine import cpu_busy_seconds, default_threads, other_cpu_share, own_cpu_seconds, timing_cpus
@@ -74,6 +76,9 @@ BLOCK_GAMMAS = (1, 4, 8)  # draft lengths of the block overhead's generations (S
 BLOCK_PROMPTS = 2      # stored prompts (the first of each corpus, corpora in order) timed at each of them
 BLOCK_TOKENS = 32      # tokens per generation: short, the overhead is per block
 BLOCK_REPEATS = 2      # generations per (prompt, g)
+LOOP_REPEATED = tuple(range(1, 9))  # an engine priced in its loop: these g BLOCK_REPEATS times, the rest once
+LOOP_BLOCKS = 8        # ... each generation LOOP_BLOCKS (g + 1) tokens at least (the stored y permitting), so its
+                       # blocks draft g: near -n the example drafts fewer, which would price a shorter verify
 QUIET_POLL = 2.0
 
 
@@ -256,23 +261,7 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
         cost["measured_at"] = new_meta("")["created"]
         cost["measured_by"] = "specterm costs"
         if config.block_overhead and hasattr(pair, "block_timed"):
-            report(Progress("cost", "timing whole speculative blocks for the block overhead o(g)"))
-            settled = settle_all(settlers, cost)
-            g_hw = (settled.get(POOLED) or next(iter(settled.values()))).gamma_hw if settled else None
-            g_block = sorted(set(BLOCK_GAMMAS) | ({g_hw} if g_hw is not None else set()))
-            quiet = Quiet()
-            try:
-                samples = block_samples(pair, run, g_block, str(cost.get("decision_clock") or "wall"), config, cancel,
-                                        report)
-            except SpectermError as e:  # e.g. llama.cpp without its speculative binary: the profile says not measured
-                warn(f"the block overhead was not measured: {e}")
-            else:
-                other, load = quiet.read()  # the machine while the blocks were timed, kept with them
-                cost[OVERHEAD_KEY] = {**overhead_record(samples, "cpu" if cost.get("decision_clock") == "cpu" else "wall"),
-                                      "load": quiet.record(other, load),
-                                      "busy": quiet.busy(other, load)}
-                if quiet.busy(other, load):
-                    warn(f"busy machine while timing whole blocks (load {load:.2f}): o(g) is marked busy")
+            cost = whole_blocks(pair, run, cost, settlers, config, cancel, report, warn)
         cost["timing_s"] = time.perf_counter() - t0
         cost["load_s"] = load_s
         if config.batch:
@@ -287,29 +276,83 @@ def measure(config: CostsConfig, report: Callable[[Progress], None] = lambda p: 
     return record
 
 
+def whole_blocks(pair: Any, run: Run, cost: dict[str, Any], settlers: dict[str, Settler], config: CostsConfig,
+                 cancel: Any, report: Callable[[Progress], None], warn: Callable[[str], None]) -> dict[str, Any]:
+    """`cost` with the block overhead o(g) (module docstring, step 5) and, for an engine priced in its own
+    loop (pair.forwards_in_loop: llama.cpp), its forwards read from the same generations at every g of the
+    curve (core/decide/hardware/engine_loop); `cost` as it was, with a warning, where they cannot be timed."""
+    report(Progress("cost", "timing whole speculative blocks for the block overhead o(g)"))
+    settled = settle_all(settlers, cost)
+    g_hw = (settled.get(POOLED) or next(iter(settled.values()))).gamma_hw if settled else None
+    g_block = sorted(set(BLOCK_GAMMAS) | ({g_hw} if g_hw is not None else set()))
+    in_loop = bool(getattr(pair, "forwards_in_loop", False))
+    g_once: list[int] = []
+    if in_loop:  # every g the curve has, once; the decision's g again (engine_loop's c_verify(g))
+        g_block = sorted(set(g_block) | set(LOOP_REPEATED))
+        g_once = [g for g in COST_GAMMAS if g not in g_block]
+    quiet = Quiet()
+    try:
+        samples = block_samples(pair, run, g_block, str(cost.get("decision_clock") or "wall"), config, cancel,
+                                report, g_once)
+    except SpectermError as e:  # e.g. llama.cpp without its speculative binary: the profile says not measured
+        warn(f"the block overhead was not measured: {e}")
+        return cost
+    other, load = quiet.read()  # the machine while the blocks were timed, kept with them
+    # o(g)'s line is fitted on the g timed BLOCK_REPEATS times (in the loop: 1-8, where decisions fall on a CPU);
+    # the outside time steps with the verify's kernels (llama.cpp, Qwen 1.5B: 16 ms a block at g = 6, 44 ms at
+    # g = 7), and a line through g = 1..16 priced g = 1 at -8 ms where its generations measured +3.4 ms
+    fitted = [s for s in samples if s["gamma"] in g_block]
+    cost[OVERHEAD_KEY] = {**overhead_record(fitted, "cpu" if cost.get("decision_clock") == "cpu" else "wall"),
+                          "load": quiet.record(other, load), "busy": quiet.busy(other, load)}
+    if quiet.busy(other, load):
+        warn(f"busy machine while timing whole blocks (load {load:.2f}): o(g) is marked busy")
+    if in_loop:
+        try:
+            cost = priced_in_loop(cost, samples, COST_GAMMAS)
+        except SpectermError as e:
+            warn(str(e))
+        else:  # every generation, those at the g timed once too
+            cost[LOOP_KEY]["generations"] = [{k: s[k] for k in ("gamma", "blocks", "tokens", "target_s", "draft_s",
+                                                                "loop_drafted", "outside_s", "prompt") if k in s}
+                                             for s in samples]
+    return cost
+
+
 def block_samples(pair: Any, run: Run, block_gammas: list[int], clock: str, config: CostsConfig, cancel: Any,
-                  report: Callable[[Progress], None] = lambda p: None) -> list[dict[str, Any]]:
+                  report: Callable[[Progress], None] = lambda p: None,
+                  gammas_once: list[int] | None = None) -> list[dict[str, Any]]:
     """The block overhead's samples (module docstring, step 5): per generation {"gamma", "blocks",
     "outside_s" (on `clock`), "outside_wall_s", "outside_cpu_s", "wall_s", "corpus", "prompt", "tokens",
     "blocks_walk", "identical"}; blocks are the decoder's target calls, blocks_walk the walk's on the stored
     stream (equal when the output equals y). A drafter run's samples add "drafted" (the tokens its blocks
     drafted; the fit reads them, overhead.py), "drafted_walk" and "drafter_s" (its proposals' seconds, the
-    decision's c_draft per block, so not outside)."""
+    decision's c_draft per block, so not outside). An engine priced in its own loop (pair.forwards_in_loop:
+    llama.cpp) adds "target_s", "draft_s" and "loop_drafted" (core/decide/hardware/engine_loop), and times the
+    g of `gammas_once` in the first repeat only."""
     from specterm.engines.confirm import build_items
 
     chosen = block_streams(run, max(1, config.block_prompts), config.block_tokens)
     if not chosen:
         raise SpectermError("no stored stream with prompt text, y and a gate of 1.000 to time whole blocks on; "
                             "pass --no-block-overhead.")
-    items = build_items(chosen, pair.encode, config.block_tokens, np.array(block_gammas, dtype=np.int64))
+    once = sorted(gammas_once or [])  # timed in the first repeat only
+    every = sorted(set(block_gammas) | set(once))
+    in_loop = bool(getattr(pair, "forwards_in_loop", False))
+
+    def tokens(g: int) -> int:  # the engine's loop: LOOP_BLOCKS full blocks at least (its c_verify(g) per block)
+        return max(config.block_tokens, LOOP_BLOCKS * (g + 1)) if in_loop else config.block_tokens
+
+    by_n = {n: build_items(chosen, pair.encode, n, np.array(every, dtype=np.int64))
+            for n in sorted({tokens(g) for g in every})}
     walk = drafter_walk(run)
-    pair.block_timed(items[0], block_gammas[0], cancel)  # warm-up (untimed)
+    pair.block_timed(by_n[tokens(block_gammas[0])][0], block_gammas[0], cancel)  # warm-up (untimed)
     samples: list[dict[str, Any]] = []
-    total = len(items) * len(block_gammas) * BLOCK_REPEATS
-    for _rep in range(BLOCK_REPEATS):
-        for it in items:
-            for g in block_gammas:
+    total = len(chosen) * (len(block_gammas) * BLOCK_REPEATS + len(once))
+    for rep in range(BLOCK_REPEATS):
+        for k in range(len(chosen)):
+            for g in every if rep == 0 else block_gammas:
                 check_cancel(cancel)
+                it = by_n[tokens(g)][k]
                 t = pair.block_timed(it, g, cancel)
                 out_wall = t.wall_s - t.forwards_wall_s - t.drafter_wall_s
                 out_cpu = t.cpu_s - t.forwards_cpu_s - t.drafter_cpu_s
@@ -317,6 +360,8 @@ def block_samples(pair: Any, run: Run, block_gammas: list[int], clock: str, conf
                           "outside_wall_s": out_wall, "outside_cpu_s": out_cpu, "wall_s": t.wall_s,
                           "corpus": it.stream.corpus, "prompt": it.stream.id, "tokens": len(t.tokens),
                           "blocks_walk": it.blocks[int(g)], "identical": t.tokens == it.y}
+                if t.loop_target_s is not None:  # the engine's own forwards (engine_loop)
+                    sample.update(target_s=t.loop_target_s, draft_s=t.loop_draft_s, loop_drafted=t.loop_drafted)
                 if walk is not None:
                     blocks_walk, drafted_walk = walk(it.stream, it.n, int(g))
                     assert t.drafted is not None  # a drafter run's pair reports its drafted tokens

@@ -27,6 +27,7 @@ class LlamaPair:
     prompts first; encoding before that uses a vocab-only load)."""
 
     cost_label = "llama.cpp costs"
+    forwards_in_loop = True  # `specterm costs` prices its forwards in llama-speculative-simple (core/.../engine_loop)
 
     def __init__(self, t_path: Path | None, d_path: Path | None, threads: int, report: Callable[[Any], None],
                  n_ctx: int = N_CTX, models: tuple[Any, Any] | None = None) -> None:
@@ -172,8 +173,11 @@ class LlamaPair:
         if slog.outside_s is None or slog.decoded_s is None or slog.forwards_s is None:
             raise SpectermError(f"{B.SPEC_BINARY}'s log has no perf summary (target eval times, draft durations); "
                                 "the block overhead cannot be read from this build (pass --no-block-overhead).")
+        assert slog.target_eval_s is not None and slog.encoded_s is not None and slog.draft_s is not None
         return BlockTiming(blocks=slog.target_calls, wall_s=slog.decoded_s, cpu_s=slog.decoded_s,
-                           forwards_wall_s=slog.forwards_s, forwards_cpu_s=slog.forwards_s, tokens=list(slog.tokens))
+                           forwards_wall_s=slog.forwards_s, forwards_cpu_s=slog.forwards_s, tokens=list(slog.tokens),
+                           loop_target_s=slog.target_eval_s - slog.encoded_s, loop_draft_s=slog.draft_s,
+                           loop_drafted=int(slog.drafted.sum()))
 
     def confirm_setup(self, config: ConfirmConfig, items: list[Item], context: int, meta: dict[str, Any],
                       report: Callable[[Any], None], cancel: Any) -> dict[str, Any]:

@@ -192,6 +192,7 @@ class CostCurve:
     c_draft_fwd: np.ndarray | None = None  # the engine's per-block draft forward at each of `gammas` (None: torch)
     engine: str | None = None              # the engine that measured the costs (None: torch, as recorded)
     block_overhead: BlockOverhead | None = None  # o(g), the per-block time outside the forwards (None: not measured)
+    forwards_where: str | None = None  # where c_verify and c_draft were timed when not as separate forwards (engine_loop)
 
     def overhead_on(self, gammas: ArrayLike) -> np.ndarray | None:
         """o(g) at each g of `gammas` (the block cost's overhead term), None where it was not measured."""
@@ -224,6 +225,8 @@ class CostCurve:
         """How the block cost reads, for verdicts and tables: SPEC 6's, with the engine's term and the block
         overhead named where the curve has them."""
         text = "c_verify(g) + g c_draft"
+        if self.forwards_where is not None:
+            text += f" (both timed in {self.forwards_where})"
         if self.c_draft_fwd is not None:
             text += (f" + c_draft_fwd(g) ({self.engine or 'the engine'}'s per-block "
                      "(g+1)-token draft forward)")
@@ -292,7 +295,15 @@ def cost_curve(cost: dict[str, Any] | None) -> CostCurve | None:
                      raw_c_decode=float(c_decode), raw_c_verify=raw,
                      c_draft2=float(c_draft2) if c_draft2 is not None and _positive(c_draft2) else None, clock=clock,
                      c_draft_fwd=_draft_fwd(cost, gammas, sfx, samples),
-                     engine=engine if isinstance(engine, str) else None, block_overhead=block_overhead(cost))
+                     engine=engine if isinstance(engine, str) else None, block_overhead=block_overhead(cost),
+                     forwards_where=_forwards_where(cost))
+
+
+def _forwards_where(cost: dict[str, Any]) -> str | None:
+    """Where the forwards were timed (cost["forwards"]["where"], engine_loop.KEY), None for separate forwards."""
+    f = cost.get("forwards")
+    where = f.get("where") if isinstance(f, dict) else None
+    return where if isinstance(where, str) and where else None
 
 
 def _draft_fwd(cost: dict[str, Any], gammas: np.ndarray, sfx: str, samples: Any) -> np.ndarray | None:

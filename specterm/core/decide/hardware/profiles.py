@@ -40,6 +40,7 @@ from typing import Any
 
 from specterm.core.decide.machine import Machine, short_device_name
 from specterm.core.decide.hardware.drift import machine_drift
+from specterm.core.decide.hardware.engine_loop import pricing
 
 PROFILES_KEY = "profiles"
 BUSY_LOAD_PER_CORE = 1.0     # a 1-minute load average above the core count: busy
@@ -359,7 +360,9 @@ def same_machine(a: Profile, b: Profile) -> bool:
 
 def machine_sessions(meta: dict[str, Any], profile: Profile, profiles: list[Profile] | None = None) -> list[dict[str, Any]]:
     """The cost dicts of every session on `profile`'s machine (SPEC 6 "Intervals that cover"): the profiles of
-    the same machine (`same_machine`) and the confirmations that ran on one of them, oldest profile first."""
+    the same machine (`same_machine`) and the confirmations that ran on one of them, oldest profile first;
+    only those whose forwards were priced as `profile`'s were (engine_loop.pricing: a drift between two ways
+    of pricing is not a drift of the machine)."""
     profiles = run_profiles(meta) if profiles is None else profiles
     mine = [p for p in profiles if same_machine(p, profile)]
     ids = {p.id for p in mine}
@@ -367,7 +370,8 @@ def machine_sessions(meta: dict[str, Any], profile: Profile, profiles: list[Prof
     out = [p.cost for p in mine]
     out += [c["cost"] for c in (confs if isinstance(confs, list) else [])
             if isinstance(c, dict) and isinstance(c.get("cost"), dict) and confirmation_profile(c, profiles) in ids]
-    return out
+    how = pricing(profile.cost)
+    return [c for c in out if pricing(c) == how]
 
 
 def profile_meta(meta: dict[str, Any], profile: Profile | None, profiles: list[Profile] | None = None) -> dict[str, Any]:
