@@ -361,3 +361,30 @@ def test_llamacpp_ngram_simple_target_calls_equal_the_walk_on_smollm2(tmp_path: 
             assert r["first_divergence"] is None and r["own_block_mismatch"] is None, (p["id"], g)
             accepted += r["accepted"]
     assert len(rec["prompts"]) == 6 and accepted > 0
+
+
+def test_ctrl_c_keeps_the_prompts_already_timed(tmp_path: Path, stub: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record is rewritten after every prompt: Ctrl-C during the second prompt leaves the first in run.json,
+    marked "complete": false, and the run still loads; a finished confirmation says "complete": true."""
+    from specterm.engines.llamacpp import ngram_confirm as NC
+
+    path = _ngram_run(tmp_path)
+    real = NC.time_prompt
+    calls = []
+
+    def interrupted(setup, prompt, n, gammas, reverse, keep_logs, name):  # the warm-up, the first prompt, then Ctrl-C
+        calls.append(name)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(setup, prompt, n, gammas, reverse, keep_logs, name)
+
+    monkeypatch.setattr(NC, "time_prompt", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        NC.confirm_ngram_llamacpp(path, k=2, gammas=(2, 4), llama_bin=stub, log=lambda m: None)
+    (kept,) = load_run(path).meta["drafter_confirmations"]
+    assert kept["complete"] is False and [p["id"] for p in kept["prompts"]] == [calls[1].split("-", 1)[1]]
+    assert set(kept["prompts"][0]["spec"]) == {"2", "4"}
+    monkeypatch.setattr(NC, "time_prompt", real)
+    rec = NC.confirm_ngram_llamacpp(path, k=2, gammas=(2, 4), llama_bin=stub, log=lambda m: None)
+    stored = load_run(path).meta["drafter_confirmations"]
+    assert len(stored) == 2 and stored[1]["complete"] is True and len(stored[1]["prompts"]) == len(rec["prompts"]) == 3

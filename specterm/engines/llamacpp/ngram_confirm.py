@@ -326,8 +326,9 @@ def confirm_ngram_llamacpp(path: Path, k: int = 2, gammas: tuple[int, ...] = (2,
                            index: Optional[int] = None) -> dict[str, Any]:
     """Run the module docstring's steps on k prompts per corpus at every g of `gammas`; put the record in
     run.json `drafter_confirmations` at `index` (append when None; atomically, under the run lock; the run stays
-    sealed). Returns it. `replay`: a --keep-logs directory of an earlier confirmation of the same prompts and g,
-    analysed again without running the binary (to put at that record's index)."""
+    sealed), rewritten after every prompt ("complete": false until the last: Ctrl-C keeps the prompts timed).
+    Returns it. `replay`: a --keep-logs directory of an earlier confirmation of the same prompts and g, analysed
+    again without running the binary (to put at that record's index)."""
     import dataclasses
 
     from specterm.engines.confirm_record import write_confirmation_key
@@ -349,25 +350,27 @@ def confirm_ngram_llamacpp(path: Path, k: int = 2, gammas: tuple[int, ...] = (2,
     assert first.prompt is not None
     if replay is None:
         time_prompt(setup, first.prompt, 9, gammas[:1], False, None, "warm-up")  # untimed warm-up of both
-    rows = []
-    for i, (s, ids, n) in enumerate(items):
-        assert s.prompt is not None
-        name = f"{s.corpus}-{s.id}"
-        runs_by = (kept_runs(replay, n, gammas, name) if replay is not None
-                   else time_prompt(setup, s.prompt, n, gammas, i % 2 == 1, keep_logs, name))
-        rows.append(prompt_row(setup, s, ids, n, runs_by, log))
     draft = drafter_of(run.meta) or {}
+    rows: list[dict[str, Any]] = []
     record = {"measured_at": new_meta("")["created"],
               "engine": {"name": "llama.cpp", "version": LM.engine_info(threads).get("binding_version"),
                          "binary": B.binary_info(setup.exe), "threads": threads},
               "method": METHOD, "drafter": draft.get("spec"), "gammas": list(gammas), "n_ctx": setup.n_ctx,
               "greedy_is": "llama.cpp's own greedy y' (the same binary, never drafting); spec.identical: output == y'",
-              "prompts": rows}
+              "prompts": rows, "complete": False}
     earlier = run.meta.get("drafter_confirmations")
     if replay is not None and index is not None and isinstance(earlier, list) and index < len(earlier):
         record["measured_at"] = earlier[index].get("measured_at", record["measured_at"])  # when it was timed
     if replay is not None:
         record["replayed_from"] = {"logs": str(replay), "note": "analysed again from the -v logs an earlier run of this "
                                    "command kept; seconds are the logs' own 'decoded' seconds"}
+    for i, (s, ids, n) in enumerate(items):
+        assert s.prompt is not None
+        name = f"{s.corpus}-{s.id}"
+        runs_by = (kept_runs(replay, n, gammas, name) if replay is not None
+                   else time_prompt(setup, s.prompt, n, gammas, i % 2 == 1, keep_logs, name))
+        rows.append(prompt_row(setup, s, ids, n, runs_by, log))
+        index = write_confirmation_key(path, "drafter_confirmations", record, index)  # Ctrl-C keeps these prompts
+    record["complete"] = True
     write_confirmation_key(path, "drafter_confirmations", record, index)
     return record

@@ -75,10 +75,11 @@ def pick_streams(run: Run, k: int, corpora: Optional[list[str]]) -> list[Stream]
 def confirm_drafter_run(path: Path, k: int = 2, gammas: tuple[int, ...] = (2, 4, 8), corpora: Optional[list[str]] = None,
                         target: Optional[str] = None, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Time HF prompt lookup against HF greedy on k prompts per corpus at every g of `gammas`; check every
-    output and target-call count; append the record to run.json `drafter_confirmations`. Returns it."""
+    output and target-call count; append the record to run.json `drafter_confirmations`, rewritten after every
+    prompt ("complete": false until the last), so Ctrl-C keeps the prompts already timed. Returns it."""
     import torch
 
-    from specterm.core.store import RunWriter
+    from specterm.engines.confirm_record import write_confirmation_key
     from specterm.engines.torch import models_torch as M
 
     run = load_run(path)
@@ -100,6 +101,19 @@ def confirm_drafter_run(path: Path, k: int = 2, gammas: tuple[int, ...] = (2, 4,
     if not streams:
         raise SpectermError(f"{path} has no stream whose gate held; nothing to confirm.")
     rows: list[dict[str, Any]] = []
+    head = {"measured_at": new_meta("")["created"], "engine": {"name": "transformers", "version": _hf_version(),
+            "torch": torch.__version__, "threads": torch.get_num_threads()},
+            "method": "HF generate: prompt_lookup_num_tokens = g against plain greedy, alternating, per prompt",
+            "drafter": draft.get("spec"), "gammas": list(gammas)}
+    index: int | None = None
+
+    def save(complete: bool) -> dict[str, Any]:
+        """The record so far, written after every prompt (Ctrl-C keeps the finished ones; "complete" says so)."""
+        nonlocal index
+        record = {**head, "prompts": rows, "complete": complete}
+        index = write_confirmation_key(path, "drafter_confirmations", record, index)
+        return record
+
     first = streams[0]
     ids0 = tok(first.prompt).input_ids
     _generate(model, ids0, 8, eos, None, ngram)  # untimed warm-up of both paths
@@ -119,13 +133,8 @@ def confirm_drafter_run(path: Path, k: int = 2, gammas: tuple[int, ...] = (2, 4,
             log(f"{s.corpus}/{s.id} g={g}: {res.calls} target calls (walk {blocks}), "
                 f"{'identical' if res.tokens == y else 'DIFFERENT'} tokens, {greedy.seconds / res.seconds:.2f}x")
         rows.append(row)
-    record = {"measured_at": new_meta("")["created"], "engine": {"name": "transformers", "version": _hf_version(),
-              "torch": torch.__version__, "threads": torch.get_num_threads()},
-              "method": "HF generate: prompt_lookup_num_tokens = g against plain greedy, alternating, per prompt",
-              "drafter": draft.get("spec"), "gammas": list(gammas), "prompts": rows}
-    with RunWriter(path, run.meta, resume=True) as w:
-        w.update_meta(drafter_confirmations=[*(w.meta.get("drafter_confirmations") or []), record])
-    return record
+        save(False)
+    return save(True)
 
 
 def _hf_version() -> str:

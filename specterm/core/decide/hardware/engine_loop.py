@@ -2,32 +2,38 @@
 Pure.
 
 Why: llama.cpp's speculative decoder (`llama-speculative-simple`, draft-simple) was priced from forwards
-timed through the binding (llama-cpp-python), one at a time, plus a separate (g+1)-token draft forward
-c_draft_fwd(g). Its own perf summary says otherwise (Qwen2.5-Coder Q4_K_M 1.5B target, 0.5B draft, AMD EPYC,
-1 thread, code-01, -n 60):
+timed through the binding (llama-cpp-python), one at a time: c_verify(g) + g c_draft + c_draft_fwd(g), the
+last the (g+1)-token draft forward the speculator runs on every verified batch (common_speculative_process).
+The binary's own perf summary splits a block differently (Qwen2.5-Coder Q4_K_M 1.5B target, 0.5B draft,
+AMD EPYC, 1 thread, code-01, -n 60):
 
-    g   target seconds per block   draft seconds per drafted token      binding: c_verify(g)   c_draft
-    1          0.154                        0.034                           0.117          0.040
-    4          0.30                         0.033                           0.230
-    8          0.57                         0.033                           0.600
+    g   target context's seconds per block   speculator's seconds per drafted token   binding: c_verify(g)
+    1          0.154                                 0.034                                    0.117
+    4          0.30                                  0.033                                    0.230
+    8          0.57                                  0.033                                    0.600
 
-- the draft takes g forwards per block and no more (its first is a 1-2 token batch of the tokens the target
-  just emitted, then g - 1 one-token steps): there is no separate (g+1)-token draft forward, so
-  g c_draft + c_draft_fwd(g) priced the draft about twice over;
-- the target's verification in the loop is 30% dearer than the binding's at g = 1-4 and a little cheaper at
-  g = 8 (the binding's curve steps up at 8 tokens, the binary's does not); plain greedy in the same binary
-  (a drafter that never drafts) takes 55 ms a token, the binding's c_decode 53-61 ms.
-With the binding's forwards the predictions missed one-sidedly (70% of 30 checks inside their 95% PI,
-realized / predicted median 1.13).
+- the speculator's own seconds (its `dur(b,g,a)`) are its g one-token steps with their sampling, about
+  33 ms each against the binding's c_draft of 37-40 ms;
+- the draft's (g+1)-token forward is in the target context's seconds, not the speculator's: without a
+  draft model (the n-gram decoder, same binary) the target's 3- and 5-token verifications average 0.178 s a
+  block where the binding's give 0.196 s, and the prompt's "encoded" seconds grow from 1.30 s to 1.86-1.94 s
+  once the draft is fed the prompt too;
+- plain greedy in the same binary (a drafter that never drafts) takes 55-62 ms a token, the binding's
+  c_decode 53-61 ms.
+The binding's three terms did not add up to the binary's block: the predictions missed on one side (21 of 30
+checks inside their 95% PI, realized / predicted median 1.13).
 
 So a llama.cpp profile prices the block with the engine's own forwards, read from the same short real
-speculative generations that give o(g) (samples as overhead.py's, plus "target_s": the target's seconds
-in the loop without the prompt, "draft_s": the speculator's seconds, "loop_drafted": tokens drafted):
+speculative generations that give o(g) (samples as overhead.py's, plus "target_s": the target context's
+seconds in the loop without the prompt, "draft_s": the speculator's seconds, "loop_drafted": tokens
+drafted). The terms split the block as the binary's perf summary does; they add up to its block, which is
+what the decision prices:
 
-    c_verify(g) = median over the generations at g of  target_s / blocks     (one verification per block)
+    c_verify(g) = median over the generations at g of  target_s / blocks     (the verification, and the
+                                                                             draft's (g+1)-token forward)
     c_draft     = median over all generations of         draft_s / drafted   (seconds per drafted token)
-    block(g)    = c_verify(g) + g c_draft + o(g)          (no c_draft_fwd term; no refeed extra: the loop's
-                                                           draft steps are already in draft_s)
+    block(g)    = c_verify(g) + g c_draft + o(g)          (no separate c_draft_fwd term: it is in c_verify(g);
+                                                           no refeed extra: the loop's steps are all timed)
 
 c_decode stays the binding's one-token forward: `specterm confirm --engine llama.cpp` times plain greedy
 through the binding, and the realized speedup divides by it. The binding's forwards are kept beside, under
@@ -48,10 +54,11 @@ from specterm.core.errors import SpectermError
 KEY = "forwards"            # cost[KEY] = {"where", "method", "gammas"}: how the forwards were priced
 BINDING_KEY = "binding_forwards"  # the binding's forwards the loop's replaced, kept for the record
 WHERE = "llama-speculative-simple's own loop"
-METHOD = ("c_verify(g) = median over generations at g of the target's seconds in the loop (perf summary: prompt "
-          "eval + eval, less the prompt) / blocks; c_draft = median over all generations of the speculator's "
-          "seconds (dur(b,g,a)) / drafted tokens; block = c_verify(g) + g c_draft + o(g) (no separate draft "
-          "forward, no refeed extra); c_decode: the binding's one-token forward (confirm times greedy there)")
+METHOD = ("c_verify(g) = median over generations at g of the target context's seconds in the loop (perf summary: "
+          "prompt eval + eval, less the prompt; the draft's per-block (g+1)-token forward is counted there) / "
+          "blocks; c_draft = median over all generations of the speculator's seconds (dur(b,g,a)) / drafted "
+          "tokens; block = c_verify(g) + g c_draft + o(g) (no separate draft-forward term, no refeed extra); "
+          "c_decode: the binding's one-token forward (confirm times greedy there)")
 _REPLACED = ("c_verify_s", "c_verify_cpu_s", "c_verify_iqr_s", "c_draft_s", "c_draft_cpu_s", "c_draft_iqr_s",
              "c_draft2_s", "c_draft2_cpu_s", "c_draft2_iqr_s", "c_draft_fwd_s", "c_draft_fwd_cpu_s",
              "c_draft_fwd_robust_s", "c_verify_robust_s", "c_verify_line", "robust_method", "r_measured", "r_gamma",
