@@ -46,31 +46,38 @@ def test_binomial_tail_is_scipys() -> None:
 
 
 def test_the_report_keeps_a_row_per_machine() -> None:
-    """The shipped llama.cpp run was confirmed on two machines: two rows, their counts those of the
-    decision checks the report shows per profile."""
+    """The shipped llama.cpp run was confirmed on two machines, and on one of them with costs priced two ways:
+    a row per (engine and its pricing, machine), their counts those of the decision checks the report shows
+    per profile."""
     from specterm.core.report.analysis import analyse
     from specterm.core.store import load_run
 
+    from specterm.core.decide.hardware.engine_loop import engine_label
+    from specterm.core.decide.hardware.profiles import run_profiles
+
+    run_meta = load_run(ROOT / "streams" / "qwen2.5-coder-0.5b-1.5b-llamacpp").meta
+    # a profile priced in llama.cpp's loop is a cost model of its own: its checks make rows of their own
+    engine_of = {p.id: engine_label("llama.cpp", p.cost) for p in run_profiles(run_meta)}
     rep = analyse([load_run(ROOT / "streams" / "qwen2.5-coder-0.5b-1.5b-llamacpp")], boot=200)
-    checks: dict[str, tuple[int, int]] = {}
+    checks: dict[tuple[str, str], tuple[int, int]] = {}
     for name, s in rep.ordered_sets():
         if name == "pooled":
             continue
         for d in s.decision_by_profile.values():
             for c in d.confirmed_history:
                 if c.decision_predicted is not None and c.decision_predicted.lo is not None:
-                    n, k = checks.get(d.machine or "", (0, 0))
-                    checks[d.machine or ""] = (n + 1, k + int(bool(c.in_ci)))
+                    key = (engine_of[d.profile], d.machine or "")
+                    n, k = checks.get(key, (0, 0))
+                    checks[key] = (n + 1, k + int(bool(c.in_ci)))
     from specterm.core.settings.for_report import settings_checks
 
-    run_meta = load_run(ROOT / "streams" / "qwen2.5-coder-0.5b-1.5b-llamacpp").meta
     for c in settings_checks(run_meta):  # the engine-settings confirmations count beside them
-        n, k = checks.get(c.machine, (0, 0))
-        checks[c.machine] = (n + 1, k + int(c.inside))
+        n, k = checks.get((c.engine, c.machine), (0, 0))
+        checks[(c.engine, c.machine)] = (n + 1, k + int(c.inside))
     assert len(rep.calibration) == len(checks) >= 2
     for row in rep.calibration:
-        assert row.engine == "llama.cpp" and row.drafter == "model"
-        assert (row.checks, row.in_pi) == checks[row.machine]
+        assert row.engine in ("llama.cpp", "llama.cpp (in-loop costs)") and row.drafter == "model"
+        assert (row.checks, row.in_pi) == checks[(row.engine, row.machine)]
 
 
 def test_settings_confirmations_are_checks_beside_the_fixed_g_ones() -> None:

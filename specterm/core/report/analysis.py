@@ -70,6 +70,7 @@ from specterm.core.decide.cost_ratio import cost_ratio_optimum
 from specterm.core.claims.economics import depth_gain
 from specterm.core.errors import SpectermError
 from specterm.core.streams.estimate import num, percentile_cis
+from specterm.core.decide.hardware.engine_loop import engine_label
 from specterm.core.decide.hardware import (MIXED_COSTS_NOTE, Confirmation, CostCurve, RunCostUncertainty, batched_rows,
                                     confirming, decision_check, decision_hw, q3_costs, run_cost_uncertainty,
                                     run_curve_and_confirmations)
@@ -786,7 +787,7 @@ def _report(p: _Prepared, sets: dict[str, SetReport], rows: list[ScoreRow], boot
         profiles=profile_rows(p.profiles, p.machine),
         this_machine=p.machine.key(),
         profile_note=profile_note(p.profiles, p.machine),
-        calibration=calibration(sets, {q.id: (str(q.engine.get("name") or "unknown engine"), q.label())
+        calibration=calibration(sets, {q.id: (engine_label(str(q.engine.get("name") or "unknown engine"), q.cost), q.label())
                                        for rp in p.profiles for q in rp.profiles},
                                 {q.id: draft_kind(rp.run.meta) for rp in p.profiles for q in rp.profiles},
                                 [c for rp in p.profiles for c in settings_checks(rp.run.meta)]),

@@ -71,6 +71,12 @@ def pricing(cost: dict[str, Any] | None) -> str:
     return str(f.get("where")) if isinstance(f, dict) and f.get("where") else "separate forwards"
 
 
+def engine_label(name: str, cost: dict[str, Any] | None) -> str:
+    """An engine's name as the calibration table keys it: checks predicted from forwards priced in the engine's
+    loop are a cost model of their own ("llama.cpp (in-loop costs)"), apart from the separate forwards'."""
+    return f"{name} (in-loop costs)" if pricing(cost) == WHERE else name
+
+
 def _iqr(x: Sequence[float]) -> float:
     if len(x) < 2:
         return 0.0
