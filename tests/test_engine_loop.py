@@ -19,7 +19,9 @@ from specterm.core.decide.hardware.engine_loop import (
     WHERE,
     loop_samples,
     priced_in_loop,
+    greedy_per_token,
     pricing,
+    session_greedy,
     session_samples,
 )
 from specterm.core.errors import SpectermError
@@ -140,7 +142,7 @@ def test_the_smollm2_log_gives_the_loops_target_and_draft_seconds(monkeypatch, t
 def test_specterm_costs_prices_an_in_loop_engine_from_its_generations(tmp_path, monkeypatch):
     """A fake engine priced in its loop whose generations take V(g) = 0.1 + 0.05 g per block in the target and
     D per drafted token: the profile's c_verify(g) at every g of the curve and c_draft are those, the binding's
-    rounds sit under BINDING_KEY, g = 1..8 are timed BLOCK_REPEATS times per prompt and the rest once."""
+    rounds sit under BINDING_KEY, o(g)'s g are timed BLOCK_REPEATS times per prompt and the rest once."""
     from test_profiles import FakeEngine, FakePair, judged_streams, legacy_meta
 
     from specterm.core.store import write_run
@@ -152,6 +154,9 @@ def test_specterm_costs_prices_an_in_loop_engine_from_its_generations(tmp_path, 
 
     class LoopPair(FakePair):
         forwards_in_loop = True
+
+        def greedy_loop(self, item):
+            return item.n, 0.05 * item.n
 
         def block_timed(self, item, gamma, cancel):
             blocks = item.blocks[gamma]
@@ -174,16 +179,16 @@ def test_specterm_costs_prices_an_in_loop_engine_from_its_generations(tmp_path, 
     assert cost[KEY]["where"] == WHERE and cost[KEY]["gammas"] == list(C.COST_GAMMAS)
     assert cost["c_verify_s"] == pytest.approx({str(g): v(g) for g in C.COST_GAMMAS})
     assert cost["c_draft_s"] == pytest.approx(D) and BINDING_KEY in cost
+    # c_decode: greedy in its loop over each block prompt's whole y, BLOCK_REPEATS times
+    assert cost["c_decode_s"] == pytest.approx(0.05) and len(cost[KEY]["greedy"]) == C.BLOCK_PROMPTS * C.BLOCK_REPEATS
     gens = cost[KEY]["generations"]
     counts = {g: sum(1 for s in gens if s["gamma"] == g) for g in C.COST_GAMMAS}
-    assert all(counts[g] == C.BLOCK_PROMPTS * C.BLOCK_REPEATS for g in C.LOOP_REPEATED)
-    assert all(counts[g] == C.BLOCK_PROMPTS for g in C.COST_GAMMAS if g not in C.LOOP_REPEATED)
-    # each generation long enough for LOOP_BLOCKS blocks of g + 1, the stored y permitting (the fake emits y)
+    repeated = sorted({s["gamma"] for s in cost["block_overhead"]["samples"]})  # o(g)'s line: BLOCK_GAMMAS and g_hw
+    assert set(C.BLOCK_GAMMAS) <= set(repeated) and len(repeated) <= len(C.BLOCK_GAMMAS) + 1
+    assert all(counts[g] == C.BLOCK_PROMPTS * (C.BLOCK_REPEATS if g in repeated else 1) for g in C.COST_GAMMAS)
+    # each generation the stored y whole (the fake emits y): its blocks at the decision's contexts
     n = {s.id: s.n for s in judged_streams()}
-    assert {s["prompt"] for s in gens} == {"c0", "p0"} and max(n.values()) < C.LOOP_BLOCKS * 17
-    assert all(s["tokens"] == min(n[s["prompt"]], max(C.BLOCK_TOKENS, C.LOOP_BLOCKS * (s["gamma"] + 1))) for s in gens)
-    # o(g)'s line: the repeated g only
-    assert sorted({s["gamma"] for s in cost["block_overhead"]["samples"]}) == list(C.LOOP_REPEATED)
+    assert {s["prompt"] for s in gens} == {"c0", "p0"} and all(s["tokens"] == n[s["prompt"]] for s in gens)
     assert cost["block_overhead"]["a_s"] == pytest.approx(0.002) and cost["block_overhead"]["b_s"] == pytest.approx(0.0, abs=1e-12)
     curve = cost_curve(cost)
     assert curve is not None and curve.c_draft_fwd is None and curve.verify_at(16) == pytest.approx(v(16))
@@ -218,3 +223,24 @@ def test_drift_compares_sessions_priced_the_same_way_only():
     sig = np.median([np.std(np.log([a, b]), ddof=1) for a, b in zip(Fa, Fb)])
     d = machine_drift(sessions)
     assert d.sessions == 2 and d.sigma == pytest.approx(sig)
+
+
+def test_greedy_in_its_loop_prices_c_decode():
+    """Greedy generations of 100, 120 and 80 tokens at 0.050, 0.056 and 0.053 s a token (and one of no token,
+    skipped): c_decode = their median per-token seconds, 0.053; the binding's one-token forward moves beside."""
+    greedy = [{"tokens": 100, "seconds": 5.0}, {"tokens": 120, "seconds": 120 * 0.056},
+              {"tokens": 80, "seconds": 80 * 0.053}, {"tokens": 0, "seconds": 1.0}]
+    assert greedy_per_token(greedy) == pytest.approx([0.05, 0.056, 0.053])
+    cost = binding_cost()
+    out = priced_in_loop(cost, generations(), greedy=greedy)
+    assert out["c_decode_s"] == out["c_decode_cpu_s"] == pytest.approx(0.053)
+    assert out[BINDING_KEY]["c_decode_s"] == 0.055 and out[KEY]["decode"] == "greedy loop"
+    assert out["samples_cpu_s"]["decode"] == pytest.approx([0.05, 0.056, 0.053])
+    curve = cost_curve(out)
+    assert curve is not None and curve.c_decode == pytest.approx(0.053)
+    S = costmodel.speedup_hw(np.array([2.4]), curve.c_decode, [curve.verify_at(2)], curve.c_draft, np.array([2]))
+    assert S[0] == pytest.approx(2.4 * 0.053 / (0.20 + 2 * D))
+    # without greedy generations c_decode stays the binding's
+    assert priced_in_loop(cost, generations())["c_decode_s"] == 0.055
+    rows = [{"greedy_s": 6.4, "greedy_tokens": 128, "spec": {}}, {"spec": {}}]
+    assert session_greedy(rows) == [{"tokens": 128, "seconds": 6.4}]

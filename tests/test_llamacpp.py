@@ -280,6 +280,8 @@ def test_confirm_llamacpp_times_1_4_8_and_gives_decision_checks_with_the_engine_
     sp = rec["prompts"][0]["spec"]
     drafted = sum(x["draft_calls"] for x in sp.values())
     assert all(x["target_loop_s"] > 0 and x["draft_loop_s"] > 0 for x in sp.values())
+    # and c_decode from its greedy generations, per token (what the realized speedup divides by)
+    assert session.c_decode == pytest.approx(float(np.median([p["greedy_s"] / p["greedy_tokens"] for p in rec["prompts"]])))
     for r in rec["results"]:
         g = r["gamma"]
         x = sp[str(g)]

@@ -351,17 +351,19 @@ def with_block_overhead(session_cost: Callable[[], dict[str, Any]], meta: dict[s
 
 def with_loop_forwards(session_cost: Callable[[], dict[str, Any]], session: ConfirmSession) -> Callable[[], dict[str, Any]]:
     """session_cost with its forwards priced in the engine's own loop at the g this session has timed so far
-    (core/decide/hardware/engine_loop: c_verify(g) and c_draft from the timed generations' perf summaries),
+    (core/decide/hardware/engine_loop: c_verify(g) and c_draft from the timed generations' perf summaries,
+    c_decode from its greedy generations),
     so its cost-model check prices the blocks the engine ran; the rounds' forwards alone before the first
     generation (the choices)."""
-    from specterm.core.decide.hardware.engine_loop import priced_in_loop, session_samples
+    from specterm.core.decide.hardware.engine_loop import priced_in_loop, session_greedy, session_samples
 
     def cost() -> dict[str, Any]:
         base = session_cost()
-        samples = session_samples(session.record["prompts"] if session.record else [])
+        rows = session.record["prompts"] if session.record else []
+        samples = session_samples(rows)
         if not samples:
             return base
-        return priced_in_loop(base, samples, sorted({s["gamma"] for s in samples}))
+        return priced_in_loop(base, samples, sorted({s["gamma"] for s in samples}), session_greedy(rows))
 
     return cost
 

@@ -76,9 +76,6 @@ BLOCK_GAMMAS = (1, 4, 8)  # draft lengths of the block overhead's generations (S
 BLOCK_PROMPTS = 2      # stored prompts (the first of each corpus, corpora in order) timed at each of them
 BLOCK_TOKENS = 32      # tokens per generation: short, the overhead is per block
 BLOCK_REPEATS = 2      # generations per (prompt, g)
-LOOP_REPEATED = tuple(range(1, 9))  # an engine priced in its loop: these g BLOCK_REPEATS times, the rest once
-LOOP_BLOCKS = 8        # ... each generation LOOP_BLOCKS (g + 1) tokens at least (the stored y permitting), so its
-                       # blocks draft g: near -n the example drafts fewer, which would price a shorter verify
 QUIET_POLL = 2.0
 
 
@@ -287,8 +284,7 @@ def whole_blocks(pair: Any, run: Run, cost: dict[str, Any], settlers: dict[str, 
     g_block = sorted(set(BLOCK_GAMMAS) | ({g_hw} if g_hw is not None else set()))
     in_loop = bool(getattr(pair, "forwards_in_loop", False))
     g_once: list[int] = []
-    if in_loop:  # every g the curve has, once; the decision's g again (engine_loop's c_verify(g))
-        g_block = sorted(set(g_block) | set(LOOP_REPEATED))
+    if in_loop:  # every g the curve has, once; the g of o(g)'s line again (engine_loop's c_verify(g))
         g_once = [g for g in COST_GAMMAS if g not in g_block]
     quiet = Quiet()
     try:
@@ -298,24 +294,46 @@ def whole_blocks(pair: Any, run: Run, cost: dict[str, Any], settlers: dict[str, 
         warn(f"the block overhead was not measured: {e}")
         return cost
     other, load = quiet.read()  # the machine while the blocks were timed, kept with them
-    # o(g)'s line is fitted on the g timed BLOCK_REPEATS times (in the loop: 1-8, where decisions fall on a CPU);
-    # the outside time steps with the verify's kernels (llama.cpp, Qwen 1.5B: 16 ms a block at g = 6, 44 ms at
-    # g = 7), and a line through g = 1..16 priced g = 1 at -8 ms where its generations measured +3.4 ms
+    # o(g)'s line is fitted on the g timed BLOCK_REPEATS times (BLOCK_GAMMAS and g_hw), as for every engine
     fitted = [s for s in samples if s["gamma"] in g_block]
     cost[OVERHEAD_KEY] = {**overhead_record(fitted, "cpu" if cost.get("decision_clock") == "cpu" else "wall"),
                           "load": quiet.record(other, load), "busy": quiet.busy(other, load)}
     if quiet.busy(other, load):
         warn(f"busy machine while timing whole blocks (load {load:.2f}): o(g) is marked busy")
     if in_loop:
+        greedy = loop_greedy(pair, run, config, cancel, report)
         try:
-            cost = priced_in_loop(cost, samples, COST_GAMMAS)
+            cost = priced_in_loop(cost, samples, COST_GAMMAS, greedy)
         except SpectermError as e:
             warn(str(e))
         else:  # every generation, those at the g timed once too
             cost[LOOP_KEY]["generations"] = [{k: s[k] for k in ("gamma", "blocks", "tokens", "target_s", "draft_s",
                                                                 "loop_drafted", "outside_s", "prompt") if k in s}
                                              for s in samples]
+            cost[LOOP_KEY]["greedy"] = greedy
     return cost
+
+
+def loop_greedy(pair: Any, run: Run, config: CostsConfig, cancel: Any,
+                report: Callable[[Progress], None] = lambda p: None) -> list[dict[str, Any]]:
+    """Plain greedy generations in the engine's loop, for c_decode (core/decide/hardware/engine_loop): each block
+    prompt's whole stored y (its mean context is the cost context's rule, prompt + y/2), BLOCK_REPEATS times;
+    [{"prompt", "tokens", "seconds"}]. [] where the pair has no greedy loop."""
+    from specterm.engines.confirm import build_items
+
+    if not hasattr(pair, "greedy_loop"):
+        return []
+    chosen = block_streams(run, max(1, config.block_prompts), config.block_tokens)
+    items = build_items(chosen, pair.encode, None, np.array([1], dtype=np.int64)) if chosen else []
+    out = []
+    for _rep in range(BLOCK_REPEATS):
+        for it in items:
+            check_cancel(cancel)
+            tokens, seconds = pair.greedy_loop(it)
+            out.append({"prompt": it.stream.id, "tokens": tokens, "seconds": seconds})
+            report(Progress("cost", f"greedy {it.stream.corpus}/{it.stream.id}: {tokens} tokens, "
+                                    f"{1e3 * seconds / max(tokens, 1):.1f} ms a token"))
+    return out
 
 
 def block_samples(pair: Any, run: Run, block_gammas: list[int], clock: str, config: CostsConfig, cancel: Any,
@@ -327,8 +345,8 @@ def block_samples(pair: Any, run: Run, block_gammas: list[int], clock: str, conf
     stream (equal when the output equals y). A drafter run's samples add "drafted" (the tokens its blocks
     drafted; the fit reads them, overhead.py), "drafted_walk" and "drafter_s" (its proposals' seconds, the
     decision's c_draft per block, so not outside). An engine priced in its own loop (pair.forwards_in_loop:
-    llama.cpp) adds "target_s", "draft_s" and "loop_drafted" (core/decide/hardware/engine_loop), and times the
-    g of `gammas_once` in the first repeat only."""
+    llama.cpp) adds "target_s", "draft_s" and "loop_drafted" (core/decide/hardware/engine_loop), times each
+    stored y whole, and the g of `gammas_once` in the first repeat only."""
     from specterm.engines.confirm import build_items
 
     chosen = block_streams(run, max(1, config.block_prompts), config.block_tokens)
@@ -339,20 +357,19 @@ def block_samples(pair: Any, run: Run, block_gammas: list[int], clock: str, conf
     every = sorted(set(block_gammas) | set(once))
     in_loop = bool(getattr(pair, "forwards_in_loop", False))
 
-    def tokens(g: int) -> int:  # the engine's loop: LOOP_BLOCKS full blocks at least (its c_verify(g) per block)
-        return max(config.block_tokens, LOOP_BLOCKS * (g + 1)) if in_loop else config.block_tokens
-
-    by_n = {n: build_items(chosen, pair.encode, n, np.array(every, dtype=np.int64))
-            for n in sorted({tokens(g) for g in every})}
+    # the engine's loop prices its forwards: each generation the stored y whole, so its blocks sit at the
+    # contexts the decision is about (mean: prompt + y/2, the cost context's rule) and draft g to near the end
+    # (-n cuts the last ones short); o(g) alone needs only short ones
+    n_gen = None if in_loop else config.block_tokens
+    items = build_items(chosen, pair.encode, n_gen, np.array(every, dtype=np.int64))
     walk = drafter_walk(run)
-    pair.block_timed(by_n[tokens(block_gammas[0])][0], block_gammas[0], cancel)  # warm-up (untimed)
+    pair.block_timed(items[0], block_gammas[0], cancel)  # warm-up (untimed)
     samples: list[dict[str, Any]] = []
-    total = len(chosen) * (len(block_gammas) * BLOCK_REPEATS + len(once))
+    total = len(items) * (len(block_gammas) * BLOCK_REPEATS + len(once))
     for rep in range(BLOCK_REPEATS):
-        for k in range(len(chosen)):
+        for it in items:
             for g in every if rep == 0 else block_gammas:
                 check_cancel(cancel)
-                it = by_n[tokens(g)][k]
                 t = pair.block_timed(it, g, cancel)
                 out_wall = t.wall_s - t.forwards_wall_s - t.drafter_wall_s
                 out_cpu = t.cpu_s - t.forwards_cpu_s - t.drafter_cpu_s

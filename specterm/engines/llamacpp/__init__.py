@@ -179,6 +179,19 @@ class LlamaPair:
                            loop_target_s=slog.target_eval_s - slog.encoded_s, loop_draft_s=slog.draft_s,
                            loop_drafted=int(slog.drafted.sum()))
 
+    def greedy_loop(self, item: Item) -> tuple[int, float]:
+        """(tokens, seconds) of plain greedy on item's prompt in the binding's loop, as `confirm` times greedy
+        (confirm_llamacpp.greedy_timed), for the loop-priced c_decode; as many tokens as item's y and the
+        context hold."""
+        from specterm.engines.llamacpp import models_llamacpp as LM
+        from specterm.engines.llamacpp.confirm_llamacpp import greedy_timed
+
+        if not self.eog:
+            self.eog = LM.eog_ids(self.target)
+        n = max(1, min(item.n, self.n_ctx - len(item.ids) - 1))
+        toks, stamps, _ = greedy_timed(self.target, item.ids, n, self.eog)
+        return len(toks), stamps[-1]
+
     def confirm_setup(self, config: ConfirmConfig, items: list[Item], context: int, meta: dict[str, Any],
                       report: Callable[[Any], None], cancel: Any) -> dict[str, Any]:
         """llama-speculative-simple found (or built), the models loaded with a context that holds every

@@ -35,11 +35,14 @@ what the decision prices:
     block(g)    = c_verify(g) + g c_draft + o(g)          (no separate c_draft_fwd term: it is in c_verify(g);
                                                            no refeed extra: the loop's steps are all timed)
 
-c_decode stays the binding's one-token forward: `specterm confirm --engine llama.cpp` times plain greedy
-through the binding, and the realized speedup divides by it. The binding's forwards are kept beside, under
-BINDING_KEY. A confirm session prices its own blocks the same way from its timed generations, at the g it
-timed (`session_samples`). Sessions priced one way and sessions priced the other are not compared for
-drift (`pricing`).
+c_decode is plain greedy's seconds per token in its own loop, the binding's (`specterm confirm --engine
+llama.cpp` times greedy there, and the realized speedup divides by it): median over greedy generations of
+seconds / tokens. The one-token forward timed alone, in the rounds among every other quantity, ran 5% slower
+than those generations did on a quiet machine (0.061 s against 0.056-0.061 s a token), which alone put the
+predictions 5% high. The binding's forwards are kept beside, under BINDING_KEY. A confirm session prices
+its own blocks and greedy the same way from its timed generations, at the g it timed (`session_samples`,
+`session_greedy`). Sessions priced one way and sessions priced the other are not compared for drift
+(`pricing`).
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ METHOD = ("c_verify(g) = median over generations at g of the target context's se
           "prompt eval + eval, less the prompt; the draft's per-block (g+1)-token forward is counted there) / "
           "blocks; c_draft = median over all generations of the speculator's seconds (dur(b,g,a)) / drafted "
           "tokens; block = c_verify(g) + g c_draft + o(g) (no separate draft-forward term, no refeed extra); "
-          "c_decode: the binding's one-token forward (confirm times greedy there)")
+          "c_decode = median over plain greedy generations in the binding's loop (as confirm times greedy) of "
+          "seconds / tokens")
 _REPLACED = ("c_verify_s", "c_verify_cpu_s", "c_verify_iqr_s", "c_draft_s", "c_draft_cpu_s", "c_draft_iqr_s",
              "c_draft2_s", "c_draft2_cpu_s", "c_draft2_iqr_s", "c_draft_fwd_s", "c_draft_fwd_cpu_s",
              "c_draft_fwd_robust_s", "c_verify_robust_s", "c_verify_line", "robust_method", "r_measured", "r_gamma",
@@ -99,22 +103,37 @@ def loop_samples(samples: Iterable[dict[str, Any]]) -> tuple[dict[int, list[floa
     return verify, draft
 
 
+_DECODE = ("c_decode_s", "c_decode_cpu_s", "c_decode_iqr_s", "c_decode_robust_s")
+
+
+def greedy_per_token(greedy: Iterable[dict[str, Any]]) -> list[float]:
+    """Seconds per token of each timed greedy generation ({"tokens", "seconds"}; none of no token skipped)."""
+    return [float(g["seconds"]) / int(g["tokens"]) for g in greedy
+            if isinstance(g.get("tokens"), int) and g["tokens"] > 0 and isinstance(g.get("seconds"), (int, float))
+            and g["seconds"] > 0]
+
+
 def priced_in_loop(cost: dict[str, Any], samples: Iterable[dict[str, Any]],
-                   gammas: Sequence[int] | None = None) -> dict[str, Any]:
+                   gammas: Sequence[int] | None = None, greedy: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
     """`cost` with its forwards priced in the engine's loop (module docstring): c_verify(g) at every g of
     `gammas` (default: every g of cost's c_verify_s; a session passes the g it timed, and the result has
     those alone), c_draft per drafted token, their samples on both clocks (the binary's clock is wall time;
     on one thread, a quiet machine's CPU time); c_draft_fwd, c_draft2 and the binding's robust fields move
     under BINDING_KEY. Raises SpectermError when a g of `gammas` has no generation or no generation drafted."""
     verify, draft = loop_samples(samples)
+    decode = greedy_per_token(greedy)
     want = sorted(int(g) for g in (gammas if gammas is not None else (cost.get("c_verify_s") or {}).keys()))
     missing = [g for g in want if not verify.get(g)]
     if not want or missing or not draft:
         raise SpectermError("the engine's loop was not timed at every draft length "
                             f"(missing g = {', '.join(map(str, missing)) or 'all'}"
                             f"{'' if draft else '; no generation drafted'}); its forwards stay the binding's.")
-    out = {k: v for k, v in cost.items() if k not in _REPLACED}
-    out[BINDING_KEY] = {k: cost[k] for k in _REPLACED if k in cost}
+    moved = _REPLACED + (_DECODE if decode else ())
+    out = {k: v for k, v in cost.items() if k not in moved}
+    out[BINDING_KEY] = {k: cost[k] for k in moved if k in cost}
+    if decode:  # plain greedy per token in its loop: what confirm's realized speedup divides by
+        c_dec = float(statistics.median(decode))
+        out.update(c_decode_s=c_dec, c_decode_cpu_s=c_dec, c_decode_iqr_s=_iqr(decode))
     c_ver = {str(g): float(statistics.median(verify[g])) for g in want}
     c_dra = float(statistics.median(draft))
     out.update(c_verify_s=c_ver, c_verify_cpu_s=dict(c_ver), c_verify_iqr_s={str(g): _iqr(verify[g]) for g in want},
@@ -125,12 +144,20 @@ def priced_in_loop(cost: dict[str, Any], samples: Iterable[dict[str, Any]],
     for clock in ("samples_s", "samples_cpu_s"):
         old: dict[str, Any] = cost.get(clock) or {}
         kept = {k: v for k, v in old.items() if not k.startswith(("verify:", "draft"))}
-        out[clock] = {**kept, "draft": list(draft), **{f"verify:{g}": list(verify[g]) for g in want}}
-    out[KEY] = {"where": WHERE, "method": METHOD, "gammas": want}
+        out[clock] = {**kept, "draft": list(draft), **{f"verify:{g}": list(verify[g]) for g in want},
+                      **({"decode": list(decode)} if decode else {})}
+    out[KEY] = {"where": WHERE, "method": METHOD, "gammas": want,
+                "decode": "greedy loop" if decode else "one-token forwards (no greedy generation timed)"}
     curve = cost_curve(out)
     assert curve is not None  # c_decode is the binding's, kept
     out.update(curve_summary(curve))
     return out
+
+
+def session_greedy(prompt_rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The greedy generations of a `specterm confirm` record's prompts ({"tokens", "seconds"}), for c_decode."""
+    return [{"tokens": row.get("greedy_tokens"), "seconds": row.get("greedy_s")} for row in prompt_rows
+            if row.get("greedy_s") is not None]
 
 
 def session_samples(prompt_rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
