@@ -72,6 +72,8 @@ def test_priced_in_loop_takes_medians_and_keeps_the_binding_beside():
     for k in ("c_draft_fwd_s", "c_draft_fwd_cpu_s", "c_draft2_s"):
         assert k not in out and out[BINDING_KEY][k] == cost[k]
     assert out[BINDING_KEY]["c_verify_s"] == cost["c_verify_s"]
+    assert out[BINDING_KEY]["samples_cpu_s"]["draft_fwd:2"] == cost["samples_cpu_s"]["draft_fwd:2"]  # kept whole
+    assert out[BINDING_KEY]["samples_cpu_s"]["verify:1"] == cost["samples_cpu_s"]["verify:1"]
     assert not any(k.startswith(("draft_fwd", "draft2")) for k in out["samples_cpu_s"])
     assert out["samples_cpu_s"]["verify:3"] == pytest.approx([0.25, 0.275, 0.225])
     assert out["samples_cpu_s"]["decode"] == cost["samples_cpu_s"]["decode"]
@@ -235,6 +237,7 @@ def test_greedy_in_its_loop_prices_c_decode():
     out = priced_in_loop(cost, generations(), greedy=greedy)
     assert out["c_decode_s"] == out["c_decode_cpu_s"] == pytest.approx(0.053)
     assert out[BINDING_KEY]["c_decode_s"] == 0.055 and out[KEY]["decode"] == "greedy loop"
+    assert out[BINDING_KEY]["samples_cpu_s"]["decode"] == cost["samples_cpu_s"]["decode"]
     assert out["samples_cpu_s"]["decode"] == pytest.approx([0.05, 0.056, 0.053])
     curve = cost_curve(out)
     assert curve is not None and curve.c_decode == pytest.approx(0.053)

@@ -144,6 +144,7 @@ def priced_in_loop(cost: dict[str, Any], samples: Iterable[dict[str, Any]],
     for clock in ("samples_s", "samples_cpu_s"):
         old: dict[str, Any] = cost.get(clock) or {}
         kept = {k: v for k, v in old.items() if not k.startswith(("verify:", "draft"))}
+        out[BINDING_KEY][clock] = {k: v for k, v in old.items() if k not in kept or (decode and k == "decode")}
         out[clock] = {**kept, "draft": list(draft), **{f"verify:{g}": list(verify[g]) for g in want},
                       **({"decode": list(decode)} if decode else {})}
     out[KEY] = {"where": WHERE, "method": METHOD, "gammas": want,
