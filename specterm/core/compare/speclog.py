@@ -82,12 +82,19 @@ class SpecLog:
     draft_s: float | None = None        # the speculator's own durations, begin + gen + accept (the draft's work)
 
     @property
-    def forwards_s(self) -> float | None:
-        """Seconds of the decode loop inside the models: the target's decodes but the prompt's (target_eval_s -
-        encoded_s) plus the draft speculator's durations; None when the log lacks one of them."""
-        if self.target_eval_s is None or self.draft_s is None or self.encoded_s is None:
+    def target_loop_s(self) -> float | None:
+        """Seconds of the target context in the decode loop: its decodes but the prompt's (target_eval_s -
+        encoded_s); None when the log lacks one of them."""
+        if self.target_eval_s is None or self.encoded_s is None:
             return None
-        return self.target_eval_s - self.encoded_s + self.draft_s
+        return self.target_eval_s - self.encoded_s
+
+    @property
+    def forwards_s(self) -> float | None:
+        """Seconds of the decode loop inside the models: target_loop_s plus the draft speculator's durations;
+        None when the log lacks one of them."""
+        target = self.target_loop_s
+        return None if target is None or self.draft_s is None else target + self.draft_s
 
     @property
     def outside_s(self) -> float | None:

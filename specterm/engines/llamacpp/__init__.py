@@ -173,10 +173,9 @@ class LlamaPair:
         if slog.outside_s is None or slog.decoded_s is None or slog.forwards_s is None:
             raise SpectermError(f"{B.SPEC_BINARY}'s log has no perf summary (target eval times, draft durations); "
                                 "the block overhead cannot be read from this build (pass --no-block-overhead).")
-        assert slog.target_eval_s is not None and slog.encoded_s is not None and slog.draft_s is not None
         return BlockTiming(blocks=slog.target_calls, wall_s=slog.decoded_s, cpu_s=slog.decoded_s,
                            forwards_wall_s=slog.forwards_s, forwards_cpu_s=slog.forwards_s, tokens=list(slog.tokens),
-                           loop_target_s=slog.target_eval_s - slog.encoded_s, loop_draft_s=slog.draft_s,
+                           loop_target_s=slog.target_loop_s, loop_draft_s=slog.draft_s,
                            loop_drafted=int(slog.drafted.sum()))
 
     def greedy_loop(self, item: Item) -> tuple[int, float]:

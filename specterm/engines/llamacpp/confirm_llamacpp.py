@@ -156,9 +156,7 @@ def speculative_timed(pair: Any, item: Item, g: int, keep_logs: Path | None) -> 
         "histogram": histogram(ks, g), "histogram_walk": histogram(walk, g), "counters": slog.counters,
         # the loop's own forwards (core/decide/hardware/engine_loop): the target's seconds without the prompt,
         # the speculator's; None where the log has no perf summary
-        "target_loop_s": (slog.target_eval_s - slog.encoded_s
-                          if slog.target_eval_s is not None and slog.encoded_s is not None else None),
-        "draft_loop_s": slog.draft_s,
+        "target_loop_s": slog.target_loop_s, "draft_loop_s": slog.draft_s,
     }, summary=f"{len(toks)} tokens in {seconds:.2f} s, {slog.target_calls} target calls (walk {walk.size})")
 
 

@@ -296,12 +296,12 @@ def cost_curve(cost: dict[str, Any] | None) -> CostCurve | None:
                      c_draft2=float(c_draft2) if c_draft2 is not None and _positive(c_draft2) else None, clock=clock,
                      c_draft_fwd=_draft_fwd(cost, gammas, sfx, samples),
                      engine=engine if isinstance(engine, str) else None, block_overhead=block_overhead(cost),
-                     forwards_where=_forwards_where(cost))
+                     forwards_where=forwards_where(cost))
 
 
-def _forwards_where(cost: dict[str, Any]) -> str | None:
+def forwards_where(cost: dict[str, Any] | None) -> str | None:
     """Where the forwards were timed (cost["forwards"]["where"], engine_loop.KEY), None for separate forwards."""
-    f = cost.get("forwards")
+    f = cost.get("forwards") if isinstance(cost, dict) else None
     where = f.get("where") if isinstance(f, dict) else None
     return where if isinstance(where, str) and where else None
 

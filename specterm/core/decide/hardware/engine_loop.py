@@ -23,8 +23,8 @@ AMD EPYC, 1 thread, code-01, -n 60):
 The binding's three terms did not add up to the binary's block: the predictions missed on one side (21 of 30
 checks inside their 95% PI, realized / predicted median 1.13).
 
-So a llama.cpp profile prices the block with the engine's own forwards, read from the same short real
-speculative generations that give o(g) (samples as overhead.py's, plus "target_s": the target context's
+So a llama.cpp profile prices the block with the engine's own forwards, read from the same real speculative
+generations that give o(g), each over a stored y whole (samples as overhead.py's, plus "target_s": the target context's
 seconds in the loop without the prompt, "draft_s": the speculator's seconds, "loop_drafted": tokens
 drafted). The terms split the block as the binary's perf summary does; they add up to its block, which is
 what the decision prices:
@@ -37,9 +37,9 @@ what the decision prices:
 
 c_decode is plain greedy's seconds per token in its own loop, the binding's (`specterm confirm --engine
 llama.cpp` times greedy there, and the realized speedup divides by it): median over greedy generations of
-seconds / tokens. The one-token forward timed alone, in the rounds among every other quantity, ran 5% slower
-than those generations did on a quiet machine (0.061 s against 0.056-0.061 s a token), which alone put the
-predictions 5% high. The binding's forwards are kept beside, under BINDING_KEY. A confirm session prices
+seconds / tokens. The one-token forward timed alone, in the rounds among every other quantity, ran slower than
+those generations did on a quiet machine (one confirmation session: median 0.066 s against 0.058 s a token),
+which alone put the predictions high. The binding's forwards are kept beside, under BINDING_KEY. A confirm session prices
 its own blocks and greedy the same way from its timed generations, at the g it timed (`session_samples`,
 `session_greedy`). Sessions priced one way and sessions priced the other are not compared for drift
 (`pricing`).
@@ -51,7 +51,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from specterm.core.decide.hardware.curve import cost_curve, curve_summary
+from specterm.core.decide.hardware.curve import cost_curve, curve_summary, forwards_where
 from specterm.core.errors import SpectermError
 
 KEY = "forwards"            # cost[KEY] = {"where", "method", "gammas"}: how the forwards were priced
@@ -71,8 +71,7 @@ _REPLACED = ("c_verify_s", "c_verify_cpu_s", "c_verify_iqr_s", "c_draft_s", "c_d
 
 def pricing(cost: dict[str, Any] | None) -> str:
     """How a cost dict's forwards were priced: WHERE for the engine's loop, "separate forwards" otherwise."""
-    f = cost.get(KEY) if isinstance(cost, dict) else None
-    return str(f.get("where")) if isinstance(f, dict) and f.get("where") else "separate forwards"
+    return forwards_where(cost) or "separate forwards"
 
 
 def engine_label(name: str, cost: dict[str, Any] | None) -> str:
@@ -107,7 +106,7 @@ _DECODE = ("c_decode_s", "c_decode_cpu_s", "c_decode_iqr_s", "c_decode_robust_s"
 
 
 def greedy_per_token(greedy: Iterable[dict[str, Any]]) -> list[float]:
-    """Seconds per token of each timed greedy generation ({"tokens", "seconds"}; none of no token skipped)."""
+    """Seconds per token of each timed greedy generation ({"tokens", "seconds"}; those of no token skipped)."""
     return [float(g["seconds"]) / int(g["tokens"]) for g in greedy
             if isinstance(g.get("tokens"), int) and g["tokens"] > 0 and isinstance(g.get("seconds"), (int, float))
             and g["seconds"] > 0]
